@@ -1,0 +1,99 @@
+"""FWHT side by side: randfeat_rs against the best vectorized NumPy FWHTs.
+
+Prints a markdown table (medians of at least 5 runs) and the machine line;
+the numbers go to BENCHMARKS.md. Run through ``make bench``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import scipy.linalg
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import machine_line, median_time
+
+import randfeat_rs as rf
+
+
+def numpy_butterfly(x: np.ndarray) -> np.ndarray:
+    """Reshape-based radix-2 butterflies, one vectorized NumPy pass per stage."""
+    y = np.array(x, dtype=x.dtype, copy=True)
+    rows, n = y.shape
+    h = 1
+    while h < n:
+        v = y.reshape(rows, n // (2 * h), 2, h)
+        a = v[:, :, 0, :].copy()
+        b = v[:, :, 1, :]
+        v[:, :, 0, :] += b
+        np.subtract(a, b, out=v[:, :, 1, :])
+        h *= 2
+    return y
+
+
+def numpy_kronecker(x: np.ndarray) -> np.ndarray:
+    """H_n = H_a (x) H_b: two batched GEMMs with small Hadamard matrices."""
+    rows, n = x.shape
+    a = 1 << (n.bit_length() - 1) // 2
+    b = n // a
+    ha = scipy.linalg.hadamard(a).astype(x.dtype)
+    hb = scipy.linalg.hadamard(b).astype(x.dtype)
+    x3 = x.reshape(rows, a, b)
+    return np.matmul(ha, x3 @ hb.T).reshape(rows, n)
+
+
+def main() -> None:
+    print(f"Machine: {machine_line()}\n")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((10_000, 1024))
+    for fn in (numpy_butterfly, numpy_kronecker):
+        np.testing.assert_allclose(fn(x[:4]), rf.fwht(x[:4]), atol=1e-9)
+
+    # Thread scaling and the in-place pass first: NumPy's BLAS threads keep
+    # spinning for a while after a GEMM and would steal the second core.
+    xin = x.copy()
+    t_inplace = median_time(lambda: rf.fwht(xin, out=xin), repeats=9)
+    dst = np.empty_like(x)
+    t_copy = median_time(lambda: np.copyto(dst, x), repeats=9)
+    print(
+        f"\nIn place, 10,000 x 1,024 float64 (80 MB): {t_inplace * 1e3:.2f} ms; "
+        f"np.copyto of the same array: {t_copy * 1e3:.2f} ms; "
+        f"ratio {t_inplace / t_copy:.2f} (goal <= 1.3)"
+    )
+
+    small = rng.standard_normal((256, 1024))
+    old = rf.get_num_threads()
+    # Interleave the two settings so that machine noise hits both alike.
+    runs: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(5):
+        for t in (1, 2):
+            rf.set_num_threads(t)
+            runs[t].append(
+                median_time(lambda: rf.fwht(small, out=small, normalized=True), repeats=41)
+            )
+    rf.set_num_threads(old)
+    res = {t: float(np.median(v)) for t, v in runs.items()}
+    print(
+        f"Cache-resident 256 x 1,024 float64 in place: 1 thread {res[1] * 1e6:.0f} us, "
+        f"2 threads {res[2] * 1e6:.0f} us, speed-up {res[1] / res[2]:.2f}x (goal >= 1.8)"
+    )
+
+    print(
+        "| case | randfeat_rs | NumPy butterfly | NumPy Kronecker (GEMM) | speed-up vs best NumPy |"
+    )
+    print("|---|---|---|---|---|")
+    for dtype in (np.float64, np.float32):
+        xd = x.astype(dtype)
+        t_rf = median_time(lambda xd=xd: rf.fwht(xd), repeats=9)
+        t_bf = median_time(lambda xd=xd: numpy_butterfly(xd), repeats=5)
+        t_kr = median_time(lambda xd=xd: numpy_kronecker(xd), repeats=5)
+        print(
+            f"| 10,000 x 1,024 {np.dtype(dtype).name}, new array | {t_rf * 1e3:.2f} ms | "
+            f"{t_bf * 1e3:.1f} ms | {t_kr * 1e3:.1f} ms | {min(t_bf, t_kr) / t_rf:.1f}x |"
+        )
+
+
+if __name__ == "__main__":
+    main()

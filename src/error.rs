@@ -1,0 +1,67 @@
+//! The one error type of the crate. Every fallible public function returns
+//! [`Result`]; the Python bindings map each variant to one exception class
+//! (see `python/randfeat_rs/exceptions.py`).
+
+/// Errors raised by randfeat_rs. Each variant carries the context a user needs
+/// to fix the call (the argument name, the expected and the actual value).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// A length that must be a power of two is not (e.g. the FWHT input).
+    #[error("length {len} is not a power of two (the next power of two is {next}); zero-pad the input to {next}")]
+    NotPowerOfTwo {
+        /// The offending length.
+        len: usize,
+        /// The smallest power of two `>= len` (1 for `len = 0`).
+        next: usize,
+    },
+    /// An array has the wrong size along some axis.
+    #[error("{name}: expected {expected}, got {got}")]
+    ShapeMismatch {
+        /// What was measured, e.g. "number of features of X".
+        name: &'static str,
+        /// The size the call needs.
+        expected: usize,
+        /// The size that was passed.
+        got: usize,
+    },
+    /// An argument is outside its valid range or is not a known option.
+    #[error("invalid value for `{name}`: {reason}")]
+    InvalidParameter {
+        /// The argument's name as the user spells it.
+        name: &'static str,
+        /// What is wrong and what is expected.
+        reason: String,
+    },
+    /// The input contains NaN or infinite values where they are not allowed.
+    #[error("`{name}` contains NaN or infinite values")]
+    NonFinite {
+        /// The argument's name.
+        name: &'static str,
+    },
+    /// A Cholesky factorization failed even after the jitter ladder.
+    #[error("matrix is not positive definite (the factorization failed at pivot {index})")]
+    NotPositiveDefinite {
+        /// The pivot at which the factorization broke down.
+        index: usize,
+    },
+    /// The worker thread pool could not be created.
+    #[error("could not build the thread pool: {0}")]
+    ThreadPool(String),
+    /// A Rust panic caught at the FFI edge: a bug in randfeat_rs, never the
+    /// user's fault. Carries the panic message.
+    #[error("internal error (a Rust panic was caught; please report it): {0}")]
+    Internal(String),
+}
+
+/// `Result` with the crate's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// Shorthand for [`Error::InvalidParameter`].
+    pub fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidParameter {
+            name,
+            reason: reason.into(),
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! Fast Walsh–Hadamard transform (ALGORITHMS.md section 1).
+//!
+//! `H` is the unnormalized Hadamard matrix in Sylvester order,
+//! `H[i, j] = (-1)^popcount(i & j)`, the ordering of `scipy.linalg.hadamard`.
+//! The transform costs `n log2 n` additions; `H H = n I`, and the normalized
+//! transform `H / sqrt(n)` is orthogonal and its own inverse.
+//!
+//! Results are bit-identical for any thread count and any SIMD level: each
+//! output is the same sequence of additions whatever the work split.
+//!
+//! ```
+//! use randfeat_rs::fwht::fwht;
+//! use randfeat_rs::Parallelism;
+//! let mut v = [1.0_f64, 2.0, 3.0, 4.0];
+//! fwht(&mut v, false, Parallelism::Sequential).unwrap();
+//! assert_eq!(v, [10.0, -2.0, -4.0, 0.0]);
+//! ```
+
+mod kernel;
+mod simd;
+
+use ndarray::{ArrayView2, ArrayViewMut1, ArrayViewMut2, Axis, Zip};
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::real::Real;
+use crate::threads::Parallelism;
+use kernel::{block_len, strip_width, Strip};
+
+pub use simd::simd_level;
+
+/// Vectors at least this long are split over threads internally (blocks in
+/// phase 1, column strips in phase 2).
+pub const PARALLEL_LEN: usize = 1 << 16;
+
+/// Elements per rayon task when a batch is split over rows.
+const MIN_TASK_ELEMS: usize = 1 << 14;
+
+/// Checks that `len` is a power of two; `Error::NotPowerOfTwo` otherwise.
+pub fn check_power_of_two(len: usize) -> Result<()> {
+    if len.is_power_of_two() {
+        Ok(())
+    } else {
+        Err(Error::NotPowerOfTwo {
+            len,
+            next: len.checked_next_power_of_two().unwrap_or(0).max(1),
+        })
+    }
+}
+
+/// In-place transform `x <- H x` (or `H x / sqrt(n)` when `normalized`) of a
+/// vector whose length is a power of two. With [`Parallelism::Rayon`],
+/// vectors of at least [`PARALLEL_LEN`] elements are split over threads.
+pub fn fwht<T: Real>(x: &mut [T], normalized: bool, par: Parallelism) -> Result<()> {
+    check_power_of_two(x.len())?;
+    transform(x, par);
+    if normalized {
+        scale(x, norm_factor::<T>(x.len()));
+    }
+    Ok(())
+}
+
+/// In-place transform of every row of `x` (ALGORITHMS.md 1: one independent
+/// transform per row). The row length must be a power of two. Rows need not
+/// be contiguous (a strided row is copied to a buffer and back). With
+/// [`Parallelism::Rayon`] the rows are split over threads; a batch with
+/// fewer rows than threads and long rows splits each row instead.
+pub fn fwht_rows<T: Real>(
+    mut x: ArrayViewMut2<T>,
+    normalized: bool,
+    par: Parallelism,
+) -> Result<()> {
+    let n = x.ncols();
+    check_power_of_two(n)?;
+    let factor = normalized.then(|| norm_factor::<T>(n));
+    if rows_in_parallel(x.nrows(), n, par) {
+        x.axis_iter_mut(Axis(0))
+            .into_par_iter()
+            .with_min_len((MIN_TASK_ELEMS / n).max(1))
+            .for_each(|row| transform_row(row, factor, Parallelism::Sequential));
+    } else {
+        for row in x.axis_iter_mut(Axis(0)) {
+            transform_row(row, factor, par);
+        }
+    }
+    Ok(())
+}
+
+/// Out-of-place row-wise transform: `dst[i] <- H src[i]` (normalized on
+/// request). `src` may have any strides and is read once; `dst` must have the
+/// same shape.
+pub fn fwht_rows_into<T: Real>(
+    src: ArrayView2<T>,
+    mut dst: ArrayViewMut2<T>,
+    normalized: bool,
+    par: Parallelism,
+) -> Result<()> {
+    if src.dim() != dst.dim() {
+        let (expected, got) = if src.nrows() != dst.nrows() {
+            (src.nrows(), dst.nrows())
+        } else {
+            (src.ncols(), dst.ncols())
+        };
+        return Err(Error::ShapeMismatch {
+            name: "shape of out",
+            expected,
+            got,
+        });
+    }
+    let n = src.ncols();
+    check_power_of_two(n)?;
+    let factor = normalized.then(|| norm_factor::<T>(n));
+    if rows_in_parallel(src.nrows(), n, par) {
+        Zip::from(dst.rows_mut())
+            .and(src.rows())
+            .par_for_each(|mut d, s| {
+                d.assign(&s);
+                transform_row(d, factor, Parallelism::Sequential);
+            });
+    } else {
+        for (mut d, s) in dst.rows_mut().into_iter().zip(src.rows()) {
+            d.assign(&s);
+            transform_row(d, factor, par);
+        }
+    }
+    Ok(())
+}
+
+fn rows_in_parallel(rows: usize, n: usize, par: Parallelism) -> bool {
+    par.is_parallel() && rows >= 2 && (n < PARALLEL_LEN || rows >= rayon::current_num_threads())
+}
+
+fn norm_factor<T: Real>(n: usize) -> T {
+    T::from_f64_lossy(1.0 / (n as f64).sqrt())
+}
+
+fn scale<T: Real>(x: &mut [T], factor: T) {
+    x.iter_mut().for_each(|v| *v *= factor);
+}
+
+fn transform_row<T: Real>(mut row: ArrayViewMut1<T>, factor: Option<T>, par: Parallelism) {
+    match row.as_slice_mut() {
+        Some(s) => {
+            transform(s, par);
+            if let Some(f) = factor {
+                scale(s, f);
+            }
+        }
+        None => {
+            let mut buf = row.to_vec();
+            transform(&mut buf, par);
+            if let Some(f) = factor {
+                scale(&mut buf, f);
+            }
+            row.iter_mut().zip(buf).for_each(|(r, b)| *r = b);
+        }
+    }
+}
+
+/// The transform of a power-of-two-length vector (length already checked).
+pub(crate) fn transform<T: Real>(x: &mut [T], par: Parallelism) {
+    let n = x.len();
+    let b = block_len::<T>();
+    if n <= b {
+        simd::small(x);
+        return;
+    }
+    let parallel = par.is_parallel() && n >= PARALLEL_LEN;
+    if parallel {
+        x.par_chunks_exact_mut(b).for_each(simd::small);
+    } else {
+        x.chunks_exact_mut(b).for_each(simd::small);
+    }
+    phase2(x, b, parallel);
+}
+
+/// A raw pointer that may cross threads; phase 2 hands disjoint column
+/// strips of one vector to different threads.
+struct SharedPtr<T>(*mut T);
+// SAFETY: only used to give each task a pointer to its own disjoint strip.
+unsafe impl<T: Send> Send for SharedPtr<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for SharedPtr<T> {}
+impl<T> SharedPtr<T> {
+    fn get(&self) -> *mut T {
+        self.0
+    }
+}
+
+/// Stages between blocks of length `b` (`x.len()` a multiple of `b`).
+fn phase2<T: Real>(x: &mut [T], b: usize, parallel: bool) {
+    let rows = x.len() / b;
+    let width = strip_width::<T>(rows, b);
+    let base = SharedPtr(x.as_mut_ptr());
+    let run = |s: usize| {
+        let strip = Strip {
+            // SAFETY: s * width < b <= x.len(), inside the allocation.
+            ptr: unsafe { base.get().add(s * width) },
+            rows,
+            row_len: b,
+            width,
+        };
+        // SAFETY: strip `s` covers columns [s*width, (s+1)*width) of every
+        // block; strips are disjoint and `x` is borrowed mutably for the call.
+        unsafe { simd::strip(&strip) }
+    };
+    if parallel {
+        (0..b / width).into_par_iter().for_each(run);
+    } else {
+        (0..b / width).for_each(run);
+    }
+}
+
+#[cfg(test)]
+mod tests;

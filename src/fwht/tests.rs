@@ -1,0 +1,224 @@
+use super::*;
+use approx::assert_relative_eq;
+use ndarray::Array2;
+use rand::{Rng, SeedableRng};
+
+/// Textbook O(n^2) oracle: `H[i, j] = (-1)^popcount(i & j)`.
+fn dense(x: &[f64]) -> Vec<f64> {
+    let n = x.len();
+    (0..n)
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    if (i & j).count_ones() % 2 == 0 {
+                        x[j]
+                    } else {
+                        -x[j]
+                    }
+                })
+                .sum()
+        })
+        .collect()
+}
+
+/// Textbook in-place loop of ALGORITHMS.md 1, the bit-exact reference.
+fn naive<T: Real>(x: &mut [T]) {
+    let mut h = 1;
+    while h < x.len() {
+        for i in (0..x.len()).step_by(2 * h) {
+            for j in i..i + h {
+                let (a, b) = (x[j], x[j + h]);
+                x[j] = a + b;
+                x[j + h] = a - b;
+            }
+        }
+        h *= 2;
+    }
+}
+
+fn random_vec(n: usize, seed: u64) -> Vec<f64> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    (0..n).map(|_| rng.random_range(-1.0..1.0)).collect()
+}
+
+#[test]
+fn worked_oracles() {
+    let mut v = [1.0, 2.0, 3.0, 4.0];
+    fwht(&mut v, false, Parallelism::Sequential).unwrap();
+    assert_eq!(v, [10.0, -2.0, -4.0, 0.0]);
+    fwht(&mut v, false, Parallelism::Sequential).unwrap();
+    assert_eq!(v, [4.0, 8.0, 12.0, 16.0]);
+    let mut w = [1.0, -1.0, 2.0, 0.5, 0.0, 3.0, -2.0, 1.0];
+    fwht(&mut w, false, Parallelism::Sequential).unwrap();
+    assert_eq!(w, [4.5, -2.5, 1.5, 0.5, 0.5, 9.5, -6.5, 0.5]);
+}
+
+#[test]
+fn matches_dense_hadamard_up_to_1024() {
+    for k in 0..=10 {
+        let n = 1 << k;
+        let x = random_vec(n, k as u64);
+        let mut y = x.clone();
+        fwht(&mut y, false, Parallelism::Sequential).unwrap();
+        for (a, b) in y.iter().zip(dense(&x)) {
+            assert_relative_eq!(*a, b, epsilon = 1e-12);
+        }
+        let mut y32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        fwht(&mut y32, false, Parallelism::Sequential).unwrap();
+        for (a, b) in y32.iter().zip(dense(&x)) {
+            assert_relative_eq!(*a as f64, b, epsilon = 1e-4);
+        }
+    }
+}
+
+#[test]
+fn bit_identical_to_textbook_loop_all_sizes_and_threads() {
+    // Covers the small path, the blocked path and the parallel blocked path.
+    for k in [0, 1, 3, 5, 11, 12, 13, 16, 17, 18] {
+        let n = 1usize << k;
+        let x = random_vec(n, 100 + k as u64);
+        let mut want = x.clone();
+        naive(&mut want);
+        for par in [Parallelism::Sequential, Parallelism::Rayon] {
+            let mut got = x.clone();
+            fwht(&mut got, false, par).unwrap();
+            assert!(got == want, "n = {n}, {par:?}");
+        }
+        let mut want32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        let mut got32 = want32.clone();
+        naive(&mut want32);
+        fwht(&mut got32, false, Parallelism::Rayon).unwrap();
+        assert!(got32 == want32, "f32 n = {n}");
+    }
+}
+
+#[test]
+fn involution_norm_and_linearity() {
+    let n = 256;
+    let x = random_vec(n, 1);
+    let y = random_vec(n, 2);
+    let mut hx = x.clone();
+    fwht(&mut hx, false, Parallelism::Sequential).unwrap();
+    let norm2 = |v: &[f64]| v.iter().map(|a| a * a).sum::<f64>();
+    assert_relative_eq!(norm2(&hx), n as f64 * norm2(&x), max_relative = 1e-12);
+    let mut hhx = hx.clone();
+    fwht(&mut hhx, false, Parallelism::Sequential).unwrap();
+    for (a, b) in hhx.iter().zip(&x) {
+        assert_relative_eq!(*a, n as f64 * b, epsilon = 1e-10);
+    }
+    let mut nx = x.clone();
+    fwht(&mut nx, true, Parallelism::Sequential).unwrap();
+    assert_relative_eq!(norm2(&nx), norm2(&x), max_relative = 1e-12);
+    fwht(&mut nx, true, Parallelism::Sequential).unwrap();
+    for (a, b) in nx.iter().zip(&x) {
+        assert_relative_eq!(*a, *b, epsilon = 1e-12);
+    }
+    let mut lin: Vec<f64> = x.iter().zip(&y).map(|(a, b)| 2.0 * a - 3.0 * b).collect();
+    fwht(&mut lin, false, Parallelism::Sequential).unwrap();
+    let mut hy = y.clone();
+    fwht(&mut hy, false, Parallelism::Sequential).unwrap();
+    for i in 0..n {
+        assert_relative_eq!(lin[i], 2.0 * hx[i] - 3.0 * hy[i], epsilon = 1e-10);
+    }
+}
+
+#[test]
+fn unit_vectors_are_hadamard_columns() {
+    let n = 16;
+    for j in 0..n {
+        let mut e = vec![0.0; n];
+        e[j] = 1.0;
+        fwht(&mut e, false, Parallelism::Sequential).unwrap();
+        for (i, v) in e.iter().enumerate() {
+            let want = if (i & j).count_ones() % 2 == 0 {
+                1.0
+            } else {
+                -1.0
+            };
+            assert_eq!(*v, want);
+        }
+    }
+}
+
+#[test]
+fn rejects_non_powers_of_two() {
+    let mut v = vec![0.0f64; 12];
+    assert_eq!(
+        fwht(&mut v, false, Parallelism::Sequential),
+        Err(Error::NotPowerOfTwo { len: 12, next: 16 })
+    );
+    let mut e: Vec<f64> = vec![];
+    assert_eq!(
+        fwht(&mut e, false, Parallelism::Sequential),
+        Err(Error::NotPowerOfTwo { len: 0, next: 1 })
+    );
+    let a = Array2::<f32>::zeros((3, 6));
+    let mut b = a.clone();
+    assert!(matches!(
+        fwht_rows(b.view_mut(), false, Parallelism::Rayon),
+        Err(Error::NotPowerOfTwo { len: 6, next: 8 })
+    ));
+    let mut c = Array2::<f32>::zeros((3, 8));
+    assert!(matches!(
+        fwht_rows_into(a.view(), c.view_mut(), false, Parallelism::Rayon),
+        Err(Error::ShapeMismatch { .. })
+    ));
+}
+
+#[test]
+fn rows_strided_and_out_of_place_agree() {
+    let (r, n) = (37, 64);
+    let data = random_vec(r * 2 * n, 9);
+    let wide = Array2::from_shape_vec((r, 2 * n), data).unwrap();
+    // Non-contiguous rows: every other column.
+    let strided = wide.slice(ndarray::s![.., ..;2]);
+    let mut want = strided.to_owned();
+    for mut row in want.rows_mut() {
+        naive(row.as_slice_mut().unwrap());
+    }
+    let mut inplace = wide.clone();
+    fwht_rows(
+        inplace.slice_mut(ndarray::s![.., ..;2]),
+        false,
+        Parallelism::Rayon,
+    )
+    .unwrap();
+    assert_eq!(inplace.slice(ndarray::s![.., ..;2]), want);
+    // Untouched odd columns.
+    assert_eq!(
+        inplace.slice(ndarray::s![.., 1..;2]),
+        wide.slice(ndarray::s![.., 1..;2])
+    );
+    let mut out = Array2::zeros((r, n));
+    fwht_rows_into(strided, out.view_mut(), false, Parallelism::Rayon).unwrap();
+    assert_eq!(out, want);
+    // Transposed (column-major) source.
+    let t = want.t().to_owned();
+    let mut out2 = Array2::zeros((r, n));
+    fwht_rows_into(t.t(), out2.view_mut(), true, Parallelism::Sequential).unwrap();
+    let mut expect = want.clone();
+    for mut row in expect.rows_mut() {
+        naive(row.as_slice_mut().unwrap());
+        row.mapv_inplace(|v| v / (n as f64).sqrt());
+    }
+    for (a, b) in out2.iter().zip(expect.iter()) {
+        assert_relative_eq!(*a, *b, epsilon = 1e-12);
+    }
+    // Empty batch.
+    let mut empty = Array2::<f64>::zeros((0, 8));
+    fwht_rows(empty.view_mut(), false, Parallelism::Rayon).unwrap();
+}
+
+proptest::proptest! {
+    #[test]
+    fn prop_double_transform_scales_by_n(k in 0u32..12, seed in 0u64..1000) {
+        let n = 1usize << k;
+        let x = random_vec(n, seed);
+        let mut y = x.clone();
+        fwht(&mut y, false, Parallelism::Rayon).unwrap();
+        fwht(&mut y, false, Parallelism::Rayon).unwrap();
+        for (a, b) in y.iter().zip(&x) {
+            proptest::prop_assert!((a - n as f64 * b).abs() <= 1e-9 * n as f64);
+        }
+    }
+}

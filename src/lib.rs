@@ -1,0 +1,41 @@
+//! # randfeat_rs
+//!
+//! Random features for kernel methods and Gaussian processes. Explicit
+//! feature maps `Φ` with `Φ(x)ᵀΦ(y) ≈ k(x, y)` turn `O(N³)` kernel algebra
+//! into `O(N D²)` linear algebra on `N × D` features. The exact mathematics
+//! of every map, with its test oracles, is in `ALGORITHMS.md` of the design
+//! documents; each public item names the section it implements.
+//!
+//! Conventions: rows are samples (`N × d`, C order); feature maps are generic
+//! over [`Real`] (`f32`, `f64`) and return the input's precision; linear
+//! solves are `f64`. Random parameters are drawn at fit time from one seeded
+//! ChaCha stream ([`rng`]); transforms are deterministic and bit-identical
+//! for any thread count. Heavy routines take a [`Parallelism`] argument and
+//! run in the caller's rayon pool.
+//!
+//! ```
+//! use ndarray::array;
+//! use randfeat_rs::{fwht::fwht_rows, Parallelism};
+//!
+//! let mut x = array![[1.0_f64, 2.0, 3.0, 4.0], [1.0, 0.0, 0.0, 0.0]];
+//! fwht_rows(x.view_mut(), false, Parallelism::Rayon).unwrap();
+//! assert_eq!(x, array![[10.0, -2.0, -4.0, 0.0], [1.0, 1.0, 1.0, 1.0]]);
+//! ```
+
+pub mod error;
+pub mod fwht;
+pub mod real;
+pub mod rng;
+pub mod threads;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use error::{Error, Result};
+pub use real::Real;
+pub use threads::Parallelism;
+
+/// The README's Rust examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -1,0 +1,50 @@
+//! PyO3 bindings (feature `python`): argument translation only. Every call
+//! goes through [`ffi::call`], which releases the GIL, runs the work in the
+//! library's thread pool, catches panics and maps [`crate::Error`] to the
+//! exception tree of `randfeat_rs.exceptions`.
+
+mod ffi;
+mod fwht;
+
+use pyo3::prelude::*;
+
+/// Sets the number of threads every randfeat_rs call uses (>= 1).
+#[pyfunction]
+fn set_num_threads(py: Python<'_>, n: i64) -> PyResult<()> {
+    let n = usize::try_from(n).unwrap_or(0);
+    ffi::map_result(py, crate::threads::set_num_threads(n))
+}
+
+/// The number of threads randfeat_rs calls use.
+#[pyfunction]
+fn get_num_threads() -> usize {
+    crate::threads::get_num_threads()
+}
+
+/// The SIMD instruction set the kernels selected on this CPU.
+#[pyfunction]
+fn simd_level() -> &'static str {
+    crate::fwht::simd_level()
+}
+
+/// Test hook: panics inside the FFI helper, to prove that a Rust panic
+/// surfaces as a Python exception rather than an abort.
+#[pyfunction]
+fn _debug_panic(py: Python<'_>) -> PyResult<()> {
+    ffi::call(py, || -> crate::Result<()> {
+        panic!("deliberate panic from _debug_panic")
+    })
+}
+
+/// The compiled core of randfeat_rs.
+#[pymodule]
+#[pyo3(name = "_core")]
+fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(simd_level, m)?)?;
+    m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
+    fwht::register(m)?;
+    Ok(())
+}

@@ -1,0 +1,131 @@
+//! Thread control: the pool every Python-facing call runs in.
+//!
+//! Rust users keep full control: heavy routines take a [`Parallelism`]
+//! argument and run in whatever rayon pool the caller is in. The Python
+//! bindings run every call through [`install`], which uses a pool sized by
+//! `RANDFEAT_NUM_THREADS` (default: all cores) or [`set_num_threads`].
+//!
+//! Fork safety: a forked child inherits the pool's bookkeeping but not its
+//! threads, so work sent to it would wait forever. The pool remembers the
+//! process id that built it; a call from another process (a fork child)
+//! leaks the parent's pool, which is unusable there, and builds a new one.
+
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Result};
+
+/// How a routine may use threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Parallelism {
+    /// Run on the calling thread only.
+    Sequential,
+    /// Split the work over the current rayon pool (the caller's
+    /// `ThreadPool::install` scope, or rayon's global pool).
+    #[default]
+    Rayon,
+}
+
+impl Parallelism {
+    /// True for [`Parallelism::Rayon`] when the current pool has more than one thread.
+    pub fn is_parallel(self) -> bool {
+        matches!(self, Parallelism::Rayon) && rayon::current_num_threads() > 1
+    }
+}
+
+struct PoolEntry {
+    pid: u32,
+    threads: usize,
+    pool: Arc<rayon::ThreadPool>,
+}
+
+static POOL: Mutex<Option<PoolEntry>> = Mutex::new(None);
+static REQUESTED: Mutex<Option<usize>> = Mutex::new(None);
+
+/// Name of the environment variable that sizes the pool.
+pub const NUM_THREADS_ENV: &str = "RANDFEAT_NUM_THREADS";
+
+fn default_threads() -> usize {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    match std::env::var(NUM_THREADS_ENV) {
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n >= 1 => n,
+            _ => cores,
+        },
+        Err(_) => cores,
+    }
+}
+
+fn wanted_threads() -> usize {
+    let requested = *REQUESTED.lock().unwrap_or_else(|e| e.into_inner());
+    requested.unwrap_or_else(default_threads)
+}
+
+fn pool() -> Result<Arc<rayon::ThreadPool>> {
+    let mut guard = POOL.lock().unwrap_or_else(|e| e.into_inner());
+    let pid = std::process::id();
+    let threads = wanted_threads();
+    if let Some(entry) = guard.as_ref() {
+        if entry.pid == pid && entry.threads == threads {
+            return Ok(Arc::clone(&entry.pool));
+        }
+    }
+    if let Some(old) = guard.take() {
+        if old.pid != pid {
+            // Inherited through fork: its worker threads do not exist in this
+            // process, so dropping it could wait on them. Leak it instead.
+            std::mem::forget(old);
+        }
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("randfeat-{i}"))
+        .build()
+        .map_err(|e| Error::ThreadPool(e.to_string()))?;
+    let pool = Arc::new(pool);
+    *guard = Some(PoolEntry {
+        pid,
+        threads,
+        pool: Arc::clone(&pool),
+    });
+    Ok(pool)
+}
+
+/// Sets the number of threads used by [`install`] (and so by every Python
+/// call). `n` must be at least 1.
+pub fn set_num_threads(n: usize) -> Result<()> {
+    if n == 0 {
+        return Err(Error::invalid("n", "the number of threads must be >= 1"));
+    }
+    *REQUESTED.lock().unwrap_or_else(|e| e.into_inner()) = Some(n);
+    Ok(())
+}
+
+/// The number of threads [`install`] runs with.
+pub fn get_num_threads() -> usize {
+    wanted_threads()
+}
+
+/// Runs `f` inside the library's pool (see the module docs).
+pub fn install<R, F>(f: F) -> Result<R>
+where
+    R: Send,
+    F: FnOnce() -> R + Send,
+{
+    Ok(pool()?.install(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn install_runs_with_requested_threads() {
+        set_num_threads(2).unwrap();
+        assert_eq!(get_num_threads(), 2);
+        let n = install(rayon::current_num_threads).unwrap();
+        assert_eq!(n, 2);
+        assert!(set_num_threads(0).is_err());
+    }
+}

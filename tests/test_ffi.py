@@ -1,0 +1,96 @@
+"""The FFI edge: panics become exceptions, thread control, fork safety."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import randfeat_rs as rf
+from randfeat_rs import _core
+
+
+def test_panic_surfaces_as_exception_not_abort():
+    with pytest.raises(rf.RustPanicError, match="deliberate panic"):
+        _core._debug_panic()
+    # The process and the pool are still usable afterwards.
+    np.testing.assert_array_equal(rf.fwht(np.array([1.0, 1.0])), [2.0, 0.0])
+
+
+def test_exception_tree():
+    assert issubclass(rf.InvalidInputError, ValueError)
+    assert issubclass(rf.InvalidDtypeError, TypeError)
+    for cls in (
+        rf.InvalidInputError,
+        rf.InvalidDtypeError,
+        rf.RustPanicError,
+        rf.NotPositiveDefiniteError,
+        rf.GpuError,
+    ):
+        assert issubclass(cls, rf.RandfeatError)
+
+
+def test_set_num_threads_roundtrip_and_results_identical():
+    x = np.random.default_rng(0).standard_normal((64, 1 << 12))
+    old = rf.get_num_threads()
+    try:
+        rf.set_num_threads(1)
+        assert rf.get_num_threads() == 1
+        one = rf.fwht(x)
+        rf.set_num_threads(2)
+        assert rf.get_num_threads() == 2
+        two = rf.fwht(x)
+        np.testing.assert_array_equal(one, two)
+        long = np.random.default_rng(1).standard_normal(1 << 17)
+        rf.set_num_threads(1)
+        a = rf.fwht(long)
+        rf.set_num_threads(2)
+        np.testing.assert_array_equal(a, rf.fwht(long))
+    finally:
+        rf.set_num_threads(old)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "2", True])
+def test_set_num_threads_rejects(bad):
+    with pytest.raises(rf.InvalidInputError):
+        rf.set_num_threads(bad)
+
+
+def test_env_var_sets_threads():
+    code = "import randfeat_rs as rf; print(rf.get_num_threads())"
+    env = dict(os.environ, RANDFEAT_NUM_THREADS="3")
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "3"
+
+
+def _child(q):
+    x = np.arange(1 << 17, dtype=np.float64)
+    y = rf.fwht(np.tile(np.arange(8.0), (1000, 1)))
+    q.put((float(rf.fwht(x)[0]), float(y[0, 0])))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX-only")
+@pytest.mark.filterwarnings("ignore:.*fork.*:DeprecationWarning")
+def test_forked_child_does_not_deadlock():
+    # Warm the pool in the parent so the child inherits a pool with threads.
+    rf.fwht(np.random.default_rng(0).standard_normal((256, 1024)))
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child, args=(q,))
+    p.start()
+    p.join(timeout=60)
+    alive = p.is_alive()
+    if alive:
+        p.kill()
+    assert not alive, "forked child deadlocked"
+    assert p.exitcode == 0
+    first, batch_first = q.get(timeout=5)
+    n = 1 << 17
+    assert first == n * (n - 1) / 2
+    assert batch_first == 28.0
