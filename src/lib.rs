@@ -26,6 +26,7 @@ pub mod error;
 pub mod fwht;
 pub mod real;
 pub mod rng;
+pub mod sketch;
 pub mod threads;
 
 #[cfg(feature = "python")]

@@ -1,0 +1,324 @@
+//! Closed-form moments and variances of the polynomial sketches
+//! (ALGORITHMS.md 2.5). Everything is `f64` and per pair `(x, y)` of
+//! already scaled (augmented, padded) vectors, described by
+//! `m = xᵀy`, `ν = ‖x‖²‖y‖²`, `s = Σ_a x_a² y_a²`.
+
+use super::SketchKind;
+use crate::error::{Error, Result};
+
+/// A scalar weight law with `E z = 0`, `E|z|² = 1` (ALGORITHMS.md 2.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WeightLaw {
+    /// N(0, 1): `q = 1`, `κ = 3`.
+    Gaussian,
+    /// ±1: `q = 1`, `κ = 1`.
+    Rademacher,
+    /// (a + ib)/√2 with a, b ~ N(0, 1): `q = ½`, `κ = 2`.
+    ComplexGaussian,
+    /// Uniform on {1, −1, i, −i} (same moments as the unit circle): `q = ½`, `κ = 1`.
+    ComplexRademacher,
+}
+
+impl WeightLaw {
+    /// The law a sketch draws its weights from. TensorSRHT and TensorSketch
+    /// use unit-modulus (Rademacher-type) weights.
+    pub fn of(kind: SketchKind, complex: bool) -> Self {
+        match (kind, complex) {
+            (SketchKind::Gaussian, false) => Self::Gaussian,
+            (SketchKind::Gaussian, true) => Self::ComplexGaussian,
+            (_, false) => Self::Rademacher,
+            (_, true) => Self::ComplexRademacher,
+        }
+    }
+
+    /// `q = E[(Re z)²]`.
+    pub fn q(self) -> f64 {
+        match self {
+            Self::Gaussian | Self::Rademacher => 1.0,
+            Self::ComplexGaussian | Self::ComplexRademacher => 0.5,
+        }
+    }
+
+    /// `κ = E[|z|⁴]`.
+    pub fn kappa(self) -> f64 {
+        match self {
+            Self::Gaussian => 3.0,
+            Self::ComplexGaussian => 2.0,
+            Self::Rademacher | Self::ComplexRademacher => 1.0,
+        }
+    }
+}
+
+/// The pair statistics `m = xᵀy`, `ν = ‖x‖²‖y‖²`, `s = Σ x_a² y_a²`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PairStats {
+    /// Dot product `xᵀy`.
+    pub m: f64,
+    /// Product of squared norms `‖x‖²‖y‖²`.
+    pub nu: f64,
+    /// `Σ_a x_a² y_a²`.
+    pub s: f64,
+}
+
+impl PairStats {
+    /// Computes the statistics of a pair of equal-length vectors.
+    pub fn new(x: &[f64], y: &[f64]) -> Self {
+        let (mut m, mut xx, mut yy, mut s) = (0.0, 0.0, 0.0, 0.0);
+        for (&a, &b) in x.iter().zip(y) {
+            m += a * b;
+            xx += a * a;
+            yy += b * b;
+            s += a * a * b * b;
+        }
+        Self { m, nu: xx * yy, s }
+    }
+}
+
+/// Per-factor moments of one unstructured feature:
+/// `M = E|(wᵀx) conj(wᵀy)|² = ν + (1 + (2q−1)²)(m² − s) + (κ − 1)s` and
+/// `Pm = E[((wᵀx) conj(wᵀy))²] = (2q−1)²(ν − s) + 2(m² − s) + κs`.
+pub fn unstructured_moments(law: WeightLaw, p: &PairStats) -> (f64, f64) {
+    let r2 = (2.0 * law.q() - 1.0).powi(2);
+    let m2 = p.m * p.m;
+    let big_m = p.nu + (1.0 + r2) * (m2 - p.s) + (law.kappa() - 1.0) * p.s;
+    let pm = r2 * (p.nu - p.s) + 2.0 * (m2 - p.s) + law.kappa() * p.s;
+    (big_m, pm)
+}
+
+/// TensorSRHT cross moments of two distinct features of one block, for the
+/// padded dimension `d_pad >= 2`:
+/// `C = m² − [ν − s + (2q−1)²(m² − s)]/(d'−1)`,
+/// `Pc = m² − [(m² − s) + (2q−1)²(ν − s)]/(d'−1)`.
+/// For `d_pad = 1` there are no such pairs; the function returns `(m², m²)`
+/// so that every covariance term vanishes.
+pub fn srht_cross_moments(law: WeightLaw, p: &PairStats, d_pad: usize) -> (f64, f64) {
+    let m2 = p.m * p.m;
+    if d_pad < 2 {
+        return (m2, m2);
+    }
+    let r2 = (2.0 * law.q() - 1.0).powi(2);
+    let k = (d_pad - 1) as f64;
+    let c = m2 - (p.nu - p.s + r2 * (m2 - p.s)) / k;
+    let pc = m2 - ((m2 - p.s) + r2 * (p.nu - p.s)) / k;
+    (c, pc)
+}
+
+/// `c(D, d') = ⌊D/d'⌋·d'(d'−1) + r(r−1)` with `r = D mod d'`: the ordered
+/// pairs of distinct TensorSRHT features that share a block.
+pub fn srht_pair_count(n_features: usize, d_pad: usize) -> f64 {
+    if d_pad == 0 {
+        return 0.0;
+    }
+    let (q, r) = (n_features / d_pad, n_features % d_pad);
+    (q as f64) * (d_pad as f64) * (d_pad as f64 - 1.0) + (r as f64) * (r as f64 - 1.0).max(0.0)
+}
+
+/// Variance of a degree-`n` sketch estimate of `(xᵀy)^n` with
+/// `n_features` features (complex features for complex sketches).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SketchVariance {
+    /// `E|k̂ − E k̂|²`; `None` for TensorSketch (real only). Equals
+    /// `real_part` for real sketches.
+    pub complex: Option<f64>,
+    /// `Var(Re k̂)`: the variance of the estimate randfeat_rs returns
+    /// (the dot product of the real [Re | Im] rows, ALGORITHMS.md 9).
+    pub real_part: f64,
+}
+
+/// The closed-form variance table of ALGORITHMS.md 2.5.
+///
+/// `d_pad` is the padded input dimension `d'` (only TensorSRHT uses it).
+/// Errors: `degree = 0`, `n_features = 0`, complex TensorSketch.
+pub fn sketch_variance(
+    kind: SketchKind,
+    complex: bool,
+    degree: u32,
+    n_features: usize,
+    d_pad: usize,
+    p: &PairStats,
+) -> Result<SketchVariance> {
+    if degree == 0 {
+        return Err(Error::invalid("degree", "must be >= 1"));
+    }
+    if n_features == 0 {
+        return Err(Error::invalid("n_components", "must be >= 1"));
+    }
+    let n = degree as i32;
+    let d = n_features as f64;
+    let m2n = (p.m * p.m).powi(n);
+    if kind == SketchKind::TensorSketch {
+        if complex {
+            return Err(Error::invalid(
+                "complex_weights",
+                "TensorSketch has no complex variant",
+            ));
+        }
+        let e = if n_features % 2 == 0 { 2.0 } else { 1.0 };
+        let m2 = p.m * p.m;
+        let m_r = p.nu + 2.0 * m2 - 2.0 * p.s;
+        let m_c = p.nu + m2 - p.s;
+        let p_c = 2.0 * m2 - p.s;
+        let v = (e * (m_r.powi(n) - m2n) + (d - e) * ((m_c.powi(n) - m2n) + (p_c.powi(n) - m2n)))
+            / (d * d);
+        return Ok(SketchVariance {
+            complex: None,
+            real_part: v,
+        });
+    }
+    let law = WeightLaw::of(kind, complex);
+    let (big_m, pm) = unstructured_moments(law, p);
+    let mut complex_var = (big_m.powi(n) - m2n) / d;
+    let mut real_var = ((big_m.powi(n) - m2n) + (pm.powi(n) - m2n)) / (2.0 * d);
+    if kind == SketchKind::TensorSrht {
+        let (c, pc) = srht_cross_moments(law, p, d_pad);
+        let pairs = srht_pair_count(n_features, d_pad) / (d * d);
+        complex_var += pairs * (c.powi(n) - m2n);
+        real_var += pairs * ((c.powi(n) - m2n) + (pc.powi(n) - m2n)) / 2.0;
+    }
+    Ok(SketchVariance {
+        complex: Some(complex_var),
+        real_part: real_var,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use approx::assert_relative_eq;
+    use SketchKind::*;
+
+    fn check(
+        kind: SketchKind,
+        complex: bool,
+        p: &PairStats,
+        n: u32,
+        dd: usize,
+        dp: usize,
+        cv: f64,
+        rv: f64,
+    ) {
+        // The oracles are printed with 6 decimals: half a unit of the last digit.
+        let v = sketch_variance(kind, complex, n, dd, dp, p).unwrap();
+        assert_relative_eq!(v.complex.unwrap(), cv, epsilon = 5e-7, max_relative = 1e-12);
+        assert_relative_eq!(v.real_part, rv, epsilon = 5e-7, max_relative = 1e-12);
+    }
+
+    #[test]
+    fn worked_example_a() {
+        let p = PairStats::new(&[1.0, 1.0, 0.0, 0.0], &[1.0, 0.0, 1.0, 0.0]);
+        assert_eq!((p.m, p.nu, p.s), (1.0, 4.0, 1.0));
+        assert_eq!(srht_pair_count(6, 4), 14.0);
+        check(Gaussian, false, &p, 2, 6, 4, 35.0 / 6.0, 35.0 / 6.0);
+        check(Rademacher, false, &p, 2, 6, 4, 2.5, 2.5);
+        check(Gaussian, true, &p, 2, 6, 4, 4.0, 2.25);
+        check(Rademacher, true, &p, 2, 6, 4, 2.5, 1.25);
+        check(TensorSrht, false, &p, 2, 6, 4, 19.0 / 9.0, 19.0 / 9.0);
+        check(TensorSrht, true, &p, 2, 6, 4, 19.0 / 9.0, 19.0 / 18.0);
+        let ts = sketch_variance(TensorSketch, false, 2, 6, 4, &p).unwrap();
+        assert!(ts.complex.is_none());
+        assert_relative_eq!(ts.real_part, 2.5, max_relative = 1e-12);
+    }
+
+    #[test]
+    fn worked_example_b() {
+        let p = PairStats::new(&[0.5, -1.0, 0.3], &[0.2, 0.7, -0.4]);
+        assert_relative_eq!(p.m, -0.72, max_relative = 1e-12);
+        assert_relative_eq!(p.nu, 0.9246, max_relative = 1e-12);
+        assert_relative_eq!(p.s, 0.5144, max_relative = 1e-12);
+        assert_eq!(srht_pair_count(5, 4), 12.0);
+        let (c, _) = srht_cross_moments(WeightLaw::Rademacher, &p, 4);
+        assert_relative_eq!(c, 0.380333, epsilon = 5e-7);
+        let (c, pc) = srht_cross_moments(WeightLaw::ComplexRademacher, &p, 4);
+        assert_relative_eq!(c, 0.381667, epsilon = 5e-7);
+        assert_relative_eq!(pc, 0.517067, epsilon = 5e-7);
+        check(Gaussian, false, &p, 3, 5, 4, 1.481274, 1.481274);
+        check(Rademacher, false, &p, 3, 5, 4, 0.134362, 0.134362);
+        check(Gaussian, true, &p, 3, 5, 4, 0.573074, 0.384057);
+        check(Rademacher, true, &p, 3, 5, 4, 0.132283, 0.066467);
+        check(TensorSrht, false, &p, 3, 5, 4, 0.093899, 0.093899);
+        check(TensorSrht, true, &p, 3, 5, 4, 0.092099, 0.046117);
+        let ts = sketch_variance(TensorSketch, false, 3, 5, 4, &p).unwrap();
+        assert_relative_eq!(ts.real_part, 0.133219, epsilon = 5e-7);
+    }
+
+    #[test]
+    fn tensor_sketch_examples() {
+        let p = PairStats::new(&[0.5, 1.0, 0.3, 0.2, 0.1], &[0.2, 0.7, 0.4, 0.9, 0.3]);
+        assert_relative_eq!(p.m, 1.13, max_relative = 1e-12);
+        for (n, d, want) in [(2, 7, 1.392761), (2, 8, 1.251136), (1, 6, 0.398600)] {
+            let v = sketch_variance(TensorSketch, false, n, d, 8, &p).unwrap();
+            assert_relative_eq!(v.real_part, want, epsilon = 5e-7);
+        }
+    }
+
+    #[test]
+    fn deterministic_properties() {
+        let p = PairStats::new(&[0.5, -1.0, 0.3, 0.8], &[0.2, 0.7, -0.4, 0.1]);
+        // Degree 1 TensorSRHT with d' | D is exact.
+        let v = sketch_variance(TensorSrht, false, 1, 8, 4, &p).unwrap();
+        assert!(v.real_part.abs() < 1e-12);
+        // Rademacher <= Gaussian; TensorSRHT <= Rademacher for odd degree.
+        for n in 1..=5 {
+            let g = sketch_variance(Gaussian, false, n, 7, 4, &p)
+                .unwrap()
+                .real_part;
+            let r = sketch_variance(Rademacher, false, n, 7, 4, &p)
+                .unwrap()
+                .real_part;
+            let t = sketch_variance(TensorSrht, false, n, 7, 4, &p)
+                .unwrap()
+                .real_part;
+            assert!(r <= g + 1e-15);
+            if n % 2 == 1 {
+                assert!(t <= r + 1e-15);
+            }
+        }
+        // Zero vector: zero variance.
+        let z = PairStats::new(&[0.0, 0.0], &[1.0, 2.0]);
+        for kind in [Gaussian, Rademacher, TensorSrht, TensorSketch] {
+            assert_eq!(
+                sketch_variance(kind, false, 3, 5, 2, &z).unwrap().real_part,
+                0.0
+            );
+        }
+        // d = 1: Rademacher-type sketches are exact, Gaussian is not.
+        let one = PairStats::new(&[0.7], &[-1.3]);
+        assert!(
+            sketch_variance(Rademacher, false, 3, 4, 1, &one)
+                .unwrap()
+                .real_part
+                .abs()
+                < 1e-12
+        );
+        assert!(
+            sketch_variance(Rademacher, true, 3, 4, 1, &one)
+                .unwrap()
+                .real_part
+                .abs()
+                < 1e-12
+        );
+        assert!(
+            sketch_variance(TensorSrht, false, 3, 4, 1, &one)
+                .unwrap()
+                .real_part
+                .abs()
+                < 1e-12
+        );
+        assert!(
+            sketch_variance(Gaussian, false, 3, 4, 1, &one)
+                .unwrap()
+                .real_part
+                > 0.0
+        );
+    }
+
+    #[test]
+    fn errors() {
+        let p = PairStats::new(&[1.0], &[1.0]);
+        assert!(sketch_variance(Gaussian, false, 0, 4, 1, &p).is_err());
+        assert!(sketch_variance(Gaussian, false, 2, 0, 1, &p).is_err());
+        assert!(sketch_variance(TensorSketch, true, 2, 4, 1, &p).is_err());
+        assert!(SketchKind::parse("srht").is_err());
+        assert_eq!(SketchKind::parse("tensor_srht").unwrap(), TensorSrht);
+    }
+}
