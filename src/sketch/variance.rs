@@ -153,7 +153,11 @@ pub fn sketch_variance(
                 "TensorSketch has no complex variant",
             ));
         }
-        let e = if n_features % 2 == 0 { 2.0 } else { 1.0 };
+        let e = if n_features.is_multiple_of(2) {
+            2.0
+        } else {
+            1.0
+        };
         let m2 = p.m * p.m;
         let m_r = p.nu + 2.0 * m2 - 2.0 * p.s;
         let m_c = p.nu + m2 - p.s;
