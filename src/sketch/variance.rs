@@ -191,6 +191,7 @@ mod tests {
     use approx::assert_relative_eq;
     use SketchKind::*;
 
+    #[allow(clippy::too_many_arguments)]
     fn check(
         kind: SketchKind,
         complex: bool,
