@@ -8,7 +8,8 @@
 //!   group of 8, 4 or 2 sub-vectors (`width` contiguous columns each), which
 //!   cuts the passes over memory by up to three;
 //! - `in_chunk_stages`: the first stages (distances below one 256-bit
-//!   vector) on every contiguous chunk of one vector's width;
+//!   vector) on every contiguous chunk, portable code; on x86-64 the
+//!   explicit in-register versions of `simd.rs` replace it;
 //! - `blocked`: for vectors longer than one L1-sized block, phase 1
 //!   transforms each block, phase 2 runs the remaining stages over column
 //!   strips that fit in L2 (`strip`).
@@ -141,7 +142,8 @@ fn in_chunk_stages<T: Real, const N: usize>(x: &mut [T]) {
     }
 }
 
-/// The whole transform of a power-of-two-length vector that fits in L1.
+/// The whole transform of a power-of-two-length vector that fits in L1,
+/// with the portable in-chunk stages (the SSE2 / non-x86 path).
 #[inline(always)]
 pub(super) fn small<T: Real>(x: &mut [T]) {
     let n = x.len();
@@ -155,7 +157,15 @@ pub(super) fn small<T: Real>(x: &mut [T]) {
         8 => in_chunk_stages::<T, 8>(x),
         _ => in_chunk_stages::<T, 4>(x),
     }
-    contiguous_stages(x, base, n.trailing_zeros() - base.trailing_zeros());
+    small_from(x, base);
+}
+
+/// The stages with distances `h0, 2 h0, …, n/2` of a vector whose stages
+/// below `h0` are done (`h0` a power of two, `h0 <= n`).
+#[inline(always)]
+pub(super) fn small_from<T: Real>(x: &mut [T], h0: usize) {
+    let stages = x.len().trailing_zeros() - h0.trailing_zeros();
+    contiguous_stages(x, h0, stages);
 }
 
 /// A view of phase 2: `rows` rows of `row_len` elements, of which the

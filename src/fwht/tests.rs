@@ -222,3 +222,54 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn every_simd_level_is_bit_identical() {
+    for k in 0..=12 {
+        let n = 1usize << k;
+        let x = random_vec(n, 500 + k as u64);
+        let mut want = x.clone();
+        naive(&mut want);
+        for got in simd::small_all_levels(&x) {
+            assert!(got == want, "f64 n = {n}");
+        }
+        let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        let mut want32 = x32.clone();
+        naive(&mut want32);
+        for got in simd::small_all_levels(&x32) {
+            assert!(got == want32, "f32 n = {n}");
+        }
+    }
+}
+
+/// Interleaved timing of the portable and the explicit-SIMD in-vector
+/// stages (min of many trials, robust to a busy machine). Not a test of
+/// speed: run by hand with `cargo test --release -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn compare_levels_timing() {
+    use std::time::Instant;
+    for k in [10usize, 14] {
+        let n = 1 << k;
+        let x = random_vec(n, 1);
+        let reps = (1 << 22) / n;
+        let mut best = [f64::INFINITY; 3];
+        for _ in 0..30 {
+            for (lvl, slot) in best.iter_mut().enumerate() {
+                let mut v = x.clone();
+                let t = Instant::now();
+                for _ in 0..reps {
+                    simd::time_level(&mut v, lvl);
+                }
+                let dt = t.elapsed().as_secs_f64() / reps as f64;
+                *slot = slot.min(dt);
+            }
+        }
+        for (lvl, b) in best.iter().enumerate() {
+            println!(
+                "n=2^{k} level {lvl}: {:.4} ns/elem/log2n",
+                b * 1e9 / (n * k) as f64
+            );
+        }
+    }
+}
