@@ -79,8 +79,10 @@ def main() -> None:
     assert Z.shape == Zb.shape and (Z != Zb).nnz == 0, "the two maps differ"
     Zn, Znb = est.transform(Xnew), numpy_dict_transform(Xnew, est.pitches_, est.shifts_, vocabs)
     assert Zn.shape == Znb.shape and (Zn != Znb).nnz == 0, "the two transforms differ"
-    print(f"{n} x {d} rows, P = {p} grids, {Z.shape[1]} occupied bins, "
-          f"{Zn.nnz / (n * p):.0%} of new rows' bins seen at fit\n")
+    print(
+        f"{n} x {d} rows, P = {p} grids, {Z.shape[1]} occupied bins, "
+        f"{Zn.nnz / (n * p):.0%} of new rows' bins seen at fit\n"
+    )
 
     hashed = rf.RandomBinningFeatures(p, length_scale=4.0, hashing=2**24, random_state=0).fit(X)
     rows = [

@@ -43,6 +43,7 @@ def test_worked_example_binomial_mean_and_variance():
     k = math.exp(-1.25 / 0.7)
     assert k == pytest.approx(0.1676772488, abs=1e-10)
     mean, var, mu4 = binomial_moments(5, k)
+    assert mean == pytest.approx(k, abs=1e-12)
     assert var == pytest.approx(0.0279123178, abs=1e-10)
     reps = 4000
     est = np.empty(reps)
@@ -194,8 +195,9 @@ def test_hashing_structure(dtype):
     unit = dtype(1 / np.sqrt(p))
     np.testing.assert_allclose(Z.data / unit, np.round(Z.data / unit), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(Z.sum(axis=1)).ravel(), p * unit, rtol=1e-6)
-    np.testing.assert_array_equal(est.get_feature_names_out()[:2], ["randombinningfeatures0",
-                                                                      "randombinningfeatures1"])
+    np.testing.assert_array_equal(
+        est.get_feature_names_out()[:2], ["randombinningfeatures0", "randombinningfeatures1"]
+    )
 
 
 def test_arrays_come_from_rust_without_copy():

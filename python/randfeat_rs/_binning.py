@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import warnings
 from numbers import Integral, Real
-from typing import Any
+from typing import Any, ClassVar
 
-import numpy as np
 import scipy.sparse
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -83,8 +82,7 @@ class RandomBinningFeatures(RandomFeaturesBase):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from randfeat_rs import RandomBinningFeatures
+    >>>     >>> from randfeat_rs import RandomBinningFeatures
     >>> X = np.random.default_rng(0).standard_normal((100, 3))
     >>> Z = RandomBinningFeatures(50, length_scale=2.0, random_state=0).fit_transform(X)
     >>> Z.shape[0], Z.nnz, Z.dtype
@@ -93,7 +91,7 @@ class RandomBinningFeatures(RandomFeaturesBase):
     True
     """
 
-    _parameter_constraints: dict = {
+    _parameter_constraints: ClassVar[dict] = {
         "n_grids": [Interval(Integral, 1, None, closed="left")],
         "kernel": [StrOptions({"laplacian"})],
         "length_scale": [Interval(Real, 0, None, closed="neither")],
@@ -213,6 +211,4 @@ class RandomBinningFeatures(RandomFeaturesBase):
 def _to_csr(csr: tuple, n_rows: int) -> scipy.sparse.csr_matrix:
     """Wrap Rust-made ``(data, indices, indptr, n_cols)`` in a csr_matrix without copying."""
     data, indices, indptr, n_cols = csr
-    return scipy.sparse.csr_matrix(
-        (data, indices, indptr), shape=(n_rows, int(n_cols)), copy=False
-    )
+    return scipy.sparse.csr_matrix((data, indices, indptr), shape=(n_rows, int(n_cols)), copy=False)
