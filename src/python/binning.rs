@@ -48,6 +48,9 @@ fn is_f32(x: &Bound<'_, PyAny>) -> bool {
     x.downcast::<PyArray2<f32>>().is_ok()
 }
 
+/// `(pitches, shifts, hash_seed)` of freshly drawn grids.
+type DrawnGrids<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, u64);
+
 /// Draws `n_grids` grids for `kernel`: returns `(pitches, shifts, hash_seed)`.
 #[pyfunction]
 fn binning_draw<'py>(
@@ -57,7 +60,7 @@ fn binning_draw<'py>(
     n_grids: i64,
     n_features: i64,
     seed: u64,
-) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, u64)> {
+) -> PyResult<DrawnGrids<'py>> {
     let n_grids = usize::try_from(n_grids).unwrap_or(0);
     let n_features = usize::try_from(n_features).unwrap_or(0);
     let kernel = kernel.to_owned();
