@@ -22,6 +22,7 @@
 //! assert_eq!(x, array![[10.0, -2.0, -4.0, 0.0], [1.0, 1.0, 1.0, 1.0]]);
 //! ```
 
+pub mod binning;
 pub mod error;
 pub mod fwht;
 pub mod real;

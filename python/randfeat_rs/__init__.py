@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
+from ._binning import RandomBinningFeatures
 from ._fwht import fwht
 from .exceptions import (
     GpuError,
@@ -27,6 +28,7 @@ __all__ = [
     "InvalidInputError",
     "NotPositiveDefiniteError",
     "RandfeatError",
+    "RandomBinningFeatures",
     "RustPanicError",
     "fwht",
     "get_num_threads",

@@ -7,6 +7,10 @@ from numpy.typing import NDArray
 __all__ = [
     "__version__",
     "_debug_panic",
+    "binning_draw",
+    "binning_fit",
+    "binning_transform",
+    "binning_transform_hashed",
     "fwht",
     "fwht_inplace",
     "fwht_into",
@@ -25,3 +29,33 @@ def fwht_into(
     x: NDArray[np.floating], out: NDArray[np.floating], normalized: bool = False
 ) -> None: ...
 def fwht_inplace(x: NDArray[np.floating], normalized: bool = False) -> None: ...
+
+# Random binning (src/python/binning.rs). CSR tuples are (data, indices, indptr, n_cols).
+def binning_draw(
+    kernel: str, length_scale: float, n_grids: int, n_features: int, seed: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64], int]: ...
+def binning_fit(
+    x: NDArray[np.floating],
+    pitches: NDArray[np.float64],
+    shifts: NDArray[np.float64],
+    hash_seed: int,
+) -> tuple[
+    NDArray[np.uint64],
+    NDArray[np.uint64],
+    tuple[NDArray[np.floating], NDArray[np.integer], NDArray[np.integer], int],
+]: ...
+def binning_transform(
+    x: NDArray[np.floating],
+    pitches: NDArray[np.float64],
+    shifts: NDArray[np.float64],
+    hash_seed: int,
+    keys: NDArray[np.uint64],
+    offsets: NDArray[np.uint64],
+) -> tuple[NDArray[np.floating], NDArray[np.integer], NDArray[np.integer], int]: ...
+def binning_transform_hashed(
+    x: NDArray[np.floating],
+    pitches: NDArray[np.float64],
+    shifts: NDArray[np.float64],
+    hash_seed: int,
+    n_columns: int,
+) -> tuple[NDArray[np.floating], NDArray[np.integer], NDArray[np.integer], int]: ...

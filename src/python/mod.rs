@@ -3,6 +3,7 @@
 //! library's thread pool, catches panics and maps [`crate::Error`] to the
 //! exception tree of `randfeat_rs.exceptions`.
 
+mod binning;
 mod ffi;
 mod fwht;
 
@@ -46,5 +47,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     fwht::register(m)?;
+    binning::register(m)?;
     Ok(())
 }

@@ -1,0 +1,214 @@
+"""Random binning features (ALGORITHMS.md section 6): sparse maps of the Laplacian kernel."""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+from typing import Any, ClassVar
+
+import scipy.sparse
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from . import _core
+from ._base import RandomFeaturesBase
+
+__all__ = ["RandomBinningFeatures"]
+
+
+class RandomBinningFeatures(RandomFeaturesBase):
+    """Random binning features of the Laplacian kernel (Rahimi & Recht, 2007).
+
+    ``P = n_grids`` random grids cut the input space into axis-aligned
+    boxes: grid ``p`` has, per input dimension ``a``, a pitch
+    ``delta ~ Gamma(2, length_scale)`` and a shift ``u ~ U[0, delta)``, and a
+    row ``x`` falls in the bin ``floor((x - u) / delta)`` (a vector of 64-bit
+    integers). Each grid contributes one non-zero ``1/sqrt(P)`` in the column
+    of the row's bin, so ``z(x) @ z(y)`` is the fraction of grids in which
+    ``x`` and ``y`` share a bin, an unbiased estimate of the Laplacian kernel
+    ``exp(-||x - y||_1 / length_scale)`` with variance ``k (1 - k) / P``.
+
+    The output is a ``scipy.sparse.csr_matrix`` whose arrays are built in
+    Rust and handed to SciPy without a copy (``int32`` indices when they fit,
+    ``int64`` otherwise). It suits linear models on sparse input (``Ridge``,
+    ``SGDClassifier``, ``LinearSVC``), and wins over random Fourier features
+    on non-smooth or memorization-heavy targets.
+
+    Two column modes:
+
+    - ``hashing=None`` (vocabulary): ``fit`` numbers the bins occupied by the
+      training rows, grid by grid, in order of first appearance. Training
+      rows get exactly ``P`` non-zeros. At ``transform``, a bin that no
+      training row occupied contributes nothing (the row has fewer than ``P``
+      non-zeros): kernel estimates against training rows stay exact, only two
+      new rows sharing an unseen bin lose that collision. Bins are identified
+      by a seeded 64-bit hash of (grid, bin vector); two distinct bins of one
+      grid merge only if their hashes collide (probability about
+      ``n_bins**2 / 2**65``).
+    - ``hashing=B`` (hashing trick): ``B`` columns shared by all grids,
+      column ``hash(grid, bin) mod B``; no vocabulary, stateless transform.
+      Values of one row that land in the same column add, which biases the
+      estimate to ``k + (1 - k)/B + (P - 1)/B``: keep ``B`` much larger than
+      ``P`` (a ``UserWarning`` is raised at fit when ``B < 100 P``).
+
+    Parameters
+    ----------
+    n_grids : int
+        Number of random grids ``P`` (>= 1): non-zeros per training row.
+    kernel : {"laplacian"}, default="laplacian"
+        The kernel ``exp(-||x - y||_1 / length_scale)``.
+    length_scale : float, default=1.0
+        Length scale ``l > 0`` of the kernel.
+    hashing : int or None, default=None
+        ``None`` for vocabulary mode, or the number of hashed columns ``B``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the grids (and the bin hash).
+
+    Attributes
+    ----------
+    pitches_ : ndarray of shape (n_grids, n_features_in_), float64
+        Grid pitches ``delta``.
+    shifts_ : ndarray of shape (n_grids, n_features_in_), float64
+        Grid shifts ``u`` in ``[0, delta)``.
+    hash_seed_ : int
+        Seed of the 64-bit bin hash.
+    vocabulary_ : ndarray of shape (n_columns,), uint64
+        Vocabulary mode only: the hash of the bin behind each column.
+    grid_offsets_ : ndarray of shape (n_grids + 1,), uint64
+        Vocabulary mode only: grid ``p`` owns columns
+        ``grid_offsets_[p]:grid_offsets_[p + 1]``.
+    n_features_in_ : int
+        Number of input features.
+
+    Examples
+    --------
+    >>>     >>> from randfeat_rs import RandomBinningFeatures
+    >>> X = np.random.default_rng(0).standard_normal((100, 3))
+    >>> Z = RandomBinningFeatures(50, length_scale=2.0, random_state=0).fit_transform(X)
+    >>> Z.shape[0], Z.nnz, Z.dtype
+    (100, 5000, dtype('float64'))
+    >>> bool(np.allclose((Z @ Z.T).diagonal(), 1.0))
+    True
+    """
+
+    _parameter_constraints: ClassVar[dict] = {
+        "n_grids": [Interval(Integral, 1, None, closed="left")],
+        "kernel": [StrOptions({"laplacian"})],
+        "length_scale": [Interval(Real, 0, None, closed="neither")],
+        "hashing": [None, Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        n_grids: int,
+        *,
+        kernel: str = "laplacian",
+        length_scale: float = 1.0,
+        hashing: int | None = None,
+        random_state: Any = None,
+    ) -> None:
+        self.n_grids = n_grids
+        self.kernel = kernel
+        self.length_scale = length_scale
+        self.hashing = hashing
+        self.random_state = random_state
+
+    def _fit(self, X: Any) -> scipy.sparse.csr_matrix | None:
+        """Draw the grids (and learn the vocabulary); return the training features if known."""
+        X = self._validate_input(X, reset=True)
+        pitches, shifts, hash_seed = _core.binning_draw(
+            self.kernel, float(self.length_scale), int(self.n_grids), X.shape[1], self._seed()
+        )
+        self.pitches_ = pitches
+        self.shifts_ = shifts
+        self.hash_seed_ = hash_seed
+        if self.hashing is None:
+            keys, offsets, csr = _core.binning_fit(X, pitches, shifts, hash_seed)
+            self.vocabulary_ = keys
+            self.grid_offsets_ = offsets
+            self._n_features_out = len(keys)
+            return _to_csr(csr, X.shape[0])
+        for name in ("vocabulary_", "grid_offsets_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        if self.hashing < 100 * self.n_grids:
+            warnings.warn(
+                f"hashing={self.hashing} < 100 * n_grids = {100 * self.n_grids}: hash "
+                "collisions bias the kernel estimate by about n_grids / hashing "
+                f"= {self.n_grids / self.hashing:.3g}",
+                UserWarning,
+                stacklevel=3,
+            )
+        self._n_features_out = int(self.hashing)
+        return None
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any = None) -> RandomBinningFeatures:
+        """Draw the grids and, in vocabulary mode, learn the occupied bins of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows (finite; float32 stays float32, anything else becomes float64).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : RandomBinningFeatures
+        """
+        self._fit(X)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit_transform(self, X: Any, y: Any = None) -> scipy.sparse.csr_matrix:
+        """``fit(X).transform(X)``, computed in one pass over ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training rows.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        Z : scipy.sparse.csr_matrix of shape (n_samples, n_columns), dtype of X
+            Exactly ``n_grids`` stored values ``1/sqrt(n_grids)`` per row in
+            vocabulary mode.
+        """
+        Z = self._fit(X)
+        if Z is None:
+            return self.transform(X)
+        return Z
+
+    def transform(self, X: Any) -> scipy.sparse.csr_matrix:
+        """Map ``X`` to its sparse bin indicators.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_)
+            Rows to map (finite).
+
+        Returns
+        -------
+        Z : scipy.sparse.csr_matrix of shape (n_samples, n_columns), dtype of X
+            ``n_columns`` is the vocabulary size or ``hashing``. Values are
+            ``1/sqrt(n_grids)`` (or multiples of it where hashed bins share a
+            column); unseen bins (vocabulary mode) store nothing.
+        """
+        X = self._check_transform_input(X)
+        args = (X, self.pitches_, self.shifts_, self.hash_seed_)
+        vocabulary = getattr(self, "vocabulary_", None)
+        if vocabulary is None:
+            csr = _core.binning_transform_hashed(*args, self._n_features_out)
+        else:
+            csr = _core.binning_transform(*args, vocabulary, self.grid_offsets_)
+        return _to_csr(csr, X.shape[0])
+
+
+def _to_csr(csr: tuple, n_rows: int) -> scipy.sparse.csr_matrix:
+    """Wrap Rust-made ``(data, indices, indptr, n_cols)`` in a csr_matrix without copying."""
+    data, indices, indptr, n_cols = csr
+    return scipy.sparse.csr_matrix((data, indices, indptr), shape=(n_rows, int(n_cols)), copy=False)
