@@ -24,6 +24,8 @@
 
 pub mod error;
 pub mod fwht;
+pub mod gp;
+pub mod linalg;
 pub mod real;
 pub mod rng;
 pub mod sketch;
