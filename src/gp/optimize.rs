@@ -123,9 +123,15 @@ struct Objective<'a> {
     /// Indices of the free entries of `template`.
     free: Vec<usize>,
     par: Parallelism,
-    cache: Mutex<Option<(Vec<f64>, f64, Vec<f64>)>>,
+    /// The last [`CACHE_LEN`] evaluations `(point, cost, gradient)`.
+    cache: Mutex<std::collections::VecDeque<(Vec<f64>, f64, Vec<f64>)>>,
+    /// Number of LML evaluations (each one Cholesky and one inverse).
+    evals: std::sync::atomic::AtomicU64,
     best: Mutex<Option<(f64, Vec<f64>)>>,
 }
+
+/// Evaluations remembered for the line search's repeated requests.
+const CACHE_LEN: usize = 8;
 
 /// Log parameters beyond this magnitude are refused (`e^±40` spans any
 /// sensible scale).
@@ -141,15 +147,14 @@ impl Objective<'_> {
     }
 
     fn eval(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
-        if let Some((q, c, g)) = self
+        if let Some((_, c, g)) = self
             .cache
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
+            .iter()
+            .find(|(q, _, _)| q.as_slice() == p)
         {
-            if q.as_slice() == p {
-                return Ok((*c, g.clone()));
-            }
+            return Ok((*c, g.clone()));
         }
         if p.iter().any(|v| !v.is_finite() || v.abs() > MAX_ABS_LOG) {
             return Err(Error::invalid(
@@ -167,8 +172,15 @@ impl Objective<'_> {
         let n = self.x.nrows() as f64;
         let cost = -e.lml / n;
         let grad: Vec<f64> = self.free.iter().map(|&i| -e.grad[i] / n).collect();
-        *self.cache.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((p.to_vec(), cost, grad.clone()));
+        self.evals
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        {
+            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if cache.len() == CACHE_LEN {
+                cache.pop_front();
+            }
+            cache.push_back((p.to_vec(), cost, grad.clone()));
+        }
         let mut best = self.best.lock().unwrap_or_else(|e| e.into_inner());
         if best.as_ref().is_none_or(|(c, _)| cost < *c) {
             *best = Some((cost, p.to_vec()));
@@ -195,8 +207,14 @@ impl Gradient for Problem<'_, '_> {
     }
 }
 
-/// L-BFGS stops when the gradient norm of `−LML/N` falls below this.
-const TOL_GRAD: f64 = 1e-9;
+/// L-BFGS stops when the gradient norm of `−LML/N` falls below this, or
+/// when an iteration changes `−LML/N` by less than [`TOL_COST`]. Both sit
+/// above the rounding noise of the LML of an ill-conditioned `K_y` (about
+/// 1e−11 relative), where further iterations only burn evaluations.
+const TOL_GRAD: f64 = 1e-7;
+
+/// See [`TOL_GRAD`].
+const TOL_COST: f64 = 1e-12;
 
 /// At most this many L-BFGS segments per run (see [`run_lbfgs`]).
 const MAX_SEGMENTS: usize = 20;
@@ -221,17 +239,16 @@ fn run_lbfgs(obj: &Objective<'_>, start: Vec<f64>, max_iter: u64) -> Result<(f64
         *obj.best.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let solver = LBFGS::new(MoreThuenteLineSearch::new(), 10)
             .with_tolerance_grad(TOL_GRAD)
+            .and_then(|s| s.with_tolerance_cost(TOL_COST))
             .map_err(|e| Error::Internal(e.to_string()))?;
         let p0 = best_p.clone();
-        total += Executor::new(Problem(obj), solver)
+        let r = Executor::new(Problem(obj), solver)
             .configure(|s| s.param(p0).max_iters(max_iter - total))
-            .run()
-            .map(|r| r.state().get_iter())
-            .unwrap_or(0)
-            .max(1);
+            .run();
+        total += r.map(|r| r.state().get_iter()).unwrap_or(0).max(1);
         let seg = obj.best.lock().unwrap_or_else(|e| e.into_inner()).take();
         match seg {
-            Some((c, p)) if c < best_c - f64::EPSILON * best_c.abs() => {
+            Some((c, p)) if c < best_c - TOL_COST * best_c.abs().max(1.0) => {
                 best_c = c;
                 best_p = p;
                 g = obj.eval(&best_p)?.1;
@@ -308,7 +325,8 @@ pub fn fit_exact(
             template: template.clone(),
             free: free.clone(),
             par,
-            cache: Mutex::new(None),
+            cache: Mutex::new(std::collections::VecDeque::with_capacity(CACHE_LEN)),
+            evals: std::sync::atomic::AtomicU64::new(0),
             best: Mutex::new(None),
         };
         let start0: Vec<f64> = free.iter().map(|&i| template[i]).collect();
@@ -329,10 +347,12 @@ pub fn fit_exact(
                     n_iter += iters;
                     if cfg.verbose {
                         eprintln!(
-                            "ExactGPR: run {}/{}: LML = {:.6} after {iters} L-BFGS iterations",
+                            "ExactGPR: run {}/{}: LML = {:.6} after {iters} L-BFGS iterations \
+                             ({} LML evaluations so far)",
                             r + 1,
                             cfg.n_restarts + 1,
-                            -c * n as f64
+                            -c * n as f64,
+                            obj.evals.load(std::sync::atomic::Ordering::Relaxed)
                         );
                     }
                     if best.as_ref().is_none_or(|(bc, _)| c < *bc) {
