@@ -83,7 +83,11 @@ def exact_comparison() -> None:
         f"| scikit-learn GPR (C*RBF+White) | {t_sk:.2f} | {lml_sk:.4f} | "
         f"{k.k1.k2.length_scale:.4f} | {k.k1.k1.constant_value:.4f} | {k.k2.noise_level:.5f} |"
     )
-    verdict = "met" if t_sk / t_ours >= 5 and ours.log_marginal_likelihood_ >= lml_sk - 1e-6 else "NOT met"
+    verdict = (
+        "met"
+        if t_sk / t_ours >= 5 and ours.log_marginal_likelihood_ >= lml_sk - 1e-6
+        else "NOT met"
+    )
     print(
         f"\nspeed-up {t_sk / t_ours:.1f}x (goal >= 5x), LML difference "
         f"{ours.log_marginal_likelihood_ - lml_sk:+.2e} (goal >= 0): {verdict}\n"
@@ -153,9 +157,14 @@ def feature_comparison() -> None:
         f"### RandomFeatureGPR, N = {N_BIG:,}, d = {D_IN}, D = {D_FEAT:,} "
         f"(RBFSampler features in both arms), predict {N_TEST:,}\n"
     )
-    print("| | features + fit [s] | predict [s] | total [s] | peak RSS [MB] | tracemalloc peak [MB] |")
+    print(
+        "| | features + fit [s] | predict [s] | total [s] | peak RSS [MB] | tracemalloc peak [MB] |"
+    )
     print("|---|---:|---:|---:|---:|---:|")
-    for name, label in (("numpy", "NumPy (Phi^T Phi + Cholesky)"), ("randfeat_rs", "randfeat_rs RandomFeatureGPR")):
+    for name, label in (
+        ("numpy", "NumPy (Phi^T Phi + Cholesky)"),
+        ("randfeat_rs", "randfeat_rs RandomFeatureGPR"),
+    ):
         r = res[name]
         print(
             f"| {label} | {r['fit']:.2f} | {r['predict']:.2f} | {r['fit'] + r['predict']:.2f} | "

@@ -105,7 +105,9 @@ def test_lml_optimum_matches_scipy_lbfgsb_on_the_same_objective(ard):
     diffs = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
     med = np.median(diffs[np.tril_indices(X.shape[0], -1)])
     var_y = yc.var()
-    t0 = np.concatenate([np.full(d if ard else 1, np.log(med)), [np.log(var_y), np.log(0.1 * var_y)]])
+    t0 = np.concatenate(
+        [np.full(d if ard else 1, np.log(med)), [np.log(var_y), np.log(0.1 * var_y)]]
+    )
 
     def neg(t):
         k = t.size - 2
@@ -116,7 +118,10 @@ def test_lml_optimum_matches_scipy_lbfgsb_on_the_same_objective(ard):
 
     def lbfgsb(start):
         return scipy.optimize.minimize(
-            neg, start, jac=True, method="L-BFGS-B",
+            neg,
+            start,
+            jac=True,
+            method="L-BFGS-B",
             bounds=[(-25.0, 25.0)] * len(start),  # keeps exp() finite; far from the optima
             options={"gtol": 1e-9, "ftol": 1e-15, "maxiter": 3000},
         )
@@ -243,8 +248,10 @@ def test_merged_statistics_and_partial_fit_equal_one_fit():
     Xs = rng.standard_normal((20, 2))
     one = RandomFeatureGPR(deterministic_features(2, 16), noise_variance=0.05).fit(X, y)
     feats = one.features_
-    parts = [SufficientStatistics.from_features(feats, X[a:b], y[a:b], chunk_size=37)
-             for a, b in [(0, 150), (150, 151), (151, 400)]]
+    parts = [
+        SufficientStatistics.from_features(feats, X[a:b], y[a:b], chunk_size=37)
+        for a, b in [(0, 150), (150, 151), (151, 400)]
+    ]
     merged = parts[0].copy().merge(parts[1]).merge(parts[2])
     assert merged.n_samples == 400
     np.testing.assert_allclose(merged.gram, one.stats_.gram, rtol=1e-12, atol=1e-10)
@@ -259,7 +266,9 @@ def test_merged_statistics_and_partial_fit_equal_one_fit():
         m, s = other.predict(Xs, return_std=True)
         np.testing.assert_allclose(m, want_m, rtol=0, atol=1e-9)
         np.testing.assert_allclose(s, want_s, rtol=0, atol=1e-10)
-        assert other.log_marginal_likelihood_ == pytest.approx(one.log_marginal_likelihood_, rel=1e-10)
+        assert other.log_marginal_likelihood_ == pytest.approx(
+            one.log_marginal_likelihood_, rel=1e-10
+        )
 
 
 def test_sufficient_statistics_api_and_pickle():
@@ -350,7 +359,9 @@ def test_thread_invariance():
 def test_verbose_progress(capfd):
     X, y = yacht_subset(60)
     ExactGPR(n_restarts=1, verbose=True).fit(X, y)
-    RandomFeatureGPR(RBFSampler(n_components=20), noise_variance=0.1, chunk_size=25, verbose=True).fit(X, y)
+    RandomFeatureGPR(
+        RBFSampler(n_components=20), noise_variance=0.1, chunk_size=25, verbose=True
+    ).fit(X, y)
     err = capfd.readouterr().err
     assert "ExactGPR: run 2/2: LML =" in err
     assert "RandomFeatureGPR: 50/60 rows accumulated" in err
@@ -369,7 +380,7 @@ def test_bad_inputs():
             est.fit(Xn, y)
         yn = y.copy()
         yn[0] = np.inf
-        with pytest.raises(ValueError, match="infinity|NaN"):
+        with pytest.raises(ValueError, match=r"infinity|NaN"):
             est.fit(X, yn)
     for kw in ({"noise_variance": 0.0}, {"kernel_variance": -1.0}, {"length_scale": -2.0}):
         with pytest.raises(ValueError, match=next(iter(kw))):
@@ -378,7 +389,7 @@ def test_bad_inputs():
         RandomFeatureGPR(RBFSampler(), noise_variance=-1.0).fit(X, y)
     with pytest.raises(ValueError, match="optimize"):
         ExactGPR(optimize=("length_scale", "bogus")).fit(X, y)
-    with pytest.raises(ValueError, match="length_scale.*one per input dimension"):
+    with pytest.raises(ValueError, match=r"length_scale.*one per input dimension"):
         ExactGPR(ard=True, length_scale=[1.0, 2.0]).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         RandomFeatureGPR("not a transformer").fit(X, y)
@@ -398,7 +409,9 @@ def test_too_large_n_is_refused_naming_the_approximations():
 def test_jitter_rescues_duplicate_points_with_tiny_noise():
     X = np.repeat(np.linspace(0, 1, 5)[:, None], 4, axis=0)
     y = np.sin(X[:, 0])
-    gp = ExactGPR(length_scale=1.0, kernel_variance=1.0, noise_variance=1e-14, optimize=()).fit(X, y)
+    gp = ExactGPR(length_scale=1.0, kernel_variance=1.0, noise_variance=1e-14, optimize=()).fit(
+        X, y
+    )
     assert np.all(np.isfinite(gp.predict(X)))
 
 

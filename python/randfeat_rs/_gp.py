@@ -266,9 +266,7 @@ class ExactGPR(RegressorMixin, BaseEstimator):
         mean, var = self._predict(X, True)
         return mean, np.sqrt(var + self.noise_variance_)
 
-    def log_marginal_likelihood(
-        self, theta: Any = None, eval_gradient: bool = False
-    ) -> Any:
+    def log_marginal_likelihood(self, theta: Any = None, eval_gradient: bool = False) -> Any:
         """Log marginal likelihood of the centered training targets.
 
         Parameters
@@ -776,4 +774,3 @@ class RandomFeatureGPR(RegressorMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
         return tags
-

@@ -115,6 +115,9 @@ pub fn median_pairwise_distance(x: ArrayView2<'_, f64>) -> f64 {
     }
 }
 
+/// One cached evaluation: `(point, cost, gradient)`.
+type Evaluation = (Vec<f64>, f64, Vec<f64>);
+
 struct Objective<'a> {
     x: ArrayView2<'a, f64>,
     y: ArrayView1<'a, f64>,
@@ -124,7 +127,7 @@ struct Objective<'a> {
     free: Vec<usize>,
     par: Parallelism,
     /// The last [`CACHE_LEN`] evaluations `(point, cost, gradient)`.
-    cache: Mutex<std::collections::VecDeque<(Vec<f64>, f64, Vec<f64>)>>,
+    cache: Mutex<std::collections::VecDeque<Evaluation>>,
     /// Number of LML evaluations (each one Cholesky and one inverse).
     evals: std::sync::atomic::AtomicU64,
     best: Mutex<Option<(f64, Vec<f64>)>>,
