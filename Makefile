@@ -47,6 +47,7 @@ bench: develop
 	cargo bench --bench fwht -- --warm-up-time 1 --measurement-time 3
 	$(VPY) benches/compare_fwht.py
 	$(VPY) benches/compare_binning.py
+	$(VPY) benches/compare_gp.py
 
 clean:
 	rm -rf $(VENV) target

@@ -25,6 +25,8 @@
 pub mod binning;
 pub mod error;
 pub mod fwht;
+pub mod gp;
+pub mod linalg;
 pub mod real;
 pub mod rng;
 pub mod sketch;

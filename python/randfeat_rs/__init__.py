@@ -11,6 +11,8 @@ import numpy as np
 from . import _core
 from ._binning import RandomBinningFeatures
 from ._fwht import fwht
+from ._gp import ExactGPR, RandomFeatureGPR, SufficientStatistics
+from ._metrics import kl_divergence, mean_nll, relative_frobenius_error, rmse
 from .exceptions import (
     GpuError,
     InvalidDtypeError,
@@ -23,15 +25,22 @@ from .exceptions import (
 __version__: str = _core.__version__
 
 __all__ = [
+    "ExactGPR",
     "GpuError",
     "InvalidDtypeError",
     "InvalidInputError",
     "NotPositiveDefiniteError",
     "RandfeatError",
     "RandomBinningFeatures",
+    "RandomFeatureGPR",
     "RustPanicError",
+    "SufficientStatistics",
     "fwht",
     "get_num_threads",
+    "kl_divergence",
+    "mean_nll",
+    "relative_frobenius_error",
+    "rmse",
     "set_num_threads",
 ]
 

@@ -6,6 +6,7 @@
 mod binning;
 mod ffi;
 mod fwht;
+mod gp;
 
 use pyo3::prelude::*;
 
@@ -48,5 +49,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     fwht::register(m)?;
     binning::register(m)?;
+    gp::register(m)?;
     Ok(())
 }

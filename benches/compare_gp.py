@@ -1,0 +1,193 @@
+"""GP regression side by side (ALGORITHMS.md 7); run through ``make bench``.
+
+1. ExactGPR hyperparameter fit on kin8nm (N = 2,000, d = 8, standardized)
+   against scikit-learn's GaussianProcessRegressor with
+   ConstantKernel * RBF + WhiteKernel: the same data, the same starting point
+   (7.1's initialization), no restarts in either. Goal: >= 5x faster at an
+   equal or better log marginal likelihood.
+2. RandomFeatureGPR at N = 100,000, d = 8, D = 1,024 (features + fit, then
+   predict 10,000 points) against the plain NumPy implementation
+   (Phi = features(X); A = Phi^T Phi / s2 + I; Cholesky; mean and variance).
+   Both arms use scikit-learn's RBFSampler as the feature map (this
+   library's RandomFourierFeatures is not on this branch yet), so the
+   feature computation is the same Python code in both; the difference is
+   streaming + Rust accumulation vs one N x D matrix. Each arm runs in its
+   own subprocess; peak memory = peak RSS (getrusage) minus the RSS before
+   the work, and tracemalloc's peak of Python/NumPy allocations is shown as
+   well (it does not see Rust's allocations). Goal: >= 3x faster with <= 1/4
+   of the peak memory.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import machine_line
+
+N_BIG, D_IN, D_FEAT, N_TEST = 100_000, 8, 1024, 10_000
+NOISE = 0.01
+GAMMA = 1.0 / (2 * 2.0**2)
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * resource.getpagesize()
+
+
+def exact_comparison() -> None:
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+    from randfeat_rs import ExactGPR
+    from randfeat_rs.datasets import load_kin8nm
+
+    X, y = load_kin8nm()
+    idx = np.random.default_rng(0).permutation(X.shape[0])[:2000]
+    X = (X[idx] - X[idx].mean(0)) / X[idx].std(0)
+    y = y[idx]
+    y = (y - y.mean()) / y.std()
+    d = np.sqrt(((X[:500, None, :] - X[None, :500, :]) ** 2).sum(-1))
+    ell = float(np.median(d[np.tril_indices(500, -1)]))
+    var_y = float(y.var())
+
+    t0 = time.perf_counter()
+    ours = ExactGPR(n_restarts=0).fit(X, y)
+    t_ours = time.perf_counter() - t0
+
+    kernel = ConstantKernel(var_y, (1e-5, 1e5)) * RBF(ell, (1e-5, 1e5)) + WhiteKernel(
+        0.1 * var_y, (1e-8, 1e5)
+    )
+    t0 = time.perf_counter()
+    sk = GaussianProcessRegressor(kernel, n_restarts_optimizer=0, random_state=0).fit(X, y)
+    t_sk = time.perf_counter() - t0
+    lml_sk = float(sk.log_marginal_likelihood_value_)
+
+    print("### ExactGPR hyperparameter fit, kin8nm N = 2,000, d = 8 (standardized)\n")
+    print("| | fit [s] | LML | length scale | kernel var | noise var |")
+    print("|---|---:|---:|---:|---:|---:|")
+    print(
+        f"| randfeat_rs ExactGPR | {t_ours:.2f} | {ours.log_marginal_likelihood_:.4f} | "
+        f"{ours.length_scale_:.4f} | {ours.kernel_variance_:.4f} | {ours.noise_variance_:.5f} |"
+    )
+    k = sk.kernel_
+    print(
+        f"| scikit-learn GPR (C*RBF+White) | {t_sk:.2f} | {lml_sk:.4f} | "
+        f"{k.k1.k2.length_scale:.4f} | {k.k1.k1.constant_value:.4f} | {k.k2.noise_level:.5f} |"
+    )
+    verdict = (
+        "met"
+        if t_sk / t_ours >= 5 and ours.log_marginal_likelihood_ >= lml_sk - 1e-6
+        else "NOT met"
+    )
+    print(
+        f"\nspeed-up {t_sk / t_ours:.1f}x (goal >= 5x), LML difference "
+        f"{ours.log_marginal_likelihood_ - lml_sk:+.2e} (goal >= 0): {verdict}\n"
+    )
+
+
+def _big_data():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((N_BIG, D_IN))
+    y = np.sin(X).sum(1) + 0.1 * rng.standard_normal(N_BIG)
+    Xs = rng.standard_normal((N_TEST, D_IN))
+    return X, y, Xs
+
+
+def arm(name: str) -> None:
+    """One arm of comparison 2, in its own process; prints a JSON line."""
+    from scipy.linalg import cho_factor, cho_solve, solve_triangular
+    from sklearn.kernel_approximation import RBFSampler
+
+    from randfeat_rs import RandomFeatureGPR
+
+    X, y, Xs = _big_data()
+    sampler = RBFSampler(gamma=GAMMA, n_components=D_FEAT, random_state=0)
+    # Warm up imports and BLAS on a tiny problem, outside the measurement.
+    RandomFeatureGPR(sampler, noise_variance=NOISE).fit(X[:50], y[:50]).predict(Xs[:5])
+    base = _rss_bytes()
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    if name == "randfeat_rs":
+        gp = RandomFeatureGPR(sampler, noise_variance=NOISE).fit(X, y)
+        t1 = time.perf_counter()
+        mean, std = gp.predict(Xs, return_std=True)
+    else:
+        f = RBFSampler(gamma=GAMMA, n_components=D_FEAT, random_state=0).fit(X)
+        phi = f.transform(X)
+        ym = y.mean()
+        A = phi.T @ phi / NOISE
+        A[np.diag_indices_from(A)] += 1.0
+        b = phi.T @ (y - ym) / NOISE
+        del phi
+        c = cho_factor(A, lower=True)
+        coef = cho_solve(c, b)
+        t1 = time.perf_counter()
+        phis = f.transform(Xs)
+        mean = phis @ coef + ym
+        v = solve_triangular(c[0], phis.T, lower=True)
+        std = np.sqrt((v**2).sum(0))
+    t2 = time.perf_counter()
+    _, py_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
+    np.save(Path("/tmp") / f"gp_bench_{name}.npy", np.stack([mean, std]))
+    print(json.dumps({"fit": t1 - t0, "predict": t2 - t1, "peak": peak, "py_peak": py_peak}))
+
+
+def feature_comparison() -> None:
+    res = {}
+    for name in ("numpy", "randfeat_rs"):
+        out = subprocess.run(
+            [sys.executable, __file__, "--arm", name], capture_output=True, text=True, check=True
+        )
+        res[name] = json.loads(out.stdout.strip().splitlines()[-1])
+    a = np.load("/tmp/gp_bench_numpy.npy")
+    b = np.load("/tmp/gp_bench_randfeat_rs.npy")
+    diff = float(np.abs(a - b).max())
+    print(
+        f"### RandomFeatureGPR, N = {N_BIG:,}, d = {D_IN}, D = {D_FEAT:,} "
+        f"(RBFSampler features in both arms), predict {N_TEST:,}\n"
+    )
+    print(
+        "| | features + fit [s] | predict [s] | total [s] | peak RSS [MB] | tracemalloc peak [MB] |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, label in (
+        ("numpy", "NumPy (Phi^T Phi + Cholesky)"),
+        ("randfeat_rs", "randfeat_rs RandomFeatureGPR"),
+    ):
+        r = res[name]
+        print(
+            f"| {label} | {r['fit']:.2f} | {r['predict']:.2f} | {r['fit'] + r['predict']:.2f} | "
+            f"{r['peak'] / 2**20:.0f} | {r['py_peak'] / 2**20:.0f} |"
+        )
+    tn = res["numpy"]["fit"] + res["numpy"]["predict"]
+    tr = res["randfeat_rs"]["fit"] + res["randfeat_rs"]["predict"]
+    mem = res["randfeat_rs"]["peak"] / res["numpy"]["peak"]
+    verdict = "met" if tn / tr >= 3 and mem <= 0.25 else "NOT met"
+    print(
+        f"\nspeed-up {tn / tr:.2f}x (goal >= 3x), peak memory ratio {mem:.3f} (goal <= 0.25): "
+        f"{verdict}; max |difference| of mean/std between the arms {diff:.1e}\n"
+    )
+
+
+def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--arm":
+        arm(sys.argv[2])
+        return
+    print(f"Machine: {machine_line()}\n")
+    exact_comparison()
+    feature_comparison()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,626 @@
+//! The exact GP with the Gaussian kernel (ALGORITHMS.md 7.1): kernel
+//! matrices, the log marginal likelihood with its analytic gradients
+//! (scalar or per-dimension length scales), and the predictive mean and
+//! variances. The only place in the crate that builds an `N × N` matrix.
+
+use faer::MatMut;
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
+use rayon::prelude::*;
+
+use super::{check_finite, check_positive};
+use crate::error::{Error, Result};
+use crate::linalg::{as_faer, Cholesky};
+use crate::threads::Parallelism;
+
+/// `ln 2π`.
+const LN_2PI: f64 = 1.837_877_066_409_345_5;
+
+/// The Gaussian kernel `k(x, x') = σ² exp(−½ Σ_a (x_a − x'_a)² / l_a²)`
+/// with one length scale for all dimensions (`length_scale.len() == 1`) or
+/// one per dimension (ARD, `length_scale.len() == d`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GaussianKernel {
+    /// Length scales: one value, or one per input dimension.
+    pub length_scale: Vec<f64>,
+    /// The kernel (signal) variance `σ²`.
+    pub variance: f64,
+}
+
+impl GaussianKernel {
+    /// Checks the parameters against an input dimension `d`.
+    pub fn validate(&self, d: usize) -> Result<()> {
+        let k = self.length_scale.len();
+        if k != 1 && k != d {
+            return Err(Error::invalid(
+                "length_scale",
+                format!("needs 1 value or one per input dimension ({d}), got {k}"),
+            ));
+        }
+        for &l in &self.length_scale {
+            check_positive("length_scale", l)?;
+        }
+        check_positive("kernel_variance", self.variance)
+    }
+
+    /// The input divided by the length scale(s): `u = x / l`.
+    pub fn scale(&self, x: ArrayView2<'_, f64>) -> Array2<f64> {
+        let d = x.ncols();
+        let inv: Vec<f64> = (0..d)
+            .map(|a| 1.0 / self.length_scale[if self.length_scale.len() == 1 { 0 } else { a }])
+            .collect();
+        let mut u = x.to_owned();
+        for mut row in u.rows_mut() {
+            for (v, s) in row.iter_mut().zip(&inv) {
+                *v *= s;
+            }
+        }
+        u
+    }
+
+    /// The cross-covariance `k(A, B)` (`|A| × |B|`, row-major), computed
+    /// pairwise (no `‖a‖² + ‖b‖² − 2aᵀb` cancellation) in parallel over rows.
+    pub fn cross(
+        &self,
+        a: ArrayView2<'_, f64>,
+        b: ArrayView2<'_, f64>,
+        par: Parallelism,
+    ) -> Array2<f64> {
+        let ua = self.scale(a);
+        let ub = self.scale(b);
+        cross_scaled(ua.view(), ub.view(), self.variance, par)
+    }
+}
+
+/// `σ² exp(−½ ‖u_i − v_j‖²)` for already scaled rows.
+fn cross_scaled(
+    ua: ArrayView2<'_, f64>,
+    ub: ArrayView2<'_, f64>,
+    variance: f64,
+    par: Parallelism,
+) -> Array2<f64> {
+    let mut k = Array2::<f64>::zeros((ua.nrows(), ub.nrows()));
+    let fill = |(mut row, ui): (ndarray::ArrayViewMut1<'_, f64>, ArrayView1<'_, f64>)| {
+        for (kj, vj) in row.iter_mut().zip(ub.rows()) {
+            let r2: f64 = ui
+                .iter()
+                .zip(vj.iter())
+                .map(|(p, q)| (p - q) * (p - q))
+                .sum();
+            *kj = variance * (-0.5 * r2).exp();
+        }
+    };
+    if par.is_parallel() {
+        k.axis_iter_mut(Axis(0))
+            .into_par_iter()
+            .zip(ua.axis_iter(Axis(0)))
+            .for_each(fill);
+    } else {
+        k.axis_iter_mut(Axis(0))
+            .zip(ua.axis_iter(Axis(0)))
+            .for_each(fill);
+    }
+    k
+}
+
+/// Number of `N × N` float64 matrices the exact GP holds at once during a
+/// fit with gradients (kernel, factor, jitter-ladder copy, inverse, and a
+/// safety margin).
+const EXACT_MATRICES: u128 = 5;
+
+fn available_memory_bytes() -> u128 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| {
+                    l.split_whitespace()
+                        .nth(1)
+                        .and_then(|v| v.parse::<u128>().ok())
+                })
+        })
+        .map(|kib| kib * 1024)
+        // Without /proc/meminfo assume a modest 16 GiB machine.
+        .unwrap_or(16 << 30)
+}
+
+/// Refuses an exact GP whose `N × N` matrices would not fit in memory
+/// (ALGORITHMS.md 7.1: `O(N²)` memory), naming the approximate models.
+pub fn check_exact_size(n: usize) -> Result<()> {
+    let need = (n as u128) * (n as u128) * 8 * EXACT_MATRICES;
+    let avail = available_memory_bytes();
+    if need > avail {
+        let gib = |b: u128| b as f64 / (1u128 << 30) as f64;
+        return Err(Error::invalid(
+            "X",
+            format!(
+                "the exact GP with N = {n} training rows needs about {:.1} GiB ({EXACT_MATRICES} N x N \
+                 float64 matrices) but only {:.1} GiB of memory is available; use an approximate \
+                 model instead: RandomFeatureGPR (feature-space GP, O(N D^2) time, O(D^2) memory) or \
+                 LocalizedMaclaurinGPR",
+                gib(need),
+                gib(avail)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Validates training data for an exact GP: shapes, finiteness, size.
+pub(crate) fn check_training_data(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>) -> Result<()> {
+    if x.nrows() != y.len() {
+        return Err(Error::ShapeMismatch {
+            name: "length of y (the number of rows of X)",
+            expected: x.nrows(),
+            got: y.len(),
+        });
+    }
+    if x.nrows() == 0 {
+        return Err(Error::invalid("X", "needs at least one training row"));
+    }
+    check_finite("X", x.iter())?;
+    check_finite("y", y.iter())?;
+    check_exact_size(x.nrows())
+}
+
+/// The log marginal likelihood and its gradient (ALGORITHMS.md 7.1).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LmlEval {
+    /// `LML = −½ yᵀα − Σ ln L_ii − (N/2) ln 2π`.
+    pub lml: f64,
+    /// `∂LML/∂θ` for `θ = (ln l_1, …, ln l_k, ln σ², ln σ_n²)` (`k` = number
+    /// of length scales); empty when not requested.
+    pub grad: Vec<f64>,
+    /// The jitter the Cholesky ladder added (0 normally).
+    pub jitter: f64,
+}
+
+/// Fitted pieces of `K_y = K + σ_n² I`: its factor and `α = K_y^{−1} y`.
+struct Factored {
+    k: Array2<f64>,
+    chol: Cholesky,
+    alpha: Vec<f64>,
+}
+
+fn factor(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    kernel: &GaussianKernel,
+    noise_variance: f64,
+    par: Parallelism,
+) -> Result<Factored> {
+    let u = kernel.scale(x);
+    let k = cross_scaled(u.view(), u.view(), kernel.variance, par);
+    let mut ky = k.clone();
+    for i in 0..ky.nrows() {
+        ky[(i, i)] += noise_variance;
+    }
+    let chol = Cholesky::new(as_faer(ky.view()), par)?;
+    drop(ky);
+    let alpha = chol.solve_vec(y, par);
+    Ok(Factored { k, chol, alpha })
+}
+
+/// The log marginal likelihood of centered targets `y` under the GP with
+/// `kernel` and `noise_variance`, with its analytic gradient when
+/// `want_grad` (ALGORITHMS.md 7.1):
+///
+/// `∂LML/∂θ = ½ tr[(ααᵀ − K_y^{−1}) ∂K_y/∂θ]` with `∂K_y/∂ln l_a = K ⊙ R_a`,
+/// `R_a,ij = (x_ia − x_ja)²/l_a²` (summed over `a` for a scalar length scale),
+/// `∂K_y/∂ln σ² = K`, `∂K_y/∂ln σ_n² = σ_n² I`.
+pub fn log_marginal_likelihood(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    kernel: &GaussianKernel,
+    noise_variance: f64,
+    want_grad: bool,
+    par: Parallelism,
+) -> Result<LmlEval> {
+    check_training_data(x, y)?;
+    kernel.validate(x.ncols())?;
+    check_positive("noise_variance", noise_variance)?;
+    let n = x.nrows();
+    let f = factor(x, y, kernel, noise_variance, par)?;
+    let data_fit: f64 = y.iter().zip(&f.alpha).map(|(a, b)| a * b).sum();
+    let lml = -0.5 * data_fit - 0.5 * f.chol.log_det() - 0.5 * n as f64 * LN_2PI;
+    let jitter = f.chol.jitter();
+    if !want_grad {
+        return Ok(LmlEval {
+            lml,
+            grad: Vec::new(),
+            jitter,
+        });
+    }
+    // M = (ααᵀ − K_y^{−1}) ⊙ K, built in place of the inverse.
+    let mut m = f.chol.inverse(par);
+    let trace_inv: f64 = m.diag().sum();
+    let alpha = &f.alpha;
+    let k = &f.k;
+    let build = |(i, mut row): (usize, ndarray::ArrayViewMut1<'_, f64>)| {
+        for (j, v) in row.iter_mut().enumerate() {
+            *v = (alpha[i] * alpha[j] - *v) * k[(i, j)];
+        }
+    };
+    if par.is_parallel() {
+        m.axis_iter_mut(Axis(0))
+            .into_par_iter()
+            .enumerate()
+            .for_each(build);
+    } else {
+        m.axis_iter_mut(Axis(0)).enumerate().for_each(build);
+    }
+    let d = x.ncols();
+    let u = kernel.scale(x);
+    // Per-dimension ½ Σ_ij M_ij (u_ia − u_ja)², pairwise (no cancellation).
+    let row_terms = |i: usize| -> (Vec<f64>, f64) {
+        let mut acc = vec![0.0; d];
+        let ui = u.row(i);
+        let mi = m.row(i);
+        for (j, uj) in u.rows().into_iter().enumerate() {
+            let mij = mi[j];
+            for a in 0..d {
+                let t = ui[a] - uj[a];
+                acc[a] += mij * t * t;
+            }
+        }
+        (acc, mi.sum())
+    };
+    let reduce = |(mut a, sa): (Vec<f64>, f64), (b, sb): (Vec<f64>, f64)| {
+        for (x, y) in a.iter_mut().zip(&b) {
+            *x += y;
+        }
+        (a, sa + sb)
+    };
+    // Per-row terms in parallel, summed in row order: the result does not
+    // depend on the number of threads.
+    let rows: Vec<(Vec<f64>, f64)> = if par.is_parallel() {
+        (0..n).into_par_iter().map(row_terms).collect()
+    } else {
+        (0..n).map(row_terms).collect()
+    };
+    let (per_dim, m_sum) = rows.into_iter().fold((vec![0.0; d], 0.0), reduce);
+    let mut grad: Vec<f64> = if kernel.length_scale.len() == 1 {
+        vec![0.5 * per_dim.iter().sum::<f64>()]
+    } else {
+        per_dim.iter().map(|v| 0.5 * v).collect()
+    };
+    let alpha_sq: f64 = alpha.iter().map(|a| a * a).sum();
+    grad.push(0.5 * m_sum);
+    grad.push(0.5 * noise_variance * (alpha_sq - trace_inv));
+    Ok(LmlEval { lml, grad, jitter })
+}
+
+/// A fitted exact GP (ALGORITHMS.md 7.1): training inputs, the Cholesky
+/// factor of `K_y`, `α = K_y^{−1}(y − ȳ)`, and the hyperparameters.
+#[derive(Clone, Debug)]
+pub struct ExactGp {
+    /// Training inputs (`N × d`).
+    pub x_train: Array2<f64>,
+    /// The kernel.
+    pub kernel: GaussianKernel,
+    /// The noise variance `σ_n²`.
+    pub noise_variance: f64,
+    /// The training-target mean `ȳ` added back to predictions (0 without centering).
+    pub y_mean: f64,
+    /// `α = K_y^{−1}(y − ȳ)`.
+    pub alpha: Array1<f64>,
+    /// The factor `L` of `K_y (+ jitter)`.
+    pub chol: Cholesky,
+    /// The log marginal likelihood of the centered targets.
+    pub lml: f64,
+    /// L-BFGS iterations spent on the hyperparameters, over all runs (0
+    /// without optimization).
+    pub n_iter: u64,
+}
+
+impl ExactGp {
+    /// Fits the exact GP with fixed hyperparameters (no optimization);
+    /// `center` subtracts the training-target mean (ALGORITHMS.md 7).
+    pub fn fit(
+        x: ArrayView2<'_, f64>,
+        y: ArrayView1<'_, f64>,
+        kernel: GaussianKernel,
+        noise_variance: f64,
+        center: bool,
+        par: Parallelism,
+    ) -> Result<Self> {
+        check_training_data(x, y)?;
+        kernel.validate(x.ncols())?;
+        check_positive("noise_variance", noise_variance)?;
+        let n = x.nrows();
+        let y_mean = if center { y.sum() / n as f64 } else { 0.0 };
+        let yc = y.mapv(|v| v - y_mean);
+        let f = factor(x, yc.view(), &kernel, noise_variance, par)?;
+        let data_fit: f64 = yc.iter().zip(&f.alpha).map(|(a, b)| a * b).sum();
+        let lml = -0.5 * data_fit - 0.5 * f.chol.log_det() - 0.5 * n as f64 * LN_2PI;
+        Ok(Self {
+            x_train: x.to_owned(),
+            kernel,
+            noise_variance,
+            y_mean,
+            alpha: Array1::from(f.alpha),
+            chol: f.chol,
+            lml,
+            n_iter: 0,
+        })
+    }
+
+    /// Predictive mean `μ* = k*ᵀα + ȳ` and latent variance
+    /// `v* = k** − ‖L^{−1}k*‖²` (clipped at 0; `None` unless `want_var`).
+    /// The noisy variance is `v* + σ_n²`.
+    pub fn predict(
+        &self,
+        xs: ArrayView2<'_, f64>,
+        want_var: bool,
+        par: Parallelism,
+    ) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
+        predict_exact(
+            self.x_train.view(),
+            &self.chol,
+            self.alpha.view(),
+            self.y_mean,
+            &self.kernel,
+            xs,
+            want_var,
+            par,
+        )
+    }
+}
+
+/// Test points per block of the exact prediction (bounds the `N × block`
+/// cross-covariance).
+const PREDICT_BLOCK: usize = 1024;
+
+/// The exact predictive mean and latent variance from stored fitted pieces
+/// (see [`ExactGp::predict`]); `chol` factors `K_y` of `x_train`.
+#[allow(clippy::too_many_arguments)]
+pub fn predict_exact(
+    x_train: ArrayView2<'_, f64>,
+    chol: &Cholesky,
+    alpha: ArrayView1<'_, f64>,
+    y_mean: f64,
+    kernel: &GaussianKernel,
+    xs: ArrayView2<'_, f64>,
+    want_var: bool,
+    par: Parallelism,
+) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
+    let (n, d) = x_train.dim();
+    if xs.ncols() != d {
+        return Err(Error::ShapeMismatch {
+            name: "number of features of X",
+            expected: d,
+            got: xs.ncols(),
+        });
+    }
+    if chol.dim() != n || alpha.len() != n {
+        return Err(Error::ShapeMismatch {
+            name: "size of the fitted factor and alpha (training rows)",
+            expected: n,
+            got: if chol.dim() != n {
+                chol.dim()
+            } else {
+                alpha.len()
+            },
+        });
+    }
+    kernel.validate(d)?;
+    check_finite("X", xs.iter())?;
+    let m = xs.nrows();
+    let mut mean = Array1::<f64>::zeros(m);
+    let mut var = want_var.then(|| Array1::<f64>::zeros(m));
+    let mut start = 0;
+    while start < m {
+        let stop = (start + PREDICT_BLOCK).min(m);
+        let block = xs.slice(ndarray::s![start..stop, ..]);
+        // k* for the block: N × b (row-major: row i is training point i).
+        let ks = kernel.cross(x_train, block, par);
+        let mu = ks.t().dot(&alpha);
+        for (o, v) in mean
+            .slice_mut(ndarray::s![start..stop])
+            .iter_mut()
+            .zip(mu.iter())
+        {
+            *o = v + y_mean;
+        }
+        if let Some(var) = var.as_mut() {
+            let b = stop - start;
+            // Column-major copy for the triangular solve L V = k*.
+            let mut v = faer::Mat::<f64>::from_fn(n, b, |i, j| ks[(i, j)]);
+            chol.solve_lower_in_place(v.as_mut(), par);
+            let vm: MatMut<'_, f64> = v.as_mut();
+            for j in 0..b {
+                let s: f64 = (0..n).map(|i| vm[(i, j)] * vm[(i, j)]).sum();
+                var[start + j] = (kernel.variance - s).max(0.0);
+            }
+        }
+        start = stop;
+    }
+    Ok((mean, var))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+
+    fn oracle() -> (Array2<f64>, Array1<f64>, GaussianKernel) {
+        (
+            array![[0.0], [1.0], [2.0]],
+            array![0.0, 1.0, 0.0],
+            GaussianKernel {
+                length_scale: vec![1.0],
+                variance: 1.0,
+            },
+        )
+    }
+
+    #[test]
+    fn three_point_oracle_lml_and_gradients() {
+        let (x, y, k) = oracle();
+        // The oracle of ALGORITHMS.md 7.1 is stated for y itself (no centering).
+        let e =
+            log_marginal_likelihood(x.view(), y.view(), &k, 0.1, true, Parallelism::Rayon).unwrap();
+        assert!((e.lml - -3.493578023553).abs() < 1e-9, "{}", e.lml);
+        let want = [-0.844481859005, -0.560780034555, 0.052045961570];
+        for (g, w) in e.grad.iter().zip(want) {
+            assert!((g - w).abs() < 1e-9, "{g} vs {w}");
+        }
+        assert_eq!(e.jitter, 0.0);
+    }
+
+    #[test]
+    fn three_point_oracle_prediction() {
+        let (x, y, k) = oracle();
+        let n = 3;
+        let kmat =
+            k.cross(x.view(), x.view(), Parallelism::Sequential) + Array2::<f64>::eye(n) * 0.1;
+        let chol = Cholesky::new(as_faer(kmat.view()), Parallelism::Sequential).unwrap();
+        let alpha = Array1::from(chol.solve_vec(y.view(), Parallelism::Sequential));
+        let (mu, var) = predict_exact(
+            x.view(),
+            &chol,
+            alpha.view(),
+            0.0,
+            &k,
+            array![[0.5]].view(),
+            true,
+            Parallelism::Rayon,
+        )
+        .unwrap();
+        assert!((mu[0] - 0.574547829524).abs() < 1e-9);
+        let v = var.unwrap()[0];
+        assert!((v - 0.082395236285).abs() < 1e-9);
+        assert!((v + 0.1 - 0.182395236285).abs() < 1e-9);
+    }
+
+    fn lml_at(x: &Array2<f64>, y: &Array1<f64>, theta: &[f64]) -> f64 {
+        let k = theta.len() - 2;
+        let kernel = GaussianKernel {
+            length_scale: theta[..k].iter().map(|t| t.exp()).collect(),
+            variance: theta[k].exp(),
+        };
+        log_marginal_likelihood(
+            x.view(),
+            y.view(),
+            &kernel,
+            theta[k + 1].exp(),
+            false,
+            Parallelism::Sequential,
+        )
+        .unwrap()
+        .lml
+    }
+
+    #[test]
+    fn gradients_match_central_differences_scalar_and_ard() {
+        let x = Array2::from_shape_fn((23, 3), |(i, j)| {
+            ((i * 7 + j * 11) % 13) as f64 / 6.0 - 1.0 + 0.01 * i as f64
+        });
+        let y: Array1<f64> = x
+            .rows()
+            .into_iter()
+            .map(|r| (2.0 * r[0]).sin() + 0.5 * r[1] * r[2])
+            .collect();
+        for theta in [
+            vec![0.3_f64.ln(), 1.2_f64.ln(), 0.05_f64.ln()],
+            vec![
+                0.4_f64.ln(),
+                1.5_f64.ln(),
+                0.9_f64.ln(),
+                0.8_f64.ln(),
+                0.02_f64.ln(),
+            ],
+        ] {
+            let k = theta.len() - 2;
+            let kernel = GaussianKernel {
+                length_scale: theta[..k].iter().map(|t| t.exp()).collect(),
+                variance: theta[k].exp(),
+            };
+            let e = log_marginal_likelihood(
+                x.view(),
+                y.view(),
+                &kernel,
+                theta[k + 1].exp(),
+                true,
+                Parallelism::Rayon,
+            )
+            .unwrap();
+            assert_eq!(e.grad.len(), theta.len());
+            let h = 1e-5;
+            for p in 0..theta.len() {
+                let mut tp = theta.clone();
+                tp[p] += h;
+                let mut tm = theta.clone();
+                tm[p] -= h;
+                let fd = (lml_at(&x, &y, &tp) - lml_at(&x, &y, &tm)) / (2.0 * h);
+                // Central differences err by O(h²·f''') + O(eps·|f|/h).
+                assert!(
+                    (fd - e.grad[p]).abs() < 1e-6 * (1.0 + fd.abs()),
+                    "param {p}: fd {fd} vs {}",
+                    e.grad[p]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bad_inputs_are_clear_errors() {
+        let (x, y, k) = oracle();
+        let short = array![0.0, 1.0];
+        assert!(matches!(
+            log_marginal_likelihood(x.view(), short.view(), &k, 0.1, false, Parallelism::Rayon),
+            Err(Error::ShapeMismatch { .. })
+        ));
+        let mut xn = x.clone();
+        xn[(1, 0)] = f64::NAN;
+        assert_eq!(
+            log_marginal_likelihood(xn.view(), y.view(), &k, 0.1, false, Parallelism::Rayon)
+                .unwrap_err(),
+            Error::NonFinite { name: "X" }
+        );
+        let err = log_marginal_likelihood(x.view(), y.view(), &k, 0.0, false, Parallelism::Rayon)
+            .unwrap_err();
+        assert!(err.to_string().contains("noise_variance"));
+        let bad = GaussianKernel {
+            length_scale: vec![-1.0],
+            variance: 1.0,
+        };
+        assert!(
+            ExactGp::fit(x.view(), y.view(), bad, 0.1, true, Parallelism::Rayon)
+                .unwrap_err()
+                .to_string()
+                .contains("length_scale")
+        );
+        let two = GaussianKernel {
+            length_scale: vec![1.0, 2.0],
+            variance: 1.0,
+        };
+        assert!(ExactGp::fit(x.view(), y.view(), two, 0.1, true, Parallelism::Rayon).is_err());
+        let msg = check_exact_size(50_000_000).unwrap_err().to_string();
+        assert!(
+            msg.contains("RandomFeatureGPR") && msg.contains("LocalizedMaclaurinGPR"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn fitted_model_centers_targets_and_matches_the_oracle_shifted() {
+        let (x, y, k) = oracle();
+        // Shifting y by a constant shifts the centered model's mean by it.
+        let gp = ExactGp::fit(
+            x.view(),
+            (&y + 5.0).view(),
+            k.clone(),
+            0.1,
+            true,
+            Parallelism::Rayon,
+        )
+        .unwrap();
+        let gp0 = ExactGp::fit(x.view(), y.view(), k, 0.1, true, Parallelism::Rayon).unwrap();
+        let xs = array![[0.5], [3.0]];
+        let (m1, v1) = gp.predict(xs.view(), true, Parallelism::Rayon).unwrap();
+        let (m0, v0) = gp0.predict(xs.view(), true, Parallelism::Rayon).unwrap();
+        assert!((&m1 - &m0 - 5.0).iter().all(|d| d.abs() < 1e-12));
+        assert_eq!(v1, v0);
+    }
+}

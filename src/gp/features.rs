@@ -1,0 +1,455 @@
+//! The feature-space GP (ALGORITHMS.md 7.2) on any explicit real feature
+//! map `Φ`: sufficient statistics accumulated over row chunks (never an
+//! `N × D` matrix), merged exactly, then one `D × D` Cholesky.
+//!
+//! Target centering (ALGORITHMS.md 7): the training mean `ȳ` is only known
+//! at the end of a streamed fit, so the statistics keep raw sums relative to
+//! a fixed shift `s` (the first chunk's mean, which keeps the sums of
+//! squares well conditioned): `b = Φᵀ(y − s)`, `f = Φᵀ1`, `t = Σ(y − s)`,
+//! `q = Σ(y − s)²`. With `δ = ȳ − s = t/N` the centered statistics are
+//! `Φᵀ(y − ȳ) = b − δ f` and `‖y − ȳ‖² = q − N δ²`, and two shifts convert
+//! exactly into each other, so statistics merge exactly.
+
+use faer::Mat;
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+
+use super::{check_finite, check_positive};
+use crate::error::{Error, Result};
+use crate::linalg::{accumulate_gram, as_faer, mirror_lower, Cholesky};
+use crate::real::Real;
+use crate::threads::Parallelism;
+
+/// `ln 2π`.
+const LN_2PI: f64 = 1.837_877_066_409_345_5;
+
+/// Sufficient statistics of a feature-space GP fit (see the module docs).
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct FeatureStats {
+    /// `ΦᵀΦ` (`D × D`, symmetric).
+    pub gram: Array2<f64>,
+    /// `Φᵀ(y − s)`.
+    pub phi_y: Array1<f64>,
+    /// `Φᵀ1`, the column sums of `Φ`.
+    pub phi_sum: Array1<f64>,
+    /// Number of rows `N`.
+    pub n: u64,
+    /// The shift `s` (the first chunk's target mean).
+    pub y_shift: f64,
+    /// `Σ(y − s)`.
+    pub y_sum: f64,
+    /// `Σ(y − s)²`.
+    pub y_sq_sum: f64,
+}
+
+impl FeatureStats {
+    /// Empty statistics for `D` features.
+    pub fn new(n_features: usize) -> Self {
+        Self {
+            gram: Array2::zeros((n_features, n_features)),
+            phi_y: Array1::zeros(n_features),
+            phi_sum: Array1::zeros(n_features),
+            n: 0,
+            y_shift: 0.0,
+            y_sum: 0.0,
+            y_sq_sum: 0.0,
+        }
+    }
+
+    /// The number of features `D`.
+    pub fn n_features(&self) -> usize {
+        self.phi_y.len()
+    }
+
+    /// Checks the shapes and values of statistics built from outside (e.g.
+    /// a Python caller or a deserialized file).
+    pub fn validate(&self) -> Result<()> {
+        let d = self.n_features();
+        for (name, got) in [
+            ("rows of gram", self.gram.nrows()),
+            ("columns of gram", self.gram.ncols()),
+            ("length of phi_sum", self.phi_sum.len()),
+        ] {
+            if got != d {
+                return Err(Error::ShapeMismatch {
+                    name,
+                    expected: d,
+                    got,
+                });
+            }
+        }
+        check_finite("gram", self.gram.iter())?;
+        check_finite("phi_y", self.phi_y.iter())?;
+        check_finite("phi_sum", self.phi_sum.iter())?;
+        check_finite(
+            "y statistics",
+            [self.y_shift, self.y_sum, self.y_sq_sum].iter(),
+        )
+    }
+
+    /// Adds a row chunk: features `phi` (`n × D`, f32 or f64) and targets `y`.
+    pub fn accumulate<T: Real>(
+        &mut self,
+        phi: ArrayView2<'_, T>,
+        y: ArrayView1<'_, f64>,
+        par: Parallelism,
+    ) -> Result<()> {
+        if phi.ncols() != self.n_features() {
+            return Err(Error::ShapeMismatch {
+                name: "number of features (columns of the feature chunk)",
+                expected: self.n_features(),
+                got: phi.ncols(),
+            });
+        }
+        check_finite("y", y.iter())?;
+        if !phi.iter().all(|v| v.is_finite()) {
+            return Err(Error::NonFinite { name: "features" });
+        }
+        if y.is_empty() && phi.nrows() == 0 {
+            return Ok(());
+        }
+        if self.n == 0 && !y.is_empty() {
+            self.y_shift = y.sum() / y.len() as f64;
+        }
+        let yc = y.mapv(|v| v - self.y_shift);
+        accumulate_gram(
+            phi,
+            yc.view(),
+            self.gram.view_mut(),
+            self.phi_y.view_mut(),
+            self.phi_sum.view_mut(),
+            par,
+        )?;
+        self.n += y.len() as u64;
+        self.y_sum += yc.sum();
+        self.y_sq_sum += yc.iter().map(|v| v * v).sum::<f64>();
+        Ok(())
+    }
+
+    /// Re-expresses the target statistics relative to another shift `s'`
+    /// (exact: `Σ(y − s') = t + N(s − s')`, `Σ(y − s')² = q + 2(s − s')t +
+    /// N(s − s')²`, `Φᵀ(y − s') = b + (s − s') f`).
+    fn reshift(&mut self, new_shift: f64) {
+        let c = self.y_shift - new_shift;
+        let n = self.n as f64;
+        self.y_sq_sum += 2.0 * c * self.y_sum + n * c * c;
+        self.y_sum += n * c;
+        self.phi_y.scaled_add(c, &self.phi_sum);
+        self.y_shift = new_shift;
+    }
+
+    /// Adds another set of statistics of the same feature map (exact: the
+    /// result equals the statistics of the concatenated rows).
+    pub fn merge(&mut self, other: &FeatureStats) -> Result<()> {
+        if other.n_features() != self.n_features() {
+            return Err(Error::ShapeMismatch {
+                name: "number of features of the statistics to merge",
+                expected: self.n_features(),
+                got: other.n_features(),
+            });
+        }
+        if other.n == 0 {
+            return Ok(());
+        }
+        if self.n == 0 {
+            *self = other.clone();
+            return Ok(());
+        }
+        let mut o = other.clone();
+        o.reshift(self.y_shift);
+        self.gram += &o.gram;
+        self.phi_y += &o.phi_y;
+        self.phi_sum += &o.phi_sum;
+        self.n += o.n;
+        self.y_sum += o.y_sum;
+        self.y_sq_sum += o.y_sq_sum;
+        Ok(())
+    }
+
+    /// The training-target mean `ȳ`.
+    pub fn y_mean(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.y_shift + self.y_sum / self.n as f64
+        }
+    }
+
+    /// The centered statistics `(Φᵀ(y − ȳ), ‖y − ȳ‖²)`, with `ȳ` when
+    /// `center`, else with `0` (no centering).
+    fn centered(&self, center: bool) -> (Array1<f64>, f64) {
+        let mut s = self.clone();
+        s.reshift(if center { self.y_mean() } else { 0.0 });
+        (s.phi_y, s.y_sq_sum.max(0.0))
+    }
+}
+
+/// A fitted feature-space GP (ALGORITHMS.md 7.2): `L_A = chol(ΦᵀΦ/σ_n² + I)`
+/// and `β = A^{−1}Φᵀ(y − ȳ)/σ_n²`; predictions `μ* = φ*ᵀβ + ȳ`,
+/// `v* = ‖L_A^{−1}φ*‖²`, `v*_y = v* + σ_n²`.
+#[derive(Clone, Debug)]
+pub struct FeatureGp {
+    /// The factor `L_A`.
+    pub chol: Cholesky,
+    /// `β = A^{−1}Φᵀ(y − ȳ)/σ_n²`.
+    pub beta: Array1<f64>,
+    /// The target mean added back to predictions (0 without centering).
+    pub y_mean: f64,
+    /// The noise variance `σ_n²`.
+    pub noise_variance: f64,
+    /// The feature-space log marginal likelihood of the centered targets.
+    pub lml: f64,
+}
+
+impl FeatureGp {
+    /// Fits from sufficient statistics; `center` subtracts the target mean
+    /// (the default of ALGORITHMS.md 7). The LML uses the matrix determinant
+    /// lemma of 7.2.
+    pub fn fit(
+        stats: &FeatureStats,
+        noise_variance: f64,
+        center: bool,
+        par: Parallelism,
+    ) -> Result<Self> {
+        check_positive("noise_variance", noise_variance)?;
+        stats.validate()?;
+        if stats.n == 0 {
+            return Err(Error::invalid("X", "needs at least one training row"));
+        }
+        let d = stats.n_features();
+        let mut a = stats.gram.mapv(|v| v / noise_variance);
+        mirror_lower(a.view_mut());
+        for i in 0..d {
+            a[(i, i)] += 1.0;
+        }
+        let chol = Cholesky::new(as_faer(a.view()), par)?;
+        drop(a);
+        let (b, yty) = stats.centered(center);
+        let beta_raw = chol.solve_vec(b.view(), par);
+        let quad: f64 = b.iter().zip(&beta_raw).map(|(p, q)| p * q).sum();
+        let n = stats.n as f64;
+        let lml = -(yty - quad / noise_variance) / (2.0 * noise_variance)
+            - 0.5 * chol.log_det()
+            - 0.5 * n * noise_variance.ln()
+            - 0.5 * n * LN_2PI;
+        let beta = Array1::from(beta_raw).mapv(|v| v / noise_variance);
+        Ok(Self {
+            chol,
+            beta,
+            y_mean: if center { stats.y_mean() } else { 0.0 },
+            noise_variance,
+            lml,
+        })
+    }
+
+    /// Predictive mean and latent variance (`None` unless `want_var`) for
+    /// test features `phi` (`m × D`); see [`predict_features`].
+    pub fn predict<T: Real>(
+        &self,
+        phi: ArrayView2<'_, T>,
+        want_var: bool,
+        par: Parallelism,
+    ) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
+        predict_features(
+            &self.chol,
+            self.beta.view(),
+            self.y_mean,
+            phi,
+            want_var,
+            par,
+        )
+    }
+}
+
+/// Test rows per block of the variance solve.
+const PREDICT_BLOCK: usize = 2048;
+
+/// Feature-space prediction from stored pieces (ALGORITHMS.md 7.2):
+/// `μ* = φ*ᵀβ + ȳ` and `v* = ‖L_A^{−1}φ*‖²` (one multi-right-hand-side
+/// triangular solve per block of test rows).
+pub fn predict_features<T: Real>(
+    chol: &Cholesky,
+    beta: ArrayView1<'_, f64>,
+    y_mean: f64,
+    phi: ArrayView2<'_, T>,
+    want_var: bool,
+    par: Parallelism,
+) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
+    let d = chol.dim();
+    if beta.len() != d {
+        return Err(Error::ShapeMismatch {
+            name: "length of the fitted coefficients",
+            expected: d,
+            got: beta.len(),
+        });
+    }
+    if phi.ncols() != d {
+        return Err(Error::ShapeMismatch {
+            name: "number of features (columns of the test features)",
+            expected: d,
+            got: phi.ncols(),
+        });
+    }
+    if !phi.iter().all(|v| v.is_finite()) {
+        return Err(Error::NonFinite { name: "features" });
+    }
+    let m = phi.nrows();
+    let mut mean = Array1::<f64>::zeros(m);
+    let mut var = want_var.then(|| Array1::<f64>::zeros(m));
+    let mut start = 0;
+    while start < m {
+        let stop = (start + PREDICT_BLOCK).min(m);
+        let block = phi.slice(ndarray::s![start..stop, ..]);
+        let b = stop - start;
+        // Φ*ᵀ as a D × b column-major matrix.
+        let mut v = Mat::<f64>::from_fn(d, b, |i, j| block[(j, i)].to_f64_exact());
+        for j in 0..b {
+            let mu: f64 = (0..d).map(|i| v[(i, j)] * beta[i]).sum();
+            mean[start + j] = mu + y_mean;
+        }
+        if let Some(var) = var.as_mut() {
+            chol.solve_lower_in_place(v.as_mut(), par);
+            for j in 0..b {
+                var[start + j] = (0..d).map(|i| v[(i, j)] * v[(i, j)]).sum();
+            }
+        }
+        start = stop;
+    }
+    Ok((mean, var))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn random_phi(n: usize, d: usize, seed: u64) -> Array2<f64> {
+        use rand::Rng as _;
+        let mut rng = crate::rng::seeded(seed);
+        Array2::from_shape_fn((n, d), |_| rng.random_range(-1.0..1.0))
+    }
+
+    /// The exact GP of 7.1 with `K = ΦΦᵀ` (centered targets), by brute force.
+    fn exact_with_gram(
+        phi: &Array2<f64>,
+        y: &Array1<f64>,
+        phis: &Array2<f64>,
+        nv: f64,
+    ) -> (f64, Array1<f64>, Array1<f64>) {
+        let n = phi.nrows();
+        let ym = y.mean().unwrap();
+        let yc = y.mapv(|v| v - ym);
+        let ky = phi.dot(&phi.t()) + Array2::<f64>::eye(n) * nv;
+        let chol = Cholesky::new(as_faer(ky.view()), Parallelism::Sequential).unwrap();
+        let alpha = Array1::from(chol.solve_vec(yc.view(), Parallelism::Sequential));
+        let lml = -0.5 * yc.dot(&alpha) - 0.5 * chol.log_det() - 0.5 * n as f64 * LN_2PI;
+        let ks = phi.dot(&phis.t());
+        let mu = ks.t().dot(&alpha) + ym;
+        let mut var = Array1::zeros(phis.nrows());
+        for j in 0..phis.nrows() {
+            let kj = ks.column(j).to_owned();
+            let s = Array1::from(chol.solve_vec(kj.view(), Parallelism::Sequential));
+            var[j] = phis.row(j).dot(&phis.row(j)) - kj.dot(&s);
+        }
+        (lml, mu, var)
+    }
+
+    #[test]
+    fn feature_space_equals_exact_with_k_equal_phi_phi_t() {
+        for (n, d) in [(7, 4), (30, 12), (5, 9)] {
+            let phi = random_phi(n, d, n as u64);
+            let y: Array1<f64> = (0..n).map(|i| (i as f64).sin() + 3.0).collect();
+            let phis = random_phi(6, d, 99);
+            let nv = 0.3;
+            let mut st = FeatureStats::new(d);
+            st.accumulate(phi.view(), y.view(), Parallelism::Rayon)
+                .unwrap();
+            let gp = FeatureGp::fit(&st, nv, true, Parallelism::Rayon).unwrap();
+            let (mu, var) = gp.predict(phis.view(), true, Parallelism::Rayon).unwrap();
+            let (lml, mu_e, var_e) = exact_with_gram(&phi, &y, &phis, nv);
+            assert!(
+                (gp.lml - lml).abs() < 1e-10 * (1.0 + lml.abs()),
+                "{} vs {lml}",
+                gp.lml
+            );
+            assert!((&mu - &mu_e).iter().all(|v| v.abs() < 1e-10));
+            assert!((&var.unwrap() - &var_e).iter().all(|v| v.abs() < 1e-10));
+        }
+    }
+
+    #[test]
+    fn merged_and_chunked_statistics_equal_one_pass() {
+        let (n, d) = (50, 6);
+        let phi = random_phi(n, d, 1);
+        let y: Array1<f64> = (0..n).map(|i| 1e3 + (i as f64 * 0.7).cos()).collect();
+        let mut one = FeatureStats::new(d);
+        one.accumulate(phi.view(), y.view(), Parallelism::Rayon)
+            .unwrap();
+        let mut a = FeatureStats::new(d);
+        let mut b = FeatureStats::new(d);
+        a.accumulate(
+            phi.slice(ndarray::s![..13, ..]),
+            y.slice(ndarray::s![..13]),
+            Parallelism::Rayon,
+        )
+        .unwrap();
+        a.accumulate(
+            phi.slice(ndarray::s![13..20, ..]),
+            y.slice(ndarray::s![13..20]),
+            Parallelism::Rayon,
+        )
+        .unwrap();
+        b.accumulate(
+            phi.slice(ndarray::s![20.., ..]),
+            y.slice(ndarray::s![20..]),
+            Parallelism::Sequential,
+        )
+        .unwrap();
+        a.merge(&b).unwrap();
+        assert_eq!(a.n, 50);
+        assert!((a.y_mean() - one.y_mean()).abs() < 1e-12);
+        let phis = random_phi(4, d, 5);
+        let g1 = FeatureGp::fit(&one, 0.1, true, Parallelism::Rayon).unwrap();
+        let g2 = FeatureGp::fit(&a, 0.1, true, Parallelism::Rayon).unwrap();
+        assert!((g1.lml - g2.lml).abs() < 1e-9 * g1.lml.abs());
+        let (m1, v1) = g1.predict(phis.view(), true, Parallelism::Rayon).unwrap();
+        let (m2, v2) = g2.predict(phis.view(), true, Parallelism::Rayon).unwrap();
+        assert!((&m1 - &m2).iter().all(|v| v.abs() < 1e-9));
+        assert!((&v1.unwrap() - &v2.unwrap())
+            .iter()
+            .all(|v| v.abs() < 1e-12));
+        // Merging into empty statistics copies; merging empties changes nothing.
+        let mut e = FeatureStats::new(d);
+        e.merge(&one).unwrap();
+        e.merge(&FeatureStats::new(d)).unwrap();
+        assert_eq!(e, one);
+        assert!(e.merge(&FeatureStats::new(d + 1)).is_err());
+    }
+
+    #[test]
+    fn bad_inputs() {
+        let mut st = FeatureStats::new(3);
+        assert!(FeatureGp::fit(&st, 0.1, true, Parallelism::Rayon).is_err());
+        let phi = random_phi(4, 2, 0);
+        let y = Array1::zeros(4);
+        assert!(matches!(
+            st.accumulate(phi.view(), y.view(), Parallelism::Rayon),
+            Err(Error::ShapeMismatch { .. })
+        ));
+        let phi = random_phi(4, 3, 0);
+        let ynan = Array1::from(vec![0.0, f64::NAN, 0.0, 0.0]);
+        assert_eq!(
+            st.accumulate(phi.view(), ynan.view(), Parallelism::Rayon),
+            Err(Error::NonFinite { name: "y" })
+        );
+        st.accumulate(phi.view(), y.view(), Parallelism::Rayon)
+            .unwrap();
+        assert!(FeatureGp::fit(&st, -1.0, true, Parallelism::Rayon)
+            .unwrap_err()
+            .to_string()
+            .contains("noise_variance"));
+        let gp = FeatureGp::fit(&st, 1.0, true, Parallelism::Rayon).unwrap();
+        assert!(gp
+            .predict(random_phi(2, 5, 0).view(), true, Parallelism::Rayon)
+            .is_err());
+    }
+}

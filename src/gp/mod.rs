@@ -1,0 +1,43 @@
+//! Gaussian-process regression (ALGORITHMS.md 7): the exact GP with the
+//! Gaussian kernel and its log-marginal-likelihood fit ([`exact`],
+//! [`optimize`]), the feature-space GP on any explicit feature map with
+//! mergeable sufficient statistics ([`features`]), and the metrics of 7.3
+//! ([`metrics`]).
+//!
+//! Every model has zero prior mean on targets centered by their training
+//! mean; predictions add the mean back (ALGORITHMS.md 7).
+
+pub mod exact;
+pub mod features;
+pub mod metrics;
+pub mod optimize;
+
+pub use exact::{ExactGp, GaussianKernel, LmlEval};
+pub use features::{FeatureGp, FeatureStats};
+pub use optimize::{ExactGpConfig, Hyper};
+
+use crate::error::{Error, Result};
+
+/// Checks that a variance is finite and `> 0`.
+pub(crate) fn check_positive(name: &'static str, v: f64) -> Result<()> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            name,
+            format!("must be finite and > 0, got {v}"),
+        ))
+    }
+}
+
+/// Checks that every value is finite.
+pub(crate) fn check_finite<'a>(
+    name: &'static str,
+    v: impl IntoIterator<Item = &'a f64>,
+) -> Result<()> {
+    if v.into_iter().all(|x| x.is_finite()) {
+        Ok(())
+    } else {
+        Err(Error::NonFinite { name })
+    }
+}

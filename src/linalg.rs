@@ -1,0 +1,472 @@
+//! Dense linear algebra of the GP code (ALGORITHMS.md 7), in `f64` on faer:
+//! Cholesky with the jitter ladder of 7.1, triangular solves, and the
+//! symmetric rank-k accumulation `G += ΦᵀΦ`, `b += Φᵀy` of 7.2 over a row
+//! chunk (faer's multithreaded GEMM).
+
+use std::any::TypeId;
+
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::matmul::triangular::BlockStructure;
+use faer::{Accum, Mat, MatMut, MatRef, Par};
+use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
+
+use crate::error::{Error, Result};
+use crate::real::Real;
+use crate::threads::Parallelism;
+
+/// The faer parallelism for a [`Parallelism`]: all threads of the current
+/// rayon pool, or sequential.
+pub fn faer_par(par: Parallelism) -> Par {
+    if par.is_parallel() {
+        Par::rayon(rayon::current_num_threads())
+    } else {
+        Par::Seq
+    }
+}
+
+/// A faer view of an ndarray view (any strides, no copy).
+pub fn as_faer<T>(a: ArrayView2<'_, T>) -> MatRef<'_, T> {
+    let (rows, cols) = a.dim();
+    let s = a.strides();
+    // SAFETY: the pointer, shape and element strides describe exactly the
+    // memory the ndarray view borrows for the same lifetime.
+    unsafe { MatRef::from_raw_parts(a.as_ptr(), rows, cols, s[0], s[1]) }
+}
+
+/// A mutable faer view of a mutable ndarray view (any strides, no copy).
+pub fn as_faer_mut<T>(mut a: ArrayViewMut2<'_, T>) -> MatMut<'_, T> {
+    let (rows, cols) = a.dim();
+    let (s0, s1) = (a.strides()[0], a.strides()[1]);
+    // SAFETY: as in `as_faer`; the view is borrowed mutably and uniquely.
+    unsafe { MatMut::from_raw_parts_mut(a.as_mut_ptr(), rows, cols, s0, s1) }
+}
+
+/// The relative jitters `ε` of the ladder of ALGORITHMS.md 7.1: after a
+/// failed plain factorization, `ε · mean(diag A)` is added to the diagonal
+/// for `ε = 1e−10, 1e−9, …, 1e−4` in turn.
+pub const JITTER_LADDER: [f64; 7] = [1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4];
+
+/// A Cholesky factorization `A + jitter·I = L Lᵀ` (lower `L`, `f64`).
+#[derive(Clone, Debug)]
+pub struct Cholesky {
+    l: Mat<f64>,
+    jitter: f64,
+}
+
+fn factor_in_place(mut a: MatMut<'_, f64>, par: Par) -> std::result::Result<(), usize> {
+    let n = a.nrows();
+    let mut mem = MemBuffer::new(
+        faer::linalg::cholesky::llt::factor::cholesky_in_place_scratch::<f64>(
+            n,
+            par,
+            Default::default(),
+        ),
+    );
+    let stack = MemStack::new(&mut mem);
+    match faer::linalg::cholesky::llt::factor::cholesky_in_place(
+        a.as_mut(),
+        Default::default(),
+        par,
+        stack,
+        Default::default(),
+    ) {
+        Ok(_) => {
+            for j in 1..n {
+                for i in 0..j {
+                    a[(i, j)] = 0.0;
+                }
+            }
+            Ok(())
+        }
+        Err(faer::linalg::cholesky::llt::factor::LltError::NonPositivePivot { index }) => {
+            Err(index)
+        }
+    }
+}
+
+impl Cholesky {
+    /// Factors the symmetric matrix `a` (its lower triangle is read) with the
+    /// jitter ladder of ALGORITHMS.md 7.1: a plain attempt, then
+    /// `ε · mean(diag a)` added for each `ε` of [`JITTER_LADDER`].
+    ///
+    /// Errors: [`Error::ShapeMismatch`] if `a` is not square,
+    /// [`Error::NonFinite`] for NaN/inf entries, and
+    /// [`Error::NotPositiveDefinite`] when the last rung still fails.
+    pub fn new(a: MatRef<'_, f64>, par: Parallelism) -> Result<Self> {
+        let n = a.nrows();
+        if a.ncols() != n {
+            return Err(Error::ShapeMismatch {
+                name: "columns of the matrix to factor (it must be square)",
+                expected: n,
+                got: a.ncols(),
+            });
+        }
+        for j in 0..n {
+            for i in j..n {
+                if !a[(i, j)].is_finite() {
+                    return Err(Error::NonFinite { name: "matrix" });
+                }
+            }
+        }
+        let fpar = faer_par(par);
+        let mean_diag = if n == 0 {
+            0.0
+        } else {
+            (0..n).map(|i| a[(i, i)]).sum::<f64>() / n as f64
+        };
+        let mut l = a.to_owned();
+        let mut index = match factor_in_place(l.as_mut(), fpar) {
+            Ok(()) => return Ok(Self { l, jitter: 0.0 }),
+            Err(index) => index,
+        };
+        if mean_diag > 0.0 {
+            for eps in JITTER_LADDER {
+                let jitter = eps * mean_diag;
+                l.copy_from(a);
+                for i in 0..n {
+                    l[(i, i)] += jitter;
+                }
+                match factor_in_place(l.as_mut(), fpar) {
+                    Ok(()) => return Ok(Self { l, jitter }),
+                    Err(i) => index = i,
+                }
+            }
+        }
+        Err(Error::NotPositiveDefinite { index })
+    }
+
+    /// Wraps an existing lower-triangular factor `l` (e.g. one stored by a
+    /// fitted model); its strict upper triangle is ignored.
+    pub fn from_lower(l: ArrayView2<'_, f64>) -> Result<Self> {
+        let (n, m) = l.dim();
+        if n != m {
+            return Err(Error::ShapeMismatch {
+                name: "columns of the Cholesky factor (it must be square)",
+                expected: n,
+                got: m,
+            });
+        }
+        let src = as_faer(l);
+        let mut out = Mat::<f64>::zeros(n, n);
+        for j in 0..n {
+            for i in j..n {
+                out[(i, j)] = src[(i, j)];
+            }
+            if !(out[(j, j)] > 0.0 && out[(j, j)].is_finite()) {
+                return Err(Error::invalid(
+                    "chol",
+                    format!(
+                        "diagonal entry {j} of the Cholesky factor must be positive and finite"
+                    ),
+                ));
+            }
+        }
+        Ok(Self {
+            l: out,
+            jitter: 0.0,
+        })
+    }
+
+    /// The order `n` of the factored matrix.
+    pub fn dim(&self) -> usize {
+        self.l.nrows()
+    }
+
+    /// The lower-triangular factor `L` (zeros above the diagonal).
+    pub fn l(&self) -> MatRef<'_, f64> {
+        self.l.as_ref()
+    }
+
+    /// `L` as a row-major ndarray.
+    pub fn l_array(&self) -> Array2<f64> {
+        let n = self.dim();
+        Array2::from_shape_fn((n, n), |(i, j)| self.l[(i, j)])
+    }
+
+    /// The jitter that was added to the diagonal (0 when the plain
+    /// factorization succeeded).
+    pub fn jitter(&self) -> f64 {
+        self.jitter
+    }
+
+    /// `ln det(A + jitter·I) = 2 Σ_i ln L_ii`.
+    pub fn log_det(&self) -> f64 {
+        2.0 * (0..self.dim()).map(|i| self.l[(i, i)].ln()).sum::<f64>()
+    }
+
+    /// Solves `L X = B` in place (`B` is `n × k`).
+    pub fn solve_lower_in_place(&self, rhs: MatMut<'_, f64>, par: Parallelism) {
+        faer::linalg::triangular_solve::solve_lower_triangular_in_place(
+            self.l.as_ref(),
+            rhs,
+            faer_par(par),
+        );
+    }
+
+    /// Solves `Lᵀ X = B` in place.
+    pub fn solve_upper_in_place(&self, rhs: MatMut<'_, f64>, par: Parallelism) {
+        faer::linalg::triangular_solve::solve_upper_triangular_in_place(
+            self.l.as_ref().transpose(),
+            rhs,
+            faer_par(par),
+        );
+    }
+
+    /// Solves `(L Lᵀ) X = B` in place.
+    pub fn solve_in_place(&self, mut rhs: MatMut<'_, f64>, par: Parallelism) {
+        self.solve_lower_in_place(rhs.as_mut(), par);
+        self.solve_upper_in_place(rhs, par);
+    }
+
+    /// `(L Lᵀ)^{−1} b` for a vector `b`.
+    pub fn solve_vec(&self, b: ArrayView1<'_, f64>, par: Parallelism) -> Vec<f64> {
+        let mut x: Vec<f64> = b.iter().copied().collect();
+        let n = x.len();
+        self.solve_in_place(MatMut::from_column_major_slice_mut(&mut x, n, 1), par);
+        x
+    }
+
+    /// The full symmetric inverse `(L Lᵀ)^{−1}` as a row-major ndarray.
+    pub fn inverse(&self, par: Parallelism) -> Array2<f64> {
+        let n = self.dim();
+        let fpar = faer_par(par);
+        let mut out = Array2::<f64>::zeros((n, n));
+        {
+            let mut mem = MemBuffer::new(faer::linalg::cholesky::llt::inverse::inverse_scratch::<
+                f64,
+            >(n, fpar));
+            let stack = MemStack::new(&mut mem);
+            faer::linalg::cholesky::llt::inverse::inverse(
+                as_faer_mut(out.view_mut()),
+                self.l.as_ref(),
+                fpar,
+                stack,
+            );
+        }
+        mirror_lower(out.view_mut());
+        out
+    }
+}
+
+/// Copies the strict lower triangle of a square matrix onto its upper one.
+pub fn mirror_lower(mut a: ArrayViewMut2<'_, f64>) {
+    let n = a.nrows();
+    for i in 0..n {
+        for j in 0..i {
+            a[(j, i)] = a[(i, j)];
+        }
+    }
+}
+
+/// Runs `f` on an `f64` faer view of `phi`: the data itself for `f64`
+/// input, a widened copy for `f32`.
+pub fn with_f64_view<T: Real, R>(
+    phi: ArrayView2<'_, T>,
+    f: impl FnOnce(MatRef<'_, f64>) -> R,
+) -> R {
+    if TypeId::of::<T>() == TypeId::of::<f64>() {
+        let (rows, cols) = phi.dim();
+        let s = phi.strides();
+        // SAFETY: T is f64 (checked through TypeId), so the view's memory
+        // holds f64 values with the same layout.
+        let m =
+            unsafe { MatRef::from_raw_parts(phi.as_ptr() as *const f64, rows, cols, s[0], s[1]) };
+        f(m)
+    } else {
+        let wide = phi.mapv(|v| v.to_f64_exact());
+        f(as_faer(wide.view()))
+    }
+}
+
+/// Adds one row chunk to the feature-space sufficient statistics of
+/// ALGORITHMS.md 7.2: `gram += ΦᵀΦ` (a symmetric rank-k update: the lower
+/// triangle through faer's triangular GEMM, then mirrored, so `gram` stays
+/// fully symmetric), `phi_y += Φᵀ y` and `phi_sum += Φᵀ 1`.
+///
+/// `phi` is `n × D`, `y` has length `n`, `gram` is `D × D`, `phi_y` and
+/// `phi_sum` have length `D`.
+pub fn accumulate_gram<T: Real>(
+    phi: ArrayView2<'_, T>,
+    y: ArrayView1<'_, f64>,
+    mut gram: ArrayViewMut2<'_, f64>,
+    mut phi_y: ArrayViewMut1<'_, f64>,
+    mut phi_sum: ArrayViewMut1<'_, f64>,
+    par: Parallelism,
+) -> Result<()> {
+    let (n, d) = phi.dim();
+    if y.len() != n {
+        return Err(Error::ShapeMismatch {
+            name: "length of y (the number of rows of the features)",
+            expected: n,
+            got: y.len(),
+        });
+    }
+    for (name, got) in [
+        ("rows of the Gram statistic", gram.nrows()),
+        ("columns of the Gram statistic", gram.ncols()),
+        ("length of the Phi^T y statistic", phi_y.len()),
+        ("length of the feature-sum statistic", phi_sum.len()),
+    ] {
+        if got != d {
+            return Err(Error::ShapeMismatch {
+                name,
+                expected: d,
+                got,
+            });
+        }
+    }
+    let fpar = faer_par(par);
+    let ycol: Vec<f64> = y.iter().copied().collect();
+    let ones = vec![1.0; n];
+    with_f64_view(phi, |p| {
+        faer::linalg::matmul::triangular::matmul(
+            as_faer_mut(gram.view_mut()),
+            BlockStructure::TriangularLower,
+            Accum::Add,
+            p.transpose(),
+            BlockStructure::Rectangular,
+            p,
+            BlockStructure::Rectangular,
+            1.0,
+            fpar,
+        );
+        let mut rhs = Mat::<f64>::zeros(n, 2);
+        for i in 0..n {
+            rhs[(i, 0)] = ycol[i];
+            rhs[(i, 1)] = ones[i];
+        }
+        let mut out = Mat::<f64>::zeros(d, 2);
+        faer::linalg::matmul::matmul(
+            out.as_mut(),
+            Accum::Replace,
+            p.transpose(),
+            rhs.as_ref(),
+            1.0,
+            fpar,
+        );
+        for k in 0..d {
+            phi_y[k] += out[(k, 0)];
+            phi_sum[k] += out[(k, 1)];
+        }
+    });
+    mirror_lower(gram);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{array, Array1};
+
+    fn spd(n: usize) -> Array2<f64> {
+        let b = Array2::from_shape_fn((n, n), |(i, j)| ((i * 7 + j * 3) % 11) as f64 / 11.0 - 0.4);
+        let mut a = b.t().dot(&b);
+        for i in 0..n {
+            a[(i, i)] += 0.5;
+        }
+        a
+    }
+
+    #[test]
+    fn factor_solve_inverse_logdet() {
+        let a = spd(9);
+        let ch = Cholesky::new(as_faer(a.view()), Parallelism::Rayon).unwrap();
+        assert_eq!(ch.jitter(), 0.0);
+        let l = ch.l_array();
+        let back = l.dot(&l.t());
+        assert!((&back - &a).iter().all(|v| v.abs() < 1e-12));
+        let b: Array1<f64> = (0..9).map(|i| i as f64 - 3.0).collect();
+        let x = Array1::from(ch.solve_vec(b.view(), Parallelism::Sequential));
+        assert!((a.dot(&x) - &b).iter().all(|v| v.abs() < 1e-10));
+        let inv = ch.inverse(Parallelism::Rayon);
+        let eye = a.dot(&inv);
+        for i in 0..9 {
+            for j in 0..9 {
+                let want = if i == j { 1.0 } else { 0.0 };
+                assert!((eye[(i, j)] - want).abs() < 1e-10);
+            }
+        }
+        let ld: f64 = (0..9).map(|i| l[(i, i)].ln()).sum::<f64>() * 2.0;
+        assert!((ch.log_det() - ld).abs() < 1e-14);
+    }
+
+    #[test]
+    fn jitter_ladder_rescues_a_singular_psd_matrix() {
+        // Rank one: x xᵀ with x = (1, 1, 1) is PSD but singular.
+        let a = Array2::from_elem((3, 3), 1.0);
+        let ch = Cholesky::new(as_faer(a.view()), Parallelism::Sequential).unwrap();
+        assert!(ch.jitter() > 0.0 && ch.jitter() <= 1e-4);
+    }
+
+    #[test]
+    fn indefinite_matrix_is_a_clear_error() {
+        let a = array![[1.0, 0.0], [0.0, -1.0]];
+        let err = Cholesky::new(as_faer(a.view()), Parallelism::Sequential).unwrap_err();
+        assert_eq!(err, Error::NotPositiveDefinite { index: 1 });
+        assert!(err.to_string().contains("not positive definite"));
+        let nan = array![[f64::NAN, 0.0], [0.0, 1.0]];
+        assert!(matches!(
+            Cholesky::new(as_faer(nan.view()), Parallelism::Sequential),
+            Err(Error::NonFinite { .. })
+        ));
+        let rect = Array2::<f64>::zeros((2, 3));
+        assert!(matches!(
+            Cholesky::new(as_faer(rect.view()), Parallelism::Sequential),
+            Err(Error::ShapeMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn gram_accumulation_matches_dense_products_f32_and_f64() {
+        let phi = Array2::from_shape_fn((37, 5), |(i, j)| {
+            ((i * 13 + j * 5) % 17) as f64 / 17.0 - 0.5
+        });
+        let y: Array1<f64> = (0..37).map(|i| (i as f64 * 0.3).sin()).collect();
+        let mut g = Array2::zeros((5, 5));
+        let mut b = Array1::zeros(5);
+        let mut s = Array1::zeros(5);
+        // Two chunks add up to the whole.
+        for (lo, hi) in [(0, 20), (20, 37)] {
+            accumulate_gram(
+                phi.slice(ndarray::s![lo..hi, ..]),
+                y.slice(ndarray::s![lo..hi]),
+                g.view_mut(),
+                b.view_mut(),
+                s.view_mut(),
+                Parallelism::Rayon,
+            )
+            .unwrap();
+        }
+        assert!((&g - &phi.t().dot(&phi)).iter().all(|v| v.abs() < 1e-12));
+        assert!((&b - &phi.t().dot(&y)).iter().all(|v| v.abs() < 1e-12));
+        assert!((&s - &phi.sum_axis(ndarray::Axis(0)))
+            .iter()
+            .all(|v| v.abs() < 1e-12));
+        let phi32 = phi.mapv(|v| v as f32);
+        let mut g32 = Array2::zeros((5, 5));
+        let mut b32 = Array1::zeros(5);
+        let mut s32 = Array1::zeros(5);
+        accumulate_gram(
+            phi32.view(),
+            y.view(),
+            g32.view_mut(),
+            b32.view_mut(),
+            s32.view_mut(),
+            Parallelism::Sequential,
+        )
+        .unwrap();
+        let wide = phi32.mapv(|v| v as f64);
+        assert!((&g32 - &wide.t().dot(&wide))
+            .iter()
+            .all(|v| v.abs() < 1e-12));
+        let err = accumulate_gram(
+            phi.view(),
+            y.slice(ndarray::s![..3]),
+            g.view_mut(),
+            b.view_mut(),
+            s.view_mut(),
+            Parallelism::Rayon,
+        );
+        assert!(matches!(err, Err(Error::ShapeMismatch { .. })));
+    }
+}
