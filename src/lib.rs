@@ -23,6 +23,7 @@
 //! ```
 
 pub mod error;
+pub mod fourier;
 pub mod fwht;
 pub mod real;
 pub mod rng;
