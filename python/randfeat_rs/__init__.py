@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
+from ._fourier import NystroemFeatures, RandomFourierFeatures, kernel_matrix
 from ._fwht import fwht
 from .exceptions import (
     GpuError,
@@ -26,10 +27,13 @@ __all__ = [
     "InvalidDtypeError",
     "InvalidInputError",
     "NotPositiveDefiniteError",
+    "NystroemFeatures",
     "RandfeatError",
+    "RandomFourierFeatures",
     "RustPanicError",
     "fwht",
     "get_num_threads",
+    "kernel_matrix",
     "set_num_threads",
 ]
 

@@ -4,6 +4,7 @@
 //! exception tree of `randfeat_rs.exceptions`.
 
 mod ffi;
+mod fourier;
 mod fwht;
 
 use pyo3::prelude::*;
@@ -46,5 +47,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     fwht::register(m)?;
+    fourier::register(m)?;
     Ok(())
 }
