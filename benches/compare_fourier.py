@@ -37,17 +37,17 @@ def case(n: int, d: int, dim: int, dtype, samplers: tuple[str, ...], repeats: in
     name = f"N = {n:,}, d = {d:,}, D = {dim:,}, {np.dtype(dtype).name}"
     print(f"\n{name}", flush=True)
     x = np.random.default_rng(0).standard_normal((n, d)).astype(dtype)
-    l = float(np.sqrt(d))
+    ell = float(np.sqrt(d))
     ref = timed(
         "sklearn RBFSampler",
-        lambda: RBFSampler(gamma=0.5 / l**2, n_components=dim, random_state=0).fit_transform(x),
+        lambda: RBFSampler(gamma=0.5 / ell**2, n_components=dim, random_state=0).fit_transform(x),
         repeats,
     )
     ROWS.append(f"| {name} | sklearn RBFSampler | {ref:.3f} | 1.0x | |")
     for sampler in samplers:
         for variant in ("cos_bias", "cos_sin"):
             est = rf.RandomFourierFeatures(
-                dim, length_scale=l, sampler=sampler, variant=variant, random_state=0
+                dim, length_scale=ell, sampler=sampler, variant=variant, random_state=0
             )
             t = timed(f"randfeat_rs {sampler}/{variant}", lambda e=est: e.fit_transform(x), repeats)
             goal = ""
@@ -64,15 +64,15 @@ def nystroem_case(n: int, d: int, m: int, repeats: int) -> None:
     name = f"Nystroem N = {n:,}, d = {d}, m = {m:,}, float64"
     print(f"\n{name}", flush=True)
     x = np.random.default_rng(1).standard_normal((n, d))
-    l = float(np.sqrt(d))
+    ell = float(np.sqrt(d))
     ref = timed(
         "sklearn Nystroem",
-        lambda: Nystroem(gamma=0.5 / l**2, n_components=m, random_state=0).fit_transform(x),
+        lambda: Nystroem(gamma=0.5 / ell**2, n_components=m, random_state=0).fit_transform(x),
         repeats,
     )
     ours = timed(
         "randfeat_rs NystroemFeatures",
-        lambda: rf.NystroemFeatures(m, length_scale=l, random_state=0).fit_transform(x),
+        lambda: rf.NystroemFeatures(m, length_scale=ell, random_state=0).fit_transform(x),
         repeats,
     )
     ROWS.append(f"| {name} | sklearn Nystroem | {ref:.3f} | 1.0x | |")

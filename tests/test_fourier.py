@@ -88,17 +88,19 @@ def test_orthogonal_blocks():
 
 @pytest.mark.parametrize("d", [16, 20])
 def test_structured_blocks(d):
-    l = 1.3
-    rff = RandomFourierFeatures(
-        2 * 64, sampler="structured", length_scale=l, random_state=0
-    ).fit(np.zeros((1, d)))
+    ell = 1.3
+    rff = RandomFourierFeatures(2 * 64, sampler="structured", length_scale=ell, random_state=0).fit(
+        np.zeros((1, d))
+    )
     dp = 1 << (d - 1).bit_length()
     assert rff.sorf_signs_.shape == (3 * (64 // dp + (64 % dp > 0)), dp)
     assert set(np.unique(rff.sorf_signs_)) == {-1.0, 1.0}
     w = rff.frequencies_
     if d == dp:
         for b in range(0, 64, dp):
-            np.testing.assert_allclose(w[b : b + dp] @ w[b : b + dp].T, dp / l**2 * np.eye(dp), atol=1e-10)
+            np.testing.assert_allclose(
+                w[b : b + dp] @ w[b : b + dp].T, dp / ell**2 * np.eye(dp), atol=1e-10
+            )
     x = np.random.default_rng(0).standard_normal((9, d))
     dense = np.hstack([np.cos(x @ w.T), np.sin(x @ w.T)]) / np.sqrt(64)
     np.testing.assert_allclose(rff.transform(x), dense, atol=1e-12)
@@ -110,12 +112,12 @@ def test_structured_small_d_warns():
 
 
 def test_moment_matching_exact_moments():
-    l = 0.6
+    ell = 0.6
     x = np.zeros((1, 20))
-    rff = RandomFourierFeatures(2 * 64, sampler="moment_matching", length_scale=l, random_state=1)
+    rff = RandomFourierFeatures(2 * 64, sampler="moment_matching", length_scale=ell, random_state=1)
     w = rff.fit(x).frequencies_
     np.testing.assert_allclose(w.mean(0), 0, atol=1e-10)
-    np.testing.assert_allclose(w.T @ w / 64, np.eye(20) / l**2, atol=1e-10)
+    np.testing.assert_allclose(w.T @ w / 64, np.eye(20) / ell**2, atol=1e-10)
 
 
 def test_moment_matching_too_few_frequencies():
@@ -180,15 +182,15 @@ def _bandwidth(x):
     return float(np.sqrt(np.sort(d2, axis=1)[:, 10]).mean())
 
 
-def _gram_errors(x, l, samplers, sizes, seeds):
-    k = rf.kernel_matrix(x, length_scale=l)
+def _gram_errors(x, ell, samplers, sizes, seeds):
+    k = rf.kernel_matrix(x, length_scale=ell)
     kn = np.linalg.norm(k)
     out = {}
     for s in samplers:
         for n in sizes:
             errs = []
             for seed in seeds:
-                phi = RandomFourierFeatures(n, sampler=s, length_scale=l, random_state=seed)
+                phi = RandomFourierFeatures(n, sampler=s, length_scale=ell, random_state=seed)
                 p = phi.fit_transform(x)
                 errs.append(np.linalg.norm(p @ p.T - k) / kn)
             out[s, n] = float(np.mean(errs))
@@ -211,10 +213,10 @@ def test_seed_claims_lr500():
     dsd = np.sqrt(np.diag(corr))
     corr = corr / dsd[:, None] / dsd[None]
     x = rng.multivariate_normal(np.zeros(500), corr, size=600, method="cholesky")
-    l = _bandwidth(x)
+    ell = _bandwidth(x)
     sizes = (1024, 2048)
-    errs = _gram_errors(x, l, ("mc", "orthogonal", "moment_matching"), sizes, range(5))
-    _report(f"LR500-style (N = 600, d = 500, l = {l:.2f})", errs, sizes)
+    errs = _gram_errors(x, ell, ("mc", "orthogonal", "moment_matching"), sizes, range(5))
+    _report(f"LR500-style (N = 600, d = 500, l = {ell:.2f})", errs, sizes)
     for n in sizes:
         assert errs["moment_matching", n] < errs["mc", n]
         assert errs["orthogonal", n] < errs["mc", n]
@@ -223,10 +225,10 @@ def test_seed_claims_lr500():
 def test_seed_claims_yacht():
     x, _ = load_yacht()
     x = (x - x.mean(0)) / x.std(0)
-    l = _bandwidth(x)
+    ell = _bandwidth(x)
     sizes = (1024, 2048)
-    errs = _gram_errors(x, l, ("mc", "orthogonal", "moment_matching"), sizes, range(5))
-    _report(f"yacht (N = 308, d = 6, standardized, l = {l:.2f})", errs, sizes)
+    errs = _gram_errors(x, ell, ("mc", "orthogonal", "moment_matching"), sizes, range(5))
+    _report(f"yacht (N = 308, d = 6, standardized, l = {ell:.2f})", errs, sizes)
     for n in sizes:
         assert errs["moment_matching", n] < errs["mc", n]
         assert errs["orthogonal", n] < errs["mc", n]
@@ -242,8 +244,9 @@ def test_each_kernel_gram_error_falls_with_d(kernel):
             [
                 np.linalg.norm(p @ p.T - k)
                 for p in (
-                    RandomFourierFeatures(n, kernel=kernel, length_scale=2.0, random_state=s)
-                    .fit_transform(x)
+                    RandomFourierFeatures(
+                        n, kernel=kernel, length_scale=2.0, random_state=s
+                    ).fit_transform(x)
                     for s in range(4)
                 )
             ]
@@ -405,9 +408,9 @@ def test_bad_data():
     with pytest.raises(ValueError, match="2 features"):
         rff.transform(np.zeros((3, 4)))
     for bad in (np.nan, np.inf):
-        with pytest.raises(ValueError, match="NaN|infinity"):
+        with pytest.raises(ValueError, match=r"NaN|infinity"):
             RandomFourierFeatures(8).fit(np.array([[0.0, bad]]))
-        with pytest.raises(ValueError, match="NaN|infinity"):
+        with pytest.raises(ValueError, match=r"NaN|infinity"):
             rff.transform(np.array([[0.0, bad]]))
     with pytest.raises(ValueError, match="1025"):
         RandomFourierFeatures(8, sampler="qmc").fit(np.zeros((1, 1026)))

@@ -9,6 +9,10 @@
 //! scipy's. The direction-number table ([`super::sobol_table`]) covers the
 //! first [`MAX_SOBOL_DIM`] dimensions; larger `d` is an error.
 
+// The AS241 coefficients are kept digit for digit as published (more digits
+// than an f64 holds; they round to the same values).
+#![allow(clippy::excessive_precision)]
+
 use rand::Rng;
 
 use super::sobol_table::{MAX_DEGREE, MAX_DIM, POLY, VINIT};

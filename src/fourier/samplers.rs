@@ -103,7 +103,7 @@ impl Sampler {
                 ),
             ));
         }
-        if self == Sampler::Antithetic && m % 2 != 0 {
+        if self == Sampler::Antithetic && !m.is_multiple_of(2) {
             return Err(Error::invalid(
                 "n_components",
                 format!(

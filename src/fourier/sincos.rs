@@ -17,6 +17,9 @@
 //! `std` path instead (the reduction above loses accuracy far out). The
 //! accuracy against `std` is tested below (a few `f64` ulps).
 
+// The fdlibm coefficients are kept digit for digit as published.
+#![allow(clippy::excessive_precision)]
+
 use crate::real::Real;
 
 /// Largest `|x|` the vectorized reduction accepts (`k < 2^17`).

@@ -13,7 +13,7 @@ pub(super) const MAX_DIM: usize = 1025;
 pub(super) const MAX_DEGREE: usize = 13;
 
 /// Primitive polynomials, one per dimension.
-pub(super) const POLY: [u16; MAX_DIM] = [
+pub(super) static POLY: [u16; MAX_DIM] = [
     1, 3, 7, 11, 13, 19, 25, 37, 41, 47, 55, 59, 61, 67, 91, 97, 103, 109, 115, 131, 137, 143, 145,
     157, 167, 171, 185, 191, 193, 203, 211, 213, 229, 239, 241, 247, 253, 285, 299, 301, 333, 351,
     355, 357, 361, 369, 391, 397, 425, 451, 463, 487, 501, 529, 539, 545, 557, 563, 601, 607, 617,
@@ -86,7 +86,7 @@ pub(super) const POLY: [u16; MAX_DIM] = [
 ];
 
 /// Initial direction integers `m_1..m_s` (zero padded), one row per dimension.
-pub(super) const VINIT: [[u16; MAX_DEGREE]; MAX_DIM] = [
+pub(super) static VINIT: [[u16; MAX_DEGREE]; MAX_DIM] = [
     [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
     [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
     [1, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],

@@ -13,6 +13,9 @@ use crate::fourier::{
 use crate::real::Real;
 use crate::threads::Parallelism;
 
+/// `(landmark indices, K_mm^{-1/2})` returned by `nystroem_fit`.
+type NystroemArrays<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray2<f64>>);
+
 type FitArrays<'py> = (
     Bound<'py, PyArray2<f64>>,
     Option<Bound<'py, PyArray1<f64>>>,
@@ -148,7 +151,7 @@ fn nystroem_fit_typed<'py, T: Real + numpy::Element>(
     kernel: Kernel,
     length_scale: f64,
     seed: u64,
-) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray2<f64>>)> {
+) -> PyResult<NystroemArrays<'py>> {
     let x: PyReadonlyArray2<'py, T> = x.extract()?;
     let src = x.as_array();
     let (map, idx) = ffi::call(py, || {
@@ -167,7 +170,7 @@ fn nystroem_fit<'py>(
     kernel: &str,
     length_scale: f64,
     seed: u64,
-) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray2<f64>>)> {
+) -> PyResult<NystroemArrays<'py>> {
     let kernel = ffi::map_result(py, Kernel::from_name(kernel))?;
     if x.downcast::<PyArray2<f32>>().is_ok() {
         nystroem_fit_typed::<f32>(py, x, n_components, kernel, length_scale, seed)
@@ -256,7 +259,11 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// Test hook: the first `n` unscrambled Sobol points in `dim` dimensions
 /// (including the origin), float64 `(n, dim)`.
 #[pyfunction]
-fn _sobol_points<'py>(py: Python<'py>, n: usize, dim: usize) -> PyResult<Bound<'py, PyArray2<f64>>> {
+fn _sobol_points<'py>(
+    py: Python<'py>,
+    n: usize,
+    dim: usize,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let pts = ffi::call(py, || {
         crate::fourier::qmc::sobol_points::<crate::rng::Rng>(n, dim, None)
     })?;
@@ -268,7 +275,10 @@ fn _sobol_points<'py>(py: Python<'py>, n: usize, dim: usize) -> PyResult<Bound<'
 
 /// Test hook: Wichura's AS241 inverse normal CDF applied elementwise.
 #[pyfunction]
-fn _inverse_normal_cdf<'py>(py: Python<'py>, p: PyReadonlyArray1<'py, f64>) -> Bound<'py, PyArray1<f64>> {
+fn _inverse_normal_cdf<'py>(
+    py: Python<'py>,
+    p: PyReadonlyArray1<'py, f64>,
+) -> Bound<'py, PyArray1<f64>> {
     p.as_array()
         .mapv(crate::fourier::qmc::inverse_normal_cdf)
         .into_pyarray(py)
