@@ -48,6 +48,7 @@ bench: develop
 	$(VPY) benches/compare_fwht.py
 	$(VPY) benches/compare_binning.py
 	$(VPY) benches/compare_gp.py
+	$(VPY) benches/compare_fourier.py
 
 clean:
 	rm -rf $(VENV) target

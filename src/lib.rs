@@ -24,6 +24,7 @@
 
 pub mod binning;
 pub mod error;
+pub mod fourier;
 pub mod fwht;
 pub mod gp;
 pub mod linalg;

@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _core
 from ._binning import RandomBinningFeatures
+from ._fourier import NystroemFeatures, RandomFourierFeatures, kernel_matrix
 from ._fwht import fwht
 from ._gp import ExactGPR, RandomFeatureGPR, SufficientStatistics
 from ._metrics import kl_divergence, mean_nll, relative_frobenius_error, rmse
@@ -30,13 +31,16 @@ __all__ = [
     "InvalidDtypeError",
     "InvalidInputError",
     "NotPositiveDefiniteError",
+    "NystroemFeatures",
     "RandfeatError",
     "RandomBinningFeatures",
     "RandomFeatureGPR",
+    "RandomFourierFeatures",
     "RustPanicError",
     "SufficientStatistics",
     "fwht",
     "get_num_threads",
+    "kernel_matrix",
     "kl_divergence",
     "mean_nll",
     "relative_frobenius_error",

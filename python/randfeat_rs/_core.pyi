@@ -8,6 +8,8 @@ __all__ = [
     "FeatureStats",
     "__version__",
     "_debug_panic",
+    "_inverse_normal_cdf",
+    "_sobol_points",
     "binning_draw",
     "binning_fit",
     "binning_transform",
@@ -20,9 +22,14 @@ __all__ = [
     "fwht_inplace",
     "fwht_into",
     "get_num_threads",
+    "kernel_matrix",
     "kl_divergence",
     "mean_nll",
+    "nystroem_fit",
+    "nystroem_transform",
     "relative_frobenius_error",
+    "rff_fit",
+    "rff_transform",
     "rmse",
     "set_num_threads",
     "simd_level",
@@ -164,3 +171,39 @@ class FeatureStats:
     def y_sq_sum(self) -> float: ...
     @property
     def n_features(self) -> int: ...
+# --- fourier (src/python/fourier.rs) ---
+def rff_fit(
+    n_features: int,
+    n_components: int,
+    kernel: str,
+    length_scale: float,
+    kernel_variance: float,
+    sampler: str,
+    variant: str,
+    seed: int,
+) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, NDArray[np.float64] | None]: ...
+def rff_transform(
+    x: NDArray[np.floating],
+    frequencies: NDArray[np.float64],
+    phases: NDArray[np.float64] | None,
+    signs: NDArray[np.float64] | None,
+    length_scale: float,
+    kernel_variance: float,
+    variant: str,
+    n_components: int,
+) -> NDArray[np.floating]: ...
+def nystroem_fit(
+    x: NDArray[np.floating], n_components: int, kernel: str, length_scale: float, seed: int
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]: ...
+def nystroem_transform(
+    x: NDArray[np.floating],
+    landmarks: NDArray[np.float64],
+    normalization: NDArray[np.float64],
+    kernel: str,
+    length_scale: float,
+) -> NDArray[np.floating]: ...
+def kernel_matrix(
+    x: NDArray[np.float64], y: NDArray[np.float64], kernel: str, length_scale: float
+) -> NDArray[np.float64]: ...
+def _sobol_points(n: int, dim: int) -> NDArray[np.float64]: ...
+def _inverse_normal_cdf(p: NDArray[np.float64]) -> NDArray[np.float64]: ...

@@ -5,6 +5,7 @@
 
 mod binning;
 mod ffi;
+mod fourier;
 mod fwht;
 mod gp;
 
@@ -50,5 +51,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     fwht::register(m)?;
     binning::register(m)?;
     gp::register(m)?;
+    fourier::register(m)?;
     Ok(())
 }

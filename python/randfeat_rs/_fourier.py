@@ -1,0 +1,350 @@
+"""Random Fourier features and Nystroem landmark features (ALGORITHMS.md 5)."""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+from typing import Any, Optional
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from . import _core
+from ._base import RandomFeaturesBase
+
+KERNELS = ("gaussian", "laplacian", "matern12", "matern32", "matern52")
+SAMPLERS = ("mc", "antithetic", "orthogonal", "structured", "moment_matching", "qmc")
+VARIANTS = ("cos_bias", "cos_sin")
+
+
+class RandomFourierFeatures(RandomFeaturesBase):
+    """Random Fourier features of a stationary kernel (Rahimi & Recht).
+
+    ``phi(x) . phi(y)`` is an estimate of ``kernel_variance * k(x - y)``. The
+    frequencies ``w_j`` are drawn from the kernel's spectral density at
+    ``fit``; ``transform`` computes ``X W^T`` as a GEMM and the cosines and
+    sines with a vectorized kernel, multithreaded, in ``X``'s precision.
+
+    Parameters
+    ----------
+    n_components : int, default=100
+        Output width ``D`` (>= 1; >= 2 for ``variant="cos_sin"``).
+    kernel : {"gaussian", "laplacian", "matern12", "matern32", "matern52"}, default="gaussian"
+        With ``r = ||x - y||_2 / length_scale``: ``"gaussian"`` is
+        ``exp(-r^2/2)`` (frequencies ``N(0, I / l^2)``); ``"laplacian"`` is
+        ``exp(-||x - y||_1 / l)`` (i.i.d. Cauchy coordinates);
+        ``"matern12"`` ``exp(-r)``, ``"matern32"``
+        ``(1 + sqrt(3) r) exp(-sqrt(3) r)``, ``"matern52"``
+        ``(1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)`` (multivariate t
+        frequencies with 1, 3, 5 degrees of freedom).
+    length_scale : float, default=1.0
+        Length scale ``l > 0``.
+    kernel_variance : float, default=1.0
+        Kernel variance ``sigma^2 > 0``; every feature is scaled by ``sigma``.
+    sampler : {"mc", "antithetic", "orthogonal", "structured", "moment_matching", "qmc"}, \
+default="mc"
+        How the frequencies are drawn: i.i.d. (``"mc"``); pairs ``w, -w``
+        (``"antithetic"``, needs an even number of frequencies; with
+        ``cos_sin`` it does not reduce the variance, see ALGORITHMS.md 5.3);
+        orthogonal blocks (``"orthogonal"``, ORF); ``H D H D H D`` blocks
+        applied with the fast Walsh-Hadamard transform (``"structured"``,
+        SORF, Gaussian only, ``O(D log d)`` per row; slightly biased, and
+        a warning is given for fewer than 16 padded features); exact
+        sample mean 0 and covariance ``I / l^2`` (``"moment_matching"``,
+        Gaussian only, needs more frequencies than features); scrambled
+        Sobol points through the inverse CDF (``"qmc"``, Gaussian and
+        Laplacian, ``n_features <= 1025``, 1024 with ``cos_bias``, whose
+        phases use one more Sobol dimension; a power-of-two number of
+        frequencies keeps the balance properties, a warning is given
+        otherwise).
+    variant : {"cos_sin", "cos_bias"}, default="cos_sin"
+        ``"cos_sin"``: ``m = D // 2`` frequencies, columns
+        ``sigma [cos(W x) | sin(W x)] / sqrt(m)`` (a trailing zero column
+        when ``D`` is odd). ``"cos_bias"``: ``D`` frequencies and phases
+        ``b ~ U[0, 2 pi)``, columns ``sigma sqrt(2 / D) cos(W x + b)``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the draw of every random parameter.
+
+    Attributes
+    ----------
+    frequencies_ : ndarray of shape (n_frequencies, n_features_in_), float64
+        The frequencies ``W`` (for ``"structured"``, formed for inspection;
+        the transform uses ``sorf_signs_``).
+    phases_ : ndarray of shape (n_frequencies,) or None
+        The ``cos_bias`` phases; ``None`` for ``cos_sin``.
+    sorf_signs_ : ndarray of shape (3 * n_blocks, d_padded) or None
+        The ``D1, D2, D3`` sign vectors of each SORF block; ``None`` otherwise.
+    n_frequencies_ : int
+        ``m``: ``n_components // 2`` for ``cos_sin``, ``n_components`` for ``cos_bias``.
+    scale_ : float
+        The column scale ``sigma * sqrt(2 / D)`` or ``sigma / sqrt(m)``.
+    n_features_in_ : int
+        Number of input features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randfeat_rs import RandomFourierFeatures
+    >>> X = np.random.default_rng(0).standard_normal((4, 3))
+    >>> rff = RandomFourierFeatures(2048, length_scale=2.0, random_state=0).fit(X)
+    >>> rff.frequencies_.shape
+    (1024, 3)
+    >>> Phi = rff.transform(X)
+    >>> K = np.exp(-((X[:, None] - X[None]) ** 2).sum(-1) / 8)
+    >>> bool(np.abs(Phi @ Phi.T - K).max() < 0.1)
+    True
+    """
+
+    _parameter_constraints: dict = {  # noqa: RUF012
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "kernel": [StrOptions(set(KERNELS))],
+        "length_scale": [Interval(Real, 0, None, closed="neither")],
+        "kernel_variance": [Interval(Real, 0, None, closed="neither")],
+        "sampler": [StrOptions(set(SAMPLERS))],
+        "variant": [StrOptions(set(VARIANTS))],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        n_components: int = 100,
+        *,
+        kernel: str = "gaussian",
+        length_scale: float = 1.0,
+        kernel_variance: float = 1.0,
+        sampler: str = "mc",
+        variant: str = "cos_sin",
+        random_state: Any = None,
+    ) -> None:
+        self.n_components = n_components
+        self.kernel = kernel
+        self.length_scale = length_scale
+        self.kernel_variance = kernel_variance
+        self.sampler = sampler
+        self.variant = variant
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any = None) -> RandomFourierFeatures:
+        """Draw the frequencies (and phases) for the features of ``X``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+            Training data; only its number of features is used.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : RandomFourierFeatures
+        """
+        X = self._validate_input(X, reset=True)
+        d = X.shape[1]
+        m = self.n_components // 2 if self.variant == "cos_sin" else self.n_components
+        w, b, signs = _core.rff_fit(
+            d,
+            int(self.n_components),
+            self.kernel,
+            float(self.length_scale),
+            float(self.kernel_variance),
+            self.sampler,
+            self.variant,
+            self._seed(),
+        )
+        if self.sampler == "structured" and 1 << max(d - 1, 0).bit_length() < 16:
+            warnings.warn(
+                "sampler='structured' is noticeably biased for fewer than 16 (padded) "
+                f"features; n_features={d}",
+                UserWarning,
+                stacklevel=2,
+            )
+        if self.sampler == "qmc" and m > 0 and m & (m - 1):
+            warnings.warn(
+                f"sampler='qmc' keeps its balance properties for a power-of-two number of "
+                f"frequencies; got {m}",
+                UserWarning,
+                stacklevel=2,
+            )
+        self.frequencies_ = w
+        self.phases_ = b
+        self.sorf_signs_ = signs
+        self.n_frequencies_ = int(w.shape[0])
+        scale = np.sqrt(2.0 / self.n_components) if self.variant == "cos_bias" else 1 / np.sqrt(m)
+        self.scale_ = float(np.sqrt(self.kernel_variance) * scale)
+        self._fitted_args = (
+            float(self.length_scale),
+            float(self.kernel_variance),
+            self.variant,
+            int(self.n_components),
+        )
+        self._n_features_out = int(self.n_components)
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Map ``X`` to random Fourier features.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features_in_)
+            float32 input gives float32 output; anything else is float64.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+        """
+        X = self._check_transform_input(X)
+        length_scale, kernel_variance, variant, n_components = self._fitted_args
+        return _core.rff_transform(
+            X,
+            self.frequencies_,
+            self.phases_,
+            self.sorf_signs_,
+            length_scale,
+            kernel_variance,
+            variant,
+            n_components,
+        )
+
+
+class NystroemFeatures(RandomFeaturesBase):
+    """Nystroem landmark features ``phi(x) = K_mm^{-1/2} k_m(x)``.
+
+    ``Phi Phi^T = K_nm K_mm^+ K_mn``, the low-rank Nystroem approximation of
+    the kernel matrix. The landmarks are ``min(n_components, n_samples)``
+    training rows drawn without replacement; ``K_mm^{-1/2}`` comes from a
+    symmetric eigendecomposition in which eigenvalues below
+    ``m * eps * lambda_max`` are dropped (a pseudo-inverse square root), so
+    with every training row as a landmark the exact Gram matrix is
+    reproduced.
+
+    Parameters
+    ----------
+    n_components : int, default=100
+        Number of landmarks ``m`` (>= 1; capped at ``n_samples``).
+    kernel : {"gaussian", "laplacian", "matern12", "matern32", "matern52"}, default="gaussian"
+        The kernel, as in :class:`RandomFourierFeatures` (normalized, ``k(0) = 1``).
+    length_scale : float, default=1.0
+        Length scale ``l > 0``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the choice of landmarks.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components_, n_features_in_), float64
+        The landmarks.
+    component_indices_ : ndarray of shape (n_components_,), int64
+        Their row indices in the training data.
+    normalization_ : ndarray of shape (n_components_, n_components_), float64
+        ``K_mm^{-1/2}``.
+    n_components_ : int
+        ``min(n_components, n_samples)``, the output width.
+    n_features_in_ : int
+        Number of input features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randfeat_rs import NystroemFeatures
+    >>> X = np.random.default_rng(0).standard_normal((50, 3))
+    >>> Phi = NystroemFeatures(50, random_state=0).fit_transform(X)
+    >>> K = np.exp(-((X[:, None] - X[None]) ** 2).sum(-1) / 2)
+    >>> bool(np.abs(Phi @ Phi.T - K).max() < 1e-8)
+    True
+    """
+
+    _parameter_constraints: dict = {  # noqa: RUF012
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "kernel": [StrOptions(set(KERNELS))],
+        "length_scale": [Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        n_components: int = 100,
+        *,
+        kernel: str = "gaussian",
+        length_scale: float = 1.0,
+        random_state: Any = None,
+    ) -> None:
+        self.n_components = n_components
+        self.kernel = kernel
+        self.length_scale = length_scale
+        self.random_state = random_state
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any = None) -> NystroemFeatures:
+        """Choose the landmarks among the rows of ``X`` and form ``K_mm^{-1/2}``.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+            Training data.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : NystroemFeatures
+        """
+        X = self._validate_input(X, reset=True)
+        idx, norm = _core.nystroem_fit(
+            X, int(self.n_components), self.kernel, float(self.length_scale), self._seed()
+        )
+        self.component_indices_ = idx
+        self.components_ = np.ascontiguousarray(X[idx], dtype=np.float64)
+        self.normalization_ = norm
+        self.n_components_ = int(idx.shape[0])
+        self._fitted_args = (self.kernel, float(self.length_scale))
+        self._n_features_out = self.n_components_
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Map ``X`` to Nystroem features.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features_in_)
+            float32 input gives float32 output; anything else is float64.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components_)
+        """
+        X = self._check_transform_input(X)
+        kernel, length_scale = self._fitted_args
+        return _core.nystroem_transform(
+            X, self.components_, self.normalization_, kernel, length_scale
+        )
+
+
+def kernel_matrix(
+    X: Any, Y: Optional[Any] = None, *, kernel: str = "gaussian", length_scale: float = 1.0
+) -> np.ndarray:
+    """The exact kernel matrix ``K[i, j] = k(x_i, y_j)`` (float64).
+
+    Parameters
+    ----------
+    X : array_like of shape (n, d)
+    Y : array_like of shape (n_y, d), optional
+        Defaults to ``X``.
+    kernel : str, default="gaussian"
+        One of the kernels of :class:`RandomFourierFeatures`.
+    length_scale : float, default=1.0
+        Length scale ``l > 0``.
+
+    Returns
+    -------
+    ndarray of shape (n, n_y)
+    """
+    from .exceptions import InvalidInputError
+
+    if not (np.isfinite(length_scale) and length_scale > 0):
+        raise InvalidInputError(f"`length_scale` must be a finite number > 0, got {length_scale}")
+    x = np.ascontiguousarray(X, dtype=np.float64)
+    y = x if Y is None else np.ascontiguousarray(Y, dtype=np.float64)
+    if x.ndim != 2 or y.ndim != 2:
+        raise InvalidInputError("`X` and `Y` must be 2-D")
+    return _core.kernel_matrix(x, y, kernel, float(length_scale))

@@ -1,0 +1,529 @@
+//! The fitted random Fourier feature map and its transform (ALGORITHMS.md
+//! 5.2, 9.3).
+
+use std::any::TypeId;
+
+use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
+use rayon::prelude::*;
+
+use super::kernels::Kernel;
+use super::samplers::{self, Sampler};
+use super::sincos::{cos_shift_scaled, sincos_scaled};
+use crate::error::{Error, Result};
+use crate::real::Real;
+use crate::rng::substream;
+use crate::threads::Parallelism;
+
+/// Rows per work item of the transform. Fixed, so that the result does not
+/// depend on the number of threads.
+const CHUNK_ROWS: usize = 64;
+
+/// The output layout (ALGORITHMS.md 5.2, 9.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// `φ_j(x) = σ √(2/D) cos(w_jᵀx + b_j)`, `D` frequencies, phases `b_j ~ U[0, 2π)`.
+    CosBias,
+    /// `φ(x) = σ [cos(Wx) | sin(Wx) | (0)] / √m`, `m = ⌊D/2⌋` frequencies;
+    /// odd `D` gets a trailing zero column.
+    CosSin,
+}
+
+/// The variant names accepted by [`Variant::from_name`].
+pub const VARIANT_NAMES: [&str; 2] = ["cos_bias", "cos_sin"];
+
+impl Variant {
+    /// Parses a variant name (one of [`VARIANT_NAMES`]).
+    pub fn from_name(name: &str) -> Result<Self> {
+        match name {
+            "cos_bias" => Ok(Variant::CosBias),
+            "cos_sin" => Ok(Variant::CosSin),
+            _ => Err(Error::invalid(
+                "variant",
+                format!("unknown variant {name:?}; expected one of {VARIANT_NAMES:?}"),
+            )),
+        }
+    }
+
+    /// The number of frequencies `m` for `n_components = D` columns.
+    pub fn n_frequencies(self, n_components: usize) -> usize {
+        match self {
+            Variant::CosBias => n_components,
+            Variant::CosSin => n_components / 2,
+        }
+    }
+
+    /// The per-column scale (before the kernel's `σ`): `√(2/D)` or `1/√m`.
+    pub fn scale(self, n_components: usize) -> f64 {
+        match self {
+            Variant::CosBias => (2.0 / n_components as f64).sqrt(),
+            Variant::CosSin => 1.0 / (self.n_frequencies(n_components) as f64).sqrt(),
+        }
+    }
+}
+
+/// Hyperparameters of a random Fourier feature map.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FourierConfig {
+    /// Output width `D`.
+    pub n_components: usize,
+    /// The kernel (its spectral density).
+    pub kernel: Kernel,
+    /// Length scale `l > 0`.
+    pub length_scale: f64,
+    /// Kernel variance `σ² > 0` (features are scaled by `σ`).
+    pub kernel_variance: f64,
+    /// How the frequencies are drawn.
+    pub sampler: Sampler,
+    /// Output layout.
+    pub variant: Variant,
+}
+
+impl FourierConfig {
+    /// The Gaussian kernel, `mc` sampler, `cos_sin` variant, `l = σ² = 1`.
+    pub fn new(n_components: usize) -> Self {
+        FourierConfig {
+            n_components,
+            kernel: Kernel::Gaussian,
+            length_scale: 1.0,
+            kernel_variance: 1.0,
+            sampler: Sampler::Mc,
+            variant: Variant::CosSin,
+        }
+    }
+
+    /// Checks every hyperparameter for inputs with `n_features` columns.
+    pub fn validate(&self, n_features: usize) -> Result<()> {
+        check_positive("length_scale", self.length_scale)?;
+        check_positive("kernel_variance", self.kernel_variance)?;
+        if n_features == 0 {
+            return Err(Error::invalid(
+                "n_features",
+                "X must have at least one column",
+            ));
+        }
+        let min = match self.variant {
+            Variant::CosBias => 1,
+            Variant::CosSin => 2,
+        };
+        if self.n_components < min {
+            return Err(Error::invalid(
+                "n_components",
+                format!(
+                    "must be >= {min} for variant {:?}, got {}",
+                    variant_name(self.variant),
+                    self.n_components
+                ),
+            ));
+        }
+        let m = self.variant.n_frequencies(self.n_components);
+        self.sampler.check(self.kernel, m, n_features)
+    }
+}
+
+fn variant_name(v: Variant) -> &'static str {
+    match v {
+        Variant::CosBias => "cos_bias",
+        Variant::CosSin => "cos_sin",
+    }
+}
+
+fn check_positive(name: &'static str, v: f64) -> Result<()> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            name,
+            format!("must be a finite number > 0, got {v}"),
+        ))
+    }
+}
+
+/// How `x ↦ Wx` is computed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Projection {
+    /// An explicit `m × d` frequency matrix (one GEMM per row chunk).
+    Dense(Array2<f64>),
+    /// SORF blocks `W_b = (1/(d' l)) H D₁ H D₂ H D₃` (ALGORITHMS.md 5.3),
+    /// applied with three FWHTs per block, `O(m log d')` per row; `W` is
+    /// never formed.
+    Structured {
+        /// `3·blocks × d'` signs (±1): rows `3b, 3b+1, 3b+2` are `D₁, D₂, D₃` of block `b`.
+        signs: Array2<f64>,
+        /// Input dimension `d` (inputs are zero-padded to `d'`).
+        n_features: usize,
+        /// Number of frequencies `m ≤ blocks · d'` (the first `m` rows).
+        n_frequencies: usize,
+        /// Length scale `l`.
+        length_scale: f64,
+    },
+}
+
+impl Projection {
+    /// `(m, d)`.
+    pub fn shape(&self) -> (usize, usize) {
+        match self {
+            Projection::Dense(w) => w.dim(),
+            Projection::Structured {
+                n_features,
+                n_frequencies,
+                ..
+            } => (*n_frequencies, *n_features),
+        }
+    }
+}
+
+/// A fitted random Fourier feature map (ALGORITHMS.md 5): the frequencies
+/// (dense `W` or SORF signs), the `cos_bias` phases, the layout and the
+/// scale. A pure function of its fields: [`FourierFeatures::transform_into`]
+/// uses no randomness and gives bit-identical results for any thread count.
+///
+/// ```
+/// use ndarray::Array2;
+/// use randfeat_rs::fourier::{FourierConfig, FourierFeatures};
+/// use randfeat_rs::Parallelism;
+///
+/// let x = Array2::from_shape_fn((5, 3), |(i, j)| (i * 3 + j) as f64 * 0.1);
+/// let map = FourierFeatures::fit(&FourierConfig::new(512), 3, 42)?;
+/// let mut phi = Array2::<f64>::zeros((5, 512));
+/// map.transform_into(x.view(), phi.view_mut(), Parallelism::Rayon)?;
+/// let k01 = phi.row(0).dot(&phi.row(1)); // ≈ exp(-|x0 - x1|² / 2)
+/// assert!((k01 - (-0.5_f64 * 0.27).exp()).abs() < 0.15);
+/// # Ok::<(), randfeat_rs::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct FourierFeatures {
+    /// The frequencies `W` (`m × d`), dense or structured.
+    pub projection: Projection,
+    /// `cos_bias` phases `b` (length `m`); `None` for `cos_sin`.
+    pub phases: Option<Array1<f64>>,
+    /// Output layout.
+    pub variant: Variant,
+    /// Output width `D`.
+    pub n_components: usize,
+    /// Kernel variance `σ²`.
+    pub kernel_variance: f64,
+}
+
+impl FourierFeatures {
+    /// Draws the random parameters for inputs with `n_features` columns from
+    /// `seed` (sub-stream 0: frequencies, 1: phases, 2: SORF signs).
+    pub fn fit(config: &FourierConfig, n_features: usize, seed: u64) -> Result<Self> {
+        config.validate(n_features)?;
+        let (d, l, kernel) = (n_features, config.length_scale, config.kernel);
+        let m = config.variant.n_frequencies(config.n_components);
+        let with_phase = config.variant == Variant::CosBias;
+        let mut rng = substream(seed, 0);
+        let mut qmc_phases = None;
+        let projection = match config.sampler {
+            Sampler::Mc => Projection::Dense(samplers::mc(kernel, m, d, l, &mut rng)),
+            Sampler::Antithetic => {
+                Projection::Dense(samplers::antithetic(kernel, m, d, l, &mut rng))
+            }
+            Sampler::Orthogonal => {
+                Projection::Dense(samplers::orthogonal(kernel, m, d, l, &mut rng))
+            }
+            Sampler::MomentMatching => {
+                Projection::Dense(samplers::moment_matching(m, d, l, &mut rng)?)
+            }
+            Sampler::Qmc => {
+                let (w, b) = samplers::qmc(kernel, m, d, l, with_phase, Some(&mut rng))?;
+                qmc_phases = b;
+                Projection::Dense(w)
+            }
+            Sampler::Structured => {
+                let dp = d.next_power_of_two();
+                let blocks = m.div_ceil(dp);
+                let signs = samplers::sorf_signs(blocks, dp, &mut substream(seed, 2));
+                Projection::Structured {
+                    signs,
+                    n_features: d,
+                    n_frequencies: m,
+                    length_scale: l,
+                }
+            }
+        };
+        let phases = if !with_phase {
+            None
+        } else if let Some(b) = qmc_phases {
+            Some(b)
+        } else {
+            let mut prng = substream(seed, 1);
+            let mut b = Array1::from_shape_fn(m, |_| {
+                2.0 * std::f64::consts::PI * rand::Rng::random::<f64>(&mut prng)
+            });
+            if config.sampler == Sampler::Antithetic {
+                // The pair (w, -w) shares its phase (ALGORITHMS.md 5.3).
+                let first = b.slice(s![..m / 2]).to_owned();
+                b.slice_mut(s![m / 2..]).assign(&first);
+            }
+            Some(b)
+        };
+        Self::from_parts(
+            projection,
+            phases,
+            config.variant,
+            config.n_components,
+            config.kernel_variance,
+        )
+    }
+
+    /// Rebuilds a fitted map from its parameters (e.g. arrays stored by the
+    /// Python estimator), checking that they are consistent.
+    pub fn from_parts(
+        projection: Projection,
+        phases: Option<Array1<f64>>,
+        variant: Variant,
+        n_components: usize,
+        kernel_variance: f64,
+    ) -> Result<Self> {
+        check_positive("kernel_variance", kernel_variance)?;
+        let m = variant.n_frequencies(n_components);
+        let (pm, _) = projection.shape();
+        if pm != m || m == 0 {
+            return Err(Error::ShapeMismatch {
+                name: "number of frequencies",
+                expected: m,
+                got: pm,
+            });
+        }
+        if let Projection::Structured {
+            signs,
+            n_features,
+            length_scale,
+            ..
+        } = &projection
+        {
+            check_positive("length_scale", *length_scale)?;
+            let dp = n_features.next_power_of_two();
+            if signs.ncols() != dp || signs.nrows() != 3 * m.div_ceil(dp) {
+                return Err(Error::ShapeMismatch {
+                    name: "rows of the SORF signs",
+                    expected: 3 * m.div_ceil(dp),
+                    got: signs.nrows(),
+                });
+            }
+        }
+        match (variant, &phases) {
+            (Variant::CosBias, Some(b)) if b.len() == m => {}
+            (Variant::CosBias, _) => {
+                return Err(Error::ShapeMismatch {
+                    name: "length of the phases",
+                    expected: m,
+                    got: phases.as_ref().map_or(0, |b| b.len()),
+                })
+            }
+            (Variant::CosSin, None) => {}
+            (Variant::CosSin, Some(_)) => {
+                return Err(Error::invalid(
+                    "phases",
+                    "the cos_sin variant has no phases",
+                ))
+            }
+        }
+        Ok(FourierFeatures {
+            projection,
+            phases,
+            variant,
+            n_components,
+            kernel_variance,
+        })
+    }
+
+    /// Input dimension `d`.
+    pub fn n_features(&self) -> usize {
+        self.projection.shape().1
+    }
+
+    /// Number of frequencies `m`.
+    pub fn n_frequencies(&self) -> usize {
+        self.projection.shape().0
+    }
+
+    /// The frequency matrix `W` (`m × d`); formed explicitly for SORF
+    /// (`O(d m log d')`), for inspection only.
+    pub fn frequencies(&self) -> Array2<f64> {
+        match &self.projection {
+            Projection::Dense(w) => w.clone(),
+            Projection::Structured { .. } => {
+                let d = self.n_features();
+                let m = self.n_frequencies();
+                let signs = self.signs_as::<f64>();
+                let mut w = Array2::zeros((m, d));
+                let mut buf = Vec::new();
+                let mut col = vec![0.0; m];
+                for i in 0..d {
+                    let mut e = vec![0.0; d];
+                    e[i] = 1.0;
+                    self.sorf_row(&e, &mut col, &signs, &mut buf);
+                    w.column_mut(i).assign(&Array1::from(col.clone()));
+                }
+                w
+            }
+        }
+    }
+
+    /// The overall column scale `σ · (√(2/D) or 1/√m)`.
+    pub fn scale(&self) -> f64 {
+        self.kernel_variance.sqrt() * self.variant.scale(self.n_components)
+    }
+
+    fn signs_as<T: Real>(&self) -> Array2<T> {
+        match &self.projection {
+            Projection::Structured { signs, .. } => signs.mapv(T::from_f64_lossy),
+            Projection::Dense(_) => Array2::zeros((0, 0)),
+        }
+    }
+
+    /// `out[..m] <- W x` for one row through the SORF blocks.
+    fn sorf_row<T: Real>(&self, x: &[T], out: &mut [T], signs: &Array2<T>, buf: &mut Vec<T>) {
+        let Projection::Structured {
+            n_features,
+            n_frequencies,
+            length_scale,
+            ..
+        } = &self.projection
+        else {
+            return;
+        };
+        let dp = n_features.next_power_of_two();
+        let factor = T::from_f64_lossy(1.0 / (dp as f64 * length_scale));
+        buf.resize(dp, T::zero());
+        for (b, o) in out[..*n_frequencies].chunks_mut(dp).enumerate() {
+            buf[..x.len()].copy_from_slice(x);
+            buf[x.len()..].iter_mut().for_each(|v| *v = T::zero());
+            for k in [2, 1, 0] {
+                let sign = signs.row(3 * b + k);
+                buf.iter_mut().zip(sign.iter()).for_each(|(v, s)| *v *= *s);
+                // The length is a power of two, so this cannot fail.
+                let _ = crate::fwht::fwht(buf, false, Parallelism::Sequential);
+            }
+            o.iter_mut()
+                .zip(buf.iter())
+                .for_each(|(dst, v)| *dst = *v * factor);
+        }
+    }
+
+    /// Writes `φ(x)` for every row of `x` (`n × d`) into `out` (`n × D`,
+    /// C-contiguous): `out[i, ..m] = W x_i` by a GEMM (faer) or the SORF
+    /// blocks, then the cosines and sines in place (ALGORITHMS.md 5.2).
+    /// Row chunks of 64 run in parallel with [`Parallelism::Rayon`]; the
+    /// result is bit-identical for any thread count.
+    pub fn transform_into<T: Real>(
+        &self,
+        x: ArrayView2<T>,
+        mut out: ArrayViewMut2<T>,
+        par: Parallelism,
+    ) -> Result<()> {
+        let (m, d) = self.projection.shape();
+        if x.ncols() != d {
+            return Err(Error::ShapeMismatch {
+                name: "number of features of X",
+                expected: d,
+                got: x.ncols(),
+            });
+        }
+        if out.dim() != (x.nrows(), self.n_components) {
+            let (expected, got) = if out.nrows() != x.nrows() {
+                (x.nrows(), out.nrows())
+            } else {
+                (self.n_components, out.ncols())
+            };
+            return Err(Error::ShapeMismatch {
+                name: "shape of out",
+                expected,
+                got,
+            });
+        }
+        if !out.is_standard_layout() {
+            return Err(Error::invalid("out", "must be C-contiguous"));
+        }
+        if !x.iter().all(|v| v.is_finite()) {
+            return Err(Error::NonFinite { name: "X" });
+        }
+        let wt: Option<Array2<T>> = match &self.projection {
+            Projection::Dense(w) => Some(w.t().mapv(T::from_f64_lossy)),
+            Projection::Structured { .. } => None,
+        };
+        let signs = self.signs_as::<T>();
+        let scale = self.scale();
+        let phases = self.phases.as_ref().map(|b| b.to_vec());
+        let work = |(xc, mut oc): (ArrayView2<T>, ArrayViewMut2<T>)| {
+            match &wt {
+                Some(wt) => gemm(xc, wt.view(), oc.slice_mut(s![.., ..m])),
+                None => {
+                    let mut buf = Vec::new();
+                    let mut xbuf = Vec::new();
+                    for (xr, mut or) in xc.rows().into_iter().zip(oc.rows_mut()) {
+                        xbuf.clear();
+                        xbuf.extend(xr.iter().copied());
+                        let orow = or.as_slice_mut().expect("rows of a C-order array");
+                        self.sorf_row(&xbuf, orow, &signs, &mut buf);
+                    }
+                }
+            }
+            for mut row in oc.rows_mut() {
+                let row = row.as_slice_mut().expect("rows of a C-order array");
+                match &phases {
+                    Some(b) => cos_shift_scaled(row, b, scale),
+                    None => {
+                        let (c, rest) = row.split_at_mut(m);
+                        sincos_scaled(c, rest, scale);
+                        rest[m..].iter_mut().for_each(|v| *v = T::zero());
+                    }
+                }
+            }
+        };
+        let xs = x.axis_chunks_iter(Axis(0), CHUNK_ROWS);
+        let os = out.axis_chunks_iter_mut(Axis(0), CHUNK_ROWS);
+        if par.is_parallel() {
+            xs.into_par_iter().zip(os.into_par_iter()).for_each(work);
+        } else {
+            xs.zip(os).for_each(work);
+        }
+        Ok(())
+    }
+
+    /// Allocating form of [`FourierFeatures::transform_into`].
+    pub fn transform<T: Real>(&self, x: ArrayView2<T>, par: Parallelism) -> Result<Array2<T>> {
+        let mut out = Array2::zeros((x.nrows(), self.n_components));
+        self.transform_into(x, out.view_mut(), par)?;
+        Ok(out)
+    }
+}
+
+/// `c <- a b` on one thread through faer's GEMM (`T` is `f32` or `f64`).
+pub(crate) fn gemm<T: Real>(a: ArrayView2<T>, b: ArrayView2<T>, c: ArrayViewMut2<T>) {
+    if TypeId::of::<T>() == TypeId::of::<f64>() {
+        // SAFETY: T is f64 (checked above), so the casts are identity casts.
+        unsafe { gemm_typed::<f64, T>(a, b, c) }
+    } else if TypeId::of::<T>() == TypeId::of::<f32>() {
+        // SAFETY: T is f32 (checked above).
+        unsafe { gemm_typed::<f32, T>(a, b, c) }
+    } else {
+        let mut c = c;
+        ndarray::linalg::general_mat_mul(T::one(), &a, &b, T::zero(), &mut c);
+    }
+}
+
+/// # Safety
+/// `E` and `T` must be the same type.
+unsafe fn gemm_typed<E, T>(a: ArrayView2<T>, b: ArrayView2<T>, mut c: ArrayViewMut2<T>)
+where
+    E: faer::traits::ComplexField + num_traits::One,
+{
+    let (ar, ac) = a.dim();
+    let (br, bc) = b.dim();
+    let (cr, cc) = c.dim();
+    let sa = a.strides();
+    let sb = b.strides();
+    let sc = c.strides().to_vec();
+    // SAFETY: the views describe valid memory of E-typed elements (E == T)
+    // with the given shapes and strides; `c` is borrowed mutably.
+    unsafe {
+        let fa = faer::MatRef::<E>::from_raw_parts(a.as_ptr() as *const E, ar, ac, sa[0], sa[1]);
+        let fb = faer::MatRef::<E>::from_raw_parts(b.as_ptr() as *const E, br, bc, sb[0], sb[1]);
+        let fc =
+            faer::MatMut::<E>::from_raw_parts_mut(c.as_mut_ptr() as *mut E, cr, cc, sc[0], sc[1]);
+        faer::linalg::matmul::matmul(fc, faer::Accum::Replace, fa, fb, E::one(), faer::Par::Seq);
+    }
+}

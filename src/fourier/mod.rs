@@ -1,0 +1,43 @@
+//! Random Fourier features (ALGORITHMS.md 5) and Nyström landmark features.
+//!
+//! - [`kernels`]: the stationary kernels and their spectral densities
+//!   (Gaussian, Laplacian, Matérn 1/2, 3/2, 5/2) with the samplers of `p(ω)`.
+//! - [`samplers`]: `mc`, `antithetic`, `orthogonal` (ORF), `structured`
+//!   (SORF through [`crate::fwht`]), `moment_matching` (003, Algorithm 1),
+//!   `qmc` (scrambled Sobol, [`qmc`]).
+//! - [`features`]: the fitted map [`FourierFeatures`], variants `cos_bias`
+//!   and `cos_sin`, the transform (faer GEMM + vectorized [`sincos`]).
+//! - [`nystroem`]: [`NystroemFeatures`], `K_mm^{-1/2} k_m(x)`.
+//!
+//! ```
+//! use ndarray::Array2;
+//! use randfeat_rs::fourier::{FourierConfig, FourierFeatures, Kernel, Sampler, Variant};
+//! use randfeat_rs::Parallelism;
+//!
+//! let mut cfg = FourierConfig::new(1024);
+//! cfg.kernel = Kernel::Matern32;
+//! cfg.sampler = Sampler::Orthogonal;
+//! cfg.variant = Variant::CosBias;
+//! cfg.length_scale = 2.0;
+//! let map = FourierFeatures::fit(&cfg, 4, 7)?;
+//! let x = Array2::<f32>::zeros((3, 4));
+//! let phi = map.transform(x.view(), Parallelism::Rayon)?;
+//! assert_eq!(phi.dim(), (3, 1024));
+//! # Ok::<(), randfeat_rs::Error>(())
+//! ```
+
+pub mod features;
+pub mod kernels;
+pub mod nystroem;
+pub mod qmc;
+pub mod samplers;
+pub mod sincos;
+mod sobol_table;
+
+#[cfg(test)]
+mod tests;
+
+pub use features::{FourierConfig, FourierFeatures, Projection, Variant, VARIANT_NAMES};
+pub use kernels::{Kernel, KERNEL_NAMES};
+pub use nystroem::{kernel_matrix, NystroemFeatures};
+pub use samplers::{Sampler, SAMPLER_NAMES};

@@ -1,0 +1,226 @@
+//! Nyström landmark features, the low-rank baseline of 001:
+//! `φ(x) = K_mm^{-1/2} k_m(x)`, so `φ(x)ᵀφ(y) = k_m(x)ᵀ K_mm^{+} k_m(y)`, the
+//! Nyström approximation `K ≈ K_nm K_mm^{+} K_mn` (whose Woodbury form is
+//! what a feature-space GP solves).
+//!
+//! Landmarks: `m = min(n_components, n)` distinct training rows drawn
+//! without replacement from the seed. Inverse square root: symmetric
+//! eigendecomposition `K_mm = U diag(λ) Uᵀ` (faer, stable for symmetric
+//! positive semi-definite matrices), then `K_mm^{-1/2} = U diag(λ_i^{-1/2}) Uᵀ`
+//! where eigenvalues `λ_i ≤ m · ε · λ_max` (numerically zero or negative
+//! from rounding) are clipped: their directions are dropped (pseudo-inverse
+//! square root) instead of being amplified by `1/√λ`. With `m = n`
+//! landmarks the map reproduces the exact Gram matrix, `Φ Φᵀ = K K^+ K = K`.
+//! Kernel blocks and the product are computed in `f64`.
+
+use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis};
+use rayon::prelude::*;
+
+use super::features::gemm;
+use super::kernels::Kernel;
+use crate::error::{Error, Result};
+use crate::real::Real;
+use crate::rng::substream;
+use crate::threads::Parallelism;
+
+const CHUNK_ROWS: usize = 64;
+
+/// A fitted Nyström map.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NystroemFeatures {
+    /// The landmark rows (`m × d`).
+    pub landmarks: Array2<f64>,
+    /// `K_mm^{-1/2}` (`m × m`, symmetric, small eigenvalues clipped).
+    pub normalization: Array2<f64>,
+    /// The kernel.
+    pub kernel: Kernel,
+    /// Length scale `l > 0`.
+    pub length_scale: f64,
+}
+
+/// `K[i, j] = k(x_i, y_j)` in `f64` (rows of `x` and `y` are samples).
+pub fn kernel_matrix(
+    x: ArrayView2<f64>,
+    y: ArrayView2<f64>,
+    kernel: Kernel,
+    l: f64,
+) -> Array2<f64> {
+    let mut k = Array2::zeros((x.nrows(), y.nrows()));
+    kernel_block(x, y, kernel, l, k.view_mut());
+    k
+}
+
+fn kernel_block(
+    x: ArrayView2<f64>,
+    y: ArrayView2<f64>,
+    kernel: Kernel,
+    l: f64,
+    mut k: ArrayViewMut2<f64>,
+) {
+    if kernel == Kernel::Gaussian {
+        // ‖x − y‖² = ‖x‖² + ‖y‖² − 2 xᵀy through a GEMM (smooth at 0).
+        gemm(x, y.t(), k.view_mut());
+        let xn: Vec<f64> = x.rows().into_iter().map(|r| r.dot(&r)).collect();
+        let yn: Vec<f64> = y.rows().into_iter().map(|r| r.dot(&r)).collect();
+        let inv = 1.0 / (l * l);
+        for (i, mut row) in k.rows_mut().into_iter().enumerate() {
+            for (j, v) in row.iter_mut().enumerate() {
+                let d2 = (xn[i] + yn[j] - 2.0 * *v).max(0.0);
+                *v = kernel.profile(d2 * inv);
+            }
+        }
+    } else {
+        for (xr, mut row) in x.rows().into_iter().zip(k.rows_mut()) {
+            for (yr, v) in y.rows().into_iter().zip(row.iter_mut()) {
+                match (xr.as_slice(), yr.as_slice()) {
+                    (Some(a), Some(b)) => *v = kernel.eval(a, b, l),
+                    _ => *v = kernel.eval(&xr.to_vec(), &yr.to_vec(), l),
+                }
+            }
+        }
+    }
+}
+
+impl NystroemFeatures {
+    /// Picks `min(n_components, n)` landmarks of `x` from `seed` and forms
+    /// `K_mm^{-1/2}`. Returns the map and the landmarks' row indices in `x`.
+    pub fn fit<T: Real>(
+        x: ArrayView2<T>,
+        n_components: usize,
+        kernel: Kernel,
+        length_scale: f64,
+        seed: u64,
+    ) -> Result<(Self, Vec<usize>)> {
+        if !(length_scale.is_finite() && length_scale > 0.0) {
+            return Err(Error::invalid(
+                "length_scale",
+                format!("must be a finite number > 0, got {length_scale}"),
+            ));
+        }
+        if n_components == 0 {
+            return Err(Error::invalid("n_components", "must be >= 1, got 0"));
+        }
+        let n = x.nrows();
+        if n == 0 || x.ncols() == 0 {
+            return Err(Error::invalid("X", "needs at least one row and one column"));
+        }
+        if !x.iter().all(|v| v.is_finite()) {
+            return Err(Error::NonFinite { name: "X" });
+        }
+        let m = n_components.min(n);
+        let mut rng = substream(seed, 0);
+        let idx = rand::seq::index::sample(&mut rng, n, m).into_vec();
+        let landmarks =
+            Array2::from_shape_fn((m, x.ncols()), |(i, j)| x[(idx[i], j)].to_f64_exact());
+        let kmm = kernel_matrix(landmarks.view(), landmarks.view(), kernel, length_scale);
+        let a = faer::Mat::from_fn(m, m, |i, j| kmm[(i, j)]);
+        let evd = a
+            .self_adjoint_eigen(faer::Side::Lower)
+            .map_err(|_| Error::NotPositiveDefinite { index: 0 })?;
+        let (u, lam) = (evd.U(), evd.S().column_vector());
+        let lmax = (0..m).map(|i| lam[i]).fold(0.0_f64, f64::max);
+        let tol = lmax * m as f64 * f64::EPSILON;
+        let inv_sqrt: Vec<f64> = (0..m)
+            .map(|i| {
+                if lam[i] > tol {
+                    1.0 / lam[i].sqrt()
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let normalization = Array2::from_shape_fn((m, m), |(i, j)| {
+            (0..m)
+                .map(|k| u[(i, k)] * inv_sqrt[k] * u[(j, k)])
+                .sum::<f64>()
+        });
+        Ok((
+            NystroemFeatures {
+                landmarks,
+                normalization,
+                kernel,
+                length_scale,
+            },
+            idx,
+        ))
+    }
+
+    /// Rebuilds a fitted map from its arrays, checking their shapes.
+    pub fn from_parts(
+        landmarks: Array2<f64>,
+        normalization: Array2<f64>,
+        kernel: Kernel,
+        length_scale: f64,
+    ) -> Result<Self> {
+        let m = landmarks.nrows();
+        if normalization.dim() != (m, m) {
+            return Err(Error::ShapeMismatch {
+                name: "shape of the normalization (n_landmarks x n_landmarks)",
+                expected: m,
+                got: normalization.nrows(),
+            });
+        }
+        if !(length_scale.is_finite() && length_scale > 0.0) {
+            return Err(Error::invalid(
+                "length_scale",
+                format!("must be > 0, got {length_scale}"),
+            ));
+        }
+        Ok(NystroemFeatures {
+            landmarks,
+            normalization,
+            kernel,
+            length_scale,
+        })
+    }
+
+    /// Writes `φ(x_i) = K_mm^{-1/2} k_m(x_i)` into the rows of `out` (`n × m`).
+    /// Row chunks run in parallel; results do not depend on the thread count.
+    pub fn transform_into<T: Real>(
+        &self,
+        x: ArrayView2<T>,
+        mut out: ArrayViewMut2<T>,
+        par: Parallelism,
+    ) -> Result<()> {
+        let (m, d) = self.landmarks.dim();
+        if x.ncols() != d {
+            return Err(Error::ShapeMismatch {
+                name: "number of features of X",
+                expected: d,
+                got: x.ncols(),
+            });
+        }
+        if out.dim() != (x.nrows(), m) {
+            return Err(Error::ShapeMismatch {
+                name: "shape of out",
+                expected: m,
+                got: out.ncols(),
+            });
+        }
+        if !x.iter().all(|v| v.is_finite()) {
+            return Err(Error::NonFinite { name: "X" });
+        }
+        let work = |(xc, mut oc): (ArrayView2<T>, ArrayViewMut2<T>)| {
+            let xf = xc.mapv(|v| v.to_f64_exact());
+            let mut kb = Array2::zeros((xc.nrows(), m));
+            kernel_block(
+                xf.view(),
+                self.landmarks.view(),
+                self.kernel,
+                self.length_scale,
+                kb.view_mut(),
+            );
+            let mut phi = Array2::zeros((xc.nrows(), m));
+            gemm(kb.view(), self.normalization.view(), phi.view_mut());
+            oc.assign(&phi.mapv(T::from_f64_lossy));
+        };
+        let xs = x.axis_chunks_iter(Axis(0), CHUNK_ROWS);
+        let os = out.axis_chunks_iter_mut(Axis(0), CHUNK_ROWS);
+        if par.is_parallel() {
+            xs.into_par_iter().zip(os.into_par_iter()).for_each(work);
+        } else {
+            xs.zip(os).for_each(work);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,258 @@
+//! The hot kernel of random Fourier features: `cos` and `sin` of a whole row
+//! of projections at once, vectorized.
+//!
+//! Method (per element, in `f64` for both `f32` and `f64` data):
+//! 1. Cody–Waite reduction `r = x − k π/2`, `k = round(2x/π)`, with `π/2`
+//!    split in three parts (the first two have 33 significant bits, so
+//!    `k · part` is exact for `|k| < 2^20`); `|r| ≤ π/4`.
+//! 2. Minimax polynomials of degree 13 (sin) and 14 (cos) on `[−π/4, π/4]`
+//!    (the coefficients of fdlibm's `__kernel_sin` / `__kernel_cos`).
+//! 3. The quadrant `k mod 4` swaps and negates the two results through bit
+//!    operations (no branches), so the loop vectorizes.
+//!
+//! The rounding uses the `1.5·2^52` trick and the quadrant is read from the
+//! mantissa bits, so every step is an add, multiply or bit operation that
+//! LLVM vectorizes; no FMA is used, so the result is the same bit pattern at
+//! every SIMD level. Rows holding an angle with `|x| > FAST_LIMIT` take the
+//! `std` path instead (the reduction above loses accuracy far out). The
+//! accuracy against `std` is tested below (a few `f64` ulps).
+
+// The fdlibm coefficients are kept digit for digit as published.
+#![allow(clippy::excessive_precision)]
+
+use crate::real::Real;
+
+/// Largest `|x|` the vectorized reduction accepts (`k < 2^17`).
+pub const FAST_LIMIT: f64 = 1.0e5;
+
+const FRAC_2_PI: f64 = std::f64::consts::FRAC_2_PI;
+const PIO2_1: f64 = 1.570_796_326_734_125_6e0; // first 33 bits of pi/2
+const PIO2_2: f64 = 6.077_100_506_303_966e-11; // next 33 bits
+const PIO2_3: f64 = 2.022_266_248_711_166_5e-21; // the rest
+const ROUND_MAGIC: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52
+
+const S1: f64 = -1.666_666_666_666_663_2e-1;
+const S2: f64 = 8.333_333_333_322_49e-3;
+const S3: f64 = -1.984_126_982_985_795e-4;
+const S4: f64 = 2.755_731_370_707_006_8e-6;
+const S5: f64 = -2.505_076_025_340_686_3e-8;
+const S6: f64 = 1.589_690_995_211_55e-10;
+const C1: f64 = 4.166_666_666_666_660_2e-2;
+const C2: f64 = -1.388_888_888_887_411e-3;
+const C3: f64 = 2.480_158_728_947_673e-5;
+const C4: f64 = -2.755_731_435_139_066_3e-7;
+const C5: f64 = 2.087_572_321_298_175e-9;
+const C6: f64 = -1.135_964_755_778_819_5e-11;
+
+/// `(sin x, cos x)` for `|x| ≤ FAST_LIMIT`, branch-free.
+#[inline(always)]
+fn sincos_fast(x: f64) -> (f64, f64) {
+    let t = x * FRAC_2_PI + ROUND_MAGIC;
+    let q = t.to_bits();
+    let k = t - ROUND_MAGIC;
+    let r = ((x - k * PIO2_1) - k * PIO2_2) - k * PIO2_3;
+    let z = r * r;
+    let s = r + r * z * (S1 + z * (S2 + z * (S3 + z * (S4 + z * (S5 + z * S6)))));
+    let c = (1.0 - 0.5 * z) + z * z * (C1 + z * (C2 + z * (C3 + z * (C4 + z * (C5 + z * C6)))));
+    let (sb, cb) = (s.to_bits(), c.to_bits());
+    let swap = 0u64.wrapping_sub(q & 1);
+    let sin_bits = (cb & swap) | (sb & !swap);
+    let cos_bits = (sb & swap) | (cb & !swap);
+    let sin_sign = (q & 2) << 62;
+    let cos_sign = (q.wrapping_add(1) & 2) << 62;
+    (
+        f64::from_bits(sin_bits ^ sin_sign),
+        f64::from_bits(cos_bits ^ cos_sign),
+    )
+}
+
+#[inline(always)]
+fn max_abs<T: Real>(x: &[T]) -> f64 {
+    x.iter().fold(0.0_f64, |m, v| m.max(v.to_f64_exact().abs()))
+}
+
+/// `c[j] <- scale·cos(c[j])`, `s[j] <- scale·sin(c[j])` (the `cos_sin`
+/// variant, ALGORITHMS.md 5.2). `s` must be at least as long as `c`.
+#[inline(always)]
+fn sincos_body<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
+    let s = &mut s[..c.len()];
+    if max_abs(c) <= FAST_LIMIT {
+        for (cv, sv) in c.iter_mut().zip(s.iter_mut()) {
+            let (sn, cs) = sincos_fast(cv.to_f64_exact());
+            *cv = T::from_f64_lossy(cs * scale);
+            *sv = T::from_f64_lossy(sn * scale);
+        }
+    } else {
+        for (cv, sv) in c.iter_mut().zip(s.iter_mut()) {
+            let (sn, cs) = cv.to_f64_exact().sin_cos();
+            *cv = T::from_f64_lossy(cs * scale);
+            *sv = T::from_f64_lossy(sn * scale);
+        }
+    }
+}
+
+/// `c[j] <- scale·cos(c[j] + b[j])` (the `cos_bias` variant, ALGORITHMS.md
+/// 5.2). `b` must be at least as long as `c`.
+#[inline(always)]
+fn cos_shift_body<T: Real>(c: &mut [T], b: &[f64], scale: f64) {
+    let b = &b[..c.len()];
+    let big = c
+        .iter()
+        .zip(b)
+        .fold(0.0_f64, |m, (v, bj)| m.max((v.to_f64_exact() + bj).abs()));
+    if big <= FAST_LIMIT {
+        for (cv, bj) in c.iter_mut().zip(b) {
+            let (_, cs) = sincos_fast(cv.to_f64_exact() + bj);
+            *cv = T::from_f64_lossy(cs * scale);
+        }
+    } else {
+        for (cv, bj) in c.iter_mut().zip(b) {
+            *cv = T::from_f64_lossy((cv.to_f64_exact() + bj).cos() * scale);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::*;
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn sincos_avx512<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
+        sincos_body(c, s, scale)
+    }
+    #[target_feature(enable = "avx2")]
+    pub(super) fn sincos_avx2<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
+        sincos_body(c, s, scale)
+    }
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn cos_shift_avx512<T: Real>(c: &mut [T], b: &[f64], scale: f64) {
+        cos_shift_body(c, b, scale)
+    }
+    #[target_feature(enable = "avx2")]
+    pub(super) fn cos_shift_avx2<T: Real>(c: &mut [T], b: &[f64], scale: f64) {
+        cos_shift_body(c, b, scale)
+    }
+}
+
+/// Scaled cosine and sine of a row of angles: `s[j] <- scale·sin(c[j])`,
+/// then `c[j] <- scale·cos(c[j])`, with the widest SIMD the CPU offers.
+/// Results do not depend on the SIMD level.
+///
+/// # Panics
+/// If `s` is shorter than `c`.
+pub fn sincos_scaled<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
+    assert!(s.len() >= c.len(), "sincos_scaled: s shorter than c");
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked above).
+            return unsafe { x86::sincos_avx512(c, s, scale) };
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked above).
+            return unsafe { x86::sincos_avx2(c, s, scale) };
+        }
+    }
+    sincos_body(c, s, scale)
+}
+
+/// Scaled shifted cosine of a row: `c[j] <- scale·cos(c[j] + b[j])`.
+///
+/// # Panics
+/// If `b` is shorter than `c`.
+pub fn cos_shift_scaled<T: Real>(c: &mut [T], b: &[f64], scale: f64) {
+    assert!(b.len() >= c.len(), "cos_shift_scaled: b shorter than c");
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked above).
+            return unsafe { x86::cos_shift_avx512(c, b, scale) };
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked above).
+            return unsafe { x86::cos_shift_avx2(c, b, scale) };
+        }
+    }
+    cos_shift_body(c, b, scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    fn angles(n: usize, range: f64) -> Vec<f64> {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        (0..n)
+            .map(|_| range * (2.0 * rng.random::<f64>() - 1.0))
+            .collect()
+    }
+
+    #[test]
+    fn f64_matches_std_to_a_few_ulps() {
+        for &(range, tol) in &[
+            (1.0, 2.5e-16),
+            (10.0, 2.5e-16),
+            (1e3, 2.5e-16),
+            (FAST_LIMIT, 2.5e-16),
+        ] {
+            let x = angles(20_000, range);
+            let mut c = x.clone();
+            let mut s = vec![0.0; x.len()];
+            sincos_scaled(&mut c, &mut s, 1.0);
+            let mut err = 0.0_f64;
+            for (i, &xi) in x.iter().enumerate() {
+                let (sn, cs) = xi.sin_cos();
+                err = err.max((s[i] - sn).abs()).max((c[i] - cs).abs());
+            }
+            assert!(err <= tol, "range {range}: max abs error {err:e}");
+        }
+    }
+
+    #[test]
+    fn quadrant_boundaries_and_special_points() {
+        let mut x: Vec<f64> = (-40..=40)
+            .map(|k| k as f64 * std::f64::consts::FRAC_PI_4)
+            .collect();
+        x.extend([0.0, -0.0, 1e-300, 0.5, -0.5]);
+        let mut c = x.clone();
+        let mut s = vec![0.0; x.len()];
+        sincos_scaled(&mut c, &mut s, 1.0);
+        for (i, &xi) in x.iter().enumerate() {
+            assert!((c[i] - xi.cos()).abs() <= 2.5e-16, "cos({xi})");
+            assert!((s[i] - xi.sin()).abs() <= 2.5e-16, "sin({xi})");
+        }
+    }
+
+    #[test]
+    fn large_arguments_take_the_std_path() {
+        let x: Vec<f64> = vec![1.0, 3.0e7, -1.0e12];
+        let mut c = x.clone();
+        let mut s = vec![0.0; 3];
+        sincos_scaled(&mut c, &mut s, 2.0);
+        for i in 0..3 {
+            assert_eq!(c[i], 2.0 * x[i].cos());
+            assert_eq!(s[i], 2.0 * x[i].sin());
+        }
+    }
+
+    #[test]
+    fn f32_and_shifted_cosine() {
+        let x = angles(5_000, 50.0);
+        let mut c: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        let mut s = vec![0.0_f32; x.len()];
+        let x32 = c.clone();
+        sincos_scaled(&mut c, &mut s, 0.5);
+        for i in 0..x.len() {
+            let v = x32[i] as f64;
+            assert!((c[i] as f64 - 0.5 * v.cos()).abs() <= 1e-7);
+            assert!((s[i] as f64 - 0.5 * v.sin()).abs() <= 1e-7);
+        }
+        let b: Vec<f64> = angles(x.len(), 3.0);
+        let mut c = x.clone();
+        cos_shift_scaled(&mut c, &b, 1.5);
+        for i in 0..x.len() {
+            assert!((c[i] - 1.5 * (x[i] + b[i]).cos()).abs() <= 1e-15);
+        }
+    }
+}
