@@ -24,6 +24,7 @@
 
 pub mod error;
 pub mod fwht;
+pub mod gpu;
 pub mod real;
 pub mod rng;
 pub mod sketch;

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _core
+from . import _core, gpu
 from ._fwht import fwht
 from .exceptions import (
     GpuError,
@@ -30,8 +30,13 @@ __all__ = [
     "RustPanicError",
     "fwht",
     "get_num_threads",
+    "gpu",
+    "gpu_info",
     "set_num_threads",
 ]
+
+
+gpu_info = gpu.info
 
 
 def set_num_threads(n: int) -> None:

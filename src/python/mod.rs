@@ -5,6 +5,8 @@
 
 mod ffi;
 mod fwht;
+#[cfg(feature = "gpu")]
+mod gpu;
 
 use pyo3::prelude::*;
 
@@ -46,5 +48,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     fwht::register(m)?;
+    #[cfg(feature = "gpu")]
+    gpu::register(m)?;
     Ok(())
 }
