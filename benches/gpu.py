@@ -25,10 +25,10 @@ from typing import Callable, Optional
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import machine_line, median_time  # noqa: E402
+from _common import machine_line, median_time
 
-import randfeat_rs as rf  # noqa: E402
-from randfeat_rs import gpu  # noqa: E402
+import randfeat_rs as rf
+from randfeat_rs import gpu
 
 
 def torch_cuda():
@@ -113,7 +113,6 @@ def main() -> None:
         (lambda: torch_fwht(torch, x)) if torch else None,
         repeats,
     )
-    del x
 
     phi = rng.uniform(-1, 1, (gram_rows, gram_d)).astype(np.float32)
     y = rng.standard_normal(gram_rows).astype(np.float32)
@@ -131,7 +130,6 @@ def main() -> None:
         torch_gram if torch else None,
         repeats,
     )
-    del phi
 
     xr = rng.standard_normal((rff_rows, rff_d)).astype(np.float32)
     w = rng.standard_normal((rff_m, rff_d)).astype(np.float32)
@@ -140,7 +138,11 @@ def main() -> None:
 
     def torch_rff():
         t = torch.from_numpy(xr).cuda()
-        return (scale * torch.cos(t @ torch.from_numpy(w).cuda().T + torch.from_numpy(b).cuda())).cpu().numpy()
+        return (
+            (scale * torch.cos(t @ torch.from_numpy(w).cuda().T + torch.from_numpy(b).cuda()))
+            .cpu()
+            .numpy()
+        )
 
     bench(
         f"RFF N={rff_rows * rff_blocks:,} d={rff_d} D={rff_m:,}",

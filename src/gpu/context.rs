@@ -445,6 +445,6 @@ pub(super) mod tests {
             set_chunk_bytes(100),
             Err(Error::InvalidParameter { name: "bytes", .. })
         ));
-        assert!(c.chunk_bytes() % 16 == 0 && c.chunk_bytes() >= 4096);
+        assert!(c.chunk_bytes().is_multiple_of(16) && c.chunk_bytes() >= 4096);
     }
 }

@@ -10,6 +10,9 @@ use crate::real::Real;
 /// Rows per split: each workgroup sums at most this many rows of one output
 /// tile (16 x 16 x 16 of the blocked summation in `gram.wgsl`).
 const SPAN: usize = 4096;
+/// At most this many splits per chunk, so the pairwise tree adds at most 13
+/// roundings (the error bound of [`gram`] counts on it).
+const MAX_SPLITS: usize = 1 << 13;
 /// Output tile edge of `gram.wgsl`.
 const TILE: usize = 64;
 
@@ -27,10 +30,13 @@ pub struct Gram {
 /// `Φ` (`N x D`) and `y` are streamed once through the device in row chunks
 /// (in f32). Within a chunk each entry is a blocked sum (16 products, 16
 /// steps, at most 16 mids) per split of 4096 rows, the splits are combined
-/// by a pairwise tree on the device and the chunks are added in f64 on the
-/// host. With `u = 2^-24` and `P <= 2^15` splits per chunk, every entry
-/// satisfies `|G̃_ij - G_ij| <= γ_64 Σ_n |φ_ni φ_nj|` (`γ_k = k u / (1 - k u)`),
-/// the level of a pairwise sum rather than the `γ_N` of a running sum.
+/// by a pairwise tree on the device (at most `2^13` splits per chunk) and
+/// the chunks are added in f64 on the host. Counting roundings (the input's
+/// rounding to f32 for f64 input: 2; the product: 1; 15 + 16 + 16 + 1 adds of
+/// the blocked sum; at most 13 levels of the tree), every entry satisfies,
+/// with `u = 2^-24` and `γ_k = k u / (1 - k u)`,
+/// `|G̃_ij - G_ij| <= γ_64 Σ_n |φ_ni φ_nj|`: the level of a pairwise sum,
+/// not the `γ_N` of a running sum.
 ///
 /// # Errors
 /// [`Error::Gpu`] when no adapter is usable, `D x D` floats exceed the
@@ -84,7 +90,7 @@ fn accumulate<T: Real>(
         )));
     }
     // Rows per chunk: the input chunk and the partials must fit.
-    let splits_cap = (cap.max(d * d) / (d * d)).max(1);
+    let splits_cap = (cap.max(d * d) / (d * d)).clamp(1, MAX_SPLITS);
     let rows_per = (cap / width).max(1).min(splits_cap * SPAN).min(n);
     let splits = rows_per.div_ceil(SPAN);
     let _session = ctx.session()?;

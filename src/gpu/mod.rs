@@ -125,3 +125,22 @@ fn gpu_usable() -> Result<bool> {
         "randfeat_rs was built without the `gpu` cargo feature".into(),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_resolve() {
+        assert_eq!(Device::parse("device", "gpu").unwrap(), Device::Gpu);
+        assert_eq!(Device::parse("device", "auto").unwrap(), Device::Auto);
+        assert_eq!(Device::parse("device", "cpu").unwrap(), Device::Cpu);
+        let err = Device::parse("device", "cuda").unwrap_err();
+        assert!(err.to_string().contains("`device`") && err.to_string().contains("\"cuda\""));
+        assert_eq!(resolve(Device::Cpu).unwrap(), Device::Cpu);
+        // Auto always resolves (to the CPU when no hardware adapter is usable).
+        assert!(resolve(Device::Auto).is_ok());
+        // Gpu resolves exactly when an adapter is usable.
+        assert_eq!(resolve(Device::Gpu).is_ok(), gpu_usable().is_ok());
+    }
+}

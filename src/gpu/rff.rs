@@ -219,7 +219,7 @@ mod tests {
         for &(n, d, m) in &[(1, 1, 1), (70, 3, 65), (130, 37, 20)] {
             let x = random(n, d, 2.0, 1);
             let w = random(m, d, 3.0, 2);
-            let b = Array1::from_shape_fn(m, |j| (j as f32 * 0.7) % 6.28);
+            let b = Array1::from_shape_fn(m, |j| (j as f32 * 0.7) % std::f32::consts::TAU);
             let scale = 0.3f32;
             let cb = rff_features(
                 x.view(),
