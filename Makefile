@@ -9,13 +9,25 @@ VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export PYTHONDONTWRITEBYTECODE := 1
+# Quiet Mesa's "lavapipe is not a conformant vulkan implementation" banner.
+export MESA_VK_IGNORE_CONFORMANCE_WARNING := 1
 
-.PHONY: test demo bench develop lint rust-test py-test stubtest clean
+.PHONY: test demo bench develop lint rust-test py-test stubtest clean vulkan
 
 $(STAMP): requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $(STAMP)
+
+# The GPU tests run for real on any machine: without a Vulkan driver, install
+# Mesa's software one (lavapipe) and the loader (Debian/Ubuntu, as root).
+vulkan:
+	@if ldconfig -p | grep -q libvulkan && ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+	  echo "make: installing Mesa's software Vulkan driver (mesa-vulkan-drivers, libvulkan1)"; \
+	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends mesa-vulkan-drivers libvulkan1 >/dev/null; \
+	else echo "make: no Vulkan driver and no apt-get; install one (e.g. Mesa's lavapipe)"; exit 1; fi
 
 # Release build of the extension, installed into .venv.
 develop: $(STAMP)
@@ -24,18 +36,19 @@ develop: $(STAMP)
 lint: $(STAMP)
 	cargo fmt --all -- --check
 	cargo clippy --release --all-targets -- -D warnings
-	cargo clippy --release --all-targets --features python -- -D warnings
+	cargo clippy --release --all-targets --features python,gpu -- -D warnings
 	$(VENV)/bin/ruff check python tests benches examples
 	$(VENV)/bin/ruff format --check python tests benches examples
 
-# The pure core, without the python feature (release: the statistical tests are heavy).
-rust-test:
-	cargo test --release
+# The pure core, without the python feature (release: the statistical tests are
+# heavy), with the GPU kernels (run on lavapipe when there is no GPU).
+rust-test: vulkan
+	cargo test --release --features gpu
 
 stubtest: develop
 	$(VPY) -m mypy.stubtest randfeat_rs._core --ignore-missing-stub
 
-py-test: develop
+py-test: develop vulkan
 	$(VPY) -m pytest -q -W error
 
 test: lint rust-test stubtest py-test

@@ -44,6 +44,10 @@ pub enum Error {
         /// The pivot at which the factorization broke down.
         index: usize,
     },
+    /// The GPU was requested but no adapter is usable, or a GPU call failed
+    /// (device creation, buffer allocation, shader validation, device lost).
+    #[error("GPU error: {0}")]
+    Gpu(String),
     /// The worker thread pool could not be created.
     #[error("could not build the thread pool: {0}")]
     ThreadPool(String),

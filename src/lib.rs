@@ -28,6 +28,7 @@ pub mod fourier;
 pub mod fwht;
 pub mod gp;
 pub mod linalg;
+pub mod gpu;
 pub mod real;
 pub mod rng;
 pub mod sketch;

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _core
+from . import _core, gpu
 from ._binning import RandomBinningFeatures
 from ._fourier import NystroemFeatures, RandomFourierFeatures, kernel_matrix
 from ._fwht import fwht
@@ -40,6 +40,8 @@ __all__ = [
     "SufficientStatistics",
     "fwht",
     "get_num_threads",
+    "gpu",
+    "gpu_info",
     "kernel_matrix",
     "kl_divergence",
     "mean_nll",
@@ -47,6 +49,9 @@ __all__ = [
     "rmse",
     "set_num_threads",
 ]
+
+
+gpu_info = gpu.info
 
 
 def set_num_threads(n: int) -> None:

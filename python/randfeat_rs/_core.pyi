@@ -1,5 +1,7 @@
 """Type stubs of the compiled core (checked with mypy stubtest)."""
 
+from typing import Any, Optional
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -22,12 +24,19 @@ __all__ = [
     "fwht_inplace",
     "fwht_into",
     "get_num_threads",
+    "gpu_dispatch_count",
+    "gpu_fwht",
+    "gpu_gram",
+    "gpu_info",
+    "gpu_rff",
+    "gpu_set_chunk_bytes",
     "kernel_matrix",
     "kl_divergence",
     "mean_nll",
     "nystroem_fit",
     "nystroem_transform",
     "relative_frobenius_error",
+    "resolve_device",
     "rff_fit",
     "rff_transform",
     "rmse",
@@ -75,6 +84,7 @@ def binning_transform_hashed(
     hash_seed: int,
     n_columns: int,
 ) -> tuple[NDArray[np.floating], NDArray[np.integer], NDArray[np.integer], int]: ...
+
 # --- Gaussian processes (src/python/gp.rs) ---
 def exact_gp_fit(
     x: NDArray[np.float64],
@@ -171,6 +181,7 @@ class FeatureStats:
     def y_sq_sum(self) -> float: ...
     @property
     def n_features(self) -> int: ...
+
 # --- fourier (src/python/fourier.rs) ---
 def rff_fit(
     n_features: int,
@@ -207,3 +218,22 @@ def kernel_matrix(
 ) -> NDArray[np.float64]: ...
 def _sobol_points(n: int, dim: int) -> NDArray[np.float64]: ...
 def _inverse_normal_cdf(p: NDArray[np.float64]) -> NDArray[np.float64]: ...
+
+# GPU (src/python/gpu.rs; present when built with the `gpu` feature, as the wheel is).
+def gpu_info() -> Optional[dict[str, Any]]: ...
+def gpu_dispatch_count() -> int: ...
+def gpu_set_chunk_bytes(nbytes: int) -> None: ...
+def resolve_device(device: str) -> str: ...
+def gpu_fwht(
+    x: NDArray[np.floating], out: Optional[NDArray[np.floating]] = None, normalized: bool = False
+) -> Optional[NDArray[np.floating]]: ...
+def gpu_gram(
+    phi: NDArray[np.floating], y: Optional[NDArray[np.floating]] = None
+) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
+def gpu_rff(
+    x: NDArray[np.floating],
+    w: NDArray[np.floating],
+    phases: Optional[NDArray[np.floating]],
+    variant: str,
+    scale: float,
+) -> NDArray[np.floating]: ...

@@ -9,9 +9,16 @@ import numpy as np
 from . import _core
 from ._validation import float_array
 from .exceptions import InvalidDtypeError, InvalidInputError
+from .gpu import resolve_device
 
 
-def fwht(x: Any, *, normalized: bool = False, out: Optional[np.ndarray] = None) -> np.ndarray:
+def fwht(
+    x: Any,
+    *,
+    normalized: bool = False,
+    out: Optional[np.ndarray] = None,
+    device: str = "cpu",
+) -> np.ndarray:
     """Fast Walsh-Hadamard transform along the last axis.
 
     Computes ``H @ x`` for a 1-D ``x`` and ``x @ H`` (one transform per row)
@@ -30,6 +37,10 @@ def fwht(x: Any, *, normalized: bool = False, out: Optional[np.ndarray] = None) 
     out : ndarray, optional
         Where to write the result: same shape and dtype as ``x``, writeable.
         ``out=x`` transforms in place.
+    device : {"cpu", "gpu", "auto"}, default="cpu"
+        Where to compute (see :mod:`randfeat_rs.gpu`). The GPU computes in
+        float32 (float64 input is rounded to float32 on the way); "auto" uses
+        a hardware GPU when there is one, else the CPU.
 
     Returns
     -------
@@ -42,7 +53,9 @@ def fwht(x: Any, *, normalized: bool = False, out: Optional[np.ndarray] = None) 
         If ``x`` (or ``out``) is not float32/float64 (a :class:`TypeError`).
     InvalidInputError
         If ``x`` is not 1-D or 2-D, ``n`` is not a power of two, or ``out``
-        does not match ``x`` (a :class:`ValueError`).
+        does not match ``x``, or ``device`` is unknown (a :class:`ValueError`).
+    GpuError
+        If ``device="gpu"`` and no GPU adapter is usable.
 
     Examples
     --------
@@ -51,10 +64,14 @@ def fwht(x: Any, *, normalized: bool = False, out: Optional[np.ndarray] = None) 
     >>> fwht(np.array([1.0, 2.0, 3.0, 4.0]))
     array([10., -2., -4.,  0.])
     """
+    on_gpu = resolve_device(device) == "gpu"
     arr = float_array(x, "x")
     rows = arr.reshape(1, -1) if arr.ndim == 1 else arr
     if out is None:
-        res = _core.fwht(rows, normalized=bool(normalized))
+        if on_gpu:
+            res = _core.gpu_fwht(rows, normalized=bool(normalized))
+        else:
+            res = _core.fwht(rows, normalized=bool(normalized))
         return res.reshape(arr.shape)
     if not isinstance(out, np.ndarray):
         raise InvalidDtypeError(f"`out` must be a numpy.ndarray, got {type(out).__name__}")
@@ -69,9 +86,14 @@ def fwht(x: Any, *, normalized: bool = False, out: Optional[np.ndarray] = None) 
         out_rows.__array_interface__["data"][0] == rows.__array_interface__["data"][0]
         and out_rows.strides == rows.strides
     ):
-        _core.fwht_inplace(out_rows, normalized=bool(normalized))
+        if on_gpu:
+            _core.gpu_fwht(out_rows, out_rows, normalized=bool(normalized))
+        else:
+            _core.fwht_inplace(out_rows, normalized=bool(normalized))
     elif np.shares_memory(out, arr):
         raise InvalidInputError("`out` overlaps `x` without being `x` itself")
+    elif on_gpu:
+        _core.gpu_fwht(rows, out_rows, normalized=bool(normalized))
     else:
         _core.fwht_into(rows, out_rows, normalized=bool(normalized))
     return out

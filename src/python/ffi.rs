@@ -84,6 +84,7 @@ fn class_name(e: &Error) -> &'static str {
         | Error::NonFinite { .. } => "InvalidInputError",
         Error::NotPositiveDefinite { .. } => "NotPositiveDefiniteError",
         Error::ThreadPool(_) => "RandfeatError",
+        Error::Gpu(_) => "GpuError",
         Error::Internal(_) => "RustPanicError",
     }
 }

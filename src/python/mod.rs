@@ -8,6 +8,8 @@ mod ffi;
 mod fourier;
 mod fwht;
 mod gp;
+#[cfg(feature = "gpu")]
+mod gpu;
 
 use pyo3::prelude::*;
 
@@ -52,5 +54,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     binning::register(m)?;
     gp::register(m)?;
     fourier::register(m)?;
+    #[cfg(feature = "gpu")]
+    gpu::register(m)?;
     Ok(())
 }

@@ -1,0 +1,113 @@
+// Partial products C = A^T B over the rows of a chunk (Gram accumulation:
+// A = B = Phi gives Phi^T Phi, A = Phi and B = y gives Phi^T y).
+//
+// A is rows x da, B is rows x db (row-major f32). Workgroup (tile, split)
+// computes the 64 x 64 output tile `tile` (flat over tiles_i x tiles_j, folded
+// in a 2-D grid) over the rows [split * span, (split + 1) * span), each of its
+// 16 x 16 threads 4 x 4 outputs, and writes them to part[split].
+// With sym = 1 (A = B) only the tiles with tj >= ti are computed.
+//
+// Blocked summation: the 16 products of one shared-memory step are summed in
+// `blk`, 16 blocks in `mid`, the mids in `acc` (span <= 4096 rows gives at
+// most 16 of them). An entry's rounding error is then at most
+// gamma(1 + 15 + 16 + 16) sum_r |a_ri b_rj| instead of gamma(span); the
+// partials of the splits are then summed pairwise (reduce.wgsl) and the
+// chunks in f64 on the host.
+
+struct Params {
+    rows: u32,
+    da: u32,
+    db: u32,
+    span: u32,
+    sym: u32,
+    tiles_j: u32,
+    pad0: u32,
+    pad1: u32,
+}
+
+@group(0) @binding(0) var<storage, read> a: array<f32>;
+@group(0) @binding(1) var<storage, read> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> part: array<f32>;
+@group(0) @binding(3) var<uniform> p: Params;
+
+const T: u32 = 64u;
+const K: u32 = 16u;
+
+var<workgroup> sa: array<f32, 1024>;
+var<workgroup> sb: array<f32, 1024>;
+
+@compute @workgroup_size(16, 16)
+fn gram_tile(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_id) lid3: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let tile = wid.x + wid.y * nwg.x;
+    let ti = tile / p.tiles_j;
+    let tj = tile % p.tiles_j;
+    let tiles_i = (p.da + T - 1u) / T;
+    if ti >= tiles_i || (p.sym == 1u && tj < ti) {
+        return;
+    }
+    let r_begin = wid.z * p.span;
+    let r_end = min(r_begin + p.span, p.rows);
+    let tr = lid3.y;
+    let tc = lid3.x;
+    var acc: array<f32, 16>;
+    var mid: array<f32, 16>;
+    var steps = 0u;
+    for (var r0 = r_begin; r0 < r_end; r0 += K) {
+        for (var e = lid; e < K * T; e += 256u) {
+            let r = r0 + e / T;
+            let ia = ti * T + e % T;
+            let jb = tj * T + e % T;
+            var va = 0.0;
+            var vb = 0.0;
+            if r < r_end && ia < p.da {
+                va = a[r * p.da + ia];
+            }
+            if r < r_end && jb < p.db {
+                vb = b[r * p.db + jb];
+            }
+            sa[e] = va;
+            sb[e] = vb;
+        }
+        workgroupBarrier();
+        var blk: array<f32, 16>;
+        for (var k = 0u; k < K; k++) {
+            var av: array<f32, 4>;
+            var bv: array<f32, 4>;
+            for (var x = 0u; x < 4u; x++) {
+                av[x] = sa[k * T + tr + 16u * x];
+                bv[x] = sb[k * T + tc + 16u * x];
+            }
+            for (var x = 0u; x < 4u; x++) {
+                for (var y = 0u; y < 4u; y++) {
+                    blk[x * 4u + y] += av[x] * bv[y];
+                }
+            }
+        }
+        for (var q = 0u; q < 16u; q++) {
+            mid[q] += blk[q];
+        }
+        steps += 1u;
+        if steps % 16u == 0u {
+            for (var q = 0u; q < 16u; q++) {
+                acc[q] += mid[q];
+                mid[q] = 0.0;
+            }
+        }
+        workgroupBarrier();
+    }
+    let base = wid.z * p.da * p.db;
+    for (var x = 0u; x < 4u; x++) {
+        for (var y = 0u; y < 4u; y++) {
+            let i = ti * T + tr + 16u * x;
+            let j = tj * T + tc + 16u * y;
+            if i < p.da && j < p.db {
+                part[base + i * p.db + j] = acc[x * 4u + y] + mid[x * 4u + y];
+            }
+        }
+    }
+}
