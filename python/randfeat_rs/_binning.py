@@ -82,7 +82,8 @@ class RandomBinningFeatures(RandomFeaturesBase):
 
     Examples
     --------
-    >>>     >>> from randfeat_rs import RandomBinningFeatures
+    >>> import numpy as np
+    >>> from randfeat_rs import RandomBinningFeatures
     >>> X = np.random.default_rng(0).standard_normal((100, 3))
     >>> Z = RandomBinningFeatures(50, length_scale=2.0, random_state=0).fit_transform(X)
     >>> Z.shape[0], Z.nnz, Z.dtype
