@@ -4,6 +4,7 @@ from typing import Any, Optional
 
 import numpy as np
 from numpy.typing import NDArray
+from typing_extensions import final
 
 # Keep in step with the functions registered in src/python/ (stubtest checks it).
 __all__ = [
@@ -148,6 +149,7 @@ def relative_frobenius_error(
     k_approx: NDArray[np.float64], k_exact: NDArray[np.float64]
 ) -> float: ...
 
+@final
 class FeatureStats:
     def __new__(cls, n_features: int) -> FeatureStats: ...
     @staticmethod
