@@ -36,7 +36,7 @@ develop: $(STAMP)
 lint: $(STAMP)
 	cargo fmt --all -- --check
 	cargo clippy --release --all-targets -- -D warnings
-	cargo clippy --release --all-targets --features python,gpu -- -D warnings
+	cargo clippy --release --all-targets --all-features -- -D warnings
 	$(VENV)/bin/ruff check python tests benches examples
 	$(VENV)/bin/ruff format --check python tests benches examples
 
