@@ -59,6 +59,7 @@ demo: develop
 bench: develop
 	cargo bench --bench fwht -- --warm-up-time 1 --measurement-time 3
 	$(VPY) benches/compare_fwht.py
+	$(VPY) benches/gpu.py
 
 clean:
 	rm -rf $(VENV) target
