@@ -62,6 +62,7 @@ bench: develop
 	$(VPY) benches/compare_binning.py
 	$(VPY) benches/compare_gp.py
 	$(VPY) benches/compare_fourier.py
+	$(VPY) benches/gpu.py
 
 clean:
 	rm -rf $(VENV) target
