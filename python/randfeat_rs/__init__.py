@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _core
 from ._fwht import fwht
+from ._sketch import PolynomialSketch, sketch_variance
 from .exceptions import (
     GpuError,
     InvalidDtypeError,
@@ -26,11 +27,13 @@ __all__ = [
     "InvalidDtypeError",
     "InvalidInputError",
     "NotPositiveDefiniteError",
+    "PolynomialSketch",
     "RandfeatError",
     "RustPanicError",
     "fwht",
     "get_num_threads",
     "set_num_threads",
+    "sketch_variance",
 ]
 
 
