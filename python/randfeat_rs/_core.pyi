@@ -1,5 +1,7 @@
 """Type stubs of the compiled core (checked with mypy stubtest)."""
 
+from typing import final
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -30,6 +32,7 @@ def fwht_into(
 def fwht_inplace(x: NDArray[np.floating], normalized: bool = False) -> None: ...
 
 # Polynomial sketches (src/python/sketch.rs).
+@final
 class PolySketch:
     def __new__(
         cls, kind: str, complex: bool, degree: int, dim: int, n_features: int, seed: int
