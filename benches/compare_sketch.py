@@ -86,9 +86,9 @@ def main() -> None:
         "|---|---|---|---|---|"
     )
     results: dict[tuple[int, int, str], float] = {}
-    for degree in (2, 3):
+    for degree in (3, 2):
         K = lin**degree
-        for D in (4096, 8192):
+        for D in (8192, 4096):
             methods = {
                 "sklearn PolynomialCountSketch": (
                     PolynomialCountSketch(degree=degree, n_components=D, random_state=0).fit(X),
