@@ -63,6 +63,7 @@ bench: develop
 	$(VPY) benches/compare_gp.py
 	$(VPY) benches/compare_fourier.py
 	$(VPY) benches/gpu.py
+	$(VPY) benches/compare_sketch.py
 
 clean:
 	rm -rf $(VENV) target

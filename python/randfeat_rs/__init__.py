@@ -14,6 +14,7 @@ from ._fourier import NystroemFeatures, RandomFourierFeatures, kernel_matrix
 from ._fwht import fwht
 from ._gp import ExactGPR, RandomFeatureGPR, SufficientStatistics
 from ._metrics import kl_divergence, mean_nll, relative_frobenius_error, rmse
+from ._sketch import PolynomialSketch, sketch_variance
 from .exceptions import (
     GpuError,
     InvalidDtypeError,
@@ -32,6 +33,7 @@ __all__ = [
     "InvalidInputError",
     "NotPositiveDefiniteError",
     "NystroemFeatures",
+    "PolynomialSketch",
     "RandfeatError",
     "RandomBinningFeatures",
     "RandomFeatureGPR",
@@ -48,6 +50,7 @@ __all__ = [
     "relative_frobenius_error",
     "rmse",
     "set_num_threads",
+    "sketch_variance",
 ]
 
 

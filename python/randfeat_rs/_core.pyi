@@ -1,6 +1,7 @@
 """Type stubs of the compiled core (checked with mypy stubtest)."""
 
 from typing import Any, Optional
+from typing import final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -9,9 +10,11 @@ from typing_extensions import final
 # Keep in step with the functions registered in src/python/ (stubtest checks it).
 __all__ = [
     "FeatureStats",
+    "PolySketch",
     "__version__",
     "_debug_panic",
     "_inverse_normal_cdf",
+    "_sketch_estimates",
     "_sobol_points",
     "binning_draw",
     "binning_fit",
@@ -43,6 +46,7 @@ __all__ = [
     "rmse",
     "set_num_threads",
     "simd_level",
+    "sketch_variance",
 ]
 __version__: str
 
@@ -239,3 +243,44 @@ def gpu_rff(
     variant: str,
     scale: float,
 ) -> NDArray[np.floating]: ...
+# Polynomial sketches (src/python/sketch.rs).
+@final
+class PolySketch:
+    def __new__(
+        cls, kind: str, complex: bool, degree: int, dim: int, n_features: int, seed: int
+    ) -> PolySketch: ...
+    @property
+    def width(self) -> int: ...
+    @property
+    def dim(self) -> int: ...
+    def transform(
+        self,
+        x: NDArray[np.floating],
+        out: NDArray[np.floating],
+        bias: float,
+        length_scale: float,
+    ) -> None: ...
+    def params(self) -> dict[str, NDArray[np.generic]]: ...
+
+def sketch_variance(
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    degree: int,
+    n_features: int,
+    sketch: str,
+    complex: bool,
+    bias: float,
+    length_scale: float,
+) -> float: ...
+def _sketch_estimates(
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    degree: int,
+    n_features: int,
+    sketch: str,
+    complex: bool,
+    bias: float,
+    length_scale: float,
+    seed: int,
+    reps: int,
+) -> NDArray[np.float64]: ...

@@ -10,6 +10,7 @@ mod fwht;
 mod gp;
 #[cfg(feature = "gpu")]
 mod gpu;
+mod sketch;
 
 use pyo3::prelude::*;
 
@@ -56,5 +57,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     fourier::register(m)?;
     #[cfg(feature = "gpu")]
     gpu::register(m)?;
+    sketch::register(m)?;
     Ok(())
 }

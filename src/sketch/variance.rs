@@ -185,6 +185,42 @@ pub fn sketch_variance(
     })
 }
 
+/// Real-part variance of the estimate of `(xᵀy/l² + c)^n` (ALGORITHMS.md
+/// 2.1, 2.5) by a sketch with `n_features` (real or complex) features: the
+/// pair statistics are those of the augmented vectors `(√c, x/l)`, and `d'`
+/// is the padded augmented dimension. Errors: lengths differ, bad bias or
+/// length scale, and those of [`sketch_variance`].
+#[allow(clippy::too_many_arguments)]
+pub fn polynomial_kernel_variance(
+    kind: SketchKind,
+    complex: bool,
+    degree: u32,
+    n_features: usize,
+    x: &[f64],
+    y: &[f64],
+    bias: f64,
+    length_scale: f64,
+) -> Result<f64> {
+    if x.len() != y.len() {
+        return Err(Error::ShapeMismatch {
+            name: "length of y",
+            expected: x.len(),
+            got: y.len(),
+        });
+    }
+    super::check_kernel_params(bias, length_scale)?;
+    let aug = |v: &[f64]| -> Vec<f64> {
+        let head = (bias > 0.0).then(|| bias.sqrt());
+        head.into_iter()
+            .chain(v.iter().map(|t| t / length_scale))
+            .collect()
+    };
+    let (xa, ya) = (aug(x), aug(y));
+    let p = PairStats::new(&xa, &ya);
+    let d_pad = super::padded_dim(xa.len());
+    Ok(sketch_variance(kind, complex, degree, n_features, d_pad, &p)?.real_part)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
