@@ -1,11 +1,9 @@
 """Type stubs of the compiled core (checked with mypy stubtest)."""
 
-from typing import Any, Optional
-from typing import final
+from typing import Any, Optional, final
 
 import numpy as np
 from numpy.typing import NDArray
-from typing_extensions import final
 
 # Keep in step with the functions registered in src/python/ (stubtest checks it).
 __all__ = [
