@@ -241,6 +241,7 @@ def gpu_rff(
     variant: str,
     scale: float,
 ) -> NDArray[np.floating]: ...
+
 # Polynomial sketches (src/python/sketch.rs).
 @final
 class PolySketch:
