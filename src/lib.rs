@@ -24,6 +24,7 @@
 
 pub mod error;
 pub mod fwht;
+pub mod maclaurin;
 pub mod real;
 pub mod rng;
 pub mod sketch;
