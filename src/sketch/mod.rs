@@ -1,9 +1,38 @@
 //! Polynomial sketches (ALGORITHMS.md section 2): random feature maps for
 //! the dot-product kernel `(xᵀy)^n`, and their closed-form variances.
+//!
+//! [`PolySketch::draw`] draws every random parameter from a seeded stream;
+//! [`PolySketch::transform_into`] is a pure function of them, parallel over
+//! rows and bit-identical for any thread count. [`polynomial_features_into`]
+//! wraps a sketch for the kernel `(xᵀy/l² + c)^n` (2.1).
+//!
+//! ```
+//! use ndarray::{array, Array2};
+//! use randfeat_rs::sketch::{PolySketch, SketchKind};
+//! use randfeat_rs::{rng, Parallelism};
+//!
+//! let x = array![[1.0_f64, 1.0, 0.0, 0.0], [1.0, 0.0, 1.0, 0.0]];
+//! // Degree 1 TensorSRHT with d' | D is exact: φ(x)ᵀφ(y) = xᵀy.
+//! let s = PolySketch::draw(SketchKind::TensorSrht, false, 1, 4, 8, &mut rng::seeded(0)).unwrap();
+//! let mut out = Array2::zeros((2, s.width()));
+//! s.transform_into(x.view(), out.view_mut(), Parallelism::Rayon).unwrap();
+//! assert!((out.row(0).dot(&out.row(1)) - 1.0).abs() < 1e-12);
+//! ```
 
+mod count;
+mod dense;
+pub mod estimates;
+mod srht;
+#[cfg(test)]
+mod tests;
 pub mod variance;
 
+use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis};
+use rayon::prelude::*;
+
 use crate::error::{Error, Result};
+use crate::real::Real;
+use crate::threads::Parallelism;
 
 /// The four sketch constructions of ALGORITHMS.md 2.2–2.4.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -47,4 +76,325 @@ impl SketchKind {
             Self::TensorSketch => "tensor_sketch",
         }
     }
+}
+
+/// The random parameters of one sketch kind.
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+enum Params {
+    Dense(dense::Dense),
+    Srht(srht::Srht),
+    Count(count::Count),
+}
+
+/// A borrowed view of a sketch's random parameters, for export (NumPy
+/// attributes, the GPU path). Layouts are those of ALGORITHMS.md 2.2–2.4.
+#[derive(Clone, Copy, Debug)]
+pub enum SketchParams<'a> {
+    /// Gaussian / Rademacher: one matrix per factor, `D × d` (real) or
+    /// `2D_c × d` (complex: real parts in rows `0..D_c`, imaginary parts in
+    /// rows `D_c..2D_c`).
+    Dense {
+        /// The weight matrices `W_1 … W_n`.
+        weights: &'a [Array2<f64>],
+    },
+    /// TensorSRHT: for block `b` and factor `j`, entries
+    /// `(b·n + j)·d' … (b·n + j + 1)·d' − 1` of both slices.
+    Srht {
+        /// The padded dimension `d'`.
+        d_pad: usize,
+        /// Sign codes: real `0 → +1, 1 → −1`; complex `k → i^k`.
+        codes: &'a [u8],
+        /// The permutations `π_{b,j}` (`v[r] = u[π(r)]`).
+        perms: &'a [u32],
+    },
+    /// TensorSketch: entry `j·d + a` is factor `j`, coordinate `a`.
+    Count {
+        /// The hashes `h_j(a) ∈ 0..D`.
+        hashes: &'a [u32],
+        /// The signs `s_j(a)` (`true` means −1).
+        negative: &'a [bool],
+    },
+}
+
+/// Fitted random parameters of one degree-`degree` sketch with `n_features`
+/// features (complex features when `complex`), ALGORITHMS.md 2.2–2.4.
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct PolySketch {
+    kind: SketchKind,
+    complex: bool,
+    degree: u32,
+    dim: usize,
+    n_features: usize,
+    params: Params,
+}
+
+impl PolySketch {
+    /// Draws all parameters from `rng`. `dim` is the input dimension d
+    /// (TensorSRHT pads to d' internally). Errors: degree 0, n_features 0,
+    /// complex TensorSketch, dim 0.
+    pub fn draw(
+        kind: SketchKind,
+        complex: bool,
+        degree: u32,
+        dim: usize,
+        n_features: usize,
+        rng: &mut crate::rng::Rng,
+    ) -> Result<Self> {
+        if degree == 0 {
+            return Err(Error::invalid("degree", "must be >= 1, got 0"));
+        }
+        if n_features == 0 {
+            return Err(Error::invalid(
+                "n_components",
+                "the number of sketch features must be >= 1, got 0",
+            ));
+        }
+        if dim == 0 {
+            return Err(Error::invalid(
+                "dim",
+                "the input dimension must be >= 1, got 0",
+            ));
+        }
+        let params = match kind {
+            SketchKind::Gaussian | SketchKind::Rademacher => Params::Dense(dense::Dense::draw(
+                kind, complex, degree, dim, n_features, rng,
+            )),
+            SketchKind::TensorSrht => {
+                Params::Srht(srht::Srht::draw(complex, degree, dim, n_features, rng))
+            }
+            SketchKind::TensorSketch => {
+                if complex {
+                    return Err(Error::invalid(
+                        "complex_weights",
+                        "TensorSketch has no complex variant; use complex_weights=False",
+                    ));
+                }
+                Params::Count(count::Count::draw(degree, dim, n_features, rng))
+            }
+        };
+        Ok(Self {
+            kind,
+            complex,
+            degree,
+            dim,
+            n_features,
+            params,
+        })
+    }
+
+    /// The sketch construction.
+    pub fn kind(&self) -> SketchKind {
+        self.kind
+    }
+
+    /// True for complex weights (output in the [Re | Im] layout of ALGORITHMS.md 9).
+    pub fn is_complex(&self) -> bool {
+        self.complex
+    }
+
+    /// The degree `n` of the sketched kernel `(xᵀy)^n`.
+    pub fn degree(&self) -> u32 {
+        self.degree
+    }
+
+    /// The input dimension d.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The number of (real or complex) features D.
+    pub fn n_features(&self) -> usize {
+        self.n_features
+    }
+
+    /// Output columns: n_features for real sketches, 2 * n_features for
+    /// complex ([Re | Im], ALGORITHMS.md 9).
+    pub fn width(&self) -> usize {
+        if self.complex {
+            2 * self.n_features
+        } else {
+            self.n_features
+        }
+    }
+
+    /// The random parameters (see [`SketchParams`]).
+    pub fn params(&self) -> SketchParams<'_> {
+        match &self.params {
+            Params::Dense(p) => SketchParams::Dense {
+                weights: p.weights(),
+            },
+            Params::Srht(p) => SketchParams::Srht {
+                d_pad: p.d_pad(),
+                codes: p.codes(),
+                perms: p.perms(),
+            },
+            Params::Count(p) => SketchParams::Count {
+                hashes: p.hashes(),
+                negative: p.negative(),
+            },
+        }
+    }
+
+    /// Writes φ(x) of ALGORITHMS.md 2.2 (the 1/√D included; TensorSketch
+    /// without it, 2.4) for every row of `x` (n x dim) into `out` (n x width).
+    /// `out` may be a column block of a wider array: its rows are contiguous
+    /// but its row stride may exceed `width`. Parallel over rows with `par`;
+    /// deterministic. Errors: shape mismatches, `out` rows not contiguous.
+    pub fn transform_into<T: Real>(
+        &self,
+        x: ArrayView2<T>,
+        out: ArrayViewMut2<T>,
+        par: Parallelism,
+    ) -> Result<()> {
+        check_shapes(x.dim(), out.dim(), self.dim, self.width())?;
+        if out.ncols() > 1 && out.strides()[1] != 1 {
+            return Err(Error::invalid(
+                "out",
+                "the rows of the output must be contiguous (unit column stride)",
+            ));
+        }
+        match &self.params {
+            Params::Dense(p) => p.transform(self.complex, self.n_features, x, out, par),
+            Params::Srht(p) => p.transform(self, x, out, par),
+            Params::Count(p) => p.transform(self.n_features, x, out, par),
+        }
+        Ok(())
+    }
+}
+
+fn check_shapes(x: (usize, usize), out: (usize, usize), dim: usize, width: usize) -> Result<()> {
+    if x.1 != dim {
+        return Err(Error::ShapeMismatch {
+            name: "number of features of X",
+            expected: dim,
+            got: x.1,
+        });
+    }
+    if out.0 != x.0 {
+        return Err(Error::ShapeMismatch {
+            name: "number of rows of out",
+            expected: x.0,
+            got: out.0,
+        });
+    }
+    if out.1 != width {
+        return Err(Error::ShapeMismatch {
+            name: "number of columns of out",
+            expected: width,
+            got: out.1,
+        });
+    }
+    Ok(())
+}
+
+/// Checks the kernel parameters of `(xᵀy/l² + c)^n` (ALGORITHMS.md 2.1).
+pub fn check_kernel_params(bias: f64, length_scale: f64) -> Result<()> {
+    if !(bias.is_finite() && bias >= 0.0) {
+        return Err(Error::invalid(
+            "bias",
+            format!("must be a finite number >= 0, got {bias}"),
+        ));
+    }
+    if !(length_scale.is_finite() && length_scale > 0.0) {
+        return Err(Error::invalid(
+            "length_scale",
+            format!("must be a finite number > 0, got {length_scale}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The sketch input dimension for `d` input columns: `d + 1` when the bias
+/// coordinate `√c` is prepended (`c > 0`, ALGORITHMS.md 2.1), else `d`.
+pub fn augmented_dim(d: usize, bias: f64) -> usize {
+    d + usize::from(bias > 0.0)
+}
+
+/// Rows per augmentation chunk in [`polynomial_features_into`].
+const AUGMENT_ROWS: usize = 1024;
+
+/// Features of the kernel `(xᵀy/l² + c)^n` (ALGORITHMS.md 2.1): applies
+/// `sketch` to `x' = (√c, x/l)` (no bias coordinate when `c = 0`), so that
+/// `E[φ(x)ᵀφ(y)] = (xᵀy/l² + c)^n`. `sketch.dim()` must be
+/// [`augmented_dim`]`(x.ncols(), bias)`; `out` as in
+/// [`PolySketch::transform_into`]. The augmented rows are built in chunks
+/// of 1,024 rows, so memory stays `O(chunk · d)`.
+pub fn polynomial_features_into<T: Real>(
+    sketch: &PolySketch,
+    x: ArrayView2<T>,
+    bias: f64,
+    length_scale: f64,
+    mut out: ArrayViewMut2<T>,
+    par: Parallelism,
+) -> Result<()> {
+    check_kernel_params(bias, length_scale)?;
+    let d = x.ncols();
+    if augmented_dim(d, bias) != sketch.dim() {
+        return Err(Error::ShapeMismatch {
+            name: "number of features of X",
+            expected: sketch.dim() - usize::from(bias > 0.0),
+            got: d,
+        });
+    }
+    if bias == 0.0 && length_scale == 1.0 {
+        return sketch.transform_into(x, out, par);
+    }
+    check_shapes(
+        (x.nrows(), sketch.dim()),
+        out.dim(),
+        sketch.dim(),
+        sketch.width(),
+    )?;
+    let off = usize::from(bias > 0.0);
+    let inv_l = T::from_f64_lossy(1.0 / length_scale);
+    let root_c = T::from_f64_lossy(bias.sqrt());
+    let mut aug = Array2::<T>::zeros((AUGMENT_ROWS.min(x.nrows()), sketch.dim()));
+    for (i, xc) in x.axis_chunks_iter(Axis(0), AUGMENT_ROWS).enumerate() {
+        let rows = xc.nrows();
+        let mut a = aug.slice_mut(s![..rows, ..]);
+        if off == 1 {
+            a.column_mut(0).fill(root_c);
+        }
+        a.slice_mut(s![.., off..])
+            .zip_mut_with(&xc, |dst, &src| *dst = src * inv_l);
+        let o = out.slice_mut(s![i * AUGMENT_ROWS..i * AUGMENT_ROWS + rows, ..]);
+        sketch.transform_into(a.view(), o, par)?;
+    }
+    Ok(())
+}
+
+/// Runs `f` on matching chunks of `chunk` rows of `x` and `out`, in parallel
+/// with per-thread scratch from `init` when `par` allows. The chunk size is
+/// fixed, so results never depend on the thread count.
+fn for_row_chunks<T, S, I, F>(
+    x: ArrayView2<T>,
+    mut out: ArrayViewMut2<T>,
+    chunk: usize,
+    par: Parallelism,
+    init: I,
+    f: F,
+) where
+    T: Real,
+    I: Fn() -> S + Sync + Send,
+    F: Fn(&mut S, ArrayView2<T>, ArrayViewMut2<T>) + Sync + Send,
+{
+    let xs = x.axis_chunks_iter(Axis(0), chunk);
+    let os = out.axis_chunks_iter_mut(Axis(0), chunk);
+    if par.is_parallel() {
+        xs.into_par_iter()
+            .zip(os.into_par_iter())
+            .for_each_init(init, |s, (a, b)| f(s, a, b));
+    } else {
+        let mut s = init();
+        for (a, b) in xs.zip(os) {
+            f(&mut s, a, b);
+        }
+    }
+}
+
+/// The next power of two `d' = 2^⌈log₂ d⌉` (`d' = 1` for `d <= 1`).
+pub fn padded_dim(d: usize) -> usize {
+    d.max(1).next_power_of_two()
 }

@@ -1,0 +1,135 @@
+//! Unstructured Gaussian / Rademacher sketches (ALGORITHMS.md 2.2): one
+//! dense weight matrix per factor, applied to row chunks with a GEMM.
+
+use std::any::Any;
+
+use ndarray::linalg::general_mat_mul;
+use ndarray::{Array2, ArrayView2, ArrayViewMut2, CowArray, Ix2, Zip};
+use rand::Rng as _;
+use rand_distr::StandardNormal;
+
+use super::{for_row_chunks, SketchKind};
+use crate::real::Real;
+use crate::threads::Parallelism;
+
+/// Rows per GEMM (fixed, so results do not depend on the thread count).
+const CHUNK: usize = 64;
+
+/// The weight matrices `W_1 … W_n`. Real sketches: `D × d`. Complex
+/// sketches: `2D_c × d`, real parts in rows `0..D_c`, imaginary parts in
+/// rows `D_c..2D_c`, so one GEMM yields the [Re | Im] layout of section 9.
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub(super) struct Dense {
+    weights: Vec<Array2<f64>>,
+}
+
+impl Dense {
+    /// Draws the weights: factor by factor, feature by feature, entry by
+    /// entry. Laws (2.2): N(0,1); ±1; (a + ib)/√2; uniform on {1, i, −1, −i}.
+    pub(super) fn draw(
+        kind: SketchKind,
+        complex: bool,
+        degree: u32,
+        dim: usize,
+        n_features: usize,
+        rng: &mut crate::rng::Rng,
+    ) -> Self {
+        let rows = if complex { 2 * n_features } else { n_features };
+        let weights = (0..degree)
+            .map(|_| {
+                let mut w = Array2::<f64>::zeros((rows, dim));
+                for i in 0..n_features {
+                    for a in 0..dim {
+                        let (re, im) = draw_entry(kind, complex, rng);
+                        w[[i, a]] = re;
+                        if complex {
+                            w[[n_features + i, a]] = im;
+                        }
+                    }
+                }
+                w
+            })
+            .collect();
+        Self { weights }
+    }
+
+    /// The weight matrices (see the type's docs for the layout).
+    pub(super) fn weights(&self) -> &[Array2<f64>] {
+        &self.weights
+    }
+
+    /// `φ(x) = (W_1 x ⊙ … ⊙ W_n x)/√D` (complex products for complex weights).
+    pub(super) fn transform<T: Real>(
+        &self,
+        complex: bool,
+        n_features: usize,
+        x: ArrayView2<T>,
+        out: ArrayViewMut2<T>,
+        par: Parallelism,
+    ) {
+        let w: Vec<CowArray<'_, T, Ix2>> = self.weights.iter().map(as_real::<T>).collect();
+        let scale = T::from_f64_lossy(1.0 / (n_features as f64).sqrt());
+        let cols = w[0].nrows();
+        for_row_chunks(
+            x,
+            out,
+            CHUNK,
+            par,
+            || Array2::<T>::zeros((0, 0)),
+            |y, xc, mut oc| {
+                let r = xc.nrows();
+                general_mat_mul(T::one(), &xc, &w[0].t(), T::zero(), &mut oc);
+                if y.nrows() != r {
+                    *y = Array2::zeros((r, cols));
+                }
+                for wj in &w[1..] {
+                    general_mat_mul(T::one(), &xc, &wj.t(), T::zero(), y);
+                    if complex {
+                        let h = n_features;
+                        for (mut o, yr) in oc.rows_mut().into_iter().zip(y.rows()) {
+                            for i in 0..h {
+                                let (a, b) = (o[i], o[h + i]);
+                                let (c, d) = (yr[i], yr[h + i]);
+                                o[i] = a * c - b * d;
+                                o[h + i] = a * d + b * c;
+                            }
+                        }
+                    } else {
+                        Zip::from(&mut oc).and(&*y).for_each(|o, &v| *o *= v);
+                    }
+                }
+                oc.mapv_inplace(|v| v * scale);
+            },
+        );
+    }
+}
+
+/// One weight entry `(Re z, Im z)` of the law of `kind` (2.2).
+fn draw_entry(kind: SketchKind, complex: bool, rng: &mut crate::rng::Rng) -> (f64, f64) {
+    match (kind, complex) {
+        (SketchKind::Gaussian, false) => (rng.sample(StandardNormal), 0.0),
+        (SketchKind::Gaussian, true) => {
+            let h = std::f64::consts::FRAC_1_SQRT_2;
+            let a: f64 = rng.sample(StandardNormal);
+            let b: f64 = rng.sample(StandardNormal);
+            (a * h, b * h)
+        }
+        (_, false) => (if rng.random::<bool>() { 1.0 } else { -1.0 }, 0.0),
+        (_, true) => match rng.random_range(0..4u8) {
+            0 => (1.0, 0.0),
+            1 => (0.0, 1.0),
+            2 => (-1.0, 0.0),
+            _ => (0.0, -1.0),
+        },
+    }
+}
+
+/// Borrows an `f64` matrix as `T` without a copy when `T = f64`, else
+/// converts it (rounding to `f32`).
+fn as_real<T: Real>(a: &Array2<f64>) -> CowArray<'_, T, Ix2> {
+    match (a as &dyn Any).downcast_ref::<Array2<T>>() {
+        Some(same) => CowArray::from(same.view()),
+        None => CowArray::from(a.mapv(T::from_f64_lossy)),
+    }
+}

@@ -1,0 +1,182 @@
+//! TensorSRHT (ALGORITHMS.md 2.3): per block and factor, random signs, an
+//! unnormalized FWHT of the zero-padded row and a random permutation. The
+//! `D × d` weights are never formed; each row needs `n · B` transforms of
+//! length `d'` in a per-thread scratch buffer.
+
+use ndarray::{ArrayView2, ArrayViewMut2};
+use rand::seq::SliceRandom;
+use rand::Rng as _;
+
+use super::{for_row_chunks, padded_dim, PolySketch};
+use crate::fwht::transform;
+use crate::real::Real;
+use crate::threads::Parallelism;
+
+/// Rows per parallel task.
+const CHUNK: usize = 16;
+
+/// Signs and permutations of every (block, factor) pair, stored at offset
+/// `(b · n + j) · d'`. Sign codes: real `0 → +1, 1 → −1`; complex
+/// `k → i^k` (uniform on {1, i, −1, −i}).
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub(super) struct Srht {
+    d_pad: usize,
+    blocks: usize,
+    codes: Vec<u8>,
+    perms: Vec<u32>,
+}
+
+impl Srht {
+    /// Draws, block by block and factor by factor, `d'` sign codes then a
+    /// uniform permutation of `0..d'` (Fisher–Yates).
+    pub(super) fn draw(
+        complex: bool,
+        degree: u32,
+        dim: usize,
+        n_features: usize,
+        rng: &mut crate::rng::Rng,
+    ) -> Self {
+        let d_pad = padded_dim(dim);
+        let blocks = n_features.div_ceil(d_pad);
+        let total = blocks * degree as usize * d_pad;
+        let mut codes = Vec::with_capacity(total);
+        let mut perms = Vec::with_capacity(total);
+        let mut perm: Vec<u32> = Vec::with_capacity(d_pad);
+        for _ in 0..blocks * degree as usize {
+            for _ in 0..d_pad {
+                codes.push(if complex {
+                    rng.random_range(0..4u8)
+                } else {
+                    u8::from(rng.random::<bool>())
+                });
+            }
+            perm.clear();
+            perm.extend(0..d_pad as u32);
+            perm.shuffle(rng);
+            perms.extend_from_slice(&perm);
+        }
+        Self {
+            d_pad,
+            blocks,
+            codes,
+            perms,
+        }
+    }
+
+    /// The padded dimension `d'`.
+    pub(super) fn d_pad(&self) -> usize {
+        self.d_pad
+    }
+
+    /// The sign codes (see the type's docs), `B · n · d'` entries.
+    pub(super) fn codes(&self) -> &[u8] {
+        &self.codes
+    }
+
+    /// The permutations, `B · n · d'` entries.
+    pub(super) fn perms(&self) -> &[u32] {
+        &self.perms
+    }
+
+    /// The multipliers `(Re z, Im z)` of every sign code, as `T`.
+    fn multipliers<T: Real>(&self, complex: bool) -> (Vec<T>, Vec<T>) {
+        let one = T::one();
+        let zero = T::zero();
+        let re = self
+            .codes
+            .iter()
+            .map(|&c| match (complex, c) {
+                (false, 0) | (true, 0) => one,
+                (false, _) | (true, 2) => -one,
+                _ => zero,
+            })
+            .collect();
+        let im = if complex {
+            self.codes
+                .iter()
+                .map(|&c| match c {
+                    1 => one,
+                    3 => -one,
+                    _ => zero,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        (re, im)
+    }
+
+    /// ALGORITHMS.md 2.3 for every row; complex products for complex signs
+    /// (`Re` and `Im` of `FWHT(z ⊙ x)` are two real transforms).
+    pub(super) fn transform<T: Real>(
+        &self,
+        sk: &PolySketch,
+        x: ArrayView2<T>,
+        out: ArrayViewMut2<T>,
+        par: Parallelism,
+    ) {
+        let complex = sk.complex;
+        let n = sk.degree as usize;
+        let nf = sk.n_features;
+        let dp = self.d_pad;
+        let (re_mul, im_mul) = self.multipliers::<T>(complex);
+        let scale = T::from_f64_lossy(1.0 / (nf as f64).sqrt());
+        let fill = |buf: &mut [T], xr: ndarray::ArrayView1<T>, mul: &[T]| {
+            for ((b, &v), &m) in buf.iter_mut().zip(xr.iter()).zip(mul) {
+                *b = v * m;
+            }
+            buf[xr.len()..].fill(T::zero());
+            transform(buf, Parallelism::Sequential);
+        };
+        for_row_chunks(
+            x,
+            out,
+            CHUNK,
+            par,
+            || (vec![T::zero(); dp], vec![T::zero(); dp]),
+            |(bre, bim), xc, mut oc| {
+                for (xr, mut orow) in xc.rows().into_iter().zip(oc.rows_mut()) {
+                    let Some(o) = orow.as_slice_mut() else {
+                        unreachable!("transform_into checks that output rows are contiguous")
+                    };
+                    for b in 0..self.blocks {
+                        let lo = b * dp;
+                        let cols = dp.min(nf - lo);
+                        for j in 0..n {
+                            let k = (b * n + j) * dp;
+                            let perm = &self.perms[k..k + cols];
+                            fill(bre, xr, &re_mul[k..k + dp]);
+                            if !complex {
+                                let dst = &mut o[lo..lo + cols];
+                                if j == 0 {
+                                    for (d, &p) in dst.iter_mut().zip(perm) {
+                                        *d = bre[p as usize];
+                                    }
+                                } else {
+                                    for (d, &p) in dst.iter_mut().zip(perm) {
+                                        *d *= bre[p as usize];
+                                    }
+                                }
+                                continue;
+                            }
+                            fill(bim, xr, &im_mul[k..k + dp]);
+                            let (ore, oim) = o.split_at_mut(nf);
+                            let ore = &mut ore[lo..lo + cols];
+                            let oim = &mut oim[lo..lo + cols];
+                            for ((a, c), &p) in ore.iter_mut().zip(oim.iter_mut()).zip(perm) {
+                                let (u, v) = (bre[p as usize], bim[p as usize]);
+                                if j == 0 {
+                                    (*a, *c) = (u, v);
+                                } else {
+                                    (*a, *c) = (*a * u - *c * v, *a * v + *c * u);
+                                }
+                            }
+                        }
+                    }
+                    o.iter_mut().for_each(|v| *v *= scale);
+                }
+            },
+        );
+    }
+}
