@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _core
 from ._fwht import fwht
+from ._maclaurin import MaclaurinFeatures
 from .exceptions import (
     GpuError,
     InvalidDtypeError,
@@ -25,6 +26,7 @@ __all__ = [
     "GpuError",
     "InvalidDtypeError",
     "InvalidInputError",
+    "MaclaurinFeatures",
     "NotPositiveDefiniteError",
     "RandfeatError",
     "RustPanicError",

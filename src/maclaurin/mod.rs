@@ -13,5 +13,8 @@ pub use allocate::{Allocation, Candidate, DegreeTerm, Problem, VarianceModel};
 pub use coefficients::MaclaurinKernel;
 pub use stats::{pair_statistics, PairStatistics, StatsSpec};
 
+pub mod map;
+#[cfg(test)]
+mod map_tests;
 #[cfg(test)]
 mod tests;

@@ -186,6 +186,16 @@ fn solve(stats: &PairStatistics, h01: bool, budget: usize, model: VarianceModel)
     .unwrap()
 }
 
+/// (statistics, h01, budget, model, allocation, objective) of one table row.
+type Row<'a> = (
+    &'a PairStatistics,
+    bool,
+    usize,
+    VarianceModel,
+    Vec<usize>,
+    f64,
+);
+
 #[test]
 fn end_to_end_allocations() {
     let srht = VarianceModel::TensorSrht { d_pad: 2 };
@@ -193,7 +203,7 @@ fn end_to_end_allocations() {
     let real = example_stats(WeightLaw::Rademacher, true);
     let gauss = example_stats(WeightLaw::Gaussian, false);
     let complex = example_stats(WeightLaw::ComplexRademacher, true);
-    let rows: [(&PairStatistics, bool, usize, VarianceModel, Vec<usize>, f64); 6] = [
+    let rows: [Row; 6] = [
         (&real, false, 9, un, vec![0, 6, 3], 1.196853008340e-02),
         (&gauss, false, 9, un, vec![0, 6, 3], 3.922734744815e-02),
         (&real, false, 9, srht, vec![0, 2, 7], 1.881799295194e-03),

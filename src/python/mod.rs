@@ -5,6 +5,7 @@
 
 mod ffi;
 mod fwht;
+mod maclaurin;
 
 use pyo3::prelude::*;
 
@@ -46,5 +47,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     fwht::register(m)?;
+    maclaurin::register(m)?;
     Ok(())
 }
