@@ -220,10 +220,13 @@ impl MaclaurinMap {
             return Err(Error::NonFinite { name: "X" });
         }
         let center = config.kernel.is_gaussian().then(|| {
-            x.mapv(|v| v.to_f64_exact())
-                .mean_axis(Axis(0))
-                .map(|m| m.to_vec())
-                .unwrap_or_else(|| vec![0.0; dim])
+            let mut sum = vec![0.0; dim];
+            for row in x.rows() {
+                for (s, v) in sum.iter_mut().zip(row) {
+                    *s += v.to_f64_exact();
+                }
+            }
+            sum.iter().map(|s| s / n as f64).collect::<Vec<f64>>()
         });
         if dim == 1 && config.allocation == AllocationStrategy::Optimized {
             return Ok(Self::explicit_1d(config, center, seed));

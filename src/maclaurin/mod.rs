@@ -11,6 +11,7 @@ pub mod stats;
 
 pub use allocate::{Allocation, Candidate, DegreeTerm, Problem, VarianceModel};
 pub use coefficients::MaclaurinKernel;
+pub use map::{AllocationStrategy, MaclaurinConfig, MaclaurinMap};
 pub use stats::{pair_statistics, PairStatistics, StatsSpec};
 
 pub mod map;

@@ -104,11 +104,62 @@ fn scaled_pow(x: f64, n: u32, ln_scale: f64) -> f64 {
     }
 }
 
+/// Writes `e^{ln_scale} x^n` for `n = 1..=out.len()` into `out` (4.2, log
+/// space): when the first and the last power both lie well inside the
+/// exponent range (the exponent is linear in `n`, so every power between them
+/// does too) one `exp` and repeated multiplication suffice; otherwise every
+/// power is evaluated as [`scaled_pow`].
+#[inline]
+fn scaled_powers(x: f64, ln_scale: f64, out: &mut [f64]) {
+    const SAFE: f64 = 700.0;
+    if x == 0.0 {
+        out.fill(0.0);
+        return;
+    }
+    let l = x.abs().ln();
+    let p = out.len() as f64;
+    let (first, last) = (ln_scale + l, ln_scale + p * l);
+    if first.abs() < SAFE && last.abs() < SAFE {
+        let mut v = first.exp().copysign(x);
+        for o in out.iter_mut() {
+            *o = v;
+            v *= x;
+        }
+    } else {
+        for (k, o) in out.iter_mut().enumerate() {
+            *o = scaled_pow(x, k as u32 + 1, ln_scale);
+        }
+    }
+}
+
 struct PairKernel {
     spec: StatsSpec,
     coefs: Vec<f64>,
     ln_coefs: Vec<f64>,
     complex: bool,
+}
+
+/// Scratch rows of the powers of one pair (`p_max` entries each).
+struct Powers {
+    m: Vec<f64>,
+    m2: Vec<f64>,
+    big_m: Vec<f64>,
+    pm: Vec<f64>,
+    c: Vec<f64>,
+    pc: Vec<f64>,
+}
+
+impl Powers {
+    fn new(p: usize) -> Self {
+        Self {
+            m: vec![0.0; p],
+            m2: vec![0.0; p],
+            big_m: vec![0.0; p],
+            pm: vec![0.0; p],
+            c: vec![0.0; p],
+            pc: vec![0.0; p],
+        }
+    }
 }
 
 impl PairKernel {
@@ -125,18 +176,26 @@ impl PairKernel {
 
     /// Adds the terms of one pair to `acc`.
     #[inline]
-    fn pair(&self, m: f64, sq_i: f64, sq_j: f64, s: f64, acc: &mut Acc) {
+    fn pair(&self, m: f64, sq_i: f64, sq_j: f64, s: f64, pw: &mut Powers, acc: &mut Acc) {
         let p = self.spec.p_max as usize;
         let k = self.spec.kernel;
         let ln_g = k.ln_prefactor(sq_i) + k.ln_prefactor(sq_j);
         let ln_g2 = 2.0 * ln_g;
         let t = k.target(m, sq_i, sq_j);
         // Bias: (t − G Σ_{n≤p} a_n m^n)², cumulative over p.
+        scaled_powers(m, ln_g, &mut pw.m);
         let mut partial = self.coefs[0] * ln_g.exp();
         acc.push(0, (t - partial) * (t - partial));
         for n in 1..=p {
-            if self.coefs[n] != 0.0 {
-                partial += scaled_pow(m, n as u32, ln_g + self.ln_coefs[n]);
+            let a = self.coefs[n];
+            if a != 0.0 {
+                let term = a * pw.m[n - 1];
+                // Fall back to log space when G m^n alone is out of range.
+                partial += if term.is_finite() {
+                    term
+                } else {
+                    scaled_pow(m, n as u32, ln_g + self.ln_coefs[n])
+                };
             }
             let e = t - partial;
             acc.push(n, e * e);
@@ -147,23 +206,32 @@ impl PairKernel {
             s,
         };
         let (big_m, pm) = unstructured_moments(self.spec.law, &stats);
+        scaled_powers(m * m, ln_g2, &mut pw.m2);
+        scaled_powers(big_m, ln_g2, &mut pw.big_m);
+        if self.complex {
+            scaled_powers(pm, ln_g2, &mut pw.pm);
+        }
         let cross = self
             .spec
             .srht_d_pad
             .map(|d_pad| srht_cross_moments(self.spec.law, &stats, d_pad));
-        let m2 = m * m;
-        for n in 1..=p {
-            let nn = n as u32;
-            let m2n = scaled_pow(m2, nn, ln_g2);
-            let mut v = scaled_pow(big_m, nn, ln_g2) - m2n;
+        if let Some((c, pc)) = cross {
+            scaled_powers(c, ln_g2, &mut pw.c);
             if self.complex {
-                v = 0.5 * (v + scaled_pow(pm, nn, ln_g2) - m2n);
+                scaled_powers(pc, ln_g2, &mut pw.pc);
+            }
+        }
+        for n in 1..=p {
+            let m2n = pw.m2[n - 1];
+            let mut v = pw.big_m[n - 1] - m2n;
+            if self.complex {
+                v = 0.5 * (v + pw.pm[n - 1] - m2n);
             }
             acc.push(p + 1 + n, v);
-            if let Some((c, pc)) = cross {
-                let mut cv = scaled_pow(c, nn, ln_g2) - m2n;
+            if cross.is_some() {
+                let mut cv = pw.c[n - 1] - m2n;
                 if self.complex {
-                    cv = 0.5 * (cv + scaled_pow(pc, nn, ln_g2) - m2n);
+                    cv = 0.5 * (cv + pw.pc[n - 1] - m2n);
                 }
                 acc.push(2 * (p + 1) + n, cv);
             }
@@ -209,11 +277,12 @@ pub fn pair_statistics(
         let m = zi.dot(&zj.t());
         let s2 = z2.slice(s![i0..i1, ..]).dot(&z2.slice(s![j0..j1, ..]).t());
         let mut acc = Acc::new(len);
+        let mut pw = Powers::new(p);
         for a in 0..(i1 - i0) {
             let i = i0 + a;
             let start = if bi == bj { a + 1 } else { 0 };
             for b in start..(j1 - j0) {
-                kernel.pair(m[[a, b]], sq[i], sq[j0 + b], s2[[a, b]], &mut acc);
+                kernel.pair(m[[a, b]], sq[i], sq[j0 + b], s2[[a, b]], &mut pw, &mut acc);
             }
         }
         acc
