@@ -49,12 +49,18 @@ def main() -> None:
     print(f"chosen degree p = {mf.degree_}, features per degree {alloc}")
     print("| step | randfeat_rs (s) | papers' PyTorch (s) | speed-up |")
     print("|---|---|---|---|")
-    print(f"| allocation (1,000-row subsample) | {t_fit:.3f} | {REF_ALLOCATION_S} | "
-          f"{REF_ALLOCATION_S / t_fit:.1f}x |")
-    print(f"| features (10,000 rows) | {t_feat:.3f} | {REF_FEATURES_S} | "
-          f"{REF_FEATURES_S / t_feat:.1f}x |")
-    print(f"| end to end | {total:.3f} | {ref_total:.2f} | {ref_total / total:.1f}x "
-          f"(goal >= {GOAL:g}x: {'met' if ref_total / total >= GOAL else 'NOT met'}) |")
+    print(
+        f"| allocation (1,000-row subsample) | {t_fit:.3f} | {REF_ALLOCATION_S} | "
+        f"{REF_ALLOCATION_S / t_fit:.1f}x |"
+    )
+    print(
+        f"| features (10,000 rows) | {t_feat:.3f} | {REF_FEATURES_S} | "
+        f"{REF_FEATURES_S / t_feat:.1f}x |"
+    )
+    print(
+        f"| end to end | {total:.3f} | {ref_total:.2f} | {ref_total / total:.1f}x "
+        f"(goal >= {GOAL:g}x: {'met' if ref_total / total >= GOAL else 'NOT met'}) |"
+    )
     print(f"| sklearn RBFSampler transform, same D (context) | {t_rbf:.3f} | | |")
 
 

@@ -106,8 +106,12 @@ def test_localized_centers_exact():
         ),
         ({"n_components": 10, "sketch": "tensor_sketch"}, InvalidInputError, "sketch"),
         (
-            {"n_components": 10, "sketch": "tensor_sketch", "complex_weights": True,
-             "allocation": "random"},
+            {
+                "n_components": 10,
+                "sketch": "tensor_sketch",
+                "complex_weights": True,
+                "allocation": "random",
+            },
             InvalidInputError,
             "complex_weights",
         ),
@@ -146,9 +150,7 @@ def test_dropped_pairs_warn():
 @pytest.mark.parametrize("allocation", ["optimized", "random"])
 def test_pickle_bit_identical(allocation):
     X = _data()
-    mf = MaclaurinFeatures(
-        48, allocation=allocation, complex_weights=True, random_state=7
-    ).fit(X)
+    mf = MaclaurinFeatures(48, allocation=allocation, complex_weights=True, random_state=7).fit(X)
     clone = pickle.loads(pickle.dumps(mf))
     np.testing.assert_array_equal(clone.transform(X), mf.transform(X))
     np.testing.assert_array_equal(clone.allocation_, mf.allocation_)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 from numbers import Integral, Real
-from typing import Any, Optional
+from typing import Any, ClassVar, Optional
 
 import numpy as np
 from sklearn.base import _fit_context
@@ -101,9 +101,9 @@ class MaclaurinFeatures(RandomFeaturesBase):
     256
     """
 
-    _required_parameters = ["n_components"]
+    _required_parameters: ClassVar[list[str]] = ["n_components"]
 
-    _parameter_constraints: dict = {
+    _parameter_constraints: ClassVar[dict] = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "kernel": [StrOptions({"gaussian", "exponential", "polynomial"})],
         "length_scale": [Interval(Real, 0, None, closed="neither")],
