@@ -1,5 +1,7 @@
 """Type stubs of the compiled core (checked with mypy stubtest)."""
 
+from typing import final
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -28,6 +30,7 @@ def fwht_into(
 def fwht_inplace(x: NDArray[np.floating], normalized: bool = False) -> None: ...
 
 # Maclaurin features (src/python/maclaurin.rs)
+@final
 class MaclaurinMap:
     @staticmethod
     def fit(
