@@ -46,6 +46,7 @@ demo: develop
 bench: develop
 	cargo bench --bench fwht -- --warm-up-time 1 --measurement-time 3
 	$(VPY) benches/compare_fwht.py
+	$(VPY) benches/compare_maclaurin.py
 
 clean:
 	rm -rf $(VENV) target
