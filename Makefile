@@ -64,6 +64,7 @@ bench: develop
 	$(VPY) benches/compare_fourier.py
 	$(VPY) benches/gpu.py
 	$(VPY) benches/compare_sketch.py
+	$(VPY) benches/compare_maclaurin.py
 
 clean:
 	rm -rf $(VENV) target

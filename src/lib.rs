@@ -29,6 +29,7 @@ pub mod fwht;
 pub mod gp;
 pub mod gpu;
 pub mod linalg;
+pub mod maclaurin;
 pub mod real;
 pub mod rng;
 pub mod sketch;

@@ -13,6 +13,7 @@ from ._binning import RandomBinningFeatures
 from ._fourier import NystroemFeatures, RandomFourierFeatures, kernel_matrix
 from ._fwht import fwht
 from ._gp import ExactGPR, RandomFeatureGPR, SufficientStatistics
+from ._maclaurin import MaclaurinFeatures
 from ._metrics import kl_divergence, mean_nll, relative_frobenius_error, rmse
 from ._sketch import PolynomialSketch, sketch_variance
 from .exceptions import (
@@ -31,6 +32,7 @@ __all__ = [
     "GpuError",
     "InvalidDtypeError",
     "InvalidInputError",
+    "MaclaurinFeatures",
     "NotPositiveDefiniteError",
     "NystroemFeatures",
     "PolynomialSketch",

@@ -8,6 +8,7 @@ from numpy.typing import NDArray
 # Keep in step with the functions registered in src/python/ (stubtest checks it).
 __all__ = [
     "FeatureStats",
+    "MaclaurinMap",
     "PolySketch",
     "__version__",
     "_debug_panic",
@@ -283,3 +284,61 @@ def _sketch_estimates(
     seed: int,
     reps: int,
 ) -> NDArray[np.float64]: ...
+
+# Maclaurin features (src/python/maclaurin.rs)
+@final
+class MaclaurinMap:
+    @staticmethod
+    def fit(
+        x: NDArray[np.floating],
+        n_components: int,
+        kernel: str,
+        degree: int,
+        bias: float,
+        length_scale: float,
+        kernel_variance: float,
+        sketch: str,
+        complex_weights: bool,
+        allocation: str,
+        explicit: list[int] | None,
+        min_degree: int,
+        max_degree: int,
+        n_subsample: int,
+        h01: bool,
+        seed: int,
+    ) -> MaclaurinMap: ...
+    @staticmethod
+    def build(
+        dim: int,
+        counts: list[int],
+        center: list[float] | None,
+        n_components: int,
+        kernel: str,
+        degree: int,
+        bias: float,
+        length_scale: float,
+        kernel_variance: float,
+        sketch: str,
+        complex_weights: bool,
+        allocation: str,
+        min_degree: int,
+        max_degree: int,
+        n_subsample: int,
+        h01: bool,
+        seed: int,
+    ) -> MaclaurinMap: ...
+    @property
+    def allocation(self) -> list[int]: ...
+    @property
+    def degree(self) -> int: ...
+    @property
+    def objective(self) -> float | None: ...
+    @property
+    def center(self) -> list[float] | None: ...
+    @property
+    def dropped_pairs(self) -> tuple[int, int]: ...
+    @property
+    def width(self) -> int: ...
+    def transform(
+        self, x: NDArray[np.floating], center: list[float] | None = None
+    ) -> NDArray[np.floating]: ...

@@ -10,6 +10,7 @@ mod fwht;
 mod gp;
 #[cfg(feature = "gpu")]
 mod gpu;
+mod maclaurin;
 mod sketch;
 
 use pyo3::prelude::*;
@@ -58,5 +59,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(feature = "gpu")]
     gpu::register(m)?;
     sketch::register(m)?;
+    maclaurin::register(m)?;
     Ok(())
 }

@@ -1,0 +1,309 @@
+"""Optimized Maclaurin random features (ALGORITHMS.md sections 3 and 4)."""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+from typing import Any, ClassVar, Optional
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from . import _core
+from ._base import RandomFeaturesBase
+from .exceptions import InvalidInputError
+
+__all__ = ["MaclaurinFeatures"]
+
+
+class MaclaurinFeatures(RandomFeaturesBase):
+    """Random Maclaurin features for the Gaussian and dot-product kernels.
+
+    The kernel is written as its Maclaurin series
+    ``k(x, y) = sigma^2 g(x) g(y) sum_n a_n (x~ . y~)^n`` with ``x~ = x / l``
+    (``(x - center) / l`` for the Gaussian kernel, whose prefactor is
+    ``g(x) = exp(-|x~|^2 / 2)``). Degree ``n`` is approximated by a
+    polynomial sketch with ``D_n`` features; the truncation degree ``p``
+    and the counts ``D_n`` are chosen at fit by the incremental algorithm of
+    Wacker et al. (2022), which minimizes the expected squared kernel error
+    on a subsample of the training rows. Output columns:
+    ``[constant | h01 linear (d) | degree blocks ascending | (zero column)]``,
+    complex blocks as ``[Re | Im]``. With one input feature the explicit map
+    ``(g(x) sqrt(a_n) x~^n)_{n < n_components}`` is used (nothing random).
+
+    Parameters
+    ----------
+    n_components : int
+        Output width ``D`` (real columns).
+    kernel : {"gaussian", "exponential", "polynomial"}, default="gaussian"
+        ``sigma^2 exp(-|x - y|^2 / (2 l^2))``, ``sigma^2 exp(x.y / l^2)`` or
+        ``sigma^2 (x.y / l^2 + bias)^degree``.
+    length_scale : float, default=1.0
+        ``l > 0``.
+    kernel_variance : float, default=1.0
+        ``sigma^2 > 0``.
+    bias : float, default=0.0
+        ``c >= 0`` of the polynomial kernel (polynomial kernel only).
+    degree : int, default=None
+        Degree ``q >= 1`` of the polynomial kernel (required for it, not
+        allowed for the others).
+    sketch : {"tensor_srht", "rademacher", "gaussian", "tensor_sketch"}, default="tensor_srht"
+        The polynomial sketch of every degree ("tensor_sketch" only with
+        ``allocation="random"`` or an explicit allocation).
+    complex_weights : bool, default=False
+        Complex sketches (two real columns per feature).
+    allocation : "optimized", "random" or array-like of int, default="optimized"
+        "optimized": the incremental algorithm and the search over ``p``.
+        "random": Kar & Karnick degrees drawn with ``P(n) = 2^-n`` on
+        ``1..max_degree``. An array: features per degree, index = degree,
+        in the format of ``allocation_`` (entry 0 the constant column, entry
+        1 the ``d`` linear columns in h01 mode); its width must equal
+        ``n_components``.
+    max_degree : int, default=10
+        Largest truncation degree searched (the random support's maximum).
+    min_degree : int, default=2
+        Smallest truncation degree searched.
+    n_subsample : int, default=2000
+        Rows of the subsample of the pair statistics (``>= 2``).
+    h01 : bool, default=False
+        Use the exact linear map (``d`` columns) instead of a degree-1 sketch.
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the subsample and of every random sketch.
+
+    Attributes
+    ----------
+    allocation_ : ndarray of shape (degree_ + 1,), dtype int64
+        Features per degree, index = degree: entry 0 is the constant column
+        (1 if the kernel has a constant term), entry 1 in h01 mode the ``d``
+        exact linear columns, other entries sketch features (complex
+        features with complex weights). For one input feature: one column
+        per degree.
+    degree_ : int
+        Truncation degree ``p``.
+    objective_ : float
+        The minimized objective ``sigma^4 J`` (predicted mean squared kernel
+        error over pairs of distinct training rows); NaN unless optimized.
+    center_ : ndarray of shape (n_features_in_,) or None
+        Training mean (Gaussian kernel); None for dot-product kernels.
+    n_features_in_ : int
+        Number of input features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randfeat_rs import MaclaurinFeatures
+    >>> X = np.random.default_rng(0).normal(size=(200, 8))
+    >>> mf = MaclaurinFeatures(256, length_scale=3.0, random_state=0).fit(X)
+    >>> mf.transform(X).shape
+    (200, 256)
+    >>> int(mf.allocation_.sum())  # 1 constant + 255 sketch features
+    256
+    """
+
+    _required_parameters: ClassVar[list[str]] = ["n_components"]
+
+    _parameter_constraints: ClassVar[dict] = {
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "kernel": [StrOptions({"gaussian", "exponential", "polynomial"})],
+        "length_scale": [Interval(Real, 0, None, closed="neither")],
+        "kernel_variance": [Interval(Real, 0, None, closed="neither")],
+        "bias": [Interval(Real, 0, None, closed="left")],
+        "degree": [Interval(Integral, 1, None, closed="left"), None],
+        "sketch": [StrOptions({"tensor_srht", "rademacher", "gaussian", "tensor_sketch"})],
+        "complex_weights": ["boolean"],
+        "allocation": [StrOptions({"optimized", "random"}), "array-like"],
+        "max_degree": [Interval(Integral, 1, None, closed="left")],
+        "min_degree": [Interval(Integral, 1, None, closed="left")],
+        "n_subsample": [Interval(Integral, 2, None, closed="left")],
+        "h01": ["boolean"],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        n_components: int,
+        *,
+        kernel: str = "gaussian",
+        length_scale: float = 1.0,
+        kernel_variance: float = 1.0,
+        bias: float = 0.0,
+        degree: Optional[int] = None,
+        sketch: str = "tensor_srht",
+        complex_weights: bool = False,
+        allocation: Any = "optimized",
+        max_degree: int = 10,
+        min_degree: int = 2,
+        n_subsample: int = 2000,
+        h01: bool = False,
+        random_state: Any = None,
+    ) -> None:
+        self.n_components = n_components
+        self.kernel = kernel
+        self.length_scale = length_scale
+        self.kernel_variance = kernel_variance
+        self.bias = bias
+        self.degree = degree
+        self.sketch = sketch
+        self.complex_weights = complex_weights
+        self.allocation = allocation
+        self.max_degree = max_degree
+        self.min_degree = min_degree
+        self.n_subsample = n_subsample
+        self.h01 = h01
+        self.random_state = random_state
+
+    def _kernel_args(self) -> tuple[int, float]:
+        """``(q, c)`` for the core, with the kernel/parameter checks."""
+        if self.kernel == "polynomial":
+            if self.degree is None:
+                raise InvalidInputError("`degree` is required for kernel='polynomial'")
+            return int(self.degree), float(self.bias)
+        if self.degree is not None:
+            raise InvalidInputError(
+                f"`degree` applies to kernel='polynomial' only, got degree={self.degree!r} "
+                f"with kernel={self.kernel!r}"
+            )
+        if self.bias != 0.0:
+            raise InvalidInputError(
+                f"`bias` applies to kernel='polynomial' only, got bias={self.bias!r}"
+            )
+        return 1, 0.0
+
+    def _allocation_args(self) -> tuple[str, Optional[list[int]]]:
+        if isinstance(self.allocation, str):
+            return self.allocation, None
+        counts = np.asarray(self.allocation)
+        if counts.ndim != 1 or counts.size == 0 or not np.issubdtype(counts.dtype, np.integer):
+            raise InvalidInputError(
+                "`allocation` must be 'optimized', 'random' or a 1-D array of non-negative "
+                f"integers (features per degree), got {self.allocation!r}"
+            )
+        if (counts < 0).any():
+            raise InvalidInputError("`allocation` entries must be >= 0")
+        return "explicit", [int(c) for c in counts]
+
+    def _core_settings(self) -> dict[str, Any]:
+        q, c = self._kernel_args()
+        return {
+            "n_components": int(self.n_components),
+            "kernel": self.kernel,
+            "degree": q,
+            "bias": c,
+            "length_scale": float(self.length_scale),
+            "kernel_variance": float(self.kernel_variance),
+            "sketch": self.sketch,
+            "complex_weights": bool(self.complex_weights),
+            "min_degree": int(self.min_degree),
+            "max_degree": int(self.max_degree),
+            "n_subsample": int(self.n_subsample),
+            "h01": bool(self.h01),
+        }
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any = None) -> MaclaurinFeatures:
+        """Choose the allocation on a subsample of ``X`` and draw the sketches.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features)
+            Training data (float32 or float64; other dtypes become float64).
+            The optimized allocation needs ``n_samples >= 2`` unless
+            ``n_features == 1``.
+        y : ignored
+
+        Returns
+        -------
+        self : MaclaurinFeatures
+        """
+        X = self._validate_input(X, reset=True)
+        settings = self._core_settings()
+        mode, explicit = self._allocation_args()
+        seed = self._seed()
+        if mode == "optimized" and X.shape[0] < 2 and X.shape[1] > 1:
+            raise InvalidInputError(
+                "the optimized allocation needs at least 2 rows, got n_samples=1"
+            )
+        fitted = _core.MaclaurinMap.fit(
+            X, allocation=mode, explicit=explicit, seed=seed, **settings
+        )
+        pairs, dropped = fitted.dropped_pairs
+        if pairs > 0 and dropped > 0.05 * pairs:
+            warnings.warn(
+                f"{dropped} of {pairs} subsample pairs gave non-finite Maclaurin statistics "
+                "and were dropped from the allocation objective; consider a larger "
+                "length_scale",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        self._map = fitted
+        self._fit_seed = seed
+        self._mode = mode
+        self.allocation_ = np.asarray(fitted.allocation, dtype=np.int64)
+        self.degree_ = int(fitted.degree)
+        obj = fitted.objective
+        self.objective_ = float("nan") if obj is None else float(obj)
+        center = fitted.center
+        self.center_ = None if center is None else np.asarray(center, dtype=np.float64)
+        self._n_features_out = int(fitted.width)
+        return self
+
+    def _fitted_map(self) -> Any:
+        fitted = getattr(self, "_map", None)
+        if fitted is None:
+            # After unpickling: the sketches are redrawn from the stored seed,
+            # allocation and center, which reproduces them exactly.
+            fitted = _core.MaclaurinMap.build(
+                self.n_features_in_,
+                [int(c) for c in self.allocation_],
+                None if self.center_ is None else [float(c) for c in self.center_],
+                allocation=self._mode,
+                seed=self._fit_seed,
+                **self._core_settings(),
+            )
+            self._map = fitted
+        return fitted
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Map ``X`` to the random features.
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components), dtype of ``X``
+            ``Phi(X)`` with ``Phi(x) . Phi(y)`` an estimate of the truncated kernel.
+        """
+        X = self._check_transform_input(X)
+        return self._fitted_map().transform(X)
+
+    def transform_centered(self, X: Any, center: Any) -> np.ndarray:
+        """Map ``X`` with the expansion centered at ``center`` (Gaussian kernel only).
+
+        The Gaussian kernel is shift invariant, so ``Phi(x - c) . Phi(y - c)``
+        estimates the same kernel for any ``c``; the estimate is most accurate
+        near ``c`` (the localized GP of ALGORITHMS.md 8 uses this).
+
+        Parameters
+        ----------
+        X : array_like of shape (n_samples, n_features_in_)
+        center : array_like of shape (n_features_in_,)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components), dtype of ``X``
+        """
+        X = self._check_transform_input(X)
+        c = np.asarray(center, dtype=np.float64)
+        if c.shape != (self.n_features_in_,):
+            raise InvalidInputError(
+                f"`center` must have shape ({self.n_features_in_},), got {c.shape}"
+            )
+        return self._fitted_map().transform(X, [float(v) for v in c])
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(super().__getstate__())
+        state.pop("_map", None)
+        return state

@@ -1,0 +1,733 @@
+//! The fitted Maclaurin feature map (ALGORITHMS.md 3.3, 3.4, 4.7):
+//! `Φ(x) = σ g(x) · [√a_0 | √a_1 x̃ (h01) | √a_{n_0} φ_{n_0}(x̃) | … | √a_p φ_p(x̃) | (0)]`.
+
+use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis, Zip};
+use rand::seq::index::sample;
+
+use super::allocate::{Problem, VarianceModel};
+use super::coefficients::{ln_factorial, MaclaurinKernel};
+use super::random;
+use super::stats::{pair_statistics, StatsSpec};
+use crate::error::{Error, Result};
+use crate::real::Real;
+use crate::rng::substream;
+use crate::sketch::variance::WeightLaw;
+use crate::sketch::{padded_dim, PolySketch, SketchKind};
+use crate::threads::Parallelism;
+
+/// Random stream of the subsample (4.1).
+const STREAM_SUBSAMPLE: u64 = 0;
+/// Random stream of the Kar & Karnick degrees (3.4).
+const STREAM_DEGREES: u64 = 1;
+/// The sketch of degree `n` uses stream `STREAM_SKETCH + n`, so the weights of
+/// a degree depend only on the seed, the degree and its feature count.
+const STREAM_SKETCH: u64 = 16;
+
+/// How the features are spread over the degrees.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum AllocationStrategy {
+    /// The incremental algorithm with the search over `p` (4.2–4.6).
+    Optimized,
+    /// Kar & Karnick: degrees drawn from `P(n) ∝ 2^{−(n+1)}` (3.4).
+    Random,
+    /// Sketch features per degree, index = degree (4.7). Entry 0 must equal
+    /// the constant column count (1 if `a_0 > 0`, else 0) and, in h01 mode,
+    /// entry 1 the input dimension `d`; the total width must be `n_components`.
+    Explicit(Vec<usize>),
+}
+
+/// The settings of a Maclaurin feature map (ALGORITHMS.md 4.1).
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct MaclaurinConfig {
+    /// Output width `D` (real columns).
+    pub n_components: usize,
+    /// The kernel's Maclaurin series.
+    pub kernel: MaclaurinKernel,
+    /// Length scale `l > 0`.
+    pub length_scale: f64,
+    /// Kernel variance `σ² > 0`.
+    pub kernel_variance: f64,
+    /// The polynomial sketch of every degree.
+    pub sketch: SketchKind,
+    /// Complex weights (`[Re | Im]` blocks, ALGORITHMS.md 9).
+    pub complex: bool,
+    /// How the features are spread over the degrees.
+    pub allocation: AllocationStrategy,
+    /// Smallest truncation degree searched, `p_min >= 1`.
+    pub min_degree: u32,
+    /// Largest truncation degree (searched, or the Kar & Karnick support).
+    pub max_degree: u32,
+    /// Subsample size `n_s >= 2` of the pair statistics.
+    pub n_subsample: usize,
+    /// Exact linear part instead of a degree-1 sketch.
+    pub h01: bool,
+}
+
+impl MaclaurinConfig {
+    /// Default settings (4.1) for a kernel and a width: TensorSRHT, real
+    /// weights, optimized allocation, `p ∈ [2, 10]`, `n_s = 2000`, no h01,
+    /// `l = σ² = 1`.
+    pub fn new(kernel: MaclaurinKernel, n_components: usize) -> Self {
+        Self {
+            n_components,
+            kernel,
+            length_scale: 1.0,
+            kernel_variance: 1.0,
+            sketch: SketchKind::TensorSrht,
+            complex: false,
+            allocation: AllocationStrategy::Optimized,
+            min_degree: 2,
+            max_degree: 10,
+            n_subsample: 2000,
+            h01: false,
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        self.kernel.validate()?;
+        if self.n_components == 0 {
+            return Err(Error::invalid("n_components", "must be >= 1, got 0"));
+        }
+        for (name, v) in [
+            ("length_scale", self.length_scale),
+            ("kernel_variance", self.kernel_variance),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(Error::invalid(
+                    name,
+                    format!("must be a finite number > 0, got {v}"),
+                ));
+            }
+        }
+        if self.min_degree == 0 || self.max_degree == 0 {
+            return Err(Error::invalid(
+                "min_degree",
+                "min_degree and max_degree must be >= 1",
+            ));
+        }
+        if self.min_degree > self.max_degree {
+            return Err(Error::invalid(
+                "min_degree",
+                format!(
+                    "must be <= max_degree ({}), got {}",
+                    self.max_degree, self.min_degree
+                ),
+            ));
+        }
+        if self.n_subsample < 2 {
+            return Err(Error::invalid(
+                "n_subsample",
+                format!("must be >= 2, got {}", self.n_subsample),
+            ));
+        }
+        if self.complex && self.sketch == SketchKind::TensorSketch {
+            return Err(Error::invalid(
+                "complex_weights",
+                "TensorSketch has no complex variant; use complex_weights=False",
+            ));
+        }
+        if self.sketch == SketchKind::TensorSketch
+            && self.allocation == AllocationStrategy::Optimized
+        {
+            return Err(Error::invalid(
+                "sketch",
+                "the optimized allocation models Gaussian, Rademacher and TensorSRHT sketches \
+                 only (ALGORITHMS.md 4.1); use one of them or allocation=\"random\"",
+            ));
+        }
+        if self.h01 {
+            if let MaclaurinKernel::Polynomial { degree, bias } = self.kernel {
+                if bias <= 0.0 || degree < 2 {
+                    return Err(Error::invalid(
+                        "h01",
+                        "the exact linear part needs a polynomial kernel with bias > 0 and \
+                         degree >= 2",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The largest degree that may carry features: `max_degree`, clipped to
+    /// `q` for the polynomial kernel.
+    fn degree_cap(&self) -> u32 {
+        self.kernel
+            .max_degree()
+            .map_or(self.max_degree, |q| q.min(self.max_degree))
+    }
+}
+
+/// One sketched degree block of the map.
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+struct Block {
+    /// `√a_n` (optimized / explicit) or the Kar & Karnick scale (3.4).
+    scale: f64,
+    sketch: PolySketch,
+}
+
+/// Fitted Maclaurin feature map (ALGORITHMS.md 3.3, 3.4, 4.7).
+///
+/// Column layout: `[constant | h01 linear (d) | degree blocks ascending |
+/// (zero column)]`; complex blocks are `[Re φ_n | Im φ_n]`. For `d = 1` with
+/// the optimized allocation the map is the explicit map of 3.3 with
+/// `p = D − 1` and nothing random.
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct MaclaurinMap {
+    config: MaclaurinConfig,
+    dim: usize,
+    seed: u64,
+    center: Option<Vec<f64>>,
+    coefs: Vec<f64>,
+    degree: u32,
+    counts: Vec<usize>,
+    explicit_1d: bool,
+    blocks: Vec<Block>,
+    objective: Option<f64>,
+    n_pairs: u64,
+    dropped_pairs: u64,
+}
+
+/// Output columns of the fixed (non-sketch) part: the constant and h01.
+fn fixed_columns(constant: bool, h01: bool, dim: usize) -> usize {
+    usize::from(constant) + if h01 { dim } else { 0 }
+}
+
+impl MaclaurinMap {
+    /// Fits the map on `x` (`N × d`): the center (Gaussian kernel: the
+    /// column mean), the allocation (4.2–4.6, 3.4 or explicit) and the random
+    /// sketches, all drawn from `seed`. The sketch of degree `n` depends only
+    /// on `seed`, `n` and its feature count, never on the data otherwise.
+    pub fn fit<T: Real>(
+        x: ArrayView2<T>,
+        config: &MaclaurinConfig,
+        seed: u64,
+        par: Parallelism,
+    ) -> Result<Self> {
+        config.validate()?;
+        let (n, dim) = x.dim();
+        if n == 0 || dim == 0 {
+            return Err(Error::invalid(
+                "X",
+                format!("needs at least one row and one column, got shape ({n}, {dim})"),
+            ));
+        }
+        if x.iter().any(|v| !v.is_finite()) {
+            return Err(Error::NonFinite { name: "X" });
+        }
+        let center = config.kernel.is_gaussian().then(|| {
+            let mut sum = vec![0.0; dim];
+            for row in x.rows() {
+                for (s, v) in sum.iter_mut().zip(row) {
+                    *s += v.to_f64_exact();
+                }
+            }
+            sum.iter().map(|s| s / n as f64).collect::<Vec<f64>>()
+        });
+        if dim == 1 && config.allocation == AllocationStrategy::Optimized {
+            return Ok(Self::explicit_1d(config, center, seed));
+        }
+        let cap = config.degree_cap();
+        let coefs = config.kernel.coefficients(cap);
+        let budget = Self::budget(config, &coefs, dim)?;
+        let (counts, objective, n_pairs, dropped) = match &config.allocation {
+            AllocationStrategy::Explicit(c) => (c.clone(), None, 0, 0),
+            AllocationStrategy::Random => {
+                let probs = random::degree_probabilities(&coefs, config.h01, 2.0)?;
+                let mut rng = substream(seed, STREAM_DEGREES);
+                let counts = random::draw_counts(&probs, budget, &mut rng);
+                (
+                    Self::with_fixed(counts, &coefs, config.h01, dim),
+                    None,
+                    0,
+                    0,
+                )
+            }
+            AllocationStrategy::Optimized => {
+                if n < 2 {
+                    return Err(Error::invalid(
+                        "X",
+                        "the optimized allocation needs at least 2 rows",
+                    ));
+                }
+                let n_s = n.min(config.n_subsample);
+                let mut rng = substream(seed, STREAM_SUBSAMPLE);
+                let mut rows = sample(&mut rng, n, n_s).into_vec();
+                rows.sort_unstable();
+                let mut z = Array2::<f64>::zeros((n_s, dim));
+                for (mut zr, &r) in z.axis_iter_mut(Axis(0)).zip(&rows) {
+                    for (a, (o, v)) in zr.iter_mut().zip(x.row(r)).enumerate() {
+                        let c = center.as_ref().map_or(0.0, |c| c[a]);
+                        *o = (v.to_f64_exact() - c) / config.length_scale;
+                    }
+                }
+                let srht = config.sketch == SketchKind::TensorSrht;
+                let d_pad = padded_dim(dim);
+                let spec = StatsSpec {
+                    kernel: config.kernel,
+                    p_max: cap,
+                    law: WeightLaw::of(config.sketch, config.complex),
+                    srht_d_pad: srht.then_some(d_pad),
+                };
+                let stats = pair_statistics(z.view(), spec, par)?;
+                let model = if srht {
+                    VarianceModel::TensorSrht { d_pad }
+                } else {
+                    VarianceModel::Unstructured
+                };
+                let alloc = Problem {
+                    stats: &stats,
+                    coefs: &coefs,
+                    p_min: config.min_degree,
+                    p_max: cap,
+                    h01: config.h01,
+                    budget,
+                    model,
+                }
+                .solve()?;
+                let sigma4 = config.kernel_variance * config.kernel_variance;
+                (
+                    Self::with_fixed(alloc.best.counts, &coefs, config.h01, dim),
+                    Some(alloc.best.objective * sigma4),
+                    stats.n_pairs,
+                    stats.max_dropped,
+                )
+            }
+        };
+        let mut map = Self::from_allocation(config, dim, counts, center, seed)?;
+        map.objective = objective;
+        map.n_pairs = n_pairs;
+        map.dropped_pairs = dropped;
+        Ok(map)
+    }
+
+    /// The explicit `d = 1` map of 3.3 with `p = D − 1` (4.7): nothing random.
+    fn explicit_1d(config: &MaclaurinConfig, center: Option<Vec<f64>>, seed: u64) -> Self {
+        let p = (config.n_components - 1) as u32;
+        Self {
+            config: config.clone(),
+            dim: 1,
+            seed,
+            center,
+            counts: vec![1; p as usize + 1],
+            coefs: config.kernel.coefficients(p),
+            degree: p,
+            explicit_1d: true,
+            blocks: Vec::new(),
+            objective: None,
+            n_pairs: 0,
+            dropped_pairs: 0,
+        }
+    }
+
+    /// Rebuilds a map returned by [`Self::fit`] from its settings, input
+    /// dimension, [`Self::allocation`], [`Self::center`] and [`Self::seed`]:
+    /// the same columns bit for bit (the objective and the dropped-pair
+    /// counts are not kept).
+    pub fn rebuild(
+        config: &MaclaurinConfig,
+        dim: usize,
+        counts: Vec<usize>,
+        center: Option<Vec<f64>>,
+        seed: u64,
+    ) -> Result<Self> {
+        config.validate()?;
+        if dim == 1 && config.allocation == AllocationStrategy::Optimized {
+            if counts.len() != config.n_components {
+                return Err(Error::invalid(
+                    "allocation",
+                    "the explicit d = 1 map has one column per degree 0..=n_components-1",
+                ));
+            }
+            return Ok(Self::explicit_1d(config, center, seed));
+        }
+        Self::from_allocation(config, dim, counts, center, seed)
+    }
+
+    /// Sketch features available after the constant and h01 columns (4.5):
+    /// real columns, or complex features (`⌊D'/2⌋`) for complex sketches.
+    fn budget(config: &MaclaurinConfig, coefs: &[f64], dim: usize) -> Result<usize> {
+        let constant = coefs[0] != 0.0;
+        let fixed = fixed_columns(constant, config.h01, dim);
+        let left = config.n_components.checked_sub(fixed).ok_or_else(|| {
+            Error::invalid(
+                "n_components",
+                format!(
+                    "too small: the constant{} column(s) alone need {fixed}, got {}",
+                    if config.h01 { " and h01 linear" } else { "" },
+                    config.n_components
+                ),
+            )
+        })?;
+        let budget = if config.complex { left / 2 } else { left };
+        if budget == 0 && !constant {
+            return Err(Error::invalid(
+                "n_components",
+                format!(
+                    "too small: the kernel has no constant term, so at least {} columns are \
+                     needed for one sketch feature, got {}",
+                    fixed + if config.complex { 2 } else { 1 },
+                    config.n_components
+                ),
+            ));
+        }
+        Ok(budget)
+    }
+
+    /// Sets entry 0 (constant) and, in h01 mode, entry 1 (`d` linear columns).
+    fn with_fixed(mut counts: Vec<usize>, coefs: &[f64], h01: bool, dim: usize) -> Vec<usize> {
+        let need = if h01 { 2 } else { 1 };
+        if counts.len() < need {
+            counts.resize(need, 0);
+        }
+        counts[0] = usize::from(coefs[0] != 0.0);
+        if h01 {
+            counts[1] = dim;
+        }
+        while counts.len() > need && counts.last() == Some(&0) {
+            counts.pop();
+        }
+        counts
+    }
+
+    /// Builds the map from a given allocation (index = degree; entry 0 the
+    /// constant column count, entry 1 `d` in h01 mode): the sketch of
+    /// degree `n` is drawn from stream `n` of `seed`, so rebuilding with the
+    /// fitted allocation, center and seed reproduces a fitted map exactly.
+    /// For [`AllocationStrategy::Random`] the Kar & Karnick scales are used.
+    pub fn from_allocation(
+        config: &MaclaurinConfig,
+        dim: usize,
+        counts: Vec<usize>,
+        center: Option<Vec<f64>>,
+        seed: u64,
+    ) -> Result<Self> {
+        config.validate()?;
+        if dim == 0 {
+            return Err(Error::invalid("X", "needs at least one column"));
+        }
+        let degree = counts.len().saturating_sub(1) as u32;
+        let cap = config.degree_cap();
+        let coefs = config.kernel.coefficients(degree.max(cap).max(1));
+        let constant = coefs[0] != 0.0;
+        if counts.is_empty() || counts[0] != usize::from(constant) {
+            return Err(Error::invalid(
+                "allocation",
+                format!(
+                    "entry 0 counts the constant column and must be {} for this kernel",
+                    usize::from(constant)
+                ),
+            ));
+        }
+        if config.h01 && counts.get(1) != Some(&dim) {
+            return Err(Error::invalid(
+                "allocation",
+                format!("entry 1 counts the h01 linear columns and must be d = {dim}"),
+            ));
+        }
+        if let Some(c) = &center {
+            if c.len() != dim {
+                return Err(Error::ShapeMismatch {
+                    name: "length of center",
+                    expected: dim,
+                    got: c.len(),
+                });
+            }
+        }
+        let first = if config.h01 { 2 } else { 1 };
+        let mut sketched = 0usize;
+        for (n, &c) in counts.iter().enumerate().skip(first) {
+            if c > 0 && coefs[n] == 0.0 {
+                return Err(Error::invalid(
+                    "allocation",
+                    format!(
+                        "degree {n} has a zero Maclaurin coefficient and cannot carry features"
+                    ),
+                ));
+            }
+            sketched += c;
+        }
+        let fixed = fixed_columns(constant, config.h01, dim);
+        let width = fixed
+            + if config.complex {
+                2 * sketched
+            } else {
+                sketched
+            };
+        let zero_col = config.complex && width + 1 == config.n_components;
+        if width + usize::from(zero_col) != config.n_components {
+            return Err(Error::invalid(
+                "allocation",
+                format!(
+                    "the allocation gives {width} columns but n_components is {}",
+                    config.n_components
+                ),
+            ));
+        }
+        let probs = (config.allocation == AllocationStrategy::Random)
+            .then(|| random::degree_probabilities(&coefs[..=cap as usize], config.h01, 2.0))
+            .transpose()?;
+        let mut blocks = Vec::new();
+        for (n, &c) in counts.iter().enumerate().skip(first) {
+            if c == 0 {
+                continue;
+            }
+            let mut rng = substream(seed, STREAM_SKETCH + n as u64);
+            let sketch =
+                PolySketch::draw(config.sketch, config.complex, n as u32, dim, c, &mut rng)?;
+            let scale = match &probs {
+                Some(p) if p.get(n).is_some_and(|&q| q > 0.0) => {
+                    random::block_scale(coefs[n], p[n], c, sketched)
+                }
+                Some(_) => {
+                    return Err(Error::invalid(
+                        "allocation",
+                        format!("degree {n} is outside the random Maclaurin support"),
+                    ))
+                }
+                None => coefs[n].sqrt(),
+            };
+            blocks.push(Block { scale, sketch });
+        }
+        Ok(Self {
+            config: config.clone(),
+            dim,
+            seed,
+            center,
+            coefs,
+            degree,
+            counts,
+            explicit_1d: false,
+            blocks,
+            objective: None,
+            n_pairs: 0,
+            dropped_pairs: 0,
+        })
+    }
+
+    /// The settings the map was built with.
+    pub fn config(&self) -> &MaclaurinConfig {
+        &self.config
+    }
+
+    /// The seed the random sketches were drawn from.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Input dimension `d`.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Output width `D` (= `n_components`).
+    pub fn width(&self) -> usize {
+        self.config.n_components
+    }
+
+    /// Truncation degree `p`.
+    pub fn degree(&self) -> u32 {
+        self.degree
+    }
+
+    /// Features per degree, index = degree: entry 0 the constant column,
+    /// entry 1 the `d` linear columns in h01 mode, else sketch features
+    /// (complex features for complex sketches). For the explicit `d = 1`
+    /// map, one column per degree.
+    pub fn allocation(&self) -> &[usize] {
+        &self.counts
+    }
+
+    /// The optimized objective `σ⁴ J` (4.3), the predicted mean squared
+    /// kernel error over pairs; `None` unless the allocation was optimized.
+    pub fn objective(&self) -> Option<f64> {
+        self.objective
+    }
+
+    /// The center `c̄` (Gaussian kernel only).
+    pub fn center(&self) -> Option<&[f64]> {
+        self.center.as_deref()
+    }
+
+    /// `(pairs, most pairs dropped from one term)` of the pair statistics
+    /// (4.2); callers warn when more than 5% were dropped.
+    pub fn dropped_pairs(&self) -> (u64, u64) {
+        (self.n_pairs, self.dropped_pairs)
+    }
+
+    /// Writes `Φ(x)` for every row of `x` (`n × d`) into `out` (`n × D`), with
+    /// the fitted center. Parallel over rows; deterministic.
+    pub fn transform_into<T: Real>(
+        &self,
+        x: ArrayView2<T>,
+        out: ArrayViewMut2<T>,
+        par: Parallelism,
+    ) -> Result<()> {
+        let zero;
+        let center = match &self.center {
+            Some(c) => c.as_slice(),
+            None => {
+                zero = vec![0.0; self.dim];
+                zero.as_slice()
+            }
+        };
+        self.transform_centered_into(x, center, out, par)
+    }
+
+    /// Like [`Self::transform_into`] with `x̃ = (x − center)/l` (the localized
+    /// GP of ALGORITHMS.md 8 evaluates one map at many centers). Errors: a
+    /// non-zero center for a dot-product kernel (3.2), shape mismatches,
+    /// non-finite input.
+    pub fn transform_centered_into<T: Real>(
+        &self,
+        x: ArrayView2<T>,
+        center: &[f64],
+        mut out: ArrayViewMut2<T>,
+        par: Parallelism,
+    ) -> Result<()> {
+        let (n, d) = x.dim();
+        if d != self.dim {
+            return Err(Error::ShapeMismatch {
+                name: "number of features of X",
+                expected: self.dim,
+                got: d,
+            });
+        }
+        if center.len() != self.dim {
+            return Err(Error::ShapeMismatch {
+                name: "length of center",
+                expected: self.dim,
+                got: center.len(),
+            });
+        }
+        if out.dim() != (n, self.width()) {
+            return Err(Error::ShapeMismatch {
+                name: "shape of out (columns)",
+                expected: self.width(),
+                got: out.ncols(),
+            });
+        }
+        if !self.config.kernel.is_gaussian() && center.iter().any(|&c| c != 0.0) {
+            return Err(Error::invalid(
+                "center",
+                "only the Gaussian kernel may be centered (dot-product kernels change under a shift)",
+            ));
+        }
+        if center.iter().any(|c| !c.is_finite()) {
+            return Err(Error::NonFinite { name: "center" });
+        }
+        if x.iter().any(|v| !v.is_finite()) {
+            return Err(Error::NonFinite { name: "X" });
+        }
+        let inv_l = 1.0 / self.config.length_scale;
+        let mut xt = Array2::<T>::zeros((n, d));
+        Zip::from(xt.rows_mut()).and(x.rows()).for_each(|mut o, r| {
+            for ((o, &v), &c) in o.iter_mut().zip(r).zip(center) {
+                *o = T::from_f64_lossy((v.to_f64_exact() - c) * inv_l);
+            }
+        });
+        let sigma = self.config.kernel_variance.sqrt();
+        // Per-row factor σ·g(x̃), from the scaled rows.
+        let ln_g: Vec<f64> = xt
+            .rows()
+            .into_iter()
+            .map(|r| {
+                let sq: f64 = r.iter().map(|v| v.to_f64_exact().powi(2)).sum();
+                self.config.kernel.ln_prefactor(sq)
+            })
+            .collect();
+        if self.explicit_1d {
+            for ((mut o, r), &lg) in out.rows_mut().into_iter().zip(xt.rows()).zip(&ln_g) {
+                let t = r[0].to_f64_exact();
+                for (k, o) in o.iter_mut().enumerate() {
+                    *o = T::from_f64_lossy(
+                        sigma * explicit_entry(t, k as u32, lg, &self.config.kernel),
+                    );
+                }
+            }
+            return Ok(());
+        }
+        let mut col = 0;
+        if self.counts[0] == 1 {
+            let a0 = self.coefs[0].sqrt();
+            for (o, &lg) in out.column_mut(0).iter_mut().zip(&ln_g) {
+                *o = T::from_f64_lossy(sigma * a0 * lg.exp());
+            }
+            col = 1;
+        }
+        if self.config.h01 {
+            let a1 = self.coefs[1].sqrt();
+            out.slice_mut(s![.., col..col + d])
+                .zip_mut_with(&xt, |o, &v| *o = v * T::from_f64_lossy(a1));
+            col += d;
+        }
+        let mut ranges = Vec::with_capacity(self.blocks.len());
+        for b in &self.blocks {
+            let w = b.sketch.width();
+            b.sketch
+                .transform_into(xt.view(), out.slice_mut(s![.., col..col + w]), par)?;
+            ranges.push((col, col + w, b.scale));
+            col += w;
+        }
+        if col < self.width() {
+            out.slice_mut(s![.., col..]).fill(T::zero());
+        }
+        // Scale the linear and sketch columns by σ g(x) (and the block scale).
+        let first = usize::from(self.counts[0] == 1);
+        let h01_end = first + if self.config.h01 { d } else { 0 };
+        let scale_rows = |mut o: ndarray::ArrayViewMut1<T>, lg: f64| {
+            let g = sigma * lg.exp();
+            if h01_end > first {
+                let f = T::from_f64_lossy(g);
+                o.slice_mut(s![first..h01_end]).mapv_inplace(|v| v * f);
+            }
+            for &(a, b, sc) in &ranges {
+                let f = T::from_f64_lossy(g * sc);
+                o.slice_mut(s![a..b]).mapv_inplace(|v| v * f);
+            }
+        };
+        let rows = Zip::from(out.rows_mut()).and(&ln_g[..]);
+        if par.is_parallel() {
+            rows.par_for_each(|o, &lg| scale_rows(o, lg));
+        } else {
+            rows.for_each(|o, &lg| scale_rows(o, lg));
+        }
+        Ok(())
+    }
+
+    /// Allocating wrapper of [`Self::transform_into`].
+    pub fn transform<T: Real>(&self, x: ArrayView2<T>, par: Parallelism) -> Result<Array2<T>> {
+        let mut out = Array2::zeros((x.nrows(), self.width()));
+        self.transform_into(x, out.view_mut(), par)?;
+        Ok(out)
+    }
+}
+
+/// Entry `n` of the explicit `d = 1` map without `σ` (3.3):
+/// `sign(t)^n exp(ln g + ½ ln a_n + n ln|t|)`, i.e. `g(t) √a_n t^n` in log space.
+fn explicit_entry(t: f64, n: u32, ln_g: f64, kernel: &MaclaurinKernel) -> f64 {
+    let a = kernel.coefficient(n);
+    if a == 0.0 {
+        return 0.0;
+    }
+    let half_ln_a = match kernel {
+        MaclaurinKernel::Polynomial { .. } => 0.5 * a.ln(),
+        _ => -0.5 * ln_factorial(n),
+    };
+    if n == 0 {
+        return (ln_g + half_ln_a).exp();
+    }
+    if t == 0.0 {
+        return 0.0;
+    }
+    let v = (ln_g + half_ln_a + n as f64 * t.abs().ln()).exp();
+    if t < 0.0 && n % 2 == 1 {
+        -v
+    } else {
+        v
+    }
+}

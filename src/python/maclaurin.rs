@@ -1,0 +1,262 @@
+//! Bindings of [`crate::maclaurin`]: the fitted map as an opaque handle
+//! (`_core.MaclaurinMap`), built by `fit` or rebuilt from its fitted
+//! allocation, center and seed by `build` (used after unpickling).
+
+use numpy::{PyArray2, PyReadonlyArray2};
+use pyo3::prelude::*;
+use pyo3::types::PyAny;
+
+use super::ffi;
+use crate::maclaurin::map::{AllocationStrategy, MaclaurinConfig, MaclaurinMap};
+use crate::maclaurin::MaclaurinKernel;
+use crate::real::Real;
+use crate::sketch::SketchKind;
+use crate::threads::Parallelism;
+
+/// Translates the Python arguments into a [`MaclaurinConfig`].
+#[allow(clippy::too_many_arguments)]
+fn config(
+    n_components: usize,
+    kernel: &str,
+    degree: u32,
+    bias: f64,
+    length_scale: f64,
+    kernel_variance: f64,
+    sketch: &str,
+    complex_weights: bool,
+    allocation: &str,
+    explicit: Option<Vec<usize>>,
+    min_degree: u32,
+    max_degree: u32,
+    n_subsample: usize,
+    h01: bool,
+) -> crate::Result<MaclaurinConfig> {
+    let kernel = MaclaurinKernel::parse(kernel, degree, bias)?;
+    let allocation = match (allocation, explicit) {
+        ("optimized", None) => AllocationStrategy::Optimized,
+        ("random", None) => AllocationStrategy::Random,
+        ("explicit", Some(c)) => AllocationStrategy::Explicit(c),
+        (other, _) => {
+            return Err(crate::Error::invalid(
+                "allocation",
+                format!("expected \"optimized\", \"random\" or an array of counts, got {other:?}"),
+            ))
+        }
+    };
+    Ok(MaclaurinConfig {
+        n_components,
+        kernel,
+        length_scale,
+        kernel_variance,
+        sketch: SketchKind::parse(sketch)?,
+        complex: complex_weights,
+        allocation,
+        min_degree,
+        max_degree,
+        n_subsample,
+        h01,
+    })
+}
+
+/// A fitted Maclaurin feature map (ALGORITHMS.md 3.3, 4.7).
+#[pyclass(name = "MaclaurinMap", module = "randfeat_rs._core", frozen)]
+pub(crate) struct PyMaclaurinMap {
+    inner: MaclaurinMap,
+}
+
+fn is_f32(x: &Bound<'_, PyAny>) -> bool {
+    x.downcast::<PyArray2<f32>>().is_ok()
+}
+
+fn fit_typed<T: Real + numpy::Element>(
+    py: Python<'_>,
+    x: &Bound<'_, PyAny>,
+    cfg: &MaclaurinConfig,
+    seed: u64,
+) -> PyResult<MaclaurinMap> {
+    let x: PyReadonlyArray2<'_, T> = x.extract()?;
+    let view = x.as_array();
+    ffi::call(py, || {
+        MaclaurinMap::fit(view, cfg, seed, Parallelism::Rayon)
+    })
+}
+
+fn transform_typed<'py, T: Real + numpy::Element>(
+    py: Python<'py>,
+    map: &MaclaurinMap,
+    x: &Bound<'py, PyAny>,
+    center: Option<Vec<f64>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let x: PyReadonlyArray2<'py, T> = x.extract()?;
+    let src = x.as_array();
+    let out = ffi::call_with_output(py, src.nrows(), map.width(), |dst| match &center {
+        Some(c) => map.transform_centered_into(src, c, dst, Parallelism::Rayon),
+        None => map.transform_into(src, dst, Parallelism::Rayon),
+    })?;
+    Ok(out.into_any())
+}
+
+#[pymethods]
+impl PyMaclaurinMap {
+    /// Fits the map on `x` (float32/float64, 2-D, C order): center,
+    /// allocation and random sketches from `seed`.
+    #[staticmethod]
+    #[pyo3(signature = (x, n_components, kernel, degree, bias, length_scale, kernel_variance,
+                        sketch, complex_weights, allocation, explicit, min_degree, max_degree,
+                        n_subsample, h01, seed))]
+    #[allow(clippy::too_many_arguments)]
+    fn fit(
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        n_components: usize,
+        kernel: &str,
+        degree: u32,
+        bias: f64,
+        length_scale: f64,
+        kernel_variance: f64,
+        sketch: &str,
+        complex_weights: bool,
+        allocation: &str,
+        explicit: Option<Vec<usize>>,
+        min_degree: u32,
+        max_degree: u32,
+        n_subsample: usize,
+        h01: bool,
+        seed: u64,
+    ) -> PyResult<Self> {
+        let cfg = ffi::map_result(
+            py,
+            config(
+                n_components,
+                kernel,
+                degree,
+                bias,
+                length_scale,
+                kernel_variance,
+                sketch,
+                complex_weights,
+                allocation,
+                explicit,
+                min_degree,
+                max_degree,
+                n_subsample,
+                h01,
+            ),
+        )?;
+        let inner = if is_f32(x) {
+            fit_typed::<f32>(py, x, &cfg, seed)?
+        } else {
+            fit_typed::<f64>(py, x, &cfg, seed)?
+        };
+        Ok(Self { inner })
+    }
+
+    /// Rebuilds a fitted map from its allocation (index = degree), center
+    /// and seed: the same random sketches as the original fit.
+    #[staticmethod]
+    #[pyo3(signature = (dim, counts, center, n_components, kernel, degree, bias, length_scale,
+                        kernel_variance, sketch, complex_weights, allocation, min_degree,
+                        max_degree, n_subsample, h01, seed))]
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        py: Python<'_>,
+        dim: usize,
+        counts: Vec<usize>,
+        center: Option<Vec<f64>>,
+        n_components: usize,
+        kernel: &str,
+        degree: u32,
+        bias: f64,
+        length_scale: f64,
+        kernel_variance: f64,
+        sketch: &str,
+        complex_weights: bool,
+        allocation: &str,
+        min_degree: u32,
+        max_degree: u32,
+        n_subsample: usize,
+        h01: bool,
+        seed: u64,
+    ) -> PyResult<Self> {
+        let explicit = (allocation == "explicit").then(|| counts.clone());
+        let cfg = ffi::map_result(
+            py,
+            config(
+                n_components,
+                kernel,
+                degree,
+                bias,
+                length_scale,
+                kernel_variance,
+                sketch,
+                complex_weights,
+                allocation,
+                explicit,
+                min_degree,
+                max_degree,
+                n_subsample,
+                h01,
+            ),
+        )?;
+        let inner = ffi::call(py, || {
+            MaclaurinMap::rebuild(&cfg, dim, counts, center, seed)
+        })?;
+        Ok(Self { inner })
+    }
+
+    /// Features per degree (index = degree).
+    #[getter]
+    fn allocation(&self) -> Vec<usize> {
+        self.inner.allocation().to_vec()
+    }
+
+    /// Truncation degree `p`.
+    #[getter]
+    fn degree(&self) -> u32 {
+        self.inner.degree()
+    }
+
+    /// The optimized objective (predicted mean squared kernel error), or None.
+    #[getter]
+    fn objective(&self) -> Option<f64> {
+        self.inner.objective()
+    }
+
+    /// The center (Gaussian kernel), or None.
+    #[getter]
+    fn center(&self) -> Option<Vec<f64>> {
+        self.inner.center().map(<[f64]>::to_vec)
+    }
+
+    /// `(pairs, most pairs dropped from one term)` of the pair statistics.
+    #[getter]
+    fn dropped_pairs(&self) -> (u64, u64) {
+        self.inner.dropped_pairs()
+    }
+
+    /// Output width.
+    #[getter]
+    fn width(&self) -> usize {
+        self.inner.width()
+    }
+
+    /// `Φ(x)` with the fitted center, or with `center` when given.
+    #[pyo3(signature = (x, center=None))]
+    fn transform<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        center: Option<Vec<f64>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if is_f32(x) {
+            transform_typed::<f32>(py, &self.inner, x, center)
+        } else {
+            transform_typed::<f64>(py, &self.inner, x, center)
+        }
+    }
+}
+
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyMaclaurinMap>()?;
+    Ok(())
+}
