@@ -46,7 +46,7 @@ rust-test: vulkan
 	cargo test --release --features gpu
 
 stubtest: develop
-	$(VPY) -m mypy.stubtest randfeat_rs._core --ignore-missing-stub
+	$(VPY) -m mypy.stubtest randfeat_rs._core
 
 py-test: develop vulkan
 	$(VPY) -m pytest -q -W error
