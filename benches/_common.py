@@ -1,4 +1,4 @@
-"""Shared helpers of the comparison scripts: timing and the machine line."""
+"""Shared helpers of the comparison scripts: timing, the machine line, a NumPy FWHT."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import platform
 import statistics
 import time
 from typing import Callable
+
+import numpy as np
 
 
 def machine_line() -> str:
@@ -20,8 +22,6 @@ def machine_line() -> str:
                     break
     except OSError:
         pass
-    import numpy as np
-
     import randfeat_rs as rf
 
     return (
@@ -41,3 +41,18 @@ def median_time(fn: Callable[[], object], repeats: int = 7, warmup: int = 1) -> 
         fn()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
+
+
+def numpy_butterfly(x: np.ndarray) -> np.ndarray:
+    """Reshape-based radix-2 butterflies, one vectorized NumPy pass per stage."""
+    y = np.array(x, dtype=x.dtype, copy=True)
+    rows, n = y.shape
+    h = 1
+    while h < n:
+        v = y.reshape(rows, n // (2 * h), 2, h)
+        a = v[:, :, 0, :].copy()
+        b = v[:, :, 1, :]
+        v[:, :, 0, :] += b
+        np.subtract(a, b, out=v[:, :, 1, :])
+        h *= 2
+    return y

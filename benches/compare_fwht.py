@@ -13,24 +13,9 @@ import numpy as np
 import scipy.linalg
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import machine_line, median_time
+from _common import machine_line, median_time, numpy_butterfly
 
 import randfeat_rs as rf
-
-
-def numpy_butterfly(x: np.ndarray) -> np.ndarray:
-    """Reshape-based radix-2 butterflies, one vectorized NumPy pass per stage."""
-    y = np.array(x, dtype=x.dtype, copy=True)
-    rows, n = y.shape
-    h = 1
-    while h < n:
-        v = y.reshape(rows, n // (2 * h), 2, h)
-        a = v[:, :, 0, :].copy()
-        b = v[:, :, 1, :]
-        v[:, :, 0, :] += b
-        np.subtract(a, b, out=v[:, :, 1, :])
-        h *= 2
-    return y
 
 
 def numpy_kronecker(x: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.kernel_approximation import PolynomialCountSketch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import machine_line, median_time
+from _common import machine_line, median_time, numpy_butterfly
 
 import randfeat_rs as rf
 
@@ -25,21 +25,6 @@ import randfeat_rs as rf
 # TensorSRHT degree 3 at D = 4,096 / 8,192.
 TORCH_REAL_DEG3_8192 = 2.8
 TORCH_COMPLEX_DEG3 = {4096: 3.0, 8192: 7.2}
-
-
-def numpy_fwht(x: np.ndarray) -> np.ndarray:
-    """Unnormalized FWHT of every row: one vectorized NumPy pass per stage."""
-    y = x.copy()
-    rows, n = y.shape
-    h = 1
-    while h < n:
-        v = y.reshape(rows, n // (2 * h), 2, h)
-        a = v[:, :, 0, :].copy()
-        b = v[:, :, 1, :]
-        v[:, :, 0, :] += b
-        np.subtract(a, b, out=v[:, :, 1, :])
-        h *= 2
-    return y
 
 
 class NumpyTensorSRHT:
@@ -62,7 +47,7 @@ class NumpyTensorSRHT:
         for b in range(self.blocks):
             acc = None
             for j in range(self.n):
-                u = numpy_fwht(xp * self.signs[b, j])[:, self.perms[b, j]]
+                u = numpy_butterfly(xp * self.signs[b, j])[:, self.perms[b, j]]
                 acc = u if acc is None else acc * u
             out[:, b * self.dp : (b + 1) * self.dp] = acc
         return out[:, : self.D] / np.sqrt(self.D)
