@@ -68,4 +68,18 @@ impl Error {
             reason: reason.into(),
         }
     }
+
+    /// `Ok` when `got == expected`; otherwise the [`Error::ShapeMismatch`]
+    /// every fitted map reports for an `X` of the wrong width.
+    pub fn check_n_features(expected: usize, got: usize) -> Result<()> {
+        if got == expected {
+            Ok(())
+        } else {
+            Err(Error::ShapeMismatch {
+                name: "number of features of X",
+                expected,
+                got,
+            })
+        }
+    }
 }

@@ -220,14 +220,7 @@ impl BinningGrids {
     }
 
     fn check_width(&self, got: usize) -> Result<()> {
-        if got != self.n_features() {
-            return Err(Error::ShapeMismatch {
-                name: "number of features of X",
-                expected: self.n_features(),
-                got,
-            });
-        }
-        Ok(())
+        Error::check_n_features(self.n_features(), got)
     }
 
     /// `(x − u_{p,a}) / δ_{p,a}`, checked.

@@ -415,13 +415,7 @@ impl FourierFeatures {
         par: Parallelism,
     ) -> Result<()> {
         let (m, d) = self.projection.shape();
-        if x.ncols() != d {
-            return Err(Error::ShapeMismatch {
-                name: "number of features of X",
-                expected: d,
-                got: x.ncols(),
-            });
-        }
+        Error::check_n_features(d, x.ncols())?;
         if out.dim() != (x.nrows(), self.n_components) {
             let (expected, got) = if out.nrows() != x.nrows() {
                 (x.nrows(), out.nrows())

@@ -183,13 +183,7 @@ impl NystroemFeatures {
         par: Parallelism,
     ) -> Result<()> {
         let (m, d) = self.landmarks.dim();
-        if x.ncols() != d {
-            return Err(Error::ShapeMismatch {
-                name: "number of features of X",
-                expected: d,
-                got: x.ncols(),
-            });
-        }
+        Error::check_n_features(d, x.ncols())?;
         if out.dim() != (x.nrows(), m) {
             return Err(Error::ShapeMismatch {
                 name: "shape of out",

@@ -385,13 +385,7 @@ pub fn predict_exact(
     par: Parallelism,
 ) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
     let (n, d) = x_train.dim();
-    if xs.ncols() != d {
-        return Err(Error::ShapeMismatch {
-            name: "number of features of X",
-            expected: d,
-            got: xs.ncols(),
-        });
-    }
+    Error::check_n_features(d, xs.ncols())?;
     if chol.dim() != n || alpha.len() != n {
         return Err(Error::ShapeMismatch {
             name: "size of the fitted factor and alpha (training rows)",

@@ -590,13 +590,7 @@ impl MaclaurinMap {
         par: Parallelism,
     ) -> Result<()> {
         let (n, d) = x.dim();
-        if d != self.dim {
-            return Err(Error::ShapeMismatch {
-                name: "number of features of X",
-                expected: self.dim,
-                got: d,
-            });
-        }
+        Error::check_n_features(self.dim, d)?;
         if center.len() != self.dim {
             return Err(Error::ShapeMismatch {
                 name: "length of center",

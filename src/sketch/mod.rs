@@ -265,13 +265,7 @@ impl PolySketch {
 }
 
 fn check_shapes(x: (usize, usize), out: (usize, usize), dim: usize, width: usize) -> Result<()> {
-    if x.1 != dim {
-        return Err(Error::ShapeMismatch {
-            name: "number of features of X",
-            expected: dim,
-            got: x.1,
-        });
-    }
+    Error::check_n_features(dim, x.1)?;
     if out.0 != x.0 {
         return Err(Error::ShapeMismatch {
             name: "number of rows of out",
