@@ -93,6 +93,15 @@ impl Cholesky {
     /// [`Error::NonFinite`] for NaN/inf entries, and
     /// [`Error::NotPositiveDefinite`] when the last rung still fails.
     pub fn new(a: MatRef<'_, f64>, par: Parallelism) -> Result<Self> {
+        Self::shifted(a, 0.0, par)
+    }
+
+    /// Factors `a + shift·I` (only the lower triangle of `a` is read; `a`
+    /// itself is not modified) with the jitter ladder of [`Cholesky::new`],
+    /// the jitter relative to `mean(diag a) + shift`. Saves the GP a copy of
+    /// the kernel matrix: `K_y = K + σ_n² I` is formed in the factor's own
+    /// storage.
+    pub fn shifted(a: MatRef<'_, f64>, shift: f64, par: Parallelism) -> Result<Self> {
         let n = a.nrows();
         if a.ncols() != n {
             return Err(Error::ShapeMismatch {
@@ -101,20 +110,28 @@ impl Cholesky {
                 got: a.ncols(),
             });
         }
-        for j in 0..n {
-            for i in j..n {
-                if !a[(i, j)].is_finite() {
-                    return Err(Error::NonFinite { name: "matrix" });
+        let mut l = Mat::<f64>::zeros(n, n);
+        // Copies the lower triangle of `a + (shift + jitter) I` into `l`.
+        let load = |l: &mut Mat<f64>, jitter: f64| -> Result<()> {
+            for j in 0..n {
+                let col = l.col_as_slice_mut(j);
+                for (i, v) in col.iter_mut().enumerate().skip(j) {
+                    *v = a[(i, j)];
+                    if !v.is_finite() {
+                        return Err(Error::NonFinite { name: "matrix" });
+                    }
                 }
+                col[j] += shift + jitter;
             }
-        }
+            Ok(())
+        };
+        load(&mut l, 0.0)?;
         let fpar = faer_par(par);
         let mean_diag = if n == 0 {
             0.0
         } else {
-            (0..n).map(|i| a[(i, i)]).sum::<f64>() / n as f64
+            (0..n).map(|i| l[(i, i)]).sum::<f64>() / n as f64
         };
-        let mut l = a.to_owned();
         let mut index = match factor_in_place(l.as_mut(), fpar) {
             Ok(()) => return Ok(Self { l, jitter: 0.0 }),
             Err(index) => index,
@@ -122,10 +139,7 @@ impl Cholesky {
         if mean_diag > 0.0 {
             for eps in JITTER_LADDER {
                 let jitter = eps * mean_diag;
-                l.copy_from(a);
-                for i in 0..n {
-                    l[(i, i)] += jitter;
-                }
+                load(&mut l, jitter)?;
                 match factor_in_place(l.as_mut(), fpar) {
                     Ok(()) => return Ok(Self { l, jitter }),
                     Err(i) => index = i,
@@ -226,25 +240,34 @@ impl Cholesky {
         x
     }
 
-    /// The full symmetric inverse `(L Lᵀ)^{−1}` as a row-major ndarray.
-    pub fn inverse(&self, par: Parallelism) -> Array2<f64> {
+    /// The lower triangle of the inverse `(L Lᵀ)^{−1}` (faer's `L^{−1}`
+    /// followed by the triangular product `L^{−ᵀ} L^{−1}`, `⅔ n³` flops);
+    /// the strict upper triangle is zero.
+    pub fn inverse_lower(&self, par: Parallelism) -> Mat<f64> {
         let n = self.dim();
         let fpar = faer_par(par);
-        let mut out = Array2::<f64>::zeros((n, n));
-        {
-            let mut mem = MemBuffer::new(faer::linalg::cholesky::llt::inverse::inverse_scratch::<
-                f64,
-            >(n, fpar));
-            let stack = MemStack::new(&mut mem);
-            faer::linalg::cholesky::llt::inverse::inverse(
-                as_faer_mut(out.view_mut()),
-                self.l.as_ref(),
-                fpar,
-                stack,
-            );
-        }
-        mirror_lower(out.view_mut());
+        let mut out = Mat::<f64>::zeros(n, n);
+        let mut mem =
+            MemBuffer::new(faer::linalg::cholesky::llt::inverse::inverse_scratch::<f64>(n, fpar));
+        let stack = MemStack::new(&mut mem);
+        faer::linalg::cholesky::llt::inverse::inverse(out.as_mut(), self.l.as_ref(), fpar, stack);
         out
+    }
+
+    /// The full symmetric inverse `(L Lᵀ)^{−1}` as a row-major ndarray.
+    pub fn inverse(&self, par: Parallelism) -> Array2<f64> {
+        let inv = self.inverse_lower(par);
+        let n = self.dim();
+        Array2::from_shape_fn(
+            (n, n),
+            |(i, j)| {
+                if i >= j {
+                    inv[(i, j)]
+                } else {
+                    inv[(j, i)]
+                }
+            },
+        )
     }
 }
 

@@ -3,13 +3,13 @@
 //! (scalar or per-dimension length scales), and the predictive mean and
 //! variances. The only place in the crate that builds an `N × N` matrix.
 
-use faer::MatMut;
+use faer::{MatMut, MatRef};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
 use super::{check_finite, check_positive};
 use crate::error::{Error, Result};
-use crate::linalg::{as_faer, Cholesky};
+use crate::linalg::Cholesky;
 use crate::threads::Parallelism;
 
 /// `ln 2π`.
@@ -175,11 +175,62 @@ pub struct LmlEval {
     pub jitter: f64,
 }
 
-/// Fitted pieces of `K_y = K + σ_n² I`: its factor and `α = K_y^{−1} y`.
+/// Fitted pieces of `K_y = K + σ_n² I`: the kernel matrix, its factor and
+/// `α = K_y^{−1} y`.
 struct Factored {
-    k: Array2<f64>,
+    /// The lower triangle of `K`, column-major: column `j` is
+    /// `k[j n + j .. (j + 1) n]` (the strict upper triangle is unused).
+    k: Vec<f64>,
+    /// The inputs divided by the length scales, transposed (`d × N`,
+    /// row `a` holds dimension `a` of every point).
+    ut: Array2<f64>,
     chol: Cholesky,
     alpha: Vec<f64>,
+}
+
+/// `u = x / l`, transposed to `d × N` so the pair loops below run over
+/// contiguous memory.
+fn scaled_transposed(x: ArrayView2<'_, f64>, kernel: &GaussianKernel) -> Array2<f64> {
+    let u = kernel.scale(x);
+    u.t().as_standard_layout().into_owned()
+}
+
+/// `r2[i] = Σ_a (u_ia − u_ja)²` for the rows `i ≥ j` of column `j`
+/// (`r2.len() == n − j`), one contiguous pass per dimension.
+fn column_sq_dist(ut: &Array2<f64>, j: usize, r2: &mut [f64]) {
+    r2.fill(0.0);
+    for row in ut.rows() {
+        let row = row.as_slice().unwrap_or_default();
+        let c = row[j];
+        for (r, &v) in r2.iter_mut().zip(&row[j..]) {
+            let t = v - c;
+            *r += t * t;
+        }
+    }
+}
+
+/// The lower triangle of `K = σ² exp(−½ ‖u_i − u_j‖²)` column by column
+/// (columns in parallel); pairwise differences, no `‖a‖² + ‖b‖² − 2aᵀb`
+/// cancellation.
+fn kernel_lower(ut: &Array2<f64>, variance: f64, par: Parallelism) -> Vec<f64> {
+    let n = ut.ncols();
+    let mut k = vec![0.0; n * n];
+    let fill = |(j, col): (usize, &mut [f64])| {
+        let col = &mut col[j..];
+        column_sq_dist(ut, j, col);
+        for v in col.iter_mut() {
+            *v = variance * (-0.5 * *v).exp();
+        }
+    };
+    if n == 0 {
+        return k;
+    }
+    if par.is_parallel() {
+        k.par_chunks_mut(n).enumerate().for_each(fill);
+    } else {
+        k.chunks_mut(n).enumerate().for_each(fill);
+    }
+    k
 }
 
 fn factor(
@@ -189,16 +240,31 @@ fn factor(
     noise_variance: f64,
     par: Parallelism,
 ) -> Result<Factored> {
-    let u = kernel.scale(x);
-    let k = cross_scaled(u.view(), u.view(), kernel.variance, par);
-    let mut ky = k.clone();
-    for i in 0..ky.nrows() {
-        ky[(i, i)] += noise_variance;
-    }
-    let chol = Cholesky::new(as_faer(ky.view()), par)?;
-    drop(ky);
+    let n = x.nrows();
+    let ut = scaled_transposed(x, kernel);
+    let k = kernel_lower(&ut, kernel.variance, par);
+    let chol = Cholesky::shifted(
+        MatRef::from_column_major_slice(&k, n, n),
+        noise_variance,
+        par,
+    )?;
     let alpha = chol.solve_vec(y, par);
-    Ok(Factored { k, chol, alpha })
+    Ok(Factored { k, ut, chol, alpha })
+}
+
+/// `Σ_i a_i b_i` with eight independent partial sums (vectorizable; the
+/// order is fixed, so the result does not depend on the thread count).
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for l in 0..8 {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    let tail: f64 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
+    acc.iter().sum::<f64>() + tail
 }
 
 /// The log marginal likelihood of centered targets `y` under the GP with
@@ -208,6 +274,12 @@ fn factor(
 /// `∂LML/∂θ = ½ tr[(ααᵀ − K_y^{−1}) ∂K_y/∂θ]` with `∂K_y/∂ln l_a = K ⊙ R_a`,
 /// `R_a,ij = (x_ia − x_ja)²/l_a²` (summed over `a` for a scalar length scale),
 /// `∂K_y/∂ln σ² = K`, `∂K_y/∂ln σ_n² = σ_n² I`.
+///
+/// Cost: one kernel matrix (lower triangle, `N²/2` exponentials), one
+/// Cholesky (`N³/3` flops), and for the gradient the lower triangle of
+/// `K_y^{−1}` (`⅔ N³`); the traces are elementwise sums over the lower
+/// triangle of `M = (ααᵀ − K_y^{−1}) ⊙ K` (symmetric), no further `N³`
+/// products.
 pub fn log_marginal_likelihood(
     x: ArrayView2<'_, f64>,
     y: ArrayView1<'_, f64>,
@@ -231,61 +303,63 @@ pub fn log_marginal_likelihood(
             jitter,
         });
     }
-    // M = (ααᵀ − K_y^{−1}) ⊙ K, built in place of the inverse.
-    let mut m = f.chol.inverse(par);
-    let trace_inv: f64 = m.diag().sum();
-    let alpha = &f.alpha;
-    let k = &f.k;
-    let build = |(i, mut row): (usize, ndarray::ArrayViewMut1<'_, f64>)| {
-        for (j, v) in row.iter_mut().enumerate() {
-            *v = (alpha[i] * alpha[j] - *v) * k[(i, j)];
-        }
-    };
-    if par.is_parallel() {
-        m.axis_iter_mut(Axis(0))
-            .into_par_iter()
-            .enumerate()
-            .for_each(build);
-    } else {
-        m.axis_iter_mut(Axis(0)).enumerate().for_each(build);
-    }
+    let inv = f.chol.inverse_lower(par);
     let d = x.ncols();
-    let u = kernel.scale(x);
-    // Per-dimension ½ Σ_ij M_ij (u_ia − u_ja)², pairwise (no cancellation).
-    let row_terms = |i: usize| -> (Vec<f64>, f64) {
-        let mut acc = vec![0.0; d];
-        let ui = u.row(i);
-        let mi = m.row(i);
-        for (j, uj) in u.rows().into_iter().enumerate() {
-            let mij = mi[j];
-            for a in 0..d {
-                let t = ui[a] - uj[a];
-                acc[a] += mij * t * t;
-            }
-        }
-        (acc, mi.sum())
+    let alpha = &f.alpha;
+    // Column j of the strict lower triangle: m_i = (α_i α_j − W_ij) K_ij for
+    // i > j; returns (Σ_i m_i r_ia per dimension a, Σ_i m_i).
+    let column = |j: usize| -> (Vec<f64>, f64) {
+        let lo = j + 1;
+        let kj = &f.k[j * n + lo..(j + 1) * n];
+        let wj = &inv.col_as_slice(j)[lo..];
+        let aj = alpha[j];
+        let m: Vec<f64> = kj
+            .iter()
+            .zip(wj)
+            .zip(&alpha[lo..])
+            .map(|((k, w), a)| (aj * a - w) * k)
+            .collect();
+        let mut t = vec![0.0; n - lo];
+        let per_dim =
+            f.ut.rows()
+                .into_iter()
+                .map(|row| {
+                    let row = row.as_slice().unwrap_or_default();
+                    let c = row[j];
+                    for (ti, &v) in t.iter_mut().zip(&row[lo..]) {
+                        *ti = (v - c) * (v - c);
+                    }
+                    dot(&m, &t)
+                })
+                .collect();
+        (per_dim, m.iter().sum())
     };
-    let reduce = |(mut a, sa): (Vec<f64>, f64), (b, sb): (Vec<f64>, f64)| {
-        for (x, y) in a.iter_mut().zip(&b) {
-            *x += y;
-        }
-        (a, sa + sb)
-    };
-    // Per-row terms in parallel, summed in row order: the result does not
-    // depend on the number of threads.
-    let rows: Vec<(Vec<f64>, f64)> = if par.is_parallel() {
-        (0..n).into_par_iter().map(row_terms).collect()
+    // Per-column terms in parallel, summed in column order: the result does
+    // not depend on the number of threads.
+    let cols: Vec<(Vec<f64>, f64)> = if par.is_parallel() {
+        (0..n).into_par_iter().map(column).collect()
     } else {
-        (0..n).map(row_terms).collect()
+        (0..n).map(column).collect()
     };
-    let (per_dim, m_sum) = rows.into_iter().fold((vec![0.0; d], 0.0), reduce);
-    let mut grad: Vec<f64> = if kernel.length_scale.len() == 1 {
-        vec![0.5 * per_dim.iter().sum::<f64>()]
-    } else {
-        per_dim.iter().map(|v| 0.5 * v).collect()
-    };
+    let mut per_dim = vec![0.0; d];
+    let mut m_lower = 0.0;
+    for (pd, s) in &cols {
+        for (acc, v) in per_dim.iter_mut().zip(pd) {
+            *acc += v;
+        }
+        m_lower += s;
+    }
+    let trace_inv: f64 = (0..n).map(|i| inv[(i, i)]).sum();
     let alpha_sq: f64 = alpha.iter().map(|a| a * a).sum();
-    grad.push(0.5 * m_sum);
+    // ½ Σ_ij M_ij over the symmetric M: the strict lower triangle twice plus
+    // the diagonal M_ii = (α_i² − W_ii) σ²; R_a vanishes on the diagonal.
+    let m_diag = kernel.variance * (alpha_sq - trace_inv);
+    let mut grad: Vec<f64> = if kernel.length_scale.len() == 1 {
+        vec![per_dim.iter().sum::<f64>()]
+    } else {
+        per_dim
+    };
+    grad.push(m_lower + 0.5 * m_diag);
     grad.push(0.5 * noise_variance * (alpha_sq - trace_inv));
     Ok(LmlEval { lml, grad, jitter })
 }
@@ -435,6 +509,7 @@ pub fn predict_exact(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::linalg::as_faer;
     use ndarray::array;
 
     fn oracle() -> (Array2<f64>, Array1<f64>, GaussianKernel) {

@@ -12,7 +12,7 @@
 
 use std::sync::Mutex;
 
-use argmin::core::{CostFunction, Executor, Gradient, State};
+use argmin::core::{CostFunction, Executor, Gradient, State, TerminationReason};
 use argmin::solver::linesearch::MoreThuenteLineSearch;
 use argmin::solver::quasinewton::LBFGS;
 use ndarray::{Array1, ArrayView1, ArrayView2};
@@ -228,9 +228,10 @@ const MAX_SEGMENTS: usize = 20;
 ///
 /// argmin's L-BFGS ends a run when its line search fails (e.g. on a
 /// non-descent direction from stale curvature pairs), which can happen far
-/// from a stationary point. The run is then continued from its best point
-/// with fresh memory, until the gradient is below [`TOL_GRAD`], a segment
-/// brings no decrease, or `max_iter` iterations are spent.
+/// from a stationary point. Only then is the run continued from its best
+/// point with fresh memory; it ends when a segment converges (gradient below
+/// [`TOL_GRAD`] or a cost change below [`TOL_COST`]), brings no decrease, or
+/// `max_iter` iterations are spent.
 fn run_lbfgs(obj: &Objective<'_>, start: Vec<f64>, max_iter: u64) -> Result<(f64, Vec<f64>, u64)> {
     let (mut best_c, mut g) = obj.eval(&start)?;
     let mut best_p = start;
@@ -248,12 +249,26 @@ fn run_lbfgs(obj: &Objective<'_>, start: Vec<f64>, max_iter: u64) -> Result<(f64
         let r = Executor::new(Problem(obj), solver)
             .configure(|s| s.param(p0).max_iters(max_iter - total))
             .run();
+        // Only a line-search failure (`SolverExit`) or an evaluation error
+        // warrants a fresh segment; a converged run or the iteration limit
+        // ends the run (restarting a converged run only re-spends
+        // evaluations on a steepest-descent probe of the optimum).
+        let resume = match &r {
+            Ok(r) => matches!(
+                r.state().get_termination_reason(),
+                Some(TerminationReason::SolverExit(_))
+            ),
+            Err(_) => true,
+        };
         total += r.map(|r| r.state().get_iter()).unwrap_or(0).max(1);
         let seg = obj.best.lock().unwrap_or_else(|e| e.into_inner()).take();
         match seg {
             Some((c, p)) if c < best_c - TOL_COST * best_c.abs().max(1.0) => {
                 best_c = c;
                 best_p = p;
+                if !resume {
+                    break;
+                }
                 g = obj.eval(&best_p)?.1;
             }
             _ => break,
