@@ -291,20 +291,9 @@ class MaclaurinMap:
     @staticmethod
     def fit(
         x: NDArray[np.floating],
-        n_components: int,
-        kernel: str,
-        degree: int,
-        bias: float,
-        length_scale: float,
-        kernel_variance: float,
-        sketch: str,
-        complex_weights: bool,
+        settings: dict[str, Any],
         allocation: str,
         explicit: list[int] | None,
-        min_degree: int,
-        max_degree: int,
-        n_subsample: int,
-        h01: bool,
         seed: int,
     ) -> MaclaurinMap: ...
     @staticmethod
@@ -312,19 +301,8 @@ class MaclaurinMap:
         dim: int,
         counts: list[int],
         center: list[float] | None,
-        n_components: int,
-        kernel: str,
-        degree: int,
-        bias: float,
-        length_scale: float,
-        kernel_variance: float,
-        sketch: str,
-        complex_weights: bool,
+        settings: dict[str, Any],
         allocation: str,
-        min_degree: int,
-        max_degree: int,
-        n_subsample: int,
-        h01: bool,
         seed: int,
     ) -> MaclaurinMap: ...
     @property

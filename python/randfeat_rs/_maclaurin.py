@@ -225,7 +225,7 @@ class MaclaurinFeatures(RandomFeaturesBase):
                 "the optimized allocation needs at least 2 rows, got n_samples=1"
             )
         fitted = _core.MaclaurinMap.fit(
-            X, allocation=mode, explicit=explicit, seed=seed, **settings
+            X, settings, allocation=mode, explicit=explicit, seed=seed
         )
         pairs, dropped = fitted.dropped_pairs
         if pairs > 0 and dropped > 0.05 * pairs:
@@ -257,9 +257,9 @@ class MaclaurinFeatures(RandomFeaturesBase):
                 self.n_features_in_,
                 [int(c) for c in self.allocation_],
                 None if self.center_ is None else [float(c) for c in self.center_],
+                self._core_settings(),
                 allocation=self._mode,
                 seed=self._fit_seed,
-                **self._core_settings(),
             )
             self._map = fitted
         return fitted

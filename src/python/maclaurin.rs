@@ -13,49 +13,61 @@ use crate::real::Real;
 use crate::sketch::SketchKind;
 use crate::threads::Parallelism;
 
-/// Translates the Python arguments into a [`MaclaurinConfig`].
-#[allow(clippy::too_many_arguments)]
-fn config(
+/// The map's settings as the Python side passes them: one dict (the
+/// estimator's `_core_settings()`), shared by `fit` and `build`.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct Settings {
     n_components: usize,
-    kernel: &str,
+    kernel: String,
     degree: u32,
     bias: f64,
     length_scale: f64,
     kernel_variance: f64,
-    sketch: &str,
+    sketch: String,
     complex_weights: bool,
-    allocation: &str,
-    explicit: Option<Vec<usize>>,
     min_degree: u32,
     max_degree: u32,
     n_subsample: usize,
     h01: bool,
-) -> crate::Result<MaclaurinConfig> {
-    let kernel = MaclaurinKernel::parse(kernel, degree, bias)?;
-    let allocation = match (allocation, explicit) {
-        ("optimized", None) => AllocationStrategy::Optimized,
-        ("random", None) => AllocationStrategy::Random,
-        ("explicit", Some(c)) => AllocationStrategy::Explicit(c),
-        (other, _) => {
-            return Err(crate::Error::invalid(
-                "allocation",
-                format!("expected \"optimized\", \"random\" or an array of counts, got {other:?}"),
-            ))
-        }
-    };
-    Ok(MaclaurinConfig {
-        n_components,
-        kernel,
-        length_scale,
-        kernel_variance,
-        sketch: SketchKind::parse(sketch)?,
-        complex: complex_weights,
-        allocation,
-        min_degree,
-        max_degree,
-        n_subsample,
-        h01,
-    })
+}
+
+impl Settings {
+    /// Translates the settings and the allocation mode (`explicit` holds
+    /// the counts of `"explicit"`) into a [`MaclaurinConfig`].
+    fn config(
+        self,
+        allocation: &str,
+        explicit: Option<Vec<usize>>,
+    ) -> crate::Result<MaclaurinConfig> {
+        let kernel = MaclaurinKernel::parse(&self.kernel, self.degree, self.bias)?;
+        let allocation = match (allocation, explicit) {
+            ("optimized", None) => AllocationStrategy::Optimized,
+            ("random", None) => AllocationStrategy::Random,
+            ("explicit", Some(c)) => AllocationStrategy::Explicit(c),
+            (other, _) => {
+                return Err(crate::Error::invalid(
+                    "allocation",
+                    format!(
+                        "expected \"optimized\", \"random\" or an array of counts, got {other:?}"
+                    ),
+                ))
+            }
+        };
+        Ok(MaclaurinConfig {
+            n_components: self.n_components,
+            kernel,
+            length_scale: self.length_scale,
+            kernel_variance: self.kernel_variance,
+            sketch: SketchKind::parse(&self.sketch)?,
+            complex: self.complex_weights,
+            allocation,
+            min_degree: self.min_degree,
+            max_degree: self.max_degree,
+            n_subsample: self.n_subsample,
+            h01: self.h01,
+        })
+    }
 }
 
 /// A fitted Maclaurin feature map (ALGORITHMS.md 3.3, 4.7).
@@ -101,48 +113,16 @@ impl PyMaclaurinMap {
     /// Fits the map on `x` (float32/float64, 2-D, C order): center,
     /// allocation and random sketches from `seed`.
     #[staticmethod]
-    #[pyo3(signature = (x, n_components, kernel, degree, bias, length_scale, kernel_variance,
-                        sketch, complex_weights, allocation, explicit, min_degree, max_degree,
-                        n_subsample, h01, seed))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (x, settings, allocation, explicit, seed))]
     fn fit(
         py: Python<'_>,
         x: &Bound<'_, PyAny>,
-        n_components: usize,
-        kernel: &str,
-        degree: u32,
-        bias: f64,
-        length_scale: f64,
-        kernel_variance: f64,
-        sketch: &str,
-        complex_weights: bool,
+        settings: Settings,
         allocation: &str,
         explicit: Option<Vec<usize>>,
-        min_degree: u32,
-        max_degree: u32,
-        n_subsample: usize,
-        h01: bool,
         seed: u64,
     ) -> PyResult<Self> {
-        let cfg = ffi::map_result(
-            py,
-            config(
-                n_components,
-                kernel,
-                degree,
-                bias,
-                length_scale,
-                kernel_variance,
-                sketch,
-                complex_weights,
-                allocation,
-                explicit,
-                min_degree,
-                max_degree,
-                n_subsample,
-                h01,
-            ),
-        )?;
+        let cfg = ffi::map_result(py, settings.config(allocation, explicit))?;
         let inner = if is_f32(x) {
             fit_typed::<f32>(py, x, &cfg, seed)?
         } else {
@@ -154,50 +134,18 @@ impl PyMaclaurinMap {
     /// Rebuilds a fitted map from its allocation (index = degree), center
     /// and seed: the same random sketches as the original fit.
     #[staticmethod]
-    #[pyo3(signature = (dim, counts, center, n_components, kernel, degree, bias, length_scale,
-                        kernel_variance, sketch, complex_weights, allocation, min_degree,
-                        max_degree, n_subsample, h01, seed))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (dim, counts, center, settings, allocation, seed))]
     fn build(
         py: Python<'_>,
         dim: usize,
         counts: Vec<usize>,
         center: Option<Vec<f64>>,
-        n_components: usize,
-        kernel: &str,
-        degree: u32,
-        bias: f64,
-        length_scale: f64,
-        kernel_variance: f64,
-        sketch: &str,
-        complex_weights: bool,
+        settings: Settings,
         allocation: &str,
-        min_degree: u32,
-        max_degree: u32,
-        n_subsample: usize,
-        h01: bool,
         seed: u64,
     ) -> PyResult<Self> {
         let explicit = (allocation == "explicit").then(|| counts.clone());
-        let cfg = ffi::map_result(
-            py,
-            config(
-                n_components,
-                kernel,
-                degree,
-                bias,
-                length_scale,
-                kernel_variance,
-                sketch,
-                complex_weights,
-                allocation,
-                explicit,
-                min_degree,
-                max_degree,
-                n_subsample,
-                h01,
-            ),
-        )?;
+        let cfg = ffi::map_result(py, settings.config(allocation, explicit))?;
         let inner = ffi::call(py, || {
             MaclaurinMap::rebuild(&cfg, dim, counts, center, seed)
         })?;
