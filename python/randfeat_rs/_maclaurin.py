@@ -224,9 +224,7 @@ class MaclaurinFeatures(RandomFeaturesBase):
             raise InvalidInputError(
                 "the optimized allocation needs at least 2 rows, got n_samples=1"
             )
-        fitted = _core.MaclaurinMap.fit(
-            X, settings, allocation=mode, explicit=explicit, seed=seed
-        )
+        fitted = _core.MaclaurinMap.fit(X, settings, allocation=mode, explicit=explicit, seed=seed)
         pairs, dropped = fitted.dropped_pairs
         if pairs > 0 and dropped > 0.05 * pairs:
             warnings.warn(
