@@ -12,17 +12,6 @@ use crate::threads::Parallelism;
 /// thread count).
 const CHUNK: usize = 512;
 
-/// Squared Euclidean distance between a row and a point.
-fn dist_sq<T: Real>(row: ndarray::ArrayView1<'_, T>, c: &[f64]) -> f64 {
-    row.iter()
-        .zip(c)
-        .map(|(v, c)| {
-            let t = v.to_f64_exact() - c;
-            t * t
-        })
-        .sum()
-}
-
 /// The larger of two `(δ², index)` candidates; ties go to the smaller index.
 fn farther(a: (f64, usize), b: (f64, usize)) -> (f64, usize) {
     if b.0 > a.0 || (b.0 == a.0 && b.1 < a.1) {
@@ -71,10 +60,12 @@ pub fn farthest_point<T: Real>(
     let mut centroids: Vec<f64> = start.to_vec();
     let mut count = 1usize;
     if threshold.is_none() && max_clusters.is_none() {
-        return Ok(Array2::from_shape_vec((1, d), centroids)
-            .map_err(|e| Error::Internal(e.to_string()))?);
+        return Array2::from_shape_vec((1, d), centroids)
+            .map_err(|e| Error::Internal(e.to_string()));
     }
     let limit = max_clusters.unwrap_or(usize::MAX);
+    // One contiguous f64 copy, so the distance loops run over plain slices.
+    let flat: Vec<f64> = x.iter().map(|v| v.to_f64_exact()).collect();
     // The stop test compares squared distances: ‖·‖² ≤ θ² ⇔ ‖·‖ ≤ θ.
     let theta_sq = threshold.map_or(0.0, |t| t * t);
     let mut delta = vec![f64::INFINITY; n];
@@ -84,7 +75,11 @@ pub fn farthest_point<T: Real>(
             let mut best = (f64::NEG_INFINITY, usize::MAX);
             for (j, dv) in ds.iter_mut().enumerate() {
                 let i = k * CHUNK + j;
-                let dd = dist_sq(x.row(i), &newest);
+                let dd: f64 = flat[i * d..(i + 1) * d]
+                    .iter()
+                    .zip(&newest)
+                    .map(|(a, b)| (a - b) * (a - b))
+                    .sum();
                 if dd < *dv {
                     *dv = dd;
                 }
@@ -108,7 +103,7 @@ pub fn farthest_point<T: Real>(
         if n == 0 || max_sq <= theta_sq || count >= limit {
             break;
         }
-        newest = x.row(arg).iter().map(|v| v.to_f64_exact()).collect();
+        newest = flat[arg * d..(arg + 1) * d].to_vec();
         centroids.extend_from_slice(&newest);
         count += 1;
         progress(count);

@@ -34,6 +34,10 @@ use crate::threads::Parallelism;
 /// results never depend on the thread count).
 const CHUNK: usize = 1024;
 
+/// Largest cache of training-row factor projections, in `f64` entries
+/// (256 MiB); beyond it every centroid maps its rows from scratch.
+const PROJECTION_CACHE_LIMIT: usize = 1 << 25;
+
 /// Settings of [`LocalizedMaclaurinGp`] (ALGORITHMS.md 8.2).
 #[derive(Clone, Debug, PartialEq)]
 pub struct LocalizedConfig {
@@ -163,6 +167,9 @@ impl NormBound {
     }
 }
 
+/// Predictions for some test rows: `(rows, means, latent variances)`.
+type Part = (Vec<usize>, Array1<f64>, Option<Array1<f64>>);
+
 /// Wall-clock seconds of the fit phases.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FitTimings {
@@ -204,6 +211,7 @@ pub struct LocalizedMaclaurinGp {
     y_mean: f64,
     centroids: Array2<f64>,
     cutoff_sq: f64,
+    projections: Option<Vec<Array2<f64>>>,
     predictors: Vec<OnceLock<FeatureGp>>,
     timings: FitTimings,
 }
@@ -278,7 +286,7 @@ impl LocalizedMaclaurinGp {
             config.n_clusters,
             par,
             |k| {
-                if verbose && k % 1000 == 0 {
+                if verbose && k.is_multiple_of(1000) {
                     eprintln!("LocalizedMaclaurinGP: clustering, {k} centroids so far");
                 }
             },
@@ -297,9 +305,12 @@ impl LocalizedMaclaurinGp {
         };
         let cutoff_sq = NormBound::of(&map).cutoff(config.tol) * l * l;
         let predictors = (0..centroids.nrows()).map(|_| OnceLock::new()).collect();
+        let x = x.mapv(|v| v.to_f64_exact());
+        let projections = project_rows(&map, x.view(), par)?;
         Ok(Self {
             config: config.clone(),
-            x: x.mapv(|v| v.to_f64_exact()),
+            projections,
+            x,
             y: y.mapv(|v| v - y_mean),
             y_mean,
             centroids,
@@ -376,20 +387,91 @@ impl LocalizedMaclaurinGp {
         let mut xs = Array2::<f64>::zeros((CHUNK.min(rows.len()), d));
         let mut phi = Array2::<f64>::zeros((CHUNK.min(rows.len()), width));
         let mut ys = Array1::<f64>::zeros(CHUNK.min(rows.len()));
+        let shift = match &self.projections {
+            Some(_) => Some(
+                project_rows(
+                    &self.map,
+                    ArrayView2::from_shape((1, d), c)
+                        .map_err(|e| Error::Internal(e.to_string()))?,
+                    Parallelism::Sequential,
+                )?
+                .unwrap_or_default(),
+            ),
+            None => None,
+        };
         for chunk in rows.chunks(CHUNK) {
             let m = chunk.len();
             for (k, &i) in chunk.iter().enumerate() {
-                xs.row_mut(k).assign(&self.x.row(i));
                 ys[k] = self.y[i];
             }
-            let (xv, yv) = (xs.slice(ndarray::s![..m, ..]), ys.slice(ndarray::s![..m]));
+            let yv = ys.slice(ndarray::s![..m]);
             let mut pv = phi.slice_mut(ndarray::s![..m, ..]);
-            self.map
-                .transform_centered_into(xv, c, pv.view_mut(), Parallelism::Sequential)?;
+            match (&self.projections, &shift) {
+                (Some(proj), Some(shift)) => {
+                    self.features_from_projections(proj, shift, chunk, c, pv.view_mut());
+                }
+                _ => {
+                    for (k, &i) in chunk.iter().enumerate() {
+                        xs.row_mut(k).assign(&self.x.row(i));
+                    }
+                    let xv = xs.slice(ndarray::s![..m, ..]);
+                    self.map.transform_centered_into(
+                        xv,
+                        c,
+                        pv.view_mut(),
+                        Parallelism::Sequential,
+                    )?;
+                }
+            }
             stats.accumulate(pv.view(), yv, Parallelism::Sequential)?;
         }
         let gp = FeatureGp::fit(&stats, noise, false, Parallelism::Sequential)?;
         Ok((gp, rows.len()))
+    }
+
+    /// `Φ(x_i − c)` for the listed training rows from the cached factor
+    /// projections (`v_j(x − c) = v_j(x) − v_j(c)`, see
+    /// [`crate::sketch::PolySketch::factor_projections_into`]), in the
+    /// layout of ALGORITHMS.md 4.7: `σ g · [1 | √a_n φ_n((x − c)/l) … | (0)]`.
+    fn features_from_projections(
+        &self,
+        proj: &[Array2<f64>],
+        shift: &[Array2<f64>],
+        rows: &[usize],
+        c: &[f64],
+        mut out: ndarray::ArrayViewMut2<'_, f64>,
+    ) {
+        let l = self.config.map.length_scale;
+        let inv_l = 1.0 / l;
+        let sigma = self.config.map.kernel_variance.sqrt();
+        out.fill(0.0);
+        for (k, &i) in rows.iter().enumerate() {
+            let mut o = out.row_mut(k);
+            let Some(o) = o.as_slice_mut() else {
+                unreachable!("feature chunks are C-contiguous")
+            };
+            let dd: f64 = self
+                .x
+                .row(i)
+                .iter()
+                .zip(c)
+                .map(|(v, c)| (v - c) * (v - c))
+                .sum();
+            let g = sigma * (-0.5 * dd * inv_l * inv_l).exp();
+            o[0] = g;
+            let mut col = 1;
+            for ((scale, sk), (p, s)) in self.map.sketch_blocks().zip(proj.iter().zip(shift)) {
+                let w = sk.width();
+                let (Some(v), Some(sv)) = (p.row(i).to_slice(), s.row(0).to_slice()) else {
+                    unreachable!("projection caches are C-contiguous")
+                };
+                let dst = &mut o[col..col + w];
+                sk.combine_factors(v, sv, inv_l, dst);
+                let f = g * scale;
+                dst.iter_mut().for_each(|v| *v *= f);
+                col += w;
+            }
+        }
     }
 
     /// Builds the GPs of the listed centroids that are not built yet, in
@@ -414,7 +496,7 @@ impl LocalizedMaclaurinGp {
             )?;
             let _ = self.predictors[c].set(gp);
             let k = done.fetch_add(1, Ordering::Relaxed) + 1;
-            if verbose && (k % step == 0 || k == total) {
+            if verbose && (k.is_multiple_of(step) || k == total) {
                 eprintln!("LocalizedMaclaurinGP: built {k}/{total} centroid GPs");
             }
             Ok(())
@@ -522,7 +604,7 @@ impl LocalizedMaclaurinGp {
         let t0 = Instant::now();
         let step = m.div_ceil(10).max(1);
         let done = AtomicUsize::new(0);
-        let work = |i: usize| -> Result<(Vec<usize>, Array1<f64>, Option<Array1<f64>>)> {
+        let work = |i: usize| -> Result<Part> {
             let row = x.slice(ndarray::s![i..i + 1, ..]);
             let center: Vec<f64> = row.iter().map(|v| v.to_f64_exact()).collect();
             let (gp, _) = self.build_at(&center)?;
@@ -535,7 +617,7 @@ impl LocalizedMaclaurinGp {
             )?;
             let (mu, v) = gp.predict(phi.view(), want_var, Parallelism::Sequential)?;
             let k = done.fetch_add(1, Ordering::Relaxed) + 1;
-            if self.config.verbose && (k % step == 0 || k == m) {
+            if self.config.verbose && (k.is_multiple_of(step) || k == m) {
                 eprintln!("LocalizedMaclaurinGP: {k}/{m} test-point GPs");
             }
             Ok((vec![i], mu, v))
@@ -562,7 +644,7 @@ impl LocalizedMaclaurinGp {
         &self,
         m: usize,
         want_var: bool,
-        parts: impl Iterator<Item = (Vec<usize>, Array1<f64>, Option<Array1<f64>>)>,
+        parts: impl Iterator<Item = Part>,
     ) -> (Array1<f64>, Option<Array1<f64>>) {
         let mut mean = Array1::from_elem(m, self.y_mean);
         let mut var = want_var.then(|| Array1::<f64>::zeros(m));
@@ -576,6 +658,43 @@ impl LocalizedMaclaurinGp {
         }
         (mean, var)
     }
+}
+
+/// The factor projections of every row of `x` for every sketched block of
+/// the map (one `n × degree·width` matrix per block), or `None` for the
+/// explicit `d = 1` map and when they would exceed
+/// [`PROJECTION_CACHE_LIMIT`]. Parallel over fixed row chunks.
+fn project_rows(
+    map: &MaclaurinMap,
+    x: ArrayView2<'_, f64>,
+    par: Parallelism,
+) -> Result<Option<Vec<Array2<f64>>>> {
+    let cols: usize = map
+        .sketch_blocks()
+        .map(|(_, sk)| sk.degree() as usize * sk.width())
+        .sum();
+    if map.is_explicit_1d() || x.nrows().saturating_mul(cols) > PROJECTION_CACHE_LIMIT {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    for (_, sk) in map.sketch_blocks() {
+        let mut p = Array2::<f64>::zeros((x.nrows(), sk.degree() as usize * sk.width()));
+        let pairs: Vec<_> = x
+            .axis_chunks_iter(Axis(0), CHUNK)
+            .zip(p.axis_chunks_iter_mut(Axis(0), CHUNK))
+            .collect();
+        if par.is_parallel() {
+            pairs
+                .into_par_iter()
+                .try_for_each(|(xc, pc)| sk.factor_projections_into(xc, pc))?;
+        } else {
+            pairs
+                .into_iter()
+                .try_for_each(|(xc, pc)| sk.factor_projections_into(xc, pc))?;
+        }
+        out.push(p);
+    }
+    Ok(Some(out))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Oracles of ALGORITHMS.md 8 for [`LocalizedMaclaurinGp`].
 
 use approx::assert_relative_eq;
-use ndarray::{array, Array1, Array2};
+use ndarray::{array, Array1, Array2, ArrayView2};
 use rand::Rng as _;
 use rand_distr::StandardNormal;
 
@@ -313,4 +313,39 @@ fn bad_inputs() {
     assert!(gp
         .predict_at_test_points(nan.view(), false, Parallelism::Rayon)
         .is_err());
+}
+
+#[test]
+fn cached_projections_give_the_map_at_any_center() {
+    let (x, y) = data(70, 5, 15);
+    for (sketch, complex, d_feat) in [
+        (SketchKind::TensorSrht, false, 40),
+        (SketchKind::TensorSrht, true, 41),
+        (SketchKind::Gaussian, false, 30),
+        (SketchKind::Rademacher, true, 31),
+    ] {
+        let cfg = config(d_feat, sketch, complex);
+        let gp =
+            LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 2, Parallelism::Rayon).unwrap();
+        let proj = gp.projections.as_ref().expect("small problems are cached");
+        let c = [0.3, -1.0, 0.5, 2.0, 0.0];
+        let shift = project_rows(
+            &gp.map,
+            ArrayView2::from_shape((1, 5), &c).unwrap(),
+            Parallelism::Sequential,
+        )
+        .unwrap()
+        .unwrap();
+        let rows: Vec<usize> = (0..x.nrows()).collect();
+        let mut fast = Array2::<f64>::zeros((x.nrows(), gp.map.width()));
+        gp.features_from_projections(proj, &shift, &rows, &c, fast.view_mut());
+        let mut slow = Array2::<f64>::zeros((x.nrows(), gp.map.width()));
+        gp.map
+            .transform_centered_into(x.view(), &c, slow.view_mut(), Parallelism::Sequential)
+            .unwrap();
+        let scale = slow.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for (a, b) in fast.iter().zip(&slow) {
+            assert!((a - b).abs() <= 1e-12 * scale, "{a} vs {b}");
+        }
+    }
 }
