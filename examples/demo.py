@@ -164,6 +164,20 @@ def part2(X: np.ndarray, y: np.ndarray) -> None:
             f"{name + f' (D = {D})':<34}{kl:>12.4f}{rf.rmse(yte, m):>8.4f}"
             f"{t_fit:>9.3f}{t_pred:>13.4f}"
         )
+    for threshold in (1.0, "auto"):
+        gp = rf.LocalizedMaclaurinGPR(
+            D,
+            length_scale=float(np.ravel(ell)[0]),
+            kernel_variance=sig2,
+            noise_variance=noise,
+            threshold=threshold,
+            random_state=0,
+        )
+        _, t_fit = timed(lambda gp=gp: gp.fit(Xtr, ytr))
+        (m, s), t_pred = timed(lambda gp=gp: gp.predict_noisy(Xte))
+        kl = rf.kl_divergence(m, s**2, m_ref, s_ref**2)
+        name = f"Localized (theta={threshold}, {gp.n_clusters_} cl.)"
+        print(f"{name:<34}{kl:>12.4f}{rf.rmse(yte, m):>8.4f}{t_fit:>9.3f}{t_pred:>13.4f}")
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ from ._binning import RandomBinningFeatures
 from ._fourier import NystroemFeatures, RandomFourierFeatures, kernel_matrix
 from ._fwht import fwht
 from ._gp import ExactGPR, RandomFeatureGPR, SufficientStatistics
+from ._localized_gp import LocalizedMaclaurinGPR
 from ._maclaurin import MaclaurinFeatures
 from ._metrics import kl_divergence, mean_nll, relative_frobenius_error, rmse
 from ._sketch import PolynomialSketch, sketch_variance
@@ -32,6 +33,7 @@ __all__ = [
     "GpuError",
     "InvalidDtypeError",
     "InvalidInputError",
+    "LocalizedMaclaurinGPR",
     "MaclaurinFeatures",
     "NotPositiveDefiniteError",
     "NystroemFeatures",

@@ -8,6 +8,7 @@ from numpy.typing import NDArray
 # Keep in step with the functions registered in src/python/ (stubtest checks it).
 __all__ = [
     "FeatureStats",
+    "LocalizedMaclaurinGp",
     "MaclaurinMap",
     "PolySketch",
     "__version__",
@@ -320,3 +321,42 @@ class MaclaurinMap:
     def transform(
         self, x: NDArray[np.floating], center: list[float] | None = None
     ) -> NDArray[np.floating]: ...
+
+# Localized Maclaurin GP (src/python/localized_gp.rs)
+@final
+class LocalizedMaclaurinGp:
+    @staticmethod
+    def fit(
+        x: NDArray[np.floating],
+        y: NDArray[np.float64],
+        n_components: int,
+        length_scale: float,
+        kernel_variance: float,
+        noise_variance: float,
+        threshold: float | None,
+        n_clusters: int | None,
+        sketch: str,
+        complex_weights: bool,
+        max_degree: int,
+        n_subsample: int,
+        tol: float,
+        center_y: bool,
+        verbose: bool,
+        seed: int,
+    ) -> LocalizedMaclaurinGp: ...
+    @property
+    def centroids(self) -> NDArray[np.float64]: ...
+    @property
+    def allocation(self) -> list[int]: ...
+    @property
+    def degree(self) -> int: ...
+    @property
+    def y_mean(self) -> float: ...
+    @property
+    def timings(self) -> tuple[float, float]: ...
+    @property
+    def cutoff_sq(self) -> float: ...
+    def build_all(self) -> int: ...
+    def predict(
+        self, x: NDArray[np.floating], return_var: bool, at_test_points: bool
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, int, float, float]: ...

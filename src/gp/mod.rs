@@ -2,18 +2,22 @@
 //! Gaussian kernel and its log-marginal-likelihood fit ([`exact`],
 //! [`optimize`]), the feature-space GP on any explicit feature map with
 //! mergeable sufficient statistics ([`features`]), and the metrics of 7.3
-//! ([`metrics`]).
+//! ([`metrics`]), and the localized Maclaurin GP of section 8 ([`cluster`],
+//! [`localized`]).
 //!
 //! Every model has zero prior mean on targets centered by their training
 //! mean; predictions add the mean back (ALGORITHMS.md 7).
 
+pub mod cluster;
 pub mod exact;
 pub mod features;
+pub mod localized;
 pub mod metrics;
 pub mod optimize;
 
 pub use exact::{ExactGp, GaussianKernel, LmlEval};
 pub use features::{FeatureGp, FeatureStats};
+pub use localized::{LocalizedConfig, LocalizedMaclaurinGp};
 pub use optimize::{ExactGpConfig, Hyper};
 
 use crate::error::{Error, Result};

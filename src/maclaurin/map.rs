@@ -693,6 +693,19 @@ impl MaclaurinMap {
         Ok(())
     }
 
+    /// The sketched degree blocks as `(block scale, sketch)` in ascending
+    /// degree (the block scale is `√a_n` for optimized and explicit
+    /// allocations); used by the localized GP's feature-norm bound
+    /// (ALGORITHMS.md 8).
+    pub fn sketch_blocks(&self) -> impl Iterator<Item = (f64, &PolySketch)> {
+        self.blocks.iter().map(|b| (b.scale, &b.sketch))
+    }
+
+    /// True for the explicit `d = 1` map of 3.3 (`p = D − 1`, nothing random).
+    pub fn is_explicit_1d(&self) -> bool {
+        self.explicit_1d
+    }
+
     /// Allocating wrapper of [`Self::transform_into`].
     pub fn transform<T: Real>(&self, x: ArrayView2<T>, par: Parallelism) -> Result<Array2<T>> {
         let mut out = Array2::zeros((x.nrows(), self.width()));

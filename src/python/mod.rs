@@ -10,6 +10,7 @@ mod fwht;
 mod gp;
 #[cfg(feature = "gpu")]
 mod gpu;
+mod localized_gp;
 mod maclaurin;
 mod sketch;
 
@@ -60,5 +61,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     gpu::register(m)?;
     sketch::register(m)?;
     maclaurin::register(m)?;
+    localized_gp::register(m)?;
     Ok(())
 }

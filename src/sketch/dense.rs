@@ -60,6 +60,17 @@ impl Dense {
     }
 
     /// `φ(x) = (W_1 x ⊙ … ⊙ W_n x)/√D` (complex products for complex weights).
+    /// The factor projections `W_j x` of every row (see
+    /// [`super::PolySketch::factor_projections_into`]): factor `j` in
+    /// columns `j·w … (j+1)·w − 1`, `w` the rows of `W_j`.
+    pub(super) fn project(&self, x: ArrayView2<f64>, mut out: ArrayViewMut2<f64>) {
+        for (j, w) in self.weights.iter().enumerate() {
+            let cols = w.nrows();
+            let mut o = out.slice_mut(ndarray::s![.., j * cols..(j + 1) * cols]);
+            general_mat_mul(1.0, &x, &w.t(), 0.0, &mut o);
+        }
+    }
+
     pub(super) fn transform<T: Real>(
         &self,
         complex: bool,

@@ -264,6 +264,82 @@ impl PolySketch {
     }
 }
 
+impl PolySketch {
+    /// The linear factor projections `v_j(x)` of ALGORITHMS.md 2.2/2.3 (the
+    /// sketch is the entrywise product `φ(x) = Π_j v_j(x)/√D`, complex for
+    /// complex weights), written for every row of `x` into `out`
+    /// (`n × degree·width`): factor `j` in columns `j·w … (j+1)·w − 1`,
+    /// `w` = [`Self::width`] (`[Re | Im]` when complex). Because every `v_j`
+    /// is linear, `v_j(x − c) = v_j(x) − v_j(c)`: [`Self::combine_factors`]
+    /// then sketches shifted inputs without transforming them again (the
+    /// localized GP of ALGORITHMS.md 8 maps one training set at many
+    /// centers). Errors: TensorSketch (its factors combine through an FFT),
+    /// shape mismatches.
+    pub fn factor_projections_into(
+        &self,
+        x: ArrayView2<f64>,
+        out: ArrayViewMut2<f64>,
+    ) -> Result<()> {
+        check_shapes(
+            x.dim(),
+            (out.nrows(), out.ncols() / self.degree as usize),
+            self.dim,
+            self.width(),
+        )?;
+        if out.ncols() != self.degree as usize * self.width() {
+            return Err(Error::ShapeMismatch {
+                name: "number of columns of out (degree times width)",
+                expected: self.degree as usize * self.width(),
+                got: out.ncols(),
+            });
+        }
+        match &self.params {
+            Params::Dense(p) => p.project(x, out),
+            Params::Srht(p) => p.project(self, x, out),
+            Params::Count(_) => {
+                return Err(Error::invalid(
+                    "sketch",
+                    "TensorSketch has no per-feature factor projections (its factors \
+                     combine through an FFT)",
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// `φ(t·(x − c))` from factor projections (see
+    /// [`Self::factor_projections_into`]): `v` a row of projections of `x`,
+    /// `s` those of `c`, `t` a scale applied to every factor; writes
+    /// `Π_j t (v_j − s_j) / √D` (complex products when complex) into `out`
+    /// (length [`Self::width`]).
+    pub fn combine_factors(&self, v: &[f64], s: &[f64], t: f64, out: &mut [f64]) {
+        let w = self.width();
+        let nf = self.n_features;
+        let scale = 1.0 / (nf as f64).sqrt();
+        let n = self.degree as usize;
+        if self.complex {
+            for r in 0..nf {
+                let (mut a, mut b) = (scale, 0.0);
+                for j in 0..n {
+                    let u = t * (v[j * w + r] - s[j * w + r]);
+                    let q = t * (v[j * w + nf + r] - s[j * w + nf + r]);
+                    (a, b) = (a * u - b * q, a * q + b * u);
+                }
+                out[r] = a;
+                out[nf + r] = b;
+            }
+        } else {
+            for (r, o) in out.iter_mut().enumerate().take(w) {
+                let mut a = scale;
+                for j in 0..n {
+                    a *= t * (v[j * w + r] - s[j * w + r]);
+                }
+                *o = a;
+            }
+        }
+    }
+}
+
 fn check_shapes(x: (usize, usize), out: (usize, usize), dim: usize, width: usize) -> Result<()> {
     Error::check_n_features(dim, x.1)?;
     if out.0 != x.0 {

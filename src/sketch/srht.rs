@@ -107,6 +107,47 @@ impl Srht {
         (re, im)
     }
 
+    /// The factor projections `v_{b,j}(x)` of every row (see
+    /// [`PolySketch::factor_projections_into`]): factor `j` in columns
+    /// `j·w … (j+1)·w − 1`, `w` the sketch width (`[Re | Im]` when complex).
+    pub(super) fn project(&self, sk: &PolySketch, x: ArrayView2<f64>, mut out: ArrayViewMut2<f64>) {
+        let complex = sk.complex;
+        let n = sk.degree as usize;
+        let nf = sk.n_features;
+        let w = sk.width();
+        let dp = self.d_pad;
+        let (re_mul, im_mul) = self.multipliers::<f64>(complex);
+        let mut bre = vec![0.0; dp];
+        let mut bim = vec![0.0; dp];
+        let fill = |buf: &mut [f64], xr: ndarray::ArrayView1<f64>, mul: &[f64]| {
+            for ((b, &v), &m) in buf.iter_mut().zip(xr.iter()).zip(mul) {
+                *b = v * m;
+            }
+            buf[xr.len()..].fill(0.0);
+            transform(buf, Parallelism::Sequential);
+        };
+        for (xr, mut o) in x.rows().into_iter().zip(out.rows_mut()) {
+            for b in 0..self.blocks {
+                let lo = b * dp;
+                let cols = dp.min(nf - lo);
+                for j in 0..n {
+                    let k = (b * n + j) * dp;
+                    let perm = &self.perms[k..k + cols];
+                    fill(&mut bre, xr, &re_mul[k..k + dp]);
+                    for (r, &p) in perm.iter().enumerate() {
+                        o[j * w + lo + r] = bre[p as usize];
+                    }
+                    if complex {
+                        fill(&mut bim, xr, &im_mul[k..k + dp]);
+                        for (r, &p) in perm.iter().enumerate() {
+                            o[j * w + nf + lo + r] = bim[p as usize];
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// ALGORITHMS.md 2.3 for every row; complex products for complex signs
     /// (`Re` and `Im` of `FWHT(z ⊙ x)` are two real transforms).
     pub(super) fn transform<T: Real>(

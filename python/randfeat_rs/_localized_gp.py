@@ -1,0 +1,370 @@
+"""The localized Maclaurin GP (ALGORITHMS.md section 8, 000 Algorithm 1).
+
+One optimized Maclaurin allocation and one set of random sketch weights are
+shared by every centroid; farthest-point clustering places centroids at most
+``threshold * length_scale`` from every training input; each centroid gets
+its own feature-space GP on the map shifted to it, and each test point is
+predicted by its nearest centroid (or, with ``centers="test"``, by a GP
+centered at the test point itself). The work is in Rust
+(``src/gp/localized.rs``).
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+from typing import Any, Optional
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import _core
+from ._validation import seed_from_random_state
+from .exceptions import InvalidInputError
+
+__all__ = ["LocalizedMaclaurinGPR"]
+
+#: The ``threshold="auto"`` grid, in units of the length scale; ``None`` is
+#: one cluster (the vanilla optimized Maclaurin GP).
+AUTO_GRID: tuple[Optional[float], ...] = (None, 4.0, 2.0, 1.0, 0.5, 0.25)
+#: Fraction of the training rows held out by ``threshold="auto"``.
+AUTO_VALIDATION_FRACTION = 0.2
+
+
+class LocalizedMaclaurinGPR(RegressorMixin, BaseEstimator):
+    """Localized Maclaurin GP regression with the Gaussian kernel.
+
+    The Gaussian kernel ``kernel_variance * exp(-|x - x'|^2 / (2 l^2))`` is
+    approximated by optimized Maclaurin features (ALGORITHMS.md 4.7) of width
+    ``n_components``, expanded around several centroids (ALGORITHMS.md 8):
+
+    1. the allocation of features to degrees is optimized on the training
+       rows centered at their mean, and the random sketch weights are drawn
+       once (both from ``random_state``, before and independently of the
+       clustering, so ``threshold`` never changes them);
+    2. farthest-point clustering, starting from the training mean, adds the
+       training input farthest from all centroids until every input lies
+       within ``threshold * length_scale`` of one, or there are
+       ``n_clusters`` centroids;
+    3. centroid ``c`` gets the feature-space GP (ALGORITHMS.md 7.2) on
+       ``Phi(x - c)``; a test point is predicted by its nearest centroid's
+       GP. At ``x* = c`` the cross-covariances and the prior variance are
+       exact (ALGORITHMS.md 8.4).
+
+    The per-centroid GPs are built in Rust, in parallel, the first time a
+    test point needs them (then cached): predictions equal those of a model
+    that builds every centroid's GP at fit, at the cost of the centroids
+    actually used. A training row whose feature vector at ``c`` has a norm
+    bound below ``tol * sqrt(kernel_variance)`` (a rigorous bound:
+    ``exp(-r^2/2)`` times a polynomial in ``r = |x - c| / l`` from the sketch
+    weights' norms) is skipped, so a centroid's cost scales with its
+    neighbourhood. ``centers="test"`` instead builds a GP centered at every
+    test point (the exact ``k_p*`` of 000 section 3.2; ``O(N* (N D^2 +
+    D^3))``, for small test sets).
+
+    Parameters
+    ----------
+    n_components : int
+        Feature-map width ``D`` (>= 1).
+    length_scale : float, default=1.0
+        Kernel length scale ``l > 0``.
+    kernel_variance : float, default=1.0
+        Kernel variance ``sigma^2 > 0``.
+    noise_variance : float, default=1.0
+        Observation noise variance ``sigma_n^2 > 0``.
+    threshold : float, "auto" or None, default=None
+        Clustering threshold ``theta`` in units of ``length_scale`` (> 0).
+        ``None``: one cluster unless ``n_clusters`` is given (then the
+        ``n_clusters`` farthest points). ``"auto"``: chosen from
+        ``(one cluster, 4, 2, 1, 0.5, 0.25)`` by the mean predictive log
+        likelihood of noisy targets on a held-out 20% of the training rows
+        (split seeded by ``random_state``), then refitted on all rows.
+    n_clusters : int, default=None
+        Maximum number of centroids (>= 1).
+    centers : {"clusters", "test"}, default="clusters"
+        ``"test"``: no clustering, a GP centered at every test point.
+    sketch : {"tensor_srht", "gaussian", "rademacher"}, default="tensor_srht"
+        Polynomial sketch of every degree.
+    complex_weights : bool, default=False
+        Complex sketch weights (``[Re | Im]`` blocks).
+    max_degree : int, default=10
+        Largest truncation degree searched by the allocation.
+    n_subsample : int, default=2000
+        Rows of the allocation's pair statistics.
+    tol : float, default=1e-12
+        Relative tolerance of the skipping of negligible rows (0 keeps all).
+    center_y : bool, default=True
+        Subtract the training-target mean (zero prior mean on the rest).
+    random_state : int, RandomState instance or None, default=None
+        Seeds the allocation subsample, the sketch weights and the
+        ``threshold="auto"`` split.
+    verbose : bool, default=False
+        Progress to stderr (allocation, clustering, centroid GPs, prediction).
+
+    Attributes
+    ----------
+    length_scale_, kernel_variance_, noise_variance_ : float
+        The hyperparameters used.
+    centroids_ : ndarray of shape (n_clusters_, n_features_in_), float64
+        The centroids; row 0 is the training mean (empty with ``centers="test"``).
+    n_clusters_ : int
+        Number of centroids (0 with ``centers="test"``).
+    threshold_ : float or None
+        ``theta / l`` used; ``math.inf`` when only ``n_clusters`` bounds the
+        clustering, ``None`` for one cluster or ``centers="test"``.
+    allocation_ : ndarray of shape (degree_ + 1,), int64
+        Features per degree of the shared map (index = degree).
+    degree_ : int
+        Truncation degree ``p``.
+    auto_scores_ : dict
+        Only with ``threshold="auto"``: held-out mean predictive log
+        likelihood for every ``theta / l`` of the grid (``None``: one cluster).
+    y_mean_ : float
+        Target mean added back to predictions (0 with ``center_y=False``).
+    n_features_in_ : int
+        Number of input features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randfeat_rs import LocalizedMaclaurinGPR
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-6, 6, (400, 2))
+    >>> y = np.sin(2 * X[:, 0]) + 0.05 * rng.standard_normal(400)
+    >>> gp = LocalizedMaclaurinGPR(64, length_scale=0.7, noise_variance=0.0025,
+    ...                            threshold=1.0, random_state=0).fit(X, y)
+    >>> mean, std = gp.predict(X[:5], return_std=True)
+    >>> bool(np.abs(mean - np.sin(2 * X[:5, 0])).max() < 0.2)
+    True
+    """
+
+    _parameter_constraints: dict = {  # noqa: RUF012
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "length_scale": [Interval(Real, 0, None, closed="neither")],
+        "kernel_variance": [Interval(Real, 0, None, closed="neither")],
+        "noise_variance": [Interval(Real, 0, None, closed="neither")],
+        "threshold": [None, StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "n_clusters": [None, Interval(Integral, 1, None, closed="left")],
+        "centers": [StrOptions({"clusters", "test"})],
+        "sketch": [StrOptions({"tensor_srht", "gaussian", "rademacher"})],
+        "complex_weights": ["boolean"],
+        "max_degree": [Interval(Integral, 1, None, closed="left")],
+        "n_subsample": [Interval(Integral, 2, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "center_y": ["boolean"],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        n_components: int = 64,
+        *,
+        length_scale: float = 1.0,
+        kernel_variance: float = 1.0,
+        noise_variance: float = 1.0,
+        threshold: Any = None,
+        n_clusters: Optional[int] = None,
+        centers: str = "clusters",
+        sketch: str = "tensor_srht",
+        complex_weights: bool = False,
+        max_degree: int = 10,
+        n_subsample: int = 2000,
+        tol: float = 1e-12,
+        center_y: bool = True,
+        random_state: Any = None,
+        verbose: bool = False,
+    ) -> None:
+        self.n_components = n_components
+        self.length_scale = length_scale
+        self.kernel_variance = kernel_variance
+        self.noise_variance = noise_variance
+        self.threshold = threshold
+        self.n_clusters = n_clusters
+        self.centers = centers
+        self.sketch = sketch
+        self.complex_weights = complex_weights
+        self.max_degree = max_degree
+        self.n_subsample = n_subsample
+        self.tol = tol
+        self.center_y = center_y
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _core_fit(
+        self, X: np.ndarray, y: np.ndarray, threshold: Optional[float], n_clusters: Optional[int]
+    ) -> Any:
+        return _core.LocalizedMaclaurinGp.fit(
+            X,
+            y,
+            n_components=int(self.n_components),
+            length_scale=float(self.length_scale),
+            kernel_variance=float(self.kernel_variance),
+            noise_variance=float(self.noise_variance),
+            threshold=threshold,
+            n_clusters=n_clusters,
+            sketch=self.sketch,
+            complex_weights=bool(self.complex_weights),
+            max_degree=int(self.max_degree),
+            n_subsample=int(self.n_subsample),
+            tol=float(self.tol),
+            center_y=bool(self.center_y),
+            verbose=bool(self.verbose),
+            seed=self._fit_seed,
+        )
+
+    def _auto_threshold(self, X: np.ndarray, y: np.ndarray) -> Optional[float]:
+        """Pick ``theta / l`` from :data:`AUTO_GRID` on a held-out split."""
+        n = X.shape[0]
+        n_val = max(1, round(AUTO_VALIDATION_FRACTION * n))
+        if n - n_val < 2:
+            self.auto_scores_ = {}
+            return None
+        perm = np.random.default_rng(self._fit_seed).permutation(n)
+        val, train = np.sort(perm[:n_val]), np.sort(perm[n_val:])
+        scores: dict[Optional[float], float] = {}
+        for theta in AUTO_GRID:
+            handle = self._core_fit(X[train], y[train], theta, self.n_clusters)
+            mean, var, *_ = handle.predict(X[val], True, False)
+            var_y = np.maximum(var, 0.0) + float(self.noise_variance)
+            resid = y[val] - mean
+            scores[theta] = float(
+                np.mean(-0.5 * np.log(2 * np.pi * var_y) - resid**2 / (2 * var_y))
+            )
+        self.auto_scores_ = scores
+        # The first best in grid order (fewest clusters first) wins ties.
+        return max(AUTO_GRID, key=lambda t: (scores[t], -AUTO_GRID.index(t)))
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any) -> LocalizedMaclaurinGPR:
+        """Allocation, random weights and clustering (GPs are built on use).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs (float32 or float64; computations in float64).
+        y : array-like of shape (n_samples,)
+            Training targets.
+
+        Returns
+        -------
+        self : LocalizedMaclaurinGPR
+            The fitted estimator.
+        """
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C", y_numeric=True)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        if X.shape[0] < 2:
+            raise InvalidInputError(
+                f"LocalizedMaclaurinGPR needs at least 2 samples, got n_samples = {X.shape[0]}"
+            )
+        self._fit_seed = seed_from_random_state(self.random_state)
+        n_clusters = None if self.n_clusters is None else int(self.n_clusters)
+        threshold: Optional[float]
+        if self.centers == "test":
+            threshold, n_clusters = None, 1
+        elif isinstance(self.threshold, str):
+            threshold = self._auto_threshold(X, y)
+        else:
+            threshold = None if self.threshold is None else float(self.threshold)
+        self._threshold_used = threshold
+        self._n_clusters_used = n_clusters
+        self._X = X
+        self._y = y
+        self._handle = self._core_fit(X, y, threshold, n_clusters)
+        self._set_fitted_attributes()
+        return self
+
+    def _set_fitted_attributes(self) -> None:
+        h = self._handle
+        self.length_scale_ = float(self.length_scale)
+        self.kernel_variance_ = float(self.kernel_variance)
+        self.noise_variance_ = float(self.noise_variance)
+        test = self.centers == "test"
+        self.centroids_ = np.zeros((0, self._X.shape[1])) if test else np.asarray(h.centroids)
+        self.n_clusters_ = int(self.centroids_.shape[0])
+        if test or (self._threshold_used is None and self._n_clusters_used is None):
+            self.threshold_ = None
+        elif self._threshold_used is None:
+            self.threshold_ = math.inf
+        else:
+            self.threshold_ = float(self._threshold_used)
+        self.allocation_ = np.asarray(h.allocation, dtype=np.int64)
+        self.degree_ = int(h.degree)
+        self.y_mean_ = float(h.y_mean)
+
+    def _predict(self, X: Any, return_var: bool) -> tuple[Any, ...]:
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
+        return self._handle.predict(X, return_var, self.centers == "test")
+
+    def predict(self, X: Any, return_std: bool = False) -> Any:
+        """Predictive mean and, optionally, the latent function's std.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test inputs.
+        return_std : bool, default=False
+            Also return the std of the latent ``f(x)`` (as scikit-learn's
+            GaussianProcessRegressor with the noise in ``alpha``);
+            :meth:`predict_noisy` gives the observation's.
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,), float64
+        std : ndarray of shape (n_samples,), float64
+            Only with ``return_std=True``.
+        """
+        mean, var, *_ = self._predict(X, return_std)
+        if return_std:
+            return mean, np.sqrt(np.maximum(var, 0.0))
+        return mean
+
+    def predict_noisy(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Predictive mean and std of a noisy observation (``sqrt(var_f + noise_variance_)``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test inputs.
+
+        Returns
+        -------
+        mean, std : ndarray of shape (n_samples,), float64
+        """
+        mean, var, *_ = self._predict(X, True)
+        return mean, np.sqrt(np.maximum(var, 0.0) + self.noise_variance_)
+
+    def _predict_timed(self, X: Any) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+        """Mean, latent variance and the cost split (benchmarks)."""
+        mean, var, n_built, build_s, predict_s = self._predict(X, True)
+        alloc_s, cluster_s = self._handle.timings
+        timings = {
+            "allocation": alloc_s,
+            "clustering": cluster_s,
+            "centroid_fits": build_s,
+            "predict": predict_s,
+            "n_built": float(n_built),
+        }
+        return mean, var, timings
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_handle", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if "_X" in state:
+            # The fit is a deterministic function of the data, the settings
+            # and the seed: fitting again gives the same model bit for bit.
+            self._handle = self._core_fit(
+                self._X, self._y, self._threshold_used, self._n_clusters_used
+            )
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        return tags

@@ -1,0 +1,702 @@
+//! The localized Maclaurin GP (ALGORITHMS.md 8, 000 Algorithm 1): one
+//! optimized allocation and one set of random sketch weights, shared by
+//! every centroid; one feature-space GP (7.2) per centroid `c` on the map
+//! `Φ(x − c)`; each test point predicted by its nearest centroid, or (the
+//! `centers = test` mode) by a GP centered at the test point itself, which
+//! makes its cross-covariances and prior variance exact (8.4).
+//!
+//! Beyond the paper: a training row whose feature vector at `c` is
+//! negligible is skipped. With `r² = ‖x − c‖²/l²` the map satisfies
+//! `‖Φ(x − c)‖² ≤ σ² e^{−r²} (1 + Σ_n b_n r^{2n})` (see [`NormBound`]); a row
+//! is skipped when this bound is below `(tol·σ)²`, so `tol` is relative to
+//! the prior scale `σ` (the norm of `Φ(0)`). The bound decreases for
+//! `r² ≥ p`, so it reduces to one distance cutoff per model: a centroid's
+//! cost is that of its neighbourhood, not of all `N` rows.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
+use rayon::prelude::*;
+
+use super::check_positive;
+use super::cluster::{farthest_point, nearest};
+use super::features::{FeatureGp, FeatureStats};
+use crate::error::{Error, Result};
+use crate::linalg::{as_faer, Cholesky};
+use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
+use crate::real::Real;
+use crate::sketch::SketchParams;
+use crate::threads::Parallelism;
+
+/// Training rows mapped and accumulated at a time per centroid (fixed, so
+/// results never depend on the thread count).
+const CHUNK: usize = 1024;
+
+/// Largest cache of training-row factor projections, in `f64` entries
+/// (256 MiB); beyond it every centroid maps its rows from scratch.
+const PROJECTION_CACHE_LIMIT: usize = 1 << 25;
+
+/// Settings of [`LocalizedMaclaurinGp`] (ALGORITHMS.md 8.2).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LocalizedConfig {
+    /// The Maclaurin map (Gaussian kernel; `l`, `σ²`, `D`, sketch, ...).
+    pub map: MaclaurinConfig,
+    /// Noise variance `σ_n² > 0`.
+    pub noise_variance: f64,
+    /// Clustering threshold `θ` in units of the length scale (`θ/l`), `> 0`.
+    pub threshold: Option<f64>,
+    /// Maximum number of centroids (`>= 1`).
+    pub n_clusters: Option<usize>,
+    /// Rows whose feature-norm bound is below `tol·σ` are skipped (`>= 0`;
+    /// 0 keeps every row).
+    pub tol: f64,
+    /// Subtract the training-target mean (ALGORITHMS.md 7).
+    pub center_y: bool,
+    /// Progress to stderr.
+    pub verbose: bool,
+}
+
+/// The rigorous bound `‖Φ(x̃)‖² ≤ σ² e^{−s} (1 + Σ_n b_n s^n)`, `s = ‖x̃‖²`.
+///
+/// For a sketched block of degree `n` with scale `√a_n`, `b_n = a_n M_n²`
+/// where `‖φ_n(u)‖² ≤ M_n² ‖u‖^{2n}` for every `u`:
+/// - dense sketches (2.2): feature `i` is `Π_j ⟨w_ij, u⟩/√D`, so by
+///   Cauchy–Schwarz `M_n² = (1/D) Σ_i Π_j ‖w_ij‖²` (complex: `|w|²` summed
+///   over real and imaginary parts);
+/// - TensorSRHT (2.3): in each block `Σ_r |v_0[r]|² = d'‖u‖²` and every
+///   `|v_j[r]|² ≤ d'‖u‖²`, so with `B = ⌈D/d'⌉` blocks `M_n² = B d'^n / D`;
+/// - TensorSketch (2.4): `‖C_j u‖_1 ≤ ‖u‖_1 ≤ √d‖u‖` and Young's inequality
+///   for the circular convolution give `M_n² = d^n`.
+///
+/// The explicit `d = 1` map is bounded exactly: `b_n = 1/n!`, `n = 1..=p`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NormBound {
+    /// `(n, b_n)` for every sketched degree.
+    pub terms: Vec<(u32, f64)>,
+}
+
+impl NormBound {
+    /// The bound's coefficients for a fitted Gaussian-kernel map.
+    pub fn of(map: &MaclaurinMap) -> Self {
+        if map.is_explicit_1d() {
+            let mut b = 1.0;
+            let terms = (1..=map.degree())
+                .map(|n| {
+                    b /= f64::from(n);
+                    (n, b)
+                })
+                .collect();
+            return Self { terms };
+        }
+        let terms = map
+            .sketch_blocks()
+            .map(|(scale, sk)| {
+                let n = sk.degree();
+                let m_sq = match sk.params() {
+                    SketchParams::Dense { weights } => {
+                        let nf = sk.n_features();
+                        let mut sum = 0.0;
+                        for i in 0..nf {
+                            let mut prod = 1.0;
+                            for w in weights {
+                                let mut sq: f64 = w.row(i).iter().map(|v| v * v).sum();
+                                if sk.is_complex() {
+                                    sq += w.row(nf + i).iter().map(|v| v * v).sum::<f64>();
+                                }
+                                prod *= sq;
+                            }
+                            sum += prod;
+                        }
+                        sum / nf as f64
+                    }
+                    SketchParams::Srht { d_pad, .. } => {
+                        let nf = sk.n_features();
+                        let blocks = nf.div_ceil(d_pad) as f64;
+                        blocks * (d_pad as f64).powi(n as i32) / nf as f64
+                    }
+                    SketchParams::Count { .. } => (sk.dim() as f64).powi(n as i32),
+                };
+                (n, scale * scale * m_sq)
+            })
+            .collect();
+        Self { terms }
+    }
+
+    /// `ln(e^{−s}(1 + Σ b_n s^n))`, the log of the bound divided by `σ²`.
+    pub fn ln_bound(&self, s: f64) -> f64 {
+        let poly: f64 = self.terms.iter().map(|&(n, b)| b * s.powi(n as i32)).sum();
+        poly.ln_1p() - s
+    }
+
+    /// The smallest `s* ≥ p` (p the largest degree) with
+    /// `ln_bound(s) < 2 ln tol` for every `s ≥ s*` (the bound decreases for
+    /// `s ≥ p` because `Σ n b_n s^{n−1} ≤ (p/s) Σ b_n s^n`); found by
+    /// doubling and bisection. `∞` when `tol = 0`.
+    pub fn cutoff(&self, tol: f64) -> f64 {
+        if tol <= 0.0 {
+            return f64::INFINITY;
+        }
+        let target = 2.0 * tol.ln();
+        let p = self.terms.iter().map(|t| t.0).max().unwrap_or(0);
+        let lo0 = f64::from(p).max(1e-300);
+        if self.ln_bound(lo0) < target {
+            return lo0;
+        }
+        let (mut lo, mut hi) = (lo0, 2.0 * lo0.max(1.0));
+        while self.ln_bound(hi) >= target {
+            lo = hi;
+            hi *= 2.0;
+            if !hi.is_finite() {
+                return f64::INFINITY;
+            }
+        }
+        for _ in 0..200 {
+            let mid = 0.5 * (lo + hi);
+            if mid <= lo || mid >= hi {
+                break;
+            }
+            if self.ln_bound(mid) < target {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        hi
+    }
+}
+
+/// Predictions for some test rows: `(rows, means, latent variances)`.
+type Part = (Vec<usize>, Array1<f64>, Option<Array1<f64>>);
+
+/// Wall-clock seconds of the fit phases.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FitTimings {
+    /// Centering, pair statistics, allocation and weight draws (4.2–4.7).
+    pub allocation: f64,
+    /// Farthest-point clustering (8.2 step 3).
+    pub clustering: f64,
+}
+
+/// A prediction with its cost split.
+#[derive(Clone, Debug)]
+pub struct LocalizedPrediction {
+    /// Predictive mean `μ*` (with the target mean added back).
+    pub mean: Array1<f64>,
+    /// Latent variance `v*` (when asked for).
+    pub var: Option<Array1<f64>>,
+    /// Per-centroid (or per-test-point) GPs built by this call.
+    pub n_built: usize,
+    /// Seconds spent building them (8.2 step 4).
+    pub build_seconds: f64,
+    /// Seconds spent on assignment and the predictive formulas (8.3).
+    pub predict_seconds: f64,
+}
+
+/// A fitted localized Maclaurin GP (ALGORITHMS.md 8).
+///
+/// The per-centroid GPs (`L_c`, `β_c` of 8.2 step 4) are built on first use
+/// (by [`Self::build_all`] or by a prediction that assigns a test point to
+/// the centroid), in parallel over centroids, and cached: a centroid's GP
+/// depends only on the fitted data, map and centroid, so predictions are
+/// the same as with every GP built at fit, at the cost of the centroids that
+/// are actually used.
+#[derive(Debug)]
+pub struct LocalizedMaclaurinGp {
+    config: LocalizedConfig,
+    map: MaclaurinMap,
+    x: Array2<f64>,
+    y: Array1<f64>,
+    y_mean: f64,
+    centroids: Array2<f64>,
+    cutoff_sq: f64,
+    projections: Option<Vec<Array2<f64>>>,
+    predictors: Vec<OnceLock<FeatureGp>>,
+    timings: FitTimings,
+}
+
+impl LocalizedMaclaurinGp {
+    /// Fits: the training mean, the optimized allocation on the rows
+    /// centered there and the random weights (all drawn from `seed` before
+    /// and independently of the clustering, so `θ` never changes them),
+    /// then the farthest-point clustering with `θ·l` and/or `n_clusters`.
+    pub fn fit<T: Real>(
+        x: ArrayView2<'_, T>,
+        y: ArrayView1<'_, f64>,
+        config: &LocalizedConfig,
+        seed: u64,
+        par: Parallelism,
+    ) -> Result<Self> {
+        check_positive("noise_variance", config.noise_variance)?;
+        if !config.map.kernel.is_gaussian() {
+            return Err(Error::invalid(
+                "kernel",
+                "the localized GP needs the Gaussian kernel (only it may be centered)",
+            ));
+        }
+        if let Some(t) = config.threshold {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(Error::invalid(
+                    "threshold",
+                    format!("must be a finite number > 0 (in units of the length scale), got {t}"),
+                ));
+            }
+        }
+        if config.n_clusters == Some(0) {
+            return Err(Error::invalid("n_clusters", "must be >= 1, got 0"));
+        }
+        if !(config.tol.is_finite() && config.tol >= 0.0) {
+            return Err(Error::invalid(
+                "tol",
+                format!("must be a finite number >= 0, got {}", config.tol),
+            ));
+        }
+        if y.len() != x.nrows() {
+            return Err(Error::ShapeMismatch {
+                name: "length of y (the number of rows of X)",
+                expected: x.nrows(),
+                got: y.len(),
+            });
+        }
+        if y.iter().any(|v| !v.is_finite()) {
+            return Err(Error::NonFinite { name: "y" });
+        }
+        let t0 = Instant::now();
+        let map = MaclaurinMap::fit(x, &config.map, seed, par)?;
+        let allocation = t0.elapsed().as_secs_f64();
+        if config.verbose {
+            eprintln!(
+                "LocalizedMaclaurinGP: allocation {:?} (degree {}) in {allocation:.3} s",
+                map.allocation(),
+                map.degree()
+            );
+        }
+        let center = map
+            .center()
+            .ok_or_else(|| Error::Internal("the Gaussian map has no center".into()))?
+            .to_vec();
+        let t1 = Instant::now();
+        let l = config.map.length_scale;
+        let verbose = config.verbose;
+        let centroids = farthest_point(
+            x,
+            &center,
+            config.threshold.map(|t| t * l),
+            config.n_clusters,
+            par,
+            |k| {
+                if verbose && k.is_multiple_of(1000) {
+                    eprintln!("LocalizedMaclaurinGP: clustering, {k} centroids so far");
+                }
+            },
+        )?;
+        let clustering = t1.elapsed().as_secs_f64();
+        if verbose {
+            eprintln!(
+                "LocalizedMaclaurinGP: {} centroid(s) in {clustering:.3} s",
+                centroids.nrows()
+            );
+        }
+        let y_mean = if config.center_y && !y.is_empty() {
+            y.sum() / y.len() as f64
+        } else {
+            0.0
+        };
+        let cutoff_sq = NormBound::of(&map).cutoff(config.tol) * l * l;
+        let predictors = (0..centroids.nrows()).map(|_| OnceLock::new()).collect();
+        let x = x.mapv(|v| v.to_f64_exact());
+        let projections = project_rows(&map, x.view(), par)?;
+        Ok(Self {
+            config: config.clone(),
+            projections,
+            x,
+            y: y.mapv(|v| v - y_mean),
+            y_mean,
+            centroids,
+            cutoff_sq,
+            predictors,
+            timings: FitTimings {
+                allocation,
+                clustering,
+            },
+            map,
+        })
+    }
+
+    /// The shared feature map.
+    pub fn map(&self) -> &MaclaurinMap {
+        &self.map
+    }
+
+    /// The centroids (`|C| × d`; row 0 is the training mean).
+    pub fn centroids(&self) -> ArrayView2<'_, f64> {
+        self.centroids.view()
+    }
+
+    /// The training-target mean added back to predictions (0 without centering).
+    pub fn y_mean(&self) -> f64 {
+        self.y_mean
+    }
+
+    /// The fit's timings.
+    pub fn timings(&self) -> FitTimings {
+        self.timings
+    }
+
+    /// The squared distance beyond which a training row is skipped (∞ when
+    /// `tol = 0`).
+    pub fn cutoff_sq(&self) -> f64 {
+        self.cutoff_sq
+    }
+
+    /// The feature-space GP (7.2) on `Φ(X − c)`, built from the rows within
+    /// the cutoff (the prior, `L = I` and `β = 0`, when there are none),
+    /// sequentially in fixed row chunks. Returns it and the rows used.
+    pub fn build_at(&self, c: &[f64]) -> Result<(FeatureGp, usize)> {
+        let (n, d) = self.x.dim();
+        Error::check_n_features(d, c.len())?;
+        let width = self.map.width();
+        let rows: Vec<usize> = (0..n)
+            .filter(|&i| {
+                let dd: f64 = self
+                    .x
+                    .row(i)
+                    .iter()
+                    .zip(c)
+                    .map(|(v, c)| (v - c) * (v - c))
+                    .sum();
+                dd < self.cutoff_sq
+            })
+            .collect();
+        let noise = self.config.noise_variance;
+        if rows.is_empty() {
+            let eye = Array2::<f64>::eye(width);
+            return Ok((
+                FeatureGp {
+                    chol: Cholesky::new(as_faer(eye.view()), Parallelism::Sequential)?,
+                    beta: Array1::zeros(width),
+                    y_mean: 0.0,
+                    noise_variance: noise,
+                    lml: 0.0,
+                },
+                0,
+            ));
+        }
+        let mut stats = FeatureStats::new(width);
+        let mut xs = Array2::<f64>::zeros((CHUNK.min(rows.len()), d));
+        let mut phi = Array2::<f64>::zeros((CHUNK.min(rows.len()), width));
+        let mut ys = Array1::<f64>::zeros(CHUNK.min(rows.len()));
+        let shift = match &self.projections {
+            Some(_) => Some(
+                project_rows(
+                    &self.map,
+                    ArrayView2::from_shape((1, d), c)
+                        .map_err(|e| Error::Internal(e.to_string()))?,
+                    Parallelism::Sequential,
+                )?
+                .unwrap_or_default(),
+            ),
+            None => None,
+        };
+        for chunk in rows.chunks(CHUNK) {
+            let m = chunk.len();
+            for (k, &i) in chunk.iter().enumerate() {
+                ys[k] = self.y[i];
+            }
+            let yv = ys.slice(ndarray::s![..m]);
+            let mut pv = phi.slice_mut(ndarray::s![..m, ..]);
+            match (&self.projections, &shift) {
+                (Some(proj), Some(shift)) => {
+                    self.features_from_projections(proj, shift, chunk, c, pv.view_mut());
+                }
+                _ => {
+                    for (k, &i) in chunk.iter().enumerate() {
+                        xs.row_mut(k).assign(&self.x.row(i));
+                    }
+                    let xv = xs.slice(ndarray::s![..m, ..]);
+                    self.map.transform_centered_into(
+                        xv,
+                        c,
+                        pv.view_mut(),
+                        Parallelism::Sequential,
+                    )?;
+                }
+            }
+            stats.accumulate(pv.view(), yv, Parallelism::Sequential)?;
+        }
+        let gp = FeatureGp::fit(&stats, noise, false, Parallelism::Sequential)?;
+        Ok((gp, rows.len()))
+    }
+
+    /// `Φ(x_i − c)` for the listed training rows from the cached factor
+    /// projections (`v_j(x − c) = v_j(x) − v_j(c)`, see
+    /// [`crate::sketch::PolySketch::factor_projections_into`]), in the
+    /// layout of ALGORITHMS.md 4.7: `σ g · [1 | √a_n φ_n((x − c)/l) … | (0)]`.
+    fn features_from_projections(
+        &self,
+        proj: &[Array2<f64>],
+        shift: &[Array2<f64>],
+        rows: &[usize],
+        c: &[f64],
+        mut out: ndarray::ArrayViewMut2<'_, f64>,
+    ) {
+        let l = self.config.map.length_scale;
+        let inv_l = 1.0 / l;
+        let sigma = self.config.map.kernel_variance.sqrt();
+        out.fill(0.0);
+        for (k, &i) in rows.iter().enumerate() {
+            let mut o = out.row_mut(k);
+            let Some(o) = o.as_slice_mut() else {
+                unreachable!("feature chunks are C-contiguous")
+            };
+            let dd: f64 = self
+                .x
+                .row(i)
+                .iter()
+                .zip(c)
+                .map(|(v, c)| (v - c) * (v - c))
+                .sum();
+            let g = sigma * (-0.5 * dd * inv_l * inv_l).exp();
+            o[0] = g;
+            let mut col = 1;
+            for ((scale, sk), (p, s)) in self.map.sketch_blocks().zip(proj.iter().zip(shift)) {
+                let w = sk.width();
+                let (Some(v), Some(sv)) = (p.row(i).to_slice(), s.row(0).to_slice()) else {
+                    unreachable!("projection caches are C-contiguous")
+                };
+                let dst = &mut o[col..col + w];
+                sk.combine_factors(v, sv, inv_l, dst);
+                let f = g * scale;
+                dst.iter_mut().for_each(|v| *v *= f);
+                col += w;
+            }
+        }
+    }
+
+    /// Builds the GPs of the listed centroids that are not built yet, in
+    /// parallel over centroids (each one sequential, so the result does not
+    /// depend on the thread count). Returns how many were built.
+    fn ensure_built(&self, which: &[usize], par: Parallelism) -> Result<usize> {
+        let todo: Vec<usize> = which
+            .iter()
+            .copied()
+            .filter(|&c| self.predictors[c].get().is_none())
+            .collect();
+        let total = todo.len();
+        let step = total.div_ceil(10).max(1);
+        let done = AtomicUsize::new(0);
+        let verbose = self.config.verbose;
+        let work = |&c: &usize| -> Result<()> {
+            let (gp, _) = self.build_at(
+                self.centroids
+                    .row(c)
+                    .as_slice()
+                    .ok_or_else(|| Error::Internal("centroid rows are contiguous".into()))?,
+            )?;
+            let _ = self.predictors[c].set(gp);
+            let k = done.fetch_add(1, Ordering::Relaxed) + 1;
+            if verbose && (k.is_multiple_of(step) || k == total) {
+                eprintln!("LocalizedMaclaurinGP: built {k}/{total} centroid GPs");
+            }
+            Ok(())
+        };
+        if par.is_parallel() {
+            todo.par_iter().try_for_each(work)?;
+        } else {
+            todo.iter().try_for_each(work)?;
+        }
+        Ok(total)
+    }
+
+    /// Builds every centroid's GP (000 Algorithm 1 precomputes them all).
+    pub fn build_all(&self, par: Parallelism) -> Result<usize> {
+        let all: Vec<usize> = (0..self.centroids.nrows()).collect();
+        self.ensure_built(&all, par)
+    }
+
+    /// Predicts `x` (`m × d`) by the nearest centroid's GP (8.3): builds the
+    /// GPs of the centroids used, then `μ* = φ*ᵀβ_c + ȳ` and
+    /// `v* = ‖L_c^{−1}φ*‖²` with `φ* = Φ(x* − c)`. Parallel over centroids;
+    /// deterministic.
+    pub fn predict<T: Real>(
+        &self,
+        x: ArrayView2<'_, T>,
+        want_var: bool,
+        par: Parallelism,
+    ) -> Result<LocalizedPrediction> {
+        Error::check_n_features(self.x.ncols(), x.ncols())?;
+        if x.iter().any(|v| !v.is_finite()) {
+            return Err(Error::NonFinite { name: "X" });
+        }
+        let t0 = Instant::now();
+        let assign = nearest(self.centroids.view(), x, par)?;
+        let mut groups: Vec<Vec<usize>> = vec![Vec::new(); self.centroids.nrows()];
+        for (i, &c) in assign.iter().enumerate() {
+            groups[c].push(i);
+        }
+        let used: Vec<usize> = (0..groups.len())
+            .filter(|&c| !groups[c].is_empty())
+            .collect();
+        let t_assign = t0.elapsed().as_secs_f64();
+        let t1 = Instant::now();
+        let n_built = self.ensure_built(&used, par)?;
+        let build_seconds = t1.elapsed().as_secs_f64();
+        let t2 = Instant::now();
+        let work = |&c: &usize| -> Result<(usize, Array1<f64>, Option<Array1<f64>>)> {
+            let gp = self.predictors[c]
+                .get()
+                .ok_or_else(|| Error::Internal("centroid GP not built".into()))?;
+            let rows = x.select(Axis(0), &groups[c]);
+            let center = self.centroids.row(c).to_vec();
+            let mut phi = Array2::<T>::zeros((rows.nrows(), self.map.width()));
+            self.map.transform_centered_into(
+                rows.view(),
+                &center,
+                phi.view_mut(),
+                Parallelism::Sequential,
+            )?;
+            let (m, v) = gp.predict(phi.view(), want_var, Parallelism::Sequential)?;
+            Ok((c, m, v))
+        };
+        let parts: Vec<_> = if par.is_parallel() {
+            used.par_iter().map(work).collect::<Result<_>>()?
+        } else {
+            used.iter().map(work).collect::<Result<_>>()?
+        };
+        let (mean, var) = self.scatter(
+            x.nrows(),
+            want_var,
+            parts.into_iter().map(|(c, m, v)| (groups[c].clone(), m, v)),
+        );
+        let predict_seconds = t_assign + t2.elapsed().as_secs_f64();
+        if self.config.verbose {
+            eprintln!(
+                "LocalizedMaclaurinGP: predicted {} point(s) with {} centroid GP(s) \
+                 ({n_built} built in {build_seconds:.3} s, prediction {predict_seconds:.3} s)",
+                x.nrows(),
+                used.len()
+            );
+        }
+        Ok(LocalizedPrediction {
+            mean,
+            var,
+            n_built,
+            build_seconds,
+            predict_seconds,
+        })
+    }
+
+    /// The `centers = test` mode: a GP centered at every test point itself
+    /// (the exact `k_p*` of 000 section 3.2; cost `O(N* (N D² + D³))`, for
+    /// small test sets). Nothing is cached. Parallel over test points.
+    pub fn predict_at_test_points<T: Real>(
+        &self,
+        x: ArrayView2<'_, T>,
+        want_var: bool,
+        par: Parallelism,
+    ) -> Result<LocalizedPrediction> {
+        Error::check_n_features(self.x.ncols(), x.ncols())?;
+        if x.iter().any(|v| !v.is_finite()) {
+            return Err(Error::NonFinite { name: "X" });
+        }
+        let m = x.nrows();
+        let t0 = Instant::now();
+        let step = m.div_ceil(10).max(1);
+        let done = AtomicUsize::new(0);
+        let work = |i: usize| -> Result<Part> {
+            let row = x.slice(ndarray::s![i..i + 1, ..]);
+            let center: Vec<f64> = row.iter().map(|v| v.to_f64_exact()).collect();
+            let (gp, _) = self.build_at(&center)?;
+            let mut phi = Array2::<T>::zeros((1, self.map.width()));
+            self.map.transform_centered_into(
+                row,
+                &center,
+                phi.view_mut(),
+                Parallelism::Sequential,
+            )?;
+            let (mu, v) = gp.predict(phi.view(), want_var, Parallelism::Sequential)?;
+            let k = done.fetch_add(1, Ordering::Relaxed) + 1;
+            if self.config.verbose && (k.is_multiple_of(step) || k == m) {
+                eprintln!("LocalizedMaclaurinGP: {k}/{m} test-point GPs");
+            }
+            Ok((vec![i], mu, v))
+        };
+        let parts: Vec<_> = if par.is_parallel() {
+            (0..m).into_par_iter().map(work).collect::<Result<_>>()?
+        } else {
+            (0..m).map(work).collect::<Result<_>>()?
+        };
+        let (mean, var) = self.scatter(m, want_var, parts.into_iter());
+        let build_seconds = t0.elapsed().as_secs_f64();
+        Ok(LocalizedPrediction {
+            mean,
+            var,
+            n_built: m,
+            build_seconds,
+            predict_seconds: 0.0,
+        })
+    }
+
+    /// Writes per-group results (mean without the target mean) into full
+    /// arrays and adds the target mean back.
+    fn scatter(
+        &self,
+        m: usize,
+        want_var: bool,
+        parts: impl Iterator<Item = Part>,
+    ) -> (Array1<f64>, Option<Array1<f64>>) {
+        let mut mean = Array1::from_elem(m, self.y_mean);
+        let mut var = want_var.then(|| Array1::<f64>::zeros(m));
+        for (rows, mu, v) in parts {
+            for (k, &i) in rows.iter().enumerate() {
+                mean[i] += mu[k];
+                if let (Some(var), Some(v)) = (var.as_mut(), v.as_ref()) {
+                    var[i] = v[k];
+                }
+            }
+        }
+        (mean, var)
+    }
+}
+
+/// The factor projections of every row of `x` for every sketched block of
+/// the map (one `n × degree·width` matrix per block), or `None` for the
+/// explicit `d = 1` map and when they would exceed
+/// [`PROJECTION_CACHE_LIMIT`]. Parallel over fixed row chunks.
+fn project_rows(
+    map: &MaclaurinMap,
+    x: ArrayView2<'_, f64>,
+    par: Parallelism,
+) -> Result<Option<Vec<Array2<f64>>>> {
+    let cols: usize = map
+        .sketch_blocks()
+        .map(|(_, sk)| sk.degree() as usize * sk.width())
+        .sum();
+    if map.is_explicit_1d() || x.nrows().saturating_mul(cols) > PROJECTION_CACHE_LIMIT {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    for (_, sk) in map.sketch_blocks() {
+        let mut p = Array2::<f64>::zeros((x.nrows(), sk.degree() as usize * sk.width()));
+        let pairs: Vec<_> = x
+            .axis_chunks_iter(Axis(0), CHUNK)
+            .zip(p.axis_chunks_iter_mut(Axis(0), CHUNK))
+            .collect();
+        if par.is_parallel() {
+            pairs
+                .into_par_iter()
+                .try_for_each(|(xc, pc)| sk.factor_projections_into(xc, pc))?;
+        } else {
+            pairs
+                .into_iter()
+                .try_for_each(|(xc, pc)| sk.factor_projections_into(xc, pc))?;
+        }
+        out.push(p);
+    }
+    Ok(Some(out))
+}
+
+#[cfg(test)]
+#[path = "localized_tests.rs"]
+mod tests;

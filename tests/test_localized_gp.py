@@ -1,0 +1,274 @@
+"""LocalizedMaclaurinGPR: the oracles of ALGORITHMS.md 8, the estimator contract, bad input."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import randfeat_rs as rf
+from randfeat_rs import (
+    InvalidInputError,
+    LocalizedMaclaurinGPR,
+    MaclaurinFeatures,
+    RandomFeatureGPR,
+)
+
+
+def _data(n=120, d=3, seed=0, scale=1.0):
+    rng = np.random.default_rng(seed)
+    X = scale * rng.standard_normal((n, d))
+    y = np.sin(2 * X[:, 0] / scale) + 0.3 * X.sum(axis=1) / scale
+    return X, y
+
+
+SETTINGS = dict(length_scale=0.8, kernel_variance=1.7, noise_variance=0.05)
+
+
+def _features(seed, sketch="tensor_srht", complex_weights=False, D=24):
+    return MaclaurinFeatures(
+        D,
+        kernel="gaussian",
+        length_scale=SETTINGS["length_scale"],
+        kernel_variance=SETTINGS["kernel_variance"],
+        sketch=sketch,
+        complex_weights=complex_weights,
+        random_state=seed,
+    )
+
+
+def test_clustering_example():
+    X = np.array([[0.0], [1.0], [2.0], [10.0]])
+    y = np.array([0.0, 1.0, 0.0, 2.0])
+    kw = dict(length_scale=1.0, noise_variance=0.1, random_state=0)
+    two = LocalizedMaclaurinGPR(8, threshold=2.0, **kw).fit(X, y)
+    assert two.centroids_[:, 0].tolist() == [3.25, 10.0, 0.0]
+    assert two.n_clusters_ == 3 and two.threshold_ == 2.0
+    one = LocalizedMaclaurinGPR(8, threshold=1.0, **kw).fit(X, y)
+    assert one.centroids_[:, 0].tolist() == [3.25, 10.0, 0.0, 2.0]
+    # 1.8 goes to 3.25 (distance 1.45 < 1.8): the one-cluster prediction.
+    single = LocalizedMaclaurinGPR(8, **kw).fit(X, y)
+    assert single.n_clusters_ == 1 and single.threshold_ is None
+    t = np.array([[1.8]])
+    assert two.predict(t)[0] == single.predict(t)[0]
+    assert one.predict(t)[0] != single.predict(t)[0]
+    only_k = LocalizedMaclaurinGPR(8, n_clusters=2, **kw).fit(X, y)
+    assert only_k.centroids_[:, 0].tolist() == [3.25, 10.0] and only_k.threshold_ == math.inf
+
+
+@pytest.mark.parametrize(
+    ("sketch", "complex_weights"),
+    [("tensor_srht", False), ("tensor_srht", True), ("gaussian", False), ("rademacher", True)],
+)
+@pytest.mark.parametrize("seed", [1, 7])
+def test_exact_at_a_centroid(sketch, complex_weights, seed):
+    X, y = _data(seed=seed)
+    gp = LocalizedMaclaurinGPR(
+        24,
+        threshold=1.5,
+        sketch=sketch,
+        complex_weights=complex_weights,
+        random_state=seed,
+        **SETTINGS,
+    ).fit(X, y)
+    assert gp.n_clusters_ > 3
+    feats = _features(seed, sketch, complex_weights).fit(X)
+    np.testing.assert_array_equal(feats.allocation_, gp.allocation_)
+    C = gp.centroids_[:4]
+    mean, std = gp.predict(C, return_std=True)
+    s2, l2, sn2 = SETTINGS["kernel_variance"], SETTINGS["length_scale"] ** 2, 0.05
+    yc = y - y.mean()
+    for i, c in enumerate(C):
+        phi = feats.transform_centered(X, c)
+        K = phi @ phi.T + sn2 * np.eye(len(X))
+        kstar = s2 * np.exp(-((X - c) ** 2).sum(axis=1) / (2 * l2))
+        mu = kstar @ np.linalg.solve(K, yc) + y.mean()
+        v = s2 - kstar @ np.linalg.solve(K, kstar)
+        np.testing.assert_allclose(mean[i], mu, rtol=1e-8, atol=1e-9)
+        np.testing.assert_allclose(std[i] ** 2, v, rtol=1e-7, atol=1e-9)
+
+
+def test_one_cluster_is_the_vanilla_maclaurin_gp():
+    X, y = _data(seed=3)
+    Xt, _ = _data(n=20, seed=4)
+    vanilla = RandomFeatureGPR(_features(11), noise_variance=0.05).fit(X, y)
+    for kw in (dict(), dict(n_clusters=1), dict(threshold=0.01, n_clusters=1)):
+        gp = LocalizedMaclaurinGPR(24, random_state=11, **kw, **SETTINGS).fit(X, y)
+        m, s = gp.predict(Xt, return_std=True)
+        mv, sv = vanilla.predict(Xt, return_std=True)
+        np.testing.assert_allclose(m, mv, rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(s, sv, rtol=1e-8, atol=1e-10)
+
+
+def test_far_from_the_data():
+    X, y = _data(seed=5)
+    far = np.array([[40.0, -35.0, 50.0]])
+    kw = dict(random_state=2, center_y=False, **SETTINGS)
+    local = LocalizedMaclaurinGPR(24, centers="test", **kw).fit(X, y)
+    m, s = local.predict(far, return_std=True)
+    assert m[0] == 0.0
+    np.testing.assert_allclose(s[0] ** 2, SETTINGS["kernel_variance"], rtol=1e-12)
+    _, sn = local.predict_noisy(far)
+    np.testing.assert_allclose(sn[0] ** 2, SETTINGS["kernel_variance"] + 0.05, rtol=1e-12)
+    assert local.n_clusters_ == 0 and local.threshold_ is None
+    vanilla = LocalizedMaclaurinGPR(24, **kw).fit(X, y)
+    mv, sv = vanilla.predict(far, return_std=True)
+    assert abs(mv[0]) < 1e-50 and sv[0] < 1e-50
+
+
+def test_test_centers_are_exact_at_every_test_point():
+    X, y = _data(seed=6)
+    Xt, _ = _data(n=6, seed=7)
+    gp = LocalizedMaclaurinGPR(24, centers="test", random_state=3, **SETTINGS).fit(X, y)
+    m, s = gp.predict(Xt, return_std=True)
+    feats = _features(3).fit(X)
+    yc = y - y.mean()
+    for i, c in enumerate(Xt):
+        phi = feats.transform_centered(X, c)
+        K = phi @ phi.T + 0.05 * np.eye(len(X))
+        kstar = 1.7 * np.exp(-((X - c) ** 2).sum(axis=1) / (2 * 0.64))
+        np.testing.assert_allclose(
+            m[i], kstar @ np.linalg.solve(K, yc) + y.mean(), rtol=1e-8, atol=1e-9
+        )
+        np.testing.assert_allclose(
+            s[i] ** 2, 1.7 - kstar @ np.linalg.solve(K, kstar), rtol=1e-7, atol=1e-9
+        )
+
+
+@pytest.mark.parametrize("centers", ["clusters", "test"])
+def test_skipping_negligible_rows_matches_the_untruncated_fit(centers):
+    # Inputs spread over +-30 with l = 0.8: most rows are negligible per centroid.
+    X, y = _data(n=300, d=2, seed=8, scale=10.0)
+    Xt, _ = _data(n=30, d=2, seed=9, scale=10.0)
+    kw = dict(threshold=2.0, centers=centers, random_state=4, **SETTINGS)
+    cut = LocalizedMaclaurinGPR(32, **kw).fit(X, y)
+    full = LocalizedMaclaurinGPR(32, tol=0.0, **kw).fit(X, y)
+    assert math.isfinite(cut._handle.cutoff_sq) and math.isinf(full._handle.cutoff_sq)
+    assert cut._handle.cutoff_sq < 100.0  # far below the data's squared diameter (~3600)
+    m1, s1 = cut.predict(Xt, return_std=True)
+    m0, s0 = full.predict(Xt, return_std=True)
+    np.testing.assert_allclose(m1, m0, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(s1**2, s0**2, rtol=0, atol=1e-8)
+
+
+def test_float32_and_float64_inputs():
+    X, y = _data(seed=10)
+    Xt, _ = _data(n=25, seed=11)
+    gp = LocalizedMaclaurinGPR(24, threshold=1.0, random_state=5, **SETTINGS)
+    m64, s64 = gp.fit(X, y).predict(Xt, return_std=True)
+    m32, s32 = gp.fit(X.astype(np.float32), y).predict(Xt.astype(np.float32), return_std=True)
+    assert m32.dtype == np.float64 and s32.dtype == np.float64
+    np.testing.assert_allclose(m32, m64, atol=1e-3)
+    np.testing.assert_allclose(s32, s64, atol=1e-3)
+
+
+@pytest.mark.parametrize("centers", ["clusters", "test"])
+def test_thread_count_bit_identity(centers):
+    X, y = _data(n=200, seed=12)
+    Xt, _ = _data(n=40, seed=13)
+    before = rf.get_num_threads()
+    out = []
+    try:
+        for n in (1, 2):
+            rf.set_num_threads(n)
+            gp = LocalizedMaclaurinGPR(
+                24, threshold=0.7, centers=centers, random_state=6, **SETTINGS
+            ).fit(X, y)
+            out.append((gp.centroids_, *gp.predict(Xt, return_std=True)))
+    finally:
+        rf.set_num_threads(before)
+    for a, b in zip(out[0], out[1]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_pickle_round_trip():
+    X, y = _data(seed=14)
+    Xt, _ = _data(n=30, seed=15)
+    gp = LocalizedMaclaurinGPR(24, threshold=1.0, random_state=None, **SETTINGS).fit(X, y)
+    m, s = gp.predict(Xt, return_std=True)
+    back = pickle.loads(pickle.dumps(gp))
+    m2, s2 = back.predict(Xt, return_std=True)
+    np.testing.assert_array_equal(m, m2)
+    np.testing.assert_array_equal(s, s2)
+    np.testing.assert_array_equal(gp.centroids_, back.centroids_)
+
+
+def test_threshold_auto():
+    # High-frequency data over a wide range: one Maclaurin expansion collapses
+    # away from the mean, so the held-out likelihood prefers local centroids.
+    rng = np.random.default_rng(16)
+    X = rng.uniform(-8, 8, (400, 2))
+    y = np.sin(2 * X[:, 0]) * np.cos(X[:, 1]) + 0.05 * rng.standard_normal(400)
+    gp = LocalizedMaclaurinGPR(
+        32, threshold="auto", length_scale=0.7, noise_variance=0.0025, random_state=0
+    ).fit(X, y)
+    assert set(gp.auto_scores_) == {None, 4.0, 2.0, 1.0, 0.5, 0.25}
+    best = max(gp.auto_scores_.values())
+    assert gp.auto_scores_[gp.threshold_] == best
+    assert gp.threshold_ is not None
+    assert gp.auto_scores_[gp.threshold_] > gp.auto_scores_[None]
+    refit = LocalizedMaclaurinGPR(
+        32, threshold=gp.threshold_, length_scale=0.7, noise_variance=0.0025, random_state=0
+    ).fit(X, y)
+    np.testing.assert_array_equal(refit.predict(X[:10]), gp.predict(X[:10]))
+
+
+def test_verbose_progress(capfd):
+    X, y = _data(seed=17)
+    LocalizedMaclaurinGPR(16, threshold=1.0, verbose=True, random_state=0, **SETTINGS).fit(
+        X, y
+    ).predict(X[:20])
+    err = capfd.readouterr().err
+    for word in ("allocation", "centroid(s)", "centroid GPs", "predicted"):
+        assert word in err
+
+
+def test_bad_input():
+    X, y = _data(seed=18)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        LocalizedMaclaurinGPR(16).fit(X, y[:-1])
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        LocalizedMaclaurinGPR(16).fit(Xn, y)
+    yn = y.copy()
+    yn[3] = np.inf
+    with pytest.raises(ValueError, match="y"):
+        LocalizedMaclaurinGPR(16).fit(X, yn)
+    for kw, name in [
+        (dict(length_scale=0.0), "length_scale"),
+        (dict(kernel_variance=-1.0), "kernel_variance"),
+        (dict(noise_variance=0.0), "noise_variance"),
+        (dict(n_clusters=0), "n_clusters"),
+        (dict(threshold=0.0), "threshold"),
+        (dict(threshold=-2.0), "threshold"),
+        (dict(threshold="sometimes"), "threshold"),
+        (dict(centers="train"), "centers"),
+        (dict(sketch="tensor_sketch"), "sketch"),
+        (dict(sketch="nope"), "sketch"),
+        (dict(tol=-1.0), "tol"),
+    ]:
+        with pytest.raises(InvalidParameterError, match=name):
+            LocalizedMaclaurinGPR(16, **kw).fit(X, y)
+    with pytest.raises(NotFittedError):
+        LocalizedMaclaurinGPR(16).predict(X)
+    gp = LocalizedMaclaurinGPR(16, threshold=1.0, random_state=0, **SETTINGS).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        gp.predict(X[:, :2])
+    with pytest.raises(ValueError, match="NaN"):
+        gp.predict(Xn)
+    # The core refuses what the Python layer would otherwise let through.
+    with pytest.raises(InvalidInputError, match="threshold"):
+        gp._core_fit(X, y, -1.0, None)
+    with pytest.raises(InvalidInputError, match="noise_variance"):
+        gp.set_params(noise_variance=-1.0)._core_fit(X, y, None, None)
+
+
+@parametrize_with_checks([LocalizedMaclaurinGPR(16, threshold=1.0, random_state=0)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
