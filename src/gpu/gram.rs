@@ -356,6 +356,71 @@ mod tests {
         }
     }
 
+    /// The fused path equals the Gram of the downloaded GPU features (the
+    /// same f32 features) to the bound of [`gram`].
+    #[test]
+    fn features_gram_matches_gram_of_features() {
+        use crate::sketch::SketchKind;
+        context::tests::ctx();
+        let x = random(300, 5, 11).mapv(f64::from);
+        let y = random(300, 2, 12).mapv(f64::from);
+        let sk = PolySketch::draw(
+            SketchKind::TensorSrht,
+            true,
+            2,
+            6,
+            20,
+            &mut crate::rng::seeded(1),
+        )
+        .unwrap();
+        let w = random(30, 5, 13).mapv(f64::from);
+        let b = ndarray::Array1::from_shape_fn(30, |j| j as f64 * 0.2);
+        let maps = [
+            FeatureMap::Sketch {
+                sketch: &sk,
+                bias: 0.7,
+                length_scale: 1.2,
+            },
+            FeatureMap::Fourier {
+                w: w.view(),
+                phases: Some(b.view()),
+                variant: RffVariant::CosBias,
+                scale: 0.3,
+            },
+        ];
+        for map in &maps {
+            let phi = match *map {
+                FeatureMap::Sketch {
+                    sketch,
+                    bias,
+                    length_scale,
+                } => super::super::sketch_features(sketch, x.view(), bias, length_scale),
+                FeatureMap::Fourier {
+                    w,
+                    phases,
+                    variant,
+                    scale,
+                } => super::super::rff_features(x.view(), w, phases, variant, scale),
+            }
+            .unwrap()
+            .mapv(|v| v as f32);
+            let before = context::dispatch_count();
+            let r = features_gram(map, x.view(), Some(y.view())).unwrap();
+            assert!(context::dispatch_count() > before);
+            check(&phi, &phi, &r.phi_t_phi);
+            check(&phi, &y.mapv(|v| v as f32), r.phi_t_y.as_ref().unwrap());
+        }
+        assert!(matches!(
+            features_gram(&maps[1], x.view(), Some(y.slice(s![..5, ..]))),
+            Err(Error::ShapeMismatch {
+                name: "rows of y",
+                ..
+            })
+        ));
+        let empty = features_gram(&maps[0], x.slice(s![..0, ..]), None).unwrap();
+        assert_eq!(empty.phi_t_phi, Array2::<f64>::zeros((40, 40)));
+    }
+
     #[test]
     fn gram_empty_and_shape_errors() {
         context::tests::ctx();
