@@ -33,7 +33,10 @@ __all__ = [
     "gpu_gram",
     "gpu_info",
     "gpu_rff",
+    "gpu_rff_gram",
     "gpu_set_chunk_bytes",
+    "gpu_sketch_gram",
+    "gpu_sketch_transform",
     "kernel_matrix",
     "kl_divergence",
     "mean_nll",
@@ -243,6 +246,28 @@ def gpu_rff(
     variant: str,
     scale: float,
 ) -> NDArray[np.floating]: ...
+def gpu_sketch_transform(
+    sketch: PolySketch,
+    x: NDArray[np.floating],
+    out: NDArray[np.floating],
+    bias: float,
+    length_scale: float,
+) -> None: ...
+def gpu_sketch_gram(
+    sketch: PolySketch,
+    x: NDArray[np.floating],
+    y: Optional[NDArray[np.float64]],
+    bias: float,
+    length_scale: float,
+) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
+def gpu_rff_gram(
+    x: NDArray[np.floating],
+    y: Optional[NDArray[np.float64]],
+    w: NDArray[np.float64],
+    phases: Optional[NDArray[np.float64]],
+    variant: str,
+    scale: float,
+) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
 
 # Polynomial sketches (src/python/sketch.rs).
 @final

@@ -12,6 +12,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
 from ._base import RandomFeaturesBase
+from ._sketch import _pad_gram
+from .gpu import DEVICES, _fitted_device
 
 KERNELS = ("gaussian", "laplacian", "matern12", "matern32", "matern52")
 SAMPLERS = ("mc", "antithetic", "orthogonal", "structured", "moment_matching", "qmc")
@@ -65,9 +67,16 @@ default="mc"
         ``b ~ U[0, 2 pi)``, columns ``sigma sqrt(2 / D) cos(W x + b)``.
     random_state : int, RandomState instance or None, default=None
         Seeds the draw of every random parameter.
+    device : {"cpu", "gpu", "auto"}, default="cpu"
+        Where ``transform`` runs. ``"gpu"``: on the GPU in float32 from
+        ``frequencies_`` (for ``"structured"``, the formed frequencies), a
+        :class:`~randfeat_rs.GpuError` at ``fit`` when no adapter is usable;
+        ``"auto"``: the GPU when a hardware adapter is usable, else the CPU.
 
     Attributes
     ----------
+    device_ : str
+        The device ``transform`` runs on: "cpu" or "gpu".
     frequencies_ : ndarray of shape (n_frequencies, n_features_in_), float64
         The frequencies ``W`` (for ``"structured"``, formed for inspection;
         the transform uses ``sorf_signs_``).
@@ -104,6 +113,7 @@ default="mc"
         "sampler": [StrOptions(set(SAMPLERS))],
         "variant": [StrOptions(set(VARIANTS))],
         "random_state": ["random_state"],
+        "device": [StrOptions(set(DEVICES))],
     }
 
     def __init__(
@@ -116,6 +126,7 @@ default="mc"
         sampler: str = "mc",
         variant: str = "cos_sin",
         random_state: Any = None,
+        device: str = "cpu",
     ) -> None:
         self.n_components = n_components
         self.kernel = kernel
@@ -124,6 +135,7 @@ default="mc"
         self.sampler = sampler
         self.variant = variant
         self.random_state = random_state
+        self.device = device
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> RandomFourierFeatures:
@@ -141,6 +153,7 @@ default="mc"
         self : RandomFourierFeatures
         """
         X = self._validate_input(X, reset=True)
+        self.device_ = _fitted_device(self.device)
         d = X.shape[1]
         m = self.n_components // 2 if self.variant == "cos_sin" else self.n_components
         w, b, signs = _core.rff_fit(
@@ -196,6 +209,15 @@ default="mc"
         """
         X = self._check_transform_input(X)
         length_scale, kernel_variance, variant, n_components = self._fitted_args
+        if self.device_ == "gpu":
+            w = self.frequencies_.astype(X.dtype, copy=False)
+            b = None if self.phases_ is None else self.phases_.astype(X.dtype, copy=False)
+            phi = _core.gpu_rff(X, w, b, variant, self.scale_)
+            if phi.shape[1] == n_components:
+                return phi
+            out = np.zeros((X.shape[0], n_components), dtype=X.dtype)
+            out[:, : phi.shape[1]] = phi
+            return out
         return _core.rff_transform(
             X,
             self.frequencies_,
@@ -206,6 +228,14 @@ default="mc"
             variant,
             n_components,
         )
+
+    def _gpu_gram(self, X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(Phi^T Phi, Phi^T Y)`` of ``Phi = transform(X)``, on the GPU (Phi stays there)."""
+        _, _, variant, n_components = self._fitted_args
+        g, b = _core.gpu_rff_gram(
+            X, Y, self.frequencies_, self.phases_, variant, float(self.scale_)
+        )
+        return _pad_gram(g, b, n_components)
 
 
 class NystroemFeatures(RandomFeaturesBase):

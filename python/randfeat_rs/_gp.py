@@ -17,12 +17,13 @@ from typing import Any, Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 from ._validation import seed_from_random_state
 from .exceptions import InvalidInputError
+from .gpu import DEVICES, _fitted_device
 
 __all__ = ["ExactGPR", "RandomFeatureGPR", "SufficientStatistics"]
 
@@ -533,9 +534,22 @@ class RandomFeatureGPR(RegressorMixin, BaseEstimator):
         Subtract the training-target mean (zero prior mean on the rest).
     verbose : bool, default=False
         Print progress (rows accumulated) to stderr.
+    device : {"cpu", "gpu", "auto"}, default="cpu"
+        Where the statistics are accumulated. ``"gpu"``: when ``features``
+        is this library's :class:`~randfeat_rs.RandomFourierFeatures` or
+        :class:`~randfeat_rs.PolynomialSketch` (not TensorSketch), the
+        features and ``Phi^T Phi``, ``Phi^T y`` are computed on the GPU
+        (float32, partial sums reduced in float64 on the host) without
+        ``Phi`` leaving the device; a :class:`~randfeat_rs.GpuError` when no
+        adapter is usable, :class:`~randfeat_rs.InvalidInputError` for other
+        transformers. ``"auto"``: the GPU when a hardware adapter is usable
+        and the transformer has a GPU kernel, else the CPU. Predictions use
+        the transformer's own ``device``.
 
     Attributes
     ----------
+    device_ : str
+        The device the statistics were accumulated on: "cpu" or "gpu".
     features_ : transformer
         The fitted clone of ``features``.
     stats_ : SufficientStatistics
@@ -578,6 +592,7 @@ class RandomFeatureGPR(RegressorMixin, BaseEstimator):
         "chunk_size": [Interval(Integral, 1, None, closed="left")],
         "center_y": ["boolean"],
         "verbose": ["verbose"],
+        "device": [StrOptions(set(DEVICES))],
     }
 
     def __init__(
@@ -588,12 +603,52 @@ class RandomFeatureGPR(RegressorMixin, BaseEstimator):
         chunk_size: int = 2048,
         center_y: bool = True,
         verbose: bool = False,
+        device: str = "cpu",
     ) -> None:
         self.features = features
         self.noise_variance = noise_variance
         self.chunk_size = chunk_size
         self.center_y = center_y
         self.verbose = verbose
+        self.device = device
+
+    def _resolve_device(self) -> None:
+        f = self.features_
+        gpu_capable = hasattr(f, "_gpu_gram") and getattr(f, "sketch", None) != "tensor_sketch"
+        self.device_ = _fitted_device(
+            self.device,
+            None
+            if gpu_capable
+            else "the transformer must be randfeat_rs.RandomFourierFeatures or "
+            f"PolynomialSketch (not TensorSketch), got {type(f).__name__}",
+        )
+
+    def _accumulate_gpu(self, X: np.ndarray, y: np.ndarray) -> None:
+        # Phi^T [y - s, 1] gives Phi^T (y - s) and the column sums at once;
+        # the shifted target sums are exact on the host, and merge() re-shifts.
+        shift = float(np.mean(y))
+        yc = y - shift
+        g, b = self.features_._gpu_gram(X, np.column_stack([yc, np.ones_like(yc)]))
+        part = SufficientStatistics.__new__(SufficientStatistics)
+        part._stats = _core.FeatureStats.from_arrays(
+            g,
+            np.ascontiguousarray(b[:, 0]),
+            np.ascontiguousarray(b[:, 1]),
+            int(X.shape[0]),
+            shift,
+            float(yc.sum()),
+            float(yc @ yc),
+        )
+        if getattr(self, "stats_", None) is None:
+            self.stats_ = part
+        else:
+            self.stats_.merge(part)
+        if self.verbose:
+            print(
+                f"RandomFeatureGPR: {X.shape[0]} rows accumulated on the GPU "
+                f"({self.stats_.n_samples} in total)",
+                file=sys.stderr,
+            )
 
     def _validate_xy(self, X: Any, y: Any, reset: bool) -> tuple[np.ndarray, np.ndarray]:
         X, y = validate_data(
@@ -602,6 +657,9 @@ class RandomFeatureGPR(RegressorMixin, BaseEstimator):
         return X, np.ascontiguousarray(y, dtype=np.float64)
 
     def _accumulate(self, X: np.ndarray, y: np.ndarray) -> None:
+        if getattr(self, "device_", "cpu") == "gpu" and X.shape[0] > 0:
+            self._accumulate_gpu(X, y)
+            return
         n = X.shape[0]
         step = int(self.chunk_size)
         for lo in range(0, n, step):
@@ -651,6 +709,7 @@ class RandomFeatureGPR(RegressorMixin, BaseEstimator):
         self._validate_params()
         X, y = self._validate_xy(X, y, reset=True)
         self.features_ = clone(self.features).fit(X)
+        self._resolve_device()
         self.stats_ = None
         self._init_noise(y)
         self._accumulate(X, y)
@@ -675,6 +734,7 @@ class RandomFeatureGPR(RegressorMixin, BaseEstimator):
         X, y = self._validate_xy(X, y, reset=first)
         if first:
             self.features_ = clone(self.features).fit(X)
+            self._resolve_device()
             self.stats_ = None
             self._init_noise(y)
         self._accumulate(X, y)

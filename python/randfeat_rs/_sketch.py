@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._base import RandomFeaturesBase
 from .exceptions import InvalidInputError
+from .gpu import DEVICES, _fitted_device
 
 SKETCHES = ("gaussian", "rademacher", "tensor_srht", "tensor_sketch")
 
@@ -35,6 +36,18 @@ def _check_sketch_options(sketch: str, n_components: int, complex_weights: bool)
             "`n_components` must be >= 2 with complex_weights=True "
             f"(two real columns per complex feature), got {n_components}"
         )
+
+
+def _pad_gram(g: np.ndarray, b: Any, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pads a Gram pair to ``width`` features (the trailing zero columns)."""
+    d = g.shape[0]
+    if d == width:
+        return g, b
+    gp = np.zeros((width, width))
+    gp[:d, :d] = g
+    bp = np.zeros((width, b.shape[1]))
+    bp[:d] = b
+    return gp, bp
 
 
 class PolynomialSketch(RandomFeaturesBase):
@@ -69,9 +82,17 @@ class PolynomialSketch(RandomFeaturesBase):
         (ALGORITHMS.md 9). Lower variance for non-negative data.
     random_state : int, RandomState instance or None, default=None
         Seeds all random parameters (drawn at ``fit``).
+    device : {"cpu", "gpu", "auto"}, default="cpu"
+        Where ``transform`` runs. ``"gpu"``: on the GPU in float32 (same
+        random parameters; not with TensorSketch), a
+        :class:`~randfeat_rs.GpuError` at ``fit`` when no adapter is usable;
+        ``"auto"``: the GPU when a hardware adapter is usable and the sketch
+        has a GPU kernel, else the CPU (see :mod:`randfeat_rs.gpu`).
 
     Attributes
     ----------
+    device_ : str
+        The device ``transform`` runs on: "cpu" or "gpu".
     n_features_in_ : int
         Number of input columns d.
     seed_ : int
@@ -100,6 +121,7 @@ class PolynomialSketch(RandomFeaturesBase):
         "sketch": [StrOptions(set(SKETCHES))],
         "complex_weights": ["boolean"],
         "random_state": ["random_state"],
+        "device": [StrOptions(set(DEVICES))],
     }
 
     def __init__(
@@ -112,6 +134,7 @@ class PolynomialSketch(RandomFeaturesBase):
         sketch: str = "tensor_srht",
         complex_weights: bool = False,
         random_state: Any = None,
+        device: str = "cpu",
     ) -> None:
         self.n_components = n_components
         self.degree = degree
@@ -120,6 +143,7 @@ class PolynomialSketch(RandomFeaturesBase):
         self.sketch = sketch
         self.complex_weights = complex_weights
         self.random_state = random_state
+        self.device = device
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> PolynomialSketch:
@@ -138,6 +162,10 @@ class PolynomialSketch(RandomFeaturesBase):
         """
         X = self._validate_input(X, reset=True)
         _check_sketch_options(self.sketch, self.n_components, self.complex_weights)
+        self.device_ = _fitted_device(
+            self.device,
+            "sketch='tensor_sketch' has no GPU kernel" if self.sketch == "tensor_sketch" else None,
+        )
         self.seed_ = self._seed()
         self.n_sketch_features_ = _n_sketch_features(self.n_components, self.complex_weights)
         self._n_features_out = self.n_components
@@ -185,8 +213,19 @@ class PolynomialSketch(RandomFeaturesBase):
         width = sk.width
         if width < self.n_components:
             out[:, width:] = 0
-        sk.transform(X, out[:, :width], float(self.bias), float(self.length_scale))
+        if self.device_ == "gpu":
+            _core.gpu_sketch_transform(
+                sk, X, out[:, :width], float(self.bias), float(self.length_scale)
+            )
+        else:
+            sk.transform(X, out[:, :width], float(self.bias), float(self.length_scale))
         return out
+
+    def _gpu_gram(self, X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(Phi^T Phi, Phi^T Y)`` of ``Phi = transform(X)``, on the GPU (Phi stays there)."""
+        sk = self._core_sketch()
+        g, b = _core.gpu_sketch_gram(sk, X, Y, float(self.bias), float(self.length_scale))
+        return _pad_gram(g, b, self.n_components)
 
     @property
     def random_params_(self) -> dict:

@@ -102,6 +102,25 @@ def resolve_device(device: str) -> str:
     return _core.resolve_device(device)
 
 
+DEVICES = ("cpu", "gpu", "auto")
+
+
+def _fitted_device(device: str, unsupported: Optional[str] = None) -> str:
+    """The fitted ``device_`` ("cpu" or "gpu") of an estimator's ``device=``.
+
+    ``unsupported`` is None when the estimator's configuration has a GPU
+    kernel, else the reason it has none: then ``"gpu"`` raises
+    :class:`InvalidInputError` and ``"auto"`` gives ``"cpu"``.
+    """
+    if unsupported is not None:
+        if device == "gpu":
+            raise InvalidInputError(f'`device="gpu"` is not available: {unsupported}')
+        if device not in DEVICES:
+            raise InvalidInputError(f'`device` must be "cpu", "gpu" or "auto", got {device!r}')
+        return "cpu"
+    return resolve_device(device)
+
+
 def _require() -> None:
     if not _BUILT:
         raise GpuError(_NOT_BUILT)

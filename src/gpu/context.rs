@@ -78,6 +78,9 @@ pub(super) struct Pipelines {
     pub gram: wgpu::ComputePipeline,
     pub reduce: wgpu::ComputePipeline,
     pub rff: wgpu::ComputePipeline,
+    pub sketch_dense: wgpu::ComputePipeline,
+    pub srht_fill: wgpu::ComputePipeline,
+    pub srht_gather: wgpu::ComputePipeline,
 }
 
 /// The device, its queue, the pipelines, and the first uncaptured error.
@@ -344,11 +347,24 @@ impl Context {
     /// staging buffer, waits, and hands the values to `f`.
     pub fn read<R>(
         &self,
-        mut encoder: wgpu::CommandEncoder,
+        encoder: wgpu::CommandEncoder,
         src: &wgpu::Buffer,
         len: usize,
         f: impl FnOnce(&[f32]) -> R,
     ) -> Result<R> {
+        let pending = self.submit_read(encoder, src, len)?;
+        self.finish(pending, f)
+    }
+
+    /// Submits `encoder` after copying the first `len` f32 of `src` to a
+    /// staging buffer, without waiting: the caller can record and submit
+    /// more work (the next chunk) before [`Context::finish`] collects this.
+    pub fn submit_read(
+        &self,
+        mut encoder: wgpu::CommandEncoder,
+        src: &wgpu::Buffer,
+        len: usize,
+    ) -> Result<Pending> {
         let bytes = (len.max(1) * 4) as u64;
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: None,
@@ -358,13 +374,33 @@ impl Context {
         });
         encoder.copy_buffer_to_buffer(src, 0, &staging, 0, bytes);
         self.take_error()?;
-        self.queue.submit([encoder.finish()]);
+        let index = self.queue.submit([encoder.finish()]);
         let (tx, rx) = mpsc::channel();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
             let _ = tx.send(r);
         });
+        Ok(Pending {
+            staging,
+            index,
+            rx,
+            len,
+        })
+    }
+
+    /// Waits for the submission of `pending` (only that one: later
+    /// submissions keep running) and hands its values to `f`.
+    pub fn finish<R>(&self, pending: Pending, f: impl FnOnce(&[f32]) -> R) -> Result<R> {
+        let Pending {
+            staging,
+            index,
+            rx,
+            len,
+        } = pending;
         self.device
-            .poll(wgpu::PollType::wait_indefinitely())
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            })
             .map_err(|e| Error::Gpu(format!("waiting for the GPU failed: {e}")))?;
         self.take_error()?;
         rx.recv()
@@ -380,6 +416,14 @@ impl Context {
         staging.unmap();
         Ok(out)
     }
+}
+
+/// A submitted read-back (see [`Context::submit_read`]).
+pub(super) struct Pending {
+    staging: wgpu::Buffer,
+    index: wgpu::SubmissionIndex,
+    rx: mpsc::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>,
+    len: usize,
 }
 
 impl Pipelines {
@@ -400,6 +444,7 @@ impl Pipelines {
         };
         let fwht = include_str!("shaders/fwht.wgsl").replace("{BLOCK}", &block.to_string());
         let gram = include_str!("shaders/gram.wgsl").to_string();
+        let sketch = include_str!("shaders/sketch.wgsl").to_string();
         Pipelines {
             fwht_block: make("fwht_block", fwht.clone(), "fwht_block"),
             fwht_stage: make("fwht_stage", fwht, "fwht_stage"),
@@ -414,6 +459,9 @@ impl Pipelines {
                 include_str!("shaders/rff.wgsl").to_string(),
                 "rff_tile",
             ),
+            sketch_dense: make("sketch_dense", sketch.clone(), "dense_tile"),
+            srht_fill: make("srht_fill", sketch.clone(), "srht_fill"),
+            srht_gather: make("srht_gather", sketch, "srht_gather"),
         }
     }
 }

@@ -120,30 +120,47 @@ fn transform(
 ) -> Result<()> {
     let total = data.len();
     ctx.upload(buffer, data);
-    let block = ctx.fwht_block();
     let mut encoder = ctx.encoder();
+    // Uniform buffers must outlive the encoder's submission.
+    let mut keep = Vec::new();
+    record(ctx, &mut encoder, &mut keep, buffer, total, n, scale)?;
+    ctx.read(encoder, buffer, total, |out| data.copy_from_slice(out))
+}
+
+/// Records the transform (times `scale`) of the rows of length `n` (a power
+/// of two) of the first `total` floats of `buffer`; uniform buffers go to
+/// `keep`.
+pub(super) fn record(
+    ctx: &Context,
+    encoder: &mut wgpu::CommandEncoder,
+    keep: &mut Vec<wgpu::Buffer>,
+    buffer: &wgpu::Buffer,
+    total: usize,
+    n: usize,
+    scale: f32,
+) -> Result<()> {
+    let block = ctx.fwht_block();
     let pipes = &ctx.pipelines;
     let params = ctx.uniform(&[total as u32, n.min(block) as u32, scale.to_bits(), 0]);
     let bind = ctx.bind(&pipes.fwht_block, &[buffer, &params]);
     ctx.dispatch(
-        &mut encoder,
+        encoder,
         &pipes.fwht_block,
         &bind,
         total.div_ceil(block) as u64,
         1,
     )?;
-    // Uniform buffers must outlive the encoder's submission.
-    let mut keep = Vec::new();
+    keep.push(params);
     let mut h = block;
     while h < n {
         let params = ctx.uniform(&[total as u32, h as u32, 0, 0]);
         let bind = ctx.bind(&pipes.fwht_stage, &[buffer, &params]);
         let groups = (total / 2).div_ceil(WORKGROUP as usize) as u64;
-        ctx.dispatch(&mut encoder, &pipes.fwht_stage, &bind, groups, 1)?;
+        ctx.dispatch(encoder, &pipes.fwht_stage, &bind, groups, 1)?;
         keep.push(params);
         h *= 2;
     }
-    ctx.read(encoder, buffer, total, |out| data.copy_from_slice(out))
+    Ok(())
 }
 
 #[cfg(test)]

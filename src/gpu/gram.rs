@@ -1,11 +1,17 @@
 //! Gram accumulation `Φᵀ Φ`, `Φᵀ y` on the GPU; shaders `shaders/gram.wgsl`
 //! and `shaders/reduce.wgsl`.
 
-use ndarray::{s, Array2, ArrayView2};
+use std::ops::Range;
+
+use ndarray::{s, Array2, ArrayView1, ArrayView2};
 
 use super::context::{self, Context, WORKGROUP};
+use super::map::DeviceMap;
+use super::rff::{DeviceRff, RffVariant};
+use super::sketch::DeviceSketch;
 use crate::error::{Error, Result};
 use crate::real::Real;
+use crate::sketch::PolySketch;
 
 /// Rows per split: each workgroup sums at most this many rows of one output
 /// tile (16 x 16 x 16 of the blocked summation in `gram.wgsl`).
@@ -45,20 +51,209 @@ pub struct Gram {
 pub fn gram<T: Real>(phi: ArrayView2<T>, y: Option<ArrayView2<T>>) -> Result<Gram> {
     let ctx = context::get()?;
     let (n, d) = phi.dim();
-    if let Some(y) = &y {
-        if y.nrows() != n {
-            return Err(Error::ShapeMismatch {
-                name: "rows of y",
-                expected: n,
-                got: y.nrows(),
-            });
+    check_y_rows(n, y.as_ref().map(|y| y.nrows()))?;
+    let t = y.as_ref().map_or(0, |y| y.ncols());
+    let _session = ctx.session()?;
+    accumulate(
+        ctx,
+        n,
+        d,
+        y.as_ref().map(|_| t),
+        usize::MAX,
+        |rows, _, _, a, b| {
+            ctx.upload(a, &to_f32(phi.slice(s![rows.clone(), ..])));
+            if let Some(y) = &y {
+                ctx.upload(b, &to_f32(y.slice(s![rows, ..])));
+            }
+            Ok(())
+        },
+    )
+}
+
+/// A fitted feature map that can run on the device, by its parameters.
+#[derive(Debug, Clone, Copy)]
+pub enum FeatureMap<'a> {
+    /// A polynomial sketch for `(xᵀy/l² + c)^n` (see [`super::sketch_features`]).
+    Sketch {
+        /// The sketch (Gaussian, Rademacher or TensorSRHT).
+        sketch: &'a PolySketch,
+        /// The kernel bias `c >= 0`.
+        bias: f64,
+        /// The length scale `l > 0`.
+        length_scale: f64,
+    },
+    /// Random Fourier features (see [`super::rff_features`]).
+    Fourier {
+        /// The frequencies, `m x d`.
+        w: ArrayView2<'a, f64>,
+        /// The phases (`CosBias`) or None (`CosSin`).
+        phases: Option<ArrayView1<'a, f64>>,
+        /// The feature variant.
+        variant: RffVariant,
+        /// The scale of every feature.
+        scale: f64,
+    },
+}
+
+/// `Φᵀ Φ` and `Φᵀ y` of the features `Φ = map(x)`, computed on the GPU
+/// without `Φ` leaving the device: each row chunk of `x` is uploaded once,
+/// its features are written to a device buffer and accumulated there as
+/// in [`gram`] (same error bound, with `Φ` the f32 features of the
+/// map's documented accuracy); only the `D x D` partial sums come back and
+/// are added in f64 on the host.
+///
+/// # Errors
+/// As [`gram`] and the map's feature function ([`super::sketch_features`],
+/// [`super::rff_features`]).
+pub fn features_gram<T: Real>(
+    map: &FeatureMap<'_>,
+    x: ArrayView2<T>,
+    y: Option<ArrayView2<f64>>,
+) -> Result<Gram> {
+    let ctx = context::get()?;
+    check_y_rows(x.nrows(), y.as_ref().map(|y| y.nrows()))?;
+    match *map {
+        FeatureMap::Sketch {
+            sketch,
+            bias,
+            length_scale,
+        } => {
+            super::sketch::check(sketch, x.dim(), bias, length_scale)?;
+            let _session = ctx.session()?;
+            let dev = DeviceSketch::new(ctx, sketch, bias, length_scale)?;
+            map_gram(ctx, &dev, x, y)
+        }
+        FeatureMap::Fourier {
+            w,
+            phases,
+            variant,
+            scale,
+        } => {
+            super::rff::check_args(x.ncols(), w, phases, variant, scale)?;
+            let _session = ctx.session()?;
+            let dev = DeviceRff::new(ctx, w, phases, variant, scale)?;
+            map_gram(ctx, &dev, x, y)
         }
     }
-    let t = y.as_ref().map_or(0, |y| y.ncols());
+}
+
+fn map_gram<T: Real, M: DeviceMap>(
+    ctx: &Context,
+    map: &M,
+    x: ArrayView2<T>,
+    y: Option<ArrayView2<f64>>,
+) -> Result<Gram> {
+    let n = x.nrows();
+    let max_rows = map.rows_per_chunk(ctx)?;
+    let rows = max_rows.min(n.max(1));
+    let x_buf = ctx.storage(rows * map.in_dim());
+    let s_buf = ctx.storage(rows * map.scratch_per_row());
+    let t = y.as_ref().map(|y| y.ncols());
+    accumulate(ctx, n, map.width(), t, max_rows, |r, enc, keep, a, b| {
+        ctx.upload(&x_buf, &map.stage(x.slice(s![r.clone(), ..])));
+        map.record(ctx, enc, keep, &x_buf, &s_buf, r.len(), a)?;
+        if let Some(y) = &y {
+            ctx.upload(b, &to_f32(y.slice(s![r, ..])));
+        }
+        Ok(())
+    })
+}
+
+fn check_y_rows(n: usize, y_rows: Option<usize>) -> Result<()> {
+    match y_rows {
+        Some(got) if got != n => Err(Error::ShapeMismatch {
+            name: "rows of y",
+            expected: n,
+            got,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Streams `n` rows of `Φ` (`n x d`) and `y` (`n x t` when `t` is given)
+/// through the device in chunks of at most `max_rows` rows filled by
+/// `fill`, and returns the sums (the caller holds the session).
+fn accumulate(
+    ctx: &Context,
+    n: usize,
+    d: usize,
+    t: Option<usize>,
+    max_rows: usize,
+    mut fill: impl FnMut(
+        Range<usize>,
+        &mut wgpu::CommandEncoder,
+        &mut Vec<wgpu::Buffer>,
+        &wgpu::Buffer,
+        &wgpu::Buffer,
+    ) -> Result<()>,
+) -> Result<Gram> {
     let mut g = Array2::<f64>::zeros((d, d));
-    let mut gy = y.as_ref().map(|_| Array2::<f64>::zeros((d, t)));
+    let mut gy = t.map(|t| Array2::<f64>::zeros((d, t)));
+    let t = t.unwrap_or(0);
     if n > 0 && d > 0 {
-        accumulate(ctx, phi, y, &mut g, gy.as_mut())?;
+        let cap = (ctx.chunk_bytes() / 4) as usize;
+        let width = d.max(t);
+        if d * d > ctx.max_binding_floats() {
+            return Err(Error::Gpu(format!(
+                "Φᵀ Φ with D = {d} ({} floats) exceeds the device's largest binding",
+                d * d
+            )));
+        }
+        // Rows per chunk: the input chunk and the partials must fit.
+        let splits_cap = (cap.max(d * d) / (d * d)).clamp(1, MAX_SPLITS);
+        let rows_per = (cap / width)
+            .max(1)
+            .min(splits_cap * SPAN)
+            .min(max_rows)
+            .min(n);
+        let splits = rows_per.div_ceil(SPAN);
+        let a_buf = ctx.storage(rows_per * d);
+        let y_buf = ctx.storage(rows_per * t);
+        let part = ctx.storage(splits * d * d);
+        let part_y = ctx.storage(splits * d * t);
+        let mut r0 = 0;
+        while r0 < n {
+            let r1 = (r0 + rows_per).min(n);
+            let rows = r1 - r0;
+            let mut encoder = ctx.encoder();
+            let mut keep = Vec::new();
+            fill(r0..r1, &mut encoder, &mut keep, &a_buf, &y_buf)?;
+            let sp = rows.div_ceil(SPAN);
+            product(
+                ctx,
+                &mut encoder,
+                &mut keep,
+                [&a_buf, &a_buf, &part],
+                rows,
+                d,
+                d,
+                sp,
+                true,
+            )?;
+            if gy.is_some() && t > 0 {
+                product(
+                    ctx,
+                    &mut encoder,
+                    &mut keep,
+                    [&a_buf, &y_buf, &part_y],
+                    rows,
+                    d,
+                    t,
+                    sp,
+                    false,
+                )?;
+            }
+            ctx.read(encoder, &part, d * d, |p| {
+                g.iter_mut().zip(p).for_each(|(o, &v)| *o += f64::from(v));
+            })?;
+            if let Some(gy) = gy.as_mut().filter(|_| t > 0) {
+                let encoder = ctx.encoder();
+                ctx.read(encoder, &part_y, d * t, |p| {
+                    gy.iter_mut().zip(p).for_each(|(o, &v)| *o += f64::from(v));
+                })?;
+            }
+            r0 = r1;
+        }
     }
     // Only the tiles on and above the diagonal were computed.
     for i in 0..d {
@@ -70,79 +265,6 @@ pub fn gram<T: Real>(phi: ArrayView2<T>, y: Option<ArrayView2<T>>) -> Result<Gra
         phi_t_phi: g,
         phi_t_y: gy,
     })
-}
-
-fn accumulate<T: Real>(
-    ctx: &Context,
-    phi: ArrayView2<T>,
-    y: Option<ArrayView2<T>>,
-    g: &mut Array2<f64>,
-    mut gy: Option<&mut Array2<f64>>,
-) -> Result<()> {
-    let (n, d) = phi.dim();
-    let t = y.as_ref().map_or(0, |y| y.ncols());
-    let cap = (ctx.chunk_bytes() / 4) as usize;
-    let width = d.max(t);
-    if d * d > ctx.max_binding_floats() {
-        return Err(Error::Gpu(format!(
-            "Φᵀ Φ with D = {d} ({} floats) exceeds the device's largest binding",
-            d * d
-        )));
-    }
-    // Rows per chunk: the input chunk and the partials must fit.
-    let splits_cap = (cap.max(d * d) / (d * d)).clamp(1, MAX_SPLITS);
-    let rows_per = (cap / width).max(1).min(splits_cap * SPAN).min(n);
-    let splits = rows_per.div_ceil(SPAN);
-    let _session = ctx.session()?;
-    let a_buf = ctx.storage(rows_per * d);
-    let y_buf = ctx.storage(rows_per * t);
-    let part = ctx.storage(splits * d * d);
-    let part_y = ctx.storage(splits * d * t);
-    let mut r0 = 0;
-    while r0 < n {
-        let r1 = (r0 + rows_per).min(n);
-        let rows = r1 - r0;
-        ctx.upload(&a_buf, &to_f32(phi.slice(s![r0..r1, ..])));
-        let mut encoder = ctx.encoder();
-        let mut keep = Vec::new();
-        let sp = rows.div_ceil(SPAN);
-        product(
-            ctx,
-            &mut encoder,
-            &mut keep,
-            [&a_buf, &a_buf, &part],
-            rows,
-            d,
-            d,
-            sp,
-            true,
-        )?;
-        if let Some(y) = &y {
-            ctx.upload(&y_buf, &to_f32(y.slice(s![r0..r1, ..])));
-            product(
-                ctx,
-                &mut encoder,
-                &mut keep,
-                [&a_buf, &y_buf, &part_y],
-                rows,
-                d,
-                t,
-                sp,
-                false,
-            )?;
-        }
-        ctx.read(encoder, &part, d * d, |p| {
-            g.iter_mut().zip(p).for_each(|(o, &v)| *o += f64::from(v));
-        })?;
-        if let Some(gy) = gy.as_deref_mut() {
-            let encoder = ctx.encoder();
-            ctx.read(encoder, &part_y, d * t, |p| {
-                gy.iter_mut().zip(p).for_each(|(o, &v)| *o += f64::from(v));
-            })?;
-        }
-        r0 = r1;
-    }
-    Ok(())
 }
 
 fn to_f32<T: Real>(a: ArrayView2<T>) -> Vec<f32> {
@@ -232,6 +354,71 @@ mod tests {
             check(&phi, &y, r.phi_t_y.as_ref().unwrap());
             assert_eq!(r.phi_t_phi, r.phi_t_phi.t());
         }
+    }
+
+    /// The fused path equals the Gram of the downloaded GPU features (the
+    /// same f32 features) to the bound of [`gram`].
+    #[test]
+    fn features_gram_matches_gram_of_features() {
+        use crate::sketch::SketchKind;
+        context::tests::ctx();
+        let x = random(300, 5, 11).mapv(f64::from);
+        let y = random(300, 2, 12).mapv(f64::from);
+        let sk = PolySketch::draw(
+            SketchKind::TensorSrht,
+            true,
+            2,
+            6,
+            20,
+            &mut crate::rng::seeded(1),
+        )
+        .unwrap();
+        let w = random(30, 5, 13).mapv(f64::from);
+        let b = ndarray::Array1::from_shape_fn(30, |j| j as f64 * 0.2);
+        let maps = [
+            FeatureMap::Sketch {
+                sketch: &sk,
+                bias: 0.7,
+                length_scale: 1.2,
+            },
+            FeatureMap::Fourier {
+                w: w.view(),
+                phases: Some(b.view()),
+                variant: RffVariant::CosBias,
+                scale: 0.3,
+            },
+        ];
+        for map in &maps {
+            let phi = match *map {
+                FeatureMap::Sketch {
+                    sketch,
+                    bias,
+                    length_scale,
+                } => super::super::sketch_features(sketch, x.view(), bias, length_scale),
+                FeatureMap::Fourier {
+                    w,
+                    phases,
+                    variant,
+                    scale,
+                } => super::super::rff_features(x.view(), w, phases, variant, scale),
+            }
+            .unwrap()
+            .mapv(|v| v as f32);
+            let before = context::dispatch_count();
+            let r = features_gram(map, x.view(), Some(y.view())).unwrap();
+            assert!(context::dispatch_count() > before);
+            check(&phi, &phi, &r.phi_t_phi);
+            check(&phi, &y.mapv(|v| v as f32), r.phi_t_y.as_ref().unwrap());
+        }
+        assert!(matches!(
+            features_gram(&maps[1], x.view(), Some(y.slice(s![..5, ..]))),
+            Err(Error::ShapeMismatch {
+                name: "rows of y",
+                ..
+            })
+        ));
+        let empty = features_gram(&maps[0], x.slice(s![..0, ..]), None).unwrap();
+        assert_eq!(empty.phi_t_phi, Array2::<f64>::zeros((40, 40)));
     }
 
     #[test]

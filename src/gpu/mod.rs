@@ -14,7 +14,12 @@
 //! - [`gram`]: `Φᵀ Φ` and `Φᵀ y` over row chunks with a blocked summation
 //!   whose error stays at the level of a pairwise sum (see [`gram`]);
 //! - [`rff_features`]: the tiled projection `X Wᵀ` followed by `cos`/`sin`
-//!   (ALGORITHMS.md 5.2), from plain arrays.
+//!   (ALGORITHMS.md 5.2), from plain arrays;
+//! - [`sketch_features`]: Gaussian, Rademacher and TensorSRHT polynomial
+//!   sketches, real and complex (ALGORITHMS.md 2.1–2.3), from a fitted
+//!   [`crate::sketch::PolySketch`] (the same random parameters);
+//! - [`features_gram`]: the features of a [`FeatureMap`] and their Gram
+//!   matrix without the features leaving the device.
 //!
 //! Inputs larger than the adapter's binding limits (or [`set_chunk_bytes`])
 //! are streamed in row chunks; each input is uploaded once per call.
@@ -39,16 +44,22 @@ mod fwht;
 #[cfg(feature = "gpu")]
 mod gram;
 #[cfg(feature = "gpu")]
+mod map;
+#[cfg(feature = "gpu")]
 mod rff;
+#[cfg(feature = "gpu")]
+mod sketch;
 
 #[cfg(feature = "gpu")]
 pub use context::{dispatch_count, gpu_info, set_chunk_bytes, GpuInfo};
 #[cfg(feature = "gpu")]
 pub use fwht::{fwht_rows, fwht_rows_into};
 #[cfg(feature = "gpu")]
-pub use gram::{gram, Gram};
+pub use gram::{features_gram, gram, FeatureMap, Gram};
 #[cfg(feature = "gpu")]
 pub use rff::{rff_features, rff_features_into, RffVariant};
+#[cfg(feature = "gpu")]
+pub use sketch::{sketch_features, sketch_features_into};
 
 /// The environment variable read at every call: `off` hides all adapters,
 /// `software` lets [`Device::Auto`] use a software rasterizer.

@@ -2,9 +2,10 @@
 //! shader `shaders/rff.wgsl`. The CPU RFF transformer passes its fitted `W`,
 //! phases and scale here.
 
-use ndarray::{s, Array2, ArrayView1, ArrayView2, ArrayViewMut2};
+use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 
 use super::context::{self, Context};
+use super::map::{self, DeviceMap};
 use crate::error::{Error, Result};
 use crate::real::Real;
 
@@ -65,12 +66,42 @@ pub fn rff_features_into<T: Real>(
     phases: Option<ArrayView1<T>>,
     variant: RffVariant,
     scale: T,
-    mut out: ArrayViewMut2<T>,
+    out: ArrayViewMut2<T>,
 ) -> Result<()> {
     let ctx = context::get()?;
     let (n, d) = x.dim();
     let m = w.nrows();
     let ncols = variant.n_columns(m);
+    check_args(d, w, phases, variant, scale)?;
+    if out.dim() != (n, ncols) {
+        let (name, expected, got) = if out.nrows() != n {
+            ("rows of `out`", n, out.nrows())
+        } else {
+            ("columns of `out`", ncols, out.ncols())
+        };
+        return Err(Error::ShapeMismatch {
+            name,
+            expected,
+            got,
+        });
+    }
+    if n == 0 || m == 0 {
+        return Ok(());
+    }
+    let _session = ctx.session()?;
+    let map = DeviceRff::new(ctx, w, phases, variant, scale)?;
+    map::run(ctx, &map, x, out)
+}
+
+/// Checks the arguments of [`rff_features`] for inputs with `d` columns.
+pub(super) fn check_args<T: Real>(
+    d: usize,
+    w: ArrayView2<T>,
+    phases: Option<ArrayView1<T>>,
+    variant: RffVariant,
+    scale: T,
+) -> Result<()> {
+    let m = w.nrows();
     if w.ncols() != d {
         return Err(Error::ShapeMismatch {
             name: "columns of W (the input dimension d)",
@@ -100,111 +131,108 @@ pub fn rff_features_into<T: Real>(
             format!("must be finite, got {scale}"),
         ));
     }
-    if out.dim() != (n, ncols) {
-        let (name, expected, got) = if out.nrows() != n {
-            ("rows of `out`", n, out.nrows())
-        } else {
-            ("columns of `out`", ncols, out.ncols())
-        };
-        return Err(Error::ShapeMismatch {
-            name,
-            expected,
-            got,
-        });
-    }
-    if n == 0 || m == 0 {
-        return Ok(());
-    }
-    let to_f32 = |v: &T| v.to_f64_exact() as f32;
-    let cap = (ctx.chunk_bytes() / 4) as usize;
-    if m * d > ctx.max_binding_floats() {
-        return Err(Error::Gpu(format!(
-            "W with {m} x {d} floats exceeds the device's largest binding"
-        )));
-    }
-    let rows_per = (cap / d.max(ncols).max(1)).max(1).min(n);
-    let _session = ctx.session()?;
-    let w_buf = ctx.storage(m * d);
-    ctx.upload(&w_buf, &w.iter().map(to_f32).collect::<Vec<f32>>());
-    let b_buf = ctx.storage(m);
-    if let Some(b) = &phases {
-        ctx.upload(&b_buf, &b.iter().map(to_f32).collect::<Vec<f32>>());
-    }
-    let x_buf = ctx.storage(rows_per * d);
-    let o_buf = ctx.storage(rows_per * ncols);
-    let scale32 = scale.to_f64_exact() as f32;
-    let mut r0 = 0;
-    while r0 < n {
-        let r1 = (r0 + rows_per).min(n);
-        let rows = r1 - r0;
-        ctx.upload(
-            &x_buf,
-            &x.slice(s![r0..r1, ..])
-                .iter()
-                .map(to_f32)
-                .collect::<Vec<f32>>(),
-        );
-        let mut dst = out.slice_mut(s![r0..r1, ..]);
-        chunk(
-            ctx,
-            [&x_buf, &w_buf, &b_buf, &o_buf],
-            rows,
-            d,
-            m,
-            variant,
-            scale32,
-            |v| {
-                dst.iter_mut()
-                    .zip(v)
-                    .for_each(|(o, &f)| *o = T::from_f64_lossy(f.into()));
-            },
-        )?;
-        r0 = r1;
-    }
     Ok(())
 }
 
-/// Computes one chunk of `rows` rows on the device and hands the
-/// `rows x ncols` result to `sink`.
-#[allow(clippy::too_many_arguments)]
-fn chunk(
-    ctx: &Context,
-    bufs: [&wgpu::Buffer; 4],
-    rows: usize,
+/// Random Fourier features uploaded to the device (see [`rff_features`]).
+pub(super) struct DeviceRff {
     d: usize,
     m: usize,
     variant: RffVariant,
     scale: f32,
-    sink: impl FnOnce(&[f32]),
-) -> Result<()> {
-    let pipe = &ctx.pipelines.rff;
-    let tiles_k = m.div_ceil(TILE);
-    let params = ctx.uniform(&[
-        rows as u32,
-        d as u32,
-        m as u32,
-        variant.n_columns(m) as u32,
-        u32::from(variant == RffVariant::CosSin),
-        scale.to_bits(),
-        tiles_k as u32,
-        0,
-    ]);
-    let bind = ctx.bind(pipe, &[bufs[0], bufs[1], bufs[2], bufs[3], &params]);
-    let mut encoder = ctx.encoder();
-    ctx.dispatch(
-        &mut encoder,
-        pipe,
-        &bind,
-        (rows.div_ceil(TILE) * tiles_k) as u64,
-        1,
-    )?;
-    ctx.read(encoder, bufs[3], rows * variant.n_columns(m), sink)
+    w: wgpu::Buffer,
+    phases: wgpu::Buffer,
+}
+
+impl DeviceRff {
+    /// Uploads `w` (`m x d`) and the phases (checked by the caller).
+    pub(super) fn new<T: Real>(
+        ctx: &Context,
+        w: ArrayView2<T>,
+        phases: Option<ArrayView1<T>>,
+        variant: RffVariant,
+        scale: T,
+    ) -> Result<Self> {
+        let to_f32 = |v: &T| v.to_f64_exact() as f32;
+        let (m, d) = w.dim();
+        if m * d > ctx.max_binding_floats() {
+            return Err(Error::Gpu(format!(
+                "W with {m} x {d} floats exceeds the device's largest binding"
+            )));
+        }
+        let w_buf = ctx.storage(m * d);
+        ctx.upload(&w_buf, &w.iter().map(to_f32).collect::<Vec<f32>>());
+        let b_buf = ctx.storage(m);
+        if let Some(b) = &phases {
+            ctx.upload(&b_buf, &b.iter().map(to_f32).collect::<Vec<f32>>());
+        }
+        Ok(Self {
+            d,
+            m,
+            variant,
+            scale: scale.to_f64_exact() as f32,
+            w: w_buf,
+            phases: b_buf,
+        })
+    }
+}
+
+impl DeviceMap for DeviceRff {
+    fn in_dim(&self) -> usize {
+        self.d
+    }
+
+    fn width(&self) -> usize {
+        self.variant.n_columns(self.m)
+    }
+
+    fn scratch_per_row(&self) -> usize {
+        0
+    }
+
+    fn stage<T: Real>(&self, x: ArrayView2<T>) -> Vec<f32> {
+        map::stage_rows(x, None, 1.0)
+    }
+
+    fn record(
+        &self,
+        ctx: &Context,
+        encoder: &mut wgpu::CommandEncoder,
+        keep: &mut Vec<wgpu::Buffer>,
+        x: &wgpu::Buffer,
+        _scratch: &wgpu::Buffer,
+        rows: usize,
+        out: &wgpu::Buffer,
+    ) -> Result<()> {
+        let pipe = &ctx.pipelines.rff;
+        let tiles_k = self.m.div_ceil(TILE);
+        let params = ctx.uniform(&[
+            rows as u32,
+            self.d as u32,
+            self.m as u32,
+            self.width() as u32,
+            u32::from(self.variant == RffVariant::CosSin),
+            self.scale.to_bits(),
+            tiles_k as u32,
+            0,
+        ]);
+        let bind = ctx.bind(pipe, &[x, &self.w, &self.phases, out, &params]);
+        ctx.dispatch(
+            encoder,
+            pipe,
+            &bind,
+            (rows.div_ceil(TILE) * tiles_k) as u64,
+            1,
+        )?;
+        keep.push(params);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndarray::Array1;
+    use ndarray::{s, Array1};
     use rand::{Rng, SeedableRng};
 
     fn random(rows: usize, cols: usize, lim: f32, seed: u64) -> Array2<f32> {

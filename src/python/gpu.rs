@@ -6,7 +6,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyAny, PyDict};
 
 use super::ffi;
-use crate::gpu::{self, Device, RffVariant};
+use super::sketch::PyPolySketch;
+use crate::gpu::{self, Device, FeatureMap, RffVariant};
 use crate::real::Real;
 
 /// The adapter in use as a dict, or None when no adapter is usable.
@@ -161,24 +162,134 @@ fn gpu_rff<'py>(
     variant: &str,
     scale: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let variant = match variant {
-        "cos_bias" => RffVariant::CosBias,
-        "cos_sin" => RffVariant::CosSin,
-        other => {
-            return ffi::map_result(
-                py,
-                Err(crate::Error::invalid(
-                    "variant",
-                    format!("expected \"cos_bias\" or \"cos_sin\", got {other:?}"),
-                )),
-            )
-        }
-    };
+    let variant = parse_variant(py, variant)?;
     if x.downcast::<PyArray2<f32>>().is_ok() {
         rff_typed::<f32>(py, x, w, phases, variant, scale)
     } else {
         rff_typed::<f64>(py, x, w, phases, variant, scale)
     }
+}
+
+fn parse_variant(py: Python<'_>, variant: &str) -> PyResult<RffVariant> {
+    match variant {
+        "cos_bias" => Ok(RffVariant::CosBias),
+        "cos_sin" => Ok(RffVariant::CosSin),
+        other => ffi::map_result(
+            py,
+            Err(crate::Error::invalid(
+                "variant",
+                format!("expected \"cos_bias\" or \"cos_sin\", got {other:?}"),
+            )),
+        ),
+    }
+}
+
+fn sketch_typed<T: Real + numpy::Element>(
+    py: Python<'_>,
+    sketch: &PyPolySketch,
+    x: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+    bias: f64,
+    length_scale: f64,
+) -> PyResult<()> {
+    let x: PyReadonlyArray2<'_, T> = x.extract()?;
+    let mut out: PyReadwriteArray2<'_, T> = out.extract()?;
+    let (src, dst) = (x.as_array(), out.as_array_mut());
+    ffi::call(py, || {
+        gpu::sketch_features_into(&sketch.inner, src, bias, length_scale, dst)
+    })
+}
+
+/// Writes the features of `(x.y / l^2 + c)^n` of a fitted sketch for the
+/// rows of `x` into `out` (shape (n, width), x's dtype), on the GPU.
+#[pyfunction]
+#[pyo3(signature = (sketch, x, out, bias, length_scale))]
+fn gpu_sketch_transform(
+    py: Python<'_>,
+    sketch: PyRef<'_, PyPolySketch>,
+    x: &Bound<'_, PyAny>,
+    out: &Bound<'_, PyAny>,
+    bias: f64,
+    length_scale: f64,
+) -> PyResult<()> {
+    if x.downcast::<PyArray2<f32>>().is_ok() {
+        sketch_typed::<f32>(py, &sketch, x, out, bias, length_scale)
+    } else {
+        sketch_typed::<f64>(py, &sketch, x, out, bias, length_scale)
+    }
+}
+
+type GramPair<'py> = (Bound<'py, PyAny>, Option<Bound<'py, PyAny>>);
+
+fn map_gram_typed<'py, T: Real + numpy::Element>(
+    py: Python<'py>,
+    map: &FeatureMap<'_>,
+    x: &Bound<'py, PyAny>,
+    y: Option<PyReadonlyArray2<'py, f64>>,
+) -> PyResult<GramPair<'py>> {
+    let x: PyReadonlyArray2<'py, T> = x.extract()?;
+    let (xv, yv) = (x.as_array(), y.as_ref().map(|y| y.as_array()));
+    let g = ffi::call(py, || gpu::features_gram(map, xv, yv))?;
+    Ok((
+        g.phi_t_phi.to_pyarray(py).into_any(),
+        g.phi_t_y.map(|b| b.to_pyarray(py).into_any()),
+    ))
+}
+
+fn map_gram<'py>(
+    py: Python<'py>,
+    map: &FeatureMap<'_>,
+    x: &Bound<'py, PyAny>,
+    y: Option<PyReadonlyArray2<'py, f64>>,
+) -> PyResult<GramPair<'py>> {
+    if x.downcast::<PyArray2<f32>>().is_ok() {
+        map_gram_typed::<f32>(py, map, x, y)
+    } else {
+        map_gram_typed::<f64>(py, map, x, y)
+    }
+}
+
+/// (Phi^T Phi, Phi^T y or None) in float64 for the sketch features Phi of
+/// `x`, computed on the GPU without Phi leaving the device.
+#[pyfunction]
+#[pyo3(signature = (sketch, x, y, bias, length_scale))]
+fn gpu_sketch_gram<'py>(
+    py: Python<'py>,
+    sketch: PyRef<'_, PyPolySketch>,
+    x: &Bound<'py, PyAny>,
+    y: Option<PyReadonlyArray2<'py, f64>>,
+    bias: f64,
+    length_scale: f64,
+) -> PyResult<GramPair<'py>> {
+    let map = FeatureMap::Sketch {
+        sketch: &sketch.inner,
+        bias,
+        length_scale,
+    };
+    map_gram(py, &map, x, y)
+}
+
+/// (Phi^T Phi, Phi^T y or None) in float64 for the random Fourier features
+/// Phi of `x`, computed on the GPU without Phi leaving the device.
+#[pyfunction]
+#[pyo3(signature = (x, y, w, phases, variant, scale))]
+#[allow(clippy::too_many_arguments)]
+fn gpu_rff_gram<'py>(
+    py: Python<'py>,
+    x: &Bound<'py, PyAny>,
+    y: Option<PyReadonlyArray2<'py, f64>>,
+    w: PyReadonlyArray2<'py, f64>,
+    phases: Option<PyReadonlyArray1<'py, f64>>,
+    variant: &str,
+    scale: f64,
+) -> PyResult<GramPair<'py>> {
+    let map = FeatureMap::Fourier {
+        w: w.as_array(),
+        phases: phases.as_ref().map(|b| b.as_array()),
+        variant: parse_variant(py, variant)?,
+        scale,
+    };
+    map_gram(py, &map, x, y)
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -189,5 +300,8 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gpu_fwht, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_gram, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_rff, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_sketch_transform, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_sketch_gram, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_rff_gram, m)?)?;
     Ok(())
 }

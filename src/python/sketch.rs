@@ -31,8 +31,8 @@ fn degree(py: Python<'_>, v: i64) -> PyResult<u32> {
 /// A fitted polynomial sketch (ALGORITHMS.md 2.2–2.4): its random
 /// parameters, drawn from `seed`, and a transform.
 #[pyclass(name = "PolySketch", module = "randfeat_rs._core", frozen)]
-struct PyPolySketch {
-    inner: PolySketch,
+pub(super) struct PyPolySketch {
+    pub(super) inner: PolySketch,
 }
 
 fn transform_typed<T: Real + numpy::Element>(

@@ -1,0 +1,206 @@
+// Polynomial sketch feature maps (ALGORITHMS.md 2.2, 2.3), f32.
+//
+// All arrays are row-major. `feat` is rows x width with width = D (real) or
+// 2 D (complex, [Re | Im] blocks). Factor j of a degree-n sketch either
+// writes its values (first = 1) or multiplies them into `feat` (complex
+// products for complex sketches); the last factor also multiplies by
+// `scale` = 1 / sqrt(D). Dispatches run in order, so factor j reads what
+// factor j - 1 wrote.
+//
+// `dense_tile` (Gaussian / Rademacher, 2.2): workgroup `tile` (flat over row
+// tiles x feature tiles) computes the 64 x 64 block of projections X W_j^T
+// in shared-memory steps of 16 input dimensions (each of its 16 x 16 threads
+// 4 x 4 outputs; complex sketches also the imaginary rows D..2D of W_j).
+// W_j starts at float `w_off` of `w`.
+//
+// `srht_fill` / `srht_gather` (TensorSRHT, 2.3; same bindings, other
+// meanings): `fill` writes, for every row r and block b, the zero-padded row
+// times the factor's sign multipliers into tmp[(r B + b) d' + i] (real parts,
+// then imaginary parts after rows B d' floats); the host then runs
+// the FWHT kernel over rows of length d'; `gather` applies the permutation:
+// value c = b d' + i of the factor is tmp[(r B + b) d' + perm[k + i]] with
+// k = (b n + j) d'.
+
+struct Params {
+    rows: u32,
+    d: u32,
+    nf: u32,
+    width: u32,
+    complex: u32,
+    first: u32,
+    last: u32,
+    scale: f32,
+    // dense: offset of W_j, feature tiles; srht: d', blocks, degree n, factor j.
+    a: u32,
+    b: u32,
+    c: u32,
+    e: u32,
+}
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> w: array<f32>;
+@group(0) @binding(2) var<storage, read_write> feat: array<f32>;
+@group(0) @binding(3) var<uniform> p: Params;
+
+// Combines the factor value (re, im) into output entry o (and o + nf).
+fn combine(o: u32, re: f32, im: f32) {
+    var vr = re;
+    var vi = im;
+    if p.first == 0u {
+        let ar = feat[o];
+        if p.complex == 1u {
+            let ai = feat[o + p.nf];
+            vr = ar * re - ai * im;
+            vi = ar * im + ai * re;
+        } else {
+            vr = ar * re;
+        }
+    }
+    if p.last == 1u {
+        vr = vr * p.scale;
+        vi = vi * p.scale;
+    }
+    feat[o] = vr;
+    if p.complex == 1u {
+        feat[o + p.nf] = vi;
+    }
+}
+
+const T: u32 = 64u;
+const K: u32 = 16u;
+
+var<workgroup> sx: array<f32, 1024>;
+var<workgroup> swr: array<f32, 1024>;
+var<workgroup> swi: array<f32, 1024>;
+
+@compute @workgroup_size(16, 16)
+fn dense_tile(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_id) lid3: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let tiles_k = p.b;
+    let tile = wid.x + wid.y * nwg.x;
+    let tr0 = (tile / tiles_k) * T;
+    let tk0 = (tile % tiles_k) * T;
+    if tr0 >= p.rows {
+        return;
+    }
+    let tr = lid3.y;
+    let tc = lid3.x;
+    var acc: array<f32, 16>;
+    var aci: array<f32, 16>;
+    for (var k0 = 0u; k0 < p.d; k0 += K) {
+        for (var e = lid; e < K * T; e += 256u) {
+            let rr = e / K;
+            let k = e % K;
+            let col = k0 + k;
+            let row = tr0 + rr;
+            let f = tk0 + rr;
+            var vx = 0.0;
+            var vr = 0.0;
+            var vi = 0.0;
+            if row < p.rows && col < p.d {
+                vx = x[row * p.d + col];
+            }
+            if f < p.nf && col < p.d {
+                vr = w[p.a + f * p.d + col];
+                if p.complex == 1u {
+                    vi = w[p.a + (p.nf + f) * p.d + col];
+                }
+            }
+            sx[k * T + rr] = vx;
+            swr[k * T + rr] = vr;
+            swi[k * T + rr] = vi;
+        }
+        workgroupBarrier();
+        for (var k = 0u; k < K; k++) {
+            var xv: array<f32, 4>;
+            var wr: array<f32, 4>;
+            var wi: array<f32, 4>;
+            for (var q = 0u; q < 4u; q++) {
+                xv[q] = sx[k * T + tr + 16u * q];
+                wr[q] = swr[k * T + tc + 16u * q];
+                wi[q] = swi[k * T + tc + 16u * q];
+            }
+            for (var q = 0u; q < 4u; q++) {
+                for (var v = 0u; v < 4u; v++) {
+                    acc[q * 4u + v] += xv[q] * wr[v];
+                    aci[q * 4u + v] += xv[q] * wi[v];
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    for (var q = 0u; q < 4u; q++) {
+        let row = tr0 + tr + 16u * q;
+        for (var v = 0u; v < 4u; v++) {
+            let f = tk0 + tc + 16u * v;
+            if row < p.rows && f < p.nf {
+                combine(row * p.width + f, acc[q * 4u + v], aci[q * 4u + v]);
+            }
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn srht_fill(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    // x: the input rows; w: the multipliers (re then im, each B n d'
+    // floats); feat: tmp (re in the first rows B d' floats, then im).
+    let dp = p.a;
+    let blocks = p.b;
+    let len = p.rows * blocks * dp;
+    let t = (wid.x + wid.y * nwg.x) * 256u + lid;
+    if t >= len {
+        return;
+    }
+    let i = t % dp;
+    let rb = t / dp;
+    let b = rb % blocks;
+    let r = rb / blocks;
+    var vr = 0.0;
+    var vi = 0.0;
+    if i < p.d {
+        let xv = x[r * p.d + i];
+        let k = (b * p.c + p.e) * dp + i;
+        vr = xv * w[k];
+        if p.complex == 1u {
+            vi = xv * w[blocks * p.c * dp + k];
+        }
+    }
+    feat[t] = vr;
+    if p.complex == 1u {
+        feat[len + t] = vi;
+    }
+}
+
+@compute @workgroup_size(256)
+fn srht_gather(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    // x: tmp after the FWHT (re then im); w: the permutations (as f32,
+    // exact below 2^24).
+    let dp = p.a;
+    let blocks = p.b;
+    let t = (wid.x + wid.y * nwg.x) * 256u + lid;
+    if t >= p.rows * p.nf {
+        return;
+    }
+    let c = t % p.nf;
+    let r = t / p.nf;
+    let b = c / dp;
+    let i = c % dp;
+    let src = (r * blocks + b) * dp + u32(w[(b * p.c + p.e) * dp + i]);
+    var im = 0.0;
+    if p.complex == 1u {
+        im = x[p.rows * blocks * dp + src];
+    }
+    combine(r * p.width + c, x[src], im);
+}
