@@ -316,25 +316,32 @@ impl PolySketch {
         let w = self.width();
         let nf = self.n_features;
         let scale = 1.0 / (nf as f64).sqrt();
-        let n = self.degree as usize;
+        // Factor-major loops (the inner loop runs over contiguous features and
+        // vectorizes); every feature still multiplies its factors in the
+        // order j = 0, 1, ..., so the result is the same as feature-major.
         if self.complex {
-            for r in 0..nf {
-                let (mut a, mut b) = (scale, 0.0);
-                for j in 0..n {
-                    let u = t * (v[j * w + r] - s[j * w + r]);
-                    let q = t * (v[j * w + nf + r] - s[j * w + nf + r]);
-                    (a, b) = (a * u - b * q, a * q + b * u);
+            let (re, im) = out[..w].split_at_mut(nf);
+            re.fill(scale);
+            im.fill(0.0);
+            for j in 0..self.degree as usize {
+                let (vr, vi) = v[j * w..(j + 1) * w].split_at(nf);
+                let (sr, si) = s[j * w..(j + 1) * w].split_at(nf);
+                for r in 0..nf {
+                    let u = t * (vr[r] - sr[r]);
+                    let q = t * (vi[r] - si[r]);
+                    let (a, b) = (re[r], im[r]);
+                    re[r] = a * u - b * q;
+                    im[r] = a * q + b * u;
                 }
-                out[r] = a;
-                out[nf + r] = b;
             }
         } else {
-            for (r, o) in out.iter_mut().enumerate().take(w) {
-                let mut a = scale;
-                for j in 0..n {
-                    a *= t * (v[j * w + r] - s[j * w + r]);
+            let out = &mut out[..w];
+            out.fill(scale);
+            for j in 0..self.degree as usize {
+                let (vj, sj) = (&v[j * w..(j + 1) * w], &s[j * w..(j + 1) * w]);
+                for ((o, a), b) in out.iter_mut().zip(vj).zip(sj) {
+                    *o *= t * (a - b);
                 }
-                *o = a;
             }
         }
     }
