@@ -66,6 +66,7 @@ bench: develop
 	$(VPY) benches/gpu.py
 	$(VPY) benches/compare_sketch.py
 	$(VPY) benches/compare_maclaurin.py
+	$(VPY) benches/paper_000.py
 
 clean:
 	rm -rf $(VENV) target
