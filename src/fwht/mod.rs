@@ -196,7 +196,12 @@ impl<T> SharedPtr<T> {
 /// Stages between blocks of length `b` (`x.len()` a multiple of `b`).
 fn phase2<T: Real>(x: &mut [T], b: usize, parallel: bool) {
     let rows = x.len() / b;
-    let width = strip_width::<T>(rows, b);
+    let mut width = strip_width::<T>(rows, b);
+    if parallel {
+        // At least one strip per thread (a 1 MiB strip covers all of 2^17 f64).
+        let threads = rayon::current_num_threads().next_power_of_two();
+        width = width.min(b / threads).max(1);
+    }
     let base = SharedPtr(x.as_mut_ptr());
     let run = |s: usize| {
         let strip = Strip {
