@@ -10,7 +10,7 @@
 //! process id that built it; a call from another process (a fork child)
 //! leaks the parent's pool, which is unusable there, and builds a new one.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, Result};
 
@@ -44,7 +44,14 @@ static REQUESTED: Mutex<Option<usize>> = Mutex::new(None);
 /// Name of the environment variable that sizes the pool.
 pub const NUM_THREADS_ENV: &str = "RANDFEAT_NUM_THREADS";
 
+/// The default pool size, read once: `available_parallelism` reads cgroup
+/// files on Linux, too slow for every call (it was most of a tiny call's cost).
 fn default_threads() -> usize {
+    static DEFAULT: OnceLock<usize> = OnceLock::new();
+    *DEFAULT.get_or_init(read_default_threads)
+}
+
+fn read_default_threads() -> usize {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);

@@ -89,6 +89,11 @@ def test_non_contiguous_input(dtype):
     rf.fwht(w[:, ::2], out=w[:, ::2])
     np.testing.assert_array_equal(w[:, ::2], rf.fwht(strided))
     np.testing.assert_array_equal(w[:, 1::2], wide[:, 1::2])
+    # The same strided / Fortran-order object as `x` and `out`.
+    for view in (wide.copy()[:, ::2], np.asfortranarray(wide[:, :32])):
+        want = rf.fwht(np.ascontiguousarray(view))
+        assert rf.fwht(view, out=view) is view
+        np.testing.assert_array_equal(view, want)
 
 
 def test_empty_batch():
@@ -147,6 +152,8 @@ def test_bad_out():
     ro.flags.writeable = False
     with pytest.raises(InvalidInputError, match="read-only"):
         rf.fwht(x, out=ro)
+    with pytest.raises(InvalidInputError, match="read-only"):
+        rf.fwht(ro, out=ro)
     big = np.zeros((3, 8))
     with pytest.raises(InvalidInputError, match="overlaps"):
         rf.fwht(big[:2], out=big[1:])

@@ -11,6 +11,10 @@ from ._validation import float_array
 from .exceptions import InvalidDtypeError, InvalidInputError
 from .gpu import resolve_device
 
+# The native-byte-order float dtypes, as the (singleton) dtype objects that
+# ``ndarray.dtype`` returns: a tuple lookup by identity/equality is cheap.
+_NATIVE_FLOATS = (np.dtype(np.float64), np.dtype(np.float32))
+
 
 def fwht(
     x: Any,
@@ -64,8 +68,13 @@ def fwht(
     >>> fwht(np.array([1.0, 2.0, 3.0, 4.0]))
     array([10., -2., -4.,  0.])
     """
-    on_gpu = resolve_device(device) == "gpu"
-    arr = float_array(x, "x")
+    # Fast path for the common call (a native float ndarray on the CPU): the
+    # per-call checks cost as much as transforming a short vector.
+    on_gpu = device != "cpu" and resolve_device(device) == "gpu"
+    if type(x) is np.ndarray and x.dtype in _NATIVE_FLOATS and 1 <= x.ndim <= 2:
+        arr = x
+    else:
+        arr = float_array(x, "x")
     rows = arr.reshape(1, -1) if arr.ndim == 1 else arr
     if out is None:
         if on_gpu:
@@ -73,6 +82,11 @@ def fwht(
         else:
             res = _core.fwht(rows, normalized=bool(normalized))
         return res.reshape(arr.shape)
+    if out is arr and not on_gpu:
+        if not out.flags.writeable:
+            raise InvalidInputError("`out` is read-only")
+        _core.fwht_inplace(rows, normalized=bool(normalized))
+        return out
     if not isinstance(out, np.ndarray):
         raise InvalidDtypeError(f"`out` must be a numpy.ndarray, got {type(out).__name__}")
     if out.dtype != arr.dtype:

@@ -21,8 +21,9 @@ pub(super) const fn block_len<T>() -> usize {
     (16 * 1024) / std::mem::size_of::<T>()
 }
 
-/// Bytes of one phase-2 strip (kept in L2).
-const STRIP_BYTES: usize = 256 * 1024;
+/// Bytes of one phase-2 strip (about one L2: measured on Zen 5, 1 MiB L2, at
+/// n = 2^20 f64 this beat 256 KiB by 8% and 2 MiB by 2%; 64 KiB was 3.5x slower).
+const STRIP_BYTES: usize = 1024 * 1024;
 /// Narrowest strip in elements (keeps the inner loop vector-wide).
 const MIN_STRIP: usize = 16;
 

@@ -36,6 +36,12 @@ pub const PARALLEL_LEN: usize = 1 << 16;
 /// Elements per rayon task when a batch is split over rows.
 const MIN_TASK_ELEMS: usize = 1 << 14;
 
+/// Batches with fewer elements than this are never split over threads (a
+/// task holds at least `MIN_TASK_ELEMS` elements and a single vector splits
+/// only from [`PARALLEL_LEN`] on), so a caller may run them with
+/// [`Parallelism::Sequential`] without entering a pool: same work, same bits.
+pub const SPLIT_MIN_ELEMS: usize = 2 * MIN_TASK_ELEMS;
+
 /// Checks that `len` is a power of two; `Error::NotPowerOfTwo` otherwise.
 pub fn check_power_of_two(len: usize) -> Result<()> {
     if len.is_power_of_two() {
@@ -190,7 +196,12 @@ impl<T> SharedPtr<T> {
 /// Stages between blocks of length `b` (`x.len()` a multiple of `b`).
 fn phase2<T: Real>(x: &mut [T], b: usize, parallel: bool) {
     let rows = x.len() / b;
-    let width = strip_width::<T>(rows, b);
+    let mut width = strip_width::<T>(rows, b);
+    if parallel {
+        // At least one strip per thread (a 1 MiB strip covers all of 2^17 f64).
+        let threads = rayon::current_num_threads().next_power_of_two();
+        width = width.min(b / threads).max(1);
+    }
     let base = SharedPtr(x.as_mut_ptr());
     let run = |s: usize| {
         let strip = Strip {

@@ -24,6 +24,20 @@ where
     map_result(py, outcome)
 }
 
+/// Like [`call`] but runs `f` on the calling thread, without entering the
+/// library's pool (no hand-off to a worker and back): for jobs too small to
+/// split, which the caller runs with [`crate::Parallelism::Sequential`].
+pub(crate) fn call_inline<T, F>(py: Python<'_>, f: F) -> PyResult<T>
+where
+    T: Send,
+    F: FnOnce() -> crate::Result<T> + Send,
+{
+    let outcome = py.detach(|| {
+        catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(Error::Internal(panic_message(p))))
+    });
+    map_result(py, outcome)
+}
+
 /// Allocates an uninitialized C-order `rows x cols` NumPy array for Rust to
 /// fill. NumPy's allocator asks the kernel for huge pages on large arrays,
 /// which makes the first write to a fresh 100 MB output several times

@@ -1,14 +1,28 @@
 //! Bindings of [`crate::fwht`]: `fwht`, `fwht_into`, `fwht_inplace` on 2-D
 //! float32/float64 arrays (the Python wrapper reshapes 1-D input).
 
-use numpy::{PyArray2, PyReadonlyArray2, PyReadwriteArray2};
+use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray2, PyReadwriteArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
 
 use super::ffi;
-use crate::fwht::{fwht_rows, fwht_rows_into};
+use crate::fwht::{fwht_rows, fwht_rows_into, SPLIT_MIN_ELEMS};
 use crate::real::Real;
 use crate::threads::Parallelism;
+
+/// Runs `f` through the library's pool, or on the calling thread for a
+/// batch of `elems` elements too small to split (waking the pool would cost
+/// more than the transform; the result is the same).
+fn run<F>(py: Python<'_>, elems: usize, f: F) -> PyResult<()>
+where
+    F: FnOnce(Parallelism) -> crate::Result<()> + Send,
+{
+    if elems < SPLIT_MIN_ELEMS {
+        ffi::call_inline(py, || f(Parallelism::Sequential))
+    } else {
+        ffi::call(py, || f(Parallelism::Rayon))
+    }
+}
 
 fn new_typed<'py, T: Real + numpy::Element>(
     py: Python<'py>,
@@ -18,9 +32,14 @@ fn new_typed<'py, T: Real + numpy::Element>(
     let x: PyReadonlyArray2<'py, T> = x.extract()?;
     let src = x.as_array();
     let (rows, cols) = src.dim();
-    let out = ffi::call_with_output(py, rows, cols, |dst| {
-        fwht_rows_into(src, dst, normalized, Parallelism::Rayon)
-    })?;
+    let out = ffi::output_array::<T>(py, rows, cols);
+    {
+        let mut rw = out.readwrite();
+        let dst = rw.as_array_mut();
+        run(py, src.len(), move |par| {
+            fwht_rows_into(src, dst, normalized, par)
+        })?;
+    }
     Ok(out.into_any())
 }
 
@@ -34,8 +53,8 @@ fn into_typed<'py, T: Real + numpy::Element>(
     let mut out: PyReadwriteArray2<'py, T> = out.extract()?;
     let src = x.as_array();
     let dst = out.as_array_mut();
-    ffi::call(py, || {
-        fwht_rows_into(src, dst, normalized, Parallelism::Rayon)
+    run(py, src.len(), |par| {
+        fwht_rows_into(src, dst, normalized, par)
     })
 }
 
@@ -46,7 +65,7 @@ fn inplace_typed<'py, T: Real + numpy::Element>(
 ) -> PyResult<()> {
     let mut x: PyReadwriteArray2<'py, T> = x.extract()?;
     let view = x.as_array_mut();
-    ffi::call(py, || fwht_rows(view, normalized, Parallelism::Rayon))
+    run(py, view.len(), |par| fwht_rows(view, normalized, par))
 }
 
 fn is_f32(x: &Bound<'_, PyAny>) -> bool {
