@@ -77,6 +77,10 @@ def local_gp(ref: Reference, D: int, seed: int, **kw):
     )
 
 
+def _theta_name(theta: float | None) -> str:
+    return "one cluster" if theta is None else f"theta = {theta:g} l"
+
+
 def median_distance(X: np.ndarray) -> float:
     d2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)
     return float(np.median(np.sqrt(d2[np.triu_indices(len(X), 1)])))
@@ -202,9 +206,9 @@ def cluster_sweep(
     out += [
         f"| RFF (cos_sin, mc) | - | {kl_rff:.4g} | |",
         "",
-        f'`threshold="auto"` picks theta / l = {auto.threshold_} '
-        f"({auto.n_clusters_} clusters, KL sum {auto_kl:.4g}); held-out scores: "
-        + ", ".join(f"{k}: {v:.3f}" for k, v in auto.auto_scores_.items()),
+        f'`threshold="auto"` picks {_theta_name(auto.threshold_)} '
+        f"({auto.n_clusters_} clusters, KL sum {auto_kl:.4g}); held-out mean log likelihood: "
+        + ", ".join(f"{_theta_name(k)}: {v:.3f}" for k, v in auto.auto_scores_.items()),
         "",
     ]
 
