@@ -39,7 +39,60 @@ def _positive_or_none(value: Any, name: str) -> Optional[float]:
     return v
 
 
-class ExactGPR(RegressorMixin, BaseEstimator):
+class GaussianPredictionMixin:
+    """``predict`` and ``predict_noisy`` of the GP regressors.
+
+    A regressor supplies ``_predict(X, return_var) -> (mean, var or None)``
+    (the latent variance) and the fitted ``noise_variance_``.
+    """
+
+    noise_variance_: float
+
+    def _predict(self, X: Any, return_var: bool) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        raise NotImplementedError
+
+    def predict(self, X: Any, return_std: bool = False) -> Any:
+        """Predictive mean and, optionally, the latent function's std.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test inputs.
+        return_std : bool, default=False
+            Also return the standard deviation of the latent ``f(x)`` (as
+            scikit-learn's GaussianProcessRegressor with the noise in
+            ``alpha``); :meth:`predict_noisy` gives the observation's.
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,), float64
+        std : ndarray of shape (n_samples,), float64
+            Only with ``return_std=True``.
+        """
+        mean, var = self._predict(X, return_std)
+        if return_std:
+            return mean, np.sqrt(np.maximum(var, 0.0))
+        return mean
+
+    def predict_noisy(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Predictive mean and std of a noisy observation ``y = f(x) + eps``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Test inputs.
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,), float64
+        std : ndarray of shape (n_samples,), float64
+            ``sqrt(var_f + noise_variance_)``.
+        """
+        mean, var = self._predict(X, True)
+        return mean, np.sqrt(np.maximum(var, 0.0) + self.noise_variance_)
+
+
+class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
     """Exact Gaussian-process regression with the Gaussian kernel.
 
     The kernel is ``k(x, x') = kernel_variance * exp(-sum_a (x_a - x'_a)**2 /
@@ -231,41 +284,6 @@ class ExactGPR(RegressorMixin, BaseEstimator):
             X,
             return_var,
         )
-
-    def predict(self, X: Any, return_std: bool = False) -> Any:
-        """Predictive mean and, optionally, the latent function's std.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Test inputs.
-        return_std : bool, default=False
-            Also return the standard deviation of the latent ``f(x)`` (as
-            scikit-learn's GaussianProcessRegressor with the noise in
-            ``alpha``); :meth:`predict_noisy` gives the observation's.
-
-        Returns
-        -------
-        mean : ndarray of shape (n_samples,), float64
-        std : ndarray of shape (n_samples,), float64
-            Only with ``return_std=True``.
-        """
-        mean, var = self._predict(X, return_std)
-        if return_std:
-            return mean, np.sqrt(var)
-        return mean
-
-    def predict_noisy(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Predictive mean and std of a noisy observation ``y = f(x) + eps``.
-
-        Returns
-        -------
-        mean : ndarray of shape (n_samples,)
-        std : ndarray of shape (n_samples,)
-            ``sqrt(var_f + noise_variance_)``.
-        """
-        mean, var = self._predict(X, True)
-        return mean, np.sqrt(var + self.noise_variance_)
 
     def log_marginal_likelihood(self, theta: Any = None, eval_gradient: bool = False) -> Any:
         """Log marginal likelihood of the centered training targets.
@@ -506,7 +524,7 @@ def _kernel_from_features(features: Any) -> tuple[Any, Optional[float]]:
     return ls, (float(kv) if isinstance(kv, Real) else None)
 
 
-class RandomFeatureGPR(RegressorMixin, BaseEstimator):
+class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
     """Feature-space GP regression over any transformer (ALGORITHMS.md 7.2).
 
     With a feature map ``Phi`` (kernel ``Phi(x)^T Phi(y)``) the GP costs
@@ -801,34 +819,6 @@ class RandomFeatureGPR(RegressorMixin, BaseEstimator):
             return np.zeros(0), (np.zeros(0) if return_var else None)
         mean = np.concatenate(means)
         return mean, (np.concatenate(variances) if return_var else None)
-
-    def predict(self, X: Any, return_std: bool = False) -> Any:
-        """Predictive mean and, optionally, the latent function's std.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Test inputs.
-        return_std : bool, default=False
-            Also return the std of the latent ``f(x)`` (as scikit-learn's
-            GaussianProcessRegressor with the noise in ``alpha``);
-            :meth:`predict_noisy` gives the observation's.
-
-        Returns
-        -------
-        mean : ndarray of shape (n_samples,), float64
-        std : ndarray of shape (n_samples,), float64
-            Only with ``return_std=True``.
-        """
-        mean, var = self._predict(X, return_std)
-        if return_std:
-            return mean, np.sqrt(var)
-        return mean
-
-    def predict_noisy(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Predictive mean and std of a noisy observation (``sqrt(var_f + noise_variance_)``)."""
-        mean, var = self._predict(X, True)
-        return mean, np.sqrt(var + self.noise_variance_)
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()

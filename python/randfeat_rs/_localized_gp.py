@@ -21,6 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
+from ._gp import GaussianPredictionMixin
 from ._validation import seed_from_random_state
 from .exceptions import InvalidInputError
 
@@ -33,7 +34,7 @@ AUTO_GRID: tuple[Optional[float], ...] = (None, 4.0, 2.0, 1.0, 0.5, 0.25)
 AUTO_VALIDATION_FRACTION = 0.2
 
 
-class LocalizedMaclaurinGPR(RegressorMixin, BaseEstimator):
+class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
     """Localized Maclaurin GP regression with the Gaussian kernel.
 
     The Gaussian kernel ``kernel_variance * exp(-|x - x'|^2 / (2 l^2))`` is
@@ -294,52 +295,19 @@ class LocalizedMaclaurinGPR(RegressorMixin, BaseEstimator):
         self.degree_ = int(h.degree)
         self.y_mean_ = float(h.y_mean)
 
-    def _predict(self, X: Any, return_var: bool) -> tuple[Any, ...]:
+    def _predict_raw(self, X: Any, return_var: bool) -> tuple[Any, ...]:
+        """The core's ``(mean, var, n_built, build_s, predict_s)``."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
         return self._handle.predict(X, return_var, self.centers == "test")
 
-    def predict(self, X: Any, return_std: bool = False) -> Any:
-        """Predictive mean and, optionally, the latent function's std.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Test inputs.
-        return_std : bool, default=False
-            Also return the std of the latent ``f(x)`` (as scikit-learn's
-            GaussianProcessRegressor with the noise in ``alpha``);
-            :meth:`predict_noisy` gives the observation's.
-
-        Returns
-        -------
-        mean : ndarray of shape (n_samples,), float64
-        std : ndarray of shape (n_samples,), float64
-            Only with ``return_std=True``.
-        """
-        mean, var, *_ = self._predict(X, return_std)
-        if return_std:
-            return mean, np.sqrt(np.maximum(var, 0.0))
-        return mean
-
-    def predict_noisy(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
-        """Predictive mean and std of a noisy observation (``sqrt(var_f + noise_variance_)``).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Test inputs.
-
-        Returns
-        -------
-        mean, std : ndarray of shape (n_samples,), float64
-        """
-        mean, var, *_ = self._predict(X, True)
-        return mean, np.sqrt(np.maximum(var, 0.0) + self.noise_variance_)
+    def _predict(self, X: Any, return_var: bool) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        mean, var, *_ = self._predict_raw(X, return_var)
+        return mean, var
 
     def _predict_timed(self, X: Any) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
         """Mean, latent variance and the cost split (benchmarks)."""
-        mean, var, n_built, build_s, predict_s = self._predict(X, True)
+        mean, var, n_built, build_s, predict_s = self._predict_raw(X, True)
         alloc_s, cluster_s = self._handle.timings
         timings = {
             "allocation": alloc_s,
