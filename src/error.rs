@@ -82,4 +82,50 @@ impl Error {
             })
         }
     }
+
+    /// `Ok` when an output buffer has the shape `(rows, cols)` a map writes;
+    /// otherwise the [`Error::ShapeMismatch`] naming the wrong dimension
+    /// (rows first).
+    pub fn check_out_shape(expected: (usize, usize), got: (usize, usize)) -> Result<()> {
+        let (name, expected, got) = if got.0 != expected.0 {
+            ("number of rows of out", expected.0, got.0)
+        } else if got.1 != expected.1 {
+            ("number of columns of out", expected.1, got.1)
+        } else {
+            return Ok(());
+        };
+        Err(Error::ShapeMismatch {
+            name,
+            expected,
+            got,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn out_shape_names_the_wrong_dimension() {
+        assert!(Error::check_out_shape((3, 4), (3, 4)).is_ok());
+        let rows = Error::check_out_shape((3, 4), (2, 4)).unwrap_err();
+        assert!(matches!(
+            rows,
+            Error::ShapeMismatch {
+                name: "number of rows of out",
+                expected: 3,
+                got: 2
+            }
+        ));
+        let cols = Error::check_out_shape((3, 4), (3, 5)).unwrap_err();
+        assert!(matches!(
+            cols,
+            Error::ShapeMismatch {
+                name: "number of columns of out",
+                expected: 4,
+                got: 5
+            }
+        ));
+    }
 }

@@ -422,18 +422,7 @@ impl FourierFeatures {
     ) -> Result<()> {
         let (m, d) = self.projection.shape();
         Error::check_n_features(d, x.ncols())?;
-        if out.dim() != (x.nrows(), self.n_components) {
-            let (expected, got) = if out.nrows() != x.nrows() {
-                (x.nrows(), out.nrows())
-            } else {
-                (self.n_components, out.ncols())
-            };
-            return Err(Error::ShapeMismatch {
-                name: "shape of out",
-                expected,
-                got,
-            });
-        }
+        Error::check_out_shape((x.nrows(), self.n_components), out.dim())?;
         if !out.is_standard_layout() {
             return Err(Error::invalid("out", "must be C-contiguous"));
         }

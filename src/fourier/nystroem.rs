@@ -188,13 +188,7 @@ impl NystroemFeatures {
     ) -> Result<()> {
         let (m, d) = self.landmarks.dim();
         Error::check_n_features(d, x.ncols())?;
-        if out.dim() != (x.nrows(), m) {
-            return Err(Error::ShapeMismatch {
-                name: "shape of out",
-                expected: m,
-                got: out.ncols(),
-            });
-        }
+        Error::check_out_shape((x.nrows(), m), out.dim())?;
         if !x.iter().all(|v| v.is_finite()) {
             return Err(Error::NonFinite { name: "X" });
         }

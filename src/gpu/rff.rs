@@ -73,18 +73,7 @@ pub fn rff_features_into<T: Real>(
     let m = w.nrows();
     let ncols = variant.n_columns(m);
     check_args(d, w, phases, variant, scale)?;
-    if out.dim() != (n, ncols) {
-        let (name, expected, got) = if out.nrows() != n {
-            ("rows of `out`", n, out.nrows())
-        } else {
-            ("columns of `out`", ncols, out.ncols())
-        };
-        return Err(Error::ShapeMismatch {
-            name,
-            expected,
-            got,
-        });
-    }
+    Error::check_out_shape((n, ncols), out.dim())?;
     if n == 0 || m == 0 {
         return Ok(());
     }

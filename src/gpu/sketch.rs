@@ -50,18 +50,7 @@ pub fn sketch_features_into<T: Real>(
     out: ArrayViewMut2<T>,
 ) -> Result<()> {
     check(sketch, x.dim(), bias, length_scale)?;
-    if out.dim() != (x.nrows(), sketch.width()) {
-        let (name, expected, got) = if out.nrows() != x.nrows() {
-            ("number of rows of out", x.nrows(), out.nrows())
-        } else {
-            ("number of columns of out", sketch.width(), out.ncols())
-        };
-        return Err(Error::ShapeMismatch {
-            name,
-            expected,
-            got,
-        });
-    }
+    Error::check_out_shape((x.nrows(), sketch.width()), out.dim())?;
     let ctx = context::get()?;
     if x.nrows() == 0 {
         return Ok(());

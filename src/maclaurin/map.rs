@@ -598,13 +598,7 @@ impl MaclaurinMap {
                 got: center.len(),
             });
         }
-        if out.dim() != (n, self.width()) {
-            return Err(Error::ShapeMismatch {
-                name: "shape of out (columns)",
-                expected: self.width(),
-                got: out.ncols(),
-            });
-        }
+        Error::check_out_shape((n, self.width()), out.dim())?;
         if !self.config.kernel.is_gaussian() && center.iter().any(|&c| c != 0.0) {
             return Err(Error::invalid(
                 "center",

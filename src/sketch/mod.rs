@@ -349,21 +349,7 @@ impl PolySketch {
 
 fn check_shapes(x: (usize, usize), out: (usize, usize), dim: usize, width: usize) -> Result<()> {
     Error::check_n_features(dim, x.1)?;
-    if out.0 != x.0 {
-        return Err(Error::ShapeMismatch {
-            name: "number of rows of out",
-            expected: x.0,
-            got: out.0,
-        });
-    }
-    if out.1 != width {
-        return Err(Error::ShapeMismatch {
-            name: "number of columns of out",
-            expected: width,
-            got: out.1,
-        });
-    }
-    Ok(())
+    Error::check_out_shape((x.0, width), out)
 }
 
 /// Checks the kernel parameters of `(xᵀy/l² + c)^n` (ALGORITHMS.md 2.1).
