@@ -208,6 +208,11 @@ def test_streaming_in_small_chunks():
         np.testing.assert_array_equal(rf.fwht(x, device="gpu"), whole)
         g, _ = rgpu.gram(phi)
         check_gram(phi, phi, g)
+        # Many chunks through the double-buffered Gram path, with targets.
+        yy = rng.standard_normal((600, 2)).astype(np.float32)
+        g, gy = rgpu.gram(phi, yy)
+        check_gram(phi, phi, g)
+        check_gram(phi, yy, gy)
         feats = rgpu.rff_features(x / 16, w, variant="cos_sin", scale=0.5)
         want = rff_reference(x / 16, w, None, "cos_sin", 0.5)
         np.testing.assert_allclose(feats, want, rtol=0, atol=0.5e-4)

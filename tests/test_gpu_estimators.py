@@ -1,5 +1,6 @@
-"""``device=`` on the estimators: PolynomialSketch, RandomFourierFeatures and
-RandomFeatureGPR on the GPU against their CPU paths, and the error and
+"""``device=`` on the estimators: PolynomialSketch, RandomFourierFeatures,
+MaclaurinFeatures, RandomFeatureGPR and LocalizedMaclaurinGPR on the GPU
+against their CPU paths, ExactGPR's CPU-only ``device``, and the error and
 fallback paths.
 
 Like tests/test_gpu.py these run for real on Mesa's lavapipe (installed by
@@ -8,6 +9,7 @@ Like tests/test_gpu.py these run for real on Mesa's lavapipe (installed by
 
 from __future__ import annotations
 
+import math
 import pickle
 
 import numpy as np
@@ -18,8 +20,11 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import randfeat_rs as rf
 from randfeat_rs import (
+    ExactGPR,
     GpuError,
     InvalidInputError,
+    LocalizedMaclaurinGPR,
+    MaclaurinFeatures,
     PolynomialSketch,
     RandomFeatureGPR,
     RandomFourierFeatures,
@@ -222,11 +227,236 @@ def test_configurations_without_a_gpu_kernel():
         RandomFourierFeatures(8, device="cuda").fit(X)
 
 
+def maclaurin_row_bound(mf: MaclaurinFeatures, X: np.ndarray, center: np.ndarray) -> np.ndarray:
+    """Per-row bound on |gpu - cpu| of MaclaurinFeatures with Rademacher or
+    TensorSRHT sketches. Every weight has modulus 1, so each factor's
+    sum_a |x~_a w_a| is at most M = ||x~||_1, and a factor computed in f32
+    (x~ rounded: 1 rounding; a length-d dot product or a length-d' FWHT: at
+    most d' + 1; a complex multiply: 3) is within gamma_(d'+5) M of its
+    exact value. A degree-n block (n factors, the scale and the row factor
+    sigma g: 3 more roundings) is then within
+    gamma_(n (d' + 5) + 3) sigma g sqrt(a_n) M^n / sqrt(D_n) of the f64
+    value, and the constant and h01 columns within gamma_4 sigma g (1 + |x~|)."""
+    assert mf.sketch in ("rademacher", "tensor_srht")
+    d = X.shape[1]
+    dpad = 1 << (d - 1).bit_length()
+    xt = (X.astype(np.float64) - center) / mf.length_scale
+    m = np.abs(xt).sum(axis=1)
+    sigma = np.sqrt(mf.kernel_variance)
+    if mf.kernel == "gaussian":
+        g = sigma * np.exp(-0.5 * (xt**2).sum(axis=1))
+        coef = [1 / math.factorial(n) for n in range(len(mf.allocation_))]
+    else:  # polynomial: a_n = binom(q, n) c^(q - n)
+        q, c = mf.degree, mf.bias
+        g = np.full(X.shape[0], sigma)
+        coef = [math.comb(q, n) * c ** (q - n) for n in range(len(mf.allocation_))]
+    first = 2 if mf.h01 else 1
+    bound = gamma(4) * g * (1 + np.abs(xt).max(axis=1))
+    for n in range(first, len(mf.allocation_)):
+        dn = int(mf.allocation_[n])
+        if dn:
+            bound += gamma(n * (dpad + 5) + 3) * g * np.sqrt(coef[n]) * m**n / np.sqrt(dn)
+    return bound
+
+
+MACLAURIN = [
+    dict(n_components=37, kernel="gaussian", length_scale=1.7, sketch="tensor_srht"),
+    dict(
+        n_components=40,
+        kernel="gaussian",
+        length_scale=2.0,
+        sketch="tensor_srht",
+        complex_weights=True,
+        kernel_variance=1.3,
+    ),
+    # h01 + explicit allocation + complex + a zero column (1 + 5 + 2 * 14 = 34 of 35).
+    dict(
+        n_components=35,
+        kernel="polynomial",
+        degree=3,
+        bias=1.0,
+        length_scale=1.5,
+        sketch="rademacher",
+        complex_weights=True,
+        h01=True,
+        allocation=[1, 5, 10, 4],
+    ),
+]
+
+
+@pytest.mark.parametrize("params", MACLAURIN, ids=["srht", "srht-complex", "rademacher-h01"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_maclaurin_gpu_matches_cpu(params, dtype):
+    need_gpu()
+    # d = 5 (d' = 8), N = 70: not multiples of d', the 64 tile or the 256
+    # workgroup; D not a multiple of d'.
+    X = np.random.default_rng(11).standard_normal((70, 5)).astype(dtype)
+    cpu = MaclaurinFeatures(random_state=2, **params).fit(X)
+    gpu = MaclaurinFeatures(random_state=2, device="gpu", **params).fit(X)
+    assert cpu.device_ == "cpu" and gpu.device_ == "gpu"
+    np.testing.assert_array_equal(gpu.allocation_, cpu.allocation_)
+    before = rgpu.dispatch_count()
+    got = gpu.transform(X)
+    assert rgpu.dispatch_count() > before, "device='gpu' must run on the GPU"
+    want = cpu.transform(X.astype(np.float64))
+    assert got.dtype == dtype and got.shape == want.shape
+    center = np.zeros(5) if cpu.center_ is None else cpu.center_
+    tol = maclaurin_row_bound(cpu, X, center)[:, None] + 4 * U32 * np.abs(want)
+    assert np.all(np.abs(got - want) <= tol)
+    if params["kernel"] == "gaussian":
+        c = np.linspace(-0.5, 0.5, 5)
+        got_c = gpu.transform_centered(X, c)
+        want_c = cpu.transform_centered(X.astype(np.float64), c)
+        tol_c = maclaurin_row_bound(cpu, X, c)[:, None] + 4 * U32 * np.abs(want_c)
+        assert np.all(np.abs(got_c - want_c) <= tol_c)
+    # Pickling keeps the device and the exact transform; empty input works;
+    # chunked streaming gives the same rows bit for bit.
+    again = pickle.loads(pickle.dumps(gpu))
+    assert again.device_ == "gpu"
+    np.testing.assert_array_equal(again.transform(X), got)
+    assert gpu.transform(X[:0]).shape == (0, params["n_components"])
+    rgpu.set_chunk_bytes(4096)
+    try:
+        np.testing.assert_array_equal(gpu.transform(X), got)
+    finally:
+        rgpu.set_chunk_bytes(128 << 20)
+
+
+def test_maclaurin_device_errors_and_fallback(monkeypatch):
+    need_gpu()
+    X = np.random.default_rng(12).standard_normal((30, 3))
+    x1 = X[:, :1]
+    # No GPU kernel: the explicit map of one feature, TensorSketch blocks.
+    with pytest.raises(InvalidInputError, match="one-dimensional"):
+        MaclaurinFeatures(6, device="gpu").fit(x1)
+    assert MaclaurinFeatures(6, device="auto").fit(x1).device_ == "cpu"
+    ts = dict(sketch="tensor_sketch", allocation="random", kernel="exponential")
+    with pytest.raises(InvalidInputError, match="tensor_sketch"):
+        MaclaurinFeatures(16, device="gpu", **ts).fit(X)
+    assert MaclaurinFeatures(16, device="auto", **ts).fit(X).device_ == "cpu"
+    with pytest.raises(ValueError, match="device"):
+        MaclaurinFeatures(16, device="cuda").fit(X)
+    # A wrong number of features fails as on the CPU.
+    mf = MaclaurinFeatures(16, device="gpu", random_state=0).fit(X)
+    with pytest.raises(ValueError, match="features"):
+        mf.transform(X[:, :2])
+    # Hidden GPU: "gpu" is a GpuError, "auto" the CPU (and nothing runs there).
+    monkeypatch.setenv("RANDFEAT_GPU", "off")
+    before = rgpu.dispatch_count()
+    with pytest.raises(GpuError, match="RANDFEAT_GPU=off"):
+        MaclaurinFeatures(16, device="gpu").fit(X)
+    with pytest.raises(GpuError, match="RANDFEAT_GPU=off"):
+        mf.transform(X)
+    auto = MaclaurinFeatures(16, device="auto", random_state=0).fit(X)
+    assert auto.device_ == "cpu"
+    cpu = MaclaurinFeatures(16, random_state=0).fit(X)
+    np.testing.assert_array_equal(auto.transform(X), cpu.transform(X))
+    with pytest.raises(GpuError, match="RANDFEAT_GPU=off"):
+        LocalizedMaclaurinGPR(16, device="gpu").fit(X, X[:, 0])
+    assert LocalizedMaclaurinGPR(16, device="auto").fit(X, X[:, 0]).device_ == "cpu"
+    assert rgpu.dispatch_count() == before, "nothing may run on a hidden GPU"
+
+
+def localized_bound(gp_cpu, X, y, Xt, n_components, noise, seed, max_degree):
+    """|mu_gpu - mu_cpu| and |v_gpu - v_cpu| bounds per test point.
+
+    With tol = 0 every centroid uses all N rows. The GPU features of the
+    centroid map satisfy |dPhi_ri| <= t_r (``maclaurin_row_bound``) and the
+    Gram adds gamma_64 (|Phi|^T |Phi|) (gpu.gram), so entrywise
+    |dG| <= t^T|Phi| + |Phi|^T t + t^T t + g64 (|Phi|+t)^T(|Phi|+t) and
+    |d(Phi^T y)| <= (t + g64 (|Phi| + t))^T |y|. With A = G / s2 + I,
+    k = ||A^-1|| = 1 / lambda_min(A) <= 1, b = Phi^T y / s2, beta = A^-1 b
+    (all f64 from the CPU map) and e = ||dA|| <= ||dG||_F / s2 < 1 / k:
+    ||d beta|| <= k (||db|| + e ||beta||) / (1 - k e), so
+    |d mu*| <= ||phi*|| ||d beta|| and |d v*| <= ||phi*||^2 k^2 e / (1 - k e)
+    (phi* is computed on the CPU in f64 in both paths)."""
+    mf = MaclaurinFeatures(
+        n_components, length_scale=gp_cpu.length_scale, max_degree=max_degree, random_state=seed
+    ).fit(X)
+    np.testing.assert_array_equal(mf.allocation_, gp_cpu.allocation_)
+    cents = gp_cpu.centroids_
+    nearest = np.argmin(((Xt[:, None, :] - cents[None]) ** 2).sum(-1), axis=1)
+    yc = y - gp_cpu.y_mean_
+    g64 = gamma(64)
+    out_mu, out_v = np.zeros(len(Xt)), np.zeros(len(Xt))
+    for k, c in enumerate(cents):
+        phi = mf.transform_centered(X, c)
+        a = np.abs(phi)
+        t = maclaurin_row_bound(mf, X, c)[:, None] * np.ones_like(phi)
+        big = a + t
+        dg = t.T @ a + a.T @ t + t.T @ t + g64 * big.T @ big
+        db = np.linalg.norm((t + g64 * big).T @ np.abs(yc)) / noise
+        amat = phi.T @ phi / noise + np.eye(phi.shape[1])
+        kappa = 1 / np.linalg.eigvalsh(amat)[0]
+        beta = np.linalg.solve(amat, phi.T @ yc / noise)
+        e = np.linalg.norm(dg) / noise
+        assert kappa * e < 0.5, "the test problem must keep the perturbation bound finite"
+        dbeta = kappa * (db + e * np.linalg.norm(beta)) / (1 - kappa * e)
+        for i in np.flatnonzero(nearest == k):
+            ps = np.linalg.norm(mf.transform_centered(Xt[i : i + 1], c))
+            out_mu[i] = ps * dbeta
+            out_v[i] = ps**2 * kappa**2 * e / (1 - kappa * e)
+    return out_mu, out_v
+
+
+def test_localized_gpu_matches_cpu():
+    need_gpu()
+    rng = np.random.default_rng(13)
+    X = rng.uniform(-3, 3, (150, 3))
+    y = np.sin(X[:, 0]) + 0.1 * X[:, 1] + 0.05 * rng.standard_normal(150)
+    Xt = rng.uniform(-3, 3, (25, 3))
+    kw = dict(
+        length_scale=1.2,
+        noise_variance=0.05,
+        threshold=1.5,
+        tol=0.0,
+        max_degree=4,
+        random_state=4,
+    )
+    cpu = LocalizedMaclaurinGPR(24, **kw).fit(X, y)
+    gpu = LocalizedMaclaurinGPR(24, device="gpu", **kw).fit(X, y)
+    assert cpu.device_ == "cpu" and gpu.device_ == "gpu"
+    assert gpu.n_clusters_ == cpu.n_clusters_ >= 3
+    np.testing.assert_array_equal(gpu.centroids_, cpu.centroids_)
+    before = rgpu.dispatch_count()
+    mu_g, sd_g = gpu.predict(Xt, return_std=True)
+    assert rgpu.dispatch_count() > before, "the centroid statistics must run on the GPU"
+    mu_c, sd_c = cpu.predict(Xt, return_std=True)
+    bound_mu, bound_v = localized_bound(cpu, X, y, Xt, 24, 0.05, 4, 4)
+    assert np.all(np.abs(mu_g - mu_c) <= bound_mu)
+    assert np.all(np.abs(sd_g**2 - sd_c**2) <= bound_v + 1e-12)
+    # Pickling refits with the same device.
+    again = pickle.loads(pickle.dumps(gpu))
+    assert again.device_ == "gpu"
+    np.testing.assert_array_equal(again.predict(Xt), mu_g)
+    # centers="test" has no GPU path.
+    with pytest.raises(InvalidInputError, match="centers='test'"):
+        LocalizedMaclaurinGPR(24, centers="test", device="gpu").fit(X, y)
+    assert LocalizedMaclaurinGPR(24, centers="test", device="auto").fit(X, y).device_ == "cpu"
+
+
+def test_exact_gpr_device_is_cpu_only():
+    X = np.random.default_rng(14).standard_normal((20, 2))
+    y = X[:, 0]
+    with pytest.raises(InvalidInputError, match="float64"):
+        ExactGPR(device="gpu").fit(X, y)
+    with pytest.raises(InvalidInputError, match="LocalizedMaclaurinGPR"):
+        ExactGPR(device="gpu").fit(X, y)
+    gp = ExactGPR(device="auto", optimize=(), random_state=0).fit(X, y)
+    assert gp.device_ == "cpu"
+    ref = ExactGPR(optimize=(), random_state=0).fit(X, y)
+    assert ref.device_ == "cpu"
+    np.testing.assert_array_equal(gp.predict(X), ref.predict(X))
+    with pytest.raises(ValueError, match="device"):
+        ExactGPR(device="cuda").fit(X, y)
+
+
 # The GPU path keeps the scikit-learn contract (dtype, subset and order
 # invariance: every row is computed independently on the device). cos_bias:
 # some checks force n_components = 1, which cos_sin rejects.
 @parametrize_with_checks(
     [
+        MaclaurinFeatures(16, allocation="random", device="gpu", random_state=0),
         PolynomialSketch(16, degree=3, bias=1.0, device="gpu", random_state=0),
         PolynomialSketch(15, sketch="gaussian", device="gpu", random_state=0),
         RandomFourierFeatures(16, variant="cos_bias", device="gpu", random_state=0),

@@ -32,6 +32,8 @@ __all__ = [
     "gpu_fwht",
     "gpu_gram",
     "gpu_info",
+    "gpu_maclaurin_transform",
+    "gpu_maclaurin_unsupported",
     "gpu_rff",
     "gpu_rff_gram",
     "gpu_set_chunk_bytes",
@@ -268,6 +270,10 @@ def gpu_rff_gram(
     variant: str,
     scale: float,
 ) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
+def gpu_maclaurin_transform(
+    map: MaclaurinMap, x: NDArray[np.floating], center: Optional[list[float]] = None
+) -> NDArray[np.floating]: ...
+def gpu_maclaurin_unsupported(map: MaclaurinMap) -> Optional[str]: ...
 
 # Polynomial sketches (src/python/sketch.rs).
 @final
@@ -368,6 +374,7 @@ class LocalizedMaclaurinGp:
         center_y: bool,
         verbose: bool,
         seed: int,
+        device: str = "cpu",
     ) -> LocalizedMaclaurinGp: ...
     @property
     def centroids(self) -> NDArray[np.float64]: ...

@@ -92,6 +92,14 @@ class GaussianPredictionMixin:
         return mean, np.sqrt(np.maximum(var, 0.0) + self.noise_variance_)
 
 
+EXACT_GP_CPU_ONLY = (
+    "ExactGPR runs on the CPU in float64: its N x N kernel matrix, Cholesky factor and "
+    "log marginal likelihood need float64 accuracy that the float32 GPU kernels cannot "
+    "give; the approximate models RandomFeatureGPR (with RandomFourierFeatures or "
+    "PolynomialSketch) and LocalizedMaclaurinGPR run on the GPU"
+)
+
+
 class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
     """Exact Gaussian-process regression with the Gaussian kernel.
 
@@ -136,9 +144,24 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         ``False`` uses a zero prior mean on the raw targets.
     verbose : bool, default=False
         Print one line per optimizer run to stderr.
+    device : {"cpu", "gpu", "auto"}, default="cpu"
+        Accepted for a uniform API; the exact GP always runs on the CPU, so
+        ``"auto"`` gives ``device_ = "cpu"`` and ``"gpu"`` raises
+        :class:`~randfeat_rs.InvalidInputError`. Its work is the ``N x N``
+        kernel matrix, its Cholesky factor and the log marginal likelihood
+        with its gradients, all in float64: the GPU kernels are float32 (WGSL
+        has no portable float64), and a float32 kernel matrix carries a
+        relative error of about ``1e-7 * cond(K + noise I)``, which for the
+        ill-conditioned matrices of a reference GP (``cond`` up to ``1e7`` or
+        more) would leave no correct digit in the solve and the LML, the
+        accuracy this reference model exists for. The approximate models run
+        on the GPU: ``RandomFeatureGPR`` (with ``RandomFourierFeatures`` or
+        ``PolynomialSketch``) and ``LocalizedMaclaurinGPR``.
 
     Attributes
     ----------
+    device_ : str
+        Always "cpu" (see ``device``).
     length_scale_ : float or ndarray of shape (n_features,)
         Fitted length scale(s) (an array with ``ard=True``).
     kernel_variance_ : float
@@ -188,6 +211,7 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         "random_state": ["random_state"],
         "center_y": ["boolean"],
         "verbose": ["verbose"],
+        "device": [StrOptions(set(DEVICES))],
     }
 
     def __init__(
@@ -203,6 +227,7 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         random_state: Any = None,
         center_y: bool = True,
         verbose: bool = False,
+        device: str = "cpu",
     ) -> None:
         self.length_scale = length_scale
         self.kernel_variance = kernel_variance
@@ -214,6 +239,7 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         self.random_state = random_state
         self.center_y = center_y
         self.verbose = verbose
+        self.device = device
 
     def _optimize_list(self) -> list[str]:
         names = [str(n) for n in self.optimize]
@@ -240,6 +266,7 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
             The fitted estimator.
         """
         self._validate_params()
+        self.device_ = _fitted_device(self.device, EXACT_GP_CPU_ONLY)
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
         y = np.ascontiguousarray(y, dtype=np.float64)
         ls = None

@@ -24,6 +24,7 @@ from . import _core
 from ._gp import GaussianPredictionMixin
 from ._validation import seed_from_random_state
 from .exceptions import InvalidInputError
+from .gpu import DEVICES, _fitted_device
 
 __all__ = ["LocalizedMaclaurinGPR"]
 
@@ -103,6 +104,17 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
         ``threshold="auto"`` split.
     verbose : bool, default=False
         Progress to stderr (allocation, clustering, centroid GPs, prediction).
+    device : {"cpu", "gpu", "auto"}, default="cpu"
+        Where the per-centroid statistics are computed. ``"gpu"``: for each
+        batch of centroids ``c``, the features ``Phi(x - c)`` of the
+        centroid's neighbourhood and ``Phi.T Phi``, ``Phi.T y`` are computed
+        on the GPU in float32 (the centering ``(x - c) / l`` and the row
+        factor in float64 on the host), reduced in float64, and the solves
+        run on the CPU in float64; predictions then differ from the CPU path
+        by the float32 feature and Gram rounding (see
+        :func:`randfeat_rs.gpu.gram`). ``"auto"``: the GPU when a hardware
+        adapter is usable, else the CPU. ``centers="test"`` runs on the CPU
+        (one GP per test point): ``"gpu"`` is an error there.
 
     Attributes
     ----------
@@ -124,6 +136,8 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
         likelihood for every ``theta / l`` of the grid (``None``: one cluster).
     y_mean_ : float
         Target mean added back to predictions (0 with ``center_y=False``).
+    device_ : str
+        The device the centroid statistics are computed on: "cpu" or "gpu".
     n_features_in_ : int
         Number of input features.
 
@@ -157,6 +171,7 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
         "center_y": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "device": [StrOptions(set(DEVICES))],
     }
 
     def __init__(
@@ -177,6 +192,7 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
         center_y: bool = True,
         random_state: Any = None,
         verbose: bool = False,
+        device: str = "cpu",
     ) -> None:
         self.n_components = n_components
         self.length_scale = length_scale
@@ -193,6 +209,7 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
         self.center_y = center_y
         self.random_state = random_state
         self.verbose = verbose
+        self.device = device
 
     def _core_fit(
         self, X: np.ndarray, y: np.ndarray, threshold: Optional[float], n_clusters: Optional[int]
@@ -214,6 +231,7 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
             center_y=bool(self.center_y),
             verbose=bool(self.verbose),
             seed=self._fit_seed,
+            device=self.device_,
         )
 
     def _auto_threshold(self, X: np.ndarray, y: np.ndarray) -> Optional[float]:
@@ -261,6 +279,13 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
                 f"LocalizedMaclaurinGPR needs at least 2 samples, got n_samples = {X.shape[0]}"
             )
         self._fit_seed = seed_from_random_state(self.random_state)
+        self.device_ = _fitted_device(
+            self.device,
+            "centers='test' builds one GP per test point on the CPU; the GPU path "
+            "batches the cluster centroids (use centers='clusters')"
+            if self.centers == "test"
+            else None,
+        )
         n_clusters = None if self.n_clusters is None else int(self.n_clusters)
         threshold: Optional[float]
         if self.centers == "test":

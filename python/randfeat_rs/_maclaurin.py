@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from . import _core
 from ._base import RandomFeaturesBase
 from .exceptions import InvalidInputError
+from .gpu import DEVICES, _fitted_device
 
 __all__ = ["MaclaurinFeatures"]
 
@@ -70,6 +71,15 @@ class MaclaurinFeatures(RandomFeaturesBase):
         Use the exact linear map (``d`` columns) instead of a degree-1 sketch.
     random_state : int, RandomState, Generator or None, default=None
         Seed of the subsample and of every random sketch.
+    device : {"cpu", "gpu", "auto"}, default="cpu"
+        Where ``transform`` runs. ``"gpu"``: the degree blocks run through
+        the GPU sketch kernels (the same random parameters, bit for bit),
+        in float32, with the centering, ``x~`` and the row factor
+        ``sigma g(x~)`` computed in float64 on the host; results come back in
+        the input's dtype. ``"auto"``: the GPU when a hardware adapter is
+        usable, else the CPU. The fit (allocation, sketches) runs on the CPU.
+        No GPU kernel: ``sketch="tensor_sketch"`` and the explicit map of one
+        input feature (``"gpu"`` raises, ``"auto"`` gives the CPU).
 
     Attributes
     ----------
@@ -86,6 +96,8 @@ class MaclaurinFeatures(RandomFeaturesBase):
         error over pairs of distinct training rows); NaN unless optimized.
     center_ : ndarray of shape (n_features_in_,) or None
         Training mean (Gaussian kernel); None for dot-product kernels.
+    device_ : str
+        The device ``transform`` runs on: "cpu" or "gpu".
     n_features_in_ : int
         Number of input features.
 
@@ -118,6 +130,7 @@ class MaclaurinFeatures(RandomFeaturesBase):
         "n_subsample": [Interval(Integral, 2, None, closed="left")],
         "h01": ["boolean"],
         "random_state": ["random_state"],
+        "device": [StrOptions(set(DEVICES))],
     }
 
     def __init__(
@@ -137,6 +150,7 @@ class MaclaurinFeatures(RandomFeaturesBase):
         n_subsample: int = 2000,
         h01: bool = False,
         random_state: Any = None,
+        device: str = "cpu",
     ) -> None:
         self.n_components = n_components
         self.kernel = kernel
@@ -152,6 +166,7 @@ class MaclaurinFeatures(RandomFeaturesBase):
         self.n_subsample = n_subsample
         self.h01 = h01
         self.random_state = random_state
+        self.device = device
 
     def _kernel_args(self) -> tuple[int, float]:
         """``(q, c)`` for the core, with the kernel/parameter checks."""
@@ -234,6 +249,12 @@ class MaclaurinFeatures(RandomFeaturesBase):
                 RuntimeWarning,
                 stacklevel=2,
             )
+        unsupported = (
+            _core.gpu_maclaurin_unsupported(fitted)
+            if hasattr(_core, "gpu_maclaurin_unsupported")
+            else None
+        )
+        self.device_ = _fitted_device(self.device, unsupported)
         self._map = fitted
         self._fit_seed = seed
         self._mode = mode
@@ -275,6 +296,8 @@ class MaclaurinFeatures(RandomFeaturesBase):
             ``Phi(X)`` with ``Phi(x) . Phi(y)`` an estimate of the truncated kernel.
         """
         X = self._check_transform_input(X)
+        if self.device_ == "gpu":
+            return _core.gpu_maclaurin_transform(self._fitted_map(), X)
         return self._fitted_map().transform(X)
 
     def transform_centered(self, X: Any, center: Any) -> np.ndarray:
@@ -299,6 +322,8 @@ class MaclaurinFeatures(RandomFeaturesBase):
             raise InvalidInputError(
                 f"`center` must have shape ({self.n_features_in_},), got {c.shape}"
             )
+        if self.device_ == "gpu":
+            return _core.gpu_maclaurin_transform(self._fitted_map(), X, [float(v) for v in c])
         return self._fitted_map().transform(X, [float(v) for v in c])
 
     def __getstate__(self) -> dict[str, Any]:

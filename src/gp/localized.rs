@@ -24,6 +24,7 @@ use super::check_positive;
 use super::cluster::{farthest_point, nearest};
 use super::features::{FeatureGp, FeatureStats};
 use crate::error::{Error, Result};
+use crate::gpu::Device;
 use crate::linalg::{as_faer, Cholesky};
 use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
 use crate::real::Real;
@@ -56,6 +57,10 @@ pub struct LocalizedConfig {
     pub center_y: bool,
     /// Progress to stderr.
     pub verbose: bool,
+    /// Where the per-centroid statistics are accumulated: [`Device::Gpu`]
+    /// runs [`crate::gpu::localized_gps`] (resolved by the caller: `Auto` is
+    /// treated as `Cpu`).
+    pub device: Device,
 }
 
 /// The rigorous bound `‖Φ(x̃)‖² ≤ σ² e^{−s} (1 + Σ_n b_n s^n)`, `s = ‖x̃‖²`.
@@ -484,6 +489,22 @@ impl LocalizedMaclaurinGp {
             .filter(|&c| self.predictors[c].get().is_none())
             .collect();
         let total = todo.len();
+        if self.config.device == Device::Gpu {
+            let gps = crate::gpu::localized_gps(
+                &self.map,
+                self.x.view(),
+                self.y.view(),
+                self.centroids.view(),
+                &todo,
+                self.cutoff_sq,
+                self.config.noise_variance,
+                par,
+            )?;
+            for (&c, gp) in todo.iter().zip(gps) {
+                let _ = self.predictors[c].set(gp);
+            }
+            return Ok(total);
+        }
         let step = total.div_ceil(10).max(1);
         let done = AtomicUsize::new(0);
         let verbose = self.config.verbose;

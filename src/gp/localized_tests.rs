@@ -31,6 +31,7 @@ fn config(d_feat: usize, sketch: SketchKind, complex: bool) -> LocalizedConfig {
         tol: 1e-12,
         center_y: true,
         verbose: false,
+        device: crate::gpu::Device::Cpu,
     }
 }
 

@@ -76,6 +76,7 @@ pub(super) struct Pipelines {
     pub fwht_block: wgpu::ComputePipeline,
     pub fwht_stage: wgpu::ComputePipeline,
     pub gram: wgpu::ComputePipeline,
+    pub mac_finish: wgpu::ComputePipeline,
     pub reduce: wgpu::ComputePipeline,
     pub rff: wgpu::ComputePipeline,
     pub sketch_dense: wgpu::ComputePipeline,
@@ -442,21 +443,32 @@ impl Pipelines {
                 cache: None,
             })
         };
-        let fwht = include_str!("shaders/fwht.wgsl").replace("{BLOCK}", &block.to_string());
-        let gram = include_str!("shaders/gram.wgsl").to_string();
-        let sketch = include_str!("shaders/sketch.wgsl").to_string();
+        // Every module starts with the shared prelude; the tiled projection
+        // (project.wgsl) goes into the modules that use it.
+        let with_prelude = |body: &str| format!("{}\n{body}", include_str!("shaders/tile.wgsl"));
+        let projected =
+            |body: &str| with_prelude(&format!("{}\n{body}", include_str!("shaders/project.wgsl")));
+        let fwht =
+            with_prelude(include_str!("shaders/fwht.wgsl")).replace("{BLOCK}", &block.to_string());
+        let gram = with_prelude(include_str!("shaders/gram.wgsl"));
+        let sketch = projected(include_str!("shaders/sketch.wgsl"));
         Pipelines {
             fwht_block: make("fwht_block", fwht.clone(), "fwht_block"),
             fwht_stage: make("fwht_stage", fwht, "fwht_stage"),
             gram: make("gram", gram, "gram_tile"),
+            mac_finish: make(
+                "mac_finish",
+                with_prelude(include_str!("shaders/maclaurin.wgsl")),
+                "mac_finish",
+            ),
             reduce: make(
                 "reduce",
-                include_str!("shaders/reduce.wgsl").to_string(),
+                with_prelude(include_str!("shaders/reduce.wgsl")),
                 "reduce_pairs",
             ),
             rff: make(
                 "rff",
-                include_str!("shaders/rff.wgsl").to_string(),
+                projected(include_str!("shaders/rff.wgsl")),
                 "rff_tile",
             ),
             sketch_dense: make("sketch_dense", sketch.clone(), "dense_tile"),

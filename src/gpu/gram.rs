@@ -60,7 +60,7 @@ pub fn gram<T: Real>(phi: ArrayView2<T>, y: Option<ArrayView2<T>>) -> Result<Gra
         d,
         y.as_ref().map(|_| t),
         usize::MAX,
-        |rows, _, _, a, b| {
+        |rows, _, _, _, a, b| {
             ctx.upload(a, &to_f32(phi.slice(s![rows.clone(), ..])));
             if let Some(y) = &y {
                 ctx.upload(b, &to_f32(y.slice(s![rows, ..])));
@@ -137,7 +137,8 @@ pub fn features_gram<T: Real>(
     }
 }
 
-fn map_gram<T: Real, M: DeviceMap>(
+/// `Φᵀ Φ`, `Φᵀ y` of `map`'s features of `x` (the caller holds the session).
+pub(super) fn map_gram<T: Real, M: DeviceMap>(
     ctx: &Context,
     map: &M,
     x: ArrayView2<T>,
@@ -146,17 +147,31 @@ fn map_gram<T: Real, M: DeviceMap>(
     let n = x.nrows();
     let max_rows = map.rows_per_chunk(ctx)?;
     let rows = max_rows.min(n.max(1));
-    let x_buf = ctx.storage(rows * map.in_dim());
-    let s_buf = ctx.storage(rows * map.scratch_per_row());
+    // One (input, scratch) pair per slot of `accumulate`, made on first use.
+    let mut bufs: Vec<(wgpu::Buffer, wgpu::Buffer)> = Vec::new();
     let t = y.as_ref().map(|y| y.ncols());
-    accumulate(ctx, n, map.width(), t, max_rows, |r, enc, keep, a, b| {
-        ctx.upload(&x_buf, &map.stage(x.slice(s![r.clone(), ..])));
-        map.record(ctx, enc, keep, &x_buf, &s_buf, r.len(), a)?;
-        if let Some(y) = &y {
-            ctx.upload(b, &to_f32(y.slice(s![r, ..])));
-        }
-        Ok(())
-    })
+    accumulate(
+        ctx,
+        n,
+        map.width(),
+        t,
+        max_rows,
+        |r, slot, enc, keep, a, b| {
+            while bufs.len() <= slot {
+                bufs.push((
+                    ctx.storage(rows * map.in_dim()),
+                    ctx.storage(rows * map.scratch_per_row()),
+                ));
+            }
+            let (x_buf, s_buf) = &bufs[slot];
+            ctx.upload(x_buf, &map.stage(x.slice(s![r.clone(), ..])));
+            map.record(ctx, enc, keep, x_buf, s_buf, r.len(), a)?;
+            if let Some(y) = &y {
+                ctx.upload(b, &to_f32(y.slice(s![r, ..])));
+            }
+            Ok(())
+        },
+    )
 }
 
 fn check_y_rows(n: usize, y_rows: Option<usize>) -> Result<()> {
@@ -172,7 +187,13 @@ fn check_y_rows(n: usize, y_rows: Option<usize>) -> Result<()> {
 
 /// Streams `n` rows of `Φ` (`n x d`) and `y` (`n x t` when `t` is given)
 /// through the device in chunks of at most `max_rows` rows filled by
-/// `fill`, and returns the sums (the caller holds the session).
+/// `fill` (given the rows and the slot, 0 or 1, whose buffers it may use),
+/// and returns the sums (the caller holds the session).
+///
+/// Double-buffered like [`super::map`]: two slots of chunk buffers
+/// alternate, so chunk `k + 1` is filled, uploaded and submitted while
+/// chunk `k` is still accumulated, and chunk `k`'s partial sums (`Φᵀ Φ` and
+/// `Φᵀ y`, read back in one copy) are added on the host while `k + 1` runs.
 fn accumulate(
     ctx: &Context,
     n: usize,
@@ -181,6 +202,7 @@ fn accumulate(
     max_rows: usize,
     mut fill: impl FnMut(
         Range<usize>,
+        usize,
         &mut wgpu::CommandEncoder,
         &mut Vec<wgpu::Buffer>,
         &wgpu::Buffer,
@@ -207,52 +229,80 @@ fn accumulate(
             .min(max_rows)
             .min(n);
         let splits = rows_per.div_ceil(SPAN);
-        let a_buf = ctx.storage(rows_per * d);
-        let y_buf = ctx.storage(rows_per * t);
-        let part = ctx.storage(splits * d * d);
-        let part_y = ctx.storage(splits * d * t);
+        let n_slots = if rows_per < n { 2 } else { 1 };
+        // The reduced Φᵀ Φ ends in the first d² floats of `part`, and Φᵀ y is
+        // copied after it, so one read-back returns both.
+        let slots: Vec<[wgpu::Buffer; 4]> = (0..n_slots)
+            .map(|_| {
+                [
+                    ctx.storage(rows_per * d),
+                    ctx.storage(rows_per * t),
+                    ctx.storage((splits * d * d).max(d * d + d * t)),
+                    ctx.storage(splits * d * t),
+                ]
+            })
+            .collect();
+        let with_y = gy.is_some() && t > 0;
+        let read_len = d * d + if with_y { d * t } else { 0 };
+        let mut add = |p: &[f32]| {
+            g.iter_mut()
+                .zip(&p[..d * d])
+                .for_each(|(o, &v)| *o += f64::from(v));
+            if let Some(gy) = gy.as_mut().filter(|_| with_y) {
+                gy.iter_mut()
+                    .zip(&p[d * d..])
+                    .for_each(|(o, &v)| *o += f64::from(v));
+            }
+        };
+        let mut previous = None;
         let mut r0 = 0;
-        while r0 < n {
+        for k in 0.. {
+            if r0 >= n {
+                break;
+            }
+            let slot = k % n_slots;
+            let [a_buf, y_buf, part, part_y] = &slots[slot];
             let r1 = (r0 + rows_per).min(n);
             let rows = r1 - r0;
             let mut encoder = ctx.encoder();
             let mut keep = Vec::new();
-            fill(r0..r1, &mut encoder, &mut keep, &a_buf, &y_buf)?;
+            fill(r0..r1, slot, &mut encoder, &mut keep, a_buf, y_buf)?;
             let sp = rows.div_ceil(SPAN);
             product(
                 ctx,
                 &mut encoder,
                 &mut keep,
-                [&a_buf, &a_buf, &part],
+                [a_buf, a_buf, part],
                 rows,
                 d,
                 d,
                 sp,
                 true,
             )?;
-            if gy.is_some() && t > 0 {
+            if with_y {
                 product(
                     ctx,
                     &mut encoder,
                     &mut keep,
-                    [&a_buf, &y_buf, &part_y],
+                    [a_buf, y_buf, part_y],
                     rows,
                     d,
                     t,
                     sp,
                     false,
                 )?;
+                let bytes = (d * d * 4) as u64;
+                encoder.copy_buffer_to_buffer(part_y, 0, part, bytes, (d * t * 4) as u64);
             }
-            ctx.read(encoder, &part, d * d, |p| {
-                g.iter_mut().zip(p).for_each(|(o, &v)| *o += f64::from(v));
-            })?;
-            if let Some(gy) = gy.as_mut().filter(|_| t > 0) {
-                let encoder = ctx.encoder();
-                ctx.read(encoder, &part_y, d * t, |p| {
-                    gy.iter_mut().zip(p).for_each(|(o, &v)| *o += f64::from(v));
-                })?;
+            let pending = ctx.submit_read(encoder, part, read_len)?;
+            if let Some(p) = previous.take() {
+                ctx.finish(p, &mut add)?;
             }
+            previous = Some(pending);
             r0 = r1;
+        }
+        if let Some(p) = previous {
+            ctx.finish(p, &mut add)?;
         }
     }
     // Only the tiles on and above the diagonal were computed.

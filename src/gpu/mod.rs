@@ -44,6 +44,10 @@ mod fwht;
 #[cfg(feature = "gpu")]
 mod gram;
 #[cfg(feature = "gpu")]
+mod localized;
+#[cfg(feature = "gpu")]
+mod maclaurin;
+#[cfg(feature = "gpu")]
 mod map;
 #[cfg(feature = "gpu")]
 mod rff;
@@ -57,9 +61,32 @@ pub use fwht::{fwht_rows, fwht_rows_into};
 #[cfg(feature = "gpu")]
 pub use gram::{features_gram, gram, FeatureMap, Gram};
 #[cfg(feature = "gpu")]
+pub use localized::localized_gps;
+#[cfg(feature = "gpu")]
+pub use maclaurin::{
+    check_supported as check_maclaurin, maclaurin_features, maclaurin_features_into, maclaurin_gram,
+};
+#[cfg(feature = "gpu")]
 pub use rff::{rff_features, rff_features_into, RffVariant};
 #[cfg(feature = "gpu")]
 pub use sketch::{sketch_features, sketch_features_into};
+
+/// Without the `gpu` feature: always [`Error::Gpu`] (see the feature's
+/// `localized_gps`, the localized GP's per-centroid statistics on the GPU).
+#[cfg(not(feature = "gpu"))]
+#[allow(clippy::too_many_arguments)]
+pub fn localized_gps(
+    _map: &crate::maclaurin::MaclaurinMap,
+    _x: ndarray::ArrayView2<f64>,
+    _y: ndarray::ArrayView1<f64>,
+    _centroids: ndarray::ArrayView2<f64>,
+    _which: &[usize],
+    _cutoff_sq: f64,
+    _noise_variance: f64,
+    _par: crate::threads::Parallelism,
+) -> Result<Vec<crate::gp::FeatureGp>> {
+    gpu_usable().map(|_| Vec::new())
+}
 
 /// The environment variable read at every call: `off` hides all adapters,
 /// `software` lets [`Device::Auto`] use a software rasterizer.

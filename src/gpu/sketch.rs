@@ -110,6 +110,11 @@ pub(super) struct DeviceSketch {
     inv_l: f64,
     params: wgpu::Buffer,
     layout: Layout,
+    /// Placement in a wider map (see [`DeviceSketch::placed`]).
+    x_stride: usize,
+    col: usize,
+    out_width: usize,
+    block_scale: f64,
 }
 
 impl DeviceSketch {
@@ -195,16 +200,37 @@ impl DeviceSketch {
             inv_l: 1.0 / length_scale,
             params,
             layout,
+            x_stride: sketch.dim(),
+            col: 0,
+            out_width: sketch.width(),
+            block_scale: 1.0,
         })
     }
 
+    /// Places the sketch in a wider map: input rows of `x_stride` floats
+    /// (its `dim` inputs first), output columns `col..col + width` of rows of
+    /// `out_width` floats, every feature multiplied by `block_scale`.
+    pub(super) fn placed(
+        mut self,
+        x_stride: usize,
+        col: usize,
+        out_width: usize,
+        block_scale: f64,
+    ) -> Self {
+        self.x_stride = x_stride;
+        self.col = col;
+        self.out_width = out_width;
+        self.block_scale = block_scale;
+        self
+    }
+
     /// The uniform words of `sketch.wgsl` for factor `j` (`a`, `b` per kernel).
-    fn words(&self, rows: usize, j: usize, scale: f32, a: usize, b: usize) -> [u32; 12] {
+    fn words(&self, rows: usize, j: usize, scale: f32, a: usize, b: usize) -> [u32; 16] {
         [
             rows as u32,
             self.dim as u32,
             self.nf as u32,
-            self.width as u32,
+            self.out_width as u32,
             u32::from(self.complex),
             u32::from(j == 0),
             u32::from(j + 1 == self.degree),
@@ -213,6 +239,10 @@ impl DeviceSketch {
             b as u32,
             self.degree as u32,
             j as u32,
+            self.x_stride as u32,
+            self.col as u32,
+            0,
+            0,
         ]
     }
 }
@@ -248,7 +278,7 @@ impl DeviceMap for DeviceSketch {
         out: &wgpu::Buffer,
     ) -> Result<()> {
         let pipes = &ctx.pipelines;
-        let scale = (1.0 / (self.nf as f64).sqrt()) as f32;
+        let scale = (self.block_scale / (self.nf as f64).sqrt()) as f32;
         for j in 0..self.degree {
             match &self.layout {
                 Layout::Dense { rows: r } => {

@@ -590,27 +590,8 @@ impl MaclaurinMap {
         par: Parallelism,
     ) -> Result<()> {
         let (n, d) = x.dim();
-        Error::check_n_features(self.dim, d)?;
-        if center.len() != self.dim {
-            return Err(Error::ShapeMismatch {
-                name: "length of center",
-                expected: self.dim,
-                got: center.len(),
-            });
-        }
+        self.check_centered(x, center)?;
         Error::check_out_shape((n, self.width()), out.dim())?;
-        if !self.config.kernel.is_gaussian() && center.iter().any(|&c| c != 0.0) {
-            return Err(Error::invalid(
-                "center",
-                "only the Gaussian kernel may be centered (dot-product kernels change under a shift)",
-            ));
-        }
-        if center.iter().any(|c| !c.is_finite()) {
-            return Err(Error::NonFinite { name: "center" });
-        }
-        if x.iter().any(|v| !v.is_finite()) {
-            return Err(Error::NonFinite { name: "X" });
-        }
         let inv_l = 1.0 / self.config.length_scale;
         let mut xt = Array2::<T>::zeros((n, d));
         Zip::from(xt.rows_mut()).and(x.rows()).for_each(|mut o, r| {
@@ -685,6 +666,39 @@ impl MaclaurinMap {
             rows.for_each(|o, &lg| scale_rows(o, lg));
         }
         Ok(())
+    }
+
+    /// The argument checks of [`Self::transform_centered_into`] (shared with
+    /// the GPU path): `x` has `d` columns and finite entries, `center` has
+    /// `d` finite entries and is zero unless the kernel is Gaussian (3.2).
+    pub fn check_centered<T: Real>(&self, x: ArrayView2<T>, center: &[f64]) -> Result<()> {
+        Error::check_n_features(self.dim, x.ncols())?;
+        if center.len() != self.dim {
+            return Err(Error::ShapeMismatch {
+                name: "length of center",
+                expected: self.dim,
+                got: center.len(),
+            });
+        }
+        if !self.config.kernel.is_gaussian() && center.iter().any(|&c| c != 0.0) {
+            return Err(Error::invalid(
+                "center",
+                "only the Gaussian kernel may be centered (dot-product kernels change under a shift)",
+            ));
+        }
+        if center.iter().any(|c| !c.is_finite()) {
+            return Err(Error::NonFinite { name: "center" });
+        }
+        if x.iter().any(|v| !v.is_finite()) {
+            return Err(Error::NonFinite { name: "X" });
+        }
+        Ok(())
+    }
+
+    /// The Maclaurin coefficients `a_0, a_1, …` the map was built with
+    /// (at least up to its degree).
+    pub fn coefficients(&self) -> &[f64] {
+        &self.coefs
     }
 
     /// The sketched degree blocks as `(block scale, sketch)` in ascending

@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyAny, PyDict};
 
 use super::ffi;
+use super::maclaurin::PyMaclaurinMap;
 use super::sketch::PyPolySketch;
 use crate::gpu::{self, Device, FeatureMap, RffVariant};
 use crate::real::Real;
@@ -292,6 +293,45 @@ fn gpu_rff_gram<'py>(
     map_gram(py, &map, x, y)
 }
 
+fn maclaurin_typed<'py, T: Real + numpy::Element>(
+    py: Python<'py>,
+    map: &PyMaclaurinMap,
+    x: &Bound<'py, PyAny>,
+    center: Option<Vec<f64>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let x: PyReadonlyArray2<'py, T> = x.extract()?;
+    let src = x.as_array();
+    let out = ffi::call_with_output(py, src.nrows(), map.inner.width(), |dst| {
+        gpu::maclaurin_features_into(&map.inner, src, center.as_deref(), dst)
+    })?;
+    Ok(out.into_any())
+}
+
+/// `Phi(x)` of a fitted Maclaurin map on the GPU, with the fitted center or
+/// with `center` when given; x's dtype.
+#[pyfunction]
+#[pyo3(signature = (map, x, center=None))]
+fn gpu_maclaurin_transform<'py>(
+    py: Python<'py>,
+    map: PyRef<'_, PyMaclaurinMap>,
+    x: &Bound<'py, PyAny>,
+    center: Option<Vec<f64>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if x.downcast::<PyArray2<f32>>().is_ok() {
+        maclaurin_typed::<f32>(py, &map, x, center)
+    } else {
+        maclaurin_typed::<f64>(py, &map, x, center)
+    }
+}
+
+/// None when the fitted Maclaurin map has a GPU kernel, else the reason.
+#[pyfunction]
+fn gpu_maclaurin_unsupported(map: PyRef<'_, PyMaclaurinMap>) -> Option<String> {
+    gpu::check_maclaurin(&map.inner)
+        .err()
+        .map(|e| e.to_string())
+}
+
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gpu_info, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_dispatch_count, m)?)?;
@@ -303,5 +343,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gpu_sketch_transform, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_sketch_gram, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_rff_gram, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_maclaurin_transform, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_maclaurin_unsupported, m)?)?;
     Ok(())
 }

@@ -9,6 +9,7 @@ use pyo3::types::PyAny;
 
 use super::ffi;
 use crate::gp::localized::{LocalizedConfig, LocalizedMaclaurinGp, LocalizedPrediction};
+use crate::gpu::Device;
 use crate::maclaurin::map::MaclaurinConfig;
 use crate::maclaurin::MaclaurinKernel;
 use crate::real::Real;
@@ -72,7 +73,7 @@ impl PyLocalizedGp {
     #[staticmethod]
     #[pyo3(signature = (x, y, n_components, length_scale, kernel_variance, noise_variance,
                         threshold, n_clusters, sketch, complex_weights, max_degree, n_subsample,
-                        tol, center_y, verbose, seed))]
+                        tol, center_y, verbose, seed, device="cpu"))]
     #[allow(clippy::too_many_arguments)]
     fn fit(
         py: Python<'_>,
@@ -92,7 +93,14 @@ impl PyLocalizedGp {
         center_y: bool,
         verbose: bool,
         seed: u64,
+        device: &str,
     ) -> PyResult<Self> {
+        // "gpu" accumulates the per-centroid statistics on the GPU; the
+        // caller resolves "auto" first ("auto" here means the CPU).
+        let device = match ffi::map_result(py, Device::parse("device", device))? {
+            Device::Gpu => Device::Gpu,
+            _ => Device::Cpu,
+        };
         let sketch = ffi::map_result(py, SketchKind::parse(sketch))?;
         let mut map = MaclaurinConfig::new(MaclaurinKernel::Gaussian, n_components);
         map.length_scale = length_scale;
@@ -110,6 +118,7 @@ impl PyLocalizedGp {
             tol,
             center_y,
             verbose,
+            device,
         };
         let inner = if is_f32(x) {
             fit_typed::<f32>(py, x, y, &cfg, seed)?

@@ -73,7 +73,7 @@ impl Settings {
 /// A fitted Maclaurin feature map (ALGORITHMS.md 3.3, 4.7).
 #[pyclass(name = "MaclaurinMap", module = "randfeat_rs._core", frozen)]
 pub(crate) struct PyMaclaurinMap {
-    inner: MaclaurinMap,
+    pub(crate) inner: MaclaurinMap,
 }
 
 fn is_f32(x: &Bound<'_, PyAny>) -> bool {

@@ -6,7 +6,7 @@
 // h < span (span = min(n, BLOCK)) there and writes back times `scale`.
 // `fwht_stage`: one butterfly stage of stride h = span >= BLOCK through global
 // memory (the stages of an FWHT commute, so the low strides run first).
-// Workgroups are numbered flat over a 2-D grid: wid.x + wid.y * nwg.x.
+// Workgroups are numbered flat over a 2-D grid (flat_group, tile.wgsl).
 
 struct Params {
     total: u32,
@@ -29,7 +29,7 @@ fn fwht_block(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let base = (wid.x + wid.y * nwg.x) * BLOCK;
+    let base = flat_group(wid, nwg) * BLOCK;
     if base >= p.total {
         return;
     }
@@ -64,7 +64,7 @@ fn fwht_stage(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let t = (wid.x + wid.y * nwg.x) * WG + lid;
+    let t = flat_group(wid, nwg) * WG + lid;
     if t >= p.total / 2u {
         return;
     }

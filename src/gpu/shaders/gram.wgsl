@@ -30,12 +30,6 @@ struct Params {
 @group(0) @binding(2) var<storage, read_write> part: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-const T: u32 = 64u;
-const K: u32 = 16u;
-
-var<workgroup> sa: array<f32, 1024>;
-var<workgroup> sb: array<f32, 1024>;
-
 @compute @workgroup_size(16, 16)
 fn gram_tile(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -43,7 +37,7 @@ fn gram_tile(
     @builtin(local_invocation_id) lid3: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let tile = wid.x + wid.y * nwg.x;
+    let tile = flat_group(wid, nwg);
     let ti = tile / p.tiles_j;
     let tj = tile % p.tiles_j;
     let tiles_i = (p.da + T - 1u) / T;
@@ -70,8 +64,8 @@ fn gram_tile(
             if r < r_end && jb < p.db {
                 vb = b[r * p.db + jb];
             }
-            sa[e] = va;
-            sb[e] = vb;
+            tile_a[e] = va;
+            tile_b[e] = vb;
         }
         workgroupBarrier();
         var blk: array<f32, 16>;
@@ -79,8 +73,8 @@ fn gram_tile(
             var av: array<f32, 4>;
             var bv: array<f32, 4>;
             for (var x = 0u; x < 4u; x++) {
-                av[x] = sa[k * T + tr + 16u * x];
-                bv[x] = sb[k * T + tc + 16u * x];
+                av[x] = tile_a[k * T + tr + 16u * x];
+                bv[x] = tile_b[k * T + tc + 16u * x];
             }
             for (var x = 0u; x < 4u; x++) {
                 for (var y = 0u; y < 4u; y++) {

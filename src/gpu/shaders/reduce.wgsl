@@ -19,7 +19,7 @@ fn reduce_pairs(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let t = (wid.x + wid.y * nwg.x) * 256u + lid;
+    let t = flat_group(wid, nwg) * 256u + lid;
     if t >= p.pairs * p.len {
         return;
     }

@@ -2,8 +2,7 @@
 //
 // X is rows x d, W is m x d (one frequency per row), out is rows x ncols,
 // all row-major. Workgroup `tile` (flat over row tiles x feature tiles)
-// computes the 64 x 64 block of projections X W^T in shared-memory steps of
-// 16 input dimensions (each of its 16 x 16 threads 4 x 4 outputs), then
+// computes the 64 x 64 block of projections X W^T (project.wgsl), then
 //   variant 0 (cos_bias): out[r, j]     = scale * cos(x_r . w_j + phase_j)
 //   variant 1 (cos_sin):  out[r, j]     = scale * cos(x_r . w_j),
 //                         out[r, m + j] = scale * sin(x_r . w_j).
@@ -27,12 +26,6 @@ struct Params {
 @group(0) @binding(2) var<storage, read> phase: array<f32>;
 @group(0) @binding(3) var<storage, read_write> feat: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
-
-const T: u32 = 64u;
-const K: u32 = 16u;
-
-var<workgroup> sx: array<f32, 1024>;
-var<workgroup> sw: array<f32, 1024>;
 
 // (sin t, cos t).
 fn sincos(t: f32) -> vec2<f32> {
@@ -60,7 +53,7 @@ fn rff_tile(
     @builtin(local_invocation_id) lid3: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let tile = wid.x + wid.y * nwg.x;
+    let tile = flat_group(wid, nwg);
     let tr0 = (tile / p.tiles_k) * T;
     let tk0 = (tile % p.tiles_k) * T;
     if tr0 >= p.rows {
@@ -68,42 +61,7 @@ fn rff_tile(
     }
     let tr = lid3.y;
     let tc = lid3.x;
-    var acc: array<f32, 16>;
-    for (var k0 = 0u; k0 < p.d; k0 += K) {
-        // Thread e loads element (e / K, e % K): 16 consecutive floats of a row.
-        for (var e = lid; e < K * T; e += 256u) {
-            let rr = e / K;
-            let k = e % K;
-            let col = k0 + k;
-            let row = tr0 + rr;
-            let f = tk0 + rr;
-            var vx = 0.0;
-            var vw = 0.0;
-            if row < p.rows && col < p.d {
-                vx = x[row * p.d + col];
-            }
-            if f < p.m && col < p.d {
-                vw = w[f * p.d + col];
-            }
-            sx[k * T + rr] = vx;
-            sw[k * T + rr] = vw;
-        }
-        workgroupBarrier();
-        for (var k = 0u; k < K; k++) {
-            var xv: array<f32, 4>;
-            var wv: array<f32, 4>;
-            for (var q = 0u; q < 4u; q++) {
-                xv[q] = sx[k * T + tr + 16u * q];
-                wv[q] = sw[k * T + tc + 16u * q];
-            }
-            for (var q = 0u; q < 4u; q++) {
-                for (var v = 0u; v < 4u; v++) {
-                    acc[q * 4u + v] += xv[q] * wv[v];
-                }
-            }
-        }
-        workgroupBarrier();
-    }
+    let acc = project_tile(lid, tr, tc, tr0, tk0, p.rows, p.d, p.d, p.m, 0u, false).re;
     for (var q = 0u; q < 4u; q++) {
         let row = tr0 + tr + 16u * q;
         for (var v = 0u; v < 4u; v++) {

@@ -1,7 +1,10 @@
 // Polynomial sketch feature maps (ALGORITHMS.md 2.2, 2.3), f32.
 //
-// All arrays are row-major. `feat` is rows x width with width = D (real) or
-// 2 D (complex, [Re | Im] blocks). Factor j of a degree-n sketch either
+// All arrays are row-major: input row r starts at x[r * xs] (xs >= d; the
+// Maclaurin map stages extra values after the d inputs). The sketch writes
+// columns col..col + D (real) or col..col + 2 D (complex, [Re | Im] blocks)
+// of `feat`, rows of `width` floats (col = 0, width = D or 2 D for a plain
+// sketch; a Maclaurin map places its degree blocks side by side). Factor j of a degree-n sketch either
 // writes its values (first = 1) or multiplies them into `feat` (complex
 // products for complex sketches); the last factor also multiplies by
 // `scale` = 1 / sqrt(D). Dispatches run in order, so factor j reads what
@@ -9,8 +12,7 @@
 //
 // `dense_tile` (Gaussian / Rademacher, 2.2): workgroup `tile` (flat over row
 // tiles x feature tiles) computes the 64 x 64 block of projections X W_j^T
-// in shared-memory steps of 16 input dimensions (each of its 16 x 16 threads
-// 4 x 4 outputs; complex sketches also the imaginary rows D..2D of W_j).
+// (project.wgsl; complex sketches also the imaginary rows D..2D of W_j).
 // W_j starts at float `w_off` of `w`.
 //
 // `srht_fill` / `srht_gather` (TensorSRHT, 2.3; same bindings, other
@@ -35,6 +37,10 @@ struct Params {
     b: u32,
     c: u32,
     e: u32,
+    xs: u32,
+    col: u32,
+    pad0: u32,
+    pad1: u32,
 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -66,13 +72,6 @@ fn combine(o: u32, re: f32, im: f32) {
     }
 }
 
-const T: u32 = 64u;
-const K: u32 = 16u;
-
-var<workgroup> sx: array<f32, 1024>;
-var<workgroup> swr: array<f32, 1024>;
-var<workgroup> swi: array<f32, 1024>;
-
 @compute @workgroup_size(16, 16)
 fn dense_tile(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -81,7 +80,7 @@ fn dense_tile(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let tiles_k = p.b;
-    let tile = wid.x + wid.y * nwg.x;
+    let tile = flat_group(wid, nwg);
     let tr0 = (tile / tiles_k) * T;
     let tk0 = (tile % tiles_k) * T;
     if tr0 >= p.rows {
@@ -89,56 +88,13 @@ fn dense_tile(
     }
     let tr = lid3.y;
     let tc = lid3.x;
-    var acc: array<f32, 16>;
-    var aci: array<f32, 16>;
-    for (var k0 = 0u; k0 < p.d; k0 += K) {
-        for (var e = lid; e < K * T; e += 256u) {
-            let rr = e / K;
-            let k = e % K;
-            let col = k0 + k;
-            let row = tr0 + rr;
-            let f = tk0 + rr;
-            var vx = 0.0;
-            var vr = 0.0;
-            var vi = 0.0;
-            if row < p.rows && col < p.d {
-                vx = x[row * p.d + col];
-            }
-            if f < p.nf && col < p.d {
-                vr = w[p.a + f * p.d + col];
-                if p.complex == 1u {
-                    vi = w[p.a + (p.nf + f) * p.d + col];
-                }
-            }
-            sx[k * T + rr] = vx;
-            swr[k * T + rr] = vr;
-            swi[k * T + rr] = vi;
-        }
-        workgroupBarrier();
-        for (var k = 0u; k < K; k++) {
-            var xv: array<f32, 4>;
-            var wr: array<f32, 4>;
-            var wi: array<f32, 4>;
-            for (var q = 0u; q < 4u; q++) {
-                xv[q] = sx[k * T + tr + 16u * q];
-                wr[q] = swr[k * T + tc + 16u * q];
-                wi[q] = swi[k * T + tc + 16u * q];
-            }
-            for (var q = 0u; q < 4u; q++) {
-                for (var v = 0u; v < 4u; v++) {
-                    acc[q * 4u + v] += xv[q] * wr[v];
-                    aci[q * 4u + v] += xv[q] * wi[v];
-                }
-            }
-        }
-        workgroupBarrier();
-    }
+    let pr = project_tile(lid, tr, tc, tr0, tk0, p.rows, p.d, p.xs, p.nf, p.a, p.complex == 1u);
     for (var q = 0u; q < 4u; q++) {
         let row = tr0 + tr + 16u * q;
         for (var v = 0u; v < 4u; v++) {
             let f = tk0 + tc + 16u * v;
             if row < p.rows && f < p.nf {
-                combine(row * p.width + f, acc[q * 4u + v], aci[q * 4u + v]);
+                combine(row * p.width + p.col + f, pr.re[q * 4u + v], pr.im[q * 4u + v]);
             }
         }
     }
@@ -155,7 +111,7 @@ fn srht_fill(
     let dp = p.a;
     let blocks = p.b;
     let len = p.rows * blocks * dp;
-    let t = (wid.x + wid.y * nwg.x) * 256u + lid;
+    let t = flat_group(wid, nwg) * 256u + lid;
     if t >= len {
         return;
     }
@@ -166,7 +122,7 @@ fn srht_fill(
     var vr = 0.0;
     var vi = 0.0;
     if i < p.d {
-        let xv = x[r * p.d + i];
+        let xv = x[r * p.xs + i];
         let k = (b * p.c + p.e) * dp + i;
         vr = xv * w[k];
         if p.complex == 1u {
@@ -189,7 +145,7 @@ fn srht_gather(
     // exact below 2^24).
     let dp = p.a;
     let blocks = p.b;
-    let t = (wid.x + wid.y * nwg.x) * 256u + lid;
+    let t = flat_group(wid, nwg) * 256u + lid;
     if t >= p.rows * p.nf {
         return;
     }
@@ -202,5 +158,5 @@ fn srht_gather(
     if p.complex == 1u {
         im = x[p.rows * blocks * dp + src];
     }
-    combine(r * p.width + c, x[src], im);
+    combine(r * p.width + p.col + c, x[src], im);
 }

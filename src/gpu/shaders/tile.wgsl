@@ -1,0 +1,18 @@
+// Prelude of every kernel (prepended at pipeline build time by
+// src/gpu/context.rs): the flat workgroup index, and the tile geometry and
+// workgroup memory of the tiled products (rff.wgsl, sketch.wgsl through
+// project.wgsl, and gram.wgsl): 64 x 64 output tiles computed by 16 x 16
+// threads, 4 x 4 outputs each, in shared-memory steps of K = 16.
+
+const T: u32 = 64u;
+const K: u32 = 16u;
+
+var<workgroup> tile_a: array<f32, 1024>;
+var<workgroup> tile_b: array<f32, 1024>;
+var<workgroup> tile_c: array<f32, 1024>;
+
+// The flat index of a workgroup: a count folded into a 2-D grid (see
+// Context::dispatch) is unfolded as wid.x + wid.y * nwg.x.
+fn flat_group(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return wid.x + wid.y * nwg.x;
+}
