@@ -139,6 +139,7 @@ def gpr_features():
         PolynomialSketch(
             17, degree=3, bias=0.5, sketch="rademacher", complex_weights=True, random_state=0
         ),
+        MaclaurinFeatures(27, length_scale=2.0, random_state=0),
     ]
 
 
@@ -174,11 +175,19 @@ def test_gpr_gpu_statistics_match_cpu(features, dtype):
     )
     assert np.all(np.abs(s_gpu._stats.phi_y - ref_phi_y) <= bound_y + 1e-300)
     assert np.all(np.abs(s_gpu._stats.phi_sum - s_ref._stats.phi_sum) <= gamma(64) * a.sum(0))
-    # partial_fit on the GPU merges exactly like the CPU path.
+    # partial_fit on the GPU merges exactly like the CPU path (the features
+    # are fitted on the first batch: MaclaurinFeatures' center and allocation
+    # depend on it, so the reference is fitted the same way).
     gp2 = RandomFeatureGPR(features, noise_variance=0.1, device="gpu")
     gp2.partial_fit(X[:100], y[:100]).partial_fit(X[100:], y[100:])
-    assert gp2.stats_.n_samples == 300
-    assert np.all(np.abs(gp2.stats_.gram - s_ref.gram) <= gamma(64) * (a.T @ a) + 1e-300)
+    ref2 = RandomFeatureGPR(
+        clone(features).set_params(device="gpu"), noise_variance=0.1, chunk_size=64
+    )
+    ref2.partial_fit(X[:100], y[:100]).partial_fit(X[100:], y[100:])
+    assert gp2.device_ == "gpu" and ref2.device_ == "cpu"
+    assert gp2.stats_.n_samples == ref2.stats_.n_samples == 300
+    a2 = np.abs(ref2.features_.transform(X).astype(np.float64))
+    assert np.all(np.abs(gp2.stats_.gram - ref2.stats_.gram) <= gamma(64) * (a2.T @ a2) + 1e-300)
 
 
 def test_gpu_hidden_errors_and_auto_falls_back(monkeypatch):
@@ -330,6 +339,11 @@ def test_maclaurin_device_errors_and_fallback(monkeypatch):
     with pytest.raises(InvalidInputError, match="one-dimensional"):
         MaclaurinFeatures(6, device="gpu").fit(x1)
     assert MaclaurinFeatures(6, device="auto").fit(x1).device_ == "cpu"
+    # ... and RandomFeatureGPR over such a map neither.
+    with pytest.raises(InvalidInputError, match="one-dimensional"):
+        RandomFeatureGPR(MaclaurinFeatures(6), device="gpu").fit(x1, X[:, 0])
+    gp = RandomFeatureGPR(MaclaurinFeatures(6), device="auto").fit(x1, X[:, 0])
+    assert gp.device_ == "cpu"
     ts = dict(sketch="tensor_sketch", allocation="random", kernel="exponential")
     with pytest.raises(InvalidInputError, match="tensor_sketch"):
         MaclaurinFeatures(16, device="gpu", **ts).fit(X)

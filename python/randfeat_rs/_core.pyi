@@ -32,6 +32,7 @@ __all__ = [
     "gpu_fwht",
     "gpu_gram",
     "gpu_info",
+    "gpu_maclaurin_gram",
     "gpu_maclaurin_transform",
     "gpu_maclaurin_unsupported",
     "gpu_rff",
@@ -269,6 +270,9 @@ def gpu_rff_gram(
     phases: Optional[NDArray[np.float64]],
     variant: str,
     scale: float,
+) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
+def gpu_maclaurin_gram(
+    map: MaclaurinMap, x: NDArray[np.floating], y: Optional[NDArray[np.float64]]
 ) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
 def gpu_maclaurin_transform(
     map: MaclaurinMap, x: NDArray[np.floating], center: Optional[list[float]] = None

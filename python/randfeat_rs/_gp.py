@@ -95,8 +95,8 @@ class GaussianPredictionMixin:
 EXACT_GP_CPU_ONLY = (
     "ExactGPR runs on the CPU in float64: its N x N kernel matrix, Cholesky factor and "
     "log marginal likelihood need float64 accuracy that the float32 GPU kernels cannot "
-    "give; the approximate models RandomFeatureGPR (with RandomFourierFeatures or "
-    "PolynomialSketch) and LocalizedMaclaurinGPR run on the GPU"
+    "give; the approximate models RandomFeatureGPR (with RandomFourierFeatures, "
+    "PolynomialSketch or MaclaurinFeatures) and LocalizedMaclaurinGPR run on the GPU"
 )
 
 
@@ -155,8 +155,9 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         ill-conditioned matrices of a reference GP (``cond`` up to ``1e7`` or
         more) would leave no correct digit in the solve and the LML, the
         accuracy this reference model exists for. The approximate models run
-        on the GPU: ``RandomFeatureGPR`` (with ``RandomFourierFeatures`` or
-        ``PolynomialSketch``) and ``LocalizedMaclaurinGPR``.
+        on the GPU: ``RandomFeatureGPR`` (with ``RandomFourierFeatures``,
+        ``PolynomialSketch`` or ``MaclaurinFeatures``) and
+        ``LocalizedMaclaurinGPR``.
 
     Attributes
     ----------
@@ -581,8 +582,9 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         Print progress (rows accumulated) to stderr.
     device : {"cpu", "gpu", "auto"}, default="cpu"
         Where the statistics are accumulated. ``"gpu"``: when ``features``
-        is this library's :class:`~randfeat_rs.RandomFourierFeatures` or
-        :class:`~randfeat_rs.PolynomialSketch` (not TensorSketch), the
+        is this library's :class:`~randfeat_rs.RandomFourierFeatures`,
+        :class:`~randfeat_rs.PolynomialSketch` or
+        :class:`~randfeat_rs.MaclaurinFeatures` (not TensorSketch), the
         features and ``Phi^T Phi``, ``Phi^T y`` are computed on the GPU
         (float32, partial sums reduced in float64 on the host) without
         ``Phi`` leaving the device; a :class:`~randfeat_rs.GpuError` when no
@@ -659,14 +661,14 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
 
     def _resolve_device(self) -> None:
         f = self.features_
-        gpu_capable = hasattr(f, "_gpu_gram") and getattr(f, "sketch", None) != "tensor_sketch"
-        self.device_ = _fitted_device(
-            self.device,
-            None
-            if gpu_capable
-            else "the transformer must be randfeat_rs.RandomFourierFeatures or "
-            f"PolynomialSketch (not TensorSketch), got {type(f).__name__}",
-        )
+        if hasattr(f, "_gpu_gram") and getattr(f, "sketch", None) != "tensor_sketch":
+            reason = f._gpu_unsupported() if hasattr(f, "_gpu_unsupported") else None
+        else:
+            reason = (
+                "the transformer must be randfeat_rs.RandomFourierFeatures, PolynomialSketch "
+                f"or MaclaurinFeatures (not TensorSketch), got {type(f).__name__}"
+            )
+        self.device_ = _fitted_device(self.device, reason)
 
     def _accumulate_gpu(self, X: np.ndarray, y: np.ndarray) -> None:
         # Phi^T [y - s, 1] gives Phi^T (y - s) and the column sums at once;

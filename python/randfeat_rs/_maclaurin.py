@@ -249,13 +249,8 @@ class MaclaurinFeatures(RandomFeaturesBase):
                 RuntimeWarning,
                 stacklevel=2,
             )
-        unsupported = (
-            _core.gpu_maclaurin_unsupported(fitted)
-            if hasattr(_core, "gpu_maclaurin_unsupported")
-            else None
-        )
-        self.device_ = _fitted_device(self.device, unsupported)
         self._map = fitted
+        self.device_ = _fitted_device(self.device, self._gpu_unsupported())
         self._fit_seed = seed
         self._mode = mode
         self.allocation_ = np.asarray(fitted.allocation, dtype=np.int64)
@@ -282,6 +277,17 @@ class MaclaurinFeatures(RandomFeaturesBase):
             )
             self._map = fitted
         return fitted
+
+    def _gpu_unsupported(self) -> Optional[str]:
+        """None when the fitted map has a GPU kernel, else the reason."""
+        if not hasattr(_core, "gpu_maclaurin_unsupported"):
+            return None  # built without the gpu feature: _fitted_device reports it
+        return _core.gpu_maclaurin_unsupported(self._fitted_map())
+
+    def _gpu_gram(self, X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(Phi^T Phi, Phi^T Y)`` of ``Phi = transform(X)``, on the GPU (Phi stays there)."""
+        g, b = _core.gpu_maclaurin_gram(self._fitted_map(), X, Y)
+        return g, b
 
     def transform(self, X: Any) -> np.ndarray:
         """Map ``X`` to the random features.

@@ -324,6 +324,38 @@ fn gpu_maclaurin_transform<'py>(
     }
 }
 
+fn maclaurin_gram_typed<'py, T: Real + numpy::Element>(
+    py: Python<'py>,
+    map: &PyMaclaurinMap,
+    x: &Bound<'py, PyAny>,
+    y: Option<PyReadonlyArray2<'py, f64>>,
+) -> PyResult<GramPair<'py>> {
+    let x: PyReadonlyArray2<'py, T> = x.extract()?;
+    let (xv, yv) = (x.as_array(), y.as_ref().map(|y| y.as_array()));
+    let g = ffi::call(py, || gpu::maclaurin_gram(&map.inner, xv, None, yv))?;
+    Ok((
+        g.phi_t_phi.to_pyarray(py).into_any(),
+        g.phi_t_y.map(|b| b.to_pyarray(py).into_any()),
+    ))
+}
+
+/// (Phi^T Phi, Phi^T y or None) in float64 for the Maclaurin features Phi
+/// of `x` (fitted center), computed on the GPU without Phi leaving the device.
+#[pyfunction]
+#[pyo3(signature = (map, x, y))]
+fn gpu_maclaurin_gram<'py>(
+    py: Python<'py>,
+    map: PyRef<'_, PyMaclaurinMap>,
+    x: &Bound<'py, PyAny>,
+    y: Option<PyReadonlyArray2<'py, f64>>,
+) -> PyResult<GramPair<'py>> {
+    if x.downcast::<PyArray2<f32>>().is_ok() {
+        maclaurin_gram_typed::<f32>(py, &map, x, y)
+    } else {
+        maclaurin_gram_typed::<f64>(py, &map, x, y)
+    }
+}
+
 /// None when the fitted Maclaurin map has a GPU kernel, else the reason.
 #[pyfunction]
 fn gpu_maclaurin_unsupported(map: PyRef<'_, PyMaclaurinMap>) -> Option<String> {
@@ -344,6 +376,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gpu_sketch_gram, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_rff_gram, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_maclaurin_transform, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_maclaurin_gram, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_maclaurin_unsupported, m)?)?;
     Ok(())
 }
