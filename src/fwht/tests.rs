@@ -242,34 +242,55 @@ fn every_simd_level_is_bit_identical() {
     }
 }
 
-/// Interleaved timing of the portable and the explicit-SIMD in-vector
-/// stages (min of many trials, robust to a busy machine). Not a test of
-/// speed: run by hand with `cargo test --release -- --ignored --nocapture`.
+/// Timing of single vectors on one thread (min of many trials, robust to a
+/// busy machine), in ns per element per log2 n, the unit of the FFHT
+/// reference figures; for L1-sized vectors also the portable kernels
+/// compiled for AVX-512 as a control. Not a test of speed: run by hand with
+/// `cargo test --release --lib compare_levels_timing -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn compare_levels_timing() {
-    use std::time::Instant;
-    for k in [10usize, 14] {
-        let n = 1 << k;
-        let x = random_vec(n, 1);
-        let reps = (1 << 22) / n;
-        let mut best = [f64::INFINITY; 3];
-        for _ in 0..30 {
+    fn run<T: Real>(k: usize) {
+        use std::time::Instant;
+        let n = 1usize << k;
+        let x: Vec<T> = random_vec(n, 1)
+            .into_iter()
+            .map(T::from_f64_lossy)
+            .collect();
+        let reps = ((1 << 23) / n).max(3);
+        let trials = if k >= 20 { 15 } else { 30 };
+        let mut best = [f64::INFINITY; 2];
+        let mut v = x.clone();
+        for _ in 0..trials {
             for (lvl, slot) in best.iter_mut().enumerate() {
-                let mut v = x.clone();
+                if lvl == 1 && n > kernel::block_len::<T>() {
+                    continue;
+                }
                 let t = Instant::now();
                 for _ in 0..reps {
-                    simd::time_level(&mut v, lvl);
+                    if lvl == 0 {
+                        transform(&mut v, Parallelism::Sequential);
+                    } else {
+                        simd::time_portable(&mut v);
+                    }
                 }
                 let dt = t.elapsed().as_secs_f64() / reps as f64;
                 *slot = slot.min(dt);
+                // Keep the values bounded: H H = n I.
+                v.copy_from_slice(&x);
             }
         }
-        for (lvl, b) in best.iter().enumerate() {
-            println!(
-                "n=2^{k} level {lvl}: {:.4} ns/elem/log2n",
-                b * 1e9 / (n * k) as f64
-            );
-        }
+        let unit = |b: f64| b * 1e9 / (n * k) as f64;
+        println!(
+            "{} n=2^{k}: dispatched {:.4} (level {}), portable {:.4} ns/elem/log2n",
+            T::DTYPE,
+            unit(best[0]),
+            simd_level(),
+            unit(best[1])
+        );
+    }
+    for k in [10usize, 14, 20] {
+        run::<f64>(k);
+        run::<f32>(k);
     }
 }
