@@ -379,6 +379,44 @@ pub(super) fn small_all_levels<T: Real>(x: &[T]) -> Vec<Vec<T>> {
     out
 }
 
+/// Test hook: phase 2 (all strips of `width` columns over `rows` rows of
+/// `row_len`) at every level this CPU supports, on copies of `x`.
+#[cfg(test)]
+pub(super) fn phase2_all_levels<T: Real>(
+    x: &[T],
+    rows: usize,
+    row_len: usize,
+    width: usize,
+) -> Vec<Vec<T>> {
+    let run = |f: &dyn Fn(&Strip<T>)| {
+        let mut v = x.to_vec();
+        for s in 0..row_len / width {
+            f(&Strip {
+                // SAFETY: s * width < row_len <= v.len().
+                ptr: unsafe { v.as_mut_ptr().add(s * width) },
+                rows,
+                row_len,
+                width,
+            });
+        }
+        v
+    };
+    // SAFETY (all): each strip lies inside `v`; one strip at a time.
+    let mut out = vec![run(&|s| unsafe { kernel::strip(s) })];
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: as above; AVX2 detected.
+            out.push(run(&|s| unsafe { x86::strip_avx2(s) }));
+        }
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: as above; AVX-512F detected.
+            out.push(run(&|s| unsafe { x86::strip_avx512(s) }));
+        }
+    }
+    out
+}
+
 /// Test hook for timing: the portable kernels compiled for AVX-512 (the
 /// control of `compare_levels_timing`), baseline code elsewhere.
 #[cfg(test)]

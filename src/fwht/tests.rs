@@ -74,7 +74,9 @@ fn matches_dense_hadamard_up_to_1024() {
 #[test]
 fn bit_identical_to_textbook_loop_all_sizes_and_threads() {
     // Covers the small path, the blocked path and the parallel blocked path.
-    for k in [0, 1, 3, 5, 11, 12, 13, 16, 17, 18] {
+    // f64 blocks hold 2^11 elements, f32 blocks 2^12: phase 2 then runs
+    // 1 ..= 9 stages (radix 2, 4, 8 passes and their combinations).
+    for k in [0, 1, 3, 5, 11, 12, 13, 14, 15, 16, 17, 18, 20] {
         let n = 1usize << k;
         let x = random_vec(n, 100 + k as u64);
         let mut want = x.clone();
@@ -239,6 +241,37 @@ fn every_simd_level_is_bit_identical() {
         for got in simd::small_all_levels(&x32) {
             assert!(got == want32, "f32 n = {n}");
         }
+    }
+}
+
+/// Phase 2 at every SIMD level: blocks pre-transformed by the textbook
+/// loop, then all strips; the whole must equal the textbook transform bit for
+/// bit (the dispatched test above runs only the widest level).
+#[test]
+fn every_simd_level_phase2_is_bit_identical() {
+    fn check<T: Real>(k: u32) {
+        let n = 1usize << k;
+        let b = kernel::block_len::<T>();
+        let x: Vec<T> = random_vec(n, 700 + k as u64)
+            .into_iter()
+            .map(T::from_f64_lossy)
+            .collect();
+        let mut want = x.clone();
+        naive(&mut want);
+        let mut blocks = x.clone();
+        blocks.chunks_exact_mut(b).for_each(naive);
+        let rows = n / b;
+        // The default strip width, and narrower strips down to 8 columns
+        // (below the 16 lanes of f32 AVX-512: the portable fallback).
+        for width in [kernel::strip_width::<T>(rows, b), 8, 16, 64] {
+            for got in simd::phase2_all_levels(&blocks, rows, b, width) {
+                assert!(got == want, "{} n = 2^{k}, width {width}", T::DTYPE);
+            }
+        }
+    }
+    for k in [12, 13, 14, 15, 16, 17] {
+        check::<f64>(k);
+        check::<f32>(k + 1);
     }
 }
 
