@@ -70,6 +70,7 @@ mod x86 {
         ($name:ident, $vec:ty, $t:ty, $lanes:expr, $max:expr, $feat:literal,
          $load:ident, $store:ident, $add:ident, $sub:ident,
          |$v:ident| $body:block) => {
+            /// One SIMD register of lanes for the kernels of `wide.rs`.
             #[derive(Clone, Copy)]
             pub(crate) struct $name($vec);
             // SAFETY: every method is compiled with `$feat`; callers run only

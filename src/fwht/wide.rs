@@ -26,8 +26,9 @@ pub(super) unsafe trait Reg: Copy {
     type T: Real;
     /// Lanes per register (a power of two).
     const LANES: usize;
-    /// Most stages per pass (log2 of the radix) that fit the register file
-    /// without spilling: 4 with 32 registers, 3 with 16.
+    /// Most stages per pass (log2 of the radix): 3 (radix 8) for every type
+    /// now; radix 16, which 32 AVX-512 registers would hold, measured no
+    /// faster (BENCHMARKS.md, FWHT section).
     const MAX_STAGES: u32;
     /// Unaligned load of `LANES` elements.
     unsafe fn load(p: *const Self::T) -> Self;
