@@ -8,8 +8,8 @@
 //!   group of 8, 4 or 2 sub-vectors (`width` contiguous columns each), which
 //!   cuts the passes over memory by up to three;
 //! - `in_chunk_stages`: the first stages (distances below one 256-bit
-//!   vector) on every contiguous chunk, portable code; on x86-64 the
-//!   explicit in-register versions of `simd.rs` replace it;
+//!   vector) on every contiguous chunk, portable code; with AVX2 and
+//!   AVX-512 the explicit-register passes of `wide.rs` replace this file;
 //! - `blocked`: for vectors longer than one L1-sized block, phase 1
 //!   transforms each block, phase 2 runs the remaining stages over column
 //!   strips that fit in L2 (`strip`).

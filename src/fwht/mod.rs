@@ -18,6 +18,8 @@
 
 mod kernel;
 mod simd;
+#[cfg(target_arch = "x86_64")]
+mod wide;
 
 use ndarray::{ArrayView2, ArrayViewMut1, ArrayViewMut2, Axis, Zip};
 use rayon::prelude::*;

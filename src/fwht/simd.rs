@@ -1,18 +1,22 @@
-//! Run-time choice of the instruction set. The kernels in `kernel.rs` are
-//! `#[inline(always)]` generic code; here each entry point is compiled once
-//! per x86-64 level (AVX-512, AVX2, baseline SSE2) and the widest one the
-//! CPU supports is picked on first use. Wheels are built for baseline x86-64
+//! Run-time choice of the instruction set. The portable kernels of
+//! `kernel.rs` (SSE2 and other architectures) and the explicit-register
+//! kernels of `wide.rs` (AVX2, AVX-512) are `#[inline(always)]` generic code;
+//! here each entry point is compiled once per x86-64 level (AVX-512, AVX2,
+//! baseline SSE2) and the widest one the CPU supports is picked on first use. Wheels are built for baseline x86-64
 //! (no `target-cpu=native`) and still run the wide code on wide CPUs. Other
 //! architectures use their baseline (NEON on aarch64).
 //!
-//! The stages whose butterflies lie inside one SIMD register (distances
-//! below the lane count) are written with explicit permutes: per stage,
-//! `p = partner lanes`, `out = v + p` in the lower lane of each pair and
-//! `p − v` in the upper one. Those are the same additions, in the same
-//! order, as the textbook loop, so the choice of level never changes a
-//! result (no FMA, no reassociation anywhere).
+//! The register types (`F64x8`, `F32x16`, `F64x4`, `F32x8`) define the
+//! stages whose butterflies lie inside one register (distances below the
+//! lane count) with explicit permutes: per stage, `p = partner lanes`,
+//! `out = v + p` in the lower lane of each pair and `p − v` in the upper one
+//! (AVX-512: one `fma(v, ±1, p)`, exact because `v * ±1` is). Those are the
+//! same additions, in the same order, as the textbook loop, so the choice of
+//! level never changes a result (no reassociation anywhere).
 
 use super::kernel::{self, Strip};
+#[cfg(target_arch = "x86_64")]
+use super::wide;
 use crate::real::Real;
 
 #[cfg(target_arch = "x86_64")]
@@ -60,127 +64,237 @@ mod x86 {
         }
     }
 
-    /// In-register stages 1, 2, 4 of every 8-double vector.
-    #[target_feature(enable = "avx512f")]
-    fn in_vector_f64_avx512(x: &mut [f64]) {
-        for c in x.chunks_exact_mut(8) {
-            let p = c.as_mut_ptr();
-            // SAFETY: `c` holds exactly 8 doubles; unaligned load/store.
-            unsafe {
-                let mut v = _mm512_loadu_pd(p);
-                let s = _mm512_permute_pd::<0x55>(v);
-                v = _mm512_mask_sub_pd(_mm512_add_pd(v, s), 0xAA, s, v);
-                let s = _mm512_permutex_pd::<0x4E>(v);
-                v = _mm512_mask_sub_pd(_mm512_add_pd(v, s), 0xCC, s, v);
-                let s = _mm512_shuffle_f64x2::<0x4E>(v, v);
-                v = _mm512_mask_sub_pd(_mm512_add_pd(v, s), 0xF0, s, v);
-                _mm512_storeu_pd(p, v);
+    /// Defines a register type for `wide::Reg`: its lane type, lane count,
+    /// stages per pass and instruction set, and its in-register stages.
+    macro_rules! reg {
+        ($name:ident, $vec:ty, $t:ty, $lanes:expr, $max:expr, $feat:literal,
+         $load:ident, $store:ident, $add:ident, $sub:ident,
+         |$v:ident| $body:block) => {
+            /// One SIMD register of lanes for the kernels of `wide.rs`.
+            #[derive(Clone, Copy)]
+            pub(crate) struct $name($vec);
+            // SAFETY: every method is compiled with `$feat`; callers run only
+            // where the level check found it.
+            unsafe impl wide::Reg for $name {
+                type T = $t;
+                const LANES: usize = $lanes;
+                const MAX_STAGES: u32 = $max;
+                #[inline]
+                #[target_feature(enable = $feat)]
+                unsafe fn load(p: *const $t) -> Self {
+                    // SAFETY: the caller's contract (LANES readable elements).
+                    Self(unsafe { $load(p) })
+                }
+                #[inline]
+                #[target_feature(enable = $feat)]
+                unsafe fn store(self, p: *mut $t) {
+                    // SAFETY: the caller's contract (LANES writable elements).
+                    unsafe { $store(p, self.0) }
+                }
+                #[inline]
+                #[target_feature(enable = $feat)]
+                unsafe fn add(self, o: Self) -> Self {
+                    Self($add(self.0, o.0))
+                }
+                #[inline]
+                #[target_feature(enable = $feat)]
+                unsafe fn sub(self, o: Self) -> Self {
+                    Self($sub(self.0, o.0))
+                }
+                #[inline]
+                #[target_feature(enable = $feat)]
+                unsafe fn in_register(self) -> Self {
+                    let $v = self.0;
+                    Self($body)
+                }
             }
-        }
+        };
     }
 
-    /// In-register stages 1, 2, 4, 8 of every 16-float vector.
-    #[target_feature(enable = "avx512f")]
-    fn in_vector_f32_avx512(x: &mut [f32]) {
-        for c in x.chunks_exact_mut(16) {
-            let p = c.as_mut_ptr();
-            // SAFETY: `c` holds exactly 16 floats; unaligned load/store.
-            unsafe {
-                let mut v = _mm512_loadu_ps(p);
-                let s = _mm512_permute_ps::<0xB1>(v);
-                v = _mm512_mask_sub_ps(_mm512_add_ps(v, s), 0xAAAA, s, v);
-                let s = _mm512_permute_ps::<0x4E>(v);
-                v = _mm512_mask_sub_ps(_mm512_add_ps(v, s), 0xCCCC, s, v);
-                let s = _mm512_shuffle_f32x4::<0xB1>(v, v);
-                v = _mm512_mask_sub_ps(_mm512_add_ps(v, s), 0xF0F0, s, v);
-                let s = _mm512_shuffle_f32x4::<0x4E>(v, v);
-                v = _mm512_mask_sub_ps(_mm512_add_ps(v, s), 0xFF00, s, v);
-                _mm512_storeu_ps(p, v);
+    /// `+1` in the lanes `i` with `i & h == 0`, `-1` in the others.
+    const fn signs<const N: usize>(h: usize) -> [f64; N] {
+        let mut a = [1.0; N];
+        let mut i = 0;
+        while i < N {
+            if i & h != 0 {
+                a[i] = -1.0;
             }
+            i += 1;
         }
+        a
     }
-
-    /// In-register stages 1, 2 of every 4-double vector.
-    #[target_feature(enable = "avx2")]
-    fn in_vector_f64_avx2(x: &mut [f64]) {
-        for c in x.chunks_exact_mut(4) {
-            let p = c.as_mut_ptr();
-            // SAFETY: `c` holds exactly 4 doubles; unaligned load/store.
-            unsafe {
-                let mut v = _mm256_loadu_pd(p);
-                let s = _mm256_permute_pd::<0b0101>(v);
-                v = _mm256_blend_pd::<0b1010>(_mm256_add_pd(v, s), _mm256_sub_pd(s, v));
-                let s = _mm256_permute2f128_pd::<0x01>(v, v);
-                v = _mm256_blend_pd::<0b1100>(_mm256_add_pd(v, s), _mm256_sub_pd(s, v));
-                _mm256_storeu_pd(p, v);
-            }
+    const S8: [[f64; 8]; 3] = [signs(1), signs(2), signs(4)];
+    /// The `f32` copy of a sign table.
+    const fn narrow<const N: usize>(a: [f64; N]) -> [f32; N] {
+        let mut b = [0.0; N];
+        let mut i = 0;
+        while i < N {
+            b[i] = a[i] as f32;
+            i += 1;
         }
+        b
     }
+    const S16: [[f32; 16]; 4] = [
+        narrow(signs(1)),
+        narrow(signs(2)),
+        narrow(signs(4)),
+        narrow(signs(8)),
+    ];
 
-    /// In-register stages 1, 2, 4 of every 8-float vector.
-    #[target_feature(enable = "avx2")]
-    fn in_vector_f32_avx2(x: &mut [f32]) {
-        for c in x.chunks_exact_mut(8) {
-            let p = c.as_mut_ptr();
-            // SAFETY: `c` holds exactly 8 floats; unaligned load/store.
-            unsafe {
-                let mut v = _mm256_loadu_ps(p);
-                let s = _mm256_permute_ps::<0xB1>(v);
-                v = _mm256_blend_ps::<0xAA>(_mm256_add_ps(v, s), _mm256_sub_ps(s, v));
-                let s = _mm256_permute_ps::<0x4E>(v);
-                v = _mm256_blend_ps::<0xCC>(_mm256_add_ps(v, s), _mm256_sub_ps(s, v));
-                let s = _mm256_permute2f128_ps::<0x01>(v, v);
-                v = _mm256_blend_ps::<0xF0>(_mm256_add_ps(v, s), _mm256_sub_ps(s, v));
-                _mm256_storeu_ps(p, v);
-            }
+    // AVX-512, per in-register stage with distance h: `s` = the partner lanes,
+    // then one `fma(v, ±1, s)`: `s + v` in the lower lane of each pair and
+    // `s - v` in the upper one. `v * ±1` is exact, so the single rounding of
+    // the FMA gives the textbook sum / difference bit for bit, in 2
+    // instructions instead of 3 (add, masked subtract).
+    reg!(
+        F64x8,
+        __m512d,
+        f64,
+        8,
+        3,
+        "avx512f",
+        _mm512_loadu_pd,
+        _mm512_storeu_pd,
+        _mm512_add_pd,
+        _mm512_sub_pd,
+        |v| {
+            // SAFETY: the sign tables hold 8 doubles each.
+            let sg = |k: usize| unsafe { _mm512_loadu_pd(S8[k].as_ptr()) };
+            let s = _mm512_permute_pd::<0x55>(v);
+            let v = _mm512_fmadd_pd(v, sg(0), s);
+            let s = _mm512_permutex_pd::<0x4E>(v);
+            let v = _mm512_fmadd_pd(v, sg(1), s);
+            let s = _mm512_shuffle_f64x2::<0x4E>(v, v);
+            _mm512_fmadd_pd(v, sg(2), s)
         }
+    );
+    reg!(
+        F32x16,
+        __m512,
+        f32,
+        16,
+        3,
+        "avx512f",
+        _mm512_loadu_ps,
+        _mm512_storeu_ps,
+        _mm512_add_ps,
+        _mm512_sub_ps,
+        |v| {
+            // SAFETY: the sign tables hold 16 floats each.
+            let sg = |k: usize| unsafe { _mm512_loadu_ps(S16[k].as_ptr()) };
+            let s = _mm512_permute_ps::<0xB1>(v);
+            let v = _mm512_fmadd_ps(v, sg(0), s);
+            let s = _mm512_permute_ps::<0x4E>(v);
+            let v = _mm512_fmadd_ps(v, sg(1), s);
+            let s = _mm512_shuffle_f32x4::<0xB1>(v, v);
+            let v = _mm512_fmadd_ps(v, sg(2), s);
+            let s = _mm512_shuffle_f32x4::<0x4E>(v, v);
+            _mm512_fmadd_ps(v, sg(3), s)
+        }
+    );
+    reg!(
+        F64x4,
+        __m256d,
+        f64,
+        4,
+        3,
+        "avx2",
+        _mm256_loadu_pd,
+        _mm256_storeu_pd,
+        _mm256_add_pd,
+        _mm256_sub_pd,
+        |v| {
+            let s = _mm256_permute_pd::<0b0101>(v);
+            let v = _mm256_blend_pd::<0b1010>(_mm256_add_pd(v, s), _mm256_sub_pd(s, v));
+            let s = _mm256_permute2f128_pd::<0x01>(v, v);
+            _mm256_blend_pd::<0b1100>(_mm256_add_pd(v, s), _mm256_sub_pd(s, v))
+        }
+    );
+    reg!(
+        F32x8,
+        __m256,
+        f32,
+        8,
+        3,
+        "avx2",
+        _mm256_loadu_ps,
+        _mm256_storeu_ps,
+        _mm256_add_ps,
+        _mm256_sub_ps,
+        |v| {
+            let s = _mm256_permute_ps::<0xB1>(v);
+            let v = _mm256_blend_ps::<0xAA>(_mm256_add_ps(v, s), _mm256_sub_ps(s, v));
+            let s = _mm256_permute_ps::<0x4E>(v);
+            let v = _mm256_blend_ps::<0xCC>(_mm256_add_ps(v, s), _mm256_sub_ps(s, v));
+            let s = _mm256_permute2f128_ps::<0x01>(v, v);
+            _mm256_blend_ps::<0xF0>(_mm256_add_ps(v, s), _mm256_sub_ps(s, v))
+        }
+    );
+
+    /// The strip as a strip of `U` when `T` is `U`.
+    fn cast_strip<T: 'static, U: 'static>(s: &Strip<T>) -> Option<Strip<U>> {
+        (TypeId::of::<T>() == TypeId::of::<U>()).then(|| Strip {
+            ptr: s.ptr.cast::<U>(),
+            rows: s.rows,
+            row_len: s.row_len,
+            width: s.width,
+        })
     }
 
     #[target_feature(enable = "avx512f")]
     pub(crate) fn small_avx512<T: Real>(x: &mut [T]) {
-        let lanes = 64 / std::mem::size_of::<T>();
-        if x.len() < lanes {
-            return kernel::small(x);
+        if x.len() >= 64 / std::mem::size_of::<T>() {
+            // SAFETY (both): AVX-512F is enabled here.
+            if let Some(d) = cast::<T, f64>(x) {
+                return unsafe { wide::small::<F64x8>(d) };
+            } else if let Some(f) = cast::<T, f32>(x) {
+                return unsafe { wide::small::<F32x16>(f) };
+            }
         }
-        if let Some(d) = cast::<T, f64>(x) {
-            in_vector_f64_avx512(d);
-        } else if let Some(f) = cast::<T, f32>(x) {
-            in_vector_f32_avx512(f);
-        } else {
-            return kernel::small(x);
-        }
-        kernel::small_from(x, lanes)
+        kernel::small(x)
     }
 
     #[target_feature(enable = "avx2")]
     pub(crate) fn small_avx2<T: Real>(x: &mut [T]) {
-        let lanes = 32 / std::mem::size_of::<T>();
-        if x.len() < lanes {
-            return kernel::small(x);
+        if x.len() >= 32 / std::mem::size_of::<T>() {
+            // SAFETY (both): AVX2 is enabled here.
+            if let Some(d) = cast::<T, f64>(x) {
+                return unsafe { wide::small::<F64x4>(d) };
+            } else if let Some(f) = cast::<T, f32>(x) {
+                return unsafe { wide::small::<F32x8>(f) };
+            }
         }
-        if let Some(d) = cast::<T, f64>(x) {
-            in_vector_f64_avx2(d);
-        } else if let Some(f) = cast::<T, f32>(x) {
-            in_vector_f32_avx2(f);
-        } else {
-            return kernel::small(x);
-        }
-        kernel::small_from(x, lanes)
+        kernel::small(x)
     }
 
     /// # Safety
     /// As [`kernel::strip`]; the CPU must support AVX-512F.
     #[target_feature(enable = "avx512f")]
     pub(crate) unsafe fn strip_avx512<T: Real>(s: &Strip<T>) {
-        // SAFETY: forwarded from the caller.
-        unsafe { kernel::strip(s) }
+        // SAFETY (all): forwarded from the caller; the wide kernel only
+        // when the strip width is a multiple of the lanes.
+        unsafe {
+            let lanes = 64 / std::mem::size_of::<T>();
+            match (cast_strip::<T, f64>(s), cast_strip::<T, f32>(s)) {
+                (Some(d), _) if s.width.is_multiple_of(lanes) => wide::strip::<F64x8>(&d),
+                (_, Some(f)) if s.width.is_multiple_of(lanes) => wide::strip::<F32x16>(&f),
+                _ => kernel::strip(s),
+            }
+        }
     }
     /// # Safety
     /// As [`kernel::strip`]; the CPU must support AVX2.
     #[target_feature(enable = "avx2")]
     pub(crate) unsafe fn strip_avx2<T: Real>(s: &Strip<T>) {
-        // SAFETY: forwarded from the caller.
-        unsafe { kernel::strip(s) }
+        // SAFETY (all): as in `strip_avx512`.
+        unsafe {
+            let lanes = 32 / std::mem::size_of::<T>();
+            match (cast_strip::<T, f64>(s), cast_strip::<T, f32>(s)) {
+                (Some(d), _) if s.width.is_multiple_of(lanes) => wide::strip::<F64x4>(&d),
+                (_, Some(f)) if s.width.is_multiple_of(lanes) => wide::strip::<F32x8>(&f),
+                _ => kernel::strip(s),
+            }
+        }
     }
 }
 
@@ -266,23 +380,58 @@ pub(super) fn small_all_levels<T: Real>(x: &[T]) -> Vec<Vec<T>> {
     out
 }
 
-/// Test hook for timing: 0 = portable code compiled for AVX-512,
-/// 1 = AVX2 path, 2 = AVX-512 path.
+/// Test hook: phase 2 (all strips of `width` columns over `rows` rows of
+/// `row_len`) at every level this CPU supports, on copies of `x`.
 #[cfg(test)]
-pub(super) fn time_level(x: &mut [f64], lvl: usize) {
+pub(super) fn phase2_all_levels<T: Real>(
+    x: &[T],
+    rows: usize,
+    row_len: usize,
+    width: usize,
+) -> Vec<Vec<T>> {
+    let run = |f: &dyn Fn(&Strip<T>)| {
+        let mut v = x.to_vec();
+        for s in 0..row_len / width {
+            f(&Strip {
+                // SAFETY: s * width < row_len <= v.len().
+                ptr: unsafe { v.as_mut_ptr().add(s * width) },
+                rows,
+                row_len,
+                width,
+            });
+        }
+        v
+    };
+    // SAFETY (all): each strip lies inside `v`; one strip at a time.
+    let mut out = vec![run(&|s| unsafe { kernel::strip(s) })];
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: as above; AVX2 detected.
+            out.push(run(&|s| unsafe { x86::strip_avx2(s) }));
+        }
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: as above; AVX-512F detected.
+            out.push(run(&|s| unsafe { x86::strip_avx512(s) }));
+        }
+    }
+    out
+}
+
+/// Test hook for timing: the portable kernels compiled for AVX-512 (the
+/// control of `compare_levels_timing`), baseline code elsewhere.
+#[cfg(test)]
+pub(super) fn time_portable<T: Real>(x: &mut [T]) {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f")]
-        fn portable_avx512(x: &mut [f64]) {
+        fn portable_avx512<T: Real>(x: &mut [T]) {
             kernel::small(x)
         }
-        // SAFETY: this hook is only run on the AVX-512 development machine.
-        unsafe {
-            match lvl {
-                0 => portable_avx512(x),
-                1 => x86::small_avx2(x),
-                _ => x86::small_avx512(x),
-            }
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: AVX-512F detected.
+            return unsafe { portable_avx512(x) };
         }
     }
+    kernel::small(x)
 }

@@ -74,7 +74,9 @@ fn matches_dense_hadamard_up_to_1024() {
 #[test]
 fn bit_identical_to_textbook_loop_all_sizes_and_threads() {
     // Covers the small path, the blocked path and the parallel blocked path.
-    for k in [0, 1, 3, 5, 11, 12, 13, 16, 17, 18] {
+    // f64 blocks hold 2^11 elements, f32 blocks 2^12: phase 2 then runs
+    // 1 ..= 9 stages (radix 2, 4, 8 passes and their combinations).
+    for k in [0, 1, 3, 5, 11, 12, 13, 14, 15, 16, 17, 18, 20] {
         let n = 1usize << k;
         let x = random_vec(n, 100 + k as u64);
         let mut want = x.clone();
@@ -242,34 +244,86 @@ fn every_simd_level_is_bit_identical() {
     }
 }
 
-/// Interleaved timing of the portable and the explicit-SIMD in-vector
-/// stages (min of many trials, robust to a busy machine). Not a test of
-/// speed: run by hand with `cargo test --release -- --ignored --nocapture`.
+/// Phase 2 at every SIMD level: blocks pre-transformed by the textbook
+/// loop, then all strips; the whole must equal the textbook transform bit for
+/// bit (the dispatched test above runs only the widest level).
+#[test]
+fn every_simd_level_phase2_is_bit_identical() {
+    fn check<T: Real>(k: u32) {
+        let n = 1usize << k;
+        let b = kernel::block_len::<T>();
+        let x: Vec<T> = random_vec(n, 700 + k as u64)
+            .into_iter()
+            .map(T::from_f64_lossy)
+            .collect();
+        let mut want = x.clone();
+        naive(&mut want);
+        let mut blocks = x.clone();
+        blocks.chunks_exact_mut(b).for_each(naive);
+        let rows = n / b;
+        // The default strip width, and narrower strips down to 8 columns
+        // (below the 16 lanes of f32 AVX-512: the portable fallback).
+        for width in [kernel::strip_width::<T>(rows, b), 8, 16, 64] {
+            for got in simd::phase2_all_levels(&blocks, rows, b, width) {
+                assert!(got == want, "{} n = 2^{k}, width {width}", T::DTYPE);
+            }
+        }
+    }
+    for k in [12, 13, 14, 15, 16, 17] {
+        check::<f64>(k);
+        check::<f32>(k + 1);
+    }
+}
+
+/// Timing of single vectors on one thread (min of many trials, robust to a
+/// busy machine), in ns per element per log2 n, the unit of the FFHT
+/// reference figures; for L1-sized vectors also the portable kernels
+/// compiled for AVX-512 as a control. Not a test of speed: run by hand with
+/// `cargo test --release --lib compare_levels_timing -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn compare_levels_timing() {
-    use std::time::Instant;
-    for k in [10usize, 14] {
-        let n = 1 << k;
-        let x = random_vec(n, 1);
-        let reps = (1 << 22) / n;
-        let mut best = [f64::INFINITY; 3];
-        for _ in 0..30 {
+    fn run<T: Real>(k: usize) {
+        use std::time::Instant;
+        let n = 1usize << k;
+        let x: Vec<T> = random_vec(n, 1)
+            .into_iter()
+            .map(T::from_f64_lossy)
+            .collect();
+        let reps = ((1 << 23) / n).max(3);
+        let trials = if k >= 20 { 15 } else { 30 };
+        let mut best = [f64::INFINITY; 2];
+        let mut v = x.clone();
+        for _ in 0..trials {
             for (lvl, slot) in best.iter_mut().enumerate() {
-                let mut v = x.clone();
+                if lvl == 1 && n > kernel::block_len::<T>() {
+                    continue;
+                }
                 let t = Instant::now();
                 for _ in 0..reps {
-                    simd::time_level(&mut v, lvl);
+                    if lvl == 0 {
+                        transform(&mut v, Parallelism::Sequential);
+                    } else {
+                        simd::time_portable(&mut v);
+                    }
                 }
                 let dt = t.elapsed().as_secs_f64() / reps as f64;
                 *slot = slot.min(dt);
+                // Keep the values bounded: H H = n I.
+                v.copy_from_slice(&x);
             }
         }
-        for (lvl, b) in best.iter().enumerate() {
-            println!(
-                "n=2^{k} level {lvl}: {:.4} ns/elem/log2n",
-                b * 1e9 / (n * k) as f64
-            );
-        }
+        let unit = |b: f64| b * 1e9 / (n * k) as f64;
+        println!(
+            "{} n=2^{k}: dispatched {:.4} (level {}), portable {:.4} ns/elem/log2n",
+            T::DTYPE,
+            unit(best[0]),
+            simd_level(),
+            unit(best[1])
+        );
+    }
+    for k in [10usize, 14, 20] {
+        run::<f64>(k);
+        run::<f32>(k);
     }
 }
