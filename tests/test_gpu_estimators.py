@@ -374,7 +374,8 @@ def test_maclaurin_device_errors_and_fallback(monkeypatch):
 def localized_bound(gp_cpu, X, y, Xt, n_components, noise, seed, max_degree):
     """|mu_gpu - mu_cpu| and |v_gpu - v_cpu| bounds per test point.
 
-    With tol = 0 every centroid uses all N rows. The GPU features of the
+    Each centroid uses the training rows within the fitted cutoff (all N
+    rows with tol = 0), the same on both paths. The GPU features of the
     centroid map satisfy |dPhi_ri| <= t_r (``maclaurin_row_bound``) and the
     Gram adds gamma_64 (|Phi|^T |Phi|) (gpu.gram), so entrywise
     |dG| <= t^T|Phi| + |Phi|^T t + t^T t + g64 (|Phi|+t)^T(|Phi|+t) and
@@ -393,16 +394,18 @@ def localized_bound(gp_cpu, X, y, Xt, n_components, noise, seed, max_degree):
     yc = y - gp_cpu.y_mean_
     g64 = gamma(64)
     out_mu, out_v = np.zeros(len(Xt)), np.zeros(len(Xt))
+    cutoff_sq = gp_cpu._handle.cutoff_sq
     for k, c in enumerate(cents):
-        phi = mf.transform_centered(X, c)
+        near = ((X - c) ** 2).sum(axis=1) < cutoff_sq
+        phi = mf.transform_centered(X[near], c)
         a = np.abs(phi)
-        t = maclaurin_row_bound(mf, X, c)[:, None] * np.ones_like(phi)
+        t = maclaurin_row_bound(mf, X[near], c)[:, None] * np.ones_like(phi)
         big = a + t
         dg = t.T @ a + a.T @ t + t.T @ t + g64 * big.T @ big
-        db = np.linalg.norm((t + g64 * big).T @ np.abs(yc)) / noise
+        db = np.linalg.norm((t + g64 * big).T @ np.abs(yc[near])) / noise
         amat = phi.T @ phi / noise + np.eye(phi.shape[1])
         kappa = 1 / np.linalg.eigvalsh(amat)[0]
-        beta = np.linalg.solve(amat, phi.T @ yc / noise)
+        beta = np.linalg.solve(amat, phi.T @ yc[near] / noise)
         e = np.linalg.norm(dg) / noise
         assert kappa * e < 0.5, "the test problem must keep the perturbation bound finite"
         dbeta = kappa * (db + e * np.linalg.norm(beta)) / (1 - kappa * e)
@@ -439,6 +442,19 @@ def test_localized_gpu_matches_cpu():
     bound_mu, bound_v = localized_bound(cpu, X, y, Xt, 24, 0.05, 4, 4)
     assert np.all(np.abs(mu_g - mu_c) <= bound_mu)
     assert np.all(np.abs(sd_g**2 - sd_c**2) <= bound_v + 1e-12)
+    # With the norm-bound skipping on, each centroid's rows are a proper
+    # subset, gathered on the device through its index list.
+    kw_skip = dict(kw, length_scale=0.6, tol=1e-6)
+    cpu_s = LocalizedMaclaurinGPR(24, **kw_skip).fit(X, y)
+    gpu_s = LocalizedMaclaurinGPR(24, device="gpu", **kw_skip).fit(X, y)
+    d2 = ((X[None, :, :] - cpu_s.centroids_[:, None, :]) ** 2).sum(-1)
+    used = (d2 < cpu_s._handle.cutoff_sq).sum(axis=1)
+    assert used.min() > 0 and used.max() < len(X), "the cutoff must drop rows"
+    bound_mu, bound_v = localized_bound(cpu_s, X, y, Xt, 24, 0.05, 4, 4)
+    mu_gs, sd_gs = gpu_s.predict(Xt, return_std=True)
+    mu_cs, sd_cs = cpu_s.predict(Xt, return_std=True)
+    assert np.all(np.abs(mu_gs - mu_cs) <= bound_mu)
+    assert np.all(np.abs(sd_gs**2 - sd_cs**2) <= bound_v + 1e-12)
     # Pickling refits with the same device.
     again = pickle.loads(pickle.dumps(gpu))
     assert again.device_ == "gpu"

@@ -76,6 +76,7 @@ pub(super) struct Pipelines {
     pub fwht_block: wgpu::ComputePipeline,
     pub fwht_stage: wgpu::ComputePipeline,
     pub gram: wgpu::ComputePipeline,
+    pub local_gather: wgpu::ComputePipeline,
     pub mac_finish: wgpu::ComputePipeline,
     pub reduce: wgpu::ComputePipeline,
     pub rff: wgpu::ComputePipeline,
@@ -456,6 +457,11 @@ impl Pipelines {
             fwht_block: make("fwht_block", fwht.clone(), "fwht_block"),
             fwht_stage: make("fwht_stage", fwht, "fwht_stage"),
             gram: make("gram", gram, "gram_tile"),
+            local_gather: make(
+                "local_gather",
+                with_prelude(include_str!("shaders/localized.wgsl")),
+                "local_gather",
+            ),
             mac_finish: make(
                 "mac_finish",
                 with_prelude(include_str!("shaders/maclaurin.wgsl")),

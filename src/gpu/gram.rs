@@ -194,7 +194,7 @@ fn check_y_rows(n: usize, y_rows: Option<usize>) -> Result<()> {
 /// alternate, so chunk `k + 1` is filled, uploaded and submitted while
 /// chunk `k` is still accumulated, and chunk `k`'s partial sums (`Φᵀ Φ` and
 /// `Φᵀ y`, read back in one copy) are added on the host while `k + 1` runs.
-fn accumulate(
+pub(super) fn accumulate(
     ctx: &Context,
     n: usize,
     d: usize,

@@ -142,12 +142,6 @@ impl<'a> DeviceMaclaurin<'a> {
             sketch_end: col,
         })
     }
-
-    /// Moves the expansion point (the localized GP's centroid).
-    pub(super) fn set_center(&mut self, center: &[f64]) {
-        self.center.clear();
-        self.center.extend_from_slice(center);
-    }
 }
 
 impl DeviceMap for DeviceMaclaurin<'_> {
