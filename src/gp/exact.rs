@@ -103,9 +103,10 @@ fn cross_scaled(
 }
 
 /// Number of `N × N` float64 matrices the exact GP holds at once during a
-/// fit with gradients (kernel, factor, jitter-ladder copy, inverse, and a
-/// safety margin).
-const EXACT_MATRICES: u128 = 5;
+/// fit with gradients (an evaluation's kernel, factor and inverse, the
+/// factors of the best evaluations of the current run and of the best
+/// earlier run, and a safety margin).
+const EXACT_MATRICES: u128 = 6;
 
 fn available_memory_bytes() -> u128 {
     std::fs::read_to_string("/proc/meminfo")
@@ -288,6 +289,20 @@ pub fn log_marginal_likelihood(
     want_grad: bool,
     par: Parallelism,
 ) -> Result<LmlEval> {
+    lml_and_factor(x, y, kernel, noise_variance, want_grad, par).map(|(e, _, _)| e)
+}
+
+/// [`log_marginal_likelihood`] that also returns the factor of `K_y` and
+/// `α = K_y^{−1} y`: what a fitted [`ExactGp`] keeps, so the optimizer's best
+/// evaluation needs no refit.
+pub(crate) fn lml_and_factor(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    kernel: &GaussianKernel,
+    noise_variance: f64,
+    want_grad: bool,
+    par: Parallelism,
+) -> Result<(LmlEval, Cholesky, Vec<f64>)> {
     check_training_data(x, y)?;
     kernel.validate(x.ncols())?;
     check_positive("noise_variance", noise_variance)?;
@@ -297,11 +312,12 @@ pub fn log_marginal_likelihood(
     let lml = -0.5 * data_fit - 0.5 * f.chol.log_det() - 0.5 * n as f64 * LN_2PI;
     let jitter = f.chol.jitter();
     if !want_grad {
-        return Ok(LmlEval {
+        let e = LmlEval {
             lml,
             grad: Vec::new(),
             jitter,
-        });
+        };
+        return Ok((e, f.chol, f.alpha));
     }
     let inv = f.chol.inverse_lower(par);
     let d = x.ncols();
@@ -361,7 +377,8 @@ pub fn log_marginal_likelihood(
     };
     grad.push(m_lower + 0.5 * m_diag);
     grad.push(0.5 * noise_variance * (alpha_sq - trace_inv));
-    Ok(LmlEval { lml, grad, jitter })
+    drop(inv);
+    Ok((LmlEval { lml, grad, jitter }, f.chol, f.alpha))
 }
 
 /// A fitted exact GP (ALGORITHMS.md 7.1): training inputs, the Cholesky

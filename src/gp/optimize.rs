@@ -3,6 +3,12 @@
 //! `LBFGS` with the Moré–Thuente line search) from the initialization of
 //! 7.1 and `n_restarts` random starts; the best optimum wins.
 //!
+//! Coarse to fine: from [`COARSE_MIN_ROWS`] rows on, a run first fits every
+//! fourth row (recursively) and continues on all rows from that optimum in
+//! variables preconditioned by the subsample's Hessian (see
+//! `run_coarse_to_fine`); the fitted model keeps the factor of its best
+//! evaluation (no refit).
+//!
 //! The objective handed to L-BFGS is `−LML / N` (the same optimum; the
 //! scaling keeps the first, unscaled steepest-descent step of L-BFGS short
 //! in log space). Every evaluation computes the value and the gradient
@@ -15,12 +21,13 @@ use std::sync::Mutex;
 use argmin::core::{CostFunction, Executor, Gradient, State, TerminationReason};
 use argmin::solver::linesearch::MoreThuenteLineSearch;
 use argmin::solver::quasinewton::LBFGS;
-use ndarray::{Array1, ArrayView1, ArrayView2};
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rand::Rng as _;
 
 use super::check_positive;
-use super::exact::{check_training_data, log_marginal_likelihood, ExactGp, GaussianKernel};
+use super::exact::{check_training_data, lml_and_factor, ExactGp, GaussianKernel};
 use crate::error::{Error, Result};
+use crate::linalg::Cholesky;
 use crate::threads::Parallelism;
 
 /// A hyperparameter of the exact GP.
@@ -58,6 +65,11 @@ pub struct ExactGpConfig {
     pub verbose: bool,
     /// Subtract the training-target mean (ALGORITHMS.md 7).
     pub center: bool,
+    /// From this many training rows on, every run first fits a strided
+    /// quarter of the rows (recursively) and starts from that optimum with
+    /// its Hessian as preconditioner (see `run_coarse_to_fine`);
+    /// `usize::MAX` fits on all rows directly.
+    pub coarse_min_rows: usize,
 }
 
 impl Default for ExactGpConfig {
@@ -77,6 +89,7 @@ impl Default for ExactGpConfig {
             max_iter: 500,
             verbose: false,
             center: true,
+            coarse_min_rows: COARSE_MIN_ROWS,
         }
     }
 }
@@ -121,16 +134,35 @@ type Evaluation = (Vec<f64>, f64, Vec<f64>);
 struct Objective<'a> {
     x: ArrayView2<'a, f64>,
     y: ArrayView1<'a, f64>,
-    /// The full log parameter vector `(ln l.., ln σ², ln σ_n²)`.
-    template: Vec<f64>,
-    /// Indices of the free entries of `template`.
+    /// The hyperparameters `(l.., σ², σ_n²)`; the fixed ones are used as
+    /// given (no `exp(ln v)` rounding), the free ones replaced by `exp(θ)`.
+    values: Vec<f64>,
+    /// Indices of the free entries of `values`.
     free: Vec<usize>,
+    /// The optimizer's variables `p` map to the free log parameters as
+    /// `origin + C p` (`C` row-major, `free × free`; `None`: `p` itself).
+    /// With `C Cᵀ ≈ H^{−1}`, L-BFGS's first step is a Newton step.
+    precond: Option<(Vec<f64>, Array2<f64>)>,
     par: Parallelism,
     /// The last [`CACHE_LEN`] evaluations `(point, cost, gradient)`.
     cache: Mutex<std::collections::VecDeque<Evaluation>>,
     /// Number of LML evaluations (each one Cholesky and one inverse).
     evals: std::sync::atomic::AtomicU64,
+    /// The best point of the current L-BFGS segment `(cost, p)`.
     best: Mutex<Option<(f64, Vec<f64>)>>,
+    /// The best evaluation ever, with its factor (see [`BestFit`]).
+    best_fit: Mutex<Option<BestFit>>,
+}
+
+/// The best evaluation of an [`Objective`] with what a fitted [`ExactGp`]
+/// keeps (the factor of `K_y` and `α`), so the fit needs no final refit.
+struct BestFit {
+    cost: f64,
+    /// The optimizer's variables.
+    p: Vec<f64>,
+    lml: f64,
+    chol: Cholesky,
+    alpha: Vec<f64>,
 }
 
 /// Evaluations remembered for the line search's repeated requests.
@@ -140,13 +172,48 @@ const CACHE_LEN: usize = 8;
 /// sensible scale).
 const MAX_ABS_LOG: f64 = 40.0;
 
-impl Objective<'_> {
-    fn full(&self, p: &[f64]) -> Vec<f64> {
-        let mut t = self.template.clone();
-        for (&i, &v) in self.free.iter().zip(p) {
-            t[i] = v;
+impl<'a> Objective<'a> {
+    fn new(
+        x: ArrayView2<'a, f64>,
+        y: ArrayView1<'a, f64>,
+        values: Vec<f64>,
+        free: Vec<usize>,
+        precond: Option<(Vec<f64>, Array2<f64>)>,
+        par: Parallelism,
+    ) -> Self {
+        Self {
+            x,
+            y,
+            values,
+            free,
+            precond,
+            par,
+            cache: Mutex::new(std::collections::VecDeque::with_capacity(CACHE_LEN)),
+            evals: std::sync::atomic::AtomicU64::new(0),
+            best: Mutex::new(None),
+            best_fit: Mutex::new(None),
         }
-        t
+    }
+
+    /// The free log parameters at the optimizer's variables `p`.
+    fn theta(&self, p: &[f64]) -> Vec<f64> {
+        match &self.precond {
+            None => p.to_vec(),
+            Some((origin, c)) => origin
+                .iter()
+                .zip(c.rows())
+                .map(|(o, row)| o + row.iter().zip(p).map(|(a, b)| a * b).sum::<f64>())
+                .collect(),
+        }
+    }
+
+    /// All hyperparameters `(l.., σ², σ_n²)` with the free ones `exp(θ)`.
+    fn params(&self, theta: &[f64]) -> Vec<f64> {
+        let mut v = self.values.clone();
+        for (&i, &t) in self.free.iter().zip(theta) {
+            v[i] = t.exp();
+        }
+        v
     }
 
     fn eval(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
@@ -159,22 +226,30 @@ impl Objective<'_> {
         {
             return Ok((*c, g.clone()));
         }
-        if p.iter().any(|v| !v.is_finite() || v.abs() > MAX_ABS_LOG) {
+        let theta = self.theta(p);
+        if theta
+            .iter()
+            .any(|v| !v.is_finite() || v.abs() > MAX_ABS_LOG)
+        {
             return Err(Error::invalid(
                 "hyperparameters",
                 "the optimizer left the range e^-40..e^40",
             ));
         }
-        let t = self.full(p);
-        let k = t.len() - 2;
+        let v = self.params(&theta);
+        let k = v.len() - 2;
         let kernel = GaussianKernel {
-            length_scale: t[..k].iter().map(|v| v.exp()).collect(),
-            variance: t[k].exp(),
+            length_scale: v[..k].to_vec(),
+            variance: v[k],
         };
-        let e = log_marginal_likelihood(self.x, self.y, &kernel, t[k + 1].exp(), true, self.par)?;
+        let (e, chol, alpha) = lml_and_factor(self.x, self.y, &kernel, v[k + 1], true, self.par)?;
         let n = self.x.nrows() as f64;
         let cost = -e.lml / n;
-        let grad: Vec<f64> = self.free.iter().map(|&i| -e.grad[i] / n).collect();
+        let mut grad: Vec<f64> = self.free.iter().map(|&i| -e.grad[i] / n).collect();
+        if let Some((_, c)) = &self.precond {
+            // The chain rule through θ = origin + C p: ∇_p = Cᵀ ∇_θ.
+            grad = c.t().dot(&Array1::from(grad)).to_vec();
+        }
         self.evals
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         {
@@ -187,6 +262,16 @@ impl Objective<'_> {
         let mut best = self.best.lock().unwrap_or_else(|e| e.into_inner());
         if best.as_ref().is_none_or(|(c, _)| cost < *c) {
             *best = Some((cost, p.to_vec()));
+        }
+        let mut best_fit = self.best_fit.lock().unwrap_or_else(|e| e.into_inner());
+        if best_fit.as_ref().is_none_or(|b| cost < b.cost) {
+            *best_fit = Some(BestFit {
+                cost,
+                p: p.to_vec(),
+                lml: e.lml,
+                chol,
+                alpha,
+            });
         }
         Ok((cost, grad))
     }
@@ -277,6 +362,178 @@ fn run_lbfgs(obj: &Objective<'_>, start: Vec<f64>, max_iter: u64) -> Result<(f64
     Ok((best_c, best_p, total))
 }
 
+/// Default of [`ExactGpConfig::coarse_min_rows`]: below 1,024 rows a fit is
+/// cheap and the quarter-size subsample (< 256 rows) too small to say much.
+pub const COARSE_MIN_ROWS: usize = 1024;
+
+/// Step of the forward differences of the subsample's gradient that give
+/// its Hessian (in log parameters; the gradient is exact, so the error is
+/// `O(h)` times the third derivative, ample for a preconditioner).
+const HESSIAN_STEP: f64 = 1e-4;
+
+/// Eigenvalues of that Hessian are raised to at least this fraction of the
+/// largest (flat or, off a clean optimum, negative directions would
+/// otherwise get unbounded steps).
+const HESSIAN_FLOOR: f64 = 1e-4;
+
+/// What every run of one fit shares.
+struct RunSpec<'a> {
+    /// The hyperparameters `(l.., σ², σ_n²)` (the fixed ones' values).
+    values: &'a [f64],
+    free: &'a [usize],
+    max_iter: u64,
+    coarse_min_rows: usize,
+    verbose: bool,
+    par: Parallelism,
+}
+
+/// The result of one optimizer run.
+struct Run {
+    /// `−LML/N` at `theta`.
+    cost: f64,
+    /// The free log parameters.
+    theta: Vec<f64>,
+    /// L-BFGS iterations, over all levels.
+    iters: u64,
+    /// The LML, factor and `α` at `theta` (all rows).
+    fit: BestFit,
+}
+
+/// One optimizer run from `start` (free log parameters), coarse to fine.
+///
+/// With at least `coarse_min_rows` rows it first runs (recursively) on the
+/// strided subsample of every fourth row (`1/64` of the cost per
+/// evaluation), takes the Hessian `H` of that subsample's `−LML/m` at its
+/// optimum (forward differences of the analytic gradient, one subsample
+/// evaluation per free parameter) and runs L-BFGS on all rows from that
+/// optimum in the variables `p` with `θ = θ_sub + H^{−1/2} p`: the
+/// per-row LML of a subsample has nearly the same optimum and curvature as
+/// the full one, so L-BFGS's first step is close to a Newton step and a few
+/// full-size evaluations converge. If the subsample fails (e.g. its
+/// Cholesky), the run starts from `start` on all rows as before.
+fn run_coarse_to_fine<'a>(
+    spec: &RunSpec<'_>,
+    x: ArrayView2<'a, f64>,
+    y: ArrayView1<'a, f64>,
+    start: Vec<f64>,
+) -> Result<Run> {
+    let n = x.nrows();
+    let mut iters = 0;
+    let mut precond = None;
+    if n >= spec.coarse_min_rows.max(4) {
+        let rows: Vec<usize> = (0..n / 4).map(|i| 4 * i).collect();
+        let xs = x.select(Axis(0), &rows);
+        let ys = y.select(Axis(0), &rows);
+        let coarse =
+            run_coarse_to_fine(spec, xs.view(), ys.view(), start.clone()).and_then(|run| {
+                let c = hessian_inverse_root(spec, xs.view(), ys.view(), &run.theta)?;
+                Ok((run, c))
+            });
+        match coarse {
+            Ok((run, c)) => {
+                if spec.verbose {
+                    eprintln!(
+                        "ExactGPR:   {} rows: LML = {:.6} after {} L-BFGS iterations; \
+                         {} rows: {} LML evaluations for its Hessian",
+                        rows.len(),
+                        -run.cost * rows.len() as f64,
+                        run.iters,
+                        rows.len(),
+                        spec.free.len() + 1
+                    );
+                }
+                iters += run.iters;
+                precond = c.map(|c| (run.theta, c));
+            }
+            Err(e) => {
+                if spec.verbose {
+                    eprintln!(
+                        "ExactGPR:   {} rows failed ({e}); starting on all rows",
+                        rows.len()
+                    );
+                }
+            }
+        }
+    }
+    let p0 = match &precond {
+        Some((origin, _)) => vec![0.0; origin.len()],
+        None => start,
+    };
+    let obj = Objective::new(
+        x,
+        y,
+        spec.values.to_vec(),
+        spec.free.to_vec(),
+        precond,
+        spec.par,
+    );
+    let (_, _, it) = run_lbfgs(&obj, p0, spec.max_iter)?;
+    if spec.verbose {
+        eprintln!(
+            "ExactGPR:   {n} rows: {} LML evaluations",
+            obj.evals.load(std::sync::atomic::Ordering::Relaxed)
+        );
+    }
+    // The best point evaluated (what run_lbfgs returns, or an evaluation
+    // below its tolerance-sized improvement threshold), with its factor.
+    let fit = obj
+        .best_fit
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .ok_or_else(|| Error::Internal("an L-BFGS run without evaluations".into()))?;
+    Ok(Run {
+        cost: fit.cost,
+        theta: obj.theta(&fit.p),
+        iters: iters + it,
+        fit,
+    })
+}
+
+/// `C = V Λ^{−1/2}` for the Hessian `H = V Λ Vᵀ` of `−LML/m` on `(x, y)` at
+/// the free log parameters `theta` (so `C Cᵀ = H^{−1}`), eigenvalues floored
+/// at [`HESSIAN_FLOOR`] times the largest; `None` when `H` has no positive
+/// curvature at all.
+fn hessian_inverse_root<'a>(
+    spec: &RunSpec<'_>,
+    x: ArrayView2<'a, f64>,
+    y: ArrayView1<'a, f64>,
+    theta: &[f64],
+) -> Result<Option<Array2<f64>>> {
+    let obj = Objective::new(
+        x,
+        y,
+        spec.values.to_vec(),
+        spec.free.to_vec(),
+        None,
+        spec.par,
+    );
+    let k = theta.len();
+    let g0 = obj.eval(theta)?.1;
+    let mut h = faer::Mat::<f64>::zeros(k, k);
+    for j in 0..k {
+        let mut t = theta.to_vec();
+        t[j] += HESSIAN_STEP;
+        let g = obj.eval(&t)?.1;
+        for i in 0..k {
+            h[(i, j)] = (g[i] - g0[i]) / HESSIAN_STEP;
+        }
+    }
+    let h = faer::Mat::<f64>::from_fn(k, k, |i, j| 0.5 * (h[(i, j)] + h[(j, i)]));
+    let Ok(evd) = h.self_adjoint_eigen(faer::Side::Lower) else {
+        return Ok(None);
+    };
+    let lam = evd.S().column_vector();
+    let top = (0..k).map(|i| lam[i]).fold(f64::NEG_INFINITY, f64::max);
+    if !(top.is_finite() && top > 0.0) {
+        return Ok(None);
+    }
+    let u = evd.U();
+    Ok(Some(Array2::from_shape_fn((k, k), |(i, j)| {
+        u[(i, j)] / lam[j].abs().max(HESSIAN_FLOOR * top).sqrt()
+    })))
+}
+
 /// Fits the exact GP: initialization of ALGORITHMS.md 7.1, L-BFGS on the
 /// log marginal likelihood over the hyperparameters in `cfg.optimize`
 /// (from the initialization, then `cfg.n_restarts` starts drawn uniformly
@@ -321,9 +578,10 @@ pub fn fit_exact(
     let nv = cfg.noise_variance.unwrap_or(0.1 * var_y);
     check_positive("kernel_variance", kv)?;
     check_positive("noise_variance", nv)?;
-    let mut template: Vec<f64> = ls.iter().map(|v| v.ln()).collect();
-    template.push(kv.ln());
-    template.push(nv.ln());
+    // Fixed parameters keep their exact values (no exp(ln v) rounding).
+    let mut values: Vec<f64> = ls;
+    values.push(kv);
+    values.push(nv);
     let mut free = Vec::new();
     if cfg.optimize.contains(&Hyper::LengthScale) {
         free.extend(0..n_ls);
@@ -334,85 +592,88 @@ pub fn fit_exact(
     if cfg.optimize.contains(&Hyper::NoiseVariance) {
         free.push(n_ls + 1);
     }
-    let mut theta = template.clone();
-    let mut n_iter = 0u64;
-    if !free.is_empty() {
-        let obj = Objective {
-            x: x.view(),
-            y: yc.view(),
-            template: template.clone(),
-            free: free.clone(),
-            par,
-            cache: Mutex::new(std::collections::VecDeque::with_capacity(CACHE_LEN)),
-            evals: std::sync::atomic::AtomicU64::new(0),
-            best: Mutex::new(None),
-        };
-        let start0: Vec<f64> = free.iter().map(|&i| template[i]).collect();
-        let mut rng = crate::rng::seeded(cfg.seed);
-        let mut best: Option<(f64, Vec<f64>)> = None;
-        let mut first_err = None;
-        for r in 0..=cfg.n_restarts {
-            let start: Vec<f64> = if r == 0 {
-                start0.clone()
-            } else {
-                start0
-                    .iter()
-                    .map(|v| v + std::f64::consts::LN_10 * rng.random_range(-1.0..=1.0))
-                    .collect()
-            };
-            match run_lbfgs(&obj, start, cfg.max_iter) {
-                Ok((c, p, iters)) => {
-                    n_iter += iters;
-                    if cfg.verbose {
-                        eprintln!(
-                            "ExactGPR: run {}/{}: LML = {:.6} after {iters} L-BFGS iterations \
-                             ({} LML evaluations so far)",
-                            r + 1,
-                            cfg.n_restarts + 1,
-                            -c * n as f64,
-                            obj.evals.load(std::sync::atomic::Ordering::Relaxed)
-                        );
-                    }
-                    if best.as_ref().is_none_or(|(bc, _)| c < *bc) {
-                        best = Some((c, p));
-                    }
-                }
-                Err(e) => {
-                    if cfg.verbose {
-                        eprintln!("ExactGPR: run {}/{} failed: {e}", r + 1, cfg.n_restarts + 1);
-                    }
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        match best {
-            Some((_, p)) => theta = obj.full(&p),
-            None => {
-                return Err(first_err.unwrap_or_else(|| Error::Internal("no optimizer run".into())))
-            }
-        }
-    }
-    // Fixed parameters keep their exact values (no exp(ln v) rounding).
-    let mut values: Vec<f64> = ls;
-    values.push(kv);
-    values.push(nv);
-    for &i in &free {
-        values[i] = theta[i].exp();
-    }
     let k = values.len() - 2;
-    let kernel = GaussianKernel {
-        length_scale: values[..k].to_vec(),
-        variance: values[k],
+    if free.is_empty() {
+        let kernel = GaussianKernel {
+            length_scale: values[..k].to_vec(),
+            variance: values[k],
+        };
+        return ExactGp::fit(x, y, kernel, values[k + 1], cfg.center, par);
+    }
+    let start0: Vec<f64> = free.iter().map(|&i| values[i].ln()).collect();
+    let mut rng = crate::rng::seeded(cfg.seed);
+    let mut best: Option<Run> = None;
+    let mut first_err = None;
+    let mut n_iter = 0u64;
+    let spec = RunSpec {
+        values: &values,
+        free: &free,
+        max_iter: cfg.max_iter,
+        coarse_min_rows: cfg.coarse_min_rows,
+        verbose: cfg.verbose,
+        par,
     };
-    let mut gp = ExactGp::fit(x, y, kernel, values[k + 1], cfg.center, par)?;
-    gp.n_iter = n_iter;
-    Ok(gp)
+    for r in 0..=cfg.n_restarts {
+        let start: Vec<f64> = if r == 0 {
+            start0.clone()
+        } else {
+            start0
+                .iter()
+                .map(|v| v + std::f64::consts::LN_10 * rng.random_range(-1.0..=1.0))
+                .collect()
+        };
+        match run_coarse_to_fine(&spec, x.view(), yc.view(), start) {
+            Ok(run) => {
+                n_iter += run.iters;
+                if cfg.verbose {
+                    eprintln!(
+                        "ExactGPR: run {}/{}: LML = {:.6} after {} L-BFGS iterations",
+                        r + 1,
+                        cfg.n_restarts + 1,
+                        run.fit.lml,
+                        run.iters,
+                    );
+                }
+                // Only the best run's factor is kept (bounds the memory).
+                if best.as_ref().is_none_or(|b| run.cost < b.cost) {
+                    best = Some(run);
+                }
+            }
+            Err(e) => {
+                if cfg.verbose {
+                    eprintln!("ExactGPR: run {}/{} failed: {e}", r + 1, cfg.n_restarts + 1);
+                }
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    let Some(run) = best else {
+        return Err(first_err.unwrap_or_else(|| Error::Internal("no optimizer run".into())));
+    };
+    for (&i, t) in free.iter().zip(&run.theta) {
+        values[i] = t.exp();
+    }
+    // The best evaluation's own factor: the same values, targets and
+    // formulas as ExactGp::fit, so no refit is needed.
+    Ok(ExactGp {
+        x_train: x.to_owned(),
+        kernel: GaussianKernel {
+            length_scale: values[..k].to_vec(),
+            variance: values[k],
+        },
+        noise_variance: values[k + 1],
+        y_mean,
+        alpha: Array1::from(run.fit.alpha),
+        chol: run.fit.chol,
+        lml: run.fit.lml,
+        n_iter,
+    })
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::exact::log_marginal_likelihood;
     use super::*;
-    use ndarray::Array2;
 
     fn data() -> (Array2<f64>, Array1<f64>) {
         let x = Array2::from_shape_fn((40, 2), |(i, j)| {
@@ -455,6 +716,163 @@ mod tests {
                 "ard {ard}: |grad| = {gnorm}"
             );
             assert_eq!(gp.kernel.length_scale.len(), if ard { 2 } else { 1 });
+        }
+    }
+
+    /// 240 rows of a smooth function of 2 inputs with noise (deterministic).
+    fn data240() -> (Array2<f64>, Array1<f64>) {
+        let x = Array2::from_shape_fn((240, 2), |(i, j)| {
+            ((i * 37 + j * 101) % 239) as f64 / 60.0 - 2.0
+        });
+        let y = x
+            .rows()
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                (1.3 * r[0]).sin() * (0.7 * r[1]).cos() + 0.1 * (((i * 13) % 11) as f64 - 5.0) / 5.0
+            })
+            .collect();
+        (x, y)
+    }
+
+    #[test]
+    fn coarse_to_fine_reaches_the_direct_optimum() {
+        let (x, y) = data240();
+        for ard in [false, true] {
+            let direct = ExactGpConfig {
+                ard,
+                n_restarts: 0,
+                coarse_min_rows: usize::MAX,
+                ..Default::default()
+            };
+            // 240 -> 60 rows (60 < 64 stops the recursion): one coarse level.
+            let coarse = ExactGpConfig {
+                coarse_min_rows: 64,
+                ..direct.clone()
+            };
+            let a = fit_exact(x.view(), y.view(), &direct, Parallelism::Rayon).unwrap();
+            let b = fit_exact(x.view(), y.view(), &coarse, Parallelism::Rayon).unwrap();
+            // The same optimum: LMLs agree to the optimizer's tolerance, and
+            // the coarse-to-fine one is a stationary point of the full LML.
+            assert!(
+                (a.lml - b.lml).abs() < 1e-8 * a.lml.abs(),
+                "ard {ard}: {} vs {}",
+                a.lml,
+                b.lml
+            );
+            let yc = y.mapv(|v| v - b.y_mean);
+            let e = log_marginal_likelihood(
+                x.view(),
+                yc.view(),
+                &b.kernel,
+                b.noise_variance,
+                true,
+                Parallelism::Rayon,
+            )
+            .unwrap();
+            let gnorm = e.grad.iter().map(|g| g * g).sum::<f64>().sqrt();
+            assert!(
+                gnorm < 1e-4 * x.nrows() as f64,
+                "ard {ard}: |grad| = {gnorm}"
+            );
+        }
+    }
+
+    #[test]
+    fn kept_factor_equals_a_refit() {
+        // The fit keeps its best evaluation's factor instead of refitting:
+        // it must be the refit's, bit for bit, fixed parameters included.
+        let (x, y) = data240();
+        for (ard, optimize) in [
+            (false, ExactGpConfig::default().optimize),
+            (true, vec![Hyper::LengthScale, Hyper::NoiseVariance]),
+        ] {
+            let cfg = ExactGpConfig {
+                ard,
+                optimize,
+                kernel_variance: Some(0.7),
+                n_restarts: 1,
+                coarse_min_rows: 64,
+                ..Default::default()
+            };
+            let gp = fit_exact(x.view(), y.view(), &cfg, Parallelism::Rayon).unwrap();
+            let refit = ExactGp::fit(
+                x.view(),
+                y.view(),
+                gp.kernel.clone(),
+                gp.noise_variance,
+                true,
+                Parallelism::Rayon,
+            )
+            .unwrap();
+            assert_eq!(gp.lml, refit.lml);
+            assert_eq!(gp.alpha, refit.alpha);
+            assert_eq!(gp.chol.l_array(), refit.chol.l_array());
+            assert_eq!(gp.y_mean, refit.y_mean);
+            if !ard {
+                assert_ne!(gp.kernel.variance, 0.7);
+            } else {
+                assert_eq!(gp.kernel.variance, 0.7);
+            }
+        }
+    }
+
+    #[test]
+    fn hessian_preconditioner_inverts_the_curvature() {
+        let (x, y) = data240();
+        // At the LML optimum, where the Hessian of −LML/N is positive definite.
+        let cfg = ExactGpConfig {
+            n_restarts: 0,
+            ..Default::default()
+        };
+        let gp = fit_exact(x.view(), y.view(), &cfg, Parallelism::Rayon).unwrap();
+        let yc = y.mapv(|v| v - gp.y_mean);
+        let values = vec![
+            gp.kernel.length_scale[0],
+            gp.kernel.variance,
+            gp.noise_variance,
+        ];
+        let theta: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+        let free = vec![0, 1, 2];
+        let spec = RunSpec {
+            values: &values,
+            free: &free,
+            max_iter: 100,
+            coarse_min_rows: usize::MAX,
+            verbose: false,
+            par: Parallelism::Sequential,
+        };
+        let c = hessian_inverse_root(&spec, x.view(), yc.view(), &theta)
+            .unwrap()
+            .unwrap();
+        // Cᵀ H C = I for the central-difference Hessian H (to the O(h)
+        // error of the forward differences behind C).
+        let obj = Objective::new(
+            x.view(),
+            yc.view(),
+            values.clone(),
+            free.clone(),
+            None,
+            Parallelism::Sequential,
+        );
+        let h = 1e-5;
+        let mut hess = Array2::<f64>::zeros((3, 3));
+        for j in 0..3 {
+            let mut tp = theta.clone();
+            tp[j] += h;
+            let mut tm = theta.clone();
+            tm[j] -= h;
+            let (gp, gm) = (obj.eval(&tp).unwrap().1, obj.eval(&tm).unwrap().1);
+            for i in 0..3 {
+                hess[(i, j)] = (gp[i] - gm[i]) / (2.0 * h);
+            }
+        }
+        let id = c.t().dot(&hess).dot(&c);
+        for i in 0..3 {
+            for j in 0..3 {
+                let want = if i == j { 1.0 } else { 0.0 };
+                assert!((id[(i, j)] - want).abs() < 1e-3, "{id}");
+            }
         }
     }
 

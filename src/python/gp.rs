@@ -72,6 +72,7 @@ fn exact_gp_fit<'py>(
         max_iter,
         verbose,
         center,
+        ..ExactGpConfig::default()
     };
     let (xv, yv) = (x.as_array(), y.as_array());
     let gp = ffi::call(py, || fit_exact(xv, yv, &cfg, Parallelism::Rayon))?;
