@@ -127,8 +127,8 @@ fn cos_shift_f32(c: &mut [f32], b: &[f32], scale: f32) {
         let mut out_of_range = 0_u32;
         for ((o, cv), bj) in buf.iter_mut().zip(cb.iter()).zip(bb) {
             let a = cv + bj;
-            // `!(<=)` also flags a NaN.
-            out_of_range |= u32::from(!(a.abs() <= LIMIT));
+            // A NaN is not flagged: both paths give NaN for it.
+            out_of_range |= u32::from(a.abs() > LIMIT);
             *o = cos_f32(a) * scale;
         }
         if out_of_range == 0 {
