@@ -60,6 +60,31 @@ def case(n: int, d: int, dim: int, dtype, samplers: tuple[str, ...], repeats: in
             )
 
 
+def floor_case(n: int, d: int, dim: int) -> None:
+    """What any float32 map of this size must pay (issue 4's 3x goal): the
+    first touch of a fresh N x D output (the kernel zeroes its pages), a
+    refill of a touched one, and the GEMM alone (NumPy/BLAS into a touched
+    output: 2 N d D flops)."""
+    name = f"float32 floor, N = {n:,}, d = {d}, D = {dim:,}"
+    print(f"\n{name}", flush=True)
+    x = np.random.default_rng(0).standard_normal((n, d)).astype(np.float32)
+    w = np.random.default_rng(1).standard_normal((dim, d)).astype(np.float32)
+    fresh = timed(
+        "fresh output, first touch (np.ones, 1 thread)", lambda: np.ones((n, dim), np.float32), 3
+    )
+    out = np.ones((n, dim), np.float32)
+    refill = timed("touched output, refill (fill, 1 thread)", lambda: out.fill(2.0), 3)
+    gemm = timed("GEMM alone, BLAS, into the touched output", lambda: np.matmul(x, w.T, out=out), 3)
+    gflops = 2 * n * d * dim / gemm / 1e9
+    print(f"  GEMM: {gflops:.0f} GFLOP/s", flush=True)
+    for label, t in (
+        ("first touch", fresh),
+        ("refill", refill),
+        (f"BLAS GEMM ({gflops:.0f} GFLOP/s)", gemm),
+    ):
+        ROWS.append(f"| {name} | {label} | {t:.3f} | | |")
+
+
 def nystroem_case(n: int, d: int, m: int, repeats: int) -> None:
     name = f"Nystroem N = {n:,}, d = {d}, m = {m:,}, float64"
     print(f"\n{name}", flush=True)
@@ -85,6 +110,7 @@ def main() -> None:
     with threadpool_limits(THREADS):
         case(100_000, 64, 4096, np.float64, ("mc",), repeats=3)
         case(100_000, 64, 4096, np.float32, ("mc",), repeats=3)
+        floor_case(100_000, 64, 4096)
         case(20_000, 1024, 4096, np.float64, ("mc", "structured"), repeats=3)
         nystroem_case(100_000, 64, 1024, repeats=3)
     print("\n| case | method | time (s) | speed-up vs sklearn | goal |")

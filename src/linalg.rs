@@ -8,7 +8,8 @@ use std::any::TypeId;
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::matmul::triangular::BlockStructure;
 use faer::{Accum, Mat, MatMut, MatRef, Par};
-use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
+use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2, Axis};
+use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::real::Real;
@@ -273,10 +274,17 @@ impl Cholesky {
 
 /// Copies the strict lower triangle of a square matrix onto its upper one.
 pub fn mirror_lower(mut a: ArrayViewMut2<'_, f64>) {
+    // In 64 × 64 blocks, so the transposed writes stay in cache (a plain
+    // column-by-column loop misses on every write of a large matrix).
+    const B: usize = 64;
     let n = a.nrows();
-    for i in 0..n {
-        for j in 0..i {
-            a[(j, i)] = a[(i, j)];
+    for i0 in (0..n).step_by(B) {
+        for j0 in (0..=i0).step_by(B) {
+            for i in i0..(i0 + B).min(n) {
+                for j in j0..(j0 + B).min(i) {
+                    a[(j, i)] = a[(i, j)];
+                }
+            }
         }
     }
 }
@@ -301,10 +309,18 @@ pub fn with_f64_view<T: Real, R>(
     }
 }
 
+/// Row bands of the lower triangle of `ΦᵀΦ` in [`accumulate_gram`]: band `t`
+/// ends at row `D √(t/GRAM_BANDS)`, so the bands hold equal work. A fixed
+/// count, so the result does not depend on the number of threads.
+const GRAM_BANDS: usize = 4;
+
 /// Adds one row chunk to the feature-space sufficient statistics of
 /// ALGORITHMS.md 7.2: `gram += ΦᵀΦ` (a symmetric rank-k update: the lower
-/// triangle through faer's triangular GEMM, then mirrored, so `gram` stays
-/// fully symmetric), `phi_y += Φᵀ y` and `phi_sum += Φᵀ 1`.
+/// triangle, then mirrored, so `gram` stays fully symmetric), `phi_y += Φᵀ y`
+/// and `phi_sum += Φᵀ 1`. The lower triangle goes in [`GRAM_BANDS`] row bands
+/// of equal work, one task each (a rectangular GEMM left of the diagonal
+/// block, a triangular one on it, both sequential faer calls): the threads
+/// never wait on each other inside a GEMM.
 ///
 /// `phi` is `n × D`, `y` has length `n`, `gram` is `D × D`, `phi_y` and
 /// `phi_sum` have length `D`.
@@ -341,18 +357,43 @@ pub fn accumulate_gram<T: Real>(
     let fpar = faer_par(par);
     let ycol: Vec<f64> = y.iter().copied().collect();
     let ones = vec![1.0; n];
+    let mut bands = Vec::with_capacity(GRAM_BANDS);
+    let mut rest = gram.view_mut();
+    let mut r0 = 0;
+    for t in 1..=GRAM_BANDS {
+        let r1 = (d as f64 * (t as f64 / GRAM_BANDS as f64).sqrt()).round() as usize;
+        let r1 = if t == GRAM_BANDS { d } else { r1.clamp(r0, d) };
+        let (band, tail) = rest.split_at(Axis(0), r1 - r0);
+        bands.push((r0, band));
+        rest = tail;
+        r0 = r1;
+    }
     with_f64_view(phi, |p| {
-        faer::linalg::matmul::triangular::matmul(
-            as_faer_mut(gram.view_mut()),
-            BlockStructure::TriangularLower,
-            Accum::Add,
-            p.transpose(),
-            BlockStructure::Rectangular,
-            p,
-            BlockStructure::Rectangular,
-            1.0,
-            fpar,
-        );
+        let band_work = |(r0, band): (usize, ArrayViewMut2<'_, f64>)| {
+            let rows = band.nrows();
+            if rows == 0 {
+                return;
+            }
+            let (left, right) = as_faer_mut(band).split_at_col_mut(r0);
+            let lhs = p.transpose().subrows(r0, rows);
+            faer::linalg::matmul::matmul(left, Accum::Add, lhs, p.subcols(0, r0), 1.0, Par::Seq);
+            faer::linalg::matmul::triangular::matmul(
+                right.subcols_mut(0, rows),
+                BlockStructure::TriangularLower,
+                Accum::Add,
+                lhs,
+                BlockStructure::Rectangular,
+                p.subcols(r0, rows),
+                BlockStructure::Rectangular,
+                1.0,
+                Par::Seq,
+            );
+        };
+        if par.is_parallel() {
+            bands.into_par_iter().for_each(band_work);
+        } else {
+            bands.into_iter().for_each(band_work);
+        }
         let mut rhs = Mat::<f64>::zeros(n, 2);
         for i in 0..n {
             rhs[(i, 0)] = ycol[i];

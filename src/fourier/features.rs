@@ -435,7 +435,10 @@ impl FourierFeatures {
         };
         let signs = self.signs_as::<T>();
         let scale = self.scale();
-        let phases = self.phases.as_ref().map(|b| b.to_vec());
+        let phases: Option<Vec<T>> = self
+            .phases
+            .as_ref()
+            .map(|b| b.iter().map(|&v| T::from_f64_lossy(v)).collect());
         let finish = |oc: &mut ArrayViewMut2<T>, cols: std::ops::Range<usize>| {
             for mut row in oc.rows_mut() {
                 let row = row.as_slice_mut().expect("rows of a C-order array");

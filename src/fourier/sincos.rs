@@ -15,12 +15,23 @@
 //! LLVM vectorizes; no FMA is used, so the result is the same bit pattern at
 //! every SIMD level. Rows holding an angle with `|x| > FAST_LIMIT` take the
 //! `std` path instead (the reduction above loses accuracy far out). The
-//! accuracy against `std` is tested below (a few `f64` ulps). For `f32`
-//! output, `cos(x + b)` (the `cos_bias` variant) uses a shorter kernel,
-//! `cos_fast_f32_accuracy`, whose error is far below the `f32` rounding.
+//! accuracy against `std` is tested below (a few `f64` ulps).
+//!
+//! For `f32` data the `cos_bias` variant, `cos(x + b)`, has its own kernel
+//! in `f32` arithmetic, 16 lanes per AVX-512 register (`cos_f32`): the sum
+//! `x + b` is rounded to `f32` (an error of the size the `f32` GEMM already
+//! makes in `x`), reduced by `π` with fused multiply-adds, and the cosine
+//! taken by a degree-12 polynomial; the error is a few `f32` ulps (bound
+//! derived and tested below). The range `|x + b| ≤ FAST_LIMIT` is checked in
+//! blocks of [`RANGE_BLOCK`] angles as they are computed, not in a separate
+//! pass. `mul_add` is hardware FMA on x86-64 (AVX2+FMA or AVX-512) and
+//! correctly rounded everywhere else, so the bits do not depend on the
+//! SIMD level either.
 
 // The fdlibm coefficients are kept digit for digit as published.
 #![allow(clippy::excessive_precision)]
+
+use std::any::TypeId;
 
 use crate::real::Real;
 
@@ -68,28 +79,66 @@ fn sincos_fast(x: f64) -> (f64, f64) {
     )
 }
 
-/// `cos x` for `|x| ≤ FAST_LIMIT` to `f32` accuracy (about `1e-8` absolute),
-/// branch-free and in about half the operations of [`sincos_fast`]: the
-/// reduction is by `π`, `x = kπ + r` with `|r| ≤ π/2` (the same three-part
-/// Cody–Waite split, `k · part` exact), then `cos x = (−1)^k cos r` with the
-/// Taylor polynomial of `cos r` to degree 12 (truncation error
-/// `(π/2)^14/14! < 6.5e-9`), so no second polynomial and no quadrant swap.
+const PI_1: f32 = std::f32::consts::PI;
+const PI_2: f32 = (std::f64::consts::PI - PI_1 as f64) as f32;
+const PI_3: f32 = (std::f64::consts::PI - PI_1 as f64 - PI_2 as f64) as f32;
+const ROUND_MAGIC_F32: f32 = 12_582_912.0; // 1.5 * 2^23
+
+/// `cos x` in `f32` for `|x| ≤ FAST_LIMIT`, branch-free: `x = kπ + r` with
+/// `k = round(x/π)` (the `1.5·2^23` trick; the parity of `k` is the last
+/// mantissa bit), `r` by a three-part Cody–Waite reduction with fused
+/// multiply-adds (`|r| ≤ π/2`), then `cos x = (−1)^k cos r` with the Taylor
+/// polynomial of `cos r` to degree 12 (truncation `(π/2)^14/14! < 6.5e-9`).
+/// Rounding error: at most `9·2^-24` absolute: three roundings of `r`, each
+/// `≤ 2^-24 π/2`, times `|sin r| ≤ 1` (`4.72·2^-24`); the rounding of
+/// `z = r²` times `|d cos/dz| z ≤ 1.24` (`1.24·2^-24`); the Horner steps,
+/// `2^-24 (1 + 2.47·0.5 + 2.47²·0.042 + …) < 2.5·2^-24` (`z ≤ 2.47`).
 #[inline(always)]
-fn cos_fast_f32_accuracy(x: f64) -> f64 {
-    const FRAC_1_PI: f64 = std::f64::consts::FRAC_1_PI;
-    let t = x * FRAC_1_PI + ROUND_MAGIC;
+fn cos_f32(x: f32) -> f32 {
+    const FRAC_1_PI: f32 = std::f32::consts::FRAC_1_PI;
+    let t = x.mul_add(FRAC_1_PI, ROUND_MAGIC_F32);
     let q = t.to_bits();
-    let k = t - ROUND_MAGIC;
-    // 2·(π/2 parts): exact doublings of the parts above.
-    let r = ((x - k * (2.0 * PIO2_1)) - k * (2.0 * PIO2_2)) - k * (2.0 * PIO2_3);
+    let k = t - ROUND_MAGIC_F32;
+    let r = (-k).mul_add(PI_1, x);
+    let r = (-k).mul_add(PI_2, r);
+    let r = (-k).mul_add(PI_3, r);
     let z = r * r;
-    let c = 1.0
-        + z * (-0.5
-            + z * (1.0 / 24.0
-                + z * (-1.0 / 720.0
-                    + z * (1.0 / 40_320.0
-                        + z * (-1.0 / 3_628_800.0 + z * (1.0 / 479_001_600.0))))));
-    f64::from_bits(c.to_bits() ^ ((q & 1) << 63))
+    let p = z.mul_add(1.0 / 479_001_600.0, -1.0 / 3_628_800.0);
+    let p = z.mul_add(p, 1.0 / 40_320.0);
+    let p = z.mul_add(p, -1.0 / 720.0);
+    let p = z.mul_add(p, 1.0 / 24.0);
+    let p = z.mul_add(p, -0.5);
+    let c = z.mul_add(p, 1.0);
+    f32::from_bits(c.to_bits() ^ ((q & 1) << 31))
+}
+
+/// Angles per range check of the `f32` shifted cosine: a block is computed
+/// by [`cos_f32`] into a stack buffer while `|x| ≤ FAST_LIMIT` is checked,
+/// and recomputed through `std` (in `f64`) if the check fails.
+pub const RANGE_BLOCK: usize = 64;
+
+/// `c[j] <- scale·cos(c[j] + b[j])` in `f32` (`b.len() == c.len()`), block
+/// by block (see [`RANGE_BLOCK`]): one pass over the row.
+#[inline(always)]
+fn cos_shift_f32(c: &mut [f32], b: &[f32], scale: f32) {
+    const LIMIT: f32 = FAST_LIMIT as f32;
+    let mut buf = [0.0_f32; RANGE_BLOCK];
+    for (cb, bb) in c.chunks_mut(RANGE_BLOCK).zip(b.chunks(RANGE_BLOCK)) {
+        let mut out_of_range = 0_u32;
+        for ((o, cv), bj) in buf.iter_mut().zip(cb.iter()).zip(bb) {
+            let a = cv + bj;
+            // A NaN is not flagged: both paths give NaN for it.
+            out_of_range |= u32::from(a.abs() > LIMIT);
+            *o = cos_f32(a) * scale;
+        }
+        if out_of_range == 0 {
+            cb.copy_from_slice(&buf[..cb.len()]);
+        } else {
+            for (cv, bj) in cb.iter_mut().zip(bb) {
+                *cv = (f64::from(*cv + bj).cos() * f64::from(scale)) as f32;
+            }
+        }
+    }
 }
 
 #[inline(always)]
@@ -120,26 +169,30 @@ fn sincos_body<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
 /// `c[j] <- scale·cos(c[j] + b[j])` (the `cos_bias` variant, ALGORITHMS.md
 /// 5.2). `b` must be at least as long as `c`.
 #[inline(always)]
-fn cos_shift_body<T: Real>(c: &mut [T], b: &[f64], scale: f64) {
+fn cos_shift_body<T: Real>(c: &mut [T], b: &[T], scale: f64) {
     let b = &b[..c.len()];
+    if TypeId::of::<T>() == TypeId::of::<f32>() {
+        // SAFETY: T is f32 (checked above), so both slices hold f32 values.
+        let (c, b) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(c.as_mut_ptr() as *mut f32, c.len()),
+                std::slice::from_raw_parts(b.as_ptr() as *const f32, b.len()),
+            )
+        };
+        return cos_shift_f32(c, b, scale as f32);
+    }
     let big = c
         .iter()
         .zip(b)
-        .fold(0.0_f64, |m, (v, bj)| m.max((v.to_f64_exact() + bj).abs()));
-    if big <= FAST_LIMIT && std::mem::size_of::<T>() == 4 {
-        // f32 output: rounding to f32 dominates the error of the short kernel.
+        .fold(0.0_f64, |m, (v, bj)| m.max((*v + *bj).to_f64_exact().abs()));
+    if big <= FAST_LIMIT {
         for (cv, bj) in c.iter_mut().zip(b) {
-            let cs = cos_fast_f32_accuracy(cv.to_f64_exact() + bj);
-            *cv = T::from_f64_lossy(cs * scale);
-        }
-    } else if big <= FAST_LIMIT {
-        for (cv, bj) in c.iter_mut().zip(b) {
-            let (_, cs) = sincos_fast(cv.to_f64_exact() + bj);
+            let (_, cs) = sincos_fast((*cv + *bj).to_f64_exact());
             *cv = T::from_f64_lossy(cs * scale);
         }
     } else {
         for (cv, bj) in c.iter_mut().zip(b) {
-            *cv = T::from_f64_lossy((cv.to_f64_exact() + bj).cos() * scale);
+            *cv = T::from_f64_lossy((*cv + *bj).to_f64_exact().cos() * scale);
         }
     }
 }
@@ -156,12 +209,12 @@ mod x86 {
     pub(super) fn sincos_avx2<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
         sincos_body(c, s, scale)
     }
-    #[target_feature(enable = "avx512f")]
-    pub(super) fn cos_shift_avx512<T: Real>(c: &mut [T], b: &[f64], scale: f64) {
+    #[target_feature(enable = "avx512f,fma")]
+    pub(super) fn cos_shift_avx512<T: Real>(c: &mut [T], b: &[T], scale: f64) {
         cos_shift_body(c, b, scale)
     }
-    #[target_feature(enable = "avx2")]
-    pub(super) fn cos_shift_avx2<T: Real>(c: &mut [T], b: &[f64], scale: f64) {
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn cos_shift_avx2<T: Real>(c: &mut [T], b: &[T], scale: f64) {
         cos_shift_body(c, b, scale)
     }
 }
@@ -188,11 +241,12 @@ pub fn sincos_scaled<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
     sincos_body(c, s, scale)
 }
 
-/// Scaled shifted cosine of a row: `c[j] <- scale·cos(c[j] + b[j])`.
+/// Scaled shifted cosine of a row: `c[j] <- scale·cos(c[j] + b[j])`, the
+/// sum rounded to `T` (for `f32`, see the module docs).
 ///
 /// # Panics
 /// If `b` is shorter than `c`.
-pub fn cos_shift_scaled<T: Real>(c: &mut [T], b: &[f64], scale: f64) {
+pub fn cos_shift_scaled<T: Real>(c: &mut [T], b: &[T], scale: f64) {
     assert!(b.len() >= c.len(), "cos_shift_scaled: b shorter than c");
     #[cfg(target_arch = "x86_64")]
     {
@@ -200,8 +254,8 @@ pub fn cos_shift_scaled<T: Real>(c: &mut [T], b: &[f64], scale: f64) {
             // SAFETY: the CPU supports AVX-512F (checked above).
             return unsafe { x86::cos_shift_avx512(c, b, scale) };
         }
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked above).
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU supports AVX2 and FMA (checked above).
             return unsafe { x86::cos_shift_avx2(c, b, scale) };
         }
     }
@@ -288,20 +342,68 @@ mod tests {
         }
     }
 
+    /// The bound of `cos_f32` (module docs) for `0.5 cos(x + b)`: `9·2^-24`
+    /// rounding plus `6.5e-9` truncation, halved, plus the output rounding
+    /// (half an `f32` ulp of a value `≤ 0.5`, `2^-26`).
+    const F32_BOUND_HALF: f64 = 0.5 * (9.0 / 16_777_216.0 + 6.5e-9) + 1.0 / 67_108_864.0;
+
     #[test]
-    fn f32_shifted_cosine_to_f32_accuracy() {
-        // Output rounding (half an f32 ulp of values <= 0.5: 3e-8) plus the
-        // short kernel's truncation (0.5 * 6.5e-9) stays under 4e-8.
+    fn f32_shifted_cosine_out_of_range_block_takes_std() {
+        // One angle beyond FAST_LIMIT sends its block of RANGE_BLOCK angles
+        // through std; the other blocks (and the ragged tail) stay fast.
+        let n = 3 * RANGE_BLOCK + 7;
+        let mut x: Vec<f32> = angles(n, 20.0).iter().map(|&v| v as f32).collect();
+        x[RANGE_BLOCK + 5] = 3.0e7;
+        let b: Vec<f32> = angles(n, 3.0).iter().map(|v| (v + 3.0) as f32).collect();
+        let mut c = x.clone();
+        cos_shift_scaled(&mut c, &b, 0.5);
+        for i in 0..n {
+            let want = 0.5 * f64::from(x[i] + b[i]).cos();
+            if (RANGE_BLOCK..2 * RANGE_BLOCK).contains(&i) {
+                assert_eq!(c[i], want as f32, "std path at {i}");
+            } else {
+                let err = (f64::from(c[i]) - want).abs();
+                assert!(err <= F32_BOUND_HALF, "fast path at {i}: {err:e}");
+            }
+        }
+    }
+
+    #[test]
+    fn f32_shifted_cosine_within_its_error_bound() {
+        // Against the f64 cosine of the same f32 sum x + b.
         for range in [1.0, 50.0, FAST_LIMIT - 7.0] {
             let x: Vec<f32> = angles(20_000, range).iter().map(|&v| v as f32).collect();
-            let b: Vec<f64> = angles(x.len(), 3.0).iter().map(|v| v + 3.0).collect();
+            let b: Vec<f32> = angles(x.len(), 3.0)
+                .iter()
+                .map(|v| (v + 3.0) as f32)
+                .collect();
             let mut c = x.clone();
             cos_shift_scaled(&mut c, &b, 0.5);
+            let mut worst = 0.0_f64;
             for i in 0..x.len() {
-                let want = 0.5 * (x[i] as f64 + b[i]).cos();
-                let err = (c[i] as f64 - want).abs();
-                assert!(err <= 4e-8, "range {range}: cos({}) error {err:e}", x[i]);
+                let want = 0.5 * f64::from(x[i] + b[i]).cos();
+                worst = worst.max((f64::from(c[i]) - want).abs());
             }
+            println!("range {range}: max error {worst:.3e} (bound {F32_BOUND_HALF:.3e})");
+            assert!(
+                worst <= F32_BOUND_HALF,
+                "range {range}: max error {worst:e}"
+            );
+        }
+        // Quadrant boundaries: multiples of pi/2 (the sign flips at odd k).
+        let x: Vec<f32> = (-40..=40)
+            .map(|k| k as f32 * std::f32::consts::FRAC_PI_2)
+            .collect();
+        let b = vec![0.0_f32; x.len()];
+        let mut c = x.clone();
+        cos_shift_scaled(&mut c, &b, 0.5);
+        for i in 0..x.len() {
+            let want = 0.5 * f64::from(x[i]).cos();
+            assert!(
+                (f64::from(c[i]) - want).abs() <= F32_BOUND_HALF,
+                "cos({})",
+                x[i]
+            );
         }
     }
 }

@@ -377,6 +377,29 @@ mod tests {
     }
 
     #[test]
+    fn gram_is_phi_t_phi_symmetric_and_independent_of_threads() {
+        // Sizes around the row bands of `accumulate_gram` (D < bands, odd D).
+        for (n, d) in [(3, 1), (40, 3), (300, 70), (129, 257)] {
+            let phi = random_phi(n, d, d as u64);
+            let y: Array1<f64> = (0..n).map(|i| (i as f64).cos()).collect();
+            let mut seq = FeatureStats::new(d);
+            seq.accumulate(phi.view(), y.view(), Parallelism::Sequential)
+                .unwrap();
+            let mut par = FeatureStats::new(d);
+            crate::threads::install(|| par.accumulate(phi.view(), y.view(), Parallelism::Rayon))
+                .unwrap()
+                .unwrap();
+            assert_eq!(seq.gram, par.gram, "n = {n}, d = {d}");
+            assert_eq!(seq.gram, seq.gram.t(), "n = {n}, d = {d}");
+            let want = phi.t().dot(&phi);
+            let scale = want.iter().fold(1.0_f64, |m, v| m.max(v.abs()));
+            assert!((&seq.gram - &want)
+                .iter()
+                .all(|v| v.abs() < 1e-13 * scale * n as f64));
+        }
+    }
+
+    #[test]
     fn merged_and_chunked_statistics_equal_one_pass() {
         let (n, d) = (50, 6);
         let phi = random_phi(n, d, 1);
