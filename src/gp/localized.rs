@@ -17,14 +17,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use faer::linalg::matmul::triangular::BlockStructure;
+use faer::{Accum, MatMut, MatRef, Par};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
 use super::check_positive;
-use super::cluster::{farthest_point, nearest};
+use super::cluster::{farthest_point, nearest, sq_dists_t};
 use super::features::{FeatureGp, FeatureStats};
 use crate::error::{Error, Result};
-use crate::linalg::{as_faer, Cholesky};
+use crate::linalg::{as_faer, as_faer_mut, mirror_lower, Cholesky};
 use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
 use crate::real::Real;
 use crate::sketch::SketchParams;
@@ -33,6 +35,14 @@ use crate::threads::Parallelism;
 /// Training rows mapped and accumulated at a time per centroid (fixed, so
 /// results never depend on the thread count).
 const CHUNK: usize = 1024;
+
+/// Rows per feature block of [`LocalizedMaclaurinGp::centroid_stats`]: the
+/// block's `D × B` features (about 2^16 entries) stay in L2 while their Gram
+/// is accumulated. Depends only on `D`, so results never depend on the
+/// thread count.
+fn block_rows(width: usize) -> usize {
+    ((1usize << 16) / width.max(1)).clamp(128, 1024)
+}
 
 /// Largest cache of training-row factor projections, in `f64` entries
 /// (256 MiB); beyond it every centroid maps its rows from scratch.
@@ -207,6 +217,8 @@ pub struct LocalizedMaclaurinGp {
     config: LocalizedConfig,
     map: MaclaurinMap,
     x: Array2<f64>,
+    /// `Xᵀ` (`d × N`), so distances to a centroid vectorize over rows.
+    xt: Array2<f64>,
     y: Array1<f64>,
     y_mean: f64,
     centroids: Array2<f64>,
@@ -306,10 +318,11 @@ impl LocalizedMaclaurinGp {
         let cutoff_sq = NormBound::of(&map).cutoff(config.tol) * l * l;
         let predictors = (0..centroids.nrows()).map(|_| OnceLock::new()).collect();
         let x = x.mapv(|v| v.to_f64_exact());
-        let projections = project_rows(&map, x.view(), par)?;
+        let projections = project_rows_t(&map, x.view(), par)?;
         Ok(Self {
             config: config.clone(),
             projections,
+            xt: x.t().as_standard_layout().into_owned(),
             x,
             y: y.mapv(|v| v - y_mean),
             y_mean,
@@ -351,31 +364,22 @@ impl LocalizedMaclaurinGp {
     }
 
     /// The feature-space GP (7.2) on `Φ(X − c)`, built from the rows within
-    /// the cutoff (the prior, `L = I` and `β = 0`, when there are none),
-    /// sequentially in fixed row chunks. Returns it and the rows used.
+    /// the cutoff (the prior, `L = I` and `β = 0`, when there are none).
+    /// Returns it and the rows used.
     pub fn build_at(&self, c: &[f64]) -> Result<(FeatureGp, usize)> {
-        let (n, d) = self.x.dim();
-        Error::check_n_features(d, c.len())?;
-        let width = self.map.width();
-        let rows: Vec<usize> = (0..n)
-            .filter(|&i| {
-                let dd: f64 = self
-                    .x
-                    .row(i)
-                    .iter()
-                    .zip(c)
-                    .map(|(v, c)| (v - c) * (v - c))
-                    .sum();
-                dd < self.cutoff_sq
-            })
-            .collect();
+        self.build_with(c, &mut CentroidScratch::default())
+    }
+
+    /// [`Self::build_at`] with caller-owned scratch buffers.
+    fn build_with(&self, c: &[f64], scratch: &mut CentroidScratch) -> Result<(FeatureGp, usize)> {
+        let (stats, used) = self.centroid_stats(c, scratch)?;
         let noise = self.config.noise_variance;
-        if rows.is_empty() {
-            let eye = Array2::<f64>::eye(width);
+        if used == 0 {
+            let eye = Array2::<f64>::eye(self.map.width());
             return Ok((
                 FeatureGp {
                     chol: Cholesky::new(as_faer(eye.view()), Parallelism::Sequential)?,
-                    beta: Array1::zeros(width),
+                    beta: Array1::zeros(self.map.width()),
                     y_mean: 0.0,
                     noise_variance: noise,
                     lml: 0.0,
@@ -383,95 +387,195 @@ impl LocalizedMaclaurinGp {
                 0,
             ));
         }
+        let gp = FeatureGp::fit(&stats, noise, false, Parallelism::Sequential)?;
+        Ok((gp, used))
+    }
+
+    /// The sufficient statistics at centroid `c` (8.2 step 4): `ΦᵀΦ`,
+    /// `Φᵀy`, `Φᵀ1` and the target sums (shift 0; `y` is already centered
+    /// by the training mean) of `Φ = Φ(X_c − c)`, `X_c` the training rows
+    /// within the cutoff, and the number of those rows. Sequential (the
+    /// caller parallelizes over centroids) and deterministic: fixed row
+    /// blocks of [`block_rows`] rows, each block's features built
+    /// feature-major from the cached factor projections and its lower Gram
+    /// accumulated by one GEMM. This is the one per-centroid computation;
+    /// everything after it is `D × D` work.
+    pub fn centroid_stats(
+        &self,
+        c: &[f64],
+        scratch: &mut CentroidScratch,
+    ) -> Result<(FeatureStats, usize)> {
+        let (n, d) = self.x.dim();
+        Error::check_n_features(d, c.len())?;
+        let width = self.map.width();
+        let xt = self
+            .xt
+            .as_slice()
+            .ok_or_else(|| Error::Internal("Xᵀ is contiguous".into()))?;
+        scratch.dd.resize(n, 0.0);
+        sq_dists_t(xt, n, c, &mut scratch.dd);
+        scratch.rows.clear();
+        let cutoff = self.cutoff_sq;
+        scratch
+            .rows
+            .extend((0..n).filter(|&i| scratch.dd[i] < cutoff));
         let mut stats = FeatureStats::new(width);
-        let mut xs = Array2::<f64>::zeros((CHUNK.min(rows.len()), d));
-        let mut phi = Array2::<f64>::zeros((CHUNK.min(rows.len()), width));
-        let mut ys = Array1::<f64>::zeros(CHUNK.min(rows.len()));
-        let shift = match &self.projections {
-            Some(_) => Some(
-                project_rows(
-                    &self.map,
-                    ArrayView2::from_shape((1, d), c)
-                        .map_err(|e| Error::Internal(e.to_string()))?,
-                    Parallelism::Sequential,
-                )?
-                .unwrap_or_default(),
-            ),
-            None => None,
-        };
+        let used = scratch.rows.len();
+        if used == 0 {
+            return Ok((stats, 0));
+        }
+        match &self.projections {
+            Some(proj) => self.stats_from_projections(proj, c, scratch, &mut stats)?,
+            None => self.stats_by_transform(c, &scratch.rows, &mut stats)?,
+        }
+        Ok((stats, used))
+    }
+
+    /// [`Self::centroid_stats`] from the cached factor projections
+    /// (`v_j(x − c) = v_j(x) − v_j(c)`, see
+    /// [`crate::sketch::PolySketch::factor_projections_into`]), in the layout
+    /// of ALGORITHMS.md 4.7: `σ g · [1 | √a_n φ_n((x − c)/l) … | (0)]`, every
+    /// feature multiplied in the same order as
+    /// [`crate::sketch::PolySketch::combine_factors`].
+    fn stats_from_projections(
+        &self,
+        proj: &[Array2<f64>],
+        c: &[f64],
+        scratch: &mut CentroidScratch,
+        stats: &mut FeatureStats,
+    ) -> Result<()> {
+        let n = self.x.nrows();
+        let width = self.map.width();
+        let inv_l = 1.0 / self.config.map.length_scale;
+        let sigma = self.config.map.kernel_variance.sqrt();
+        let shift = project_rows(
+            &self.map,
+            ArrayView2::from_shape((1, c.len()), c).map_err(|e| Error::Internal(e.to_string()))?,
+            Parallelism::Sequential,
+        )?
+        .ok_or_else(|| Error::Internal("no factor projections of the centroid".into()))?;
+        let mut blocks = Vec::with_capacity(proj.len());
+        for ((scale, sk), (p, s)) in self.map.sketch_blocks().zip(proj.iter().zip(&shift)) {
+            let (Some(p), Some(s)) = (p.as_slice(), s.as_slice()) else {
+                return Err(Error::Internal("projection caches are contiguous".into()));
+            };
+            blocks.push(FactorBlock {
+                proj: p,
+                shift: s,
+                width: sk.width(),
+                n_features: sk.n_features(),
+                degree: sk.degree() as usize,
+                complex: sk.is_complex(),
+                init: 1.0 / (sk.n_features() as f64).sqrt(),
+                scale,
+            });
+        }
+        let b = block_rows(width);
+        let CentroidScratch {
+            dd,
+            rows,
+            phit,
+            g,
+            rhs,
+            tmp,
+            out,
+        } = scratch;
+        let used = rows.len();
+        let contiguous = used == n;
+        phit.resize(width * b, 0.0);
+        g.resize(b, 0.0);
+        rhs.resize(2 * b, 0.0);
+        tmp.resize(2 * b, 0.0);
+        out.resize(2 * width, 0.0);
+        let (mut y_sum, mut y_sq_sum) = (0.0, 0.0);
+        for k0 in (0..used).step_by(b) {
+            let m = b.min(used - k0);
+            let idx = &rows[k0..k0 + m];
+            let (ys, ones) = rhs[..2 * m].split_at_mut(m);
+            for (k, &i) in idx.iter().enumerate() {
+                g[k] = sigma * (-0.5 * dd[i] * inv_l * inv_l).exp();
+                let yi = self.y[i];
+                ys[k] = yi;
+                ones[k] = 1.0;
+                y_sum += yi;
+                y_sq_sum += yi * yi;
+            }
+            let phit = &mut phit[..width * m];
+            let src = if contiguous {
+                Rows::Contiguous(k0)
+            } else {
+                Rows::Gather(idx)
+            };
+            fill_features(&blocks, n, src, inv_l, &g[..m], phit, tmp);
+            // Lower triangle of the block's Gram, then Φᵀ[y | 1].
+            let lhs = MatRef::from_row_major_slice(phit, width, m);
+            faer::linalg::matmul::triangular::matmul(
+                as_faer_mut(stats.gram.view_mut()),
+                BlockStructure::TriangularLower,
+                Accum::Add,
+                lhs,
+                BlockStructure::Rectangular,
+                lhs.transpose(),
+                BlockStructure::Rectangular,
+                1.0,
+                Par::Seq,
+            );
+            let rhs_m = MatRef::from_column_major_slice(&rhs[..2 * m], m, 2);
+            faer::linalg::matmul::matmul(
+                MatMut::from_column_major_slice_mut(&mut out[..], width, 2),
+                Accum::Replace,
+                lhs,
+                rhs_m,
+                1.0,
+                Par::Seq,
+            );
+            for k in 0..width {
+                stats.phi_y[k] += out[k];
+                stats.phi_sum[k] += out[width + k];
+            }
+        }
+        mirror_lower(stats.gram.view_mut());
+        stats.n = used as u64;
+        stats.y_shift = 0.0;
+        stats.y_sum = y_sum;
+        stats.y_sq_sum = y_sq_sum;
+        Ok(())
+    }
+
+    /// [`Self::centroid_stats`] through the map itself (the explicit `d = 1`
+    /// map, or no projection cache), in fixed row chunks.
+    fn stats_by_transform(
+        &self,
+        c: &[f64],
+        rows: &[usize],
+        stats: &mut FeatureStats,
+    ) -> Result<()> {
+        let d = self.x.ncols();
+        let width = self.map.width();
+        let len = CHUNK.min(rows.len());
+        let mut xs = Array2::<f64>::zeros((len, d));
+        let mut phi = Array2::<f64>::zeros((len, width));
+        let mut ys = Array1::<f64>::zeros(len);
         for chunk in rows.chunks(CHUNK) {
             let m = chunk.len();
             for (k, &i) in chunk.iter().enumerate() {
                 ys[k] = self.y[i];
+                xs.row_mut(k).assign(&self.x.row(i));
             }
-            let yv = ys.slice(ndarray::s![..m]);
             let mut pv = phi.slice_mut(ndarray::s![..m, ..]);
-            match (&self.projections, &shift) {
-                (Some(proj), Some(shift)) => {
-                    self.features_from_projections(proj, shift, chunk, c, pv.view_mut());
-                }
-                _ => {
-                    for (k, &i) in chunk.iter().enumerate() {
-                        xs.row_mut(k).assign(&self.x.row(i));
-                    }
-                    let xv = xs.slice(ndarray::s![..m, ..]);
-                    self.map.transform_centered_into(
-                        xv,
-                        c,
-                        pv.view_mut(),
-                        Parallelism::Sequential,
-                    )?;
-                }
-            }
-            stats.accumulate(pv.view(), yv, Parallelism::Sequential)?;
+            self.map.transform_centered_into(
+                xs.slice(ndarray::s![..m, ..]),
+                c,
+                pv.view_mut(),
+                Parallelism::Sequential,
+            )?;
+            stats.accumulate(
+                pv.view(),
+                ys.slice(ndarray::s![..m]),
+                Parallelism::Sequential,
+            )?;
         }
-        let gp = FeatureGp::fit(&stats, noise, false, Parallelism::Sequential)?;
-        Ok((gp, rows.len()))
-    }
-
-    /// `Φ(x_i − c)` for the listed training rows from the cached factor
-    /// projections (`v_j(x − c) = v_j(x) − v_j(c)`, see
-    /// [`crate::sketch::PolySketch::factor_projections_into`]), in the
-    /// layout of ALGORITHMS.md 4.7: `σ g · [1 | √a_n φ_n((x − c)/l) … | (0)]`.
-    fn features_from_projections(
-        &self,
-        proj: &[Array2<f64>],
-        shift: &[Array2<f64>],
-        rows: &[usize],
-        c: &[f64],
-        mut out: ndarray::ArrayViewMut2<'_, f64>,
-    ) {
-        let l = self.config.map.length_scale;
-        let inv_l = 1.0 / l;
-        let sigma = self.config.map.kernel_variance.sqrt();
-        out.fill(0.0);
-        for (k, &i) in rows.iter().enumerate() {
-            let mut o = out.row_mut(k);
-            let Some(o) = o.as_slice_mut() else {
-                unreachable!("feature chunks are C-contiguous")
-            };
-            let dd: f64 = self
-                .x
-                .row(i)
-                .iter()
-                .zip(c)
-                .map(|(v, c)| (v - c) * (v - c))
-                .sum();
-            let g = sigma * (-0.5 * dd * inv_l * inv_l).exp();
-            o[0] = g;
-            let mut col = 1;
-            for ((scale, sk), (p, s)) in self.map.sketch_blocks().zip(proj.iter().zip(shift)) {
-                let w = sk.width();
-                let (Some(v), Some(sv)) = (p.row(i).to_slice(), s.row(0).to_slice()) else {
-                    unreachable!("projection caches are C-contiguous")
-                };
-                let dst = &mut o[col..col + w];
-                sk.combine_factors(v, sv, inv_l, dst);
-                let f = g * scale;
-                dst.iter_mut().for_each(|v| *v *= f);
-                col += w;
-            }
-        }
+        Ok(())
     }
 
     /// Builds the GPs of the listed centroids that are not built yet, in
@@ -487,12 +591,13 @@ impl LocalizedMaclaurinGp {
         let step = total.div_ceil(10).max(1);
         let done = AtomicUsize::new(0);
         let verbose = self.config.verbose;
-        let work = |&c: &usize| -> Result<()> {
-            let (gp, _) = self.build_at(
+        let work = |scratch: &mut CentroidScratch, &c: &usize| -> Result<()> {
+            let (gp, _) = self.build_with(
                 self.centroids
                     .row(c)
                     .as_slice()
                     .ok_or_else(|| Error::Internal("centroid rows are contiguous".into()))?,
+                scratch,
             )?;
             let _ = self.predictors[c].set(gp);
             let k = done.fetch_add(1, Ordering::Relaxed) + 1;
@@ -502,9 +607,11 @@ impl LocalizedMaclaurinGp {
             Ok(())
         };
         if par.is_parallel() {
-            todo.par_iter().try_for_each(work)?;
+            todo.par_iter()
+                .try_for_each_init(CentroidScratch::default, work)?;
         } else {
-            todo.iter().try_for_each(work)?;
+            let mut scratch = CentroidScratch::default();
+            todo.iter().try_for_each(|c| work(&mut scratch, c))?;
         }
         Ok(total)
     }
@@ -604,10 +711,10 @@ impl LocalizedMaclaurinGp {
         let t0 = Instant::now();
         let step = m.div_ceil(10).max(1);
         let done = AtomicUsize::new(0);
-        let work = |i: usize| -> Result<Part> {
+        let work = |scratch: &mut CentroidScratch, i: usize| -> Result<Part> {
             let row = x.slice(ndarray::s![i..i + 1, ..]);
             let center: Vec<f64> = row.iter().map(|v| v.to_f64_exact()).collect();
-            let (gp, _) = self.build_at(&center)?;
+            let (gp, _) = self.build_with(&center, scratch)?;
             let mut phi = Array2::<T>::zeros((1, self.map.width()));
             self.map.transform_centered_into(
                 row,
@@ -623,9 +730,15 @@ impl LocalizedMaclaurinGp {
             Ok((vec![i], mu, v))
         };
         let parts: Vec<_> = if par.is_parallel() {
-            (0..m).into_par_iter().map(work).collect::<Result<_>>()?
+            (0..m)
+                .into_par_iter()
+                .map_init(CentroidScratch::default, work)
+                .collect::<Result<_>>()?
         } else {
-            (0..m).map(work).collect::<Result<_>>()?
+            let mut scratch = CentroidScratch::default();
+            (0..m)
+                .map(|i| work(&mut scratch, i))
+                .collect::<Result<_>>()?
         };
         let (mean, var) = self.scatter(m, want_var, parts.into_iter());
         let build_seconds = t0.elapsed().as_secs_f64();
@@ -658,6 +771,191 @@ impl LocalizedMaclaurinGp {
         }
         (mean, var)
     }
+}
+
+/// Reusable buffers of [`LocalizedMaclaurinGp::centroid_stats`] (one per
+/// worker thread, so building a centroid allocates nothing large).
+#[derive(Debug, Default)]
+pub struct CentroidScratch {
+    dd: Vec<f64>,
+    rows: Vec<usize>,
+    phit: Vec<f64>,
+    g: Vec<f64>,
+    rhs: Vec<f64>,
+    tmp: Vec<f64>,
+    out: Vec<f64>,
+}
+
+/// One sketched block's cached factor projections (`degree·width × N`,
+/// row-major) and the centroid's (`degree·width`).
+struct FactorBlock<'a> {
+    proj: &'a [f64],
+    shift: &'a [f64],
+    width: usize,
+    n_features: usize,
+    degree: usize,
+    complex: bool,
+    /// `1/√D_n`, the sketch's normalization.
+    init: f64,
+    /// `√a_n`, the block scale.
+    scale: f64,
+}
+
+/// Which training rows a feature block covers.
+#[derive(Clone, Copy)]
+enum Rows<'a> {
+    /// Rows `k0..k0 + m` (every row is used).
+    Contiguous(usize),
+    /// The listed rows.
+    Gather(&'a [usize]),
+}
+
+/// Factor row `row` of `proj` (`· × n`) at the block's rows: a slice of the
+/// cache, or gathered into `tmp`.
+#[inline(always)]
+fn factor_row<'a>(
+    proj: &'a [f64],
+    row: usize,
+    n: usize,
+    rows: Rows<'_>,
+    m: usize,
+    tmp: &'a mut [f64],
+) -> &'a [f64] {
+    match rows {
+        Rows::Contiguous(k0) => &proj[row * n + k0..row * n + k0 + m],
+        Rows::Gather(idx) => {
+            let src = &proj[row * n..(row + 1) * n];
+            for (t, &i) in tmp[..m].iter_mut().zip(idx) {
+                *t = src[i];
+            }
+            &tmp[..m]
+        }
+    }
+}
+
+/// Fills the feature-major block `phit` (`D × m`, `m = g.len()`): row 0 is
+/// `g` (`σ e^{−‖x − c‖²/2l²}`), then every sketched block's features
+/// `g·√a_n·(1/√D_n)·Π_j t(v_j − s_j)` (complex products when complex), the
+/// remaining rows 0. Per feature the operations are those of
+/// [`crate::sketch::PolySketch::combine_factors`] in the same order.
+#[inline(always)]
+fn fill_body(
+    blocks: &[FactorBlock<'_>],
+    n: usize,
+    rows: Rows<'_>,
+    t: f64,
+    g: &[f64],
+    phit: &mut [f64],
+    tmp: &mut [f64],
+) {
+    let m = g.len();
+    phit[..m].copy_from_slice(g);
+    let mut col = 1;
+    for b in blocks {
+        let w = b.width;
+        let dst = &mut phit[col * m..(col + w) * m];
+        if b.complex {
+            let nf = b.n_features;
+            let (re_all, im_all) = dst.split_at_mut(nf * m);
+            for r in 0..nf {
+                let re = &mut re_all[r * m..(r + 1) * m];
+                let im = &mut im_all[r * m..(r + 1) * m];
+                re.fill(b.init);
+                im.fill(0.0);
+                for j in 0..b.degree {
+                    let (tr, ti) = tmp.split_at_mut(m);
+                    let vr = factor_row(b.proj, j * w + r, n, rows, m, tr);
+                    let vi = factor_row(b.proj, j * w + nf + r, n, rows, m, ti);
+                    let (sr, si) = (b.shift[j * w + r], b.shift[j * w + nf + r]);
+                    for (((re, im), a), c) in re.iter_mut().zip(im.iter_mut()).zip(vr).zip(vi) {
+                        let u = t * (a - sr);
+                        let q = t * (c - si);
+                        let (x, y) = (*re, *im);
+                        *re = x * u - y * q;
+                        *im = x * q + y * u;
+                    }
+                }
+                for ((re, im), gk) in re.iter_mut().zip(im.iter_mut()).zip(g) {
+                    let f = gk * b.scale;
+                    *re *= f;
+                    *im *= f;
+                }
+            }
+        } else {
+            for r in 0..w {
+                let o = &mut dst[r * m..(r + 1) * m];
+                o.fill(b.init);
+                for j in 0..b.degree {
+                    let v = factor_row(b.proj, j * w + r, n, rows, m, tmp);
+                    let s = b.shift[j * w + r];
+                    for (o, a) in o.iter_mut().zip(v) {
+                        *o *= t * (a - s);
+                    }
+                }
+                for (o, gk) in o.iter_mut().zip(g) {
+                    *o *= gk * b.scale;
+                }
+            }
+        }
+        col += w;
+    }
+    phit[col * m..].fill(0.0);
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::*;
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn fill_avx512(
+        blocks: &[FactorBlock<'_>],
+        n: usize,
+        rows: Rows<'_>,
+        t: f64,
+        g: &[f64],
+        phit: &mut [f64],
+        tmp: &mut [f64],
+    ) {
+        fill_body(blocks, n, rows, t, g, phit, tmp)
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) fn fill_avx2(
+        blocks: &[FactorBlock<'_>],
+        n: usize,
+        rows: Rows<'_>,
+        t: f64,
+        g: &[f64],
+        phit: &mut [f64],
+        tmp: &mut [f64],
+    ) {
+        fill_body(blocks, n, rows, t, g, phit, tmp)
+    }
+}
+
+/// [`fill_body`] with the widest SIMD the CPU offers (no FMA contraction,
+/// so the result does not depend on the SIMD level).
+fn fill_features(
+    blocks: &[FactorBlock<'_>],
+    n: usize,
+    rows: Rows<'_>,
+    t: f64,
+    g: &[f64],
+    phit: &mut [f64],
+    tmp: &mut [f64],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked above).
+            return unsafe { x86::fill_avx512(blocks, n, rows, t, g, phit, tmp) };
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked above).
+            return unsafe { x86::fill_avx2(blocks, n, rows, t, g, phit, tmp) };
+        }
+    }
+    fill_body(blocks, n, rows, t, g, phit, tmp)
 }
 
 /// The factor projections of every row of `x` for every sketched block of
@@ -695,6 +993,22 @@ fn project_rows(
         out.push(p);
     }
     Ok(Some(out))
+}
+
+/// [`project_rows`] transposed: one `degree·width × n` matrix per block
+/// (row `j·width + r` holds factor `j`, feature `r` of every row of `x`), so
+/// the per-centroid feature blocks are built with unit stride over rows.
+fn project_rows_t(
+    map: &MaclaurinMap,
+    x: ArrayView2<'_, f64>,
+    par: Parallelism,
+) -> Result<Option<Vec<Array2<f64>>>> {
+    Ok(project_rows(map, x, par)?.map(|blocks| {
+        blocks
+            .into_iter()
+            .map(|p| p.t().as_standard_layout().into_owned())
+            .collect()
+    }))
 }
 
 #[cfg(test)]
