@@ -377,5 +377,14 @@ fn cached_projections_give_the_statistics_of_the_map_at_any_center() {
                 epsilon = 1e-10
             );
         }
+        // A group shares one pass over the cache (when every row is used)
+        // and gives exactly the one-by-one statistics.
+        let (c2, c3) = ([1.0, 0.0, -0.5, 0.2, 1.5], [-0.7, 0.4, 0.0, -1.2, 0.3]);
+        let group = gp.group_stats(&[&c, &c2, &c3], &mut scratch).unwrap();
+        for (cq, (gs, gu)) in [&c[..], &c2[..], &c3[..]].into_iter().zip(&group) {
+            let (one, ou) = gp.centroid_stats(cq, &mut scratch).unwrap();
+            assert_eq!(*gu, ou);
+            assert_eq!(gs, &one);
+        }
     }
 }
