@@ -64,30 +64,36 @@ pub fn farthest_point<T: Real>(
             .map_err(|e| Error::Internal(e.to_string()));
     }
     let limit = max_clusters.unwrap_or(usize::MAX);
-    // One contiguous f64 copy, so the distance loops run over plain slices.
-    let flat: Vec<f64> = x.iter().map(|v| v.to_f64_exact()).collect();
+    // Xᵀ (d × n), so the distance loops vectorize over rows.
+    let mut xt = vec![0.0; n * d];
+    for (i, row) in x.axis_iter(Axis(0)).enumerate() {
+        for (k, v) in row.iter().enumerate() {
+            xt[k * n + i] = v.to_f64_exact();
+        }
+    }
     // The stop test compares squared distances: ‖·‖² ≤ θ² ⇔ ‖·‖ ≤ θ.
     let theta_sq = threshold.map_or(0.0, |t| t * t);
     let mut delta = vec![f64::INFINITY; n];
     let mut newest: Vec<f64> = start.to_vec();
+    // Parallel chunks only when a pass is large enough to pay for the
+    // fork-join (the result is the same either way: `farther` is a total
+    // order, so any grouping of the reduction gives the same argmax).
+    let parallel = par.is_parallel() && n * d >= 1 << 18;
     loop {
         let update = |(k, ds): (usize, &mut [f64])| {
-            let mut best = (f64::NEG_INFINITY, usize::MAX);
-            for (j, dv) in ds.iter_mut().enumerate() {
-                let i = k * CHUNK + j;
-                let dd: f64 = flat[i * d..(i + 1) * d]
-                    .iter()
-                    .zip(&newest)
-                    .map(|(a, b)| (a - b) * (a - b))
-                    .sum();
-                if dd < *dv {
-                    *dv = dd;
+            let i0 = k * CHUNK;
+            let mut dd = [0.0; CHUNK];
+            let dd = &mut dd[..ds.len()];
+            sq_dists_t(&xt[i0..], n, &newest, dd);
+            for (dv, &v) in ds.iter_mut().zip(dd.iter()) {
+                if v < *dv {
+                    *dv = v;
                 }
-                best = farther(best, (*dv, i));
             }
-            best
+            let (mx, j) = first_max(ds);
+            (mx, i0 + j)
         };
-        let (max_sq, arg) = if par.is_parallel() {
+        let (max_sq, arg) = if parallel {
             delta
                 .par_chunks_mut(CHUNK)
                 .enumerate()
@@ -103,7 +109,7 @@ pub fn farthest_point<T: Real>(
         if n == 0 || max_sq <= theta_sq || count >= limit {
             break;
         }
-        newest = flat[arg * d..(arg + 1) * d].to_vec();
+        newest = (0..d).map(|k| xt[k * n + arg]).collect();
         centroids.extend_from_slice(&newest);
         count += 1;
         progress(count);
@@ -119,28 +125,114 @@ pub fn nearest<T: Real>(
     par: Parallelism,
 ) -> Result<Vec<usize>> {
     Error::check_n_features(centroids.ncols(), x.ncols())?;
-    let assign = |row: ndarray::ArrayView1<'_, T>| {
+    let k = centroids.nrows();
+    // Centroidsᵀ (d × |C|), so the distances vectorize over centroids.
+    let ct = centroids.t().as_standard_layout().into_owned();
+    let Some(ct) = ct.as_slice() else {
+        return Err(Error::Internal(
+            "transposed centroids are contiguous".into(),
+        ));
+    };
+    let assign = |dd: &mut Vec<f64>, row: ndarray::ArrayView1<'_, T>| {
+        let r: Vec<f64> = row.iter().map(|v| v.to_f64_exact()).collect();
+        dd.resize(k, 0.0);
+        sq_dists_t(ct, k, &r, dd);
+        // The first minimum (NaN distances never win), as a strict `<` scan.
         let mut best = (f64::INFINITY, 0usize);
-        for (c, cen) in centroids.axis_iter(Axis(0)).enumerate() {
-            let dd = row
-                .iter()
-                .zip(cen)
-                .map(|(v, c)| {
-                    let t = v.to_f64_exact() - c;
-                    t * t
-                })
-                .sum::<f64>();
-            if dd < best.0 {
-                best = (dd, c);
+        for (c, &v) in dd.iter().enumerate() {
+            if v < best.0 {
+                best = (v, c);
             }
         }
         best.1
     };
     Ok(if par.is_parallel() {
-        x.axis_iter(Axis(0)).into_par_iter().map(assign).collect()
+        x.axis_iter(Axis(0))
+            .into_par_iter()
+            .map_init(Vec::new, assign)
+            .collect()
     } else {
-        x.axis_iter(Axis(0)).map(assign).collect()
+        let mut dd = Vec::new();
+        x.axis_iter(Axis(0)).map(|r| assign(&mut dd, r)).collect()
     })
+}
+
+/// The largest entry of `v` and its first index (`(−∞, 0)` when empty or
+/// all NaN): eight independent lanes for the maximum, then a scan for it.
+fn first_max(v: &[f64]) -> (f64, usize) {
+    let mut lanes = [f64::NEG_INFINITY; 8];
+    let mut chunks = v.chunks_exact(8);
+    for ch in &mut chunks {
+        for (l, &x) in lanes.iter_mut().zip(ch) {
+            if x > *l {
+                *l = x;
+            }
+        }
+    }
+    let mut mx = f64::NEG_INFINITY;
+    for &x in lanes.iter().chain(chunks.remainder()) {
+        if x > mx {
+            mx = x;
+        }
+    }
+    let at = v.iter().position(|&x| x == mx).unwrap_or(0);
+    (mx, at)
+}
+
+/// `out[i] = Σ_k (xt[k·stride + i] − c[k])²` for `i < out.len()`: squared
+/// distances of the columns of a `d × stride` row-major matrix (`xt`, e.g.
+/// `Xᵀ`) to `c`, summed over `k = 0, 1, …` in order (the same value as a
+/// per-row `Σ_k`), vectorized over columns.
+#[inline(always)]
+fn sq_dists_body(xt: &[f64], stride: usize, c: &[f64], out: &mut [f64]) {
+    let m = out.len();
+    for (k, &ck) in c.iter().enumerate() {
+        let col = &xt[k * stride..k * stride + m];
+        if k == 0 {
+            for (o, &v) in out.iter_mut().zip(col) {
+                *o = (v - ck) * (v - ck);
+            }
+        } else {
+            for (o, &v) in out.iter_mut().zip(col) {
+                *o += (v - ck) * (v - ck);
+            }
+        }
+    }
+    if c.is_empty() {
+        out.fill(0.0);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn sq_dists_avx512(xt: &[f64], stride: usize, c: &[f64], out: &mut [f64]) {
+        super::sq_dists_body(xt, stride, c, out)
+    }
+    #[target_feature(enable = "avx2")]
+    pub(super) fn sq_dists_avx2(xt: &[f64], stride: usize, c: &[f64], out: &mut [f64]) {
+        super::sq_dists_body(xt, stride, c, out)
+    }
+}
+
+/// [`sq_dists_body`] with the widest SIMD the CPU offers (the same result
+/// at every SIMD level: no FMA contraction).
+///
+/// # Panics
+/// If `xt` is shorter than `(c.len() − 1)·stride + out.len()`.
+pub fn sq_dists_t(xt: &[f64], stride: usize, c: &[f64], out: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked above).
+            return unsafe { x86::sq_dists_avx512(xt, stride, c, out) };
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked above).
+            return unsafe { x86::sq_dists_avx2(xt, stride, c, out) };
+        }
+    }
+    sq_dists_body(xt, stride, c, out)
 }
 
 #[cfg(test)]

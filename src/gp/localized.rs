@@ -17,15 +17,17 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use faer::linalg::matmul::triangular::BlockStructure;
+use faer::{Accum, MatMut, MatRef, Par};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
 use super::check_positive;
-use super::cluster::{farthest_point, nearest};
+use super::cluster::{farthest_point, nearest, sq_dists_t};
 use super::features::{FeatureGp, FeatureStats};
 use crate::error::{Error, Result};
 use crate::gpu::Device;
-use crate::linalg::{as_faer, Cholesky};
+use crate::linalg::{as_faer, as_faer_mut, mirror_lower, Cholesky};
 use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
 use crate::real::Real;
 use crate::sketch::SketchParams;
@@ -34,6 +36,23 @@ use crate::threads::Parallelism;
 /// Training rows mapped and accumulated at a time per centroid (fixed, so
 /// results never depend on the thread count).
 const CHUNK: usize = 1024;
+
+/// Rows per feature block of [`LocalizedMaclaurinGp::centroid_stats`]: a
+/// group's `G × D × B` features (about 2^16 entries, 512 KiB; measured
+/// faster than 2^17 at `D = 64`) stay in L2 while their Grams are
+/// accumulated. Depends only on `D`, so results never depend on the thread
+/// count or the grouping.
+fn block_rows(width: usize) -> usize {
+    ((1usize << 16) / (width.max(1) * group_size(width))).clamp(128, 1024)
+}
+
+/// Centroids that share one pass over the factor-projection cache (see
+/// [`LocalizedMaclaurinGp::group_stats`]): the cache (`N × Σ_n n·D_n`
+/// entries) is read from L3 or memory, once per group instead of once per
+/// centroid, which otherwise costs as much as the Gram itself.
+fn group_size(width: usize) -> usize {
+    (256 / width.max(1)).clamp(4, 8)
+}
 
 /// Largest cache of training-row factor projections, in `f64` entries
 /// (256 MiB); beyond it every centroid maps its rows from scratch.
@@ -212,6 +231,8 @@ pub struct LocalizedMaclaurinGp {
     config: LocalizedConfig,
     map: MaclaurinMap,
     x: Array2<f64>,
+    /// `Xᵀ` (`d × N`), so distances to a centroid vectorize over rows.
+    xt: Array2<f64>,
     y: Array1<f64>,
     y_mean: f64,
     centroids: Array2<f64>,
@@ -311,10 +332,11 @@ impl LocalizedMaclaurinGp {
         let cutoff_sq = NormBound::of(&map).cutoff(config.tol) * l * l;
         let predictors = (0..centroids.nrows()).map(|_| OnceLock::new()).collect();
         let x = x.mapv(|v| v.to_f64_exact());
-        let projections = project_rows(&map, x.view(), par)?;
+        let projections = project_rows_t(&map, x.view(), par)?;
         Ok(Self {
             config: config.clone(),
             projections,
+            xt: x.t().as_standard_layout().into_owned(),
             x,
             y: y.mapv(|v| v - y_mean),
             y_mean,
@@ -356,127 +378,293 @@ impl LocalizedMaclaurinGp {
     }
 
     /// The feature-space GP (7.2) on `Φ(X − c)`, built from the rows within
-    /// the cutoff (the prior, `L = I` and `β = 0`, when there are none),
-    /// sequentially in fixed row chunks. Returns it and the rows used.
+    /// the cutoff (the prior, `L = I` and `β = 0`, when there are none).
+    /// Returns it and the rows used.
     pub fn build_at(&self, c: &[f64]) -> Result<(FeatureGp, usize)> {
+        self.build_with(c, &mut CentroidScratch::default())
+    }
+
+    /// [`Self::build_at`] with caller-owned scratch buffers.
+    fn build_with(&self, c: &[f64], scratch: &mut CentroidScratch) -> Result<(FeatureGp, usize)> {
+        let (stats, used) = self.centroid_stats(c, scratch)?;
+        Ok((self.gp_from(&stats, used)?, used))
+    }
+
+    /// The GP of a centroid from its statistics (the prior when no row is
+    /// used).
+    fn gp_from(&self, stats: &FeatureStats, used: usize) -> Result<FeatureGp> {
+        let noise = self.config.noise_variance;
+        if used == 0 {
+            let width = self.map.width();
+            let eye = Array2::<f64>::eye(width);
+            return Ok(FeatureGp {
+                chol: Cholesky::new(as_faer(eye.view()), Parallelism::Sequential)?,
+                beta: Array1::zeros(width),
+                y_mean: 0.0,
+                noise_variance: noise,
+                lml: 0.0,
+            });
+        }
+        FeatureGp::fit(stats, noise, false, Parallelism::Sequential)
+    }
+
+    /// The sufficient statistics at centroid `c` (8.2 step 4): `ΦᵀΦ`,
+    /// `Φᵀy`, `Φᵀ1` and the target sums (shift 0; `y` is already centered
+    /// by the training mean) of `Φ = Φ(X_c − c)`, `X_c` the training rows
+    /// within the cutoff, and the number of those rows. Sequential (the
+    /// caller parallelizes over centroids) and deterministic: fixed row
+    /// blocks of [`block_rows`] rows, each block's features built
+    /// feature-major from the cached factor projections and its lower Gram
+    /// accumulated by one GEMM. This is the one per-centroid computation;
+    /// everything after it is `D × D` work. [`Self::group_stats`] computes
+    /// the same for several centroids in one pass over the cache.
+    pub fn centroid_stats(
+        &self,
+        c: &[f64],
+        scratch: &mut CentroidScratch,
+    ) -> Result<(FeatureStats, usize)> {
+        let n = self.x.nrows();
+        self.distances(c, scratch, 0)?;
+        let cutoff = self.cutoff_sq;
+        let CentroidScratch { dd, rows, .. } = &mut *scratch;
+        rows.clear();
+        rows.extend((0..n).filter(|&i| dd[i] < cutoff));
+        let used = rows.len();
+        if used == 0 {
+            return Ok((FeatureStats::new(self.map.width()), 0));
+        }
+        let stats = match &self.projections {
+            Some(proj) => self
+                .stats_from_projections(proj, &[c], scratch)?
+                .pop()
+                .ok_or_else(|| Error::Internal("one centroid, one result".into()))?,
+            None => {
+                let mut stats = FeatureStats::new(self.map.width());
+                self.stats_by_transform(c, &scratch.rows, &mut stats)?;
+                stats
+            }
+        };
+        Ok((stats, used))
+    }
+
+    /// [`Self::centroid_stats`] of every centroid in `cs`. When every
+    /// training row is within the cutoff of every one of them (the usual
+    /// case when the data span a few length scales) they share one pass
+    /// over the factor-projection cache (each cached block is read once for
+    /// the group instead of once per centroid); the results are the same as
+    /// one by one.
+    pub fn group_stats(
+        &self,
+        cs: &[&[f64]],
+        scratch: &mut CentroidScratch,
+    ) -> Result<Vec<(FeatureStats, usize)>> {
+        let n = self.x.nrows();
+        let mut shared = cs.len() > 1 && n > 0 && self.projections.is_some();
+        for (q, c) in cs.iter().enumerate() {
+            if !shared {
+                break;
+            }
+            self.distances(c, scratch, q)?;
+            let cutoff = self.cutoff_sq;
+            shared = scratch.dd[q * n..(q + 1) * n].iter().all(|&v| v < cutoff);
+        }
+        match (&self.projections, shared) {
+            (Some(proj), true) => {
+                scratch.rows.clear();
+                scratch.rows.extend(0..n);
+                Ok(self
+                    .stats_from_projections(proj, cs, scratch)?
+                    .into_iter()
+                    .map(|s| (s, n))
+                    .collect())
+            }
+            _ => cs.iter().map(|c| self.centroid_stats(c, scratch)).collect(),
+        }
+    }
+
+    /// Squared distances of every training row to `c` into
+    /// `scratch.dd[q·N..(q + 1)·N]`.
+    fn distances(&self, c: &[f64], scratch: &mut CentroidScratch, q: usize) -> Result<()> {
         let (n, d) = self.x.dim();
         Error::check_n_features(d, c.len())?;
-        let width = self.map.width();
-        let rows: Vec<usize> = (0..n)
-            .filter(|&i| {
-                let dd: f64 = self
-                    .x
-                    .row(i)
-                    .iter()
-                    .zip(c)
-                    .map(|(v, c)| (v - c) * (v - c))
-                    .sum();
-                dd < self.cutoff_sq
-            })
-            .collect();
-        let noise = self.config.noise_variance;
-        if rows.is_empty() {
-            let eye = Array2::<f64>::eye(width);
-            return Ok((
-                FeatureGp {
-                    chol: Cholesky::new(as_faer(eye.view()), Parallelism::Sequential)?,
-                    beta: Array1::zeros(width),
-                    y_mean: 0.0,
-                    noise_variance: noise,
-                    lml: 0.0,
-                },
-                0,
-            ));
+        let xt = self
+            .xt
+            .as_slice()
+            .ok_or_else(|| Error::Internal("Xᵀ is contiguous".into()))?;
+        if scratch.dd.len() < (q + 1) * n {
+            scratch.dd.resize((q + 1) * n, 0.0);
         }
-        let mut stats = FeatureStats::new(width);
-        let mut xs = Array2::<f64>::zeros((CHUNK.min(rows.len()), d));
-        let mut phi = Array2::<f64>::zeros((CHUNK.min(rows.len()), width));
-        let mut ys = Array1::<f64>::zeros(CHUNK.min(rows.len()));
-        let shift = match &self.projections {
-            Some(_) => Some(
-                project_rows(
-                    &self.map,
-                    ArrayView2::from_shape((1, d), c)
-                        .map_err(|e| Error::Internal(e.to_string()))?,
-                    Parallelism::Sequential,
-                )?
-                .unwrap_or_default(),
-            ),
-            None => None,
-        };
+        sq_dists_t(xt, n, c, &mut scratch.dd[q * n..(q + 1) * n]);
+        Ok(())
+    }
+
+    /// The statistics of the centroids `cs` over the rows `scratch.rows`
+    /// (every row when there are several centroids) from the cached factor
+    /// projections (`v_j(x − c) = v_j(x) − v_j(c)`, see
+    /// [`crate::sketch::PolySketch::factor_projections_into`]), in the layout
+    /// of ALGORITHMS.md 4.7: `σ g · [1 | √a_n φ_n((x − c)/l) … | (0)]`, every
+    /// feature multiplied in the same order as
+    /// [`crate::sketch::PolySketch::combine_factors`]. `scratch.dd` holds
+    /// the squared distances to each centroid (`|cs| × N`).
+    fn stats_from_projections(
+        &self,
+        proj: &[Array2<f64>],
+        cs: &[&[f64]],
+        scratch: &mut CentroidScratch,
+    ) -> Result<Vec<FeatureStats>> {
+        let n = self.x.nrows();
+        let width = self.map.width();
+        let inv_l = 1.0 / self.config.map.length_scale;
+        let sigma = self.config.map.kernel_variance.sqrt();
+        let mut shifts = Vec::with_capacity(cs.len());
+        for c in cs {
+            let view = ArrayView2::from_shape((1, c.len()), c)
+                .map_err(|e| Error::Internal(e.to_string()))?;
+            shifts.push(
+                project_rows(&self.map, view, Parallelism::Sequential)?.ok_or_else(|| {
+                    Error::Internal("no factor projections of the centroid".into())
+                })?,
+            );
+        }
+        let mut blocks = Vec::with_capacity(proj.len());
+        for (k, ((scale, sk), p)) in self.map.sketch_blocks().zip(proj).enumerate() {
+            let p = p
+                .as_slice()
+                .ok_or_else(|| Error::Internal("projection caches are contiguous".into()))?;
+            let shift = shifts
+                .iter()
+                .map(|s| s[k].as_slice())
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| Error::Internal("centroid projections are contiguous".into()))?;
+            blocks.push(FactorBlock {
+                proj: p,
+                shift,
+                width: sk.width(),
+                n_features: sk.n_features(),
+                degree: sk.degree() as usize,
+                complex: sk.is_complex(),
+                init: 1.0 / (sk.n_features() as f64).sqrt(),
+                scale,
+                t: inv_l,
+            });
+        }
+        let b = block_rows(width);
+        let g_count = cs.len();
+        let CentroidScratch {
+            dd,
+            rows,
+            phit,
+            g,
+            rhs,
+            tmp,
+            out,
+        } = scratch;
+        let used = rows.len();
+        let contiguous = used == n;
+        phit.resize(g_count * width * b, 0.0);
+        g.resize(g_count * b, 0.0);
+        rhs.resize(2 * b, 0.0);
+        tmp.resize(2 * b, 0.0);
+        out.resize(2 * width, 0.0);
+        let mut all: Vec<FeatureStats> = (0..g_count).map(|_| FeatureStats::new(width)).collect();
+        let (mut y_sum, mut y_sq_sum) = (0.0, 0.0);
+        for k0 in (0..used).step_by(b) {
+            let m = b.min(used - k0);
+            let idx = &rows[k0..k0 + m];
+            let (ys, ones) = rhs[..2 * m].split_at_mut(m);
+            for (k, &i) in idx.iter().enumerate() {
+                let yi = self.y[i];
+                ys[k] = yi;
+                ones[k] = 1.0;
+                y_sum += yi;
+                y_sq_sum += yi * yi;
+            }
+            for q in 0..g_count {
+                let dq = &dd[q * n..(q + 1) * n];
+                for (gk, &i) in g[q * m..(q + 1) * m].iter_mut().zip(idx) {
+                    *gk = sigma * (-0.5 * dq[i] * inv_l * inv_l).exp();
+                }
+            }
+            let phit = &mut phit[..g_count * width * m];
+            let src = if contiguous {
+                Rows::Contiguous(k0)
+            } else {
+                Rows::Gather(idx)
+            };
+            fill_features(&blocks, n, src, g_count, &g[..g_count * m], phit, tmp);
+            let rhs_m = MatRef::from_column_major_slice(&rhs[..2 * m], m, 2);
+            for (stats, ph) in all.iter_mut().zip(phit.chunks_exact(width * m)) {
+                // Lower triangle of the block's Gram, then Φᵀ[y | 1].
+                let lhs = MatRef::from_row_major_slice(ph, width, m);
+                faer::linalg::matmul::triangular::matmul(
+                    as_faer_mut(stats.gram.view_mut()),
+                    BlockStructure::TriangularLower,
+                    Accum::Add,
+                    lhs,
+                    BlockStructure::Rectangular,
+                    lhs.transpose(),
+                    BlockStructure::Rectangular,
+                    1.0,
+                    Par::Seq,
+                );
+                faer::linalg::matmul::matmul(
+                    MatMut::from_column_major_slice_mut(&mut out[..], width, 2),
+                    Accum::Replace,
+                    lhs,
+                    rhs_m,
+                    1.0,
+                    Par::Seq,
+                );
+                for k in 0..width {
+                    stats.phi_y[k] += out[k];
+                    stats.phi_sum[k] += out[width + k];
+                }
+            }
+        }
+        for stats in &mut all {
+            mirror_lower(stats.gram.view_mut());
+            stats.n = used as u64;
+            stats.y_shift = 0.0;
+            stats.y_sum = y_sum;
+            stats.y_sq_sum = y_sq_sum;
+        }
+        Ok(all)
+    }
+
+    /// [`Self::centroid_stats`] through the map itself (the explicit `d = 1`
+    /// map, or no projection cache), in fixed row chunks.
+    fn stats_by_transform(
+        &self,
+        c: &[f64],
+        rows: &[usize],
+        stats: &mut FeatureStats,
+    ) -> Result<()> {
+        let d = self.x.ncols();
+        let width = self.map.width();
+        let len = CHUNK.min(rows.len());
+        let mut xs = Array2::<f64>::zeros((len, d));
+        let mut phi = Array2::<f64>::zeros((len, width));
+        let mut ys = Array1::<f64>::zeros(len);
         for chunk in rows.chunks(CHUNK) {
             let m = chunk.len();
             for (k, &i) in chunk.iter().enumerate() {
                 ys[k] = self.y[i];
+                xs.row_mut(k).assign(&self.x.row(i));
             }
-            let yv = ys.slice(ndarray::s![..m]);
             let mut pv = phi.slice_mut(ndarray::s![..m, ..]);
-            match (&self.projections, &shift) {
-                (Some(proj), Some(shift)) => {
-                    self.features_from_projections(proj, shift, chunk, c, pv.view_mut());
-                }
-                _ => {
-                    for (k, &i) in chunk.iter().enumerate() {
-                        xs.row_mut(k).assign(&self.x.row(i));
-                    }
-                    let xv = xs.slice(ndarray::s![..m, ..]);
-                    self.map.transform_centered_into(
-                        xv,
-                        c,
-                        pv.view_mut(),
-                        Parallelism::Sequential,
-                    )?;
-                }
-            }
-            stats.accumulate(pv.view(), yv, Parallelism::Sequential)?;
+            self.map.transform_centered_into(
+                xs.slice(ndarray::s![..m, ..]),
+                c,
+                pv.view_mut(),
+                Parallelism::Sequential,
+            )?;
+            stats.accumulate(
+                pv.view(),
+                ys.slice(ndarray::s![..m]),
+                Parallelism::Sequential,
+            )?;
         }
-        let gp = FeatureGp::fit(&stats, noise, false, Parallelism::Sequential)?;
-        Ok((gp, rows.len()))
-    }
-
-    /// `Φ(x_i − c)` for the listed training rows from the cached factor
-    /// projections (`v_j(x − c) = v_j(x) − v_j(c)`, see
-    /// [`crate::sketch::PolySketch::factor_projections_into`]), in the
-    /// layout of ALGORITHMS.md 4.7: `σ g · [1 | √a_n φ_n((x − c)/l) … | (0)]`.
-    fn features_from_projections(
-        &self,
-        proj: &[Array2<f64>],
-        shift: &[Array2<f64>],
-        rows: &[usize],
-        c: &[f64],
-        mut out: ndarray::ArrayViewMut2<'_, f64>,
-    ) {
-        let l = self.config.map.length_scale;
-        let inv_l = 1.0 / l;
-        let sigma = self.config.map.kernel_variance.sqrt();
-        out.fill(0.0);
-        for (k, &i) in rows.iter().enumerate() {
-            let mut o = out.row_mut(k);
-            let Some(o) = o.as_slice_mut() else {
-                unreachable!("feature chunks are C-contiguous")
-            };
-            let dd: f64 = self
-                .x
-                .row(i)
-                .iter()
-                .zip(c)
-                .map(|(v, c)| (v - c) * (v - c))
-                .sum();
-            let g = sigma * (-0.5 * dd * inv_l * inv_l).exp();
-            o[0] = g;
-            let mut col = 1;
-            for ((scale, sk), (p, s)) in self.map.sketch_blocks().zip(proj.iter().zip(shift)) {
-                let w = sk.width();
-                let (Some(v), Some(sv)) = (p.row(i).to_slice(), s.row(0).to_slice()) else {
-                    unreachable!("projection caches are C-contiguous")
-                };
-                let dst = &mut o[col..col + w];
-                sk.combine_factors(v, sv, inv_l, dst);
-                let f = g * scale;
-                dst.iter_mut().for_each(|v| *v *= f);
-                col += w;
-            }
-        }
+        Ok(())
     }
 
     /// Builds the GPs of the listed centroids that are not built yet, in
@@ -503,29 +691,37 @@ impl LocalizedMaclaurinGp {
             for (&c, gp) in todo.iter().zip(gps) {
                 let _ = self.predictors[c].set(gp);
             }
+            if self.config.verbose {
+                eprintln!("LocalizedMaclaurinGP: built {total}/{total} centroid GPs on the GPU");
+            }
             return Ok(total);
         }
         let step = total.div_ceil(10).max(1);
         let done = AtomicUsize::new(0);
         let verbose = self.config.verbose;
-        let work = |&c: &usize| -> Result<()> {
-            let (gp, _) = self.build_at(
-                self.centroids
-                    .row(c)
-                    .as_slice()
-                    .ok_or_else(|| Error::Internal("centroid rows are contiguous".into()))?,
-            )?;
-            let _ = self.predictors[c].set(gp);
-            let k = done.fetch_add(1, Ordering::Relaxed) + 1;
-            if verbose && (k.is_multiple_of(step) || k == total) {
-                eprintln!("LocalizedMaclaurinGP: built {k}/{total} centroid GPs");
+        let group = group_size(self.map.width());
+        let work = |scratch: &mut CentroidScratch, ids: &[usize]| -> Result<()> {
+            let cs = ids
+                .iter()
+                .map(|&c| self.centroids.row(c).to_slice())
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| Error::Internal("centroid rows are contiguous".into()))?;
+            for (&c, (stats, used)) in ids.iter().zip(self.group_stats(&cs, scratch)?) {
+                let _ = self.predictors[c].set(self.gp_from(&stats, used)?);
+                let k = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if verbose && (k.is_multiple_of(step) || k == total) {
+                    eprintln!("LocalizedMaclaurinGP: built {k}/{total} centroid GPs");
+                }
             }
             Ok(())
         };
         if par.is_parallel() {
-            todo.par_iter().try_for_each(work)?;
+            todo.par_chunks(group)
+                .try_for_each_init(CentroidScratch::default, work)?;
         } else {
-            todo.iter().try_for_each(work)?;
+            let mut scratch = CentroidScratch::default();
+            todo.chunks(group)
+                .try_for_each(|ids| work(&mut scratch, ids))?;
         }
         Ok(total)
     }
@@ -625,10 +821,10 @@ impl LocalizedMaclaurinGp {
         let t0 = Instant::now();
         let step = m.div_ceil(10).max(1);
         let done = AtomicUsize::new(0);
-        let work = |i: usize| -> Result<Part> {
+        let work = |scratch: &mut CentroidScratch, i: usize| -> Result<Part> {
             let row = x.slice(ndarray::s![i..i + 1, ..]);
             let center: Vec<f64> = row.iter().map(|v| v.to_f64_exact()).collect();
-            let (gp, _) = self.build_at(&center)?;
+            let (gp, _) = self.build_with(&center, scratch)?;
             let mut phi = Array2::<T>::zeros((1, self.map.width()));
             self.map.transform_centered_into(
                 row,
@@ -644,9 +840,15 @@ impl LocalizedMaclaurinGp {
             Ok((vec![i], mu, v))
         };
         let parts: Vec<_> = if par.is_parallel() {
-            (0..m).into_par_iter().map(work).collect::<Result<_>>()?
+            (0..m)
+                .into_par_iter()
+                .map_init(CentroidScratch::default, work)
+                .collect::<Result<_>>()?
         } else {
-            (0..m).map(work).collect::<Result<_>>()?
+            let mut scratch = CentroidScratch::default();
+            (0..m)
+                .map(|i| work(&mut scratch, i))
+                .collect::<Result<_>>()?
         };
         let (mean, var) = self.scatter(m, want_var, parts.into_iter());
         let build_seconds = t0.elapsed().as_secs_f64();
@@ -679,6 +881,210 @@ impl LocalizedMaclaurinGp {
         }
         (mean, var)
     }
+}
+
+/// Reusable buffers of [`LocalizedMaclaurinGp::centroid_stats`] (one per
+/// worker thread, so building a centroid allocates nothing large).
+#[derive(Debug, Default)]
+pub struct CentroidScratch {
+    dd: Vec<f64>,
+    rows: Vec<usize>,
+    phit: Vec<f64>,
+    g: Vec<f64>,
+    rhs: Vec<f64>,
+    tmp: Vec<f64>,
+    out: Vec<f64>,
+}
+
+/// One sketched block's cached factor projections (`degree·width × N`,
+/// row-major) and those of each centroid of a group (`degree·width` each).
+struct FactorBlock<'a> {
+    proj: &'a [f64],
+    shift: Vec<&'a [f64]>,
+    width: usize,
+    n_features: usize,
+    degree: usize,
+    complex: bool,
+    /// `1/√D_n`, the sketch's normalization.
+    init: f64,
+    /// `√a_n`, the block scale.
+    scale: f64,
+    /// `1/l`, the factor scale.
+    t: f64,
+}
+
+/// Which training rows a feature block covers.
+#[derive(Clone, Copy)]
+enum Rows<'a> {
+    /// Rows `k0..k0 + m` (every row is used).
+    Contiguous(usize),
+    /// The listed rows.
+    Gather(&'a [usize]),
+}
+
+/// Factor row `row` of `proj` (`· × n`) at the block's rows: a slice of the
+/// cache, or gathered into `tmp`.
+#[inline(always)]
+fn factor_row<'a>(
+    proj: &'a [f64],
+    row: usize,
+    n: usize,
+    rows: Rows<'_>,
+    m: usize,
+    tmp: &'a mut [f64],
+) -> &'a [f64] {
+    match rows {
+        Rows::Contiguous(k0) => &proj[row * n + k0..row * n + k0 + m],
+        Rows::Gather(idx) => {
+            let src = &proj[row * n..(row + 1) * n];
+            for (t, &i) in tmp[..m].iter_mut().zip(idx) {
+                *t = src[i];
+            }
+            &tmp[..m]
+        }
+    }
+}
+
+/// Fills the feature-major blocks `phit` (`G` blocks of `D × m`; `g` holds
+/// `G` rows of `m` weights `σ e^{−‖x − c_q‖²/2l²}`): row 0 is `g_q`, then
+/// every sketched block's features `g_q·√a_n·(1/√D_n)·Π_j t(v_j − s_qj)`
+/// (complex products when complex), the remaining rows 0. Each factor row
+/// is read once for the whole group. Per feature the operations are those
+/// of [`crate::sketch::PolySketch::combine_factors`] in the same order.
+#[inline(always)]
+fn fill_body(
+    blocks: &[FactorBlock<'_>],
+    n: usize,
+    rows: Rows<'_>,
+    groups: usize,
+    g: &[f64],
+    phit: &mut [f64],
+    tmp: &mut [f64],
+) {
+    let m = g.len() / groups;
+    let width = phit.len() / (groups * m).max(1);
+    for (ph, gq) in phit.chunks_exact_mut(width * m).zip(g.chunks_exact(m)) {
+        ph[..m].copy_from_slice(gq);
+    }
+    let mut col = 1;
+    for b in blocks {
+        let w = b.width;
+        if b.complex {
+            let nf = b.n_features;
+            for r in 0..nf {
+                for ph in phit.chunks_exact_mut(width * m) {
+                    ph[(col + r) * m..(col + r + 1) * m].fill(b.init);
+                    ph[(col + nf + r) * m..(col + nf + r + 1) * m].fill(0.0);
+                }
+                for j in 0..b.degree {
+                    let (tr, ti) = tmp.split_at_mut(m);
+                    let vr = factor_row(b.proj, j * w + r, n, rows, m, tr);
+                    let vi = factor_row(b.proj, j * w + nf + r, n, rows, m, ti);
+                    for (ph, s) in phit.chunks_exact_mut(width * m).zip(&b.shift) {
+                        let (sr, si) = (s[j * w + r], s[j * w + nf + r]);
+                        let (lo, hi) = ph.split_at_mut((col + nf + r) * m);
+                        let re = &mut lo[(col + r) * m..(col + r + 1) * m];
+                        let im = &mut hi[..m];
+                        for (((re, im), a), c) in re.iter_mut().zip(im.iter_mut()).zip(vr).zip(vi) {
+                            let u = b.t * (a - sr);
+                            let q = b.t * (c - si);
+                            let (x, y) = (*re, *im);
+                            *re = x * u - y * q;
+                            *im = x * q + y * u;
+                        }
+                    }
+                }
+                for (ph, gq) in phit.chunks_exact_mut(width * m).zip(g.chunks_exact(m)) {
+                    for row in [col + r, col + nf + r] {
+                        for (o, gk) in ph[row * m..(row + 1) * m].iter_mut().zip(gq) {
+                            *o *= gk * b.scale;
+                        }
+                    }
+                }
+            }
+        } else {
+            for r in 0..w {
+                let row = col + r;
+                for ph in phit.chunks_exact_mut(width * m) {
+                    ph[row * m..(row + 1) * m].fill(b.init);
+                }
+                for j in 0..b.degree {
+                    let v = factor_row(b.proj, j * w + r, n, rows, m, tmp);
+                    for (ph, s) in phit.chunks_exact_mut(width * m).zip(&b.shift) {
+                        let s = s[j * w + r];
+                        for (o, a) in ph[row * m..(row + 1) * m].iter_mut().zip(v) {
+                            *o *= b.t * (a - s);
+                        }
+                    }
+                }
+                for (ph, gq) in phit.chunks_exact_mut(width * m).zip(g.chunks_exact(m)) {
+                    for (o, gk) in ph[row * m..(row + 1) * m].iter_mut().zip(gq) {
+                        *o *= gk * b.scale;
+                    }
+                }
+            }
+        }
+        col += w;
+    }
+    for ph in phit.chunks_exact_mut(width * m) {
+        ph[col * m..].fill(0.0);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::*;
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn fill_avx512(
+        blocks: &[FactorBlock<'_>],
+        n: usize,
+        rows: Rows<'_>,
+        groups: usize,
+        g: &[f64],
+        phit: &mut [f64],
+        tmp: &mut [f64],
+    ) {
+        fill_body(blocks, n, rows, groups, g, phit, tmp)
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) fn fill_avx2(
+        blocks: &[FactorBlock<'_>],
+        n: usize,
+        rows: Rows<'_>,
+        groups: usize,
+        g: &[f64],
+        phit: &mut [f64],
+        tmp: &mut [f64],
+    ) {
+        fill_body(blocks, n, rows, groups, g, phit, tmp)
+    }
+}
+
+/// [`fill_body`] with the widest SIMD the CPU offers (no FMA contraction,
+/// so the result does not depend on the SIMD level).
+fn fill_features(
+    blocks: &[FactorBlock<'_>],
+    n: usize,
+    rows: Rows<'_>,
+    groups: usize,
+    g: &[f64],
+    phit: &mut [f64],
+    tmp: &mut [f64],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked above).
+            return unsafe { x86::fill_avx512(blocks, n, rows, groups, g, phit, tmp) };
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked above).
+            return unsafe { x86::fill_avx2(blocks, n, rows, groups, g, phit, tmp) };
+        }
+    }
+    fill_body(blocks, n, rows, groups, g, phit, tmp)
 }
 
 /// The factor projections of every row of `x` for every sketched block of
@@ -716,6 +1122,22 @@ fn project_rows(
         out.push(p);
     }
     Ok(Some(out))
+}
+
+/// [`project_rows`] transposed: one `degree·width × n` matrix per block
+/// (row `j·width + r` holds factor `j`, feature `r` of every row of `x`), so
+/// the per-centroid feature blocks are built with unit stride over rows.
+fn project_rows_t(
+    map: &MaclaurinMap,
+    x: ArrayView2<'_, f64>,
+    par: Parallelism,
+) -> Result<Option<Vec<Array2<f64>>>> {
+    Ok(project_rows(map, x, par)?.map(|blocks| {
+        blocks
+            .into_iter()
+            .map(|p| p.t().as_standard_layout().into_owned())
+            .collect()
+    }))
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Oracles of ALGORITHMS.md 8 for [`LocalizedMaclaurinGp`].
 
 use approx::assert_relative_eq;
-use ndarray::{array, Array1, Array2, ArrayView2};
+use ndarray::{array, Array1, Array2};
 use rand::Rng as _;
 use rand_distr::StandardNormal;
 
@@ -316,9 +316,23 @@ fn bad_inputs() {
         .is_err());
 }
 
+/// `Φᵀy` in the raw (shift 0) form `b + s f`.
+fn raw_phi_y(s: &FeatureStats) -> Array1<f64> {
+    &s.phi_y + &(&s.phi_sum * s.y_shift)
+}
+
+/// Largest absolute difference, relative to the largest entry of `b`.
+fn rel_diff<'a>(a: impl IntoIterator<Item = &'a f64>, b: &[f64]) -> f64 {
+    let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    a.into_iter()
+        .zip(b)
+        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
+        / scale
+}
+
 #[test]
-fn cached_projections_give_the_map_at_any_center() {
-    let (x, y) = data(70, 5, 15);
+fn cached_projections_give_the_statistics_of_the_map_at_any_center() {
+    let (x, y) = data(300, 5, 15);
     for (sketch, complex, d_feat) in [
         (SketchKind::TensorSrht, false, 40),
         (SketchKind::TensorSrht, true, 41),
@@ -326,27 +340,52 @@ fn cached_projections_give_the_map_at_any_center() {
         (SketchKind::Rademacher, true, 31),
     ] {
         let cfg = config(d_feat, sketch, complex);
-        let gp =
+        let mut gp =
             LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 2, Parallelism::Rayon).unwrap();
-        let proj = gp.projections.as_ref().expect("small problems are cached");
+        assert!(gp.projections.is_some(), "small problems are cached");
         let c = [0.3, -1.0, 0.5, 2.0, 0.0];
-        let shift = project_rows(
-            &gp.map,
-            ArrayView2::from_shape((1, 5), &c).unwrap(),
-            Parallelism::Sequential,
-        )
-        .unwrap()
-        .unwrap();
-        let rows: Vec<usize> = (0..x.nrows()).collect();
-        let mut fast = Array2::<f64>::zeros((x.nrows(), gp.map.width()));
-        gp.features_from_projections(proj, &shift, &rows, &c, fast.view_mut());
-        let mut slow = Array2::<f64>::zeros((x.nrows(), gp.map.width()));
-        gp.map
-            .transform_centered_into(x.view(), &c, slow.view_mut(), Parallelism::Sequential)
-            .unwrap();
-        let scale = slow.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        for (a, b) in fast.iter().zip(&slow) {
-            assert!((a - b).abs() <= 1e-12 * scale, "{a} vs {b}");
+        let dd: Vec<f64> = x
+            .rows()
+            .into_iter()
+            .map(|r| r.iter().zip(&c).map(|(a, b)| (a - b) * (a - b)).sum())
+            .collect();
+        let mut sorted = dd.clone();
+        sorted.sort_by(f64::total_cmp);
+        let mut scratch = CentroidScratch::default();
+        // Every row (the contiguous path), then only the nearer half (the
+        // gathered path, several blocks when D is small).
+        for cutoff in [f64::INFINITY, sorted[150]] {
+            gp.cutoff_sq = cutoff;
+            let rows: Vec<usize> = (0..x.nrows()).filter(|&i| dd[i] < cutoff).collect();
+            let (fast, used) = gp.centroid_stats(&c, &mut scratch).unwrap();
+            assert_eq!(used, rows.len());
+            let mut slow = FeatureStats::new(gp.map.width());
+            gp.stats_by_transform(&c, &rows, &mut slow).unwrap();
+            assert_eq!(fast.n, slow.n);
+            // The features agree to rounding (a few ulps of each factor);
+            // the statistics are sums of 300 products of them.
+            let g = slow.gram.as_slice().unwrap();
+            assert!(rel_diff(fast.gram.iter(), g) < 1e-12, "{sketch:?}");
+            let b = raw_phi_y(&slow);
+            assert!(rel_diff(raw_phi_y(&fast).iter(), b.as_slice().unwrap()) < 1e-12);
+            let f = slow.phi_sum.as_slice().unwrap();
+            assert!(rel_diff(fast.phi_sum.iter(), f) < 1e-12);
+            let ys: f64 = rows.iter().map(|&i| gp.y[i]).sum();
+            assert_relative_eq!(fast.y_sum, ys, epsilon = 1e-12);
+            assert_relative_eq!(
+                fast.y_sum + fast.y_shift * fast.n as f64,
+                slow.y_sum + slow.y_shift * slow.n as f64,
+                epsilon = 1e-10
+            );
+        }
+        // A group shares one pass over the cache (when every row is used)
+        // and gives exactly the one-by-one statistics.
+        let (c2, c3) = ([1.0, 0.0, -0.5, 0.2, 1.5], [-0.7, 0.4, 0.0, -1.2, 0.3]);
+        let group = gp.group_stats(&[&c, &c2, &c3], &mut scratch).unwrap();
+        for (cq, (gs, gu)) in [&c[..], &c2[..], &c3[..]].into_iter().zip(&group) {
+            let (one, ou) = gp.centroid_stats(cq, &mut scratch).unwrap();
+            assert_eq!(*gu, ou);
+            assert_eq!(gs, &one);
         }
     }
 }
