@@ -12,13 +12,27 @@
 //!   AVX-512 the explicit-register passes of `wide.rs` replace this file;
 //! - `blocked`: for vectors longer than one L1-sized block, phase 1
 //!   transforms each block, phase 2 runs the remaining stages over column
-//!   strips that fit in L2 (`strip`).
+//!   strips that fit in L2 (`strip`); vectors longer than one L2-sized
+//!   block ([`l2_block_len`]) run this on each L2 block, then phase 2 once
+//!   more over the whole vector with the L2 blocks as rows.
 
 use crate::real::Real;
 
 /// Elements per L1-resident block: 16 KiB of data.
 pub(super) const fn block_len<T>() -> usize {
     (16 * 1024) / std::mem::size_of::<T>()
+}
+
+/// Elements per L2-resident block: 1 MiB of data (Zen 5: 1 MiB L2 per core).
+/// Longer vectors are transformed one such block at a time (phase 1 and
+/// phase 2 inside it, from L2), then the stages between blocks run as
+/// phase 2 over the whole vector: for n = 2^20 f64 one radix-8 sweep, so the
+/// 8 MB vector crosses L3 twice. Measured at n = 2^20 (criterion, one
+/// thread): f64 1.04 -> 0.91-0.97 ms, f32 416 -> 383-395 us; a 512 KiB block
+/// (4 remaining stages in two sweeps) was no faster than no L2 blocking, and
+/// 2 MiB was slower (BENCHMARKS.md, FWHT section).
+pub(super) const fn l2_block_len<T>() -> usize {
+    (1024 * 1024) / std::mem::size_of::<T>()
 }
 
 /// Bytes of one phase-2 strip (about one L2: measured on Zen 5, 1 MiB L2, at

@@ -27,7 +27,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::real::Real;
 use crate::threads::Parallelism;
-use kernel::{block_len, strip_width, Strip};
+use kernel::{block_len, l2_block_len, strip_width, Strip};
 
 pub use simd::simd_level;
 
@@ -174,6 +174,23 @@ pub(crate) fn transform<T: Real>(x: &mut [T], par: Parallelism) {
         return;
     }
     let parallel = par.is_parallel() && n >= PARALLEL_LEN;
+    let l2 = l2_block_len::<T>();
+    if n <= l2 {
+        blocked(x, b, parallel);
+        return;
+    }
+    if parallel {
+        x.par_chunks_exact_mut(l2)
+            .for_each(|c| blocked(c, b, false));
+    } else {
+        x.chunks_exact_mut(l2).for_each(|c| blocked(c, b, false));
+    }
+    phase2(x, l2, parallel);
+}
+
+/// Phase 1 (L1 blocks of `b`) and phase 2 (the stages between them) on a
+/// vector of at most [`l2_block_len`] elements.
+fn blocked<T: Real>(x: &mut [T], b: usize, parallel: bool) {
     if parallel {
         x.par_chunks_exact_mut(b).for_each(simd::small);
     } else {

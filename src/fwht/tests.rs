@@ -75,8 +75,11 @@ fn matches_dense_hadamard_up_to_1024() {
 fn bit_identical_to_textbook_loop_all_sizes_and_threads() {
     // Covers the small path, the blocked path and the parallel blocked path.
     // f64 blocks hold 2^11 elements, f32 blocks 2^12: phase 2 then runs
-    // 1 ..= 9 stages (radix 2, 4, 8 passes and their combinations).
-    for k in [0, 1, 3, 5, 11, 12, 13, 14, 15, 16, 17, 18, 20] {
+    // 1 ..= 9 stages (radix 2, 4, 8 passes and their combinations). Beyond
+    // one L2 block (f64 2^17, f32 2^18) each L2 block is transformed, then
+    // phase 2 runs across them: 1 stage (f64 2^18, f32 2^19), 3 (f64 2^20),
+    // 4 (f64 2^21: two radix-4 sweeps).
+    for k in [0, 1, 3, 5, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21] {
         let n = 1usize << k;
         let x = random_vec(n, 100 + k as u64);
         let mut want = x.clone();
