@@ -378,7 +378,8 @@ mod tests {
 
     #[test]
     fn gram_is_phi_t_phi_symmetric_and_independent_of_threads() {
-        // Sizes around the row bands of `accumulate_gram` (D < bands, odd D).
+        // Small, odd and large D (faer splits its parallel GEMM over output
+        // blocks, not over the rows, so the sums do not depend on threads).
         for (n, d) in [(3, 1), (40, 3), (300, 70), (129, 257)] {
             let phi = random_phi(n, d, d as u64);
             let y: Array1<f64> = (0..n).map(|i| (i as f64).cos()).collect();
