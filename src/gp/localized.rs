@@ -678,14 +678,28 @@ impl LocalizedMaclaurinGp {
             .collect();
         let total = todo.len();
         if self.config.device == Device::Gpu {
+            let mut scratch = CentroidScratch::default();
+            let neighbours = |k: usize| -> Result<Vec<u32>> {
+                let c = self
+                    .centroids
+                    .row(k)
+                    .to_slice()
+                    .ok_or_else(|| Error::Internal("centroid rows are contiguous".into()))?;
+                self.distances(c, &mut scratch, 0)?;
+                let n = self.x.nrows();
+                Ok((0..n)
+                    .filter(|&i| scratch.dd[i] < self.cutoff_sq)
+                    .map(|i| i as u32)
+                    .collect())
+            };
             let gps = crate::gpu::localized_gps(
                 &self.map,
                 self.x.view(),
                 self.y.view(),
                 self.centroids.view(),
                 &todo,
-                self.cutoff_sq,
-                self.config.noise_variance,
+                neighbours,
+                |stats, used| self.gp_from(stats, used),
                 par,
             )?;
             for (&c, gp) in todo.iter().zip(gps) {

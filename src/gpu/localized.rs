@@ -10,7 +10,7 @@
 
 use std::ops::Range;
 
-use ndarray::{Array2, ArrayView1, ArrayView2};
+use ndarray::{ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
 use super::context::{self, Context, WORKGROUP};
@@ -19,23 +19,23 @@ use super::maclaurin::{check_supported, DeviceMaclaurin};
 use super::map::DeviceMap;
 use crate::error::{Error, Result};
 use crate::gp::features::{FeatureGp, FeatureStats};
-use crate::linalg::{as_faer, Cholesky};
 use crate::maclaurin::MaclaurinMap;
 use crate::threads::Parallelism;
 
 /// Centroids whose statistics are held at once before their solves.
 const BATCH: usize = 32;
 
-/// The feature-space GPs (7.2, targets not centered) of the centroids
-/// `which` (rows of `centroids`), each on the training rows of `x` within
-/// squared distance `cutoff_sq` of it (the prior `L = I`, `β = 0` when there
-/// are none), with the statistics accumulated on the GPU. Accuracy: the
-/// Gram entries carry the bound of [`super::gram`] on the f32 features of
-/// [`super::maclaurin_features`]; the solves are f64. The Cholesky factors
-/// run in parallel over centroids when `par` allows (each one sequential).
+/// The feature-space GPs (7.2) of the centroids `which` (rows of
+/// `centroids`), each on the training rows `neighbours(k)` of `x` (the
+/// caller's cutoff), with the statistics `(ΦᵀΦ, Φᵀy, Φᵀ1, target sums,
+/// rows used)` accumulated on the GPU and turned into a GP by the caller's
+/// `fit` (which also handles a centroid without rows). Accuracy: the Gram
+/// entries carry the bound of [`super::gram`] on the f32 features of
+/// [`super::maclaurin_features`]; the solves are f64. `fit` runs in
+/// parallel over each batch of centroids when `par` allows.
 ///
 /// # Errors
-/// As [`super::maclaurin_gram`]; [`Error::NotPositiveDefinite`] from a solve.
+/// As [`super::maclaurin_gram`], `neighbours` and `fit`.
 #[allow(clippy::too_many_arguments)]
 pub fn localized_gps(
     map: &MaclaurinMap,
@@ -43,8 +43,8 @@ pub fn localized_gps(
     y: ArrayView1<f64>,
     centroids: ArrayView2<f64>,
     which: &[usize],
-    cutoff_sq: f64,
-    noise_variance: f64,
+    mut neighbours: impl FnMut(usize) -> Result<Vec<u32>>,
+    fit: impl Fn(&FeatureStats, usize) -> Result<FeatureGp> + Sync,
     par: Parallelism,
 ) -> Result<Vec<FeatureGp>> {
     check_supported(map)?;
@@ -91,15 +91,9 @@ pub fn localized_gps(
         let mut stats = Vec::with_capacity(batch.len());
         for &k in batch {
             let c = centroids.row(k);
-            let rows: Vec<u32> = (0..n)
-                .filter(|&i| {
-                    let dd: f64 = x.row(i).iter().zip(c).map(|(v, c)| (v - c) * (v - c)).sum();
-                    dd < cutoff_sq
-                })
-                .map(|i| i as u32)
-                .collect();
+            let rows = neighbours(k)?;
             if rows.is_empty() {
-                stats.push(None);
+                stats.push((FeatureStats::new(width), 0));
                 continue;
             }
             let m = rows.len();
@@ -130,7 +124,7 @@ pub fn localized_gps(
                 .phi_t_y
                 .ok_or_else(|| Error::Internal("the GPU Gram lost Φᵀy".into()))?;
             let yr = rows.iter().map(|&i| y[i as usize]);
-            stats.push(Some(FeatureStats {
+            let s = FeatureStats {
                 gram: g.phi_t_phi,
                 phi_y: b.column(0).to_owned(),
                 phi_sum: b.column(1).to_owned(),
@@ -138,14 +132,10 @@ pub fn localized_gps(
                 y_shift: 0.0,
                 y_sum: yr.clone().sum(),
                 y_sq_sum: yr.map(|v| v * v).sum(),
-            }));
+            };
+            stats.push((s, m));
         }
-        let solve = |s: &Option<FeatureStats>| -> Result<FeatureGp> {
-            match s {
-                Some(s) => FeatureGp::fit(s, noise_variance, false, Parallelism::Sequential),
-                None => prior(width, noise_variance),
-            }
-        };
+        let solve = |(s, used): &(FeatureStats, usize)| fit(s, *used);
         let gps: Result<Vec<FeatureGp>> = if par.is_parallel() {
             stats.par_iter().map(solve).collect()
         } else {
@@ -200,16 +190,4 @@ impl Gather<'_> {
         keep.push(params);
         Ok(())
     }
-}
-
-/// The GP of a centroid without training rows: `L = I`, `β = 0`.
-fn prior(width: usize, noise_variance: f64) -> Result<FeatureGp> {
-    let eye = Array2::<f64>::eye(width);
-    Ok(FeatureGp {
-        chol: Cholesky::new(as_faer(eye.view()), Parallelism::Sequential)?,
-        beta: ndarray::Array1::zeros(width),
-        y_mean: 0.0,
-        noise_variance,
-        lml: 0.0,
-    })
 }

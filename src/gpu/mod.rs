@@ -81,8 +81,8 @@ pub fn localized_gps(
     _y: ndarray::ArrayView1<f64>,
     _centroids: ndarray::ArrayView2<f64>,
     _which: &[usize],
-    _cutoff_sq: f64,
-    _noise_variance: f64,
+    _neighbours: impl FnMut(usize) -> Result<Vec<u32>>,
+    _fit: impl Fn(&crate::gp::FeatureStats, usize) -> Result<crate::gp::FeatureGp> + Sync,
     _par: crate::threads::Parallelism,
 ) -> Result<Vec<crate::gp::FeatureGp>> {
     gpu_usable().map(|_| Vec::new())
