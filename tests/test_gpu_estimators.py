@@ -228,6 +228,10 @@ def test_configurations_without_a_gpu_kernel():
         PolynomialSketch(8, sketch="tensor_sketch", device="gpu").fit(X)
     ps = PolynomialSketch(8, sketch="tensor_sketch", device="auto").fit(X)
     assert ps.device_ == "cpu"
+    ts = PolynomialSketch(8, sketch="tensor_sketch")
+    with pytest.raises(InvalidInputError, match="tensor_sketch"):
+        RandomFeatureGPR(ts, device="gpu").fit(X, X[:, 0])
+    assert RandomFeatureGPR(ts, device="auto").fit(X, X[:, 0]).device_ == "cpu"
     with pytest.raises(InvalidInputError, match="RBFSampler"):
         RandomFeatureGPR(RBFSampler(n_components=8), device="gpu").fit(X, X[:, 0])
     gp = RandomFeatureGPR(RBFSampler(n_components=8), device="auto").fit(X, X[:, 0])

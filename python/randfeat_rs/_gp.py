@@ -665,13 +665,13 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
 
     def _resolve_device(self) -> None:
         f = self.features_
-        if hasattr(f, "_gpu_gram") and getattr(f, "sketch", None) != "tensor_sketch":
-            reason = f._gpu_unsupported() if hasattr(f, "_gpu_unsupported") else None
-        else:
+        if not hasattr(f, "_gpu_gram"):
             reason = (
                 "the transformer must be randfeat_rs.RandomFourierFeatures, PolynomialSketch "
-                f"or MaclaurinFeatures (not TensorSketch), got {type(f).__name__}"
+                f"or MaclaurinFeatures, got {type(f).__name__}"
             )
+        else:  # the transformer says which of its configurations have no kernel
+            reason = f._gpu_unsupported() if hasattr(f, "_gpu_unsupported") else None
         self.device_ = _fitted_device(self.device, reason)
 
     def _accumulate_gpu(self, X: np.ndarray, y: np.ndarray) -> None:

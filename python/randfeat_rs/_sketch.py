@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from numbers import Integral, Real
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Optional
 
 import numpy as np
 from sklearn.base import _fit_context
@@ -162,10 +162,7 @@ class PolynomialSketch(RandomFeaturesBase):
         """
         X = self._validate_input(X, reset=True)
         _check_sketch_options(self.sketch, self.n_components, self.complex_weights)
-        self.device_ = _fitted_device(
-            self.device,
-            "sketch='tensor_sketch' has no GPU kernel" if self.sketch == "tensor_sketch" else None,
-        )
+        self.device_ = _fitted_device(self.device, self._gpu_unsupported())
         self.seed_ = self._seed()
         self.n_sketch_features_ = _n_sketch_features(self.n_components, self.complex_weights)
         self._n_features_out = self.n_components
@@ -220,6 +217,12 @@ class PolynomialSketch(RandomFeaturesBase):
         else:
             sk.transform(X, out[:, :width], float(self.bias), float(self.length_scale))
         return out
+
+    def _gpu_unsupported(self) -> Optional[str]:
+        """None when the sketch has a GPU kernel, else the reason."""
+        if self.sketch == "tensor_sketch":
+            return "sketch='tensor_sketch' has no GPU kernel"
+        return None
 
     def _gpu_gram(self, X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(Phi^T Phi, Phi^T Y)`` of ``Phi = transform(X)``, on the GPU (Phi stays there)."""
