@@ -76,6 +76,7 @@ pub(super) struct Pipelines {
     pub fwht_block: wgpu::ComputePipeline,
     pub fwht_stage: wgpu::ComputePipeline,
     pub gram: wgpu::ComputePipeline,
+    pub gram_jobs: wgpu::ComputePipeline,
     pub local_gather: wgpu::ComputePipeline,
     pub mac_finish: wgpu::ComputePipeline,
     pub reduce: wgpu::ComputePipeline,
@@ -256,6 +257,11 @@ impl Context {
             .max_storage_buffer_binding_size
             .min(self.limits.max_buffer_size)
             / 4) as usize
+    }
+
+    /// The most workgroups a dispatch may have in one dimension.
+    pub fn max_workgroups(&self) -> usize {
+        self.limits.max_compute_workgroups_per_dimension.max(1) as usize
     }
 
     /// A storage buffer of `len` f32 (at least one element: wgpu rejects empty bindings).
@@ -456,7 +462,8 @@ impl Pipelines {
         Pipelines {
             fwht_block: make("fwht_block", fwht.clone(), "fwht_block"),
             fwht_stage: make("fwht_stage", fwht, "fwht_stage"),
-            gram: make("gram", gram, "gram_tile"),
+            gram: make("gram", gram.clone(), "gram_tile"),
+            gram_jobs: make("gram_jobs", gram, "gram_jobs"),
             local_gather: make(
                 "local_gather",
                 with_prelude(include_str!("shaders/localized.wgsl")),
@@ -487,6 +494,19 @@ impl Pipelines {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+    use ndarray::Array2;
+    use rand::distr::uniform::SampleUniform;
+    use rand::{Rng, SeedableRng};
+
+    /// A `rows x cols` array of uniform values in `[-lim, lim)` from a
+    /// ChaCha8 stream seeded with `seed`: the inputs of the GPU tests.
+    pub(in crate::gpu) fn random<T>(rows: usize, cols: usize, lim: T, seed: u64) -> Array2<T>
+    where
+        T: SampleUniform + PartialOrd + Copy + std::ops::Neg<Output = T>,
+    {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        Array2::from_shape_fn((rows, cols), |_| rng.random_range(-lim..lim))
+    }
 
     /// The context; the GPU tests need an adapter (`make test` installs
     /// Mesa's lavapipe when there is none), so its absence is a failure.

@@ -166,13 +166,8 @@ pub(super) fn record(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gpu::context::tests::random;
     use ndarray::Array2;
-    use rand::{Rng, SeedableRng};
-
-    fn random(rows: usize, n: usize, seed: u64) -> Array2<f32> {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        Array2::from_shape_fn((rows, n), |_| rng.random_range(-1.0f32..1.0))
-    }
 
     /// |gpu - cpu| <= 2 log2(n) 2^-24 sum_j |x_j| per row (each entry is a
     /// tree of log2(n) rounded additions in either order).
@@ -198,7 +193,7 @@ mod tests {
     fn matches_cpu_shared_and_multipass() {
         let block = context::tests::ctx().fwht_block();
         for &(rows, n) in &[(3, 1), (5, 8), (37, 256), (2, block), (3, block * 4)] {
-            let x = random(rows, n, n as u64);
+            let x = random(rows, n, 1.0f32, n as u64);
             let mut cpu = x.clone();
             crate::fwht::fwht_rows(cpu.view_mut(), true, crate::Parallelism::Sequential).unwrap();
             let mut gpu = x.clone();
@@ -212,7 +207,7 @@ mod tests {
     #[test]
     fn into_checks_shapes_and_power_of_two() {
         context::tests::ctx();
-        let x = random(2, 6, 1);
+        let x = random(2, 6, 1.0f32, 1);
         let mut out = Array2::<f32>::zeros((2, 6));
         assert!(matches!(
             fwht_rows_into(x.view(), out.view_mut(), false),

@@ -15,7 +15,7 @@ use crate::sketch::PolySketch;
 
 /// Rows per split: each workgroup sums at most this many rows of one output
 /// tile (16 x 16 x 16 of the blocked summation in `gram.wgsl`).
-const SPAN: usize = 4096;
+pub(super) const SPAN: usize = 4096;
 /// At most this many splits per chunk, so the pairwise tree adds at most 13
 /// roundings (the error bound of [`gram`] counts on it).
 const MAX_SPLITS: usize = 1 << 13;
@@ -365,15 +365,46 @@ fn product(
     Ok(())
 }
 
+/// Records the partial products `Aᵀ B` (`A` is `rows x da`, `B` is
+/// `rows x db`) of the `jobs` row ranges listed in `bufs[3]` (pairs `begin,
+/// end` of at most [`SPAN`] rows each) into `bufs[2]`: job `z`'s `da x db`
+/// block starts at float `offset + z da db` (with `sym`, only the tiles on
+/// and above the diagonal are written). Each entry is the blocked sum of
+/// `gram.wgsl` (15 + 16 + 16 + 1 adds); the caller adds the blocks in f64.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn job_products(
+    ctx: &Context,
+    encoder: &mut wgpu::CommandEncoder,
+    keep: &mut Vec<wgpu::Buffer>,
+    bufs: [&wgpu::Buffer; 4],
+    da: usize,
+    db: usize,
+    jobs: usize,
+    offset: usize,
+    sym: bool,
+) -> Result<()> {
+    let (ti, tj) = (da.div_ceil(TILE), db.div_ceil(TILE));
+    let params = ctx.uniform(&[
+        0,
+        da as u32,
+        db as u32,
+        SPAN as u32,
+        u32::from(sym),
+        tj as u32,
+        offset as u32,
+        0,
+    ]);
+    let pipe = &ctx.pipelines.gram_jobs;
+    let bind = ctx.bind(pipe, &[bufs[0], bufs[1], bufs[2], &params, bufs[3]]);
+    ctx.dispatch(encoder, pipe, &bind, (ti * tj) as u64, jobs as u32)?;
+    keep.push(params);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::{Rng, SeedableRng};
-
-    fn random(rows: usize, cols: usize, seed: u64) -> Array2<f32> {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        Array2::from_shape_fn((rows, cols), |_| rng.random_range(-1.0f32..1.0))
-    }
+    use crate::gpu::context::tests::random;
 
     /// The documented bound: |G̃ - G| <= γ_64 (|Φ|ᵀ|Φ|) entrywise, with G in f64.
     fn check(a: &Array2<f32>, b: &Array2<f32>, got: &Array2<f64>) {
@@ -397,8 +428,8 @@ mod tests {
         context::tests::ctx();
         // N not a multiple of 16 or of the split, D not a multiple of the tile.
         for &(n, d, t) in &[(1, 1, 1), (77, 5, 2), (4099, 70, 1), (300, 130, 3)] {
-            let phi = random(n, d, (n * d) as u64);
-            let y = random(n, t, 7);
+            let phi = random(n, d, 1.0f32, (n * d) as u64);
+            let y = random(n, t, 1.0f32, 7);
             let r = gram(phi.view(), Some(y.view())).unwrap();
             check(&phi, &phi, &r.phi_t_phi);
             check(&phi, &y, r.phi_t_y.as_ref().unwrap());
@@ -412,8 +443,8 @@ mod tests {
     fn features_gram_matches_gram_of_features() {
         use crate::sketch::SketchKind;
         context::tests::ctx();
-        let x = random(300, 5, 11).mapv(f64::from);
-        let y = random(300, 2, 12).mapv(f64::from);
+        let x = random(300, 5, 1.0f32, 11).mapv(f64::from);
+        let y = random(300, 2, 1.0f32, 12).mapv(f64::from);
         let sk = PolySketch::draw(
             SketchKind::TensorSrht,
             true,
@@ -423,7 +454,7 @@ mod tests {
             &mut crate::rng::seeded(1),
         )
         .unwrap();
-        let w = random(30, 5, 13).mapv(f64::from);
+        let w = random(30, 5, 1.0f32, 13).mapv(f64::from);
         let b = ndarray::Array1::from_shape_fn(30, |j| j as f64 * 0.2);
         let maps = [
             FeatureMap::Sketch {

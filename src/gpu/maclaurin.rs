@@ -216,24 +216,19 @@ impl DeviceMap for DeviceMaclaurin<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+    use crate::gpu::context::tests::random;
     use crate::maclaurin::map::{AllocationStrategy, MaclaurinConfig};
     use crate::maclaurin::MaclaurinKernel;
     use crate::sketch::{SketchKind, SketchParams};
     use crate::Parallelism;
-    use rand::{Rng, SeedableRng};
-
-    fn random(rows: usize, cols: usize, seed: u64) -> Array2<f64> {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        Array2::from_shape_fn((rows, cols), |_| rng.random_range(-1.0..1.0))
-    }
 
     /// Per-row error bound: `1e-4 σ g Σ_blocks s_n M^n / √D_n` with
     /// `M = ‖x̃‖₁ max|w|` bounding every factor's `Σ_a |x̃_a w_{j,ia}|` (a
     /// relative accuracy of 1e-4 on the scale of the products, as the
     /// sketch tests), plus `1e-6` relative for the fixed columns.
-    fn row_bound(map: &MaclaurinMap, xt: &[f64]) -> f64 {
+    pub(in crate::gpu) fn row_bound(map: &MaclaurinMap, xt: &[f64]) -> f64 {
         let cfg = map.config();
         let sq: f64 = xt.iter().map(|t| t * t).sum();
         let g = cfg.kernel_variance.sqrt() * cfg.kernel.ln_prefactor(sq).exp();
@@ -294,7 +289,7 @@ mod tests {
         context::tests::ctx();
         // d = 5 (d' = 8), N = 70: not multiples of the tile, the workgroup
         // or d'; D not a multiple of d'.
-        let x = random(70, 5, 3);
+        let x = random(70, 5, 1.0, 3);
         // Gaussian kernel, optimized allocation, real TensorSRHT.
         let cfg = config(MaclaurinKernel::Gaussian, 37, SketchKind::TensorSrht);
         let map = MaclaurinMap::fit(x.view(), &cfg, 5, Parallelism::Sequential).unwrap();
@@ -326,8 +321,8 @@ mod tests {
     #[test]
     fn maclaurin_gram_and_errors() {
         context::tests::ctx();
-        let x = random(50, 3, 9);
-        let y = random(50, 1, 10);
+        let x = random(50, 3, 1.0, 9);
+        let y = random(50, 1, 1.0, 10);
         let cfg = config(MaclaurinKernel::Gaussian, 21, SketchKind::TensorSrht);
         let map = MaclaurinMap::fit(x.view(), &cfg, 1, Parallelism::Sequential).unwrap();
         let c = [0.2, 0.1, -0.3];
@@ -346,7 +341,7 @@ mod tests {
         let e = maclaurin_features(&map, x.slice(ndarray::s![..0, ..]), None).unwrap();
         assert_eq!(e.dim(), (0, 21));
         assert!(matches!(
-            maclaurin_features(&map, random(4, 2, 1).view(), None),
+            maclaurin_features(&map, random(4, 2, 1.0, 1).view(), None),
             Err(Error::ShapeMismatch { .. })
         ));
         let mut bad = x.clone();
@@ -355,7 +350,7 @@ mod tests {
             maclaurin_features(&map, bad.view(), None),
             Err(Error::NonFinite { name: "X" })
         ));
-        let x1 = random(20, 1, 2);
+        let x1 = random(20, 1, 1.0, 2);
         let cfg1 = config(MaclaurinKernel::Gaussian, 6, SketchKind::TensorSrht);
         let m1 = MaclaurinMap::fit(x1.view(), &cfg1, 1, Parallelism::Sequential).unwrap();
         assert!(matches!(

@@ -19,7 +19,9 @@
 //!   sketches, real and complex (ALGORITHMS.md 2.1–2.3), from a fitted
 //!   [`crate::sketch::PolySketch`] (the same random parameters);
 //! - [`features_gram`]: the features of a [`FeatureMap`] and their Gram
-//!   matrix without the features leaving the device.
+//!   matrix without the features leaving the device;
+//! - [`localized_gps`]: the localized GP's per-centroid features and Gram
+//!   matrices, batched over centroids (one read-back per batch).
 //!
 //! Inputs larger than the adapter's binding limits (or [`set_chunk_bytes`])
 //! are streamed in row chunks; each input is uploaded once per call.

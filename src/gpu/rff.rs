@@ -221,13 +221,8 @@ impl DeviceMap for DeviceRff {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gpu::context::tests::random;
     use ndarray::{s, Array1};
-    use rand::{Rng, SeedableRng};
-
-    fn random(rows: usize, cols: usize, lim: f32, seed: u64) -> Array2<f32> {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        Array2::from_shape_fn((rows, cols), |_| rng.random_range(-lim..lim))
-    }
 
     #[test]
     fn rff_matches_f64_reference() {

@@ -317,14 +317,9 @@ impl DeviceMap for DeviceSketch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gpu::context::tests::random;
     use crate::sketch::polynomial_features_into;
     use crate::Parallelism;
-    use rand::{Rng, SeedableRng};
-
-    fn random(rows: usize, cols: usize, seed: u64) -> Array2<f64> {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        Array2::from_shape_fn((rows, cols), |_| rng.random_range(-1.0..1.0))
-    }
 
     /// Largest `Σ_a |x'_a w_{j,ia}|` over features and factors: the scale of
     /// the rounding error of one factor (`‖x'‖₁` for TensorSRHT).
@@ -352,7 +347,7 @@ mod tests {
         let dim = augmented_dim(d, bias);
         let sk =
             PolySketch::draw(kind, complex, degree, dim, nf, &mut crate::rng::seeded(7)).unwrap();
-        let x = random(n, d, (n * d + nf) as u64);
+        let x = random(n, d, 1.0, (n * d + nf) as u64);
         let mut cpu = Array2::<f64>::zeros((n, sk.width()));
         polynomial_features_into(
             &sk,
@@ -418,11 +413,11 @@ mod tests {
             &mut crate::rng::seeded(0),
         )
         .unwrap();
-        let x = random(3, 4, 1);
+        let x = random(3, 4, 1.0, 1);
         let empty = sketch_features(&sk, Array2::<f32>::zeros((0, 4)).view(), 0.0, 1.0).unwrap();
         assert_eq!(empty.dim(), (0, 8));
         assert!(matches!(
-            sketch_features(&sk, random(3, 5, 1).view(), 0.0, 1.0),
+            sketch_features(&sk, random(3, 5, 1.0, 1).view(), 0.0, 1.0),
             Err(Error::ShapeMismatch {
                 expected: 4,
                 got: 5,

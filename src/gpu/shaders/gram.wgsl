@@ -13,6 +13,11 @@
 // gamma(1 + 15 + 16 + 16) sum_r |a_ri b_rj| instead of gamma(span); the
 // partials of the splits are then summed pairwise (reduce.wgsl) and the
 // chunks in f64 on the host.
+//
+// gram_jobs (the localized GP, batched over centroids) sums row ranges given
+// by a table instead: workgroup z covers rows jobs[2z] .. jobs[2z + 1] (at
+// most span rows, all of one centroid) and writes part[offset + z da db ..];
+// the caller adds these partials in f64 on the host.
 
 struct Params {
     rows: u32,
@@ -21,14 +26,17 @@ struct Params {
     span: u32,
     sym: u32,
     tiles_j: u32,
-    pad0: u32,
-    pad1: u32,
+    // First float of the output (gram_jobs; 0 for gram_tile).
+    offset: u32,
+    pad: u32,
 }
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<f32>;
 @group(0) @binding(2) var<storage, read_write> part: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
+
+@group(0) @binding(4) var<storage, read> jobs: array<u32>;
 
 @compute @workgroup_size(16, 16)
 fn gram_tile(
@@ -37,15 +45,29 @@ fn gram_tile(
     @builtin(local_invocation_id) lid3: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let tile = flat_group(wid, nwg);
+    let r_begin = wid.z * p.span;
+    tile_sum(flat_group(wid, nwg), wid.z, r_begin, min(r_begin + p.span, p.rows), lid3, lid);
+}
+
+@compute @workgroup_size(16, 16)
+fn gram_jobs(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_id) lid3: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    tile_sum(flat_group(wid, nwg), wid.z, jobs[2u * wid.z], jobs[2u * wid.z + 1u], lid3, lid);
+}
+
+// Output tile `tile` of split z over the rows [r_begin, r_end) (uniform
+// across the workgroup: the barriers below need it).
+fn tile_sum(tile: u32, z: u32, r_begin: u32, r_end: u32, lid3: vec3<u32>, lid: u32) {
     let ti = tile / p.tiles_j;
     let tj = tile % p.tiles_j;
     let tiles_i = (p.da + T - 1u) / T;
     if ti >= tiles_i || (p.sym == 1u && tj < ti) {
         return;
     }
-    let r_begin = wid.z * p.span;
-    let r_end = min(r_begin + p.span, p.rows);
     let tr = lid3.y;
     let tc = lid3.x;
     var acc: array<f32, 16>;
@@ -94,7 +116,7 @@ fn gram_tile(
         }
         workgroupBarrier();
     }
-    let base = wid.z * p.da * p.db;
+    let base = p.offset + z * p.da * p.db;
     for (var x = 0u; x < 4u; x++) {
         for (var y = 0u; y < 4u; y++) {
             let i = ti * T + tr + 16u * x;
