@@ -106,12 +106,15 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
         Progress to stderr (allocation, clustering, centroid GPs, prediction).
     device : {"cpu", "gpu", "auto"}, default="cpu"
         Where the per-centroid statistics are computed. ``"gpu"``: the
-        training data go to the GPU once; for each centroid ``c`` its
+        training data go to the GPU once; centroids are processed in
+        batches (sized from the adapter's limits), one set of dispatches
+        and one read-back per batch: for each centroid ``c`` of a batch its
         neighbourhood's rows are gathered and centered there (``X`` and
         ``c`` shifted and scaled in float64 on the host, their difference
         and the row factor in float32), the features ``Phi(x - c)`` and
         ``Phi.T Phi``, ``Phi.T y`` are computed on the GPU in float32,
-        reduced in float64, and the solves run on the CPU in float64;
+        the partial sums added in float64 on the host, and the solves run
+        on the CPU in float64;
         predictions then differ from the CPU path
         by the float32 feature and Gram rounding (see
         :func:`randfeat_rs.gpu.gram`). ``"auto"``: the GPU when a hardware
