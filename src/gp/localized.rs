@@ -17,8 +17,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use faer::linalg::matmul::triangular::BlockStructure;
-use faer::{Accum, MatMut, MatRef, Par};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
@@ -27,7 +25,8 @@ use super::cluster::{farthest_point, nearest, sq_dists_t};
 use super::features::{FeatureGp, FeatureStats};
 use crate::error::{Error, Result};
 use crate::gpu::Device;
-use crate::linalg::{as_faer, as_faer_mut, mirror_lower, Cholesky};
+use crate::linalg::syrk::{gemm_nt, Isa};
+use crate::linalg::{as_faer, mirror_lower, Cholesky};
 use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
 use crate::real::Real;
 use crate::sketch::SketchParams;
@@ -550,6 +549,7 @@ impl LocalizedMaclaurinGp {
         }
         let b = block_rows(width);
         let g_count = cs.len();
+        let isa = Isa::detect();
         let CentroidScratch {
             dd,
             rows,
@@ -592,32 +592,20 @@ impl LocalizedMaclaurinGp {
                 Rows::Gather(idx)
             };
             fill_features(&blocks, n, src, g_count, &g[..g_count * m], phit, tmp);
-            let rhs_m = MatRef::from_column_major_slice(&rhs[..2 * m], m, 2);
+            // `rhs` holds `y` then `1` over the block: a 2 × m row-major B.
+            let rhs_m = &rhs[..2 * m];
             for (stats, ph) in all.iter_mut().zip(phit.chunks_exact(width * m)) {
                 // Lower triangle of the block's Gram, then Φᵀ[y | 1].
-                let lhs = MatRef::from_row_major_slice(ph, width, m);
-                faer::linalg::matmul::triangular::matmul(
-                    as_faer_mut(stats.gram.view_mut()),
-                    BlockStructure::TriangularLower,
-                    Accum::Add,
-                    lhs,
-                    BlockStructure::Rectangular,
-                    lhs.transpose(),
-                    BlockStructure::Rectangular,
-                    1.0,
-                    Par::Seq,
-                );
-                faer::linalg::matmul::matmul(
-                    MatMut::from_column_major_slice_mut(&mut out[..], width, 2),
-                    Accum::Replace,
-                    lhs,
-                    rhs_m,
-                    1.0,
-                    Par::Seq,
-                );
+                let gram = stats
+                    .gram
+                    .as_slice_mut()
+                    .ok_or_else(|| Error::Internal("standard-layout Gram".into()))?;
+                gemm_nt(isa, ph, m, 0..width, ph, m, width, m, gram, width, true);
+                out.fill(0.0);
+                gemm_nt(isa, ph, m, 0..width, rhs_m, m, 2, m, out, 2, false);
                 for k in 0..width {
-                    stats.phi_y[k] += out[k];
-                    stats.phi_sum[k] += out[width + k];
+                    stats.phi_y[k] += out[2 * k];
+                    stats.phi_sum[k] += out[2 * k + 1];
                 }
             }
         }
