@@ -1,15 +1,17 @@
 //! Dense linear algebra of the GP code (ALGORITHMS.md 7), in `f64` on faer:
 //! Cholesky with the jitter ladder of 7.1, triangular solves, and the
 //! symmetric rank-k accumulation `G += ΦᵀΦ`, `b += Φᵀy` of 7.2 over a row
-//! chunk (the hand-written kernel of [`syrk`], parallel over row bands of
-//! the Gram).
+//! chunk (faer's multithreaded GEMM), and the hand-written Gram kernel of
+//! the localized GP's small per-centroid blocks ([`syrk`]).
 
 pub mod syrk;
 
+use std::any::TypeId;
+
 use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::{Mat, MatMut, MatRef, Par};
+use faer::linalg::matmul::triangular::BlockStructure;
+use faer::{Accum, Mat, MatMut, MatRef, Par};
 use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
-use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::real::Real;
@@ -289,19 +291,34 @@ pub fn mirror_lower(mut a: ArrayViewMut2<'_, f64>) {
     }
 }
 
-/// Rows of the Gram per parallel task of [`accumulate_gram`] (and features
-/// per task of its transposition).
-const BAND: usize = 64;
+/// Runs `f` on an `f64` faer view of `phi`: the data itself for `f64`
+/// input, a widened copy for `f32`.
+pub fn with_f64_view<T: Real, R>(
+    phi: ArrayView2<'_, T>,
+    f: impl FnOnce(MatRef<'_, f64>) -> R,
+) -> R {
+    if TypeId::of::<T>() == TypeId::of::<f64>() {
+        let (rows, cols) = phi.dim();
+        let s = phi.strides();
+        // SAFETY: T is f64 (checked through TypeId), so the view's memory
+        // holds f64 values with the same layout.
+        let m =
+            unsafe { MatRef::from_raw_parts(phi.as_ptr() as *const f64, rows, cols, s[0], s[1]) };
+        f(m)
+    } else {
+        let wide = phi.mapv(|v| v.to_f64_exact());
+        f(as_faer(wide.view()))
+    }
+}
 
 /// Adds one row chunk to the feature-space sufficient statistics of
 /// ALGORITHMS.md 7.2: `gram += ΦᵀΦ` (a symmetric rank-k update: the lower
-/// triangle through the kernel of [`syrk`], then mirrored, so `gram` stays
-/// fully symmetric), `phi_y += Φᵀ y` and `phi_sum += Φᵀ 1`. The chunk is
-/// first copied feature-major (`[Φᵀ; yᵀ; 1ᵀ]`, `(D + 2) × n`, widened to
-/// `f64`), the layout whose inner loop over samples is contiguous; then each
-/// task adds the products of one band of [`BAND`] Gram rows (largest bands
-/// first), so every entry is the same sequence of operations for any
-/// thread count.
+/// triangle through faer's triangular GEMM, then mirrored, so `gram` stays
+/// fully symmetric), `phi_y += Φᵀ y` and `phi_sum += Φᵀ 1`. (Splitting the
+/// triangle into row bands of equal work, one sequential GEMM per task, was
+/// measured 5-15% slower than faer's parallel GEMM, interleaved A/B on 2 cores;
+/// so was the kernel of [`syrk`] on a feature-major copy of the chunk, at
+/// `D = 1,024`, 2,048 rows: 176 vs 138 ms, see BENCHMARKS.md.)
 ///
 /// `phi` is `n × D`, `y` has length `n`, `gram` is `D × D`, `phi_y` and
 /// `phi_sum` have length `D`.
@@ -335,77 +352,40 @@ pub fn accumulate_gram<T: Real>(
             });
         }
     }
-    if n == 0 || d == 0 {
-        return Ok(());
-    }
-    let isa = syrk::Isa::detect();
-    let mut at = vec![0.0; (d + 2) * n];
-    {
-        let phi = phi.as_standard_layout();
-        let src = phi
-            .as_slice()
-            .ok_or_else(|| Error::Internal("standard-layout features".into()))?;
-        let (feat, extra) = at.split_at_mut(d * n);
-        for (o, v) in extra[..n].iter_mut().zip(y) {
-            *o = *v;
+    let fpar = faer_par(par);
+    let ycol: Vec<f64> = y.iter().copied().collect();
+    let ones = vec![1.0; n];
+    with_f64_view(phi, |p| {
+        faer::linalg::matmul::triangular::matmul(
+            as_faer_mut(gram.view_mut()),
+            BlockStructure::TriangularLower,
+            Accum::Add,
+            p.transpose(),
+            BlockStructure::Rectangular,
+            p,
+            BlockStructure::Rectangular,
+            1.0,
+            fpar,
+        );
+        let mut rhs = Mat::<f64>::zeros(n, 2);
+        for i in 0..n {
+            rhs[(i, 0)] = ycol[i];
+            rhs[(i, 1)] = ones[i];
         }
-        extra[n..].fill(1.0);
-        let transpose = |(band, dst): (usize, &mut [f64])| {
-            let f0 = band * BAND;
-            for k0 in (0..n).step_by(BAND) {
-                let k1 = (k0 + BAND).min(n);
-                for (f, row) in dst.chunks_exact_mut(n).enumerate() {
-                    for (k, o) in (k0..k1).zip(&mut row[k0..k1]) {
-                        *o = src[k * d + f0 + f].to_f64_exact();
-                    }
-                }
-            }
-        };
-        if par.is_parallel() {
-            feat.par_chunks_mut(BAND * n)
-                .enumerate()
-                .for_each(transpose);
-        } else {
-            feat.chunks_mut(BAND * n).enumerate().for_each(transpose);
+        let mut out = Mat::<f64>::zeros(d, 2);
+        faer::linalg::matmul::matmul(
+            out.as_mut(),
+            Accum::Replace,
+            p.transpose(),
+            rhs.as_ref(),
+            1.0,
+            fpar,
+        );
+        for k in 0..d {
+            phi_y[k] += out[(k, 0)];
+            phi_sum[k] += out[(k, 1)];
         }
-    }
-    let mut out = vec![0.0; 2 * d];
-    let (feat, extra) = at.split_at(d * n);
-    let task = |(band, (g, o)): (usize, (&mut [f64], &mut [f64]))| {
-        let rows = band * BAND..(band * BAND + BAND).min(d);
-        syrk::gemm_nt(isa, feat, n, rows.clone(), feat, n, d, n, g, d, true);
-        syrk::gemm_nt(isa, feat, n, rows, extra, n, 2, n, o, 2, false);
-    };
-    let mut run = |g: &mut [f64]| {
-        if par.is_parallel() {
-            g.par_chunks_mut(BAND * d)
-                .zip(out.par_chunks_mut(BAND * 2))
-                .enumerate()
-                .rev()
-                .for_each(task);
-        } else {
-            g.chunks_mut(BAND * d)
-                .zip(out.chunks_mut(BAND * 2))
-                .enumerate()
-                .rev()
-                .for_each(task);
-        }
-    };
-    if gram.is_standard_layout() {
-        run(gram
-            .as_slice_mut()
-            .ok_or_else(|| Error::Internal("standard-layout Gram".into()))?);
-    } else {
-        let mut g = gram.to_owned();
-        run(g
-            .as_slice_mut()
-            .ok_or_else(|| Error::Internal("owned Gram".into()))?);
-        gram.assign(&g);
-    }
-    for k in 0..d {
-        phi_y[k] += out[2 * k];
-        phi_sum[k] += out[2 * k + 1];
-    }
+    });
     mirror_lower(gram);
     Ok(())
 }
