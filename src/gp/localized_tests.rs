@@ -338,6 +338,8 @@ fn cached_projections_give_the_statistics_of_the_map_at_any_center() {
         (SketchKind::TensorSrht, true, 41),
         (SketchKind::Gaussian, false, 30),
         (SketchKind::Rademacher, true, 31),
+        // Wider than SYRK_MAX_WIDTH: the Gram through faer's GEMM.
+        (SketchKind::TensorSrht, false, 160),
     ] {
         let cfg = config(d_feat, sketch, complex);
         let mut gp =

@@ -1,7 +1,10 @@
 //! Dense linear algebra of the GP code (ALGORITHMS.md 7), in `f64` on faer:
 //! Cholesky with the jitter ladder of 7.1, triangular solves, and the
 //! symmetric rank-k accumulation `G += ΦᵀΦ`, `b += Φᵀy` of 7.2 over a row
-//! chunk (faer's multithreaded GEMM).
+//! chunk (faer's multithreaded GEMM), and the hand-written Gram kernel of
+//! the localized GP's small per-centroid blocks ([`syrk`]).
+
+pub mod syrk;
 
 use std::any::TypeId;
 
@@ -313,7 +316,9 @@ pub fn with_f64_view<T: Real, R>(
 /// triangle through faer's triangular GEMM, then mirrored, so `gram` stays
 /// fully symmetric), `phi_y += Φᵀ y` and `phi_sum += Φᵀ 1`. (Splitting the
 /// triangle into row bands of equal work, one sequential GEMM per task, was
-/// measured 5-15% slower than faer's parallel GEMM, interleaved A/B on 2 cores.)
+/// measured 5-15% slower than faer's parallel GEMM, interleaved A/B on 2 cores;
+/// so was the kernel of [`syrk`] on a feature-major copy of the chunk, at
+/// `D = 1,024`, 2,048 rows: 176 vs 138 ms, see BENCHMARKS.md.)
 ///
 /// `phi` is `n × D`, `y` has length `n`, `gram` is `D × D`, `phi_y` and
 /// `phi_sum` have length `D`.
