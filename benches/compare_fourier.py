@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -60,11 +61,22 @@ def case(n: int, d: int, dim: int, dtype, samplers: tuple[str, ...], repeats: in
             )
 
 
+def first_touch_2_threads(n: int, dim: int) -> np.ndarray:
+    """A fresh float32 ``n x dim`` array whose halves are first written by
+    two threads at once (np.copyto releases the GIL), as the transform's two
+    threads write their own rows."""
+    out = np.empty((n, dim), np.float32)
+    halves = (out[: n // 2], out[n // 2 :])
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(lambda h: np.copyto(h, 1.0), halves))
+    return out
+
+
 def floor_case(n: int, d: int, dim: int) -> None:
     """What any float32 map of this size must pay (issue 4's 3x goal): the
-    first touch of a fresh N x D output (the kernel zeroes its pages), a
-    refill of a touched one, and the GEMM alone (NumPy/BLAS into a touched
-    output: 2 N d D flops)."""
+    first touch of a fresh N x D output (the kernel zeroes its pages) on one
+    and on two threads, a refill of a touched one, and the GEMM alone
+    (NumPy/BLAS into a touched output: 2 N d D flops)."""
     name = f"float32 floor, N = {n:,}, d = {d}, D = {dim:,}"
     print(f"\n{name}", flush=True)
     x = np.random.default_rng(0).standard_normal((n, d)).astype(np.float32)
@@ -72,13 +84,19 @@ def floor_case(n: int, d: int, dim: int) -> None:
     fresh = timed(
         "fresh output, first touch (np.ones, 1 thread)", lambda: np.ones((n, dim), np.float32), 3
     )
+    fresh2 = timed(
+        "fresh output, first touch (np.empty + np.copyto of each half, 2 threads)",
+        lambda: first_touch_2_threads(n, dim),
+        3,
+    )
     out = np.ones((n, dim), np.float32)
     refill = timed("touched output, refill (fill, 1 thread)", lambda: out.fill(2.0), 3)
     gemm = timed("GEMM alone, BLAS, into the touched output", lambda: np.matmul(x, w.T, out=out), 3)
     gflops = 2 * n * d * dim / gemm / 1e9
     print(f"  GEMM: {gflops:.0f} GFLOP/s", flush=True)
     for label, t in (
-        ("first touch", fresh),
+        ("first touch, 1 thread", fresh),
+        ("first touch, 2 threads", fresh2),
         ("refill", refill),
         (f"BLAS GEMM ({gflops:.0f} GFLOP/s)", gemm),
     ):

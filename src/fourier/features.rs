@@ -6,6 +6,7 @@ use std::any::TypeId;
 use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
+use super::fused::{self, Isa};
 use super::kernels::Kernel;
 use super::samplers::{self, Sampler};
 use super::sincos::{cos_shift_scaled, sincos_scaled};
@@ -63,6 +64,22 @@ impl Variant {
             Variant::CosSin => 1.0 / (self.n_frequencies(n_components) as f64).sqrt(),
         }
     }
+}
+
+/// How [`FourierFeatures::transform_into_with`] computes a dense map.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// The fused kernel for the CPU's widest instruction set when
+    /// `d ≤` [`fused::MAX_FUSED_FEATURES`] and the CPU has one
+    /// ([`Isa::detected`]), else the tiles (what
+    /// [`FourierFeatures::transform_into`] does).
+    Auto,
+    /// The fused kernel ([`fused`]) for this instruction set (an error if
+    /// the CPU lacks it or the map is structured).
+    Fused(Isa),
+    /// A GEMM (faer) per `CHUNK_ROWS × COL_BLOCK` tile, then the cosines in
+    /// place.
+    Tiles,
 }
 
 /// Hyperparameters of a random Fourier feature map.
@@ -408,20 +425,78 @@ impl FourierFeatures {
     }
 
     /// Writes `φ(x)` for every row of `x` (`n × d`) into `out` (`n × D`,
-    /// C-contiguous): `out[i, ..m] = W x_i` by a GEMM (faer) or the SORF
-    /// blocks, then the cosines and sines in place (ALGORITHMS.md 5.2).
-    /// Dense frequencies go tile by tile (`CHUNK_ROWS × COL_BLOCK`): one
-    /// GEMM writes the tile and its cosines follow while it is in cache.
-    /// Row chunks run in parallel with [`Parallelism::Rayon`]; the result is
-    /// bit-identical for any thread count.
+    /// C-contiguous) (ALGORITHMS.md 5.2). Dense frequencies with
+    /// `d ≤` [`fused::MAX_FUSED_FEATURES`] take the fused kernel
+    /// ([`fused`]: projection, cosine and scale in registers, one store per
+    /// element). Otherwise `out[i, ..m] = W x_i` by a GEMM (faer) or the SORF
+    /// blocks, then the cosines and sines in place; dense frequencies go
+    /// tile by tile (`CHUNK_ROWS × COL_BLOCK`): one GEMM writes the tile and
+    /// its cosines follow while it is in cache. Row chunks run in parallel
+    /// with [`Parallelism::Rayon`]; the result is bit-identical for any
+    /// thread count.
     pub fn transform_into<T: Real>(
         &self,
         x: ArrayView2<T>,
-        mut out: ArrayViewMut2<T>,
+        out: ArrayViewMut2<T>,
         par: Parallelism,
     ) -> Result<()> {
-        let (m, d) = self.projection.shape();
-        Error::check_n_features(d, x.ncols())?;
+        self.transform_into_with(x, out, par, Method::Auto)
+    }
+
+    /// [`FourierFeatures::transform_into`] by a chosen [`Method`] (for tests
+    /// and benchmarks; the results of the methods agree to rounding).
+    pub fn transform_into_with<T: Real>(
+        &self,
+        x: ArrayView2<T>,
+        out: ArrayViewMut2<T>,
+        par: Parallelism,
+        method: Method,
+    ) -> Result<()> {
+        self.check_transform(x, &out)?;
+        let (w, isa) = match (&self.projection, method) {
+            (Projection::Dense(w), Method::Auto) => match Isa::detected() {
+                Some(isa) if w.ncols() <= fused::MAX_FUSED_FEATURES => (w, isa),
+                _ => {
+                    self.transform_tiles(x, out, par);
+                    return Ok(());
+                }
+            },
+            (Projection::Dense(w), Method::Fused(isa)) => {
+                if !Isa::available().contains(&isa) {
+                    return Err(Error::invalid(
+                        "method",
+                        format!("this CPU cannot run the {isa:?} kernel"),
+                    ));
+                }
+                (w, isa)
+            }
+            (Projection::Structured { .. }, Method::Fused(_)) => {
+                return Err(Error::invalid(
+                    "method",
+                    "the fused kernel needs dense frequencies (not the structured sampler)",
+                ))
+            }
+            _ => {
+                self.transform_tiles(x, out, par);
+                return Ok(());
+            }
+        };
+        fused::transform_dense(
+            w,
+            self.phases.as_ref(),
+            self.variant,
+            self.n_components,
+            self.scale(),
+            x,
+            out,
+            par,
+            isa,
+        );
+        Ok(())
+    }
+
+    fn check_transform<T: Real>(&self, x: ArrayView2<T>, out: &ArrayViewMut2<T>) -> Result<()> {
+        Error::check_n_features(self.n_features(), x.ncols())?;
         Error::check_out_shape((x.nrows(), self.n_components), out.dim())?;
         if !out.is_standard_layout() {
             return Err(Error::invalid("out", "must be C-contiguous"));
@@ -429,6 +504,19 @@ impl FourierFeatures {
         if !x.iter().all(|v| v.is_finite()) {
             return Err(Error::NonFinite { name: "X" });
         }
+        Ok(())
+    }
+
+    /// The tile transform (faer GEMM, then the cosines in place): structured
+    /// maps and dense maps with more than [`fused::MAX_FUSED_FEATURES`]
+    /// inputs. Arguments as checked by [`FourierFeatures::transform_into`].
+    fn transform_tiles<T: Real>(
+        &self,
+        x: ArrayView2<T>,
+        mut out: ArrayViewMut2<T>,
+        par: Parallelism,
+    ) {
+        let m = self.n_frequencies();
         let wt: Option<Array2<T>> = match &self.projection {
             Projection::Dense(w) => Some(w.t().mapv(T::from_f64_lossy)),
             Projection::Structured { .. } => None,
@@ -483,7 +571,6 @@ impl FourierFeatures {
         } else {
             xs.zip(os).for_each(work);
         }
-        Ok(())
     }
 
     /// Allocating form of [`FourierFeatures::transform_into`].

@@ -7,6 +7,8 @@
 //!   `qmc` (scrambled Sobol, [`qmc`]).
 //! - [`features`]: the fitted map [`FourierFeatures`], variants `cos_bias`
 //!   and `cos_sin`, the transform (faer GEMM + vectorized [`sincos`]).
+//! - [`fused`]: the fused dense transform (projection, cosine and scale in
+//!   registers, one store per output element).
 //! - [`nystroem`]: [`NystroemFeatures`], `K_mm^{-1/2} k_m(x)`.
 //!
 //! ```
@@ -27,6 +29,7 @@
 //! ```
 
 pub mod features;
+pub mod fused;
 pub mod kernels;
 pub mod nystroem;
 pub mod qmc;
@@ -37,7 +40,8 @@ mod sobol_table;
 #[cfg(test)]
 mod tests;
 
-pub use features::{FourierConfig, FourierFeatures, Projection, Variant, VARIANT_NAMES};
+pub use features::{FourierConfig, FourierFeatures, Method, Projection, Variant, VARIANT_NAMES};
+pub use fused::Isa;
 pub use kernels::{Kernel, KERNEL_NAMES};
 pub use nystroem::{kernel_matrix, NystroemFeatures};
 pub use samplers::{Sampler, SAMPLER_NAMES};

@@ -59,7 +59,7 @@ const C6: f64 = -1.135_964_755_778_819_5e-11;
 
 /// `(sin x, cos x)` for `|x| ≤ FAST_LIMIT`, branch-free.
 #[inline(always)]
-fn sincos_fast(x: f64) -> (f64, f64) {
+pub(super) fn sincos_fast(x: f64) -> (f64, f64) {
     let t = x * FRAC_2_PI + ROUND_MAGIC;
     let q = t.to_bits();
     let k = t - ROUND_MAGIC;
@@ -94,7 +94,7 @@ const ROUND_MAGIC_F32: f32 = 12_582_912.0; // 1.5 * 2^23
 /// `z = r²` times `|d cos/dz| z ≤ 1.24` (`1.24·2^-24`); the Horner steps,
 /// `2^-24 (1 + 2.47·0.5 + 2.47²·0.042 + …) < 2.5·2^-24` (`z ≤ 2.47`).
 #[inline(always)]
-fn cos_f32(x: f32) -> f32 {
+pub(super) fn cos_f32(x: f32) -> f32 {
     const FRAC_1_PI: f32 = std::f32::consts::FRAC_1_PI;
     let t = x.mul_add(FRAC_1_PI, ROUND_MAGIC_F32);
     let q = t.to_bits();
