@@ -212,6 +212,44 @@ impl<T> SharedPtr<T> {
     }
 }
 
+/// Bytes of the alignment that phase 2 gives its wide strips: one cache
+/// line, so no load or store of a 512-bit register straddles two lines.
+const ALIGN_BYTES: usize = 64;
+
+/// The column ranges `(start, width)` of phase 2 over rows of `b` elements
+/// starting at address `addr`: strips of `width` columns that start on a
+/// cache-line boundary, plus, when the rows do not start on one, the
+/// columns before the first boundary and after the last one as two narrow
+/// strips of their own. A misaligned vector (glibc's and NumPy's large
+/// allocations start 16 bytes past a page) would otherwise split every
+/// register load and store of phase 2 over two lines (interleaved A/B on a
+/// vector 16 bytes past a line: 0.5-3% faster with aligned strips,
+/// BENCHMARKS.md, FWHT section). Any partition of the columns gives the
+/// same bits: the stages act on each column alone.
+fn strip_ranges<T>(addr: usize, b: usize, width: usize) -> Vec<(usize, usize)> {
+    let size = std::mem::size_of::<T>();
+    let line = ALIGN_BYTES / size;
+    let head = if addr.is_multiple_of(size) {
+        (ALIGN_BYTES - addr % ALIGN_BYTES) % ALIGN_BYTES / size
+    } else {
+        0
+    };
+    #[cfg(test)]
+    let head = if tests::ALIGN_STRIPS.load(std::sync::atomic::Ordering::Relaxed) {
+        head
+    } else {
+        0
+    };
+    if head == 0 || b < 2 * line {
+        return (0..b / width).map(|s| (s * width, width)).collect();
+    }
+    let end = b - line + head;
+    let mut out = vec![(0, head)];
+    out.extend((head..end).step_by(width).map(|c| (c, width.min(end - c))));
+    out.push((end, b - end));
+    out
+}
+
 /// Stages between blocks of length `b` (`x.len()` a multiple of `b`).
 fn phase2<T: Real>(x: &mut [T], b: usize, parallel: bool) {
     let rows = x.len() / b;
@@ -221,23 +259,24 @@ fn phase2<T: Real>(x: &mut [T], b: usize, parallel: bool) {
         let threads = rayon::current_num_threads().next_power_of_two();
         width = width.min(b / threads).max(1);
     }
+    let ranges = strip_ranges::<T>(x.as_ptr() as usize, b, width);
     let base = SharedPtr(x.as_mut_ptr());
-    let run = |s: usize| {
+    let run = |&(col, width): &(usize, usize)| {
         let strip = Strip {
-            // SAFETY: s * width < b <= x.len(), inside the allocation.
-            ptr: unsafe { base.get().add(s * width) },
+            // SAFETY: col < b <= x.len(), inside the allocation.
+            ptr: unsafe { base.get().add(col) },
             rows,
             row_len: b,
             width,
         };
-        // SAFETY: strip `s` covers columns [s*width, (s+1)*width) of every
-        // block; strips are disjoint and `x` is borrowed mutably for the call.
+        // SAFETY: the ranges partition the columns [0, b) of every block, so
+        // strips are disjoint; `x` is borrowed mutably for the call.
         unsafe { simd::strip(&strip) }
     };
     if parallel {
-        (0..b / width).into_par_iter().for_each(run);
+        ranges.par_iter().for_each(run);
     } else {
-        (0..b / width).for_each(run);
+        ranges.iter().for_each(run);
     }
 }
 

@@ -3,6 +3,11 @@ use approx::assert_relative_eq;
 use ndarray::Array2;
 use rand::{Rng, SeedableRng};
 
+/// Test knob: phase 2 aligns its strips (`strip_ranges`); off only in the
+/// by-hand A/B timing below.
+pub(super) static ALIGN_STRIPS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(true);
+
 /// Textbook O(n^2) oracle: `H[i, j] = (-1)^popcount(i & j)`.
 fn dense(x: &[f64]) -> Vec<f64> {
     let n = x.len();
@@ -278,6 +283,71 @@ fn every_simd_level_phase2_is_bit_identical() {
     }
 }
 
+/// Every start address modulo a cache line: phase 2 runs its strips from
+/// the first 64-byte boundary and the columns before and after it as narrow
+/// strips of their own (`strip_ranges`); the result must not change.
+#[test]
+fn any_alignment_is_bit_identical() {
+    fn check<T: Real>(k: u32) {
+        let n = 1usize << k;
+        let x: Vec<T> = random_vec(n, 900 + k as u64)
+            .into_iter()
+            .map(T::from_f64_lossy)
+            .collect();
+        let mut want = x.clone();
+        naive(&mut want);
+        let line = 64 / std::mem::size_of::<T>();
+        let mut buf = vec![T::zero(); n + line];
+        for off in 0..line {
+            for par in [Parallelism::Sequential, Parallelism::Rayon] {
+                let v = &mut buf[off..off + n];
+                v.copy_from_slice(&x);
+                fwht(v, false, par).unwrap();
+                assert!(
+                    v == want.as_slice(),
+                    "{} n = 2^{k}, offset {off}, {par:?}",
+                    T::DTYPE
+                );
+            }
+        }
+    }
+    for k in [4, 6, 10, 11, 12, 14, 16, 18] {
+        check::<f64>(k);
+        check::<f32>(k + 1);
+    }
+}
+
+#[test]
+fn strip_ranges_partition_the_columns() {
+    for (addr, b, width) in [
+        (0usize, 2048usize, 512usize),
+        (16, 2048, 512),
+        (8, 2048, 8),
+        (56, 4096, 2048),
+        (24, 131_072, 16_384),
+        (4, 4096, 16),
+    ] {
+        for (r, size) in [
+            (strip_ranges::<f64>(addr, b, width), 8usize),
+            (strip_ranges::<f32>(addr, b, width), 4),
+        ] {
+            // Consecutive, covering [0, b), every wide strip aligned (an
+            // address that is not a multiple of the element size cannot be).
+            let mut next = 0;
+            for &(c, w) in &r {
+                assert_eq!(c, next, "{r:?}");
+                assert!(w > 0 && (w <= width || w < 64 / size), "{r:?}");
+                if w >= 64 / size && addr % size == 0 {
+                    assert_eq!((addr + c * size) % 64, 0, "{r:?}");
+                    assert_eq!(w % (64 / size), 0, "{r:?}");
+                }
+                next = c + w;
+            }
+            assert_eq!(next, b);
+        }
+    }
+}
+
 /// Timing of single vectors on one thread (min of many trials, robust to a
 /// busy machine), in ns per element per log2 n, the unit of the FFHT
 /// reference figures; for L1-sized vectors also the portable kernels
@@ -328,5 +398,94 @@ fn compare_levels_timing() {
     for k in [10usize, 14, 20] {
         run::<f64>(k);
         run::<f32>(k);
+    }
+}
+
+/// Interleaved A/B timing (by hand, not a test of speed): the transform of a
+/// 2^k f64 vector whose start is 64-byte aligned vs offset by 16 bytes (what
+/// glibc's mmap-backed allocations give).
+/// `cargo test --release --lib fwht_alignment_ab_timing -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn fwht_alignment_ab_timing() {
+    use std::time::Instant;
+    for k in [10usize, 14, 20] {
+        let n = 1usize << k;
+        let x = random_vec(n, 3);
+        let mut buf = vec![0.0f64; n + 16];
+        let base = buf.as_ptr() as usize;
+        let a0 = (64 - base % 64) % 64 / 8;
+        let reps = ((1 << 23) / n).max(3);
+        let mut t = [Vec::new(), Vec::new()];
+        for trial in 0..40 {
+            for v in 0..2 {
+                let v = (v + trial) % 2;
+                let off = a0 + 2 * v;
+                let s = &mut buf[off..off + n];
+                s.copy_from_slice(&x);
+                let t0 = Instant::now();
+                for _ in 0..reps {
+                    transform(s, Parallelism::Sequential);
+                }
+                t[v].push(t0.elapsed().as_secs_f64() / reps as f64);
+            }
+        }
+        let med = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (a, b) = (med(&mut t[0]), med(&mut t[1]));
+        let unit = |s: f64| s * 1e9 / (n * k) as f64;
+        println!(
+            "f64 n=2^{k}: aligned {:.4}, +16 bytes {:.4} ns/elem/log2n (ratio {:.3})",
+            unit(a),
+            unit(b),
+            b / a
+        );
+    }
+}
+
+/// Interleaved A/B timing (by hand): a 2^k f64 vector 16 bytes past a cache
+/// line, phase 2 with aligned strips (A) or strips from column 0 (B).
+/// `cargo test --release --lib fwht_strip_align_ab_timing -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn fwht_strip_align_ab_timing() {
+    use std::sync::atomic::Ordering;
+    use std::time::Instant;
+    for k in [14usize, 17, 20] {
+        let n = 1usize << k;
+        let x = random_vec(n, 3);
+        let mut buf = vec![0.0f64; n + 16];
+        let base = buf.as_ptr() as usize;
+        let off = (64 - base % 64) % 64 / 8 + 2;
+        let reps = ((1 << 23) / n).max(3);
+        let mut t = [Vec::new(), Vec::new()];
+        for trial in 0..60 {
+            for v in 0..2 {
+                let v = (v + trial) % 2;
+                ALIGN_STRIPS.store(v == 0, Ordering::Relaxed);
+                let s = &mut buf[off..off + n];
+                s.copy_from_slice(&x);
+                let t0 = Instant::now();
+                for _ in 0..reps {
+                    transform(s, Parallelism::Sequential);
+                }
+                t[v].push(t0.elapsed().as_secs_f64() / reps as f64);
+            }
+        }
+        ALIGN_STRIPS.store(true, Ordering::Relaxed);
+        let med = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (a, b) = (med(&mut t[0]), med(&mut t[1]));
+        let unit = |s: f64| s * 1e9 / (n * k) as f64;
+        println!(
+            "f64 n=2^{k} (+16 bytes): aligned strips {:.4}, unaligned strips {:.4} ns/elem/log2n (B/A {:.3})",
+            unit(a),
+            unit(b),
+            b / a
+        );
     }
 }

@@ -3,13 +3,14 @@
 //! (scalar or per-dimension length scales), and the predictive mean and
 //! variances. The only place in the crate that builds an `N × N` matrix.
 
-use faer::{MatMut, MatRef};
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::{Mat, MatMut, MatRef};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
-use super::{check_finite, check_positive};
+use super::{check_finite, check_positive, vexp};
 use crate::error::{Error, Result};
-use crate::linalg::Cholesky;
+use crate::linalg::{faer_par, Cholesky};
 use crate::threads::Parallelism;
 
 /// `ln 2π`.
@@ -103,9 +104,10 @@ fn cross_scaled(
 }
 
 /// Number of `N × N` float64 matrices the exact GP holds at once during a
-/// fit with gradients (an evaluation's kernel, factor and inverse, the
-/// factors of the best evaluations of the current run and of the best
-/// earlier run, and a safety margin).
+/// fit with gradients (an evaluation's kernel, factor, inverse and the
+/// inverse's scratch, the first, second and last kept for reuse in a
+/// [`Workspace`], and the factors of the best evaluations of the current run
+/// and of the best earlier run).
 const EXACT_MATRICES: u128 = 6;
 
 fn available_memory_bytes() -> u128 {
@@ -179,9 +181,6 @@ pub struct LmlEval {
 /// Fitted pieces of `K_y = K + σ_n² I`: the kernel matrix, its factor and
 /// `α = K_y^{−1} y`.
 struct Factored {
-    /// The lower triangle of `K`, column-major: column `j` is
-    /// `k[j n + j .. (j + 1) n]` (the strict upper triangle is unused).
-    k: Vec<f64>,
     /// The inputs divided by the length scales, transposed (`d × N`,
     /// row `a` holds dimension `a` of every point).
     ut: Array2<f64>,
@@ -196,76 +195,231 @@ fn scaled_transposed(x: ArrayView2<'_, f64>, kernel: &GaussianKernel) -> Array2<
     u.t().as_standard_layout().into_owned()
 }
 
-/// `r2[i] = Σ_a (u_ia − u_ja)²` for the rows `i ≥ j` of column `j`
-/// (`r2.len() == n − j`), one contiguous pass per dimension.
-fn column_sq_dist(ut: &Array2<f64>, j: usize, r2: &mut [f64]) {
-    r2.fill(0.0);
-    for row in ut.rows() {
-        let row = row.as_slice().unwrap_or_default();
+/// Column `j` of the lower triangle of `K = σ² exp(−½ ‖u_i − u_j‖²)`
+/// (`col.len() == n − j`, rows `i ≥ j`): pairwise differences, one
+/// contiguous pass per dimension (no `‖a‖² + ‖b‖² − 2aᵀb` cancellation),
+/// then the vectorizable [`vexp::exp`]. Inlined into the per-instruction-set
+/// copies of [`kernel_column`]; no FMA contraction, so every copy gives the
+/// same bits.
+#[inline(always)]
+fn kernel_column_body(ut: &[f64], n: usize, j: usize, variance: f64, col: &mut [f64]) {
+    col.fill(0.0);
+    for row in ut.chunks_exact(n) {
         let c = row[j];
-        for (r, &v) in r2.iter_mut().zip(&row[j..]) {
+        for (r, &v) in col.iter_mut().zip(&row[j..]) {
             let t = v - c;
             *r += t * t;
         }
     }
+    for v in col.iter_mut() {
+        *v = variance * vexp::exp(-0.5 * *v);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn kernel_column_avx512(ut: &[f64], n: usize, j: usize, s2: f64, col: &mut [f64]) {
+        super::kernel_column_body(ut, n, j, s2, col)
+    }
+    #[target_feature(enable = "avx2")]
+    pub(super) fn kernel_column_avx2(ut: &[f64], n: usize, j: usize, s2: f64, col: &mut [f64]) {
+        super::kernel_column_body(ut, n, j, s2, col)
+    }
+}
+
+/// [`kernel_column_body`] with the widest SIMD the CPU offers (`ut` is the
+/// row-major `d × n` matrix of scaled inputs).
+fn kernel_column(ut: &[f64], n: usize, j: usize, variance: f64, col: &mut [f64]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if vexp::has_avx512() {
+            // SAFETY: the CPU supports AVX-512F (checked above).
+            return unsafe { x86::kernel_column_avx512(ut, n, j, variance, col) };
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked above).
+            return unsafe { x86::kernel_column_avx2(ut, n, j, variance, col) };
+        }
+    }
+    kernel_column_body(ut, n, j, variance, col)
 }
 
 /// The lower triangle of `K = σ² exp(−½ ‖u_i − u_j‖²)` column by column
-/// (columns in parallel); pairwise differences, no `‖a‖² + ‖b‖² − 2aᵀb`
-/// cancellation.
-fn kernel_lower(ut: &Array2<f64>, variance: f64, par: Parallelism) -> Vec<f64> {
+/// (columns in parallel, each by [`kernel_column`]) into `k`, resized to
+/// `N²`, column-major: column `j` is `k[j N + j .. (j + 1) N]` (the strict
+/// upper triangle is left as it was and never read).
+fn kernel_lower(ut: &Array2<f64>, variance: f64, par: Parallelism, k: &mut Vec<f64>) {
     let n = ut.ncols();
-    let mut k = vec![0.0; n * n];
-    let fill = |(j, col): (usize, &mut [f64])| {
-        let col = &mut col[j..];
-        column_sq_dist(ut, j, col);
-        for v in col.iter_mut() {
-            *v = variance * (-0.5 * *v).exp();
-        }
-    };
+    k.resize(n * n, 0.0);
     if n == 0 {
-        return k;
+        return;
     }
+    let u = ut.as_slice().unwrap_or_default();
+    let fill = |(j, col): (usize, &mut [f64])| kernel_column(u, n, j, variance, &mut col[j..]);
     if par.is_parallel() {
         k.par_chunks_mut(n).enumerate().for_each(fill);
     } else {
         k.chunks_mut(n).enumerate().for_each(fill);
     }
-    k
 }
 
+/// Buffers that the successive LML evaluations of one fit reuse: the kernel
+/// matrix, the inverse `K_y^{−1}` and faer's scratch for it. Fresh `N × N`
+/// buffers each evaluation come from the OS as untouched pages (glibc maps
+/// allocations this large), and their page faults cost about a fifth of a
+/// fit's CPU time at N = 2,000 (178,680 minor faults, 0.56 s of system time
+/// out of 2.74 s CPU, BENCHMARKS.md, GP section).
+#[derive(Default)]
+pub(crate) struct Workspace {
+    k: Vec<f64>,
+    inv: Option<Mat<f64>>,
+    /// faer's scratch of the inverse and the order it was sized for.
+    scratch: Option<(usize, MemBuffer)>,
+}
+
+impl Workspace {
+    /// The lower triangle of `(L Lᵀ)^{−1}` into the reused buffer (faer's
+    /// `L^{−1}` and the triangular product `L^{−ᵀ} L^{−1}`, `⅔ N³` flops, as
+    /// [`Cholesky::inverse_lower`]); its strict upper triangle is stale.
+    fn inverse_lower(&mut self, chol: &Cholesky, par: Parallelism) -> &Mat<f64> {
+        let n = chol.dim();
+        let fpar = faer_par(par);
+        if self.inv.as_ref().is_none_or(|m| m.nrows() != n) {
+            self.inv = Some(Mat::zeros(n, n));
+        }
+        if self.scratch.as_ref().is_none_or(|(m, _)| *m != n) {
+            let req = faer::linalg::cholesky::llt::inverse::inverse_scratch::<f64>(n, fpar);
+            self.scratch = Some((n, MemBuffer::new(req)));
+        }
+        let (Some(inv), Some((_, mem))) = (self.inv.as_mut(), self.scratch.as_mut()) else {
+            unreachable!("both buffers were set above")
+        };
+        faer::linalg::cholesky::llt::inverse::inverse(
+            inv.as_mut(),
+            chol.l(),
+            fpar,
+            MemStack::new(mem),
+        );
+        inv
+    }
+}
+
+/// Factors `K_y` (the kernel matrix into `k`, see [`kernel_lower`]).
 fn factor(
     x: ArrayView2<'_, f64>,
     y: ArrayView1<'_, f64>,
     kernel: &GaussianKernel,
     noise_variance: f64,
     par: Parallelism,
+    k: &mut Vec<f64>,
 ) -> Result<Factored> {
     let n = x.nrows();
     let ut = scaled_transposed(x, kernel);
-    let k = kernel_lower(&ut, kernel.variance, par);
+    kernel_lower(&ut, kernel.variance, par, k);
     let chol = Cholesky::shifted(
-        MatRef::from_column_major_slice(&k, n, n),
+        MatRef::from_column_major_slice(k, n, n),
         noise_variance,
         par,
     )?;
     let alpha = chol.solve_vec(y, par);
-    Ok(Factored { k, ut, chol, alpha })
+    Ok(Factored { ut, chol, alpha })
 }
 
-/// `Σ_i a_i b_i` with eight independent partial sums (vectorizable; the
-/// order is fixed, so the result does not depend on the thread count).
-fn dot(a: &[f64], b: &[f64]) -> f64 {
+/// The inputs of [`grad_column_body`] for column `j`.
+struct GradColumn<'a> {
+    /// The scaled inputs, row-major `d × n`.
+    ut: &'a [f64],
+    n: usize,
+    j: usize,
+    /// `K_ij` for `i > j`.
+    k: &'a [f64],
+    /// `W_ij = (K_y^{−1})_ij` for `i > j`.
+    w: &'a [f64],
+    /// `α` (all `n`).
+    alpha: &'a [f64],
+}
+
+/// `Σ_i a_i (c_i − v)²` with eight independent partial sums
+/// (vectorizable; a fixed order, so the same bits at any SIMD width).
+#[inline(always)]
+fn dot_sq(a: &[f64], c: &[f64], v: f64) -> f64 {
     let mut acc = [0.0; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
+    let (ca, cc) = (a.chunks_exact(8), c.chunks_exact(8));
+    let (ra, rc) = (ca.remainder(), cc.remainder());
+    for (x, y) in ca.zip(cc) {
         for l in 0..8 {
-            acc[l] += x[l] * y[l];
+            let t = y[l] - v;
+            acc[l] += x[l] * (t * t);
         }
     }
-    let tail: f64 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
+    let tail: f64 = ra
+        .iter()
+        .zip(rc)
+        .map(|(x, y)| x * ((y - v) * (y - v)))
+        .sum();
     acc.iter().sum::<f64>() + tail
+}
+
+/// `Σ_i a_i` with eight independent partial sums (as [`dot_sq`]).
+#[inline(always)]
+fn sum8(a: &[f64]) -> f64 {
+    let mut acc = [0.0; 8];
+    let ca = a.chunks_exact(8);
+    let tail: f64 = ca.remainder().iter().sum();
+    for x in ca {
+        for l in 0..8 {
+            acc[l] += x[l];
+        }
+    }
+    acc.iter().sum::<f64>() + tail
+}
+
+/// Column `j` of the gradient's traces: `m_i = (α_i α_j − W_ij) K_ij` for
+/// the rows `i > j` (into `m`, `m.len() == n − j − 1`), `per_dim[a] =
+/// Σ_i m_i (u_ia − u_ja)²`; returns `Σ_i m_i`. Inlined into the
+/// per-instruction-set copies of [`grad_column`] (no FMA contraction: the
+/// same bits in each).
+#[inline(always)]
+fn grad_column_body(c: GradColumn<'_>, m: &mut [f64], per_dim: &mut [f64]) -> f64 {
+    let lo = c.j + 1;
+    let aj = c.alpha[c.j];
+    for (((mi, k), w), a) in m.iter_mut().zip(c.k).zip(c.w).zip(&c.alpha[lo..]) {
+        *mi = (aj * a - w) * k;
+    }
+    for (pd, row) in per_dim.iter_mut().zip(c.ut.chunks_exact(c.n)) {
+        *pd = dot_sq(m, &row[lo..], row[c.j]);
+    }
+    sum8(m)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86_grad {
+    use super::{grad_column_body, GradColumn};
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn grad_column_avx512(c: GradColumn<'_>, m: &mut [f64], pd: &mut [f64]) -> f64 {
+        grad_column_body(c, m, pd)
+    }
+    #[target_feature(enable = "avx2")]
+    pub(super) fn grad_column_avx2(c: GradColumn<'_>, m: &mut [f64], pd: &mut [f64]) -> f64 {
+        grad_column_body(c, m, pd)
+    }
+}
+
+/// [`grad_column_body`] with the widest SIMD the CPU offers.
+fn grad_column(c: GradColumn<'_>, m: &mut [f64], per_dim: &mut [f64]) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if vexp::has_avx512() {
+            // SAFETY: the CPU supports AVX-512F (checked above).
+            return unsafe { x86_grad::grad_column_avx512(c, m, per_dim) };
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked above).
+            return unsafe { x86_grad::grad_column_avx2(c, m, per_dim) };
+        }
+    }
+    grad_column_body(c, m, per_dim)
 }
 
 /// The log marginal likelihood of centered targets `y` under the GP with
@@ -289,12 +443,14 @@ pub fn log_marginal_likelihood(
     want_grad: bool,
     par: Parallelism,
 ) -> Result<LmlEval> {
-    lml_and_factor(x, y, kernel, noise_variance, want_grad, par).map(|(e, _, _)| e)
+    let mut ws = Workspace::default();
+    lml_and_factor(x, y, kernel, noise_variance, want_grad, par, &mut ws).map(|(e, _, _)| e)
 }
 
 /// [`log_marginal_likelihood`] that also returns the factor of `K_y` and
 /// `α = K_y^{−1} y`: what a fitted [`ExactGp`] keeps, so the optimizer's best
-/// evaluation needs no refit.
+/// evaluation needs no refit. `ws` holds the `N × N` buffers that repeated
+/// calls reuse.
 pub(crate) fn lml_and_factor(
     x: ArrayView2<'_, f64>,
     y: ArrayView1<'_, f64>,
@@ -302,12 +458,13 @@ pub(crate) fn lml_and_factor(
     noise_variance: f64,
     want_grad: bool,
     par: Parallelism,
+    ws: &mut Workspace,
 ) -> Result<(LmlEval, Cholesky, Vec<f64>)> {
     check_training_data(x, y)?;
     kernel.validate(x.ncols())?;
     check_positive("noise_variance", noise_variance)?;
     let n = x.nrows();
-    let f = factor(x, y, kernel, noise_variance, par)?;
+    let f = factor(x, y, kernel, noise_variance, par, &mut ws.k)?;
     let data_fit: f64 = y.iter().zip(&f.alpha).map(|(a, b)| a * b).sum();
     let lml = -0.5 * data_fit - 0.5 * f.chol.log_det() - 0.5 * n as f64 * LN_2PI;
     let jitter = f.chol.jitter();
@@ -319,43 +476,42 @@ pub(crate) fn lml_and_factor(
         };
         return Ok((e, f.chol, f.alpha));
     }
-    let inv = f.chol.inverse_lower(par);
+    // The kernel matrix leaves the workspace while the inverse borrows it.
+    let k_buf = std::mem::take(&mut ws.k);
+    let inv = ws.inverse_lower(&f.chol, par);
+    let kmat = &k_buf;
     let d = x.ncols();
     let alpha = &f.alpha;
-    // Column j of the strict lower triangle: m_i = (α_i α_j − W_ij) K_ij for
-    // i > j; returns (Σ_i m_i r_ia per dimension a, Σ_i m_i).
-    let column = |j: usize| -> (Vec<f64>, f64) {
+    let u = f.ut.as_slice().unwrap_or_default();
+    // Column j of the strict lower triangle (see `grad_column_body`), with a
+    // scratch buffer per rayon job.
+    let column = |m: &mut Vec<f64>, j: usize| -> (Vec<f64>, f64) {
         let lo = j + 1;
-        let kj = &f.k[j * n + lo..(j + 1) * n];
-        let wj = &inv.col_as_slice(j)[lo..];
-        let aj = alpha[j];
-        let m: Vec<f64> = kj
-            .iter()
-            .zip(wj)
-            .zip(&alpha[lo..])
-            .map(|((k, w), a)| (aj * a - w) * k)
-            .collect();
-        let mut t = vec![0.0; n - lo];
-        let per_dim =
-            f.ut.rows()
-                .into_iter()
-                .map(|row| {
-                    let row = row.as_slice().unwrap_or_default();
-                    let c = row[j];
-                    for (ti, &v) in t.iter_mut().zip(&row[lo..]) {
-                        *ti = (v - c) * (v - c);
-                    }
-                    dot(&m, &t)
-                })
-                .collect();
-        (per_dim, m.iter().sum())
+        let mut per_dim = vec![0.0; d];
+        let s = grad_column(
+            GradColumn {
+                ut: u,
+                n,
+                j,
+                k: &kmat[j * n + lo..(j + 1) * n],
+                w: &inv.col_as_slice(j)[lo..],
+                alpha,
+            },
+            &mut m[..n - lo],
+            &mut per_dim,
+        );
+        (per_dim, s)
     };
     // Per-column terms in parallel, summed in column order: the result does
     // not depend on the number of threads.
     let cols: Vec<(Vec<f64>, f64)> = if par.is_parallel() {
-        (0..n).into_par_iter().map(column).collect()
+        (0..n)
+            .into_par_iter()
+            .map_init(|| vec![0.0; n], column)
+            .collect()
     } else {
-        (0..n).map(column).collect()
+        let mut m = vec![0.0; n];
+        (0..n).map(|j| column(&mut m, j)).collect()
     };
     let mut per_dim = vec![0.0; d];
     let mut m_lower = 0.0;
@@ -377,7 +533,7 @@ pub(crate) fn lml_and_factor(
     };
     grad.push(m_lower + 0.5 * m_diag);
     grad.push(0.5 * noise_variance * (alpha_sq - trace_inv));
-    drop(inv);
+    ws.k = k_buf;
     Ok((LmlEval { lml, grad, jitter }, f.chol, f.alpha))
 }
 
@@ -421,7 +577,7 @@ impl ExactGp {
         let n = x.nrows();
         let y_mean = if center { y.sum() / n as f64 } else { 0.0 };
         let yc = y.mapv(|v| v - y_mean);
-        let f = factor(x, yc.view(), &kernel, noise_variance, par)?;
+        let f = factor(x, yc.view(), &kernel, noise_variance, par, &mut Vec::new())?;
         let data_fit: f64 = yc.iter().zip(&f.alpha).map(|(a, b)| a * b).sum();
         let lml = -0.5 * data_fit - 0.5 * f.chol.log_det() - 0.5 * n as f64 * LN_2PI;
         Ok(Self {
@@ -708,5 +864,102 @@ mod tests {
         let (m0, v0) = gp0.predict(xs.view(), true, Parallelism::Rayon).unwrap();
         assert!((&m1 - &m0 - 5.0).iter().all(|d| d.abs() < 1e-12));
         assert_eq!(v1, v0);
+    }
+    #[test]
+    fn wide_columns_equal_the_baseline_bit_for_bit() {
+        // The dispatched (AVX-512 / AVX2 where the CPU has it) kernel and
+        // gradient columns against the same code compiled for baseline x86-64.
+        let (n, d) = (203, 3);
+        let ut = Array2::from_shape_fn((d, n), |(a, i)| ((i * 37 + a * 11) % 97) as f64 / 31.0);
+        let u = ut.as_slice().unwrap();
+        let alpha: Vec<f64> = (0..n).map(|i| ((i * 13) % 17) as f64 / 7.0 - 1.0).collect();
+        let w: Vec<f64> = (0..n).map(|i| ((i * 5) % 23) as f64 / 11.0).collect();
+        for j in [0, 1, 7, 100, n - 2, n - 1] {
+            let (mut a, mut b) = (vec![0.0; n - j], vec![0.0; n - j]);
+            kernel_column(u, n, j, 1.3, &mut a);
+            kernel_column_body(u, n, j, 1.3, &mut b);
+            assert_eq!(a, b);
+            assert_eq!(a[0], 1.3);
+            let c = || GradColumn {
+                ut: u,
+                n,
+                j,
+                k: &a[1..],
+                w: &w[j + 1..],
+                alpha: &alpha,
+            };
+            let (mut m1, mut m2) = (vec![0.0; n - j - 1], vec![0.0; n - j - 1]);
+            let (mut p1, mut p2) = (vec![0.0; d], vec![0.0; d]);
+            let s1 = grad_column(c(), &mut m1, &mut p1);
+            let s2 = grad_column_body(c(), &mut m2, &mut p2);
+            assert_eq!((s1, &m1, &p1), (s2, &m2, &p2));
+            // And the plain sums they stand for.
+            let want: f64 = m1.iter().sum();
+            assert!((s1 - want).abs() <= 1e-12 * (1.0 + want.abs()));
+        }
+    }
+
+    /// The split of one LML evaluation with gradient at N = 2,000, d = 8
+    /// (synthetic smooth data). Run by hand:
+    /// `cargo test --release --lib exact_eval_split_timing -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn exact_eval_split_timing() {
+        use std::time::Instant;
+        for n in [500, 2000] {
+            let d = 8;
+            let x = Array2::from_shape_fn((n, d), |(i, j)| {
+                (((i * 7919 + j * 104_729) % 2003) as f64 / 1001.0 - 1.0) * 1.7
+            });
+            let y: Array1<f64> = x
+                .rows()
+                .into_iter()
+                .map(|r| {
+                    (r[0] * r[1]).sin() + 0.3 * r[2] - 0.2 * r[3] * r[4]
+                        + (r[5] + r[6] - r[7]).cos()
+                })
+                .collect();
+            let kernel = GaussianKernel {
+                length_scale: vec![1.8],
+                variance: 1.0,
+            };
+            let par = Parallelism::Rayon;
+            let med = |mut v: Vec<f64>| {
+                v.sort_by(f64::total_cmp);
+                v[v.len() / 2] * 1e3
+            };
+            let (mut tk, mut tc, mut ti, mut tg, mut tt) = (vec![], vec![], vec![], vec![], vec![]);
+            for _ in 0..9 {
+                let t0 = Instant::now();
+                let ut = scaled_transposed(x.view(), &kernel);
+                let mut k = Vec::new();
+                kernel_lower(&ut, kernel.variance, par, &mut k);
+                let t1 = Instant::now();
+                let chol = Cholesky::shifted(MatRef::from_column_major_slice(&k, n, n), 0.01, par)
+                    .unwrap();
+                let t2 = Instant::now();
+                let inv = chol.inverse_lower(par);
+                let t3 = Instant::now();
+                drop(inv);
+                let e =
+                    log_marginal_likelihood(x.view(), y.view(), &kernel, 0.01, true, par).unwrap();
+                let t4 = Instant::now();
+                std::hint::black_box(e);
+                tk.push((t1 - t0).as_secs_f64());
+                tc.push((t2 - t1).as_secs_f64());
+                ti.push((t3 - t2).as_secs_f64());
+                tt.push((t4 - t3).as_secs_f64());
+                tg.push((t4 - t3).as_secs_f64() - (t3 - t0).as_secs_f64());
+            }
+            println!(
+                "N = {n}: kernel {:.1} ms, Cholesky {:.1} ms, inverse {:.1} ms, \
+             whole evaluation {:.1} ms (rest: {:.1} ms)",
+                med(tk),
+                med(tc),
+                med(ti),
+                med(tt),
+                med(tg)
+            );
+        }
     }
 }

@@ -14,6 +14,7 @@ pub mod features;
 pub mod localized;
 pub mod metrics;
 pub mod optimize;
+mod vexp;
 
 pub use exact::{ExactGp, GaussianKernel, LmlEval};
 pub use features::{FeatureGp, FeatureStats};

@@ -25,7 +25,7 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rand::Rng as _;
 
 use super::check_positive;
-use super::exact::{check_training_data, lml_and_factor, ExactGp, GaussianKernel};
+use super::exact::{check_training_data, lml_and_factor, ExactGp, GaussianKernel, Workspace};
 use crate::error::{Error, Result};
 use crate::linalg::Cholesky;
 use crate::threads::Parallelism;
@@ -152,6 +152,8 @@ struct Objective<'a> {
     best: Mutex<Option<(f64, Vec<f64>)>>,
     /// The best evaluation ever, with its factor (see [`BestFit`]).
     best_fit: Mutex<Option<BestFit>>,
+    /// The `N × N` buffers every evaluation reuses (see [`Workspace`]).
+    workspace: Mutex<Workspace>,
 }
 
 /// The best evaluation of an [`Objective`] with what a fitted [`ExactGp`]
@@ -192,6 +194,7 @@ impl<'a> Objective<'a> {
             evals: std::sync::atomic::AtomicU64::new(0),
             best: Mutex::new(None),
             best_fit: Mutex::new(None),
+            workspace: Mutex::new(Workspace::default()),
         }
     }
 
@@ -242,7 +245,10 @@ impl<'a> Objective<'a> {
             length_scale: v[..k].to_vec(),
             variance: v[k],
         };
-        let (e, chol, alpha) = lml_and_factor(self.x, self.y, &kernel, v[k + 1], true, self.par)?;
+        let (e, chol, alpha) = {
+            let mut ws = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
+            lml_and_factor(self.x, self.y, &kernel, v[k + 1], true, self.par, &mut ws)?
+        };
         let n = self.x.nrows() as f64;
         let cost = -e.lml / n;
         let mut grad: Vec<f64> = self.free.iter().map(|&i| -e.grad[i] / n).collect();
