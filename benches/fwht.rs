@@ -2,7 +2,11 @@
 //!
 //! - single vectors (2^10, 2^14, 2^20), one thread: throughput is reported in
 //!   "elements" = n * log2(n), so 1 / (Gelem/s) is ns per element per log2 n,
-//!   the unit of the FFHT reference figures;
+//!   the unit of the FFHT reference figures; each size twice: in a buffer
+//!   from the default allocator (glibc and NumPy start large buffers 16
+//!   bytes past a cache line, so 512-bit accesses straddle two lines) and in
+//!   a 64-byte-aligned buffer (FFHT's own wrapper allocates aligned arrays
+//!   for its AVX code: the like-for-like case of its reference figures);
 //! - the 10,000 x 1,024 batch on all threads and its memcpy baseline;
 //! - thread scaling on a cache-resident 256 x 1,024 batch (1 vs 2 threads).
 
@@ -20,12 +24,20 @@ fn data<T: Real>(n: usize) -> Vec<T> {
 
 fn single<T: Real>(c: &mut Criterion) {
     let mut g = c.benchmark_group(format!("fwht_single_{}", T::DTYPE));
+    let pad = 64 / std::mem::size_of::<T>();
     for k in [10u32, 14, 20] {
         let n = 1usize << k;
         let mut x = data::<T>(n);
         g.throughput(Throughput::Elements((n as u64) * k as u64));
         g.bench_with_input(BenchmarkId::from_parameter(format!("2^{k}")), &k, |b, _| {
             b.iter(|| fwht(black_box(&mut x), false, Parallelism::Sequential).unwrap())
+        });
+        let mut buf = data::<T>(n + pad);
+        let off = buf.as_ptr().align_offset(64);
+        let xa = &mut buf[off..off + n];
+        let id = BenchmarkId::from_parameter(format!("2^{k} aligned64"));
+        g.bench_with_input(id, &k, |b, _| {
+            b.iter(|| fwht(black_box(&mut *xa), false, Parallelism::Sequential).unwrap())
         });
     }
     g.finish();
