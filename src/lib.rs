@@ -22,6 +22,9 @@
 //! assert_eq!(x, array![[10.0, -2.0, -4.0, 0.0], [1.0, 1.0, 1.0, 1.0]]);
 //! ```
 
+#[macro_use]
+mod simd_dispatch;
+
 pub mod binning;
 pub mod error;
 pub mod fourier;

@@ -401,26 +401,31 @@ fn compare_levels_timing() {
     }
 }
 
-/// Interleaved A/B timing (by hand, not a test of speed): the transform of a
-/// 2^k f64 vector whose start is 64-byte aligned vs offset by 16 bytes (what
-/// glibc's mmap-backed allocations give).
-/// `cargo test --release --lib fwht_alignment_ab_timing -- --ignored --nocapture`
-#[test]
-#[ignore]
-fn fwht_alignment_ab_timing() {
+/// Interleaved A/B timing helper for the by-hand tests below: for each
+/// `k`, transforms a copy of one random 2^k f64 vector placed at element
+/// offset `offset(v)` past a 64-byte boundary of a scratch buffer, after
+/// `setup(v)`, alternating the variants `v = 0, 1` over `trials` rounds;
+/// prints the median ns/elem/log2 n of each and their ratio.
+fn interleaved_ab(
+    label: &str,
+    names: [&str; 2],
+    trials: usize,
+    offset: impl Fn(usize) -> usize,
+    setup: impl Fn(usize),
+) {
     use std::time::Instant;
-    for k in [10usize, 14, 20] {
+    for k in [10usize, 14, 17, 20] {
         let n = 1usize << k;
         let x = random_vec(n, 3);
         let mut buf = vec![0.0f64; n + 16];
-        let base = buf.as_ptr() as usize;
-        let a0 = (64 - base % 64) % 64 / 8;
+        let a0 = (64 - buf.as_ptr() as usize % 64) % 64 / 8;
         let reps = ((1 << 23) / n).max(3);
         let mut t = [Vec::new(), Vec::new()];
-        for trial in 0..40 {
+        for trial in 0..trials {
             for v in 0..2 {
                 let v = (v + trial) % 2;
-                let off = a0 + 2 * v;
+                setup(v);
+                let off = a0 + offset(v);
                 let s = &mut buf[off..off + n];
                 s.copy_from_slice(&x);
                 let t0 = Instant::now();
@@ -430,6 +435,7 @@ fn fwht_alignment_ab_timing() {
                 t[v].push(t0.elapsed().as_secs_f64() / reps as f64);
             }
         }
+        setup(0);
         let med = |v: &mut Vec<f64>| {
             v.sort_by(f64::total_cmp);
             v[v.len() / 2]
@@ -437,55 +443,38 @@ fn fwht_alignment_ab_timing() {
         let (a, b) = (med(&mut t[0]), med(&mut t[1]));
         let unit = |s: f64| s * 1e9 / (n * k) as f64;
         println!(
-            "f64 n=2^{k}: aligned {:.4}, +16 bytes {:.4} ns/elem/log2n (ratio {:.3})",
+            "f64 n=2^{k} ({label}): {} {:.4}, {} {:.4} ns/elem/log2n (B/A {:.3})",
+            names[0],
             unit(a),
+            names[1],
             unit(b),
             b / a
         );
     }
 }
 
-/// Interleaved A/B timing (by hand): a 2^k f64 vector 16 bytes past a cache
-/// line, phase 2 with aligned strips (A) or strips from column 0 (B).
+/// Interleaved A/B timing (by hand, not a test of speed): a vector whose
+/// start is 64-byte aligned (A) vs 16 bytes past a line (B, what glibc's
+/// mmap-backed allocations and NumPy give).
+/// `cargo test --release --lib fwht_alignment_ab_timing -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn fwht_alignment_ab_timing() {
+    interleaved_ab("start", ["aligned", "+16 bytes"], 40, |v| 2 * v, |_| {});
+}
+
+/// Interleaved A/B timing (by hand): a vector 16 bytes past a cache line,
+/// phase 2 with aligned strips (A) or strips from column 0 (B).
 /// `cargo test --release --lib fwht_strip_align_ab_timing -- --ignored --nocapture`
 #[test]
 #[ignore]
 fn fwht_strip_align_ab_timing() {
     use std::sync::atomic::Ordering;
-    use std::time::Instant;
-    for k in [14usize, 17, 20] {
-        let n = 1usize << k;
-        let x = random_vec(n, 3);
-        let mut buf = vec![0.0f64; n + 16];
-        let base = buf.as_ptr() as usize;
-        let off = (64 - base % 64) % 64 / 8 + 2;
-        let reps = ((1 << 23) / n).max(3);
-        let mut t = [Vec::new(), Vec::new()];
-        for trial in 0..60 {
-            for v in 0..2 {
-                let v = (v + trial) % 2;
-                ALIGN_STRIPS.store(v == 0, Ordering::Relaxed);
-                let s = &mut buf[off..off + n];
-                s.copy_from_slice(&x);
-                let t0 = Instant::now();
-                for _ in 0..reps {
-                    transform(s, Parallelism::Sequential);
-                }
-                t[v].push(t0.elapsed().as_secs_f64() / reps as f64);
-            }
-        }
-        ALIGN_STRIPS.store(true, Ordering::Relaxed);
-        let med = |v: &mut Vec<f64>| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        };
-        let (a, b) = (med(&mut t[0]), med(&mut t[1]));
-        let unit = |s: f64| s * 1e9 / (n * k) as f64;
-        println!(
-            "f64 n=2^{k} (+16 bytes): aligned strips {:.4}, unaligned strips {:.4} ns/elem/log2n (B/A {:.3})",
-            unit(a),
-            unit(b),
-            b / a
-        );
-    }
+    interleaved_ab(
+        "+16 bytes",
+        ["aligned strips", "unaligned strips"],
+        60,
+        |_| 2,
+        |v| ALIGN_STRIPS.store(v == 0, Ordering::Relaxed),
+    );
 }

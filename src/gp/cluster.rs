@@ -203,36 +203,13 @@ fn sq_dists_body(xt: &[f64], stride: usize, c: &[f64], out: &mut [f64]) {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    #[target_feature(enable = "avx512f")]
-    pub(super) fn sq_dists_avx512(xt: &[f64], stride: usize, c: &[f64], out: &mut [f64]) {
-        super::sq_dists_body(xt, stride, c, out)
-    }
-    #[target_feature(enable = "avx2")]
-    pub(super) fn sq_dists_avx2(xt: &[f64], stride: usize, c: &[f64], out: &mut [f64]) {
-        super::sq_dists_body(xt, stride, c, out)
-    }
-}
-
-/// [`sq_dists_body`] with the widest SIMD the CPU offers (the same result
-/// at every SIMD level: no FMA contraction).
-///
-/// # Panics
-/// If `xt` is shorter than `(c.len() − 1)·stride + out.len()`.
-pub fn sq_dists_t(xt: &[f64], stride: usize, c: &[f64], out: &mut [f64]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F (checked above).
-            return unsafe { x86::sq_dists_avx512(xt, stride, c, out) };
-        }
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked above).
-            return unsafe { x86::sq_dists_avx2(xt, stride, c, out) };
-        }
-    }
-    sq_dists_body(xt, stride, c, out)
+widest_simd! {
+    /// [`sq_dists_body`] with the widest SIMD the CPU offers (the same result
+    /// at every SIMD level: no FMA contraction).
+    ///
+    /// # Panics
+    /// If `xt` is shorter than `(c.len() − 1)·stride + out.len()`.
+    pub fn sq_dists_t(xt: &[f64], stride: usize, c: &[f64], out: &mut [f64]) = sq_dists_body;
 }
 
 #[cfg(test)]

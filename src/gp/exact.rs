@@ -216,33 +216,11 @@ fn kernel_column_body(ut: &[f64], n: usize, j: usize, variance: f64, col: &mut [
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    #[target_feature(enable = "avx512f")]
-    pub(super) fn kernel_column_avx512(ut: &[f64], n: usize, j: usize, s2: f64, col: &mut [f64]) {
-        super::kernel_column_body(ut, n, j, s2, col)
-    }
-    #[target_feature(enable = "avx2")]
-    pub(super) fn kernel_column_avx2(ut: &[f64], n: usize, j: usize, s2: f64, col: &mut [f64]) {
-        super::kernel_column_body(ut, n, j, s2, col)
-    }
-}
-
-/// [`kernel_column_body`] with the widest SIMD the CPU offers (`ut` is the
-/// row-major `d × n` matrix of scaled inputs).
-fn kernel_column(ut: &[f64], n: usize, j: usize, variance: f64, col: &mut [f64]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if vexp::has_avx512() {
-            // SAFETY: the CPU supports AVX-512F (checked above).
-            return unsafe { x86::kernel_column_avx512(ut, n, j, variance, col) };
-        }
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked above).
-            return unsafe { x86::kernel_column_avx2(ut, n, j, variance, col) };
-        }
-    }
-    kernel_column_body(ut, n, j, variance, col)
+widest_simd! {
+    /// [`kernel_column_body`] with the widest SIMD the CPU offers (`ut` is the
+    /// row-major `d × n` matrix of scaled inputs).
+    fn kernel_column(ut: &[f64], n: usize, j: usize, variance: f64, col: &mut [f64]) =
+        kernel_column_body;
 }
 
 /// The lower triangle of `K = σ² exp(−½ ‖u_i − u_j‖²)` column by column
@@ -393,33 +371,10 @@ fn grad_column_body(c: GradColumn<'_>, m: &mut [f64], per_dim: &mut [f64]) -> f6
     sum8(m)
 }
 
-#[cfg(target_arch = "x86_64")]
-mod x86_grad {
-    use super::{grad_column_body, GradColumn};
-    #[target_feature(enable = "avx512f")]
-    pub(super) fn grad_column_avx512(c: GradColumn<'_>, m: &mut [f64], pd: &mut [f64]) -> f64 {
-        grad_column_body(c, m, pd)
-    }
-    #[target_feature(enable = "avx2")]
-    pub(super) fn grad_column_avx2(c: GradColumn<'_>, m: &mut [f64], pd: &mut [f64]) -> f64 {
-        grad_column_body(c, m, pd)
-    }
-}
-
-/// [`grad_column_body`] with the widest SIMD the CPU offers.
-fn grad_column(c: GradColumn<'_>, m: &mut [f64], per_dim: &mut [f64]) -> f64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if vexp::has_avx512() {
-            // SAFETY: the CPU supports AVX-512F (checked above).
-            return unsafe { x86_grad::grad_column_avx512(c, m, per_dim) };
-        }
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked above).
-            return unsafe { x86_grad::grad_column_avx2(c, m, per_dim) };
-        }
-    }
-    grad_column_body(c, m, per_dim)
+widest_simd! {
+    /// [`grad_column_body`] with the widest SIMD the CPU offers.
+    fn grad_column(c: GradColumn<'_>, m: &mut [f64], per_dim: &mut [f64]) -> f64 =
+        grad_column_body;
 }
 
 /// The log marginal likelihood of centered targets `y` under the GP with

@@ -1068,12 +1068,10 @@ fn fill_body(
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    use super::*;
-
-    #[target_feature(enable = "avx512f")]
-    pub(super) fn fill_avx512(
+widest_simd! {
+    /// [`fill_body`] with the widest SIMD the CPU offers (no FMA contraction,
+    /// so the result does not depend on the SIMD level).
+    fn fill_features(
         blocks: &[FactorBlock<'_>],
         n: usize,
         rows: Rows<'_>,
@@ -1081,47 +1079,7 @@ mod x86 {
         g: &[f64],
         phit: &mut [f64],
         tmp: &mut [f64],
-    ) {
-        fill_body(blocks, n, rows, groups, g, phit, tmp)
-    }
-
-    #[target_feature(enable = "avx2")]
-    pub(super) fn fill_avx2(
-        blocks: &[FactorBlock<'_>],
-        n: usize,
-        rows: Rows<'_>,
-        groups: usize,
-        g: &[f64],
-        phit: &mut [f64],
-        tmp: &mut [f64],
-    ) {
-        fill_body(blocks, n, rows, groups, g, phit, tmp)
-    }
-}
-
-/// [`fill_body`] with the widest SIMD the CPU offers (no FMA contraction,
-/// so the result does not depend on the SIMD level).
-fn fill_features(
-    blocks: &[FactorBlock<'_>],
-    n: usize,
-    rows: Rows<'_>,
-    groups: usize,
-    g: &[f64],
-    phit: &mut [f64],
-    tmp: &mut [f64],
-) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F (checked above).
-            return unsafe { x86::fill_avx512(blocks, n, rows, groups, g, phit, tmp) };
-        }
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked above).
-            return unsafe { x86::fill_avx2(blocks, n, rows, groups, g, phit, tmp) };
-        }
-    }
-    fill_body(blocks, n, rows, groups, g, phit, tmp)
+    ) = fill_body;
 }
 
 /// The factor projections of every row of `x` for every sketched block of

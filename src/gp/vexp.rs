@@ -57,18 +57,6 @@ pub(crate) fn exp(x: f64) -> f64 {
     }
 }
 
-/// Whether the CPU runs AVX-512F (the wide code paths of the exact GP).
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn has_avx512() -> bool {
-    std::is_x86_feature_detected!("avx512f")
-}
-
-/// Whether the CPU runs AVX-512F (never off x86-64).
-#[cfg(not(target_arch = "x86_64"))]
-pub(crate) fn has_avx512() -> bool {
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
