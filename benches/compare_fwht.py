@@ -50,20 +50,34 @@ def main() -> None:
 
     small = rng.standard_normal((256, 1024))
     old = rf.get_num_threads()
-    # Interleave the two settings so that machine noise hits both alike.
-    runs: dict[int, list[float]] = {1: [], 2: []}
+
+    def loop(calls: int) -> None:
+        for _ in range(calls):
+            rf.fwht(small, out=small, normalized=True)
+
+    # The goal's case: the batch transformed repeatedly in place, timed as the
+    # mean call of a loop of 200 (the pool stays awake between calls); beside
+    # it the median of single calls, which also pays for waking the parked
+    # pool each time and swings with the host's scheduling. The two settings
+    # are interleaved so that machine noise hits both alike.
+    runs: dict[tuple[str, int], list[float]] = {}
     for _ in range(5):
         for t in (1, 2):
             rf.set_num_threads(t)
-            runs[t].append(
-                median_time(lambda: rf.fwht(small, out=small, normalized=True), repeats=41)
-            )
+            runs.setdefault(("loop", t), []).append(median_time(lambda: loop(200), 3) / 200)
+            runs.setdefault(("single", t), []).append(median_time(lambda: loop(1), 41))
     rf.set_num_threads(old)
-    res = {t: float(np.median(v)) for t, v in runs.items()}
-    print(
-        f"Cache-resident 256 x 1,024 float64 in place: 1 thread {res[1] * 1e6:.0f} us, "
-        f"2 threads {res[2] * 1e6:.0f} us, speed-up {res[1] / res[2]:.2f}x (goal >= 1.8)"
-    )
+    res = {k: float(np.median(v)) for k, v in runs.items()}
+    for kind, label, goal in (
+        ("loop", "repeatedly (loops of 200 calls)", " (goal >= 1.8)"),
+        ("single", "single calls", ""),
+    ):
+        one, two = res[(kind, 1)], res[(kind, 2)]
+        print(
+            f"Cache-resident 256 x 1,024 float64 in place, {label}: 1 thread "
+            f"{one * 1e6:.0f} us, 2 threads {two * 1e6:.0f} us per call, "
+            f"speed-up {one / two:.2f}x{goal}"
+        )
 
     print(
         "| case | randfeat_rs | NumPy butterfly | NumPy Kronecker (GEMM) | speed-up vs best NumPy |"
