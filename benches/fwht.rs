@@ -5,8 +5,9 @@
 //!   the unit of the FFHT reference figures; each size twice: in a buffer
 //!   from the default allocator (glibc and NumPy start large buffers 16
 //!   bytes past a cache line, so 512-bit accesses straddle two lines) and in
-//!   a 64-byte-aligned buffer (FFHT's own wrapper allocates aligned arrays
-//!   for its AVX code: the like-for-like case of its reference figures);
+//!   a 64-byte-aligned buffer (FFHT's AVX code is meant for aligned arrays,
+//!   its Python wrapper ships `create_aligned`: the like-for-like case of
+//!   its reference figures);
 //! - the 10,000 x 1,024 batch on all threads and its memcpy baseline;
 //! - thread scaling on a cache-resident 256 x 1,024 batch (1 vs 2 threads).
 
