@@ -9,8 +9,8 @@
 //!   feature GP keeps faer's parallel GEMM: it was faster there).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use faer::linalg::matmul::triangular::BlockStructure;
-use faer::{Accum, MatMut, MatRef, Par};
+use faer::{MatMut, MatRef, Par};
+use randfeat_rs::linalg::add_lower_gram;
 use randfeat_rs::linalg::syrk::{gemm_nt, Isa};
 use std::hint::black_box;
 
@@ -22,17 +22,7 @@ fn data(n: usize) -> Vec<f64> {
 
 fn faer_lower(at: &[f64], d: usize, k: usize, g: &mut [f64], par: Par) {
     let lhs = MatRef::from_row_major_slice(at, d, k);
-    faer::linalg::matmul::triangular::matmul(
-        MatMut::from_row_major_slice_mut(g, d, d),
-        BlockStructure::TriangularLower,
-        Accum::Add,
-        lhs,
-        BlockStructure::Rectangular,
-        lhs.transpose(),
-        BlockStructure::Rectangular,
-        1.0,
-        par,
-    );
+    add_lower_gram(MatMut::from_row_major_slice_mut(g, d, d), lhs, par);
 }
 
 fn centroid_block(c: &mut Criterion) {

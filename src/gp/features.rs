@@ -202,6 +202,19 @@ pub struct FeatureGp {
 }
 
 impl FeatureGp {
+    /// The prior GP of a `width`-feature map (no data: `A = I`, `β = 0`), what
+    /// a localized-GP centroid without rows predicts (ALGORITHMS.md 8).
+    pub fn prior(width: usize, noise_variance: f64) -> Result<Self> {
+        let eye = Array2::<f64>::eye(width);
+        Ok(FeatureGp {
+            chol: Cholesky::new(as_faer(eye.view()), Parallelism::Sequential)?,
+            beta: Array1::zeros(width),
+            y_mean: 0.0,
+            noise_variance,
+            lml: 0.0,
+        })
+    }
+
     /// Fits from sufficient statistics; `center` subtracts the target mean
     /// (the default of ALGORITHMS.md 7). The LML uses the matrix determinant
     /// lemma of 7.2.

@@ -17,7 +17,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use faer::linalg::matmul::triangular::BlockStructure;
 use faer::{Accum, MatMut, MatRef, Par};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
@@ -28,7 +27,7 @@ use super::features::{FeatureGp, FeatureStats};
 use crate::error::{Error, Result};
 use crate::gpu::Device;
 use crate::linalg::syrk::{gemm_nt, Isa};
-use crate::linalg::{as_faer, as_faer_mut, mirror_lower, Cholesky};
+use crate::linalg::{add_lower_gram, as_faer_mut, mirror_lower};
 use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
 use crate::real::Real;
 use crate::sketch::SketchParams;
@@ -403,15 +402,7 @@ impl LocalizedMaclaurinGp {
     fn gp_from(&self, stats: &FeatureStats, used: usize) -> Result<FeatureGp> {
         let noise = self.config.noise_variance;
         if used == 0 {
-            let width = self.map.width();
-            let eye = Array2::<f64>::eye(width);
-            return Ok(FeatureGp {
-                chol: Cholesky::new(as_faer(eye.view()), Parallelism::Sequential)?,
-                beta: Array1::zeros(width),
-                y_mean: 0.0,
-                noise_variance: noise,
-                lml: 0.0,
-            });
+            return FeatureGp::prior(self.map.width(), noise);
         }
         FeatureGp::fit(stats, noise, false, Parallelism::Sequential)
     }
@@ -618,17 +609,7 @@ impl LocalizedMaclaurinGp {
                     gemm_nt(isa, ph, m, 0..width, rhs_m, m, 2, m, out, 2, false);
                 } else {
                     let lhs = MatRef::from_row_major_slice(ph, width, m);
-                    faer::linalg::matmul::triangular::matmul(
-                        as_faer_mut(stats.gram.view_mut()),
-                        BlockStructure::TriangularLower,
-                        Accum::Add,
-                        lhs,
-                        BlockStructure::Rectangular,
-                        lhs.transpose(),
-                        BlockStructure::Rectangular,
-                        1.0,
-                        Par::Seq,
-                    );
+                    add_lower_gram(as_faer_mut(stats.gram.view_mut()), lhs, Par::Seq);
                     faer::linalg::matmul::matmul(
                         MatMut::from_row_major_slice_mut(&mut out[..], width, 2),
                         Accum::Replace,

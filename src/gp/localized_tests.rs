@@ -6,6 +6,7 @@ use rand::Rng as _;
 use rand_distr::StandardNormal;
 
 use super::*;
+use crate::linalg::{as_faer, Cholesky};
 use crate::maclaurin::MaclaurinKernel;
 use crate::rng::seeded;
 use crate::sketch::SketchKind;

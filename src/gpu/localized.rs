@@ -491,7 +491,6 @@ mod tests {
     use super::*;
     use crate::gpu::context::tests::random;
     use crate::gpu::maclaurin::tests::row_bound;
-    use crate::linalg::{as_faer, Cholesky};
     use crate::maclaurin::map::MaclaurinConfig;
     use crate::maclaurin::MaclaurinKernel;
     use crate::sketch::SketchKind;
@@ -504,15 +503,7 @@ mod tests {
     /// prior for a centroid without rows.
     fn gp(stats: &FeatureStats, used: usize) -> Result<FeatureGp> {
         if used == 0 {
-            let w = stats.n_features();
-            let eye = Array2::<f64>::eye(w);
-            return Ok(FeatureGp {
-                chol: Cholesky::new(as_faer(eye.view()), Parallelism::Sequential)?,
-                beta: Array1::zeros(w),
-                y_mean: 0.0,
-                noise_variance: NOISE,
-                lml: 0.0,
-            });
+            return FeatureGp::prior(stats.n_features(), NOISE);
         }
         FeatureGp::fit(stats, NOISE, false, Parallelism::Sequential)
     }

@@ -311,6 +311,23 @@ pub fn with_f64_view<T: Real, R>(
     }
 }
 
+/// `lower(G) += A Aᵀ` through faer's triangular GEMM (`G` is `D × D`, `A` is
+/// `D × K`; the strict upper triangle of `G` is not touched): the rank-`K`
+/// update of a Gram matrix `ΦᵀΦ` with `A = Φᵀ` (ALGORITHMS.md 7.2).
+pub fn add_lower_gram(g: MatMut<'_, f64>, a: MatRef<'_, f64>, par: Par) {
+    faer::linalg::matmul::triangular::matmul(
+        g,
+        BlockStructure::TriangularLower,
+        Accum::Add,
+        a,
+        BlockStructure::Rectangular,
+        a.transpose(),
+        BlockStructure::Rectangular,
+        1.0,
+        par,
+    );
+}
+
 /// Adds one row chunk to the feature-space sufficient statistics of
 /// ALGORITHMS.md 7.2: `gram += ΦᵀΦ` (a symmetric rank-k update: the lower
 /// triangle through faer's triangular GEMM, then mirrored, so `gram` stays
@@ -356,17 +373,7 @@ pub fn accumulate_gram<T: Real>(
     let ycol: Vec<f64> = y.iter().copied().collect();
     let ones = vec![1.0; n];
     with_f64_view(phi, |p| {
-        faer::linalg::matmul::triangular::matmul(
-            as_faer_mut(gram.view_mut()),
-            BlockStructure::TriangularLower,
-            Accum::Add,
-            p.transpose(),
-            BlockStructure::Rectangular,
-            p,
-            BlockStructure::Rectangular,
-            1.0,
-            fpar,
-        );
+        add_lower_gram(as_faer_mut(gram.view_mut()), p.transpose(), fpar);
         let mut rhs = Mat::<f64>::zeros(n, 2);
         for i in 0..n {
             rhs[(i, 0)] = ycol[i];
