@@ -23,7 +23,7 @@
 //! ```
 
 #[macro_use]
-mod simd_dispatch;
+pub mod simd;
 
 pub mod binning;
 pub mod error;

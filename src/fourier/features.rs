@@ -6,13 +6,14 @@ use std::any::TypeId;
 use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
-use super::fused::{self, Isa};
+use super::fused;
 use super::kernels::Kernel;
 use super::samplers::{self, Sampler};
 use super::sincos::{cos_shift_scaled, sincos_scaled};
 use crate::error::{Error, Result};
 use crate::real::Real;
 use crate::rng::substream;
+use crate::simd::Isa;
 use crate::threads::Parallelism;
 
 /// Rows per work item of the transform. Fixed, so that the result does not
@@ -71,11 +72,12 @@ impl Variant {
 pub enum Method {
     /// The fused kernel for the CPU's widest instruction set when
     /// `d ≤` [`fused::MAX_FUSED_FEATURES`] and the CPU has one
-    /// ([`Isa::detected`]), else the tiles (what
+    /// (AVX2 + FMA or AVX-512, [`Isa::detect`]), else the tiles (what
     /// [`FourierFeatures::transform_into`] does).
     Auto,
     /// The fused kernel ([`fused`]) for this instruction set (an error if
-    /// the CPU lacks it or the map is structured).
+    /// the CPU lacks it, for [`Isa::Portable`], which the kernel has no
+    /// build for, or if the map is structured).
     Fused(Isa),
     /// A GEMM (faer) per `CHUNK_ROWS × COL_BLOCK` tile, then the cosines in
     /// place.
@@ -454,14 +456,22 @@ impl FourierFeatures {
     ) -> Result<()> {
         self.check_transform(x, &out)?;
         let (w, isa) = match (&self.projection, method) {
-            (Projection::Dense(w), Method::Auto) => match Isa::detected() {
-                Some(isa) if w.ncols() <= fused::MAX_FUSED_FEATURES => (w, isa),
+            (Projection::Dense(w), Method::Auto) => match Isa::detect() {
+                isa @ (Isa::Avx512 | Isa::Avx2) if w.ncols() <= fused::MAX_FUSED_FEATURES => {
+                    (w, isa)
+                }
                 _ => {
                     self.transform_tiles(x, out, par);
                     return Ok(());
                 }
             },
             (Projection::Dense(w), Method::Fused(isa)) => {
+                if isa == Isa::Portable {
+                    return Err(Error::invalid(
+                        "method",
+                        "the fused kernel needs AVX2 + FMA or AVX-512 (Isa::Portable has none)",
+                    ));
+                }
                 if !Isa::available().contains(&isa) {
                     return Err(Error::invalid(
                         "method",

@@ -20,7 +20,7 @@
 //! are recomputed element by element through `std` (the vector reduction
 //! loses accuracy far out).
 //!
-//! Instruction sets are chosen at run time ([`Isa::detected`], no
+//! Instruction sets are chosen at run time ([`Isa::detect`], no
 //! `target-cpu` flags needed): AVX-512 (`6 × 4` registers of 16 `f32` / 8
 //! `f64`) and AVX2 + FMA (`4 × 3` registers), explicit intrinsics for the
 //! accumulation and the vectorized kernels of [`super::sincos`] for the
@@ -37,6 +37,7 @@ use rayon::prelude::*;
 use super::features::Variant;
 use super::sincos::{cos_f32, sincos_fast, FAST_LIMIT};
 use crate::real::Real;
+use crate::simd::Isa;
 use crate::threads::Parallelism;
 
 /// Largest input dimension `d` the fused transform is used for: beyond it
@@ -50,43 +51,6 @@ const BLOCK_BYTES: usize = 256 * 1024;
 
 /// Row groups per parallel work item (`MR · GROUPS_PER_CHUNK` rows).
 const GROUPS_PER_CHUNK: usize = 16;
-
-/// An instruction set the fused kernel is compiled for (x86-64; other
-/// CPUs and x86-64 CPUs without AVX2 + FMA use the tile transform).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Isa {
-    /// AVX-512F + FMA: `6 × 4` zmm accumulators (64 `f32` / 32 `f64`
-    /// columns per tile).
-    Avx512,
-    /// AVX2 + FMA: `4 × 3` ymm accumulators (24 `f32` / 12 `f64` columns).
-    Avx2,
-}
-
-impl Isa {
-    /// The widest instruction set this CPU supports, if any.
-    pub fn detected() -> Option<Isa> {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let fma = std::is_x86_feature_detected!("fma");
-            if std::is_x86_feature_detected!("avx512f") && fma {
-                return Some(Isa::Avx512);
-            }
-            if std::is_x86_feature_detected!("avx2") && fma {
-                return Some(Isa::Avx2);
-            }
-        }
-        None
-    }
-
-    /// Every instruction set this CPU can run (for tests and benchmarks).
-    pub fn available() -> Vec<Isa> {
-        match Isa::detected() {
-            Some(Isa::Avx512) => vec![Isa::Avx512, Isa::Avx2],
-            Some(Isa::Avx2) => vec![Isa::Avx2],
-            None => vec![],
-        }
-    }
-}
 
 /// The fixed inputs of one fused transform: `W` packed into panels, the
 /// phases (zero-padded to whole panels), the layout and the scale.
@@ -582,8 +546,8 @@ fn cast<'x, 'o, T: Real, U: Real>(
 
 /// `φ(x)` of the dense map (`w`: `m × d`, `phases` for `cos_bias`) into
 /// `out` (`n × D`, C-contiguous) by the fused kernel for `isa`, which the
-/// CPU must support (see [`Isa::available`]; does nothing on other
-/// architectures). Inputs are assumed checked by the caller (shapes,
+/// CPU must support (see [`Isa::available`]; does nothing for
+/// [`Isa::Portable`] and on other architectures). Inputs are assumed checked by the caller (shapes,
 /// finiteness).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn transform_dense<T: Real>(
@@ -610,6 +574,7 @@ pub(super) fn transform_dense<T: Real>(
                     go::<F32x16, 6, 4, 64>(p, x, out, par, chunk_avx512::<F32x16, 6, 4, 64>)
                 }
                 Isa::Avx2 => go::<F32x8, 4, 3, 24>(p, x, out, par, chunk_avx2::<F32x8, 4, 3, 24>),
+                Isa::Portable => {}
             }
             return;
         }
@@ -619,6 +584,7 @@ pub(super) fn transform_dense<T: Real>(
                     go::<F64x8, 6, 4, 32>(p, x, out, par, chunk_avx512::<F64x8, 6, 4, 32>)
                 }
                 Isa::Avx2 => go::<F64x4, 4, 3, 12>(p, x, out, par, chunk_avx2::<F64x4, 4, 3, 12>),
+                Isa::Portable => {}
             }
         }
     }
@@ -633,6 +599,15 @@ mod tests {
     use ndarray::Array2;
     use rand::SeedableRng;
     use rand_distr::{Distribution, StandardNormal};
+
+    /// The instruction sets of [`Isa::available`] the fused kernel has a
+    /// build for.
+    fn fused_isas() -> Vec<Isa> {
+        Isa::available()
+            .into_iter()
+            .filter(|&isa| isa != Isa::Portable)
+            .collect()
+    }
 
     /// Unit roundoff of `T`.
     fn unit<T: Real>() -> f64 {
@@ -730,7 +705,7 @@ mod tests {
                     let x = data::<T>(n, d, (n * 1000 + d) as u64);
                     let (want, bound) = oracle(&map, &x);
                     let tiles = run(&map, &x, Method::Tiles);
-                    for isa in Isa::available() {
+                    for isa in fused_isas() {
                         let got = run(&map, &x, Method::Fused(isa));
                         for ((idx, g), t) in got.indexed_iter().zip(tiles.iter()) {
                             let (g, t) = (g.to_f64_exact(), t.to_f64_exact());
@@ -770,7 +745,7 @@ mod tests {
             // ragged last one.
             let x = data::<T>(517, 17, 9);
             let mut first: Option<Array2<T>> = None;
-            for isa in Isa::available() {
+            for isa in fused_isas() {
                 let method = Method::Fused(isa);
                 let one = run(&map, &x, method);
                 let mut two = Array2::zeros(one.dim());
@@ -814,7 +789,7 @@ mod tests {
             )
             .unwrap();
             let scale = T::from_f64_lossy(map.scale());
-            for isa in Isa::available() {
+            for isa in fused_isas() {
                 let got = run(&map, &x, Method::Fused(isa));
                 for j in 0..3 {
                     let p = x[[0, 0]] * T::from_f64_lossy(w[[j, 0]]);
@@ -884,5 +859,17 @@ mod tests {
             map.transform_into_with(x.view(), out.view_mut(), Parallelism::Rayon, method)
                 .unwrap();
         }
+        // The kernel has no portable build: a clear error, also for a dense map.
+        let dense = FourierFeatures::fit(&FourierConfig::new(64), 8, 1).unwrap();
+        let r = dense.transform_into_with(
+            x.view(),
+            out.view_mut(),
+            Parallelism::Rayon,
+            Method::Fused(Isa::Portable),
+        );
+        assert!(matches!(
+            r,
+            Err(crate::Error::InvalidParameter { name: "method", .. })
+        ));
     }
 }

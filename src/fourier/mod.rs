@@ -40,8 +40,8 @@ mod sobol_table;
 #[cfg(test)]
 mod tests;
 
+pub use crate::simd::Isa;
 pub use features::{FourierConfig, FourierFeatures, Method, Projection, Variant, VARIANT_NAMES};
-pub use fused::Isa;
 pub use kernels::{Kernel, KERNEL_NAMES};
 pub use nystroem::{kernel_matrix, NystroemFeatures};
 pub use samplers::{Sampler, SAMPLER_NAMES};

@@ -22,47 +22,7 @@ pub const KC: usize = 512;
 /// `B` rows per panel kept in L2 (a multiple of every tile width).
 pub const JC: usize = 120;
 
-/// The instruction sets the kernel is compiled for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Isa {
-    /// AVX-512F: 8 lanes, `4 × 6` tiles.
-    Avx512,
-    /// AVX2 with FMA: 4 lanes, `3 × 3` tiles.
-    Avx2,
-    /// Plain scalar code (any CPU), `2 × 2` tiles, no FMA contraction.
-    Portable,
-}
-
-impl Isa {
-    /// The widest instruction set this CPU supports.
-    pub fn detect() -> Self {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx512f") {
-                return Isa::Avx512;
-            }
-            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-                return Isa::Avx2;
-            }
-        }
-        Isa::Portable
-    }
-
-    /// Every instruction set this CPU can run (for tests that force each).
-    pub fn available() -> Vec<Self> {
-        let mut out = vec![Isa::Portable];
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-                out.push(Isa::Avx2);
-            }
-            if std::is_x86_feature_detected!("avx512f") {
-                out.push(Isa::Avx512);
-            }
-        }
-        out
-    }
-}
+pub use crate::simd::Isa;
 
 /// `C[i − rows.start, j] += Σ_{k < K} A[i, k] B[j, k]` for `i` in `rows`,
 /// `j < nb` (and `j ≤ i` when `lower`), with `A[i, k] = a[i·lda + k]`,
