@@ -25,8 +25,11 @@ class RandomFourierFeatures(RandomFeaturesBase):
 
     ``phi(x) . phi(y)`` is an estimate of ``kernel_variance * k(x - y)``. The
     frequencies ``w_j`` are drawn from the kernel's spectral density at
-    ``fit``; ``transform`` computes ``X W^T`` as a GEMM and the cosines and
-    sines with a vectorized kernel, multithreaded, in ``X``'s precision.
+    ``fit``; ``transform`` computes ``X W^T`` and the cosines and sines
+    multithreaded, in ``X``'s precision: for dense frequencies and
+    ``n_features_in_ <= 256`` on a CPU with AVX2 + FMA or AVX-512 in one fused
+    pass (projection, cosine and scale in registers, each output written
+    once), otherwise as a GEMM followed by a vectorized cosine kernel.
 
     Parameters
     ----------
