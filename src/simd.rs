@@ -32,6 +32,18 @@ impl Isa {
         Isa::Portable
     }
 
+    /// The name `randfeat_rs.simd_level()` reports: `"avx512f"`, `"avx2"`,
+    /// `"sse2"` (x86-64 without AVX2 + FMA) or `"baseline"` (other
+    /// architectures).
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Avx512 => "avx512f",
+            Isa::Avx2 => "avx2",
+            Isa::Portable if cfg!(target_arch = "x86_64") => "sse2",
+            Isa::Portable => "baseline",
+        }
+    }
+
     /// Every instruction set this CPU can run, narrowest first (for tests
     /// and benchmarks that force each).
     pub fn available() -> Vec<Self> {

@@ -29,8 +29,6 @@ use crate::real::Real;
 use crate::threads::Parallelism;
 use kernel::{block_len, l2_block_len, strip_width, Strip};
 
-pub use simd::simd_level;
-
 /// Vectors at least this long are split over threads internally (blocks in
 /// phase 1, column strips in phase 2).
 pub const PARALLEL_LEN: usize = 1 << 16;

@@ -1,10 +1,11 @@
 //! Run-time choice of the instruction set. The portable kernels of
 //! `kernel.rs` (SSE2 and other architectures) and the explicit-register
 //! kernels of `wide.rs` (AVX2, AVX-512) are `#[inline(always)]` generic code;
-//! here each entry point is compiled once per x86-64 level (AVX-512, AVX2,
-//! baseline SSE2) and the widest one the CPU supports is picked on first use. Wheels are built for baseline x86-64
-//! (no `target-cpu=native`) and still run the wide code on wide CPUs. Other
-//! architectures use their baseline (NEON on aarch64).
+//! here each entry point is compiled once per instruction set of
+//! [`crate::simd::Isa`] (AVX-512, AVX2 + FMA, baseline SSE2) and the widest
+//! one the CPU supports ([`Isa::detect`]) is called. Wheels are built for
+//! baseline x86-64 (no `target-cpu=native`) and still run the wide code on
+//! wide CPUs. Other architectures use their baseline (NEON on aarch64).
 //!
 //! The register types (`F64x8`, `F32x16`, `F64x4`, `F32x8`) define the
 //! stages whose butterflies lie inside one register (distances below the
@@ -12,47 +13,19 @@
 //! `out = v + p` in the lower lane of each pair and `p − v` in the upper one
 //! (AVX-512: one `fma(v, ±1, p)`, exact because `v * ±1` is). Those are the
 //! same additions, in the same order, as the textbook loop, so the choice of
-//! level never changes a result (no reassociation anywhere).
+//! instruction set never changes a result (no reassociation anywhere).
 
 use super::kernel::{self, Strip};
 #[cfg(target_arch = "x86_64")]
 use super::wide;
 use crate::real::Real;
+use crate::simd::Isa;
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::*;
     use std::any::TypeId;
     use std::arch::x86_64::*;
-    use std::sync::atomic::{AtomicU8, Ordering};
-
-    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-    pub(crate) enum Level {
-        Sse2 = 1,
-        Avx2 = 2,
-        Avx512 = 3,
-    }
-
-    static LEVEL: AtomicU8 = AtomicU8::new(0);
-
-    pub(crate) fn level() -> Level {
-        match LEVEL.load(Ordering::Relaxed) {
-            1 => Level::Sse2,
-            2 => Level::Avx2,
-            3 => Level::Avx512,
-            _ => {
-                let l = if std::is_x86_feature_detected!("avx512f") {
-                    Level::Avx512
-                } else if std::is_x86_feature_detected!("avx2") {
-                    Level::Avx2
-                } else {
-                    Level::Sse2
-                };
-                LEVEL.store(l as u8, Ordering::Relaxed);
-                l
-            }
-        }
-    }
 
     /// The slice as `&mut [U]` when `T` is `U` (`Real` is only `f32`/`f64`).
     fn cast<T: 'static, U: 'static>(x: &mut [T]) -> Option<&mut [U]> {
@@ -74,7 +47,7 @@ mod x86 {
             #[derive(Clone, Copy)]
             pub(crate) struct $name($vec);
             // SAFETY: every method is compiled with `$feat`; callers run only
-            // where the level check found it.
+            // where `Isa::detect` found it.
             unsafe impl wide::Reg for $name {
                 type T = $t;
                 const LANES: usize = $lanes;
@@ -298,90 +271,76 @@ mod x86 {
     }
 }
 
-/// Name of the instruction set the kernels run with ("avx512f", "avx2",
-/// "sse2" or "baseline").
-pub fn simd_level() -> &'static str {
-    #[cfg(target_arch = "x86_64")]
-    {
-        match x86::level() {
-            x86::Level::Avx512 => "avx512f",
-            x86::Level::Avx2 => "avx2",
-            x86::Level::Sse2 => "sse2",
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        "baseline"
+/// The whole transform of an L1-sized power-of-two vector with the kernels
+/// of `isa`.
+///
+/// # Safety
+/// The CPU must support `isa` ([`Isa::detect`] / [`Isa::available`]).
+unsafe fn small_on<T: Real>(isa: Isa, x: &mut [T]) {
+    match isa {
+        // SAFETY: the caller's contract.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { x86::small_avx512(x) },
+        // SAFETY: the caller's contract.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { x86::small_avx2(x) },
+        _ => kernel::small(x),
     }
 }
 
-/// The whole transform of an L1-sized power-of-two vector.
+/// Phase 2 of the blocked transform on one strip with the kernels of `isa`.
+///
+/// # Safety
+/// As [`kernel::strip`]; the CPU must support `isa`.
+unsafe fn strip_on<T: Real>(isa: Isa, s: &Strip<T>) {
+    // SAFETY (all): the caller's contract.
+    unsafe {
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => x86::strip_avx512(s),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => x86::strip_avx2(s),
+            _ => kernel::strip(s),
+        }
+    }
+}
+
+/// The whole transform of an L1-sized power-of-two vector, with the widest
+/// instruction set of this CPU.
 pub(super) fn small<T: Real>(x: &mut [T]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        match x86::level() {
-            // SAFETY: the level was detected on this CPU.
-            x86::Level::Avx512 => unsafe { x86::small_avx512(x) },
-            // SAFETY: as above.
-            x86::Level::Avx2 => unsafe { x86::small_avx2(x) },
-            x86::Level::Sse2 => kernel::small(x),
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    kernel::small(x)
+    // SAFETY: the instruction set was detected on this CPU.
+    unsafe { small_on(Isa::detect(), x) }
 }
 
-/// Phase 2 of the blocked transform on one strip.
+/// Phase 2 of the blocked transform on one strip, with the widest
+/// instruction set of this CPU.
 ///
 /// # Safety
 /// As [`kernel::strip`].
 pub(super) unsafe fn strip<T: Real>(s: &Strip<T>) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        match x86::level() {
-            // SAFETY: the level was detected on this CPU; the rest is the caller's contract.
-            x86::Level::Avx512 => unsafe { x86::strip_avx512(s) },
-            // SAFETY: as above.
-            x86::Level::Avx2 => unsafe { x86::strip_avx2(s) },
-            // SAFETY: the caller's contract.
-            x86::Level::Sse2 => unsafe { kernel::strip(s) },
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    // SAFETY: the caller's contract.
-    unsafe {
-        kernel::strip(s)
-    }
+    // SAFETY: the instruction set was detected on this CPU; the rest is the
+    // caller's contract.
+    unsafe { strip_on(Isa::detect(), s) }
 }
 
-/// Test hook: runs `small` at every level this CPU supports, so the tests
-/// compare each level with the textbook loop bit for bit.
+/// Test hook: runs `small` with every instruction set this CPU supports
+/// (narrowest first), so the tests compare each with the textbook loop bit
+/// for bit.
 #[cfg(test)]
 pub(super) fn small_all_levels<T: Real>(x: &[T]) -> Vec<Vec<T>> {
-    let mut out = Vec::new();
-    let mut portable = x.to_vec();
-    kernel::small(&mut portable);
-    out.push(portable);
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx2") {
+    Isa::available()
+        .into_iter()
+        .map(|isa| {
             let mut v = x.to_vec();
-            // SAFETY: AVX2 detected.
-            unsafe { x86::small_avx2(&mut v) };
-            out.push(v);
-        }
-        if std::is_x86_feature_detected!("avx512f") {
-            let mut v = x.to_vec();
-            // SAFETY: AVX-512F detected.
-            unsafe { x86::small_avx512(&mut v) };
-            out.push(v);
-        }
-    }
-    out
+            // SAFETY: `available` lists instruction sets of this CPU.
+            unsafe { small_on(isa, &mut v) };
+            v
+        })
+        .collect()
 }
 
 /// Test hook: phase 2 (all strips of `width` columns over `rows` rows of
-/// `row_len`) at every level this CPU supports, on copies of `x`.
+/// `row_len`) with every instruction set this CPU supports, on copies of `x`.
 #[cfg(test)]
 pub(super) fn phase2_all_levels<T: Real>(
     x: &[T],
@@ -389,33 +348,25 @@ pub(super) fn phase2_all_levels<T: Real>(
     row_len: usize,
     width: usize,
 ) -> Vec<Vec<T>> {
-    let run = |f: &dyn Fn(&Strip<T>)| {
-        let mut v = x.to_vec();
-        for s in 0..row_len / width {
-            f(&Strip {
-                // SAFETY: s * width < row_len <= v.len().
-                ptr: unsafe { v.as_mut_ptr().add(s * width) },
-                rows,
-                row_len,
-                width,
-            });
-        }
-        v
-    };
-    // SAFETY (all): each strip lies inside `v`; one strip at a time.
-    let mut out = vec![run(&|s| unsafe { kernel::strip(s) })];
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: as above; AVX2 detected.
-            out.push(run(&|s| unsafe { x86::strip_avx2(s) }));
-        }
-        if std::is_x86_feature_detected!("avx512f") {
-            // SAFETY: as above; AVX-512F detected.
-            out.push(run(&|s| unsafe { x86::strip_avx512(s) }));
-        }
-    }
-    out
+    Isa::available()
+        .into_iter()
+        .map(|isa| {
+            let mut v = x.to_vec();
+            for s in 0..row_len / width {
+                let strip = Strip {
+                    // SAFETY: s * width < row_len <= v.len().
+                    ptr: unsafe { v.as_mut_ptr().add(s * width) },
+                    rows,
+                    row_len,
+                    width,
+                };
+                // SAFETY: the strip lies inside `v`, one strip at a time;
+                // `available` lists instruction sets of this CPU.
+                unsafe { strip_on(isa, &strip) };
+            }
+            v
+        })
+        .collect()
 }
 
 /// Test hook for timing: the portable kernels compiled for AVX-512 (the

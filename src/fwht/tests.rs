@@ -391,7 +391,7 @@ fn compare_levels_timing() {
             "{} n=2^{k}: dispatched {:.4} (level {}), portable {:.4} ns/elem/log2n",
             T::DTYPE,
             unit(best[0]),
-            simd_level(),
+            crate::simd::Isa::detect().name(),
             unit(best[1])
         );
     }

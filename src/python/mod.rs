@@ -32,7 +32,7 @@ fn get_num_threads() -> usize {
 /// The SIMD instruction set the kernels selected on this CPU.
 #[pyfunction]
 fn simd_level() -> &'static str {
-    crate::fwht::simd_level()
+    crate::simd::Isa::detect().name()
 }
 
 /// Test hook: panics inside the FFI helper, to prove that a Rust panic
