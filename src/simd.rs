@@ -92,3 +92,153 @@ macro_rules! widest_simd {
         }
     };
 }
+
+/// One SIMD register of [`Vector::LANES`] lanes of [`Vector::T`] and the
+/// lane-wise operations of the hand-written kernels (the FWHT butterflies,
+/// the fused Fourier projection). The x86-64 register types are in [`x86`].
+///
+/// # Safety
+/// Implementations are only called from functions compiled with the
+/// instruction set they need, on a CPU that has it.
+pub(crate) unsafe trait Vector: Copy {
+    /// The lane type.
+    type T: crate::real::Real;
+    /// Lanes per register (a power of two).
+    const LANES: usize;
+    /// All lanes zero.
+    unsafe fn zero() -> Self;
+    /// All lanes `*p`.
+    unsafe fn splat(p: *const Self::T) -> Self;
+    /// Unaligned load of `LANES` elements.
+    unsafe fn load(p: *const Self::T) -> Self;
+    /// Unaligned store of `LANES` elements.
+    unsafe fn store(self, p: *mut Self::T);
+    /// Lane-wise `self + o`.
+    unsafe fn add(self, o: Self) -> Self;
+    /// Lane-wise `self - o`.
+    unsafe fn sub(self, o: Self) -> Self;
+    /// Lane-wise `self · b + c`, fused (one rounding).
+    unsafe fn fmadd(self, b: Self, c: Self) -> Self;
+}
+
+/// The x86-64 registers of [`Isa::Avx512`] (`F64x8`, `F32x16`) and
+/// [`Isa::Avx2`] (`F64x4`, `F32x8`); each method is compiled for its
+/// instruction set's features (the same feature lists as the kernels'
+/// entry points, so the methods inline there).
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86 {
+    use super::Vector;
+    use std::arch::x86_64::*;
+
+    macro_rules! vector {
+        ($name:ident, $reg:ty, $t:ty, $lanes:literal, $feat:literal,
+         $zero:ident, $set1:ident, $load:ident, $store:ident,
+         $add:ident, $sub:ident, $fmadd:ident) => {
+            /// One register of the instruction set named in its methods.
+            #[derive(Clone, Copy)]
+            pub(crate) struct $name(pub(crate) $reg);
+
+            // SAFETY: every method is compiled with the instruction set it
+            // uses; callers guarantee the CPU has it.
+            unsafe impl Vector for $name {
+                type T = $t;
+                const LANES: usize = $lanes;
+                #[inline]
+                #[target_feature(enable = $feat)]
+                unsafe fn zero() -> Self {
+                    Self($zero())
+                }
+                #[inline]
+                #[target_feature(enable = $feat)]
+                unsafe fn splat(p: *const $t) -> Self {
+                    // SAFETY: the caller's contract (`p` readable).
+                    Self($set1(unsafe { *p }))
+                }
+                #[inline]
+                #[target_feature(enable = $feat)]
+                unsafe fn load(p: *const $t) -> Self {
+                    // SAFETY: the caller's contract (LANES readable elements).
+                    Self(unsafe { $load(p) })
+                }
+                #[inline]
+                #[target_feature(enable = $feat)]
+                unsafe fn store(self, p: *mut $t) {
+                    // SAFETY: the caller's contract (LANES writable elements).
+                    unsafe { $store(p, self.0) }
+                }
+                #[inline]
+                #[target_feature(enable = $feat)]
+                unsafe fn add(self, o: Self) -> Self {
+                    Self($add(self.0, o.0))
+                }
+                #[inline]
+                #[target_feature(enable = $feat)]
+                unsafe fn sub(self, o: Self) -> Self {
+                    Self($sub(self.0, o.0))
+                }
+                #[inline]
+                #[target_feature(enable = $feat)]
+                unsafe fn fmadd(self, b: Self, c: Self) -> Self {
+                    Self($fmadd(self.0, b.0, c.0))
+                }
+            }
+        };
+    }
+
+    vector!(
+        F64x8,
+        __m512d,
+        f64,
+        8,
+        "avx512f,avx2,fma",
+        _mm512_setzero_pd,
+        _mm512_set1_pd,
+        _mm512_loadu_pd,
+        _mm512_storeu_pd,
+        _mm512_add_pd,
+        _mm512_sub_pd,
+        _mm512_fmadd_pd
+    );
+    vector!(
+        F32x16,
+        __m512,
+        f32,
+        16,
+        "avx512f,avx2,fma",
+        _mm512_setzero_ps,
+        _mm512_set1_ps,
+        _mm512_loadu_ps,
+        _mm512_storeu_ps,
+        _mm512_add_ps,
+        _mm512_sub_ps,
+        _mm512_fmadd_ps
+    );
+    vector!(
+        F64x4,
+        __m256d,
+        f64,
+        4,
+        "avx2,fma",
+        _mm256_setzero_pd,
+        _mm256_set1_pd,
+        _mm256_loadu_pd,
+        _mm256_storeu_pd,
+        _mm256_add_pd,
+        _mm256_sub_pd,
+        _mm256_fmadd_pd
+    );
+    vector!(
+        F32x8,
+        __m256,
+        f32,
+        8,
+        "avx2,fma",
+        _mm256_setzero_ps,
+        _mm256_set1_ps,
+        _mm256_loadu_ps,
+        _mm256_storeu_ps,
+        _mm256_add_ps,
+        _mm256_sub_ps,
+        _mm256_fmadd_ps
+    );
+}

@@ -37,7 +37,7 @@ use rayon::prelude::*;
 use super::features::Variant;
 use super::sincos::{cos_f32, sincos_fast, FAST_LIMIT};
 use crate::real::Real;
-use crate::simd::Isa;
+use crate::simd::{Isa, Vector};
 use crate::threads::Parallelism;
 
 /// Largest input dimension `d` the fused transform is used for: beyond it
@@ -120,29 +120,6 @@ fn cos_fast<T: Real>(a: T) -> T {
     } else {
         T::from_f64_lossy(sincos_fast(a.to_f64_exact()).1)
     }
-}
-
-/// One SIMD register of [`Vector::T`] lanes and the operations of the
-/// projection.
-///
-/// # Safety
-/// Implementations are only called from functions compiled with the
-/// instruction set they need, on a CPU that has it.
-unsafe trait Vector: Copy {
-    /// The lane type.
-    type T: Real;
-    /// Lanes per register.
-    const LANES: usize;
-    /// All lanes zero.
-    unsafe fn zero() -> Self;
-    /// All lanes `*p`.
-    unsafe fn splat(p: *const Self::T) -> Self;
-    /// Unaligned load of `LANES` elements.
-    unsafe fn load(p: *const Self::T) -> Self;
-    /// Unaligned store of `LANES` elements.
-    unsafe fn store(self, p: *mut Self::T);
-    /// Lane-wise `self · b + c`, fused (one rounding).
-    unsafe fn fmadd(self, b: Self, c: Self) -> Self;
 }
 
 /// One `MR × NR` tile (`NR = NV · LANES`): accumulates `p = x_g W_pᵀ` over
@@ -337,99 +314,6 @@ unsafe fn chunk<V: Vector, const MR: usize, const NV: usize, const NR: usize>(
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::*;
-    use std::arch::x86_64::*;
-
-    macro_rules! vector {
-        ($name:ident, $reg:ty, $t:ty, $lanes:literal, $feat:literal,
-         $zero:ident, $set1:ident, $load:ident, $store:ident, $fmadd:ident) => {
-            #[derive(Clone, Copy)]
-            pub(super) struct $name($reg);
-
-            // SAFETY: every method is compiled with the instruction set it
-            // uses; callers guarantee the CPU has it.
-            unsafe impl Vector for $name {
-                type T = $t;
-                const LANES: usize = $lanes;
-                #[inline]
-                #[target_feature(enable = $feat)]
-                unsafe fn zero() -> Self {
-                    Self($zero())
-                }
-                #[inline]
-                #[target_feature(enable = $feat)]
-                unsafe fn splat(p: *const $t) -> Self {
-                    // SAFETY: the caller's contract (`p` readable).
-                    Self($set1(unsafe { *p }))
-                }
-                #[inline]
-                #[target_feature(enable = $feat)]
-                unsafe fn load(p: *const $t) -> Self {
-                    // SAFETY: the caller's contract (LANES readable elements).
-                    Self(unsafe { $load(p) })
-                }
-                #[inline]
-                #[target_feature(enable = $feat)]
-                unsafe fn store(self, p: *mut $t) {
-                    // SAFETY: the caller's contract (LANES writable elements).
-                    unsafe { $store(p, self.0) }
-                }
-                #[inline]
-                #[target_feature(enable = $feat)]
-                unsafe fn fmadd(self, b: Self, c: Self) -> Self {
-                    Self($fmadd(self.0, b.0, c.0))
-                }
-            }
-        };
-    }
-
-    vector!(
-        F32x16,
-        __m512,
-        f32,
-        16,
-        "avx512f,avx2,fma",
-        _mm512_setzero_ps,
-        _mm512_set1_ps,
-        _mm512_loadu_ps,
-        _mm512_storeu_ps,
-        _mm512_fmadd_ps
-    );
-    vector!(
-        F64x8,
-        __m512d,
-        f64,
-        8,
-        "avx512f,avx2,fma",
-        _mm512_setzero_pd,
-        _mm512_set1_pd,
-        _mm512_loadu_pd,
-        _mm512_storeu_pd,
-        _mm512_fmadd_pd
-    );
-    vector!(
-        F32x8,
-        __m256,
-        f32,
-        8,
-        "avx2,fma",
-        _mm256_setzero_ps,
-        _mm256_set1_ps,
-        _mm256_loadu_ps,
-        _mm256_storeu_ps,
-        _mm256_fmadd_ps
-    );
-    vector!(
-        F64x4,
-        __m256d,
-        f64,
-        4,
-        "avx2,fma",
-        _mm256_setzero_pd,
-        _mm256_set1_pd,
-        _mm256_loadu_pd,
-        _mm256_storeu_pd,
-        _mm256_fmadd_pd
-    );
 
     /// [`chunk`] compiled for AVX-512.
     ///
@@ -566,7 +450,8 @@ pub(super) fn transform_dense<T: Real>(
     };
     #[cfg(target_arch = "x86_64")]
     {
-        use x86::*;
+        use crate::simd::x86::{F32x16, F32x8, F64x4, F64x8};
+        use x86::{chunk_avx2, chunk_avx512, go};
         let p = (w, phases, variant, n_components, scale);
         if let Some((x, out)) = cast::<T, f32>(x, &mut *out) {
             match isa {

@@ -24,6 +24,7 @@ use crate::simd::Isa;
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::*;
+    use crate::simd::x86::{F32x16, F32x8, F64x4, F64x8};
     use std::any::TypeId;
     use std::arch::x86_64::*;
 
@@ -37,43 +38,14 @@ mod x86 {
         }
     }
 
-    /// Defines a register type for `wide::Reg`: its lane type, lane count,
-    /// stages per pass and instruction set, and its in-register stages.
-    macro_rules! reg {
-        ($name:ident, $vec:ty, $t:ty, $lanes:expr, $max:expr, $feat:literal,
-         $load:ident, $store:ident, $add:ident, $sub:ident,
-         |$v:ident| $body:block) => {
-            /// One SIMD register of lanes for the kernels of `wide.rs`.
-            #[derive(Clone, Copy)]
-            pub(crate) struct $name($vec);
-            // SAFETY: every method is compiled with `$feat`; callers run only
-            // where `Isa::detect` found it.
-            unsafe impl wide::Reg for $name {
-                type T = $t;
-                const LANES: usize = $lanes;
+    /// Implements `wide::Butterfly` for a register type of
+    /// `crate::simd::x86`: its stages per pass and its in-register stages.
+    macro_rules! butterfly {
+        ($name:ident, $max:expr, $feat:literal, |$v:ident| $body:block) => {
+            // SAFETY: compiled with `$feat`; callers run only where
+            // `Isa::detect` found it.
+            unsafe impl wide::Butterfly for $name {
                 const MAX_STAGES: u32 = $max;
-                #[inline]
-                #[target_feature(enable = $feat)]
-                unsafe fn load(p: *const $t) -> Self {
-                    // SAFETY: the caller's contract (LANES readable elements).
-                    Self(unsafe { $load(p) })
-                }
-                #[inline]
-                #[target_feature(enable = $feat)]
-                unsafe fn store(self, p: *mut $t) {
-                    // SAFETY: the caller's contract (LANES writable elements).
-                    unsafe { $store(p, self.0) }
-                }
-                #[inline]
-                #[target_feature(enable = $feat)]
-                unsafe fn add(self, o: Self) -> Self {
-                    Self($add(self.0, o.0))
-                }
-                #[inline]
-                #[target_feature(enable = $feat)]
-                unsafe fn sub(self, o: Self) -> Self {
-                    Self($sub(self.0, o.0))
-                }
                 #[inline]
                 #[target_feature(enable = $feat)]
                 unsafe fn in_register(self) -> Self {
@@ -119,90 +91,42 @@ mod x86 {
     // `s - v` in the upper one. `v * ±1` is exact, so the single rounding of
     // the FMA gives the textbook sum / difference bit for bit, in 2
     // instructions instead of 3 (add, masked subtract).
-    reg!(
-        F64x8,
-        __m512d,
-        f64,
-        8,
-        3,
-        "avx512f",
-        _mm512_loadu_pd,
-        _mm512_storeu_pd,
-        _mm512_add_pd,
-        _mm512_sub_pd,
-        |v| {
-            // SAFETY: the sign tables hold 8 doubles each.
-            let sg = |k: usize| unsafe { _mm512_loadu_pd(S8[k].as_ptr()) };
-            let s = _mm512_permute_pd::<0x55>(v);
-            let v = _mm512_fmadd_pd(v, sg(0), s);
-            let s = _mm512_permutex_pd::<0x4E>(v);
-            let v = _mm512_fmadd_pd(v, sg(1), s);
-            let s = _mm512_shuffle_f64x2::<0x4E>(v, v);
-            _mm512_fmadd_pd(v, sg(2), s)
-        }
-    );
-    reg!(
-        F32x16,
-        __m512,
-        f32,
-        16,
-        3,
-        "avx512f",
-        _mm512_loadu_ps,
-        _mm512_storeu_ps,
-        _mm512_add_ps,
-        _mm512_sub_ps,
-        |v| {
-            // SAFETY: the sign tables hold 16 floats each.
-            let sg = |k: usize| unsafe { _mm512_loadu_ps(S16[k].as_ptr()) };
-            let s = _mm512_permute_ps::<0xB1>(v);
-            let v = _mm512_fmadd_ps(v, sg(0), s);
-            let s = _mm512_permute_ps::<0x4E>(v);
-            let v = _mm512_fmadd_ps(v, sg(1), s);
-            let s = _mm512_shuffle_f32x4::<0xB1>(v, v);
-            let v = _mm512_fmadd_ps(v, sg(2), s);
-            let s = _mm512_shuffle_f32x4::<0x4E>(v, v);
-            _mm512_fmadd_ps(v, sg(3), s)
-        }
-    );
-    reg!(
-        F64x4,
-        __m256d,
-        f64,
-        4,
-        3,
-        "avx2",
-        _mm256_loadu_pd,
-        _mm256_storeu_pd,
-        _mm256_add_pd,
-        _mm256_sub_pd,
-        |v| {
-            let s = _mm256_permute_pd::<0b0101>(v);
-            let v = _mm256_blend_pd::<0b1010>(_mm256_add_pd(v, s), _mm256_sub_pd(s, v));
-            let s = _mm256_permute2f128_pd::<0x01>(v, v);
-            _mm256_blend_pd::<0b1100>(_mm256_add_pd(v, s), _mm256_sub_pd(s, v))
-        }
-    );
-    reg!(
-        F32x8,
-        __m256,
-        f32,
-        8,
-        3,
-        "avx2",
-        _mm256_loadu_ps,
-        _mm256_storeu_ps,
-        _mm256_add_ps,
-        _mm256_sub_ps,
-        |v| {
-            let s = _mm256_permute_ps::<0xB1>(v);
-            let v = _mm256_blend_ps::<0xAA>(_mm256_add_ps(v, s), _mm256_sub_ps(s, v));
-            let s = _mm256_permute_ps::<0x4E>(v);
-            let v = _mm256_blend_ps::<0xCC>(_mm256_add_ps(v, s), _mm256_sub_ps(s, v));
-            let s = _mm256_permute2f128_ps::<0x01>(v, v);
-            _mm256_blend_ps::<0xF0>(_mm256_add_ps(v, s), _mm256_sub_ps(s, v))
-        }
-    );
+    butterfly!(F64x8, 3, "avx512f,avx2,fma", |v| {
+        // SAFETY: the sign tables hold 8 doubles each.
+        let sg = |k: usize| unsafe { _mm512_loadu_pd(S8[k].as_ptr()) };
+        let s = _mm512_permute_pd::<0x55>(v);
+        let v = _mm512_fmadd_pd(v, sg(0), s);
+        let s = _mm512_permutex_pd::<0x4E>(v);
+        let v = _mm512_fmadd_pd(v, sg(1), s);
+        let s = _mm512_shuffle_f64x2::<0x4E>(v, v);
+        _mm512_fmadd_pd(v, sg(2), s)
+    });
+    butterfly!(F32x16, 3, "avx512f,avx2,fma", |v| {
+        // SAFETY: the sign tables hold 16 floats each.
+        let sg = |k: usize| unsafe { _mm512_loadu_ps(S16[k].as_ptr()) };
+        let s = _mm512_permute_ps::<0xB1>(v);
+        let v = _mm512_fmadd_ps(v, sg(0), s);
+        let s = _mm512_permute_ps::<0x4E>(v);
+        let v = _mm512_fmadd_ps(v, sg(1), s);
+        let s = _mm512_shuffle_f32x4::<0xB1>(v, v);
+        let v = _mm512_fmadd_ps(v, sg(2), s);
+        let s = _mm512_shuffle_f32x4::<0x4E>(v, v);
+        _mm512_fmadd_ps(v, sg(3), s)
+    });
+    butterfly!(F64x4, 3, "avx2,fma", |v| {
+        let s = _mm256_permute_pd::<0b0101>(v);
+        let v = _mm256_blend_pd::<0b1010>(_mm256_add_pd(v, s), _mm256_sub_pd(s, v));
+        let s = _mm256_permute2f128_pd::<0x01>(v, v);
+        _mm256_blend_pd::<0b1100>(_mm256_add_pd(v, s), _mm256_sub_pd(s, v))
+    });
+    butterfly!(F32x8, 3, "avx2,fma", |v| {
+        let s = _mm256_permute_ps::<0xB1>(v);
+        let v = _mm256_blend_ps::<0xAA>(_mm256_add_ps(v, s), _mm256_sub_ps(s, v));
+        let s = _mm256_permute_ps::<0x4E>(v);
+        let v = _mm256_blend_ps::<0xCC>(_mm256_add_ps(v, s), _mm256_sub_ps(s, v));
+        let s = _mm256_permute2f128_ps::<0x01>(v, v);
+        _mm256_blend_ps::<0xF0>(_mm256_add_ps(v, s), _mm256_sub_ps(s, v))
+    });
 
     /// The strip as a strip of `U` when `T` is `U`.
     fn cast_strip<T: 'static, U: 'static>(s: &Strip<T>) -> Option<Strip<U>> {
@@ -214,7 +138,7 @@ mod x86 {
         })
     }
 
-    #[target_feature(enable = "avx512f")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
     pub(crate) fn small_avx512<T: Real>(x: &mut [T]) {
         if x.len() >= 64 / std::mem::size_of::<T>() {
             // SAFETY (both): AVX-512F is enabled here.
@@ -227,7 +151,7 @@ mod x86 {
         kernel::small(x)
     }
 
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(crate) fn small_avx2<T: Real>(x: &mut [T]) {
         if x.len() >= 32 / std::mem::size_of::<T>() {
             // SAFETY (both): AVX2 is enabled here.
@@ -242,7 +166,7 @@ mod x86 {
 
     /// # Safety
     /// As [`kernel::strip`]; the CPU must support AVX-512F.
-    #[target_feature(enable = "avx512f")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
     pub(crate) unsafe fn strip_avx512<T: Real>(s: &Strip<T>) {
         // SAFETY (all): forwarded from the caller; the wide kernel only
         // when the strip width is a multiple of the lanes.
@@ -257,7 +181,7 @@ mod x86 {
     }
     /// # Safety
     /// As [`kernel::strip`]; the CPU must support AVX2.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(crate) unsafe fn strip_avx2<T: Real>(s: &Strip<T>) {
         // SAFETY (all): as in `strip_avx512`.
         unsafe {

@@ -1,12 +1,12 @@
 //! Explicit-register butterfly passes (x86-64), written once for any SIMD
-//! register type [`Reg`] (f64 or f32 lanes, 256- or 512-bit) and compiled
+//! register type [`Butterfly`] (f64 or f32 lanes, 256- or 512-bit) and compiled
 //! per instruction set by the entry points in `simd.rs`.
 //!
 //! A pass of radix `R = 2^s` loads `R` registers that lie `h` elements apart,
 //! runs the `s` stages with distances `h, 2h, …` on them in registers and
 //! stores them once, so `s` stages cost one sweep over memory. The first pass
 //! of a vector also runs the stages inside each register (distances below the
-//! lane count, [`Reg::in_register`]) on the freshly loaded registers, so the
+//! lane count, [`Butterfly::in_register`]) on the freshly loaded registers, so the
 //! first `log2(lanes) + s` stages share one load and one store.
 //!
 //! Within every output the stages run in the textbook order (distance 1, 2,
@@ -14,37 +14,25 @@
 //! textbook loop of ALGORITHMS.md section 1 and to the portable kernels.
 
 use super::kernel::Strip;
-use crate::real::Real;
+use crate::simd::Vector;
 
-/// One SIMD register of [`Reg::T`] lanes and the operations of a butterfly.
+/// A SIMD register with the stages of a butterfly that lie inside it.
 ///
 /// # Safety
 /// Implementations are only called from functions compiled with the
 /// instruction set they need, on a CPU that has it.
-pub(super) unsafe trait Reg: Copy {
-    /// The lane type.
-    type T: Real;
-    /// Lanes per register (a power of two).
-    const LANES: usize;
+pub(super) unsafe trait Butterfly: Vector {
     /// Most stages per pass (log2 of the radix): 3 (radix 8) for every type
     /// now; radix 16, which 32 AVX-512 registers would hold, measured no
     /// faster (BENCHMARKS.md, FWHT section).
     const MAX_STAGES: u32;
-    /// Unaligned load of `LANES` elements.
-    unsafe fn load(p: *const Self::T) -> Self;
-    /// Unaligned store of `LANES` elements.
-    unsafe fn store(self, p: *mut Self::T);
-    /// Lane-wise `self + o`.
-    unsafe fn add(self, o: Self) -> Self;
-    /// Lane-wise `self - o`.
-    unsafe fn sub(self, o: Self) -> Self;
     /// The stages with distances `1, 2, …, LANES / 2` inside the register.
     unsafe fn in_register(self) -> Self;
 }
 
 /// The stages with distances `1, 2, …, R / 2` (in registers) across `v`.
 #[inline(always)]
-unsafe fn butterflies<V: Reg, const R: usize>(v: &mut [V; R]) {
+unsafe fn butterflies<V: Butterfly, const R: usize>(v: &mut [V; R]) {
     let mut h = 1;
     while h < R {
         for i in 0..R {
@@ -69,7 +57,7 @@ unsafe fn butterflies<V: Reg, const R: usize>(v: &mut [V; R]) {
 /// `p + k * stride + [0, LANES)` must be valid for reads and writes for
 /// every `k < R`; the CPU must support `V`'s instruction set.
 #[inline(always)]
-unsafe fn column<V: Reg, const R: usize, const FIRST: bool>(p: *mut V::T, stride: usize) {
+unsafe fn column<V: Butterfly, const R: usize, const FIRST: bool>(p: *mut V::T, stride: usize) {
     // SAFETY: in bounds by the caller's contract.
     let mut v: [V; R] = std::array::from_fn(|k| unsafe { V::load(p.add(k * stride)) });
     if FIRST {
@@ -103,9 +91,18 @@ fn next_take(left: u32, max: u32) -> u32 {
 /// # Safety
 /// `x[..n]` valid for reads and writes; `V`'s instruction set available.
 #[inline(always)]
-unsafe fn contiguous_pass<V: Reg, const FIRST: bool>(x: *mut V::T, n: usize, h: usize, take: u32) {
+unsafe fn contiguous_pass<V: Butterfly, const FIRST: bool>(
+    x: *mut V::T,
+    n: usize,
+    h: usize,
+    take: u32,
+) {
     #[inline(always)]
-    unsafe fn go<V: Reg, const R: usize, const FIRST: bool>(x: *mut V::T, n: usize, h: usize) {
+    unsafe fn go<V: Butterfly, const R: usize, const FIRST: bool>(
+        x: *mut V::T,
+        n: usize,
+        h: usize,
+    ) {
         for b in (0..n).step_by(R * h) {
             for j in (0..h).step_by(V::LANES) {
                 // SAFETY: b + j + (R - 1) h + LANES <= b + R h <= n.
@@ -132,7 +129,7 @@ unsafe fn contiguous_pass<V: Reg, const FIRST: bool>(x: *mut V::T, n: usize, h: 
 /// # Safety
 /// The CPU must support `V`'s instruction set.
 #[inline(always)]
-pub(super) unsafe fn small<V: Reg>(x: &mut [V::T]) {
+pub(super) unsafe fn small<V: Butterfly>(x: &mut [V::T]) {
     let n = x.len();
     debug_assert!(n.is_power_of_two() && n >= V::LANES);
     let p = x.as_mut_ptr();
@@ -159,9 +156,9 @@ pub(super) unsafe fn small<V: Reg>(x: &mut [V::T]) {
 /// As [`super::kernel::strip`]; `width` a multiple of `V::LANES`; the CPU
 /// must support `V`'s instruction set.
 #[inline(always)]
-pub(super) unsafe fn strip<V: Reg>(s: &Strip<V::T>) {
+pub(super) unsafe fn strip<V: Butterfly>(s: &Strip<V::T>) {
     #[inline(always)]
-    unsafe fn go<V: Reg, const R: usize>(s: &Strip<V::T>, hr: usize) {
+    unsafe fn go<V: Butterfly, const R: usize>(s: &Strip<V::T>, hr: usize) {
         let stride = hr * s.row_len;
         for g in (0..s.rows).step_by(R * hr) {
             for o in 0..hr {
