@@ -6,7 +6,7 @@
 //!
 //! No crate was used for Sobol: `sobol_burley` (the maintained one) uses
 //! Burley's Owen-scrambled variant, whose points and ordering differ from
-//! scipy's. The direction-number table ([`super::sobol_table`]) covers the
+//! scipy's. The direction-number table (module `sobol_table`) covers the
 //! first [`MAX_SOBOL_DIM`] dimensions; larger `d` is an error.
 
 // The AS241 coefficients are kept digit for digit as published (more digits

@@ -113,7 +113,7 @@ pub(super) fn cos_f32(x: f32) -> f32 {
 }
 
 /// Angles per range check of the `f32` shifted cosine: a block is computed
-/// by [`cos_f32`] into a stack buffer while `|x| ≤ FAST_LIMIT` is checked,
+/// by the `f32` cosine kernel into a stack buffer while `|x| ≤ FAST_LIMIT` is checked,
 /// and recomputed through `std` (in `f64`) if the check fails.
 pub const RANGE_BLOCK: usize = 64;
 
