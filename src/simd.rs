@@ -16,8 +16,23 @@ pub enum Isa {
 }
 
 impl Isa {
-    /// The widest instruction set this CPU supports.
+    /// The widest instruction set this CPU supports (probed once, then one
+    /// relaxed atomic load: the FWHT asks once per vector).
     pub fn detect() -> Self {
+        use std::sync::atomic::{AtomicU8, Ordering};
+        const ORDER: [Isa; 3] = [Isa::Avx512, Isa::Avx2, Isa::Portable];
+        static CACHE: AtomicU8 = AtomicU8::new(u8::MAX);
+        if let Some(isa) = ORDER.get(usize::from(CACHE.load(Ordering::Relaxed))) {
+            return *isa;
+        }
+        let isa = Self::probe();
+        let code = ORDER.iter().position(|i| *i == isa).unwrap_or(2);
+        CACHE.store(code as u8, Ordering::Relaxed);
+        isa
+    }
+
+    /// The CPU's widest instruction set, from the feature flags.
+    fn probe() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
             let avx2_fma =
