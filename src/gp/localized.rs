@@ -24,6 +24,7 @@ use rayon::prelude::*;
 use super::check_positive;
 use super::cluster::{farthest_point, nearest, sq_dists_t};
 use super::features::{FeatureGp, FeatureStats};
+use super::vexp;
 use crate::error::{Error, Result};
 use crate::gpu::Device;
 use crate::linalg::syrk::{gemm_nt, Isa};
@@ -201,7 +202,8 @@ impl NormBound {
 /// Predictions for some test rows: `(rows, means, latent variances)`.
 type Part = (Vec<usize>, Array1<f64>, Option<Array1<f64>>);
 
-/// Wall-clock seconds of the fit phases.
+/// Wall-clock seconds of the fit phases (the two run side by side when
+/// the fit is parallel, so they may add up to more than the fit).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FitTimings {
     /// Centering, pair statistics, allocation and weight draws (4.2–4.7).
@@ -295,37 +297,56 @@ impl LocalizedMaclaurinGp {
         if y.iter().any(|v| !v.is_finite()) {
             return Err(Error::NonFinite { name: "y" });
         }
-        let t0 = Instant::now();
-        let map = MaclaurinMap::fit(x, &config.map, seed, par)?;
-        let allocation = t0.elapsed().as_secs_f64();
-        if config.verbose {
+        // The allocation (parallel over pair blocks) and the clustering
+        // (sequential passes) are independent: run them side by side. The
+        // clustering starts from the training mean, computed here as the
+        // map computes its center (checked equal below).
+        // (Non-finite rows would keep the clustering going forever.)
+        if x.iter().any(|v| !v.is_finite()) {
+            return Err(Error::NonFinite { name: "X" });
+        }
+        let center = training_mean(x);
+        let l = config.map.length_scale;
+        let verbose = config.verbose;
+        let allocate = || {
+            let t0 = Instant::now();
+            let map = MaclaurinMap::fit(x, &config.map, seed, par);
+            (map, t0.elapsed().as_secs_f64())
+        };
+        let cluster = || {
+            let t1 = Instant::now();
+            let centroids = farthest_point(
+                x,
+                &center,
+                config.threshold.map(|t| t * l),
+                config.n_clusters,
+                par,
+                |k| {
+                    if verbose && k.is_multiple_of(1000) {
+                        eprintln!("LocalizedMaclaurinGP: clustering, {k} centroids so far");
+                    }
+                },
+            );
+            (centroids, t1.elapsed().as_secs_f64())
+        };
+        let ((map, allocation), (centroids, clustering)) = if par.is_parallel() {
+            rayon::join(allocate, cluster)
+        } else {
+            (allocate(), cluster())
+        };
+        let map = map?;
+        let centroids = centroids?;
+        if map.center() != Some(&center[..]) {
+            return Err(Error::Internal(
+                "the clustering's start differs from the map's center".into(),
+            ));
+        }
+        if verbose {
             eprintln!(
                 "LocalizedMaclaurinGP: allocation {:?} (degree {}) in {allocation:.3} s",
                 map.allocation(),
                 map.degree()
             );
-        }
-        let center = map
-            .center()
-            .ok_or_else(|| Error::Internal("the Gaussian map has no center".into()))?
-            .to_vec();
-        let t1 = Instant::now();
-        let l = config.map.length_scale;
-        let verbose = config.verbose;
-        let centroids = farthest_point(
-            x,
-            &center,
-            config.threshold.map(|t| t * l),
-            config.n_clusters,
-            par,
-            |k| {
-                if verbose && k.is_multiple_of(1000) {
-                    eprintln!("LocalizedMaclaurinGP: clustering, {k} centroids so far");
-                }
-            },
-        )?;
-        let clustering = t1.elapsed().as_secs_f64();
-        if verbose {
             eprintln!(
                 "LocalizedMaclaurinGP: {} centroid(s) in {clustering:.3} s",
                 centroids.nrows()
@@ -566,7 +587,8 @@ impl LocalizedMaclaurinGp {
         phit.resize(g_count * width * b, 0.0);
         g.resize(g_count * b, 0.0);
         rhs.resize(2 * b, 0.0);
-        tmp.resize(2 * b, 0.0);
+        let max_degree = blocks.iter().map(|k| k.degree).max().unwrap_or(0);
+        tmp.resize(max_degree.max(2) * b, 0.0);
         out.resize(2 * width, 0.0);
         let mut all: Vec<FeatureStats> = (0..g_count).map(|_| FeatureStats::new(width)).collect();
         let (mut y_sum, mut y_sq_sum) = (0.0, 0.0);
@@ -583,9 +605,15 @@ impl LocalizedMaclaurinGp {
             }
             for q in 0..g_count {
                 let dq = &dd[q * n..(q + 1) * n];
-                for (gk, &i) in g[q * m..(q + 1) * m].iter_mut().zip(idx) {
-                    *gk = sigma * (-0.5 * dq[i] * inv_l * inv_l).exp();
+                let gq = &mut g[q * m..(q + 1) * m];
+                if contiguous {
+                    gq.copy_from_slice(&dq[k0..k0 + m]);
+                } else {
+                    for (gk, &i) in gq.iter_mut().zip(idx) {
+                        *gk = dq[i];
+                    }
                 }
+                gaussian_weights(gq, sigma, inv_l);
             }
             let phit = &mut phit[..g_count * width * m];
             let src = if contiguous {
@@ -963,12 +991,81 @@ fn factor_row<'a>(
     }
 }
 
+/// `w ← σ exp(−w/(2l²))` in place (squared distances to Gaussian weights,
+/// ALGORITHMS.md 8.2), with the vector `exp` of [`super::vexp`].
+#[inline(always)]
+fn gaussian_weights_body(w: &mut [f64], sigma: f64, inv_l: f64) {
+    for v in w.iter_mut() {
+        *v = sigma * vexp::exp(-0.5 * *v * inv_l * inv_l);
+    }
+}
+
+widest_simd! {
+    /// [`gaussian_weights_body`] with the widest SIMD the CPU offers.
+    fn gaussian_weights(w: &mut [f64], sigma: f64, inv_l: f64) = gaussian_weights_body;
+}
+
+/// The `degree` factor rows of one feature over a block of rows: factor
+/// `j` at block row `k` is `src[first + j·step + k]`.
+struct Factors<'a> {
+    src: &'a [f64],
+    first: usize,
+    step: usize,
+    degree: usize,
+}
+
+/// Rows per register tile of [`feature_row`] (four AVX-512 registers, so
+/// four independent multiply chains).
+const FEATURE_TILE: usize = 32;
+
+/// One real feature over a block of rows, for one centroid:
+/// `out_k = (init · Π_j t(v_jk − s_j)) · (g_k · scale)` with
+/// `s_j = shift[j·w]`, multiplied in this order (that of
+/// [`crate::sketch::PolySketch::combine_factors`]), the product kept in
+/// registers over a tile of rows.
+#[inline(always)]
+fn feature_row(
+    f: &Factors<'_>,
+    shift: &[f64],
+    w: usize,
+    b: &FactorBlock<'_>,
+    g: &[f64],
+    out: &mut [f64],
+) {
+    const L: usize = FEATURE_TILE;
+    let m = out.len();
+    let tiles = m / L * L;
+    for i in (0..tiles).step_by(L) {
+        let mut acc = [b.init; L];
+        for j in 0..f.degree {
+            let s = shift[j * w];
+            let v = &f.src[f.first + j * f.step + i..f.first + j * f.step + i + L];
+            for (a, &x) in acc.iter_mut().zip(v) {
+                *a *= b.t * (x - s);
+            }
+        }
+        for ((o, a), &gk) in out[i..i + L].iter_mut().zip(acc).zip(&g[i..i + L]) {
+            *o = a * (gk * b.scale);
+        }
+    }
+    for k in tiles..m {
+        let mut a = b.init;
+        for j in 0..f.degree {
+            a *= b.t * (f.src[f.first + j * f.step + k] - shift[j * w]);
+        }
+        out[k] = a * (g[k] * b.scale);
+    }
+}
+
 /// Fills the feature-major blocks `phit` (`G` blocks of `D × m`; `g` holds
 /// `G` rows of `m` weights `σ e^{−‖x − c_q‖²/2l²}`): row 0 is `g_q`, then
 /// every sketched block's features `g_q·√a_n·(1/√D_n)·Π_j t(v_j − s_qj)`
-/// (complex products when complex), the remaining rows 0. Each factor row
-/// is read once for the whole group. Per feature the operations are those
-/// of [`crate::sketch::PolySketch::combine_factors`] in the same order.
+/// (complex products when complex), the remaining rows 0. A real feature is
+/// built in registers by [`feature_row`] (one store per entry; its factor
+/// rows come from the cache for the group's first centroid, then from L1);
+/// a complex one in passes over its two rows, each factor row read once for
+/// the whole group. Per feature the operations are those of
+/// [`crate::sketch::PolySketch::combine_factors`] in the same order.
 #[inline(always)]
 fn fill_body(
     blocks: &[FactorBlock<'_>],
@@ -1023,22 +1120,34 @@ fn fill_body(
         } else {
             for r in 0..w {
                 let row = col + r;
-                for ph in phit.chunks_exact_mut(width * m) {
-                    ph[row * m..(row + 1) * m].fill(b.init);
-                }
-                for j in 0..b.degree {
-                    let v = factor_row(b.proj, j * w + r, n, rows, m, tmp);
-                    for (ph, s) in phit.chunks_exact_mut(width * m).zip(&b.shift) {
-                        let s = s[j * w + r];
-                        for (o, a) in ph[row * m..(row + 1) * m].iter_mut().zip(v) {
-                            *o *= b.t * (a - s);
+                // Factor `j` of feature `r` at block row `k` is
+                // `src[first + j·step + k]`: in the cache, or gathered.
+                let (src, first, step): (&[f64], usize, usize) = match rows {
+                    Rows::Contiguous(k0) => (b.proj, r * n + k0, w * n),
+                    Rows::Gather(idx) => {
+                        for (j, t) in tmp.chunks_exact_mut(m).take(b.degree).enumerate() {
+                            let src = &b.proj[(j * w + r) * n..(j * w + r + 1) * n];
+                            for (t, &i) in t.iter_mut().zip(idx) {
+                                *t = src[i];
+                            }
                         }
+                        (&tmp[..], 0, m)
                     }
-                }
-                for (ph, gq) in phit.chunks_exact_mut(width * m).zip(g.chunks_exact(m)) {
-                    for (o, gk) in ph[row * m..(row + 1) * m].iter_mut().zip(gq) {
-                        *o *= gk * b.scale;
-                    }
+                };
+                let factors = Factors {
+                    src,
+                    first,
+                    step,
+                    degree: b.degree,
+                };
+                for ((ph, s), gq) in phit
+                    .chunks_exact_mut(width * m)
+                    .zip(&b.shift)
+                    .zip(g.chunks_exact(m))
+                {
+                    let shift = &s[r..];
+                    let out = &mut ph[row * m..(row + 1) * m];
+                    feature_row(&factors, shift, w, b, gq, out);
                 }
             }
         }
@@ -1061,6 +1170,19 @@ widest_simd! {
         phit: &mut [f64],
         tmp: &mut [f64],
     ) = fill_body;
+}
+
+/// The column means of `x` (summed in row order, then divided by `N`): the
+/// center of the Gaussian map, [`MaclaurinMap::center`].
+fn training_mean<T: Real>(x: ArrayView2<'_, T>) -> Vec<f64> {
+    let mut sum = vec![0.0; x.ncols()];
+    for row in x.rows() {
+        for (s, v) in sum.iter_mut().zip(row) {
+            *s += v.to_f64_exact();
+        }
+    }
+    let n = x.nrows() as f64;
+    sum.iter().map(|s| s / n).collect()
 }
 
 /// The factor projections of every row of `x` for every sketched block of
