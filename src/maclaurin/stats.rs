@@ -149,8 +149,8 @@ struct PairKernel {
     coefs: Vec<f64>,
     ln_coefs: Vec<f64>,
     complex: bool,
-    /// The target is `exp(·)` (Gaussian, exponential): packs are evaluated
-    /// with the vector `exp`/`ln`.
+    /// The target is `exp(·)` (Gaussian, exponential): strips are evaluated
+    /// by the vector code (see the module docs).
     vector: bool,
     /// `max(0, max_n ln|a_n|)`: a power `G m^n` below `e^{SAFE_LN − this}`
     /// keeps `a_n G m^n` finite.
@@ -325,7 +325,7 @@ impl LaneAcc {
 /// The per-pair quantities of one strip (a row against up to [`BLOCK`]
 /// columns) as a struct of arrays, so that every step of the vector code
 /// is a plain loop over pairs: whether the pair stays on the vector path,
-/// `ln G`, the target, the bias partial sum, the six power series' bases
+/// `ln G` (then `G`, then `G²`), the target, the bias partial sum, the six power series' bases
 /// (`m, m², M, Pm, C, Pc`) and current powers, and the terms to add.
 struct Strip {
     good: Vec<bool>,
@@ -716,8 +716,8 @@ mod tests {
 
     #[test]
     fn vector_strips_match_the_scalar_pairs() {
-        // 150 rows: two blocks, strips of every length (partial packs).
-        // Row 7 is 0 (m = 0: its packs take the scalar path) and row 20 is
+        // 150 rows: two blocks, strips of every length (partial lanes).
+        // Row 7 is 0 (m = 0: its pairs take the scalar path) and row 20 is
         // far out (powers below e^−700 under the Gaussian prefactor).
         let mut rng = seeded(5);
         let mut z = Array2::from_shape_fn((150, 4), |_| 0.5 * rng.sample::<f64, _>(StandardNormal));
