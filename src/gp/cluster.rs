@@ -12,7 +12,8 @@ use crate::threads::Parallelism;
 /// thread count).
 const CHUNK: usize = 512;
 
-/// The larger of two `(δ², index)` candidates; ties go to the smaller index.
+/// The larger of two `(δ², chunk index)` candidates; ties go to the smaller
+/// index (the earlier chunk, which holds the first row with that `δ²`).
 fn farther(a: (f64, usize), b: (f64, usize)) -> (f64, usize) {
     if b.0 > a.0 || (b.0 == a.0 && b.1 < a.1) {
         b
@@ -77,23 +78,15 @@ pub fn farthest_point<T: Real>(
     let mut newest: Vec<f64> = start.to_vec();
     // Parallel chunks only when a pass is large enough to pay for the
     // fork-join (the result is the same either way: `farther` is a total
-    // order, so any grouping of the reduction gives the same argmax).
+    // order, so any grouping of the reduction gives the same chunk).
     let parallel = par.is_parallel() && n * d >= 1 << 18;
     loop {
-        let update = |(k, ds): (usize, &mut [f64])| {
-            let i0 = k * CHUNK;
-            let mut dd = [0.0; CHUNK];
-            let dd = &mut dd[..ds.len()];
-            sq_dists_t(&xt[i0..], n, &newest, dd);
-            for (dv, &v) in ds.iter_mut().zip(dd.iter()) {
-                if v < *dv {
-                    *dv = v;
-                }
-            }
-            let (mx, j) = first_max(ds);
-            (mx, i0 + j)
-        };
-        let (max_sq, arg) = if parallel {
+        // One fused pass per chunk: δ ← min(δ, ‖x − newest‖²) and the
+        // chunk's largest δ; then the first index of the overall maximum,
+        // searched in the first chunk that holds it.
+        let update =
+            |(k, ds): (usize, &mut [f64])| (min_update(&xt[k * CHUNK..], n, &newest, ds), k);
+        let (max_sq, chunk) = if parallel {
             delta
                 .par_chunks_mut(CHUNK)
                 .enumerate()
@@ -106,6 +99,11 @@ pub fn farthest_point<T: Real>(
                 .map(update)
                 .fold((f64::NEG_INFINITY, usize::MAX), farther)
         };
+        let arg = delta
+            .chunks(CHUNK)
+            .nth(chunk)
+            .and_then(|ds| ds.iter().position(|&v| v == max_sq))
+            .map_or(0, |j| chunk * CHUNK + j);
         if n == 0 || max_sq <= theta_sq || count >= limit {
             break;
         }
@@ -157,26 +155,60 @@ pub fn nearest<T: Real>(
     })
 }
 
-/// The largest entry of `v` and its first index (`(−∞, 0)` when empty or
-/// all NaN): eight independent lanes for the maximum, then a scan for it.
-fn first_max(v: &[f64]) -> (f64, usize) {
-    let mut lanes = [f64::NEG_INFINITY; 8];
-    let mut chunks = v.chunks_exact(8);
-    for ch in &mut chunks {
-        for (l, &x) in lanes.iter_mut().zip(ch) {
-            if x > *l {
-                *l = x;
+/// Lanes of [`min_update_body`] (one AVX-512 register of `f64`).
+const LANES: usize = 8;
+
+/// `δ_i ← min(δ_i, ‖x_i − c‖²)` for the columns `i < δ.len()` of the
+/// `d × stride` row-major `xt` (the squared distance summed over
+/// `k = 0, 1, …` in order, the same value as [`sq_dists_t`]), in one pass;
+/// returns the largest updated `δ_i` (`−∞` when empty or all NaN).
+#[inline(always)]
+fn min_update_body(xt: &[f64], stride: usize, c: &[f64], delta: &mut [f64]) -> f64 {
+    let mut mx = [f64::NEG_INFINITY; LANES];
+    let len = delta.len();
+    let mut blocks = delta.chunks_exact_mut(LANES);
+    for (b, dv) in (&mut blocks).enumerate() {
+        let i = b * LANES;
+        let mut acc = [0.0; LANES];
+        for (k, &ck) in c.iter().enumerate() {
+            let col = &xt[k * stride + i..k * stride + i + LANES];
+            for (a, &v) in acc.iter_mut().zip(col) {
+                *a += (v - ck) * (v - ck);
+            }
+        }
+        for ((d, a), m) in dv.iter_mut().zip(acc).zip(mx.iter_mut()) {
+            if a < *d {
+                *d = a;
+            }
+            if *d > *m {
+                *m = *d;
             }
         }
     }
-    let mut mx = f64::NEG_INFINITY;
-    for &x in lanes.iter().chain(chunks.remainder()) {
-        if x > mx {
-            mx = x;
+    let rest = blocks.into_remainder();
+    let i0 = len - rest.len();
+    for (i, d) in rest.iter_mut().enumerate().map(|(k, d)| (i0 + k, d)) {
+        let mut a = 0.0;
+        for (k, &ck) in c.iter().enumerate() {
+            let v = xt[k * stride + i];
+            a += (v - ck) * (v - ck);
+        }
+        if a < *d {
+            *d = a;
+        }
+        if *d > mx[0] {
+            mx[0] = *d;
         }
     }
-    let at = v.iter().position(|&x| x == mx).unwrap_or(0);
-    (mx, at)
+    mx.into_iter()
+        .fold(f64::NEG_INFINITY, |m, v| if v > m { v } else { m })
+}
+
+widest_simd! {
+    /// [`min_update_body`] with the widest SIMD the CPU offers (no FMA
+    /// contraction: the distances are those of [`sq_dists_t`] at every
+    /// SIMD level).
+    fn min_update(xt: &[f64], stride: usize, c: &[f64], delta: &mut [f64]) -> f64 = min_update_body;
 }
 
 /// `out[i] = Σ_k (xt[k·stride + i] − c[k])²` for `i < out.len()`: squared
@@ -260,6 +292,65 @@ mod tests {
             nearest(cen.view(), t.view(), Parallelism::Rayon).unwrap(),
             vec![0]
         );
+    }
+
+    /// Farthest-point clustering recomputed from scratch at every step
+    /// (`δ_i = min_c ‖x_i − c‖²`, the distance summed in the same order),
+    /// first maximum in row order.
+    fn naive(x: &Array2<f64>, start: &[f64], theta: f64, limit: usize) -> Vec<Vec<f64>> {
+        let mut cs = vec![start.to_vec()];
+        let dist = |r: ndarray::ArrayView1<'_, f64>, c: &[f64]| {
+            r.iter()
+                .zip(c)
+                .fold(0.0, |a, (v, ck)| a + (v - ck) * (v - ck))
+        };
+        while cs.len() < limit {
+            let (mut best, mut arg) = (f64::NEG_INFINITY, 0);
+            for (i, r) in x.rows().into_iter().enumerate() {
+                let d = cs.iter().map(|c| dist(r, c)).fold(f64::INFINITY, f64::min);
+                if d > best {
+                    (best, arg) = (d, i);
+                }
+            }
+            if best <= theta * theta {
+                break;
+            }
+            cs.push(x.row(arg).to_vec());
+        }
+        cs
+    }
+
+    #[test]
+    fn fused_passes_match_the_naive_clustering() {
+        use crate::rng::seeded;
+        use rand::Rng as _;
+        let mut rng = seeded(3);
+        // Random rows (n not a multiple of the lanes or of CHUNK) and a
+        // grid with many equal distances (ties to the smallest index).
+        let random = Array2::from_shape_fn((1_203, 5), |_| rng.random::<f64>() * 4.0);
+        let grid =
+            Array2::from_shape_fn((700, 3), |(i, k)| ((i / 7usize.pow(k as u32)) % 7) as f64);
+        for (x, theta) in [(random, 1.2), (grid, 1.5)] {
+            let start: Vec<f64> = vec![1.0; x.ncols()];
+            let want = naive(&x, &start, theta, usize::MAX);
+            assert!(want.len() > 20);
+            for par in [Parallelism::Sequential, Parallelism::Rayon] {
+                let got = farthest_point(x.view(), &start, Some(theta), None, par, |_| {}).unwrap();
+                assert_eq!(got.nrows(), want.len());
+                for (g, w) in got.rows().into_iter().zip(&want) {
+                    assert_eq!(g.to_vec(), *w);
+                }
+            }
+        }
+        // A pass large enough to run in parallel chunks.
+        let big = Array2::from_shape_fn((70_001, 4), |_| rng.random::<f64>());
+        let want = naive(&big, &[0.5; 4], 0.0, 12);
+        for par in [Parallelism::Sequential, Parallelism::Rayon] {
+            let got = farthest_point(big.view(), &[0.5; 4], None, Some(12), par, |_| {}).unwrap();
+            for (g, w) in got.rows().into_iter().zip(&want) {
+                assert_eq!(g.to_vec(), *w);
+            }
+        }
     }
 
     #[test]

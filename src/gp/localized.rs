@@ -24,6 +24,7 @@ use rayon::prelude::*;
 use super::check_positive;
 use super::cluster::{farthest_point, nearest, sq_dists_t};
 use super::features::{FeatureGp, FeatureStats};
+use super::vexp;
 use crate::error::{Error, Result};
 use crate::gpu::Device;
 use crate::linalg::syrk::{gemm_nt, Isa};
@@ -201,7 +202,8 @@ impl NormBound {
 /// Predictions for some test rows: `(rows, means, latent variances)`.
 type Part = (Vec<usize>, Array1<f64>, Option<Array1<f64>>);
 
-/// Wall-clock seconds of the fit phases.
+/// Wall-clock seconds of the fit phases (the two run side by side when
+/// the fit is parallel, so they may add up to more than the fit).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FitTimings {
     /// Centering, pair statistics, allocation and weight draws (4.2–4.7).
@@ -295,37 +297,56 @@ impl LocalizedMaclaurinGp {
         if y.iter().any(|v| !v.is_finite()) {
             return Err(Error::NonFinite { name: "y" });
         }
-        let t0 = Instant::now();
-        let map = MaclaurinMap::fit(x, &config.map, seed, par)?;
-        let allocation = t0.elapsed().as_secs_f64();
-        if config.verbose {
+        // The allocation (parallel over pair blocks) and the clustering
+        // (sequential passes) are independent: run them side by side. The
+        // clustering starts from the training mean, computed here as the
+        // map computes its center (checked equal below).
+        // (Non-finite rows would keep the clustering going forever.)
+        if x.iter().any(|v| !v.is_finite()) {
+            return Err(Error::NonFinite { name: "X" });
+        }
+        let center = training_mean(x);
+        let l = config.map.length_scale;
+        let verbose = config.verbose;
+        let allocate = || {
+            let t0 = Instant::now();
+            let map = MaclaurinMap::fit(x, &config.map, seed, par);
+            (map, t0.elapsed().as_secs_f64())
+        };
+        let cluster = || {
+            let t1 = Instant::now();
+            let centroids = farthest_point(
+                x,
+                &center,
+                config.threshold.map(|t| t * l),
+                config.n_clusters,
+                par,
+                |k| {
+                    if verbose && k.is_multiple_of(1000) {
+                        eprintln!("LocalizedMaclaurinGP: clustering, {k} centroids so far");
+                    }
+                },
+            );
+            (centroids, t1.elapsed().as_secs_f64())
+        };
+        let ((map, allocation), (centroids, clustering)) = if par.is_parallel() {
+            rayon::join(allocate, cluster)
+        } else {
+            (allocate(), cluster())
+        };
+        let map = map?;
+        let centroids = centroids?;
+        if map.center() != Some(&center[..]) {
+            return Err(Error::Internal(
+                "the clustering's start differs from the map's center".into(),
+            ));
+        }
+        if verbose {
             eprintln!(
                 "LocalizedMaclaurinGP: allocation {:?} (degree {}) in {allocation:.3} s",
                 map.allocation(),
                 map.degree()
             );
-        }
-        let center = map
-            .center()
-            .ok_or_else(|| Error::Internal("the Gaussian map has no center".into()))?
-            .to_vec();
-        let t1 = Instant::now();
-        let l = config.map.length_scale;
-        let verbose = config.verbose;
-        let centroids = farthest_point(
-            x,
-            &center,
-            config.threshold.map(|t| t * l),
-            config.n_clusters,
-            par,
-            |k| {
-                if verbose && k.is_multiple_of(1000) {
-                    eprintln!("LocalizedMaclaurinGP: clustering, {k} centroids so far");
-                }
-            },
-        )?;
-        let clustering = t1.elapsed().as_secs_f64();
-        if verbose {
             eprintln!(
                 "LocalizedMaclaurinGP: {} centroid(s) in {clustering:.3} s",
                 centroids.nrows()
@@ -339,7 +360,7 @@ impl LocalizedMaclaurinGp {
         let cutoff_sq = NormBound::of(&map).cutoff(config.tol) * l * l;
         let predictors = (0..centroids.nrows()).map(|_| OnceLock::new()).collect();
         let x = x.mapv(|v| v.to_f64_exact());
-        let projections = project_rows_t(&map, x.view(), par)?;
+        let projections = project_rows_t(&map, x.view(), 1.0 / l, par)?;
         Ok(Self {
             config: config.clone(),
             projections,
@@ -504,9 +525,12 @@ impl LocalizedMaclaurinGp {
     /// projections (`v_j(x − c) = v_j(x) − v_j(c)`, see
     /// [`crate::sketch::PolySketch::factor_projections_into`]), in the layout
     /// of ALGORITHMS.md 4.7: `σ g · [1 | √a_n φ_n((x − c)/l) … | (0)]`, every
-    /// feature multiplied in the same order as
-    /// [`crate::sketch::PolySketch::combine_factors`]. `scratch.dd` holds
-    /// the squared distances to each centroid (`|cs| × N`).
+    /// feature multiplied in the order of
+    /// [`crate::sketch::PolySketch::combine_factors`] (the factor scale `1/l`
+    /// is applied to the cached and the centroid's projections instead of
+    /// their difference, so the features agree with the map's to rounding).
+    /// `scratch.dd` holds the squared distances to each centroid
+    /// (`|cs| × N`).
     fn stats_from_projections(
         &self,
         proj: &[Array2<f64>],
@@ -521,11 +545,13 @@ impl LocalizedMaclaurinGp {
         for c in cs {
             let view = ArrayView2::from_shape((1, c.len()), c)
                 .map_err(|e| Error::Internal(e.to_string()))?;
-            shifts.push(
-                project_rows(&self.map, view, Parallelism::Sequential)?.ok_or_else(|| {
-                    Error::Internal("no factor projections of the centroid".into())
-                })?,
-            );
+            let mut sc = project_rows(&self.map, view, Parallelism::Sequential)?
+                .ok_or_else(|| Error::Internal("no factor projections of the centroid".into()))?;
+            // Scaled by 1/l, as the cache.
+            for p in &mut sc {
+                p.mapv_inplace(|v| v * inv_l);
+            }
+            shifts.push(sc);
         }
         let mut blocks = Vec::with_capacity(proj.len());
         for (k, ((scale, sk), p)) in self.map.sketch_blocks().zip(proj).enumerate() {
@@ -539,6 +565,7 @@ impl LocalizedMaclaurinGp {
                 .ok_or_else(|| Error::Internal("centroid projections are contiguous".into()))?;
             blocks.push(FactorBlock {
                 proj: p,
+                n,
                 shift,
                 width: sk.width(),
                 n_features: sk.n_features(),
@@ -546,7 +573,6 @@ impl LocalizedMaclaurinGp {
                 complex: sk.is_complex(),
                 init: 1.0 / (sk.n_features() as f64).sqrt(),
                 scale,
-                t: inv_l,
             });
         }
         let b = block_rows(width);
@@ -557,6 +583,7 @@ impl LocalizedMaclaurinGp {
             rows,
             phit,
             g,
+            gs,
             rhs,
             tmp,
             out,
@@ -565,8 +592,10 @@ impl LocalizedMaclaurinGp {
         let contiguous = used == n;
         phit.resize(g_count * width * b, 0.0);
         g.resize(g_count * b, 0.0);
+        gs.resize(g_count * b, 0.0);
         rhs.resize(2 * b, 0.0);
-        tmp.resize(2 * b, 0.0);
+        let max_degree = blocks.iter().map(|k| k.degree).max().unwrap_or(0);
+        tmp.resize(max_degree.max(2) * b, 0.0);
         out.resize(2 * width, 0.0);
         let mut all: Vec<FeatureStats> = (0..g_count).map(|_| FeatureStats::new(width)).collect();
         let (mut y_sum, mut y_sq_sum) = (0.0, 0.0);
@@ -583,9 +612,15 @@ impl LocalizedMaclaurinGp {
             }
             for q in 0..g_count {
                 let dq = &dd[q * n..(q + 1) * n];
-                for (gk, &i) in g[q * m..(q + 1) * m].iter_mut().zip(idx) {
-                    *gk = sigma * (-0.5 * dq[i] * inv_l * inv_l).exp();
+                let gq = &mut g[q * m..(q + 1) * m];
+                if contiguous {
+                    gq.copy_from_slice(&dq[k0..k0 + m]);
+                } else {
+                    for (gk, &i) in gq.iter_mut().zip(idx) {
+                        *gk = dq[i];
+                    }
                 }
+                gaussian_weights(gq, sigma, inv_l);
             }
             let phit = &mut phit[..g_count * width * m];
             let src = if contiguous {
@@ -593,7 +628,15 @@ impl LocalizedMaclaurinGp {
             } else {
                 Rows::Gather(idx)
             };
-            fill_features(&blocks, n, src, g_count, &g[..g_count * m], phit, tmp);
+            fill_features(
+                &blocks,
+                src,
+                g_count,
+                &g[..g_count * m],
+                phit,
+                tmp,
+                &mut gs[..g_count * m],
+            );
             // `rhs` holds `y` then `1` over the block: a 2 × m row-major B
             // (for faer: an m × 2 column-major matrix).
             let rhs_m = &rhs[..2 * m];
@@ -909,6 +952,7 @@ pub struct CentroidScratch {
     rows: Vec<usize>,
     phit: Vec<f64>,
     g: Vec<f64>,
+    gs: Vec<f64>,
     rhs: Vec<f64>,
     tmp: Vec<f64>,
     out: Vec<f64>,
@@ -918,6 +962,8 @@ pub struct CentroidScratch {
 /// row-major) and those of each centroid of a group (`degree·width` each).
 struct FactorBlock<'a> {
     proj: &'a [f64],
+    /// `N`, the length of a cached factor row.
+    n: usize,
     shift: Vec<&'a [f64]>,
     width: usize,
     n_features: usize,
@@ -927,8 +973,6 @@ struct FactorBlock<'a> {
     init: f64,
     /// `√a_n`, the block scale.
     scale: f64,
-    /// `1/l`, the factor scale.
-    t: f64,
 }
 
 /// Which training rows a feature block covers.
@@ -963,21 +1007,93 @@ fn factor_row<'a>(
     }
 }
 
+/// `w ← σ exp(−w/(2l²))` in place (squared distances to Gaussian weights,
+/// ALGORITHMS.md 8.2), with the vector `exp` of [`super::vexp`].
+#[inline(always)]
+fn gaussian_weights_body(w: &mut [f64], sigma: f64, inv_l: f64) {
+    for v in w.iter_mut() {
+        *v = sigma * vexp::exp(-0.5 * *v * inv_l * inv_l);
+    }
+}
+
+widest_simd! {
+    /// [`gaussian_weights_body`] with the widest SIMD the CPU offers.
+    fn gaussian_weights(w: &mut [f64], sigma: f64, inv_l: f64) = gaussian_weights_body;
+}
+
+/// The `degree` factor rows of one feature over a block of rows: factor
+/// `j` at block row `k` is `src[first + j·step + k]`.
+struct Factors<'a> {
+    src: &'a [f64],
+    first: usize,
+    step: usize,
+    degree: usize,
+}
+
+/// Rows per register tile of [`feature_row`] (four AVX-512 registers, so
+/// four independent multiply chains).
+const FEATURE_TILE: usize = 32;
+
+/// One real feature over a block of rows, for one centroid:
+/// `out_k = (init · Π_j (v_jk − s_j)) · gs_k` with `s_j = shift[j·w]` (the
+/// cached and the centroid's projections, both already scaled by `1/l`)
+/// and `gs_k = g_k · scale`, multiplied in this order (that of
+/// [`crate::sketch::PolySketch::combine_factors`]), the product kept in
+/// registers over a tile of rows.
+#[inline(always)]
+fn feature_row(
+    f: &Factors<'_>,
+    shift: &[f64],
+    w: usize,
+    b: &FactorBlock<'_>,
+    gs: &[f64],
+    out: &mut [f64],
+) {
+    const L: usize = FEATURE_TILE;
+    let m = out.len();
+    let tiles = m / L * L;
+    for i in (0..tiles).step_by(L) {
+        let mut acc = [b.init; L];
+        for j in 0..f.degree {
+            let s = shift[j * w];
+            let v = &f.src[f.first + j * f.step + i..f.first + j * f.step + i + L];
+            for (a, &x) in acc.iter_mut().zip(v) {
+                *a *= x - s;
+            }
+        }
+        for ((o, a), &gk) in out[i..i + L].iter_mut().zip(acc).zip(&gs[i..i + L]) {
+            *o = a * gk;
+        }
+    }
+    for k in tiles..m {
+        let mut a = b.init;
+        for j in 0..f.degree {
+            a *= f.src[f.first + j * f.step + k] - shift[j * w];
+        }
+        out[k] = a * gs[k];
+    }
+}
+
 /// Fills the feature-major blocks `phit` (`G` blocks of `D × m`; `g` holds
 /// `G` rows of `m` weights `σ e^{−‖x − c_q‖²/2l²}`): row 0 is `g_q`, then
-/// every sketched block's features `g_q·√a_n·(1/√D_n)·Π_j t(v_j − s_qj)`
-/// (complex products when complex), the remaining rows 0. Each factor row
-/// is read once for the whole group. Per feature the operations are those
-/// of [`crate::sketch::PolySketch::combine_factors`] in the same order.
+/// every sketched block's features `g_q·√a_n·(1/√D_n)·Π_j (v_j − s_qj)`
+/// (`v`, `s` the cached and the centroid's projections scaled by `1/l`;
+/// complex products when complex), the remaining rows 0. A real feature is
+/// built in registers by [`feature_row`] (one store per entry; its factor
+/// rows come from the cache for the group's first centroid, then from L1);
+/// a complex one in passes over its two rows, each factor row read once for
+/// the whole group. Per feature the products are those of
+/// [`crate::sketch::PolySketch::combine_factors`] in the same order. `gs`
+/// is scratch for `g_q·√a_n`.
 #[inline(always)]
 fn fill_body(
     blocks: &[FactorBlock<'_>],
-    n: usize,
     rows: Rows<'_>,
     groups: usize,
     g: &[f64],
     phit: &mut [f64],
     tmp: &mut [f64],
+    gs: &mut [f64],
 ) {
     let m = g.len() / groups;
     let width = phit.len() / (groups * m).max(1);
@@ -986,7 +1102,11 @@ fn fill_body(
     }
     let mut col = 1;
     for b in blocks {
-        let w = b.width;
+        let (w, n) = (b.width, b.n);
+        // `g · √a_n`, once per block and centroid.
+        for (o, &gk) in gs.iter_mut().zip(g) {
+            *o = gk * b.scale;
+        }
         if b.complex {
             let nf = b.n_features;
             for r in 0..nf {
@@ -1004,18 +1124,18 @@ fn fill_body(
                         let re = &mut lo[(col + r) * m..(col + r + 1) * m];
                         let im = &mut hi[..m];
                         for (((re, im), a), c) in re.iter_mut().zip(im.iter_mut()).zip(vr).zip(vi) {
-                            let u = b.t * (a - sr);
-                            let q = b.t * (c - si);
+                            let u = a - sr;
+                            let q = c - si;
                             let (x, y) = (*re, *im);
                             *re = x * u - y * q;
                             *im = x * q + y * u;
                         }
                     }
                 }
-                for (ph, gq) in phit.chunks_exact_mut(width * m).zip(g.chunks_exact(m)) {
+                for (ph, gq) in phit.chunks_exact_mut(width * m).zip(gs.chunks_exact(m)) {
                     for row in [col + r, col + nf + r] {
                         for (o, gk) in ph[row * m..(row + 1) * m].iter_mut().zip(gq) {
-                            *o *= gk * b.scale;
+                            *o *= gk;
                         }
                     }
                 }
@@ -1023,22 +1143,34 @@ fn fill_body(
         } else {
             for r in 0..w {
                 let row = col + r;
-                for ph in phit.chunks_exact_mut(width * m) {
-                    ph[row * m..(row + 1) * m].fill(b.init);
-                }
-                for j in 0..b.degree {
-                    let v = factor_row(b.proj, j * w + r, n, rows, m, tmp);
-                    for (ph, s) in phit.chunks_exact_mut(width * m).zip(&b.shift) {
-                        let s = s[j * w + r];
-                        for (o, a) in ph[row * m..(row + 1) * m].iter_mut().zip(v) {
-                            *o *= b.t * (a - s);
+                // Factor `j` of feature `r` at block row `k` is
+                // `src[first + j·step + k]`: in the cache, or gathered.
+                let (src, first, step): (&[f64], usize, usize) = match rows {
+                    Rows::Contiguous(k0) => (b.proj, r * n + k0, w * n),
+                    Rows::Gather(idx) => {
+                        for (j, t) in tmp.chunks_exact_mut(m).take(b.degree).enumerate() {
+                            let src = &b.proj[(j * w + r) * n..(j * w + r + 1) * n];
+                            for (t, &i) in t.iter_mut().zip(idx) {
+                                *t = src[i];
+                            }
                         }
+                        (&tmp[..], 0, m)
                     }
-                }
-                for (ph, gq) in phit.chunks_exact_mut(width * m).zip(g.chunks_exact(m)) {
-                    for (o, gk) in ph[row * m..(row + 1) * m].iter_mut().zip(gq) {
-                        *o *= gk * b.scale;
-                    }
+                };
+                let factors = Factors {
+                    src,
+                    first,
+                    step,
+                    degree: b.degree,
+                };
+                for ((ph, s), gq) in phit
+                    .chunks_exact_mut(width * m)
+                    .zip(&b.shift)
+                    .zip(gs.chunks_exact(m))
+                {
+                    let shift = &s[r..];
+                    let out = &mut ph[row * m..(row + 1) * m];
+                    feature_row(&factors, shift, w, b, gq, out);
                 }
             }
         }
@@ -1054,13 +1186,26 @@ widest_simd! {
     /// so the result does not depend on the SIMD level).
     fn fill_features(
         blocks: &[FactorBlock<'_>],
-        n: usize,
         rows: Rows<'_>,
         groups: usize,
         g: &[f64],
         phit: &mut [f64],
         tmp: &mut [f64],
+        gs: &mut [f64],
     ) = fill_body;
+}
+
+/// The column means of `x` (summed in row order, then divided by `N`): the
+/// center of the Gaussian map, [`MaclaurinMap::center`].
+fn training_mean<T: Real>(x: ArrayView2<'_, T>) -> Vec<f64> {
+    let mut sum = vec![0.0; x.ncols()];
+    for row in x.rows() {
+        for (s, v) in sum.iter_mut().zip(row) {
+            *s += v.to_f64_exact();
+        }
+    }
+    let n = x.nrows() as f64;
+    sum.iter().map(|s| s / n).collect()
 }
 
 /// The factor projections of every row of `x` for every sketched block of
@@ -1100,18 +1245,25 @@ fn project_rows(
     Ok(Some(out))
 }
 
-/// [`project_rows`] transposed: one `degree·width × n` matrix per block
-/// (row `j·width + r` holds factor `j`, feature `r` of every row of `x`), so
-/// the per-centroid feature blocks are built with unit stride over rows.
+/// [`project_rows`] transposed and multiplied by `scale` (the factor scale
+/// `1/l`, applied once here instead of per centroid): one
+/// `degree·width × n` matrix per block (row `j·width + r` holds factor `j`,
+/// feature `r` of every row of `x`), so the per-centroid feature blocks are
+/// built with unit stride over rows.
 fn project_rows_t(
     map: &MaclaurinMap,
     x: ArrayView2<'_, f64>,
+    scale: f64,
     par: Parallelism,
 ) -> Result<Option<Vec<Array2<f64>>>> {
     Ok(project_rows(map, x, par)?.map(|blocks| {
         blocks
             .into_iter()
-            .map(|p| p.t().as_standard_layout().into_owned())
+            .map(|p| {
+                let mut q = p.t().as_standard_layout().into_owned();
+                q.mapv_inplace(|v| v * scale);
+                q
+            })
             .collect()
     }))
 }

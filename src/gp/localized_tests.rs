@@ -303,6 +303,18 @@ fn bad_inputs() {
     let mut c = cfg.clone();
     c.map.kernel = MaclaurinKernel::Exponential;
     assert!(fit(&c).is_err());
+    // A NaN in X is refused before the clustering (which runs beside the
+    // allocation and would otherwise never reach the threshold).
+    let mut bad = x.clone();
+    bad[[3, 1]] = f64::NAN;
+    let mut c = cfg.clone();
+    c.threshold = Some(0.5);
+    for par in [Parallelism::Rayon, Parallelism::Sequential] {
+        assert!(matches!(
+            LocalizedMaclaurinGp::fit(bad.view(), y.view(), &c, 1, par),
+            Err(Error::NonFinite { name: "X" })
+        ));
+    }
     let short = y.slice(ndarray::s![..5]).to_owned();
     assert!(
         LocalizedMaclaurinGp::fit(x.view(), short.view(), &cfg, 1, Parallelism::Rayon).is_err()

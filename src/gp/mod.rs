@@ -14,7 +14,7 @@ pub mod features;
 pub mod localized;
 pub mod metrics;
 pub mod optimize;
-mod vexp;
+pub(crate) mod vexp;
 
 pub use exact::{ExactGp, GaussianKernel, LmlEval};
 pub use features::{FeatureGp, FeatureStats};
