@@ -376,8 +376,9 @@ unsafe trait Kernel {
     const MV: usize;
     /// Adds the tile of rows `i0..i0 + R` (broadcast from `bp`) by the
     /// `mv ≤ MV` column panels from `ap` (`ps` apart), columns from `j0`
-    /// (`ij = [i0, j0, mv]`).
-    unsafe fn tile(o: &Out, bp: *const f64, ap: *const f64, ps: usize, kc: usize, ij: [usize; 3]);
+    /// (`ij = [i0, j0, mv, live]`); only the first `live ≤ R` rows exist
+    /// (a narrower tile may be used for them: the last panel's padding).
+    unsafe fn tile(o: &Out, bp: *const f64, ap: *const f64, ps: usize, kc: usize, ij: [usize; 4]);
 }
 
 /// The portable kernel: 2 rows × 1 panel of scalars.
@@ -388,14 +389,14 @@ unsafe impl Kernel for Portable {
     const R: usize = 2;
     const MV: usize = 1;
     #[inline(always)]
-    unsafe fn tile(o: &Out, bp: *const f64, ap: *const f64, ps: usize, kc: usize, ij: [usize; 3]) {
+    unsafe fn tile(o: &Out, bp: *const f64, ap: *const f64, ps: usize, kc: usize, ij: [usize; 4]) {
         // SAFETY: the caller's contract.
         unsafe { tile::<f64, 2, 8>(o, bp, ap, ps, kc, ij) }
     }
 }
 
 /// The `R × NV`-vector tile at rows `i0..`, columns `j0..` over `kc`
-/// samples (`ij = [i0, j0, _]`), added to the output (lower part only).
+/// samples (`ij = [i0, j0, ..]`), added to the output (lower part only).
 #[inline(always)]
 // Explicit indices: the register tile's loops as measured (no spills).
 #[allow(clippy::needless_range_loop)]
@@ -405,9 +406,9 @@ unsafe fn tile<V: Lanes, const R: usize, const NV: usize>(
     ap: *const f64,
     ps: usize,
     kc: usize,
-    ij: [usize; 3],
+    ij: [usize; 4],
 ) {
-    let [i0, j0, _] = ij;
+    let [i0, j0, ..] = ij;
     let vpp = W / V::N;
     // SAFETY (whole body): the caller guarantees `kc` samples of the row
     // panel at `bp` and of `NV / vpp` column panels from `ap`, and rows
@@ -464,6 +465,9 @@ unsafe fn tile<V: Lanes, const R: usize, const NV: usize>(
 unsafe fn drive<K: Kernel>(b: &Block<'_>) {
     let ps = W * b.kc;
     let ncp = NC / W;
+    // Rows of `[A; E]`: sub-blocks past them are skipped, a partly
+    // padded one gets a narrower tile.
+    let height = b.out.d + b.out.r;
     // SAFETY (whole body): every panel index is below the packed count and
     // every tile lies inside the padded shapes (see `tile`).
     unsafe {
@@ -473,12 +477,16 @@ unsafe fn drive<K: Kernel>(b: &Block<'_>) {
                 let qend = jend.min(p + 1);
                 let row_panel = b.packed.add(p * ps);
                 for s in (0..W).step_by(K::R) {
+                    let live = height.saturating_sub(p * W + s).min(K::R);
+                    if live == 0 {
+                        break;
+                    }
                     let bp = row_panel.add(s);
                     let mut q = jc;
                     while q < qend {
                         let mv = K::MV.min(qend - q);
                         let ap = b.packed.add(q * ps);
-                        K::tile(b.out, bp, ap, ps, b.kc, [p * W + s, q * W, mv]);
+                        K::tile(b.out, bp, ap, ps, b.kc, [p * W + s, q * W, mv, live]);
                         q += mv;
                     }
                 }
@@ -607,13 +615,19 @@ mod x86 {
             ap: *const f64,
             ps: usize,
             kc: usize,
-            ij: [usize; 3],
+            ij: [usize; 4],
         ) {
             // SAFETY: the caller's contract.
             unsafe {
-                match ij[2] {
-                    1 => tile::<F64x8, 8, 1>(o, bp, ap, ps, kc, ij),
-                    2 => tile::<F64x8, 8, 2>(o, bp, ap, ps, kc, ij),
+                match (ij[3], ij[2]) {
+                    (0..=2, 1) => tile::<F64x8, 2, 1>(o, bp, ap, ps, kc, ij),
+                    (0..=2, 2) => tile::<F64x8, 2, 2>(o, bp, ap, ps, kc, ij),
+                    (0..=2, _) => tile::<F64x8, 2, 3>(o, bp, ap, ps, kc, ij),
+                    (3..=4, 1) => tile::<F64x8, 4, 1>(o, bp, ap, ps, kc, ij),
+                    (3..=4, 2) => tile::<F64x8, 4, 2>(o, bp, ap, ps, kc, ij),
+                    (3..=4, _) => tile::<F64x8, 4, 3>(o, bp, ap, ps, kc, ij),
+                    (_, 1) => tile::<F64x8, 8, 1>(o, bp, ap, ps, kc, ij),
+                    (_, 2) => tile::<F64x8, 8, 2>(o, bp, ap, ps, kc, ij),
                     _ => tile::<F64x8, 8, 3>(o, bp, ap, ps, kc, ij),
                 }
             }
@@ -634,10 +648,16 @@ mod x86 {
             ap: *const f64,
             ps: usize,
             kc: usize,
-            ij: [usize; 3],
+            ij: [usize; 4],
         ) {
             // SAFETY: the caller's contract.
-            unsafe { tile::<F64x4, 4, 2>(o, bp, ap, ps, kc, ij) }
+            unsafe {
+                if ij[3] <= 2 {
+                    tile::<F64x4, 2, 2>(o, bp, ap, ps, kc, ij)
+                } else {
+                    tile::<F64x4, 4, 2>(o, bp, ap, ps, kc, ij)
+                }
+            }
         }
     }
 
