@@ -10,8 +10,8 @@
 //!   as `RandomFeatureGPR` gets it), on 1 and 2 threads.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use faer::{MatMut, MatRef, Par};
-use randfeat_rs::linalg::add_lower_gram;
+use faer::linalg::matmul::triangular::{matmul, BlockStructure};
+use faer::{Accum, MatMut, MatRef, Par};
 use randfeat_rs::linalg::syrk::{gram_lower, Isa, Layout};
 use randfeat_rs::threads::Parallelism;
 use std::hint::black_box;
@@ -20,6 +20,22 @@ fn data(n: usize) -> Vec<f64> {
     (0..n)
         .map(|i| ((i * 7919) % 1000) as f64 / 1000.0 - 0.5)
         .collect()
+}
+
+/// `lower(G) += A Aᵀ` through faer's triangular GEMM (what the library used
+/// before the packed kernel).
+fn faer_lower(g: MatMut<'_, f64>, a: MatRef<'_, f64>, par: Par) {
+    matmul(
+        g,
+        BlockStructure::TriangularLower,
+        Accum::Add,
+        a,
+        BlockStructure::Rectangular,
+        a.transpose(),
+        BlockStructure::Rectangular,
+        1.0,
+        par,
+    );
 }
 
 /// Runs `f` in `pool` when it has several threads, else on the bench thread
@@ -96,7 +112,7 @@ fn gram(c: &mut Criterion) {
                     } else {
                         MatRef::from_row_major_slice(black_box(&a), d, k)
                     };
-                    add_lower_gram(MatMut::from_row_major_slice_mut(&mut g, d, d), lhs, fpar)
+                    faer_lower(MatMut::from_row_major_slice_mut(&mut g, d, d), lhs, fpar)
                 })
             })
         });

@@ -6,8 +6,7 @@
 pub mod syrk;
 
 use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::linalg::matmul::triangular::BlockStructure;
-use faer::{Accum, Mat, MatMut, MatRef, Par};
+use faer::{Mat, MatMut, MatRef, Par};
 use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
 use crate::error::{Error, Result};
@@ -286,23 +285,6 @@ pub fn mirror_lower(mut a: ArrayViewMut2<'_, f64>) {
             }
         }
     }
-}
-
-/// `lower(G) += A Aᵀ` through faer's triangular GEMM (`G` is `D × D`, `A` is
-/// `D × K`; the strict upper triangle of `G` is not touched): the rank-`K`
-/// update of a Gram matrix `ΦᵀΦ` with `A = Φᵀ` (ALGORITHMS.md 7.2).
-pub fn add_lower_gram(g: MatMut<'_, f64>, a: MatRef<'_, f64>, par: Par) {
-    faer::linalg::matmul::triangular::matmul(
-        g,
-        BlockStructure::TriangularLower,
-        Accum::Add,
-        a,
-        BlockStructure::Rectangular,
-        a.transpose(),
-        BlockStructure::Rectangular,
-        1.0,
-        par,
-    );
 }
 
 /// Adds one row chunk to the feature-space sufficient statistics of
