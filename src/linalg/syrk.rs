@@ -141,9 +141,9 @@ pub fn gram_lower<T: Real>(
         };
         if parallel {
             packed
-                .par_chunks_mut(8 * W * kc)
+                .par_chunks_mut(16 * W * kc)
                 .enumerate()
-                .for_each(|(q, dst)| src.pack(dst, 8 * q, k0, kc));
+                .for_each(|(q, dst)| src.pack(dst, 16 * q, k0, kc));
         } else {
             src.pack(packed, 0, k0, kc);
         }
@@ -200,7 +200,25 @@ impl<T: Real> Src<'_, T> {
     /// Packs the panels from `p0` on into `dst` (whole panels of `kc`
     /// samples from `k0`).
     fn pack(&self, dst: &mut [f64], p0: usize, k0: usize, kc: usize) {
-        for (q, panel) in dst.chunks_exact_mut(W * kc).enumerate() {
+        let mut first = 0;
+        if let Layout::SampleMajor { ld } = self.layout {
+            // Sample by sample: one contiguous stretch of each row of `Φ`
+            // for all the full panels of `dst` (a 64-byte read per panel
+            // and sample, 8 KB apart, defeats the prefetcher).
+            first = (self.d / W).saturating_sub(p0).min(dst.len() / (W * kc));
+            if first > 0 {
+                for kk in 0..kc {
+                    let row = &self.a[(k0 + kk) * ld + p0 * W..][..first * W];
+                    for (q, x) in row.chunks_exact(W).enumerate() {
+                        let s = &mut dst[q * W * kc + kk * W..][..W];
+                        for (v, x) in s.iter_mut().zip(x) {
+                            *v = x.to_f64_exact();
+                        }
+                    }
+                }
+            }
+        }
+        for (q, panel) in dst.chunks_exact_mut(W * kc).enumerate().skip(first) {
             let i0 = (p0 + q) * W;
             if i0 + W > self.d {
                 for (kk, s) in panel.chunks_exact_mut(W).enumerate() {
@@ -211,14 +229,8 @@ impl<T: Real> Src<'_, T> {
                 continue;
             }
             match self.layout {
-                Layout::SampleMajor { ld } => {
-                    for (kk, s) in panel.chunks_exact_mut(W).enumerate() {
-                        let row = &self.a[(k0 + kk) * ld + i0..][..W];
-                        for (v, x) in s.iter_mut().zip(row) {
-                            *v = x.to_f64_exact();
-                        }
-                    }
-                }
+                // Full panels: packed above.
+                Layout::SampleMajor { .. } => {}
                 Layout::FeatureMajor { ld } => {
                     #[cfg(target_arch = "x86_64")]
                     if self.isa == Isa::Avx512 && TypeId::of::<T>() == TypeId::of::<f64>() {
