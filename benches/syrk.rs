@@ -1,17 +1,19 @@
-//! The Gram kernel of the GP hot paths (`src/linalg/syrk.rs`) against faer's
-//! triangular matmul on the same feature-major data. Run with `make bench`.
+//! The packed Gram kernel of the GP hot paths (`src/linalg/syrk.rs`) against
+//! faer's triangular matmul on the same data. Run with `make bench`.
 //! Throughput is in multiply-adds of the lower triangle (`D(D+1)/2 · K`), so
-//! GFLOP/s = 2 · Gelem/s (peak of one Zen 5 core: about 83 GFLOP/s in f64).
+//! GFLOP/s = 2 · Gelem/s; this VM's measured `f64` FMA peak is 58.6 GFLOP/s
+//! per core (29.3 Gelem/s), 117 GFLOP/s on 2 cores.
 //!
-//! - one centroid block of the localized GP: `D = 64, K = 256` and
-//!   `D = 256, K = 128`, one thread;
-//! - the feature GP's shape, `D = 1,024`, `K = 2,048`, one thread (the
-//!   feature GP keeps faer's parallel GEMM: it was faster there).
+//! - localized GP centroid blocks, one thread, feature-major rows (`Φᵀ`):
+//!   `D = 64, K = 256`, `D = 256, K = 128`, `D = 256, K = 512`;
+//! - the feature GP's chunk, `D = 1,024`, `K = 2,048`, sample-major (`Φ`
+//!   as `RandomFeatureGPR` gets it), on 1 and 2 threads.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use faer::{MatMut, MatRef, Par};
-use randfeat_rs::linalg::add_lower_gram;
-use randfeat_rs::linalg::syrk::{gemm_nt, Isa};
+use faer::linalg::matmul::triangular::{matmul, BlockStructure};
+use faer::{Accum, MatMut, MatRef, Par};
+use randfeat_rs::linalg::syrk::{gram_lower, Isa, Layout};
+use randfeat_rs::threads::Parallelism;
 use std::hint::black_box;
 
 fn data(n: usize) -> Vec<f64> {
@@ -20,29 +22,103 @@ fn data(n: usize) -> Vec<f64> {
         .collect()
 }
 
-fn faer_lower(at: &[f64], d: usize, k: usize, g: &mut [f64], par: Par) {
-    let lhs = MatRef::from_row_major_slice(at, d, k);
-    add_lower_gram(MatMut::from_row_major_slice_mut(g, d, d), lhs, par);
+/// `lower(G) += A Aᵀ` through faer's triangular GEMM (what the library used
+/// before the packed kernel).
+fn faer_lower(g: MatMut<'_, f64>, a: MatRef<'_, f64>, par: Par) {
+    matmul(
+        g,
+        BlockStructure::TriangularLower,
+        Accum::Add,
+        a,
+        BlockStructure::Rectangular,
+        a.transpose(),
+        BlockStructure::Rectangular,
+        1.0,
+        par,
+    );
 }
 
-fn centroid_block(c: &mut Criterion) {
-    let mut grp = c.benchmark_group("gram_centroid_block");
+/// Runs `f` in `pool` when it has several threads, else on the bench thread
+/// (entering a pool from outside costs two context switches per call, a
+/// large part of a small block's time).
+fn in_pool<R: Send>(pool: &rayon::ThreadPool, threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    if threads > 1 {
+        pool.install(f)
+    } else {
+        f()
+    }
+}
+
+fn gram(c: &mut Criterion) {
+    let mut grp = c.benchmark_group("gram_lower");
     let isa = Isa::detect();
-    for (d, k) in [(64usize, 256usize), (256, 128), (256, 512), (1024, 2048)] {
-        let at = data(d * k);
+    for (d, k, threads) in [
+        (64usize, 256usize, 1usize),
+        (256, 128, 1),
+        (256, 512, 1),
+        (1024, 2048, 1),
+        (1024, 2048, 2),
+    ] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        // The feature GP's chunk is sample-major (`Φ`), a centroid block
+        // feature-major (`Φᵀ`).
+        let sample_major = d >= 1024;
+        let layout = if sample_major {
+            Layout::SampleMajor { ld: d }
+        } else {
+            Layout::FeatureMajor { ld: k }
+        };
+        let a = data(d * k);
         let mut g = vec![0.0; d * d];
         grp.throughput(Throughput::Elements((d * (d + 1) / 2 * k) as u64));
         grp.sample_size(if d >= 1024 { 10 } else { 100 });
-        let id = format!("D{d}_K{k}");
-        grp.bench_with_input(BenchmarkId::new("syrk", &id), &d, |b, _| {
-            b.iter(|| gemm_nt(isa, black_box(&at), k, 0..d, &at, k, d, k, &mut g, d, true))
+        let id = format!("D{d}_K{k}_t{threads}");
+        let par = if threads > 1 {
+            Parallelism::Rayon
+        } else {
+            Parallelism::Sequential
+        };
+        grp.bench_with_input(BenchmarkId::new("packed", &id), &d, |b, _| {
+            b.iter(|| {
+                in_pool(&pool, threads, || {
+                    gram_lower(
+                        isa,
+                        black_box(&a),
+                        layout,
+                        d,
+                        k,
+                        &[],
+                        &mut g,
+                        d,
+                        &mut [],
+                        par,
+                    )
+                })
+            })
         });
+        let fpar = if threads > 1 {
+            Par::rayon(threads)
+        } else {
+            Par::Seq
+        };
         grp.bench_with_input(BenchmarkId::new("faer", &id), &d, |b, _| {
-            b.iter(|| faer_lower(black_box(&at), d, k, &mut g, Par::Seq))
+            b.iter(|| {
+                in_pool(&pool, threads, || {
+                    let lhs = if sample_major {
+                        MatRef::from_row_major_slice(black_box(&a), k, d).transpose()
+                    } else {
+                        MatRef::from_row_major_slice(black_box(&a), d, k)
+                    };
+                    faer_lower(MatMut::from_row_major_slice_mut(&mut g, d, d), lhs, fpar)
+                })
+            })
         });
     }
     grp.finish();
 }
 
-criterion_group!(benches, centroid_block);
+criterion_group!(benches, gram);
 criterion_main!(benches);

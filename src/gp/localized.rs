@@ -17,7 +17,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use faer::{Accum, MatMut, MatRef, Par};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
@@ -27,8 +26,8 @@ use super::features::{FeatureGp, FeatureStats};
 use super::vexp;
 use crate::error::{Error, Result};
 use crate::gpu::Device;
-use crate::linalg::syrk::{gemm_nt, Isa};
-use crate::linalg::{add_lower_gram, as_faer_mut, mirror_lower};
+use crate::linalg::mirror_lower;
+use crate::linalg::syrk::{gram_lower, Isa, Layout};
 use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
 use crate::real::Real;
 use crate::sketch::SketchParams;
@@ -54,13 +53,6 @@ fn block_rows(width: usize) -> usize {
 fn group_size(width: usize) -> usize {
     (256 / width.max(1)).clamp(4, 8)
 }
-
-/// Widest map whose per-centroid Gram uses the kernel of
-/// [`crate::linalg::syrk`]; wider ones use faer's triangular GEMM. Measured
-/// on kin8nm (760 centroid GPs, interleaved A/B, loaded machine): `D = 64`
-/// centroid GPs 2.90 → 2.20 s with the kernel, `D = 256` 27.4 → 29.2 s
-/// (faer's packed GEMM is faster on those `256 × 128` blocks).
-const SYRK_MAX_WIDTH: usize = 128;
 
 /// Largest cache of training-row factor projections, in `f64` entries
 /// (256 MiB); beyond it every centroid maps its rows from scratch.
@@ -435,8 +427,8 @@ impl LocalizedMaclaurinGp {
     /// caller parallelizes over centroids) and deterministic: fixed row
     /// blocks of [`block_rows`] rows, each block's features built
     /// feature-major from the cached factor projections and its lower Gram
-    /// and `Φᵀ[y | 1]` accumulated by the kernel of [`crate::linalg::syrk`]
-    /// (faer's GEMM above [`SYRK_MAX_WIDTH`] features).
+    /// and `Φᵀ[y | 1]` accumulated in one pass of the packed kernel of
+    /// [`crate::linalg::syrk`].
     /// This is the one per-centroid computation;
     /// everything after it is `D × D` work. [`Self::group_stats`] computes
     /// the same for several centroids in one pass over the cache.
@@ -642,26 +634,24 @@ impl LocalizedMaclaurinGp {
             let rhs_m = &rhs[..2 * m];
             for (stats, ph) in all.iter_mut().zip(phit.chunks_exact(width * m)) {
                 // Lower triangle of the block's Gram, then Φᵀ[y | 1].
-                if width <= SYRK_MAX_WIDTH {
-                    let gram = stats
-                        .gram
-                        .as_slice_mut()
-                        .ok_or_else(|| Error::Internal("standard-layout Gram".into()))?;
-                    gemm_nt(isa, ph, m, 0..width, ph, m, width, m, gram, width, true);
-                    out.fill(0.0);
-                    gemm_nt(isa, ph, m, 0..width, rhs_m, m, 2, m, out, 2, false);
-                } else {
-                    let lhs = MatRef::from_row_major_slice(ph, width, m);
-                    add_lower_gram(as_faer_mut(stats.gram.view_mut()), lhs, Par::Seq);
-                    faer::linalg::matmul::matmul(
-                        MatMut::from_row_major_slice_mut(&mut out[..], width, 2),
-                        Accum::Replace,
-                        lhs,
-                        MatRef::from_column_major_slice(rhs_m, m, 2),
-                        1.0,
-                        Par::Seq,
-                    );
-                }
+                let gram = stats
+                    .gram
+                    .as_slice_mut()
+                    .ok_or_else(|| Error::Internal("standard-layout Gram".into()))?;
+                out.fill(0.0);
+                let fm = Layout::FeatureMajor { ld: m };
+                gram_lower(
+                    isa,
+                    ph,
+                    fm,
+                    width,
+                    m,
+                    rhs_m,
+                    gram,
+                    width,
+                    out,
+                    Parallelism::Sequential,
+                );
                 for k in 0..width {
                     stats.phi_y[k] += out[2 * k];
                     stats.phi_sum[k] += out[2 * k + 1];

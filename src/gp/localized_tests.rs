@@ -351,7 +351,7 @@ fn cached_projections_give_the_statistics_of_the_map_at_any_center() {
         (SketchKind::TensorSrht, true, 41),
         (SketchKind::Gaussian, false, 30),
         (SketchKind::Rademacher, true, 31),
-        // Wider than SYRK_MAX_WIDTH: the Gram through faer's GEMM.
+        // Wider (D = 160: 20 row panels of the packed Gram kernel).
         (SketchKind::TensorSrht, false, 160),
     ] {
         let cfg = config(d_feat, sketch, complex);

@@ -1,16 +1,12 @@
 //! Dense linear algebra of the GP code (ALGORITHMS.md 7), in `f64` on faer:
 //! Cholesky with the jitter ladder of 7.1, triangular solves, and the
 //! symmetric rank-k accumulation `G += ΦᵀΦ`, `b += Φᵀy` of 7.2 over a row
-//! chunk (faer's multithreaded GEMM), and the hand-written Gram kernel of
-//! the localized GP's small per-centroid blocks ([`syrk`]).
-
+//! chunk through the hand-written packed Gram kernel ([`syrk`]), which also
+//! serves the localized GP's per-centroid blocks.
 pub mod syrk;
 
-use std::any::TypeId;
-
 use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::linalg::matmul::triangular::BlockStructure;
-use faer::{Accum, Mat, MatMut, MatRef, Par};
+use faer::{Mat, MatMut, MatRef, Par};
 use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
 use crate::error::{Error, Result};
@@ -291,54 +287,17 @@ pub fn mirror_lower(mut a: ArrayViewMut2<'_, f64>) {
     }
 }
 
-/// Runs `f` on an `f64` faer view of `phi`: the data itself for `f64`
-/// input, a widened copy for `f32`.
-pub fn with_f64_view<T: Real, R>(
-    phi: ArrayView2<'_, T>,
-    f: impl FnOnce(MatRef<'_, f64>) -> R,
-) -> R {
-    if TypeId::of::<T>() == TypeId::of::<f64>() {
-        let (rows, cols) = phi.dim();
-        let s = phi.strides();
-        // SAFETY: T is f64 (checked through TypeId), so the view's memory
-        // holds f64 values with the same layout.
-        let m =
-            unsafe { MatRef::from_raw_parts(phi.as_ptr() as *const f64, rows, cols, s[0], s[1]) };
-        f(m)
-    } else {
-        let wide = phi.mapv(|v| v.to_f64_exact());
-        f(as_faer(wide.view()))
-    }
-}
-
-/// `lower(G) += A Aᵀ` through faer's triangular GEMM (`G` is `D × D`, `A` is
-/// `D × K`; the strict upper triangle of `G` is not touched): the rank-`K`
-/// update of a Gram matrix `ΦᵀΦ` with `A = Φᵀ` (ALGORITHMS.md 7.2).
-pub fn add_lower_gram(g: MatMut<'_, f64>, a: MatRef<'_, f64>, par: Par) {
-    faer::linalg::matmul::triangular::matmul(
-        g,
-        BlockStructure::TriangularLower,
-        Accum::Add,
-        a,
-        BlockStructure::Rectangular,
-        a.transpose(),
-        BlockStructure::Rectangular,
-        1.0,
-        par,
-    );
-}
-
 /// Adds one row chunk to the feature-space sufficient statistics of
-/// ALGORITHMS.md 7.2: `gram += ΦᵀΦ` (a symmetric rank-k update: the lower
-/// triangle through faer's triangular GEMM, then mirrored, so `gram` stays
-/// fully symmetric), `phi_y += Φᵀ y` and `phi_sum += Φᵀ 1`. (Splitting the
-/// triangle into row bands of equal work, one sequential GEMM per task, was
-/// measured 5-15% slower than faer's parallel GEMM, interleaved A/B on 2 cores;
-/// so was the kernel of [`syrk`] on a feature-major copy of the chunk, at
-/// `D = 1,024`, 2,048 rows: 176 vs 138 ms, see BENCHMARKS.md.)
+/// ALGORITHMS.md 7.2: `gram += ΦᵀΦ`, `phi_y += Φᵀ y` and `phi_sum += Φᵀ 1`,
+/// in one pass of the packed kernel of [`syrk`] over `Φ` as given
+/// (sample-major; `f32` widened while packing): the lower triangle of the
+/// Gram with `[y | 1]` as two extra rows, then the triangle mirrored, so
+/// `gram` stays fully symmetric. Bit-identical for any thread count.
+/// (Measured against faer's parallel triangular GEMM, which it replaces,
+/// in BENCHMARKS.md, session 5.)
 ///
-/// `phi` is `n × D`, `y` has length `n`, `gram` is `D × D`, `phi_y` and
-/// `phi_sum` have length `D`.
+/// `phi` is `n × D`, `y` has length `n`, `gram` is `D × D` in standard
+/// layout, `phi_y` and `phi_sum` have length `D`.
 pub fn accumulate_gram<T: Real>(
     phi: ArrayView2<'_, T>,
     y: ArrayView1<'_, f64>,
@@ -369,30 +328,36 @@ pub fn accumulate_gram<T: Real>(
             });
         }
     }
-    let fpar = faer_par(par);
-    let ycol: Vec<f64> = y.iter().copied().collect();
-    let ones = vec![1.0; n];
-    with_f64_view(phi, |p| {
-        add_lower_gram(as_faer_mut(gram.view_mut()), p.transpose(), fpar);
-        let mut rhs = Mat::<f64>::zeros(n, 2);
-        for i in 0..n {
-            rhs[(i, 0)] = ycol[i];
-            rhs[(i, 1)] = ones[i];
-        }
-        let mut out = Mat::<f64>::zeros(d, 2);
-        faer::linalg::matmul::matmul(
-            out.as_mut(),
-            Accum::Replace,
-            p.transpose(),
-            rhs.as_ref(),
-            1.0,
-            fpar,
-        );
-        for k in 0..d {
-            phi_y[k] += out[(k, 0)];
-            phi_sum[k] += out[(k, 1)];
-        }
-    });
+    let phi = phi.as_standard_layout();
+    let src = phi
+        .as_slice()
+        .ok_or_else(|| Error::Internal("standard-layout features".into()))?;
+    let mut extra = Vec::with_capacity(2 * n);
+    extra.extend(y.iter().copied());
+    extra.resize(2 * n, 1.0);
+    let mut ext = vec![0.0; 2 * d];
+    let g = gram.as_slice_mut().ok_or_else(|| {
+        Error::invalid(
+            "gram",
+            "a D x D array in standard (row-major, contiguous) layout",
+        )
+    })?;
+    syrk::gram_lower(
+        syrk::Isa::detect(),
+        src,
+        syrk::Layout::SampleMajor { ld: d },
+        d,
+        n,
+        &extra,
+        g,
+        d,
+        &mut ext,
+        par,
+    );
+    for (j, e) in ext.chunks_exact(2).enumerate() {
+        phi_y[j] += e[0];
+        phi_sum[j] += e[1];
+    }
     mirror_lower(gram);
     Ok(())
 }

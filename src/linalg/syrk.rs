@@ -1,108 +1,327 @@
 //! The hand-written `f64` Gram kernel of the GP hot paths (ALGORITHMS.md
-//! 7.2 and 8.2 step 4): `C[i, j] += Σ_k A[i, k] B[j, k]` for a row-major
-//! `A` (`rows × K`) and `B` (`nb × K`), in particular the symmetric rank-k
-//! update `G += ΦᵀΦ` with `A = B = Φᵀ` stored feature-major (row `i` holds
-//! feature `i` of the `K` samples, so the inner loop over samples is
-//! contiguous), only on and below the diagonal.
+//! 7.2 and 8.2 step 4): the lower triangle of `G += AAᵀ` for a `d × K`
+//! matrix `A` (`A = Φᵀ`, feature `i` of sample `k` at `A[i, k]`), together
+//! with `E Aᵀ` for a few extra rows `E` (`r × K`, the `[y | 1]` of
+//! `Φᵀ[y | 1]`), in one pass.
 //!
-//! Register tiling: an `MI × MJ` tile of `C` keeps `MI·MJ` vector
-//! accumulators over `K` (lane `l` sums the samples `k ≡ l` mod the lane
-//! count); per vector step `MI + MJ` loads feed `MI·MJ` fused multiply-adds
-//! (AVX-512: 4 × 6, 24 `zmm` accumulators; AVX2 + FMA: 3 × 3; portable:
-//! 2 × 2 scalars). The lanes are summed once per `K` block of [`KC`]
-//! samples, whose `A` rows stay in L1 while a panel of [`JC`] `B` rows stays
-//! in L2. Each entry of `C` is the same fixed sequence of operations for any
-//! caller's split into row bands, so results never depend on the thread
-//! count; they do depend on the instruction set (lane count, FMA).
+//! The packed outer-product structure of GotoBLAS / BLIS: `K` is cut into
+//! blocks of [`KC`] samples; each block of `[A; E]` is packed into panels of
+//! [`W`] = 8 rows stored sample by sample (`panel[k·8 + r] = A[8p + r, k]`,
+//! zero padded), read from `A` feature-major (rows of samples, the localized
+//! GP) or sample-major (`Φ` itself, the feature GP). A register tile of `C`
+//! covers `R` rows (one broadcast each per sample) by up to `MV` panels of
+//! columns (one vector load per lane group per sample): per sample `MV·8/N`
+//! loads, `R` broadcasts and `R·MV·8/N` fused multiply-adds into
+//! accumulators that are added to `C` once per block (AVX-512F: 8 rows × 3
+//! `zmm`, 24 accumulators; AVX2 + FMA: 4 × 2 `ymm`; portable: 2 × 8
+//! scalars). The broadcast row panel (`8·KC` values) stays in L1 while the
+//! column panels of one [`NC`]-column block stay in L2. Tiles on the
+//! diagonal are computed whole and only their lower part is added (masked
+//! stores). Each entry of `C` is the same fixed sequence of operations for
+//! any thread count (blocks in order, one tile per entry and block); it
+//! depends on the instruction set (lane count, FMA).
 
-use std::ops::Range;
+use std::any::TypeId;
+use std::cell::Cell;
 
-/// Samples per `K` block (the lanes are summed once per block).
-pub const KC: usize = 512;
-/// `B` rows per panel kept in L2 (a multiple of every tile width).
-pub const JC: usize = 120;
+use rayon::prelude::*;
+
+use crate::real::Real;
+use crate::threads::Parallelism;
 
 pub use crate::simd::Isa;
 
-/// `C[i − rows.start, j] += Σ_{k < K} A[i, k] B[j, k]` for `i` in `rows`,
-/// `j < nb` (and `j ≤ i` when `lower`), with `A[i, k] = a[i·lda + k]`,
-/// `B[j, k] = b[j·ldb + k]` and `C[r, j] = c[r·ldc + j]`: `c` holds the
-/// output rows of `rows` only, so row bands of one output can be computed
-/// in parallel. Entries above the diagonal are left untouched when `lower`.
-/// The symmetric rank-k update `G += AAᵀ` (lower triangle) is
-/// `gemm_nt(isa, a, lda, 0..n, a, lda, n, k, g, n, true)`.
+/// Samples per packed block (a row panel of `8·KC` values stays in L1).
+pub const KC: usize = 256;
+/// Columns per block kept in L2 while the row panels stream past it.
+pub const NC: usize = 240;
+/// Rows per packed panel.
+pub const W: usize = 8;
+
+/// Where `A[i, k]` (`i < d`, `k < K`) lies in a slice.
+#[derive(Clone, Copy, Debug)]
+pub enum Layout {
+    /// `A[i, k] = a[i·ld + k]`: rows of samples (`ld ≥ K`).
+    FeatureMajor {
+        /// Distance between features.
+        ld: usize,
+    },
+    /// `A[i, k] = a[k·ld + i]`: the `K × d` row-major `Φ` (`ld ≥ d`).
+    SampleMajor {
+        /// Distance between samples.
+        ld: usize,
+    },
+}
+
+/// The lower triangle `C[i, j] += Σ_{k<K} A[i, k] A[j, k]` (`j ≤ i < d`,
+/// `C[i, j] = c[i·ldc + j]`; the strict upper triangle is not touched) and
+/// `ext[j·r + t] += Σ_k E[t, k] A[j, k]` (`j < d`, `t < r`) for the extra
+/// rows `E[t, k] = extra[t·K + k]`, `r = extra.len() / K` (so `extra = [y;
+/// 1]`, `r = 2` gives `ext[2j] += (Φᵀy)_j`, `ext[2j + 1] += (Φᵀ1)_j`).
+/// `A` is read from `a` in `layout` (`f32` is widened exactly). With
+/// [`Parallelism::Rayon`] the packing and the tiles are split over the
+/// current rayon pool; the result is bit-identical for any thread count.
 ///
 /// Panics if a slice is too short for the shapes (an internal contract:
 /// every caller derives the shapes from its own buffers) or if `isa` is not
 /// supported by this CPU.
 #[allow(clippy::too_many_arguments)]
-pub fn gemm_nt(
+pub fn gram_lower<T: Real>(
     isa: Isa,
-    a: &[f64],
-    lda: usize,
-    rows: Range<usize>,
-    b: &[f64],
-    ldb: usize,
-    nb: usize,
+    a: &[T],
+    layout: Layout,
+    d: usize,
     k: usize,
+    extra: &[f64],
     c: &mut [f64],
     ldc: usize,
-    lower: bool,
+    ext: &mut [f64],
+    par: Parallelism,
 ) {
-    if rows.is_empty() || nb == 0 || k == 0 {
+    if d == 0 || k == 0 {
         return;
     }
-    assert!(
-        lda >= k && ldb >= k && ldc >= nb,
-        "gemm_nt: leading dimensions"
-    );
-    assert!(a.len() >= (rows.end - 1) * lda + k, "gemm_nt: A too short");
-    assert!(b.len() >= (nb - 1) * ldb + k, "gemm_nt: B too short");
-    assert!(
-        c.len() >= (rows.len() - 1) * ldc + nb,
-        "gemm_nt: C too short"
-    );
-    assert!(
-        Isa::available().contains(&isa),
-        "gemm_nt: {isa:?} unsupported"
-    );
-    let args = Args {
-        a: a.as_ptr(),
-        lda,
-        rows,
-        b: b.as_ptr(),
-        ldb,
-        nb,
-        k,
+    let r = extra.len() / k;
+    match layout {
+        Layout::FeatureMajor { ld } => {
+            assert!(ld >= k && a.len() >= (d - 1) * ld + k, "gram_lower: A")
+        }
+        Layout::SampleMajor { ld } => {
+            assert!(ld >= d && a.len() >= (k - 1) * ld + d, "gram_lower: A")
+        }
+    }
+    assert!(extra.len() == r * k, "gram_lower: extra rows");
+    assert!(ldc >= d && c.len() >= (d - 1) * ldc + d, "gram_lower: C");
+    assert!(ext.len() >= d * r, "gram_lower: ext");
+    assert!(Isa::available().contains(&isa), "gram_lower: {isa:?}");
+    let panels = (d + r).div_ceil(W);
+    let cols = d.div_ceil(W);
+    let parallel = par.is_parallel();
+    // Row-panel ranges of about equal work (row panel p has min(p + 1,
+    // cols) column panels); any split gives the same bits.
+    let tasks = if parallel {
+        4 * rayon::current_num_threads()
+    } else {
+        1
+    };
+    let work = |p: usize| (p + 1).min(cols);
+    let total: usize = (0..panels).map(work).sum();
+    let mut bands = Vec::with_capacity(tasks);
+    let (mut lo, mut acc) = (0, 0);
+    for p in 0..panels {
+        acc += work(p);
+        if acc * tasks >= total * (bands.len() + 1) || p + 1 == panels {
+            bands.push(lo..p + 1);
+            lo = p + 1;
+        }
+    }
+    let out = Out {
         c: c.as_mut_ptr(),
         ldc,
-        lower,
+        d,
+        ext: ext.as_mut_ptr(),
+        r,
     };
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: the CPU supports AVX-512F (checked above); the slices
-        // cover every index the kernel touches (checked above).
-        Isa::Avx512 => unsafe { x86::run_avx512(&args) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above, for AVX2 + FMA.
-        Isa::Avx2 => unsafe { x86::run_avx2(&args) },
-        // SAFETY: as above (plain scalar code).
-        _ => unsafe { driver::<f64, 2, 2>(&args) },
+    let mut buf = PACK.with(Cell::take);
+    let need = panels * W * KC.min(k);
+    if buf.len() < need {
+        buf.resize(need, 0.0);
+    }
+    for k0 in (0..k).step_by(KC) {
+        let kc = KC.min(k - k0);
+        let packed = &mut buf[..panels * W * kc];
+        let src = Src {
+            isa,
+            a,
+            layout,
+            d,
+            k,
+            extra,
+            r,
+        };
+        if parallel {
+            packed
+                .par_chunks_mut(16 * W * kc)
+                .enumerate()
+                .for_each(|(q, dst)| src.pack(dst, 16 * q, k0, kc));
+        } else {
+            src.pack(packed, 0, k0, kc);
+        }
+        let packed = &buf[..panels * W * kc];
+        let run = |rows: &std::ops::Range<usize>| {
+            // SAFETY: `isa` is supported (checked above); the tiles of the
+            // row panels `rows` write rows `8·rows` of `C` (and the `ext`
+            // entries of the extra rows among them) only, disjoint from
+            // every other band's, all within the checked shapes.
+            unsafe { compute(isa, &out, packed, kc, cols, rows.clone()) }
+        };
+        if parallel {
+            bands.par_iter().for_each(run);
+        } else {
+            bands.iter().for_each(run);
+        }
+    }
+    PACK.with(|cell| cell.set(buf));
+}
+
+thread_local! {
+    /// The packing buffer of [`gram_lower`], kept per thread across calls
+    /// (taken out during a call, so a nested call gets a fresh one).
+    static PACK: Cell<Vec<f64>> = const { Cell::new(Vec::new()) };
+}
+
+/// The source of the packed panels.
+struct Src<'a, T> {
+    isa: Isa,
+    a: &'a [T],
+    layout: Layout,
+    d: usize,
+    k: usize,
+    extra: &'a [f64],
+    r: usize,
+}
+
+impl<T: Real> Src<'_, T> {
+    /// Row `i` of `[A; E; 0]` at sample `k`.
+    #[inline(always)]
+    fn at(&self, i: usize, k: usize) -> f64 {
+        if i < self.d {
+            match self.layout {
+                Layout::FeatureMajor { ld } => self.a[i * ld + k].to_f64_exact(),
+                Layout::SampleMajor { ld } => self.a[k * ld + i].to_f64_exact(),
+            }
+        } else if i < self.d + self.r {
+            self.extra[(i - self.d) * self.k + k]
+        } else {
+            0.0
+        }
+    }
+
+    /// Packs the panels from `p0` on into `dst` (whole panels of `kc`
+    /// samples from `k0`).
+    fn pack(&self, dst: &mut [f64], p0: usize, k0: usize, kc: usize) {
+        let mut first = 0;
+        if let Layout::SampleMajor { ld } = self.layout {
+            // Sample by sample: one contiguous stretch of each row of `Φ`
+            // for all the full panels of `dst` (a 64-byte read per panel
+            // and sample, 8 KB apart, defeats the prefetcher).
+            first = (self.d / W).saturating_sub(p0).min(dst.len() / (W * kc));
+            if first > 0 {
+                for kk in 0..kc {
+                    let row = &self.a[(k0 + kk) * ld + p0 * W..][..first * W];
+                    for (q, x) in row.chunks_exact(W).enumerate() {
+                        let s = &mut dst[q * W * kc + kk * W..][..W];
+                        for (v, x) in s.iter_mut().zip(x) {
+                            *v = x.to_f64_exact();
+                        }
+                    }
+                }
+            }
+        }
+        for (q, panel) in dst.chunks_exact_mut(W * kc).enumerate().skip(first) {
+            let i0 = (p0 + q) * W;
+            if i0 + W > self.d {
+                for (kk, s) in panel.chunks_exact_mut(W).enumerate() {
+                    for (rr, v) in s.iter_mut().enumerate() {
+                        *v = self.at(i0 + rr, k0 + kk);
+                    }
+                }
+                continue;
+            }
+            match self.layout {
+                // Full panels: packed above.
+                Layout::SampleMajor { .. } => {}
+                Layout::FeatureMajor { ld } => {
+                    #[cfg(target_arch = "x86_64")]
+                    if self.isa == Isa::Avx512 && TypeId::of::<T>() == TypeId::of::<f64>() {
+                        let src = &self.a[i0 * ld + k0..(i0 + W - 1) * ld + k0 + kc];
+                        // SAFETY: `T` is `f64` (checked through `TypeId`), so
+                        // the slice holds `f64` values; the CPU supports
+                        // AVX-512F (checked by `gram_lower`); `src` covers
+                        // the 8 rows of `kc` samples and `panel` holds
+                        // `8·kc` values.
+                        unsafe { x86::transpose_panel(src.as_ptr() as *const f64, ld, kc, panel) };
+                        continue;
+                    }
+                    let rows: [&[T]; W] =
+                        std::array::from_fn(|rr| &self.a[(i0 + rr) * ld + k0..][..kc]);
+                    // 8 × 8 blocks: 8 contiguous reads per row, then the
+                    // transposed writes.
+                    let full = kc / W * W;
+                    for kb in (0..full).step_by(W) {
+                        let blk: [[f64; W]; W] = std::array::from_fn(|rr| {
+                            std::array::from_fn(|t| rows[rr][kb + t].to_f64_exact())
+                        });
+                        for t in 0..W {
+                            let s = &mut panel[(kb + t) * W..][..W];
+                            for (rr, v) in s.iter_mut().enumerate() {
+                                *v = blk[rr][t];
+                            }
+                        }
+                    }
+                    for kk in full..kc {
+                        for (rr, row) in rows.iter().enumerate() {
+                            panel[kk * W + rr] = row[kk].to_f64_exact();
+                        }
+                    }
+                }
+            }
+        }
     }
 }
 
-/// The shapes and raw pointers of one [`gemm_nt`] call.
-struct Args {
-    a: *const f64,
-    lda: usize,
-    rows: Range<usize>,
-    b: *const f64,
-    ldb: usize,
-    nb: usize,
-    k: usize,
+/// The output of one [`gram_lower`] call.
+struct Out {
     c: *mut f64,
     ldc: usize,
-    lower: bool,
+    d: usize,
+    ext: *mut f64,
+    r: usize,
+}
+
+// SAFETY: tasks write disjoint rows through these pointers (see
+// `gram_lower`).
+unsafe impl Sync for Out {}
+
+/// Runs the tiles of the row panels `rows` over one packed block.
+///
+/// # Safety
+/// `isa` is supported; `packed` holds every row panel of the block; `out`
+/// covers the shapes and no other task writes these rows.
+unsafe fn compute(
+    isa: Isa,
+    out: &Out,
+    packed: &[f64],
+    kc: usize,
+    cols: usize,
+    rows: std::ops::Range<usize>,
+) {
+    let blk = Block {
+        out,
+        packed: packed.as_ptr(),
+        kc,
+        cols,
+        rows,
+    };
+    // SAFETY: the caller's contract.
+    unsafe {
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => x86::run_avx512(&blk),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => x86::run_avx2(&blk),
+            _ => drive::<Portable>(&blk),
+        }
+    }
+}
+
+/// One packed block and the row panels one task computes.
+struct Block<'a> {
+    out: &'a Out,
+    packed: *const f64,
+    kc: usize,
+    cols: usize,
+    rows: std::ops::Range<usize>,
 }
 
 /// A vector of `f64` lanes.
@@ -114,10 +333,14 @@ unsafe trait Lanes: Copy {
     unsafe fn zero() -> Self;
     /// Loads `N` values from `p`.
     unsafe fn load(p: *const f64) -> Self;
+    /// `N` copies of `*p`.
+    unsafe fn splat(p: *const f64) -> Self;
     /// `self + x·y` (fused where the instruction set has FMA).
     unsafe fn fma(self, x: Self, y: Self) -> Self;
-    /// The sum of the lanes (a fixed pairwise order).
-    unsafe fn sum(self) -> f64;
+    /// Adds the first `len ≤ N` lanes to `p[..len]`.
+    unsafe fn add_to(self, p: *mut f64, len: usize);
+    /// Stores the `N` lanes to `p`.
+    unsafe fn store(self, p: *mut f64);
 }
 
 // SAFETY: plain scalar code.
@@ -133,121 +356,151 @@ unsafe impl Lanes for f64 {
         unsafe { *p }
     }
     #[inline(always)]
+    unsafe fn splat(p: *const f64) -> Self {
+        // SAFETY: the caller's contract.
+        unsafe { *p }
+    }
+    #[inline(always)]
     unsafe fn fma(self, x: Self, y: Self) -> Self {
         self + x * y
     }
     #[inline(always)]
-    unsafe fn sum(self) -> f64 {
-        self
+    unsafe fn add_to(self, p: *mut f64, len: usize) {
+        if len > 0 {
+            // SAFETY: the caller's contract.
+            unsafe { *p += self }
+        }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f64) {
+        // SAFETY: the caller's contract.
+        unsafe { *p = self }
     }
 }
 
-/// One `MI × MJ` tile over `k` samples: `out[i][j] = Σ_k a_i[k] b_j[k]`
-/// for the rows `a + i·lda` and `b + j·ldb` (vector part in lanes, then the
-/// lane sum, then the scalar tail `k mod N`).
+/// The register tile of one instruction set: `R` rows (dividing [`W`]) by
+/// up to `MV` column panels.
+///
+/// # Safety
+/// `tile` may use instructions that the caller must have checked.
+unsafe trait Kernel {
+    const R: usize;
+    const MV: usize;
+    /// Adds the tile of rows `i0..i0 + R` (broadcast from `bp`) by the
+    /// `mv ≤ MV` column panels from `ap` (`ps` apart), columns from `j0`
+    /// (`ij = [i0, j0, mv, live]`); only the first `live ≤ R` rows exist
+    /// (a narrower tile may be used for them: the last panel's padding).
+    unsafe fn tile(o: &Out, bp: *const f64, ap: *const f64, ps: usize, kc: usize, ij: [usize; 4]);
+}
+
+/// The portable kernel: 2 rows × 1 panel of scalars.
+struct Portable;
+
+// SAFETY: plain scalar code.
+unsafe impl Kernel for Portable {
+    const R: usize = 2;
+    const MV: usize = 1;
+    #[inline(always)]
+    unsafe fn tile(o: &Out, bp: *const f64, ap: *const f64, ps: usize, kc: usize, ij: [usize; 4]) {
+        // SAFETY: the caller's contract.
+        unsafe { tile::<f64, 2, 8>(o, bp, ap, ps, kc, ij) }
+    }
+}
+
+/// The `R × NV`-vector tile at rows `i0..`, columns `j0..` over `kc`
+/// samples (`ij = [i0, j0, ..]`), added to the output (lower part only).
 #[inline(always)]
 // Explicit indices: the register tile's loops as measured (no spills).
 #[allow(clippy::needless_range_loop)]
-unsafe fn tile<V: Lanes, const MI: usize, const MJ: usize>(
-    a: *const f64,
-    lda: usize,
-    b: *const f64,
-    ldb: usize,
-    k: usize,
-) -> [[f64; MJ]; MI] {
-    // SAFETY (whole body): the caller guarantees `k` readable values in
-    // each of the `MI` rows of `a` and the `MJ` rows of `b`.
-    unsafe {
-        let mut acc = [[V::zero(); MJ]; MI];
-        let kv = k / V::N * V::N;
-        let mut kk = 0;
-        while kk < kv {
-            let mut x = [V::zero(); MI];
-            for (i, x) in x.iter_mut().enumerate() {
-                *x = V::load(a.add(i * lda + kk));
-            }
-            for j in 0..MJ {
-                let y = V::load(b.add(j * ldb + kk));
-                for i in 0..MI {
-                    acc[i][j] = acc[i][j].fma(x[i], y);
-                }
-            }
-            kk += V::N;
-        }
-        let mut out = [[0.0; MJ]; MI];
-        for i in 0..MI {
-            for j in 0..MJ {
-                let mut s = acc[i][j].sum();
-                for t in kv..k {
-                    s += *a.add(i * lda + t) * *b.add(j * ldb + t);
-                }
-                out[i][j] = s;
-            }
-        }
-        out
-    }
-}
-
-/// Adds one `MI × MJ` tile at `(i, j)` (masked to `j ≤ i` when `lower`).
-#[inline(always)]
-unsafe fn add_tile<V: Lanes, const MI: usize, const MJ: usize>(
-    p: &Args,
-    i: usize,
-    j: usize,
-    k0: usize,
+unsafe fn tile<V: Lanes, const R: usize, const NV: usize>(
+    o: &Out,
+    bp: *const f64,
+    ap: *const f64,
+    ps: usize,
     kc: usize,
+    ij: [usize; 4],
 ) {
-    // SAFETY: `i + MI ≤ rows.end`, `j + MJ ≤ nb`, `k0 + kc ≤ k` (the
-    // driver's loop bounds), within the slices checked by `gemm_nt`.
+    let [i0, j0, ..] = ij;
+    let vpp = W / V::N;
+    // SAFETY (whole body): the caller guarantees `kc` samples of the row
+    // panel at `bp` and of `NV / vpp` column panels from `ap`, and rows
+    // `i0..i0 + R` / columns `j0..j0 + NV·N` within the padded shapes; only
+    // entries inside `C` (and `ext`) are written.
     unsafe {
-        let t = tile::<V, MI, MJ>(
-            p.a.add(i * p.lda + k0),
-            p.lda,
-            p.b.add(j * p.ldb + k0),
-            p.ldb,
-            kc,
-        );
-        let c = p.c.add((i - p.rows.start) * p.ldc + j);
-        for (ii, row) in t.iter().enumerate() {
-            for (jj, v) in row.iter().enumerate() {
-                if !p.lower || j + jj <= i + ii {
-                    *c.add(ii * p.ldc + jj) += v;
+        let pa: [*const f64; NV] =
+            std::array::from_fn(|v| ap.add((v / vpp) * ps + (v % vpp) * V::N));
+        let mut acc = [[V::zero(); NV]; R];
+        for kk in 0..kc {
+            let mut x = [V::zero(); NV];
+            for v in 0..NV {
+                x[v] = V::load(pa[v].add(kk * W));
+            }
+            for r in 0..R {
+                let b = V::splat(bp.add(kk * W + r));
+                for v in 0..NV {
+                    acc[r][v] = acc[r][v].fma(x[v], b);
+                }
+            }
+        }
+        for r in 0..R {
+            let i = i0 + r;
+            if i < o.d {
+                // Columns j ≤ i (< d).
+                let row = o.c.add(i * o.ldc);
+                for v in 0..NV {
+                    let j = j0 + v * V::N;
+                    let len = (i + 1).saturating_sub(j).min(V::N);
+                    if len > 0 {
+                        acc[r][v].add_to(row.add(j), len);
+                    }
+                }
+            } else if i < o.d + o.r {
+                let t = i - o.d;
+                for v in 0..NV {
+                    let mut lanes = [0.0; W];
+                    acc[r][v].store(lanes.as_mut_ptr());
+                    for (l, x) in lanes[..V::N].iter().enumerate() {
+                        let j = j0 + v * V::N + l;
+                        if j < o.d {
+                            *o.ext.add(j * o.r + t) += x;
+                        }
+                    }
                 }
             }
         }
     }
 }
 
-/// The blocked loops of [`gemm_nt`]: `K` blocks of [`KC`], `B` panels of
-/// [`JC`] rows, `MI`-row blocks of `A`, `MJ`-row blocks of `B` (row and
-/// column tails one at a time).
+/// The loops over one block: `NC`-column blocks, then the task's row
+/// panels, then their tiles left of (and on) the diagonal.
 #[inline(always)]
-unsafe fn driver<V: Lanes, const MI: usize, const MJ: usize>(p: &Args) {
-    let Range { start, end } = p.rows.clone();
-    let jmax = if p.lower { p.nb.min(end) } else { p.nb };
-    // SAFETY (whole body): every tile lies inside the checked shapes.
+unsafe fn drive<K: Kernel>(b: &Block<'_>) {
+    let ps = W * b.kc;
+    let ncp = NC / W;
+    // Rows of `[A; E]`: sub-blocks past them are skipped, a partly
+    // padded one gets a narrower tile.
+    let height = b.out.d + b.out.r;
+    // SAFETY (whole body): every panel index is below the packed count and
+    // every tile lies inside the padded shapes (see `tile`).
     unsafe {
-        for k0 in (0..p.k).step_by(KC) {
-            let kc = KC.min(p.k - k0);
-            for j0 in (0..jmax).step_by(JC) {
-                let j1 = (j0 + JC).min(jmax);
-                let mut i = start;
-                while i < end {
-                    let full_i = i + MI <= end;
-                    let mi = if full_i { MI } else { 1 };
-                    let jend = if p.lower { j1.min(i + mi) } else { j1 };
-                    let mut j = j0;
-                    while j < jend {
-                        let full_j = j + MJ <= j1;
-                        match (full_i, full_j) {
-                            (true, true) => add_tile::<V, MI, MJ>(p, i, j, k0, kc),
-                            (false, true) => add_tile::<V, 1, MJ>(p, i, j, k0, kc),
-                            (true, false) => add_tile::<V, MI, 1>(p, i, j, k0, kc),
-                            (false, false) => add_tile::<V, 1, 1>(p, i, j, k0, kc),
-                        }
-                        j += if full_j { MJ } else { 1 };
+        for jc in (0..b.cols).step_by(ncp) {
+            let jend = (jc + ncp).min(b.cols);
+            for p in b.rows.start.max(jc)..b.rows.end {
+                let qend = jend.min(p + 1);
+                let row_panel = b.packed.add(p * ps);
+                for s in (0..W).step_by(K::R) {
+                    let live = height.saturating_sub(p * W + s).min(K::R);
+                    if live == 0 {
+                        break;
                     }
-                    i += mi;
+                    let bp = row_panel.add(s);
+                    let mut q = jc;
+                    while q < qend {
+                        let mv = K::MV.min(qend - q);
+                        let ap = b.packed.add(q * ps);
+                        K::tile(b.out, bp, ap, ps, b.kc, [p * W + s, q * W, mv, live]);
+                        q += mv;
+                    }
                 }
             }
         }
@@ -256,7 +509,7 @@ unsafe fn driver<V: Lanes, const MI: usize, const MJ: usize>(p: &Args) {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{driver, Args, Lanes};
+    use super::{drive, tile, Block, Kernel, Lanes, Out};
     use std::arch::x86_64::*;
 
     #[derive(Clone, Copy)]
@@ -280,18 +533,34 @@ mod x86 {
         }
         #[inline]
         #[target_feature(enable = "avx512f")]
+        unsafe fn splat(p: *const f64) -> Self {
+            // SAFETY: the caller's contract.
+            Self(_mm512_set1_pd(unsafe { *p }))
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
         unsafe fn fma(self, x: Self, y: Self) -> Self {
             Self(_mm512_fmadd_pd(x.0, y.0, self.0))
         }
         #[inline]
         #[target_feature(enable = "avx512f")]
-        unsafe fn sum(self) -> f64 {
-            let h = _mm256_add_pd(
-                _mm512_castpd512_pd256(self.0),
-                _mm512_extractf64x4_pd::<1>(self.0),
-            );
-            let q = _mm_add_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd::<1>(h));
-            _mm_cvtsd_f64(_mm_add_sd(q, _mm_unpackhi_pd(q, q)))
+        unsafe fn add_to(self, p: *mut f64, len: usize) {
+            // SAFETY: the caller's contract (`len` writable values).
+            unsafe {
+                if len >= 8 {
+                    _mm512_storeu_pd(p, _mm512_add_pd(_mm512_loadu_pd(p), self.0));
+                } else {
+                    let m: __mmask8 = (1u8 << len) - 1;
+                    let old = _mm512_maskz_loadu_pd(m, p);
+                    _mm512_mask_storeu_pd(p, m, _mm512_add_pd(old, self.0));
+                }
+            }
+        }
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        unsafe fn store(self, p: *mut f64) {
+            // SAFETY: the caller's contract.
+            unsafe { _mm512_storeu_pd(p, self.0) }
         }
     }
 
@@ -311,30 +580,164 @@ mod x86 {
         }
         #[inline]
         #[target_feature(enable = "avx2,fma")]
+        unsafe fn splat(p: *const f64) -> Self {
+            // SAFETY: the caller's contract.
+            Self(unsafe { _mm256_broadcast_sd(&*p) })
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
         unsafe fn fma(self, x: Self, y: Self) -> Self {
             Self(_mm256_fmadd_pd(x.0, y.0, self.0))
         }
         #[inline]
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn sum(self) -> f64 {
-            let q = _mm_add_pd(
-                _mm256_castpd256_pd128(self.0),
-                _mm256_extractf128_pd::<1>(self.0),
-            );
-            _mm_cvtsd_f64(_mm_add_sd(q, _mm_unpackhi_pd(q, q)))
+        unsafe fn add_to(self, p: *mut f64, len: usize) {
+            // SAFETY: the caller's contract (`len` writable values).
+            unsafe {
+                if len >= 4 {
+                    _mm256_storeu_pd(p, _mm256_add_pd(_mm256_loadu_pd(p), self.0));
+                } else {
+                    let mut lanes = [0.0; 4];
+                    _mm256_storeu_pd(lanes.as_mut_ptr(), self.0);
+                    for (l, v) in lanes[..len].iter().enumerate() {
+                        *p.add(l) += v;
+                    }
+                }
+            }
+        }
+        #[inline]
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn store(self, p: *mut f64) {
+            // SAFETY: the caller's contract.
+            unsafe { _mm256_storeu_pd(p, self.0) }
+        }
+    }
+
+    /// AVX-512F: 8 rows × 3 panels (24 `zmm` accumulators).
+    struct Avx512;
+
+    // SAFETY: used only from `run_avx512`.
+    unsafe impl Kernel for Avx512 {
+        const R: usize = 8;
+        const MV: usize = 3;
+        #[inline(always)]
+        unsafe fn tile(
+            o: &Out,
+            bp: *const f64,
+            ap: *const f64,
+            ps: usize,
+            kc: usize,
+            ij: [usize; 4],
+        ) {
+            // SAFETY: the caller's contract.
+            unsafe {
+                match (ij[3], ij[2]) {
+                    (0..=2, 1) => tile::<F64x8, 2, 1>(o, bp, ap, ps, kc, ij),
+                    (0..=2, 2) => tile::<F64x8, 2, 2>(o, bp, ap, ps, kc, ij),
+                    (0..=2, _) => tile::<F64x8, 2, 3>(o, bp, ap, ps, kc, ij),
+                    (3..=4, 1) => tile::<F64x8, 4, 1>(o, bp, ap, ps, kc, ij),
+                    (3..=4, 2) => tile::<F64x8, 4, 2>(o, bp, ap, ps, kc, ij),
+                    (3..=4, _) => tile::<F64x8, 4, 3>(o, bp, ap, ps, kc, ij),
+                    (_, 1) => tile::<F64x8, 8, 1>(o, bp, ap, ps, kc, ij),
+                    (_, 2) => tile::<F64x8, 8, 2>(o, bp, ap, ps, kc, ij),
+                    _ => tile::<F64x8, 8, 3>(o, bp, ap, ps, kc, ij),
+                }
+            }
+        }
+    }
+
+    /// AVX2 + FMA: 4 rows × 1 panel (8 `ymm` accumulators).
+    struct Avx2;
+
+    // SAFETY: used only from `run_avx2`.
+    unsafe impl Kernel for Avx2 {
+        const R: usize = 4;
+        const MV: usize = 1;
+        #[inline(always)]
+        unsafe fn tile(
+            o: &Out,
+            bp: *const f64,
+            ap: *const f64,
+            ps: usize,
+            kc: usize,
+            ij: [usize; 4],
+        ) {
+            // SAFETY: the caller's contract.
+            unsafe {
+                if ij[3] <= 2 {
+                    tile::<F64x4, 2, 2>(o, bp, ap, ps, kc, ij)
+                } else {
+                    tile::<F64x4, 4, 2>(o, bp, ap, ps, kc, ij)
+                }
+            }
+        }
+    }
+
+    /// Packs 8 feature-major rows (`a + i·ld`, `kc` samples each) into one
+    /// panel (`dst[k·8 + i]`): 8 × 8 blocks transposed in registers (two
+    /// rounds of 128-bit lane shuffles after the in-lane unpacks), the
+    /// `kc mod 8` tail one value at a time.
+    ///
+    /// # Safety
+    /// AVX-512F; `a` holds the 8 rows, `dst` at least `8·kc` values.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn transpose_panel(a: *const f64, ld: usize, kc: usize, dst: &mut [f64]) {
+        assert!(dst.len() >= 8 * kc);
+        let o = dst.as_mut_ptr();
+        let full = kc / 8 * 8;
+        // SAFETY (whole body): the caller's contract.
+        unsafe {
+            for kb in (0..full).step_by(8) {
+                let r: [__m512d; 8] = std::array::from_fn(|i| _mm512_loadu_pd(a.add(i * ld + kb)));
+                // t[2m] / t[2m + 1]: the even / odd samples of rows 2m, 2m + 1.
+                let t = [
+                    _mm512_unpacklo_pd(r[0], r[1]),
+                    _mm512_unpackhi_pd(r[0], r[1]),
+                    _mm512_unpacklo_pd(r[2], r[3]),
+                    _mm512_unpackhi_pd(r[2], r[3]),
+                    _mm512_unpacklo_pd(r[4], r[5]),
+                    _mm512_unpackhi_pd(r[4], r[5]),
+                    _mm512_unpacklo_pd(r[6], r[7]),
+                    _mm512_unpackhi_pd(r[6], r[7]),
+                ];
+                let u = [
+                    _mm512_shuffle_f64x2::<0x88>(t[0], t[2]),
+                    _mm512_shuffle_f64x2::<0xDD>(t[0], t[2]),
+                    _mm512_shuffle_f64x2::<0x88>(t[1], t[3]),
+                    _mm512_shuffle_f64x2::<0xDD>(t[1], t[3]),
+                    _mm512_shuffle_f64x2::<0x88>(t[4], t[6]),
+                    _mm512_shuffle_f64x2::<0xDD>(t[4], t[6]),
+                    _mm512_shuffle_f64x2::<0x88>(t[5], t[7]),
+                    _mm512_shuffle_f64x2::<0xDD>(t[5], t[7]),
+                ];
+                let p = o.add(kb * 8);
+                _mm512_storeu_pd(p, _mm512_shuffle_f64x2::<0x88>(u[0], u[4]));
+                _mm512_storeu_pd(p.add(8), _mm512_shuffle_f64x2::<0x88>(u[2], u[6]));
+                _mm512_storeu_pd(p.add(16), _mm512_shuffle_f64x2::<0x88>(u[1], u[5]));
+                _mm512_storeu_pd(p.add(24), _mm512_shuffle_f64x2::<0x88>(u[3], u[7]));
+                _mm512_storeu_pd(p.add(32), _mm512_shuffle_f64x2::<0xDD>(u[0], u[4]));
+                _mm512_storeu_pd(p.add(40), _mm512_shuffle_f64x2::<0xDD>(u[2], u[6]));
+                _mm512_storeu_pd(p.add(48), _mm512_shuffle_f64x2::<0xDD>(u[1], u[5]));
+                _mm512_storeu_pd(p.add(56), _mm512_shuffle_f64x2::<0xDD>(u[3], u[7]));
+            }
+            for k in full..kc {
+                for i in 0..8 {
+                    *o.add(k * 8 + i) = *a.add(i * ld + k);
+                }
+            }
         }
     }
 
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn run_avx512(p: &Args) {
+    pub(super) unsafe fn run_avx512(b: &Block<'_>) {
         // SAFETY: the caller's contract.
-        unsafe { driver::<F64x8, 4, 6>(p) }
+        unsafe { drive::<Avx512>(b) }
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn run_avx2(p: &Args) {
+    pub(super) unsafe fn run_avx2(b: &Block<'_>) {
         // SAFETY: the caller's contract.
-        unsafe { driver::<F64x4, 3, 3>(p) }
+        unsafe { drive::<Avx2>(b) }
     }
 }
 
@@ -342,98 +745,145 @@ mod x86 {
 mod tests {
     use super::*;
 
-    fn data(rows: usize, k: usize, seed: usize) -> Vec<f64> {
-        (0..rows * k)
+    fn data(len: usize, seed: usize) -> Vec<f64> {
+        (0..len)
             .map(|t| (((t * 7919 + seed * 104_729) % 1009) as f64) / 1009.0 - 0.5)
             .collect()
     }
 
-    /// The naive triple loop, for every entry of `C` (upper included).
-    fn naive(
-        a: &[f64],
-        lda: usize,
-        b: &[f64],
-        ldb: usize,
-        n: usize,
-        nb: usize,
-        k: usize,
-    ) -> Vec<f64> {
-        let mut c = vec![0.0; n * nb];
-        for i in 0..n {
-            for j in 0..nb {
-                c[i * nb + j] = (0..k).map(|t| a[i * lda + t] * b[j * ldb + t]).sum();
-            }
-        }
-        c
-    }
-
-    #[test]
-    fn lower_gram_matches_the_triple_loop_on_odd_shapes_for_every_isa() {
-        for isa in Isa::available() {
-            for &d in &[1usize, 7, 23, 64, 100, 257] {
-                for &k in &[1usize, 3, 13, 64, 517, 1100] {
-                    let lda = k + 3; // padded rows: the kernel must not read the padding
-                    let mut a = data(d, lda, d + k);
-                    for i in 0..d {
-                        for t in k..lda {
-                            a[i * lda + t] = f64::NAN;
-                        }
-                    }
-                    let want = naive(&a, lda, &a, lda, d, d, k);
-                    // Start from a known matrix: the lower triangle gets the
-                    // product added, the strict upper triangle is untouched.
-                    let mut g: Vec<f64> = (0..d * d).map(|t| t as f64).collect();
-                    gemm_nt(isa, &a, lda, 0..d, &a, lda, d, k, &mut g, d, true);
-                    for i in 0..d {
-                        for j in 0..d {
-                            let got = g[i * d + j];
-                            let init = (i * d + j) as f64;
-                            if j <= i {
-                                let w = want[i * d + j] + init;
-                                assert!(
-                                    (got - w).abs() <= 1e-12 * (1.0 + w.abs() + k as f64),
-                                    "{isa:?} d {d} k {k} ({i}, {j}): {got} vs {w}"
-                                );
-                            } else {
-                                assert_eq!(got, init, "{isa:?} d {d} k {k} upper ({i}, {j})");
-                            }
-                        }
-                    }
-                    // Row bands add up to the whole, bit for bit.
-                    let mut whole = vec![0.0; d * d];
-                    gemm_nt(isa, &a, lda, 0..d, &a, lda, d, k, &mut whole, d, true);
-                    let mut banded = vec![0.0; d * d];
-                    for (band, c) in banded.chunks_mut(5 * d).enumerate() {
-                        let lo = band * 5;
-                        let hi = (lo + 5).min(d);
-                        gemm_nt(isa, &a, lda, lo..hi, &a, lda, d, k, c, d, true);
-                    }
-                    assert_eq!(whole, banded, "{isa:?} d {d} k {k}: bands");
+    /// `A` (`d × k`, `A[i][t]`) stored in `layout` with NaN padding that
+    /// the kernel must not read.
+    fn store(a: &[Vec<f64>], k: usize, layout: Layout) -> Vec<f64> {
+        let d = a.len();
+        match layout {
+            Layout::FeatureMajor { ld } => {
+                let mut s = vec![f64::NAN; d * ld];
+                for i in 0..d {
+                    s[i * ld..i * ld + k].copy_from_slice(&a[i]);
                 }
+                s
+            }
+            Layout::SampleMajor { ld } => {
+                let mut s = vec![f64::NAN; k * ld];
+                for t in 0..k {
+                    for i in 0..d {
+                        s[t * ld + i] = a[i][t];
+                    }
+                }
+                s
             }
         }
     }
 
-    #[test]
-    fn rectangular_product_matches_the_triple_loop_for_every_isa() {
-        for isa in Isa::available() {
-            for &(n, nb, k) in &[
-                (7usize, 2usize, 9usize),
-                (64, 2, 256),
-                (23, 31, 100),
-                (3, 1, 1),
-            ] {
-                let a = data(n, k, 1);
-                let b = data(nb, k, 2);
-                let want = naive(&a, k, &b, k, n, nb, k);
-                let mut c = vec![0.0; n * nb];
-                gemm_nt(isa, &a, k, 0..n, &b, k, nb, k, &mut c, nb, false);
-                for (g, w) in c.iter().zip(&want) {
+    /// Runs `gram_lower` from a known `C` and checks against the naive
+    /// triple loop: lower part and `ext` added, strict upper untouched.
+    /// Returns `(C, ext)` for bit comparisons.
+    fn check<T: Real>(
+        isa: Isa,
+        src: &[T],
+        layout: Layout,
+        a: &[Vec<f64>],
+        e: &[Vec<f64>],
+        k: usize,
+        par: Parallelism,
+    ) -> (Vec<f64>, Vec<f64>) {
+        let d = a.len();
+        let r = e.len();
+        let ldc = d + 2;
+        let init = |t: usize| (t % 17) as f64;
+        let mut c: Vec<f64> = (0..d * ldc).map(init).collect();
+        let mut ext: Vec<f64> = (0..d * r).map(init).collect();
+        let extra: Vec<f64> = e.concat();
+        gram_lower(isa, src, layout, d, k, &extra, &mut c, ldc, &mut ext, par);
+        let tol = |w: f64| 1e-12 * (1.0 + w.abs() + k as f64);
+        for i in 0..d {
+            for j in 0..ldc {
+                let got = c[i * ldc + j];
+                if j <= i {
+                    let w = init(i * ldc + j) + (0..k).map(|t| a[i][t] * a[j][t]).sum::<f64>();
                     assert!(
-                        (g - w).abs() <= 1e-12 * (1.0 + k as f64),
-                        "{isa:?}: {g} vs {w}"
+                        (got - w).abs() <= tol(w),
+                        "{isa:?} {layout:?} d {d} k {k} ({i}, {j}): {got} vs {w}"
+                    );
+                } else {
+                    assert_eq!(
+                        got,
+                        init(i * ldc + j),
+                        "{isa:?} d {d} k {k} upper ({i}, {j})"
                     );
                 }
+            }
+            for (t, et) in e.iter().enumerate() {
+                let got = ext[i * r + t];
+                let w = init(i * r + t) + (0..k).map(|s| et[s] * a[i][s]).sum::<f64>();
+                assert!(
+                    (got - w).abs() <= tol(w),
+                    "{isa:?} {layout:?} d {d} k {k} ext ({i}, {t}): {got} vs {w}"
+                );
+            }
+        }
+        (c, ext)
+    }
+
+    #[test]
+    fn lower_gram_matches_the_triple_loop_on_odd_shapes_both_layouts_every_isa() {
+        let shapes: &[(usize, &[usize])] = &[
+            (1, &[1, 3, 300]),
+            (7, &[1, 3, 13, 517]),
+            (23, &[1, 3, 13, 300]),
+            (64, &[3, 256, 517]),
+            (100, &[1, 13, 300]),
+            (257, &[3, 130]),
+            (1030, &[3, 40]),
+        ];
+        for isa in Isa::available() {
+            for &(d, ks) in shapes {
+                for &k in ks {
+                    let flat = data(d * k, d + k);
+                    let a: Vec<Vec<f64>> = flat.chunks(k).map(<[f64]>::to_vec).collect();
+                    let e = [data(k, 7), vec![1.0; k]];
+                    for (r, layout) in [
+                        (0, Layout::FeatureMajor { ld: k + 3 }),
+                        (2, Layout::FeatureMajor { ld: k }),
+                        (2, Layout::SampleMajor { ld: d + 5 }),
+                        (1, Layout::SampleMajor { ld: d }),
+                    ] {
+                        let src = store(&a, k, layout);
+                        check(isa, &src, layout, &a, &e[..r], k, Parallelism::Sequential);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn threads_and_f32_give_the_same_bits() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        for isa in Isa::available() {
+            for (d, k) in [(5usize, 700usize), (130, 300), (300, 20)] {
+                let flat32: Vec<f32> = data(d * k, 3).iter().map(|&v| v as f32).collect();
+                let a: Vec<Vec<f64>> = flat32
+                    .chunks(k)
+                    .map(|row| row.iter().map(|&v| f64::from(v)).collect())
+                    .collect();
+                let e = vec![data(k, 5), vec![1.0; k]];
+                let layout = Layout::SampleMajor { ld: d };
+                let src64 = store(&a, k, layout);
+                let src32: Vec<f32> = src64.iter().map(|&v| v as f32).collect();
+                let seq = check(isa, &src64, layout, &a, &e, k, Parallelism::Sequential);
+                let two =
+                    pool.install(|| check(isa, &src64, layout, &a, &e, k, Parallelism::Rayon));
+                let wide =
+                    pool.install(|| check(isa, &src32, layout, &a, &e, k, Parallelism::Rayon));
+                assert_eq!(seq, two, "{isa:?} d {d} k {k}: 1 vs 2 threads");
+                assert_eq!(seq, wide, "{isa:?} d {d} k {k}: f32 source");
+                let fm = Layout::FeatureMajor { ld: k };
+                let src_fm = store(&a, k, fm);
+                let by_rows = check(isa, &src_fm, fm, &a, &e, k, Parallelism::Sequential);
+                assert_eq!(seq, by_rows, "{isa:?} d {d} k {k}: layouts");
             }
         }
     }
