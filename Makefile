@@ -37,6 +37,7 @@ lint: $(STAMP)
 	cargo fmt --all -- --check
 	cargo clippy --release --all-targets -- -D warnings
 	cargo clippy --release --all-targets --all-features -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features gpu --quiet
 	$(VENV)/bin/ruff check python tests benches examples
 	$(VENV)/bin/ruff format --check python tests benches examples
 

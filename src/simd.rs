@@ -132,8 +132,47 @@ pub(crate) unsafe trait Vector: Copy {
     unsafe fn add(self, o: Self) -> Self;
     /// Lane-wise `self - o`.
     unsafe fn sub(self, o: Self) -> Self;
-    /// Lane-wise `self · b + c`, fused (one rounding).
+    /// Lane-wise `self · b + c`, fused (one rounding) on the SIMD registers.
     unsafe fn fmadd(self, b: Self, c: Self) -> Self;
+}
+
+// SAFETY: plain scalar code (any CPU). The portable "register" of one
+// lane; its `fmadd` rounds twice (a fused `mul_add` is a library call on
+// CPUs without FMA), which only the portable kernels use.
+unsafe impl Vector for f64 {
+    type T = f64;
+    const LANES: usize = 1;
+    #[inline(always)]
+    unsafe fn zero() -> Self {
+        0.0
+    }
+    #[inline(always)]
+    unsafe fn splat(p: *const f64) -> Self {
+        // SAFETY: the caller's contract.
+        unsafe { *p }
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f64) -> Self {
+        // SAFETY: the caller's contract.
+        unsafe { *p }
+    }
+    #[inline(always)]
+    unsafe fn store(self, p: *mut f64) {
+        // SAFETY: the caller's contract.
+        unsafe { *p = self }
+    }
+    #[inline(always)]
+    unsafe fn add(self, o: Self) -> Self {
+        self + o
+    }
+    #[inline(always)]
+    unsafe fn sub(self, o: Self) -> Self {
+        self - o
+    }
+    #[inline(always)]
+    unsafe fn fmadd(self, b: Self, c: Self) -> Self {
+        self * b + c
+    }
 }
 
 /// The x86-64 registers of [`Isa::Avx512`] (`F64x8`, `F32x16`) and

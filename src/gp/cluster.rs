@@ -236,7 +236,7 @@ fn sq_dists_body(xt: &[f64], stride: usize, c: &[f64], out: &mut [f64]) {
 }
 
 widest_simd! {
-    /// [`sq_dists_body`] with the widest SIMD the CPU offers (the same result
+    /// `sq_dists_body` with the widest SIMD the CPU offers (the same result
     /// at every SIMD level: no FMA contraction).
     ///
     /// # Panics

@@ -425,7 +425,7 @@ impl LocalizedMaclaurinGp {
     /// by the training mean) of `Φ = Φ(X_c − c)`, `X_c` the training rows
     /// within the cutoff, and the number of those rows. Sequential (the
     /// caller parallelizes over centroids) and deterministic: fixed row
-    /// blocks of [`block_rows`] rows, each block's features built
+    /// blocks of `block_rows` rows, each block's features built
     /// feature-major from the cached factor projections and its lower Gram
     /// and `Φᵀ[y | 1]` accumulated in one pass of the packed kernel of
     /// [`crate::linalg::syrk`].

@@ -27,6 +27,7 @@ use std::cell::Cell;
 use rayon::prelude::*;
 
 use crate::real::Real;
+use crate::simd::Vector;
 use crate::threads::Parallelism;
 
 pub use crate::simd::Isa;
@@ -324,57 +325,24 @@ struct Block<'a> {
     rows: std::ops::Range<usize>,
 }
 
-/// A vector of `f64` lanes.
+/// A register of `f64` lanes ([`Vector`]) that can add its first lanes to
+/// memory: the write-back of a tile's accumulators.
 ///
 /// # Safety
 /// Implementations may use instructions that the caller must have checked.
-unsafe trait Lanes: Copy {
-    const N: usize;
-    unsafe fn zero() -> Self;
-    /// Loads `N` values from `p`.
-    unsafe fn load(p: *const f64) -> Self;
-    /// `N` copies of `*p`.
-    unsafe fn splat(p: *const f64) -> Self;
-    /// `self + x·y` (fused where the instruction set has FMA).
-    unsafe fn fma(self, x: Self, y: Self) -> Self;
-    /// Adds the first `len ≤ N` lanes to `p[..len]`.
+unsafe trait AddTo: Vector<T = f64> {
+    /// Adds the first `len ≤ LANES` lanes to `p[..len]`.
     unsafe fn add_to(self, p: *mut f64, len: usize);
-    /// Stores the `N` lanes to `p`.
-    unsafe fn store(self, p: *mut f64);
 }
 
 // SAFETY: plain scalar code.
-unsafe impl Lanes for f64 {
-    const N: usize = 1;
-    #[inline(always)]
-    unsafe fn zero() -> Self {
-        0.0
-    }
-    #[inline(always)]
-    unsafe fn load(p: *const f64) -> Self {
-        // SAFETY: the caller's contract.
-        unsafe { *p }
-    }
-    #[inline(always)]
-    unsafe fn splat(p: *const f64) -> Self {
-        // SAFETY: the caller's contract.
-        unsafe { *p }
-    }
-    #[inline(always)]
-    unsafe fn fma(self, x: Self, y: Self) -> Self {
-        self + x * y
-    }
+unsafe impl AddTo for f64 {
     #[inline(always)]
     unsafe fn add_to(self, p: *mut f64, len: usize) {
         if len > 0 {
             // SAFETY: the caller's contract.
             unsafe { *p += self }
         }
-    }
-    #[inline(always)]
-    unsafe fn store(self, p: *mut f64) {
-        // SAFETY: the caller's contract.
-        unsafe { *p = self }
     }
 }
 
@@ -412,7 +380,7 @@ unsafe impl Kernel for Portable {
 #[inline(always)]
 // Explicit indices: the register tile's loops as measured (no spills).
 #[allow(clippy::needless_range_loop)]
-unsafe fn tile<V: Lanes, const R: usize, const NV: usize>(
+unsafe fn tile<V: AddTo, const R: usize, const NV: usize>(
     o: &Out,
     bp: *const f64,
     ap: *const f64,
@@ -421,14 +389,14 @@ unsafe fn tile<V: Lanes, const R: usize, const NV: usize>(
     ij: [usize; 4],
 ) {
     let [i0, j0, ..] = ij;
-    let vpp = W / V::N;
+    let vpp = W / V::LANES;
     // SAFETY (whole body): the caller guarantees `kc` samples of the row
     // panel at `bp` and of `NV / vpp` column panels from `ap`, and rows
     // `i0..i0 + R` / columns `j0..j0 + NV·N` within the padded shapes; only
     // entries inside `C` (and `ext`) are written.
     unsafe {
         let pa: [*const f64; NV] =
-            std::array::from_fn(|v| ap.add((v / vpp) * ps + (v % vpp) * V::N));
+            std::array::from_fn(|v| ap.add((v / vpp) * ps + (v % vpp) * V::LANES));
         let mut acc = [[V::zero(); NV]; R];
         for kk in 0..kc {
             let mut x = [V::zero(); NV];
@@ -438,7 +406,7 @@ unsafe fn tile<V: Lanes, const R: usize, const NV: usize>(
             for r in 0..R {
                 let b = V::splat(bp.add(kk * W + r));
                 for v in 0..NV {
-                    acc[r][v] = acc[r][v].fma(x[v], b);
+                    acc[r][v] = x[v].fmadd(b, acc[r][v]);
                 }
             }
         }
@@ -448,8 +416,8 @@ unsafe fn tile<V: Lanes, const R: usize, const NV: usize>(
                 // Columns j ≤ i (< d).
                 let row = o.c.add(i * o.ldc);
                 for v in 0..NV {
-                    let j = j0 + v * V::N;
-                    let len = (i + 1).saturating_sub(j).min(V::N);
+                    let j = j0 + v * V::LANES;
+                    let len = (i + 1).saturating_sub(j).min(V::LANES);
                     if len > 0 {
                         acc[r][v].add_to(row.add(j), len);
                     }
@@ -459,8 +427,8 @@ unsafe fn tile<V: Lanes, const R: usize, const NV: usize>(
                 for v in 0..NV {
                     let mut lanes = [0.0; W];
                     acc[r][v].store(lanes.as_mut_ptr());
-                    for (l, x) in lanes[..V::N].iter().enumerate() {
-                        let j = j0 + v * V::N + l;
+                    for (l, x) in lanes[..V::LANES].iter().enumerate() {
+                        let j = j0 + v * V::LANES + l;
                         if j < o.d {
                             *o.ext.add(j * o.r + t) += x;
                         }
@@ -509,41 +477,15 @@ unsafe fn drive<K: Kernel>(b: &Block<'_>) {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{drive, tile, Block, Kernel, Lanes, Out};
+    use super::{drive, tile, AddTo, Block, Kernel, Out};
+    use crate::simd::x86::{F64x4, F64x8};
     use std::arch::x86_64::*;
 
-    #[derive(Clone, Copy)]
-    struct F64x8(__m512d);
-    #[derive(Clone, Copy)]
-    struct F64x4(__m256d);
-
-    // SAFETY: compiled with AVX-512F; used only from `run_avx512`.
-    unsafe impl Lanes for F64x8 {
-        const N: usize = 8;
+    // SAFETY: compiled with AVX-512F (+ AVX2, FMA); used only from
+    // `run_avx512`.
+    unsafe impl AddTo for F64x8 {
         #[inline]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn zero() -> Self {
-            Self(_mm512_setzero_pd())
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn load(p: *const f64) -> Self {
-            // SAFETY: the caller's contract (8 readable values).
-            Self(unsafe { _mm512_loadu_pd(p) })
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn splat(p: *const f64) -> Self {
-            // SAFETY: the caller's contract.
-            Self(_mm512_set1_pd(unsafe { *p }))
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn fma(self, x: Self, y: Self) -> Self {
-            Self(_mm512_fmadd_pd(x.0, y.0, self.0))
-        }
-        #[inline]
-        #[target_feature(enable = "avx512f")]
+        #[target_feature(enable = "avx512f,avx2,fma")]
         unsafe fn add_to(self, p: *mut f64, len: usize) {
             // SAFETY: the caller's contract (`len` writable values).
             unsafe {
@@ -556,39 +498,10 @@ mod x86 {
                 }
             }
         }
-        #[inline]
-        #[target_feature(enable = "avx512f")]
-        unsafe fn store(self, p: *mut f64) {
-            // SAFETY: the caller's contract.
-            unsafe { _mm512_storeu_pd(p, self.0) }
-        }
     }
 
     // SAFETY: compiled with AVX2 + FMA; used only from `run_avx2`.
-    unsafe impl Lanes for F64x4 {
-        const N: usize = 4;
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn zero() -> Self {
-            Self(_mm256_setzero_pd())
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn load(p: *const f64) -> Self {
-            // SAFETY: the caller's contract (4 readable values).
-            Self(unsafe { _mm256_loadu_pd(p) })
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn splat(p: *const f64) -> Self {
-            // SAFETY: the caller's contract.
-            Self(unsafe { _mm256_broadcast_sd(&*p) })
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn fma(self, x: Self, y: Self) -> Self {
-            Self(_mm256_fmadd_pd(x.0, y.0, self.0))
-        }
+    unsafe impl AddTo for F64x4 {
         #[inline]
         #[target_feature(enable = "avx2,fma")]
         unsafe fn add_to(self, p: *mut f64, len: usize) {
@@ -604,12 +517,6 @@ mod x86 {
                     }
                 }
             }
-        }
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn store(self, p: *mut f64) {
-            // SAFETY: the caller's contract.
-            unsafe { _mm256_storeu_pd(p, self.0) }
         }
     }
 
@@ -728,7 +635,7 @@ mod x86 {
         }
     }
 
-    #[target_feature(enable = "avx512f")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
     pub(super) unsafe fn run_avx512(b: &Block<'_>) {
         // SAFETY: the caller's contract.
         unsafe { drive::<Avx512>(b) }

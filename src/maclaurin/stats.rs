@@ -12,7 +12,7 @@
 //! The scalar code evaluates every power in log space (about ten
 //! `exp`/`ln` per pair). The vector code evaluates a whole row of a block
 //! pair at once (plain loops over the pairs, compiled for the widest SIMD
-//! the CPU offers, sums kept in [`LANES`] lanes): the target and `G` with
+//! the CPU offers, sums kept in `LANES` lanes): the target and `G` with
 //! the branch-free `exp` of `crate::gp::vexp` (within 2 ulp), the powers
 //! `G m^n`, `G² M^n`, … multiplied out directly, which is exact to rounding
 //! while they stay within `e^{±700}`. A pair outside that range (a zero or
