@@ -11,7 +11,7 @@ use super::kernels::Kernel;
 use super::samplers::{self, Sampler};
 use super::sincos::{cos_shift_scaled, sincos_scaled};
 use crate::error::{Error, Result};
-use crate::real::Real;
+use crate::real::{all_finite, Real};
 use crate::rng::substream;
 use crate::simd::Isa;
 use crate::threads::Parallelism;
@@ -511,7 +511,7 @@ impl FourierFeatures {
         if !out.is_standard_layout() {
             return Err(Error::invalid("out", "must be C-contiguous"));
         }
-        if !x.iter().all(|v| v.is_finite()) {
+        if !all_finite(x, Parallelism::Rayon) {
             return Err(Error::NonFinite { name: "X" });
         }
         Ok(())

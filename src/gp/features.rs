@@ -16,7 +16,7 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use super::{check_finite, check_positive};
 use crate::error::{Error, Result};
 use crate::linalg::{accumulate_gram, as_faer, mirror_lower, Cholesky};
-use crate::real::Real;
+use crate::real::{all_finite, Real};
 use crate::threads::Parallelism;
 
 /// `ln 2π`.
@@ -102,7 +102,7 @@ impl FeatureStats {
             });
         }
         check_finite("y", y.iter())?;
-        if !phi.iter().all(|v| v.is_finite()) {
+        if !all_finite(phi, par) {
             return Err(Error::NonFinite { name: "features" });
         }
         if y.is_empty() && phi.nrows() == 0 {
@@ -303,9 +303,10 @@ pub fn predict_features<T: Real>(
             got: phi.ncols(),
         });
     }
-    if !phi.iter().all(|v| v.is_finite()) {
+    if !all_finite(phi, par) {
         return Err(Error::NonFinite { name: "features" });
     }
+    let beta = beta.to_vec();
     let m = phi.nrows();
     let mut mean = Array1::<f64>::zeros(m);
     let mut var = want_var.then(|| Array1::<f64>::zeros(m));
@@ -314,16 +315,22 @@ pub fn predict_features<T: Real>(
         let stop = (start + PREDICT_BLOCK).min(m);
         let block = phi.slice(ndarray::s![start..stop, ..]);
         let b = stop - start;
-        // Φ*ᵀ as a D × b column-major matrix.
-        let mut v = Mat::<f64>::from_fn(d, b, |i, j| block[(j, i)].to_f64_exact());
+        // Φ*ᵀ as a D × b column-major matrix: column j is test row j.
+        let mut v = Mat::<f64>::zeros(d, b);
+        for (j, row) in block.rows().into_iter().enumerate() {
+            for (o, x) in v.col_as_slice_mut(j).iter_mut().zip(row) {
+                *o = x.to_f64_exact();
+            }
+        }
+        let dot = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>();
         for j in 0..b {
-            let mu: f64 = (0..d).map(|i| v[(i, j)] * beta[i]).sum();
-            mean[start + j] = mu + y_mean;
+            mean[start + j] = dot(v.col_as_slice(j), &beta) + y_mean;
         }
         if let Some(var) = var.as_mut() {
             chol.solve_lower_in_place(v.as_mut(), par);
             for j in 0..b {
-                var[start + j] = (0..d).map(|i| v[(i, j)] * v[(i, j)]).sum();
+                let c = v.col_as_slice(j);
+                var[start + j] = dot(c, c);
             }
         }
         start = stop;

@@ -159,12 +159,11 @@ impl Cholesky {
                 got: m,
             });
         }
-        let src = as_faer(l);
-        let mut out = Mat::<f64>::zeros(n, n);
+        // faer's blocked copy (the source is usually row-major), then the
+        // strict upper triangle cleared column by column (contiguous).
+        let mut out = as_faer(l).to_owned();
         for j in 0..n {
-            for i in j..n {
-                out[(i, j)] = src[(i, j)];
-            }
+            out.col_as_slice_mut(j)[..j].fill(0.0);
             if !(out[(j, j)] > 0.0 && out[(j, j)].is_finite()) {
                 return Err(Error::invalid(
                     "chol",
@@ -276,11 +275,19 @@ pub fn mirror_lower(mut a: ArrayViewMut2<'_, f64>) {
     // column-by-column loop misses on every write of a large matrix).
     const B: usize = 64;
     let n = a.nrows();
+    let Some(s) = a.as_slice_mut() else {
+        for i in 0..n {
+            for j in 0..i {
+                a[(j, i)] = a[(i, j)];
+            }
+        }
+        return;
+    };
     for i0 in (0..n).step_by(B) {
         for j0 in (0..=i0).step_by(B) {
             for i in i0..(i0 + B).min(n) {
                 for j in j0..(j0 + B).min(i) {
-                    a[(j, i)] = a[(i, j)];
+                    s[j * n + i] = s[i * n + j];
                 }
             }
         }
