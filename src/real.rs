@@ -66,6 +66,8 @@ pub fn all_finite<T: Real>(
     par: crate::threads::Parallelism,
 ) -> bool {
     use rayon::prelude::*;
+    // `v - v` is the finiteness test itself (NaN for ±∞ and NaN, else 0).
+    #[allow(clippy::eq_op)]
     fn block<T: Real>(x: &[T]) -> bool {
         let mut lanes = [T::zero(); 8];
         let mut chunks = x.chunks_exact(8);
