@@ -454,7 +454,7 @@ impl FourierFeatures {
         par: Parallelism,
         method: Method,
     ) -> Result<()> {
-        self.check_transform(x, &out)?;
+        self.check_transform(x, &out, par)?;
         let (w, isa) = match (&self.projection, method) {
             (Projection::Dense(w), Method::Auto) => match Isa::detect() {
                 isa @ (Isa::Avx512 | Isa::Avx2) if w.ncols() <= fused::MAX_FUSED_FEATURES => {
@@ -505,13 +505,18 @@ impl FourierFeatures {
         Ok(())
     }
 
-    fn check_transform<T: Real>(&self, x: ArrayView2<T>, out: &ArrayViewMut2<T>) -> Result<()> {
+    fn check_transform<T: Real>(
+        &self,
+        x: ArrayView2<T>,
+        out: &ArrayViewMut2<T>,
+        par: Parallelism,
+    ) -> Result<()> {
         Error::check_n_features(self.n_features(), x.ncols())?;
         Error::check_out_shape((x.nrows(), self.n_components), out.dim())?;
         if !out.is_standard_layout() {
             return Err(Error::invalid("out", "must be C-contiguous"));
         }
-        if !all_finite(x, Parallelism::Rayon) {
+        if !all_finite(x, par) {
             return Err(Error::NonFinite { name: "X" });
         }
         Ok(())

@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use super::features::gemm;
 use super::kernels::Kernel;
 use crate::error::{Error, Result};
-use crate::real::Real;
+use crate::real::{all_finite, Real};
 use crate::rng::substream;
 use crate::threads::Parallelism;
 
@@ -108,7 +108,7 @@ impl NystroemFeatures {
         if n == 0 || x.ncols() == 0 {
             return Err(Error::invalid("X", "needs at least one row and one column"));
         }
-        if !x.iter().all(|v| v.is_finite()) {
+        if !all_finite(x, Parallelism::Sequential) {
             return Err(Error::NonFinite { name: "X" });
         }
         let m = n_components.min(n);
@@ -189,7 +189,7 @@ impl NystroemFeatures {
         let (m, d) = self.landmarks.dim();
         Error::check_n_features(d, x.ncols())?;
         Error::check_out_shape((x.nrows(), m), out.dim())?;
-        if !x.iter().all(|v| v.is_finite()) {
+        if !all_finite(x, par) {
             return Err(Error::NonFinite { name: "X" });
         }
         let work = |(xc, mut oc): (ArrayView2<T>, ArrayViewMut2<T>)| {

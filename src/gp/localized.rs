@@ -29,7 +29,7 @@ use crate::gpu::Device;
 use crate::linalg::mirror_lower;
 use crate::linalg::syrk::{gram_lower, Isa, Layout};
 use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
-use crate::real::Real;
+use crate::real::{all_finite, Real};
 use crate::sketch::SketchParams;
 use crate::threads::Parallelism;
 
@@ -294,7 +294,7 @@ impl LocalizedMaclaurinGp {
         // clustering starts from the training mean, computed here as the
         // map computes its center (checked equal below).
         // (Non-finite rows would keep the clustering going forever.)
-        if x.iter().any(|v| !v.is_finite()) {
+        if !all_finite(x, par) {
             return Err(Error::NonFinite { name: "X" });
         }
         let center = training_mean(x);
@@ -794,7 +794,7 @@ impl LocalizedMaclaurinGp {
         par: Parallelism,
     ) -> Result<LocalizedPrediction> {
         Error::check_n_features(self.x.ncols(), x.ncols())?;
-        if x.iter().any(|v| !v.is_finite()) {
+        if !all_finite(x, par) {
             return Err(Error::NonFinite { name: "X" });
         }
         let t0 = Instant::now();
@@ -865,7 +865,7 @@ impl LocalizedMaclaurinGp {
         par: Parallelism,
     ) -> Result<LocalizedPrediction> {
         Error::check_n_features(self.x.ncols(), x.ncols())?;
-        if x.iter().any(|v| !v.is_finite()) {
+        if !all_finite(x, par) {
             return Err(Error::NonFinite { name: "X" });
         }
         let m = x.nrows();
