@@ -71,8 +71,8 @@ impl Isa {
 }
 
 /// Defines `$vis fn $name(args) -> ret` that runs `$body(args)` compiled for
-/// AVX-512F when the CPU has it, else for AVX2, else for the target's
-/// baseline (the wheel runs on any x86-64; no `target-cpu=native`).
+/// AVX-512F when [`Isa::detect`] finds [`Isa::Avx512`], for AVX2 on
+/// [`Isa::Avx2`], else for the target's baseline (the wheel runs on any x86-64; no `target-cpu=native`).
 ///
 /// `$body` must be an `#[inline(always)]` function, so that each copy is
 /// vectorized for its instruction set, and must not rely on FMA contraction,
@@ -94,13 +94,12 @@ macro_rules! widest_simd {
                 fn avx2($($arg: $ty),*) $(-> $ret)? {
                     $body($($arg),*)
                 }
-                if std::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: the CPU supports AVX-512F (checked above).
-                    return unsafe { avx512($($arg),*) };
-                }
-                if std::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the CPU supports AVX2 (checked above).
-                    return unsafe { avx2($($arg),*) };
+                match $crate::simd::Isa::detect() {
+                    // SAFETY: the CPU supports AVX-512F (Isa::detect).
+                    $crate::simd::Isa::Avx512 => return unsafe { avx512($($arg),*) },
+                    // SAFETY: the CPU supports AVX2 (Isa::detect).
+                    $crate::simd::Isa::Avx2 => return unsafe { avx2($($arg),*) },
+                    $crate::simd::Isa::Portable => {}
                 }
             }
             $body($($arg),*)
