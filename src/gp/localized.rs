@@ -26,7 +26,6 @@ use super::features::{FeatureGp, FeatureStats};
 use super::vexp;
 use crate::error::{Error, Result};
 use crate::gpu::Device;
-use crate::linalg::mirror_lower;
 use crate::linalg::syrk::{gram_lower, Isa, Layout};
 use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
 use crate::real::{all_finite, Real};
@@ -659,7 +658,6 @@ impl LocalizedMaclaurinGp {
             }
         }
         for stats in &mut all {
-            mirror_lower(stats.gram.view_mut());
             stats.n = used as u64;
             stats.y_shift = 0.0;
             stats.y_sum = y_sum;

@@ -260,10 +260,10 @@ impl PyFeatureStats {
         ))
     }
 
-    /// `Phi^T Phi` (a copy).
+    /// `Phi^T Phi` (a full symmetric copy).
     #[getter]
     fn gram<'py>(&self, py: Python<'py>) -> Arr2<'py> {
-        self.inner.gram.clone().into_pyarray(py)
+        self.inner.gram_symmetric().into_pyarray(py)
     }
 
     /// `Phi^T (y - y_shift)` (a copy).
