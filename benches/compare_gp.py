@@ -229,7 +229,7 @@ def arm(name: str) -> None:
     print(json.dumps({"fit": t1 - t0, "predict": t2 - t1, "peak": peak, "py_peak": py_peak}))
 
 
-FEATURE_PAIRS = 3  # interleaved NumPy / randfeat_rs process pairs; medians reported
+FEATURE_PAIRS = 5  # interleaved NumPy / randfeat_rs process pairs; medians reported
 
 
 def feature_comparison() -> None:

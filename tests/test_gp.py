@@ -436,6 +436,28 @@ def test_bad_inputs():
         gp.log_marginal_likelihood(np.zeros(5))
 
 
+def test_a_corrupted_stored_factor_is_a_clear_error():
+    # The predictions read the stored factor L_ as given (no copy): a zero or
+    # NaN diagonal entry, or a non-square factor, must be refused, not solved.
+    X, y = yacht_subset(30)
+    for est in (
+        ExactGPR(n_restarts=0),
+        RandomFeatureGPR(RBFSampler(n_components=8, random_state=0), noise_variance=0.1),
+    ):
+        est.fit(X, y)
+        good = est.L_.copy()
+        for bad in (0.0, np.nan, -1.0):
+            est.L_ = good.copy()
+            est.L_[2, 2] = bad
+            with pytest.raises(InvalidInputError, match="diagonal entry 2 of the Cholesky"):
+                est.predict(X, return_std=True)
+        est.L_ = good[:, :-1]
+        with pytest.raises(ValueError, match="square"):
+            est.predict(X, return_std=True)
+        est.L_ = good
+        assert np.all(np.isfinite(est.predict(X, return_std=True)[1]))
+
+
 def test_too_large_n_is_refused_naming_the_approximations():
     X = np.zeros((400_000, 1))
     with pytest.raises(ValueError, match=r"RandomFeatureGPR.*LocalizedMaclaurinGPR"):

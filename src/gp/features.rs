@@ -10,8 +10,9 @@
 //! `Φᵀ(y − ȳ) = b − δ f` and `‖y − ȳ‖² = q − N δ²`, and two shifts convert
 //! exactly into each other, so statistics merge exactly.
 
-use faer::Mat;
+use faer::{MatMut, MatRef, Par};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+use rayon::prelude::*;
 
 use super::{check_finite, check_positive};
 use crate::error::{Error, Result};
@@ -296,7 +297,7 @@ impl FeatureGp {
         par: Parallelism,
     ) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
         predict_features(
-            &self.chol,
+            self.chol.l(),
             self.beta.view(),
             self.y_mean,
             phi,
@@ -306,34 +307,45 @@ impl FeatureGp {
     }
 }
 
-/// Test rows per block of the variance solve.
-const PREDICT_BLOCK: usize = 2048;
+/// Test rows per task of the variance solve: one `D × 256` right-hand side
+/// (2 MB at `D = 1,024`) solved sequentially per rayon task, the tasks
+/// independent. faer's own parallel solve of one 2,048-column block
+/// synchronizes its threads at every level of its recursion and ran at 53%
+/// of the 2-core peak at `D = 1,024`; this split at 65% (64 and 128 rows
+/// per task were slower; BENCHMARKS.md, session 6).
+const PREDICT_BLOCK: usize = 256;
 
 /// Feature-space prediction from stored pieces (ALGORITHMS.md 7.2):
-/// `μ* = φ*ᵀβ + ȳ` and `v* = ‖L_A^{−1}φ*‖²` (one multi-right-hand-side
-/// triangular solve per block of test rows).
+/// `μ* = φ*ᵀβ + ȳ` and `v* = ‖L_A^{−1}φ*‖²` (a triangular solve with
+/// [`PREDICT_BLOCK`] test rows as right-hand sides per task). `l` is the
+/// factor `L_A` (`D × D`, any strides; only its lower triangle is read).
 pub fn predict_features<T: Real>(
-    chol: &Cholesky,
+    l: MatRef<'_, f64>,
     beta: ArrayView1<'_, f64>,
     y_mean: f64,
     phi: ArrayView2<'_, T>,
     want_var: bool,
     par: Parallelism,
 ) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
-    let d = chol.dim();
-    if beta.len() != d {
-        return Err(Error::ShapeMismatch {
-            name: "length of the fitted coefficients",
-            expected: d,
-            got: beta.len(),
-        });
-    }
-    if phi.ncols() != d {
-        return Err(Error::ShapeMismatch {
-            name: "number of features (columns of the test features)",
-            expected: d,
-            got: phi.ncols(),
-        });
+    let d = l.nrows();
+    for (name, got) in [
+        (
+            "columns of the Cholesky factor (it must be square)",
+            l.ncols(),
+        ),
+        ("length of the fitted coefficients", beta.len()),
+        (
+            "number of features (columns of the test features)",
+            phi.ncols(),
+        ),
+    ] {
+        if got != d {
+            return Err(Error::ShapeMismatch {
+                name,
+                expected: d,
+                got,
+            });
+        }
     }
     if !all_finite(phi, par) {
         return Err(Error::NonFinite { name: "features" });
@@ -342,30 +354,69 @@ pub fn predict_features<T: Real>(
     let m = phi.nrows();
     let mut mean = Array1::<f64>::zeros(m);
     let mut var = want_var.then(|| Array1::<f64>::zeros(m));
-    let mut start = 0;
-    while start < m {
-        let stop = (start + PREDICT_BLOCK).min(m);
-        let block = phi.slice(ndarray::s![start..stop, ..]);
-        let b = stop - start;
+    let means = mean
+        .as_slice_mut()
+        .ok_or_else(|| Error::Internal("contiguous means".into()))?;
+    let vars = match var.as_mut() {
+        Some(v) => Some(
+            v.as_slice_mut()
+                .ok_or_else(|| Error::Internal("contiguous variances".into()))?,
+        ),
+        None => None,
+    };
+    let dot = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>();
+    // One task: the rows from `start` (`means.len()` of them).
+    let block = |buf: &mut Vec<f64>, start: usize, means: &mut [f64], vars: Option<&mut [f64]>| {
+        let b = means.len();
         // Φ*ᵀ as a D × b column-major matrix: column j is test row j.
-        let mut v = Mat::<f64>::zeros(d, b);
-        for (j, row) in block.rows().into_iter().enumerate() {
-            for (o, x) in v.col_as_slice_mut(j).iter_mut().zip(row) {
+        buf.resize(d * b, 0.0);
+        for (j, row) in phi
+            .slice(ndarray::s![start..start + b, ..])
+            .rows()
+            .into_iter()
+            .enumerate()
+        {
+            let col = &mut buf[j * d..(j + 1) * d];
+            for (o, x) in col.iter_mut().zip(row) {
                 *o = x.to_f64_exact();
             }
+            means[j] = dot(col, &beta) + y_mean;
         }
-        let dot = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>();
-        for j in 0..b {
-            mean[start + j] = dot(v.col_as_slice(j), &beta) + y_mean;
-        }
-        if let Some(var) = var.as_mut() {
-            chol.solve_lower_in_place(v.as_mut(), par);
-            for j in 0..b {
-                let c = v.col_as_slice(j);
-                var[start + j] = dot(c, c);
+        if let Some(vars) = vars.filter(|_| d > 0) {
+            faer::linalg::triangular_solve::solve_lower_triangular_in_place(
+                l,
+                MatMut::from_column_major_slice_mut(&mut buf[..d * b], d, b),
+                Par::Seq,
+            );
+            for (v, c) in vars.iter_mut().zip(buf.chunks_exact(d)) {
+                *v = dot(c, c);
             }
         }
-        start = stop;
+    };
+    if par.is_parallel() {
+        match vars {
+            Some(vars) => means
+                .par_chunks_mut(PREDICT_BLOCK)
+                .zip(vars.par_chunks_mut(PREDICT_BLOCK))
+                .enumerate()
+                .for_each_init(Vec::new, |buf, (t, (mc, vc))| {
+                    block(buf, t * PREDICT_BLOCK, mc, Some(vc))
+                }),
+            None => means
+                .par_chunks_mut(PREDICT_BLOCK)
+                .enumerate()
+                .for_each_init(Vec::new, |buf, (t, mc)| {
+                    block(buf, t * PREDICT_BLOCK, mc, None)
+                }),
+        }
+    } else {
+        let mut buf = Vec::new();
+        let mut vars = vars;
+        for (t, mc) in means.chunks_mut(PREDICT_BLOCK).enumerate() {
+            let lo = t * PREDICT_BLOCK;
+            let vc = vars.as_mut().map(|v| &mut v[lo..lo + mc.len()]);
+            block(&mut buf, lo, mc, vc);
+        }
     }
     Ok((mean, var))
 }
@@ -500,6 +551,55 @@ mod tests {
         e.merge(&FeatureStats::new(d)).unwrap();
         assert_eq!(e, one);
         assert!(e.merge(&FeatureStats::new(d + 1)).is_err());
+    }
+
+    #[test]
+    fn blocked_prediction_matches_one_solve_per_row_any_threads_and_layout() {
+        // More test rows than one task holds, and a partial last task.
+        let (n, d, m) = (40, 7, 2 * PREDICT_BLOCK + 37);
+        let phi = random_phi(n, d, 3);
+        let y: Array1<f64> = (0..n).map(|i| (i as f64 * 0.4).sin()).collect();
+        let mut st = FeatureStats::new(d);
+        st.accumulate(phi.view(), y.view(), Parallelism::Sequential)
+            .unwrap();
+        let gp = FeatureGp::fit(&st, 0.2, true, Parallelism::Sequential).unwrap();
+        let phis = random_phi(m, d, 4);
+        let (mu, var) = gp.predict(phis.view(), true, Parallelism::Rayon).unwrap();
+        let var = var.unwrap();
+        let (mu_s, var_s) = gp
+            .predict(phis.view(), true, Parallelism::Sequential)
+            .unwrap();
+        assert_eq!(mu, mu_s);
+        assert_eq!(Some(var.clone()), var_s);
+        // The factor as Python stores it (any layout) gives the same values.
+        let l = gp.chol.l_array();
+        let l_rows = l.as_standard_layout().into_owned();
+        for lv in [l.view(), l_rows.view()] {
+            let (mu_l, var_l) = predict_features(
+                as_faer(lv),
+                gp.beta.view(),
+                gp.y_mean,
+                phis.view(),
+                true,
+                Parallelism::Rayon,
+            )
+            .unwrap();
+            assert!((&mu_l - &mu).iter().all(|v| v.abs() < 1e-12));
+            assert!((&var_l.unwrap() - &var).iter().all(|v| v.abs() < 1e-12));
+        }
+        // Mean only: the same means, no variances.
+        let (mu_only, none) = gp.predict(phis.view(), false, Parallelism::Rayon).unwrap();
+        assert_eq!(mu_only, mu);
+        assert!(none.is_none());
+        // Each row against its own solve v = φᵀ A⁻¹ φ.
+        for j in [0, PREDICT_BLOCK - 1, PREDICT_BLOCK, m - 1] {
+            let row = phis.row(j);
+            let x = gp.chol.solve_vec(row, Parallelism::Sequential);
+            let want: f64 = row.iter().zip(&x).map(|(a, b)| a * b).sum();
+            assert!((var[j] - want).abs() < 1e-12 * (1.0 + want), "row {j}");
+            let mean = row.dot(&gp.beta) + gp.y_mean;
+            assert!((mu[j] - mean).abs() < 1e-12 * (1.0 + mean.abs()), "row {j}");
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ pub mod syrk;
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::{Mat, MatMut, MatRef, Par};
-use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
+use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2, ShapeBuilder};
 
 use crate::error::{Error, Result};
 use crate::real::Real;
@@ -149,29 +149,15 @@ impl Cholesky {
     }
 
     /// Wraps an existing lower-triangular factor `l` (e.g. one stored by a
-    /// fitted model); its strict upper triangle is ignored.
+    /// fitted model, checked by [`check_factor`]); its strict upper triangle
+    /// is ignored.
     pub fn from_lower(l: ArrayView2<'_, f64>) -> Result<Self> {
-        let (n, m) = l.dim();
-        if n != m {
-            return Err(Error::ShapeMismatch {
-                name: "columns of the Cholesky factor (it must be square)",
-                expected: n,
-                got: m,
-            });
-        }
+        check_factor(l)?;
         // faer's blocked copy (the source is usually row-major), then the
         // strict upper triangle cleared column by column (contiguous).
         let mut out = as_faer(l).to_owned();
-        for j in 0..n {
+        for j in 0..out.ncols() {
             out.col_as_slice_mut(j)[..j].fill(0.0);
-            if !(out[(j, j)] > 0.0 && out[(j, j)].is_finite()) {
-                return Err(Error::invalid(
-                    "chol",
-                    format!(
-                        "diagonal entry {j} of the Cholesky factor must be positive and finite"
-                    ),
-                ));
-            }
         }
         Ok(Self {
             l: out,
@@ -189,10 +175,14 @@ impl Cholesky {
         self.l.as_ref()
     }
 
-    /// `L` as a row-major ndarray.
+    /// `L` as a column-major (Fortran-order) ndarray, faer's own layout: a
+    /// stored factor handed back (e.g. by Python to
+    /// [`crate::gp::features::predict_features`]) feeds the triangular
+    /// solves without a transpose (row-major was 7-30% slower at
+    /// `D = 1,024`, BENCHMARKS.md, session 6).
     pub fn l_array(&self) -> Array2<f64> {
         let n = self.dim();
-        Array2::from_shape_fn((n, n), |(i, j)| self.l[(i, j)])
+        Array2::from_shape_fn((n, n).f(), |(i, j)| self.l[(i, j)])
     }
 
     /// The jitter that was added to the diagonal (0 when the plain
@@ -266,6 +256,27 @@ impl Cholesky {
                 }
             },
         )
+    }
+}
+
+/// Checks a stored lower-triangular Cholesky factor: square, with a
+/// positive finite diagonal (what every triangular solve with it needs;
+/// its strict upper triangle is never read).
+pub fn check_factor(l: ArrayView2<'_, f64>) -> Result<()> {
+    let (n, m) = l.dim();
+    if n != m {
+        return Err(Error::ShapeMismatch {
+            name: "columns of the Cholesky factor (it must be square)",
+            expected: n,
+            got: m,
+        });
+    }
+    match l.diag().iter().position(|&v| !(v > 0.0 && v.is_finite())) {
+        Some(j) => Err(Error::invalid(
+            "chol",
+            format!("diagonal entry {j} of the Cholesky factor must be positive and finite"),
+        )),
+        None => Ok(()),
     }
 }
 
@@ -412,6 +423,26 @@ mod tests {
         let a = Array2::from_elem((3, 3), 1.0);
         let ch = Cholesky::new(as_faer(a.view()), Parallelism::Sequential).unwrap();
         assert!(ch.jitter() > 0.0 && ch.jitter() <= 1e-4);
+    }
+
+    #[test]
+    fn stored_factor_check() {
+        let l = array![[2.0, 9.0], [1.0, 3.0]];
+        assert!(check_factor(l.view()).is_ok());
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let mut b = l.clone();
+            b[(1, 1)] = bad;
+            let err = check_factor(b.view()).unwrap_err().to_string();
+            assert!(err.contains("diagonal entry 1"), "{err}");
+        }
+        let rect = Array2::<f64>::ones((2, 3));
+        assert!(matches!(
+            check_factor(rect.view()),
+            Err(Error::ShapeMismatch { .. })
+        ));
+        // The strict upper triangle is ignored (cleared by from_lower).
+        let ch = Cholesky::from_lower(l.view()).unwrap();
+        assert_eq!(ch.l_array(), array![[2.0, 0.0], [1.0, 3.0]]);
     }
 
     #[test]

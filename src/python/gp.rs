@@ -15,7 +15,7 @@ use crate::gp::exact::{log_marginal_likelihood, predict_exact};
 use crate::gp::features::predict_features;
 use crate::gp::optimize::fit_exact;
 use crate::gp::{metrics, ExactGpConfig, FeatureGp, FeatureStats, GaussianKernel, Hyper};
-use crate::linalg::Cholesky;
+use crate::linalg::{as_faer, check_factor, Cholesky};
 use crate::real::Real;
 use crate::threads::Parallelism;
 
@@ -320,8 +320,8 @@ fn predict_features_typed<'py, T: Real + numpy::Element>(
     let phi: PyReadonlyArray2<'py, T> = phi.extract()?;
     let pv = phi.as_array();
     ffi::call(py, || {
-        let chol = Cholesky::from_lower(l)?;
-        predict_features(&chol, beta, y_mean, pv, return_var, Parallelism::Rayon)
+        check_factor(l)?;
+        predict_features(as_faer(l), beta, y_mean, pv, return_var, Parallelism::Rayon)
     })
 }
 
