@@ -184,7 +184,7 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         Training targets.
     L_ : ndarray of shape (n_samples, n_samples)
         Lower Cholesky factor of ``K + noise_variance I`` (plus jitter if
-        the factorization needed it).
+        the factorization needed it), column-major.
     alpha_ : ndarray of shape (n_samples,)
         ``(K + noise_variance I)^{-1} (y - y_mean_)``.
     y_mean_ : float
@@ -467,7 +467,7 @@ class SufficientStatistics:
 
     @property
     def gram(self) -> np.ndarray:
-        """``Phi^T Phi``, shape (D, D) (a copy)."""
+        """``Phi^T Phi``, shape (D, D) (a full symmetric copy)."""
         return self._stats.gram
 
     @property
@@ -612,7 +612,7 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         ``length_scale``/``kernel_variance``, or ``1/sqrt(2 gamma)`` and 1
         for ``RBFSampler``); ``None`` otherwise.
     L_ : ndarray of shape (D, D)
-        Lower Cholesky factor of ``A``.
+        Lower Cholesky factor of ``A`` (column-major, as the solves read it).
     coef_ : ndarray of shape (D,)
         ``A^{-1} Phi^T (y - y_mean_) / noise_variance``.
     y_mean_ : float

@@ -317,7 +317,7 @@ const PREDICT_BLOCK: usize = 256;
 
 /// Feature-space prediction from stored pieces (ALGORITHMS.md 7.2):
 /// `μ* = φ*ᵀβ + ȳ` and `v* = ‖L_A^{−1}φ*‖²` (a triangular solve with
-/// [`PREDICT_BLOCK`] test rows as right-hand sides per task). `l` is the
+/// 256 test rows as right-hand sides per task). `l` is the
 /// factor `L_A` (`D × D`, any strides; only its lower triangle is read).
 pub fn predict_features<T: Real>(
     l: MatRef<'_, f64>,
