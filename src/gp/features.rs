@@ -311,13 +311,13 @@ impl FeatureGp {
 /// (2 MB at `D = 1,024`) solved sequentially per rayon task, the tasks
 /// independent. faer's own parallel solve of one 2,048-column block
 /// synchronizes its threads at every level of its recursion and ran at 53%
-/// of the 2-core peak at `D = 1,024`; this split at 65% (64 and 128 rows
+/// of the 2-core peak at `D = 1,024`; this split at about 64% (64 and 128 rows
 /// per task were slower; BENCHMARKS.md, session 6).
 const PREDICT_BLOCK: usize = 256;
 
 /// Feature-space prediction from stored pieces (ALGORITHMS.md 7.2):
 /// `μ* = φ*ᵀβ + ȳ` and `v* = ‖L_A^{−1}φ*‖²` (a triangular solve with
-/// 256 test rows as right-hand sides per task). `l` is the
+/// `PREDICT_BLOCK` test rows as right-hand sides per task). `l` is the
 /// factor `L_A` (`D × D`, any strides; only its lower triangle is read).
 pub fn predict_features<T: Real>(
     l: MatRef<'_, f64>,
@@ -352,21 +352,13 @@ pub fn predict_features<T: Real>(
     }
     let beta = beta.to_vec();
     let m = phi.nrows();
-    let mut mean = Array1::<f64>::zeros(m);
-    let mut var = want_var.then(|| Array1::<f64>::zeros(m));
-    let means = mean
-        .as_slice_mut()
-        .ok_or_else(|| Error::Internal("contiguous means".into()))?;
-    let vars = match var.as_mut() {
-        Some(v) => Some(
-            v.as_slice_mut()
-                .ok_or_else(|| Error::Internal("contiguous variances".into()))?,
-        ),
-        None => None,
-    };
+    // Plain vectors: every task writes its own disjoint stretch of both
+    // (`var` stays zero and is dropped without variances).
+    let mut mean = vec![0.0; m];
+    let mut var = vec![0.0; m];
     let dot = |x: &[f64], y: &[f64]| x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>();
     // One task: the rows from `start` (`means.len()` of them).
-    let block = |buf: &mut Vec<f64>, start: usize, means: &mut [f64], vars: Option<&mut [f64]>| {
+    let block = |buf: &mut Vec<f64>, start: usize, means: &mut [f64], vars: &mut [f64]| {
         let b = means.len();
         // Φ*ᵀ as a D × b column-major matrix: column j is test row j.
         buf.resize(d * b, 0.0);
@@ -382,7 +374,7 @@ pub fn predict_features<T: Real>(
             }
             means[j] = dot(col, &beta) + y_mean;
         }
-        if let Some(vars) = vars.filter(|_| d > 0) {
+        if want_var && d > 0 {
             faer::linalg::triangular_solve::solve_lower_triangular_in_place(
                 l,
                 MatMut::from_column_major_slice_mut(&mut buf[..d * b], d, b),
@@ -394,31 +386,22 @@ pub fn predict_features<T: Real>(
         }
     };
     if par.is_parallel() {
-        match vars {
-            Some(vars) => means
-                .par_chunks_mut(PREDICT_BLOCK)
-                .zip(vars.par_chunks_mut(PREDICT_BLOCK))
-                .enumerate()
-                .for_each_init(Vec::new, |buf, (t, (mc, vc))| {
-                    block(buf, t * PREDICT_BLOCK, mc, Some(vc))
-                }),
-            None => means
-                .par_chunks_mut(PREDICT_BLOCK)
-                .enumerate()
-                .for_each_init(Vec::new, |buf, (t, mc)| {
-                    block(buf, t * PREDICT_BLOCK, mc, None)
-                }),
-        }
+        mean.par_chunks_mut(PREDICT_BLOCK)
+            .zip(var.par_chunks_mut(PREDICT_BLOCK))
+            .enumerate()
+            .for_each_init(Vec::new, |buf, (t, (mc, vc))| {
+                block(buf, t * PREDICT_BLOCK, mc, vc)
+            });
     } else {
         let mut buf = Vec::new();
-        let mut vars = vars;
-        for (t, mc) in means.chunks_mut(PREDICT_BLOCK).enumerate() {
-            let lo = t * PREDICT_BLOCK;
-            let vc = vars.as_mut().map(|v| &mut v[lo..lo + mc.len()]);
-            block(&mut buf, lo, mc, vc);
+        let tasks = mean
+            .chunks_mut(PREDICT_BLOCK)
+            .zip(var.chunks_mut(PREDICT_BLOCK));
+        for (t, (mc, vc)) in tasks.enumerate() {
+            block(&mut buf, t * PREDICT_BLOCK, mc, vc);
         }
     }
-    Ok((mean, var))
+    Ok((Array1::from(mean), want_var.then(|| Array1::from(var))))
 }
 
 #[cfg(test)]
