@@ -70,7 +70,8 @@ impl Isa {
     }
 }
 
-/// Defines `$vis fn $name(args) -> ret` that runs `$body(args)` compiled for
+/// Defines `$vis fn $name(args) -> ret` (optionally generic, `$name<T:
+/// Bound>`) that runs `$body(args)` compiled for
 /// AVX-512F when [`Isa::detect`] finds [`Isa::Avx512`], for AVX2 on
 /// [`Isa::Avx2`], else for the target's baseline (the wheel runs on any x86-64; no `target-cpu=native`).
 ///
@@ -80,18 +81,18 @@ impl Isa {
 macro_rules! widest_simd {
     (
         $(#[$attr:meta])*
-        $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? = $body:path;
+        $vis:vis fn $name:ident $(<$($g:ident: $bound:path),+>)? ($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? = $body:path;
     ) => {
         $(#[$attr])*
-        $vis fn $name($($arg: $ty),*) $(-> $ret)? {
+        $vis fn $name $(<$($g: $bound),+>)? ($($arg: $ty),*) $(-> $ret)? {
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f")]
-                fn avx512($($arg: $ty),*) $(-> $ret)? {
+                fn avx512 $(<$($g: $bound),+>)? ($($arg: $ty),*) $(-> $ret)? {
                     $body($($arg),*)
                 }
                 #[target_feature(enable = "avx2")]
-                fn avx2($($arg: $ty),*) $(-> $ret)? {
+                fn avx2 $(<$($g: $bound),+>)? ($($arg: $ty),*) $(-> $ret)? {
                     $body($($arg),*)
                 }
                 match $crate::simd::Isa::detect() {

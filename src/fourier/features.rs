@@ -410,20 +410,10 @@ impl FourierFeatures {
         };
         let dp = n_features.next_power_of_two();
         let factor = T::from_f64_lossy(1.0 / (dp as f64 * length_scale));
-        buf.resize(dp, T::zero());
-        for (b, o) in out[..*n_frequencies].chunks_mut(dp).enumerate() {
-            buf[..x.len()].copy_from_slice(x);
-            buf[x.len()..].iter_mut().for_each(|v| *v = T::zero());
-            for k in [2, 1, 0] {
-                let sign = signs.row(3 * b + k);
-                buf.iter_mut().zip(sign.iter()).for_each(|(v, s)| *v *= *s);
-                // The length is a power of two, so this cannot fail.
-                let _ = crate::fwht::fwht(buf, false, Parallelism::Sequential);
-            }
-            o.iter_mut()
-                .zip(buf.iter())
-                .for_each(|(dst, v)| *dst = *v * factor);
-        }
+        let signs = signs
+            .as_slice()
+            .expect("the signs are built in standard layout");
+        sorf_blocks(x, &mut out[..*n_frequencies], signs, dp, factor, buf);
     }
 
     /// Writes `φ(x)` for every row of `x` (`n × d`) into `out` (`n × D`,
@@ -596,6 +586,50 @@ impl FourierFeatures {
     }
 }
 
+/// The SORF blocks of one row (ALGORITHMS.md 5.2, structured sampler):
+/// block `b` of `out` (`d'` values, a power of two; the last block cut at
+/// `out.len()`) is `factor · H D₁ H D₂ H D₃ x` with `x` zero-padded to `d'`
+/// and `D_k` the sign rows `3b + k` of `signs` (`3·blocks × d'`, row-major).
+/// The sign and scale loops are plain slice loops, vectorized by
+/// [`sorf_blocks`]; multiplying by `±1` and by `factor` is one rounding at any
+/// vector width, so every instruction set gives the same bits.
+#[inline(always)]
+fn sorf_blocks_body<T: Real>(
+    x: &[T],
+    out: &mut [T],
+    signs: &[T],
+    dp: usize,
+    factor: T,
+    buf: &mut Vec<T>,
+) {
+    buf.resize(dp, T::zero());
+    for (b, o) in out.chunks_mut(dp).enumerate() {
+        buf[..x.len()].copy_from_slice(x);
+        buf[x.len()..].iter_mut().for_each(|v| *v = T::zero());
+        for k in [2, 1, 0] {
+            let sign = &signs[(3 * b + k) * dp..(3 * b + k + 1) * dp];
+            buf.iter_mut().zip(sign).for_each(|(v, s)| *v *= *s);
+            // The length is a power of two, so this cannot fail.
+            let _ = crate::fwht::fwht(buf, false, Parallelism::Sequential);
+        }
+        o.iter_mut()
+            .zip(buf.iter())
+            .for_each(|(dst, v)| *dst = *v * factor);
+    }
+}
+
+widest_simd! {
+    /// [`sorf_blocks_body`] with the widest SIMD the CPU offers.
+    fn sorf_blocks<T: Real>(
+        x: &[T],
+        out: &mut [T],
+        signs: &[T],
+        dp: usize,
+        factor: T,
+        buf: &mut Vec<T>,
+    ) = sorf_blocks_body;
+}
+
 /// `c <- a b` on one thread through faer's GEMM (`T` is `f32` or `f64`).
 pub(crate) fn gemm<T: Real>(a: ArrayView2<T>, b: ArrayView2<T>, c: ArrayViewMut2<T>) {
     if TypeId::of::<T>() == TypeId::of::<f64>() {
@@ -630,5 +664,75 @@ where
         let fc =
             faer::MatMut::<E>::from_raw_parts_mut(c.as_mut_ptr() as *mut E, cr, cc, sc[0], sc[1]);
         faer::linalg::matmul::matmul(fc, faer::Accum::Replace, fa, fb, E::one(), faer::Par::Seq);
+    }
+}
+
+#[cfg(test)]
+mod sorf_tests {
+    use super::*;
+
+    /// `H_n` (unnormalized Sylvester Hadamard matrix) entry `(i, j)`.
+    fn hadamard(i: usize, j: usize) -> f64 {
+        if (i & j).count_ones().is_multiple_of(2) {
+            1.0
+        } else {
+            -1.0
+        }
+    }
+
+    /// The SORF blocks by explicit matrices: `factor · H D₁ H D₂ H D₃ x`.
+    fn oracle(x: &[f64], m: usize, signs: &[f64], dp: usize, factor: f64) -> Vec<f64> {
+        let mut out = Vec::new();
+        for b in 0..m.div_ceil(dp) {
+            let mut v: Vec<f64> = (0..dp).map(|i| x.get(i).copied().unwrap_or(0.0)).collect();
+            for k in [2, 1, 0] {
+                let s = &signs[(3 * b + k) * dp..(3 * b + k + 1) * dp];
+                let dv: Vec<f64> = v.iter().zip(s).map(|(a, s)| a * s).collect();
+                v = (0..dp)
+                    .map(|i| (0..dp).map(|j| hadamard(i, j) * dv[j]).sum())
+                    .collect();
+            }
+            out.extend(v.iter().map(|a| a * factor));
+        }
+        out.truncate(m);
+        out
+    }
+
+    #[test]
+    fn sorf_blocks_match_explicit_hadamard_products_and_every_isa_gives_the_same_bits() {
+        use rand::Rng as _;
+        let mut rng = crate::rng::seeded(11);
+        // d = 5 padded to 8 with a cut last block; d = 64 exactly.
+        for (d, m) in [(5usize, 20usize), (64, 192)] {
+            let dp = d.next_power_of_two();
+            let blocks = m.div_ceil(dp);
+            let signs: Vec<f64> = (0..3 * blocks * dp)
+                .map(|_| if rng.random::<bool>() { 1.0 } else { -1.0 })
+                .collect();
+            let x: Vec<f64> = (0..d).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let factor = 0.37;
+            let want = oracle(&x, m, &signs, dp, factor);
+            let mut got = vec![0.0; m];
+            let mut buf = Vec::new();
+            sorf_blocks(&x, &mut got, &signs, dp, factor, &mut buf);
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() < 1e-12 * dp as f64, "{g} vs {w}");
+            }
+            // The baseline build of the same loops: identical bits.
+            let mut base = vec![0.0; m];
+            sorf_blocks_body(&x, &mut base, &signs, dp, factor, &mut buf);
+            assert_eq!(got, base);
+            // f32: the same loops in single precision.
+            let (x32, s32): (Vec<f32>, Vec<f32>) = (
+                x.iter().map(|&v| v as f32).collect(),
+                signs.iter().map(|&v| v as f32).collect(),
+            );
+            let mut g32 = vec![0.0f32; m];
+            let mut b32 = Vec::new();
+            sorf_blocks(&x32, &mut g32, &s32, dp, factor as f32, &mut b32);
+            for (g, w) in g32.iter().zip(&want) {
+                assert!((f64::from(*g) - w).abs() < 1e-5 * dp as f64, "{g} vs {w}");
+            }
+        }
     }
 }
