@@ -1,0 +1,143 @@
+//! The hardware floor under issue 4's float32 goal (`RandomFourierFeatures`,
+//! N = 100,000, d = 64, D = 4,096, `cos_bias`: 3x faster than scikit-learn's
+//! `RBFSampler`). Any transform of that size must do `N·D·d` = 2.6e10
+//! multiply-adds and write a fresh 1.64 GB output (NumPy hands out new
+//! pages, which the kernel zeroes on first touch, as huge pages: NumPy
+//! advises `MADV_HUGEPAGE`). This bench does exactly that work and nothing
+//! else, on 2 threads in 96-row items as the fused kernel does: 64
+//! independent-chain `f32` FMAs per 16 output values, register-only (no
+//! loads, no cosine), then one store.
+//!
+//! - `touched`: into an output written before (the compute floor: the
+//!   projection at 100% of the FMA peak);
+//! - `fresh`: into a new huge-page-advised mapping every iteration (compute
+//!   plus first touch; the unmapping is not timed).
+//!
+//! `fresh` is what the float32 transform cannot beat; BENCHMARKS.md sets it
+//! against the goal. Run with `make bench` (x86-64 with AVX-512F, Linux).
+
+use criterion::{criterion_group, criterion_main, Criterion};
+
+const ROWS: usize = 100_000;
+const COLS: usize = 4_096;
+const D_IN: usize = 64;
+/// Rows per work item (the fused kernel's 16 groups of 6 rows).
+const ITEM_ROWS: usize = 96;
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod work {
+    use super::*;
+    use rayon::prelude::*;
+    use std::arch::x86_64::*;
+    use std::time::{Duration, Instant};
+
+    /// `d` FMAs on each of 8 registers, then 8 stores, per 128 outputs.
+    ///
+    /// # Safety
+    /// AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn item(out: &mut [f32]) {
+        let m = _mm512_set1_ps(1.000_000_1);
+        for blk in out.chunks_exact_mut(128) {
+            let mut v = [_mm512_set1_ps(1.0); 8];
+            for _ in 0..D_IN {
+                for a in v.iter_mut() {
+                    *a = _mm512_fmadd_ps(*a, m, m);
+                }
+            }
+            for (q, a) in v.iter().enumerate() {
+                // SAFETY: `blk` holds 128 values, 16 per store.
+                unsafe { _mm512_storeu_ps(blk.as_mut_ptr().add(16 * q), *a) };
+            }
+        }
+    }
+
+    /// The work over the whole output, on the current rayon pool.
+    pub fn run(out: &mut [f32]) {
+        out.par_chunks_mut(ITEM_ROWS * COLS)
+            // SAFETY: the caller checked AVX-512F.
+            .for_each(|c| unsafe { item(c) });
+    }
+
+    /// A fresh anonymous mapping of the output, advised for huge pages as
+    /// NumPy advises its large arrays.
+    pub struct Fresh {
+        ptr: *mut libc::c_void,
+        len: usize,
+    }
+
+    impl Fresh {
+        pub fn new() -> Self {
+            let len = ROWS * COLS * std::mem::size_of::<f32>();
+            // SAFETY: an anonymous private mapping; checked below.
+            let ptr = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            assert!(ptr != libc::MAP_FAILED, "mmap of the output failed");
+            // SAFETY: the range was just mapped. Advice only: ignore errors.
+            unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
+            Self { ptr, len }
+        }
+
+        pub fn as_mut_slice(&mut self) -> &mut [f32] {
+            // SAFETY: the mapping holds `len` bytes of zero-initialized f32s.
+            unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut f32, ROWS * COLS) }
+        }
+    }
+
+    impl Drop for Fresh {
+        fn drop(&mut self) {
+            // SAFETY: unmapping our own mapping once.
+            unsafe { libc::munmap(self.ptr, self.len) };
+        }
+    }
+
+    pub fn bench(c: &mut Criterion) {
+        if !is_x86_feature_detected!("avx512f") {
+            eprintln!("floor: needs AVX-512F; skipped");
+            return;
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("a 2-thread pool");
+        let mut grp = c.benchmark_group("rff_f32_floor");
+        grp.sample_size(10);
+        let mut touched = vec![0.0f32; ROWS * COLS];
+        grp.bench_function("touched", |b| b.iter(|| pool.install(|| run(&mut touched))));
+        grp.bench_function("fresh", |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let mut out = Fresh::new();
+                    let slice = out.as_mut_slice();
+                    let t = Instant::now();
+                    pool.install(|| run(slice));
+                    total += t.elapsed();
+                }
+                total
+            })
+        });
+        grp.finish();
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn floor(c: &mut Criterion) {
+    work::bench(c);
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+fn floor(_c: &mut Criterion) {
+    eprintln!("floor: x86-64 Linux only; skipped");
+}
+
+criterion_group!(benches, floor);
+criterion_main!(benches);
