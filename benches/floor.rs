@@ -14,7 +14,14 @@
 //!   plus first touch; the unmapping is not timed).
 //!
 //! `fresh` is what the float32 transform cannot beat; BENCHMARKS.md sets it
-//! against the goal. Run with `make bench` (x86-64 with AVX-512F, Linux).
+//! against the goal.
+//!
+//! Also `f64_fma_peak`: the `f64` multiply-add rate of 2 threads (12
+//! independent 8-lane FMA chains each, register-only), in elements (lane
+//! multiply-adds) per second: the ceiling of every Gram kernel, from which
+//! BENCHMARKS.md derives the floor under issue 7's localized-GP goal.
+//!
+//! Run with `make bench` (x86-64 with AVX-512F, Linux).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 
@@ -27,6 +34,7 @@ const ITEM_ROWS: usize = 96;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod work {
     use super::*;
+    use criterion::Throughput;
     use rayon::prelude::*;
     use std::arch::x86_64::*;
     use std::time::{Duration, Instant};
@@ -57,6 +65,26 @@ mod work {
         out.par_chunks_mut(ITEM_ROWS * COLS)
             // SAFETY: the caller checked AVX-512F.
             .for_each(|c| unsafe { item(c) });
+    }
+
+    /// Lane multiply-adds per thread of one `f64_fma_peak` iteration.
+    const PEAK_CHAIN_STEPS: usize = 1 << 20;
+
+    /// `PEAK_CHAIN_STEPS` steps of 12 independent 8-lane FMA chains; returns
+    /// a lane sum so the work is not optimized away.
+    ///
+    /// # Safety
+    /// AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn chains() -> f64 {
+        let m = _mm512_set1_pd(0.999_999_9);
+        let mut v = [_mm512_set1_pd(1.0); 12];
+        for _ in 0..PEAK_CHAIN_STEPS {
+            for a in v.iter_mut() {
+                *a = _mm512_fmadd_pd(*a, m, m);
+            }
+        }
+        v.iter().map(|a| _mm512_reduce_add_pd(*a)).sum()
     }
 
     /// A fresh anonymous mapping of the output, advised for huge pages as
@@ -123,6 +151,17 @@ mod work {
                     total += t.elapsed();
                 }
                 total
+            })
+        });
+        grp.finish();
+        let mut grp = c.benchmark_group("f64_fma_peak");
+        grp.throughput(Throughput::Elements((2 * 12 * 8 * PEAK_CHAIN_STEPS) as u64));
+        grp.bench_function("2_threads", |b| {
+            b.iter(|| {
+                pool.install(|| {
+                    // SAFETY: AVX-512F checked above.
+                    rayon::join(|| unsafe { chains() }, || unsafe { chains() })
+                })
             })
         });
         grp.finish();
