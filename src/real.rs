@@ -91,6 +91,22 @@ pub fn all_finite<T: Real>(
     }
 }
 
+/// Row `xr` as a slice: the row itself when it is contiguous, else a copy in
+/// `buf` (for kernels written over slices).
+pub(crate) fn row_slice<'s, 'a: 's, T: Copy>(
+    xr: ndarray::ArrayView1<'a, T>,
+    buf: &'s mut Vec<T>,
+) -> &'s [T] {
+    match xr.to_slice() {
+        Some(xs) => xs,
+        None => {
+            buf.clear();
+            buf.extend(xr.iter().copied());
+            buf
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +130,17 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn row_slice_borrows_contiguous_rows_and_copies_strided_ones() {
+        let a = ndarray::Array2::from_shape_fn((3, 4), |(i, j)| (10 * i + j) as f64);
+        let mut buf = Vec::new();
+        let row = row_slice(a.row(1), &mut buf);
+        assert_eq!(row, &[10.0, 11.0, 12.0, 13.0]);
+        assert!(std::ptr::eq(row.as_ptr(), &a[(1, 0)]));
+        let col = row_slice(a.column(2), &mut buf);
+        assert_eq!(col, &[2.0, 12.0, 22.0]);
+        assert!(std::ptr::eq(col.as_ptr(), buf.as_ptr()));
     }
 }

@@ -11,7 +11,7 @@ use super::kernels::Kernel;
 use super::samplers::{self, Sampler};
 use super::sincos::{cos_shift_scaled, sincos_scaled};
 use crate::error::{Error, Result};
-use crate::real::{all_finite, Real};
+use crate::real::{all_finite, row_slice, Real};
 use crate::rng::substream;
 use crate::simd::Isa;
 use crate::threads::Parallelism;
@@ -561,10 +561,8 @@ impl FourierFeatures {
                 let mut buf = Vec::new();
                 let mut xbuf = Vec::new();
                 for (xr, mut or) in xc.rows().into_iter().zip(oc.rows_mut()) {
-                    xbuf.clear();
-                    xbuf.extend(xr.iter().copied());
                     let orow = or.as_slice_mut().expect("rows of a C-order array");
-                    self.sorf_row(&xbuf, orow, &signs, &mut buf);
+                    self.sorf_row(row_slice(xr, &mut xbuf), orow, &signs, &mut buf);
                 }
                 finish(&mut oc, 0..m);
             }

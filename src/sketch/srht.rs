@@ -9,7 +9,7 @@ use rand::Rng as _;
 
 use super::{for_row_chunks, padded_dim, PolySketch};
 use crate::fwht::transform;
-use crate::real::Real;
+use crate::real::{row_slice, Real};
 use crate::threads::Parallelism;
 
 /// Rows per parallel task.
@@ -119,26 +119,21 @@ impl Srht {
         let (re_mul, im_mul) = self.multipliers::<f64>(complex);
         let mut bre = vec![0.0; dp];
         let mut bim = vec![0.0; dp];
-        let fill = |buf: &mut [f64], xr: ndarray::ArrayView1<f64>, mul: &[f64]| {
-            for ((b, &v), &m) in buf.iter_mut().zip(xr.iter()).zip(mul) {
-                *b = v * m;
-            }
-            buf[xr.len()..].fill(0.0);
-            transform(buf, Parallelism::Sequential);
-        };
+        let mut xbuf = Vec::new();
         for (xr, mut o) in x.rows().into_iter().zip(out.rows_mut()) {
+            let xr = row_slice(xr, &mut xbuf);
             for b in 0..self.blocks {
                 let lo = b * dp;
                 let cols = dp.min(nf - lo);
                 for j in 0..n {
                     let k = (b * n + j) * dp;
                     let perm = &self.perms[k..k + cols];
-                    fill(&mut bre, xr, &re_mul[k..k + dp]);
+                    signed_fwht(&mut bre, xr, &re_mul[k..k + dp]);
                     for (r, &p) in perm.iter().enumerate() {
                         o[j * w + lo + r] = bre[p as usize];
                     }
                     if complex {
-                        fill(&mut bim, xr, &im_mul[k..k + dp]);
+                        signed_fwht(&mut bim, xr, &im_mul[k..k + dp]);
                         for (r, &p) in perm.iter().enumerate() {
                             o[j * w + nf + lo + r] = bim[p as usize];
                         }
@@ -149,7 +144,9 @@ impl Srht {
     }
 
     /// ALGORITHMS.md 2.3 for every row; complex products for complex signs
-    /// (`Re` and `Im` of `FWHT(z ⊙ x)` are two real transforms).
+    /// (`Re` and `Im` of `FWHT(z ⊙ x)` are two real transforms). Each row
+    /// runs through [`sketch_row`] (plain slice loops built for the widest
+    /// SIMD the CPU offers).
     pub(super) fn transform<T: Real>(
         &self,
         sk: &PolySketch,
@@ -157,67 +154,122 @@ impl Srht {
         out: ArrayViewMut2<T>,
         par: Parallelism,
     ) {
-        let complex = sk.complex;
-        let n = sk.degree as usize;
-        let nf = sk.n_features;
-        let dp = self.d_pad;
-        let (re_mul, im_mul) = self.multipliers::<T>(complex);
-        let scale = T::from_f64_lossy(1.0 / (nf as f64).sqrt());
-        let fill = |buf: &mut [T], xr: ndarray::ArrayView1<T>, mul: &[T]| {
-            for ((b, &v), &m) in buf.iter_mut().zip(xr.iter()).zip(mul) {
-                *b = v * m;
-            }
-            buf[xr.len()..].fill(T::zero());
-            transform(buf, Parallelism::Sequential);
+        let (re_mul, im_mul) = self.multipliers::<T>(sk.complex);
+        let plan = RowPlan {
+            re_mul: &re_mul,
+            im_mul: &im_mul,
+            perms: &self.perms,
+            blocks: self.blocks,
+            degree: sk.degree as usize,
+            n_features: sk.n_features,
+            d_pad: self.d_pad,
+            complex: sk.complex,
+            scale: T::from_f64_lossy(1.0 / (sk.n_features as f64).sqrt()),
         };
+        let dp = self.d_pad;
         for_row_chunks(
             x,
             out,
             CHUNK,
             par,
-            || (vec![T::zero(); dp], vec![T::zero(); dp]),
-            |(bre, bim), xc, mut oc| {
+            || (vec![T::zero(); dp], vec![T::zero(); dp], Vec::new()),
+            |(bre, bim, xbuf), xc, mut oc| {
                 for (xr, mut orow) in xc.rows().into_iter().zip(oc.rows_mut()) {
                     let Some(o) = orow.as_slice_mut() else {
                         unreachable!("transform_into checks that output rows are contiguous")
                     };
-                    for b in 0..self.blocks {
-                        let lo = b * dp;
-                        let cols = dp.min(nf - lo);
-                        for j in 0..n {
-                            let k = (b * n + j) * dp;
-                            let perm = &self.perms[k..k + cols];
-                            fill(bre, xr, &re_mul[k..k + dp]);
-                            if !complex {
-                                let dst = &mut o[lo..lo + cols];
-                                if j == 0 {
-                                    for (d, &p) in dst.iter_mut().zip(perm) {
-                                        *d = bre[p as usize];
-                                    }
-                                } else {
-                                    for (d, &p) in dst.iter_mut().zip(perm) {
-                                        *d *= bre[p as usize];
-                                    }
-                                }
-                                continue;
-                            }
-                            fill(bim, xr, &im_mul[k..k + dp]);
-                            let (ore, oim) = o.split_at_mut(nf);
-                            let ore = &mut ore[lo..lo + cols];
-                            let oim = &mut oim[lo..lo + cols];
-                            for ((a, c), &p) in ore.iter_mut().zip(oim.iter_mut()).zip(perm) {
-                                let (u, v) = (bre[p as usize], bim[p as usize]);
-                                if j == 0 {
-                                    (*a, *c) = (u, v);
-                                } else {
-                                    (*a, *c) = (*a * u - *c * v, *a * v + *c * u);
-                                }
-                            }
-                        }
-                    }
-                    o.iter_mut().for_each(|v| *v *= scale);
+                    sketch_row(&plan, row_slice(xr, xbuf), o, bre, bim);
                 }
             },
         );
     }
+}
+
+/// The fixed inputs of [`Srht::transform`] for one row.
+struct RowPlan<'a, T> {
+    /// `Re z` of every sign code (`(b·n + j)·d'` offsets, as the codes).
+    re_mul: &'a [T],
+    /// `Im z` (empty for real signs).
+    im_mul: &'a [T],
+    perms: &'a [u32],
+    blocks: usize,
+    degree: usize,
+    n_features: usize,
+    d_pad: usize,
+    complex: bool,
+    /// `1/√D`.
+    scale: T,
+}
+
+/// `buf = FWHT(x ⊙ mul)` with `x` zero-padded to `buf.len()`.
+#[inline(always)]
+fn signed_fwht<T: Real>(buf: &mut [T], x: &[T], mul: &[T]) {
+    for ((b, &v), &m) in buf.iter_mut().zip(x).zip(mul) {
+        *b = v * m;
+    }
+    buf[x.len()..].fill(T::zero());
+    transform(buf, Parallelism::Sequential);
+}
+
+/// One row of ALGORITHMS.md 2.3 into `o` (`D` values): per block and
+/// factor the signed, padded FWHT of `x`, permuted, multiplied into the
+/// block (complex: `[Re | Im]` halves), then the scale `1/√D`. Every step is
+/// one rounding per value (no fused multiply-adds), so the SIMD width of
+/// [`sketch_row`] does not change the result.
+#[inline(always)]
+fn sketch_row_body<T: Real>(
+    plan: &RowPlan<'_, T>,
+    x: &[T],
+    o: &mut [T],
+    bre: &mut [T],
+    bim: &mut [T],
+) {
+    let (nf, dp) = (plan.n_features, plan.d_pad);
+    for b in 0..plan.blocks {
+        let lo = b * dp;
+        let cols = dp.min(nf - lo);
+        for j in 0..plan.degree {
+            let k = (b * plan.degree + j) * dp;
+            let perm = &plan.perms[k..k + cols];
+            signed_fwht(bre, x, &plan.re_mul[k..k + dp]);
+            if !plan.complex {
+                let dst = &mut o[lo..lo + cols];
+                if j == 0 {
+                    for (d, &p) in dst.iter_mut().zip(perm) {
+                        *d = bre[p as usize];
+                    }
+                } else {
+                    for (d, &p) in dst.iter_mut().zip(perm) {
+                        *d *= bre[p as usize];
+                    }
+                }
+                continue;
+            }
+            signed_fwht(bim, x, &plan.im_mul[k..k + dp]);
+            let (ore, oim) = o.split_at_mut(nf);
+            let ore = &mut ore[lo..lo + cols];
+            let oim = &mut oim[lo..lo + cols];
+            for ((a, c), &p) in ore.iter_mut().zip(oim.iter_mut()).zip(perm) {
+                let (u, v) = (bre[p as usize], bim[p as usize]);
+                if j == 0 {
+                    (*a, *c) = (u, v);
+                } else {
+                    (*a, *c) = (*a * u - *c * v, *a * v + *c * u);
+                }
+            }
+        }
+    }
+    let scale = plan.scale;
+    o.iter_mut().for_each(|v| *v *= scale);
+}
+
+widest_simd! {
+    /// [`sketch_row_body`] with the widest SIMD the CPU offers.
+    fn sketch_row<T: Real>(
+        plan: &RowPlan<'_, T>,
+        x: &[T],
+        o: &mut [T],
+        bre: &mut [T],
+        bim: &mut [T],
+    ) = sketch_row_body;
 }

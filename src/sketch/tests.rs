@@ -283,6 +283,12 @@ fn deterministic_layout_and_precision() {
         let seq = features(&sk, &x, Parallelism::Sequential);
         let par = pool.install(|| features(&sk, &x, Parallelism::Rayon));
         assert_eq!(seq, par, "{kind:?} {complex}");
+        // Rows that are not contiguous (a column-major X): the same bits.
+        let xt = x.t().to_owned();
+        let mut strided = Array2::<f64>::zeros((150, sk.width()));
+        sk.transform_into(xt.t(), strided.view_mut(), Parallelism::Rayon)
+            .unwrap();
+        assert_eq!(strided, seq, "{kind:?} {complex}: strided rows");
         let mut wide = Array2::<f64>::from_elem((150, sk.width() + 3), 7.0);
         sk.transform_into(
             x.view(),
