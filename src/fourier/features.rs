@@ -1,8 +1,6 @@
 //! The fitted random Fourier feature map and its transform (ALGORITHMS.md
 //! 5.2, 9.3).
 
-use std::any::TypeId;
-
 use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
@@ -11,6 +9,7 @@ use super::kernels::Kernel;
 use super::samplers::{self, Sampler};
 use super::sincos::{cos_shift_scaled, sincos_scaled};
 use crate::error::{Error, Result};
+use crate::linalg::gemm;
 use crate::real::{all_finite, row_slice, Real};
 use crate::rng::substream;
 use crate::simd::Isa;
@@ -626,43 +625,6 @@ widest_simd! {
         factor: T,
         buf: &mut Vec<T>,
     ) = sorf_blocks_body;
-}
-
-/// `c <- a b` on one thread through faer's GEMM (`T` is `f32` or `f64`).
-pub(crate) fn gemm<T: Real>(a: ArrayView2<T>, b: ArrayView2<T>, c: ArrayViewMut2<T>) {
-    if TypeId::of::<T>() == TypeId::of::<f64>() {
-        // SAFETY: T is f64 (checked above), so the casts are identity casts.
-        unsafe { gemm_typed::<f64, T>(a, b, c) }
-    } else if TypeId::of::<T>() == TypeId::of::<f32>() {
-        // SAFETY: T is f32 (checked above).
-        unsafe { gemm_typed::<f32, T>(a, b, c) }
-    } else {
-        let mut c = c;
-        ndarray::linalg::general_mat_mul(T::one(), &a, &b, T::zero(), &mut c);
-    }
-}
-
-/// # Safety
-/// `E` and `T` must be the same type.
-unsafe fn gemm_typed<E, T>(a: ArrayView2<T>, b: ArrayView2<T>, mut c: ArrayViewMut2<T>)
-where
-    E: faer::traits::ComplexField + num_traits::One,
-{
-    let (ar, ac) = a.dim();
-    let (br, bc) = b.dim();
-    let (cr, cc) = c.dim();
-    let sa = a.strides();
-    let sb = b.strides();
-    let sc = c.strides().to_vec();
-    // SAFETY: the views describe valid memory of E-typed elements (E == T)
-    // with the given shapes and strides; `c` is borrowed mutably.
-    unsafe {
-        let fa = faer::MatRef::<E>::from_raw_parts(a.as_ptr() as *const E, ar, ac, sa[0], sa[1]);
-        let fb = faer::MatRef::<E>::from_raw_parts(b.as_ptr() as *const E, br, bc, sb[0], sb[1]);
-        let fc =
-            faer::MatMut::<E>::from_raw_parts_mut(c.as_mut_ptr() as *mut E, cr, cc, sc[0], sc[1]);
-        faer::linalg::matmul::matmul(fc, faer::Accum::Replace, fa, fb, E::one(), faer::Par::Seq);
-    }
 }
 
 #[cfg(test)]

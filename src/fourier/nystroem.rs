@@ -16,9 +16,9 @@
 use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
-use super::features::gemm;
 use super::kernels::Kernel;
 use crate::error::{Error, Result};
+use crate::linalg::gemm;
 use crate::real::{all_finite, Real};
 use crate::rng::substream;
 use crate::threads::Parallelism;

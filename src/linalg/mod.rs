@@ -1,5 +1,7 @@
-//! Dense linear algebra of the GP code (ALGORITHMS.md 7), in `f64` on faer:
-//! Cholesky with the jitter ladder of 7.1, triangular solves, and the
+//! Dense linear algebra on faer: a single-threaded GEMM for `f32` and `f64`
+//! (the feature maps' row blocks, the Maclaurin pair statistics) and, for the
+//! GP code (ALGORITHMS.md 7) in `f64`, Cholesky with the jitter ladder of
+//! 7.1, triangular solves, and the
 //! symmetric rank-k accumulation `G += ΦᵀΦ`, `b += Φᵀy` of 7.2 over a row
 //! chunk through the hand-written packed Gram kernel ([`syrk`]), which also
 //! serves the localized GP's per-centroid blocks.
@@ -38,6 +40,43 @@ pub fn as_faer_mut<T>(mut a: ArrayViewMut2<'_, T>) -> MatMut<'_, T> {
     let (s0, s1) = (a.strides()[0], a.strides()[1]);
     // SAFETY: as in `as_faer`; the view is borrowed mutably and uniquely.
     unsafe { MatMut::from_raw_parts_mut(a.as_mut_ptr(), rows, cols, s0, s1) }
+}
+
+/// `c <- a b` on one thread through faer's GEMM (`T` is `f32` or `f64`).
+pub(crate) fn gemm<T: Real>(a: ArrayView2<T>, b: ArrayView2<T>, c: ArrayViewMut2<T>) {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() {
+        // SAFETY: T is f64 (checked above), so the casts are identity casts.
+        unsafe { gemm_typed::<f64, T>(a, b, c) }
+    } else if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+        // SAFETY: T is f32 (checked above).
+        unsafe { gemm_typed::<f32, T>(a, b, c) }
+    } else {
+        let mut c = c;
+        ndarray::linalg::general_mat_mul(T::one(), &a, &b, T::zero(), &mut c);
+    }
+}
+
+/// # Safety
+/// `E` and `T` must be the same type.
+unsafe fn gemm_typed<E, T>(a: ArrayView2<T>, b: ArrayView2<T>, mut c: ArrayViewMut2<T>)
+where
+    E: faer::traits::ComplexField + num_traits::One,
+{
+    let (ar, ac) = a.dim();
+    let (br, bc) = b.dim();
+    let (cr, cc) = c.dim();
+    let sa = a.strides();
+    let sb = b.strides();
+    let sc = c.strides().to_vec();
+    // SAFETY: the views describe valid memory of E-typed elements (E == T)
+    // with the given shapes and strides; `c` is borrowed mutably.
+    unsafe {
+        let fa = faer::MatRef::<E>::from_raw_parts(a.as_ptr() as *const E, ar, ac, sa[0], sa[1]);
+        let fb = faer::MatRef::<E>::from_raw_parts(b.as_ptr() as *const E, br, bc, sb[0], sb[1]);
+        let fc =
+            faer::MatMut::<E>::from_raw_parts_mut(c.as_mut_ptr() as *mut E, cr, cc, sc[0], sc[1]);
+        faer::linalg::matmul::matmul(fc, faer::Accum::Replace, fa, fb, E::one(), faer::Par::Seq);
+    }
 }
 
 /// The relative jitters `ε` of the ladder of ALGORITHMS.md 7.1: after a

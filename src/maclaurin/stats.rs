@@ -26,6 +26,7 @@ use rayon::prelude::*;
 use super::coefficients::MaclaurinKernel;
 use crate::error::{Error, Result};
 use crate::gp::vexp;
+use crate::linalg::gemm;
 use crate::sketch::variance::{srht_cross_moments, unstructured_moments, PairStats, WeightLaw};
 use crate::threads::Parallelism;
 
@@ -615,8 +616,14 @@ pub fn pair_statistics(
         let (j0, j1) = (bj * BLOCK, ((bj + 1) * BLOCK).min(n_s));
         let zi = z.slice(s![i0..i1, ..]);
         let zj = z.slice(s![j0..j1, ..]);
-        let m = zi.dot(&zj.t());
-        let s2 = z2.slice(s![i0..i1, ..]).dot(&z2.slice(s![j0..j1, ..]).t());
+        let mut m = Array2::<f64>::zeros((i1 - i0, j1 - j0));
+        gemm(zi, zj.t(), m.view_mut());
+        let mut s2 = Array2::<f64>::zeros((i1 - i0, j1 - j0));
+        gemm(
+            z2.slice(s![i0..i1, ..]),
+            z2.slice(s![j0..j1, ..]).t(),
+            s2.view_mut(),
+        );
         let (Some(mf), Some(sf)) = (m.as_slice(), s2.as_slice()) else {
             return Err(Error::Internal(
                 "GEMM products are in standard layout".into(),
