@@ -9,6 +9,7 @@ use super::kernels::Kernel;
 use super::samplers::{self, Sampler};
 use super::sincos::{cos_shift_scaled, sincos_scaled};
 use crate::error::{Error, Result};
+use crate::fwht::{signed_transform, transform};
 use crate::linalg::gemm;
 use crate::real::{all_finite, row_slice, Real};
 use crate::rng::substream;
@@ -600,14 +601,12 @@ fn sorf_blocks_body<T: Real>(
     buf: &mut Vec<T>,
 ) {
     buf.resize(dp, T::zero());
+    let sign = |b: usize, k: usize| &signs[(3 * b + k) * dp..(3 * b + k + 1) * dp];
     for (b, o) in out.chunks_mut(dp).enumerate() {
-        buf[..x.len()].copy_from_slice(x);
-        buf[x.len()..].iter_mut().for_each(|v| *v = T::zero());
-        for k in [2, 1, 0] {
-            let sign = &signs[(3 * b + k) * dp..(3 * b + k + 1) * dp];
-            buf.iter_mut().zip(sign).for_each(|(v, s)| *v *= *s);
-            // The length is a power of two, so this cannot fail.
-            let _ = crate::fwht::fwht(buf, false, Parallelism::Sequential);
+        signed_transform(buf, x, sign(b, 2));
+        for k in [1, 0] {
+            buf.iter_mut().zip(sign(b, k)).for_each(|(v, s)| *v *= *s);
+            transform(buf, Parallelism::Sequential);
         }
         o.iter_mut()
             .zip(buf.iter())

@@ -163,6 +163,20 @@ fn transform_row<T: Real>(mut row: ArrayViewMut1<T>, factor: Option<T>, par: Par
     }
 }
 
+/// `buf = H (x ⊙ mul)`: `x` multiplied by `mul` element by element,
+/// zero-padded to `buf.len()` (a power of two, not checked), then the
+/// unnormalized transform on one thread: the signed, padded FWHT of the
+/// SRHT-type maps (TensorSRHT, SORF). Inlined into its callers, so its loops
+/// vectorize with their instruction set (one rounding per product).
+#[inline(always)]
+pub(crate) fn signed_transform<T: Real>(buf: &mut [T], x: &[T], mul: &[T]) {
+    for ((b, &v), &m) in buf.iter_mut().zip(x).zip(mul) {
+        *b = v * m;
+    }
+    buf[x.len()..].fill(T::zero());
+    transform(buf, Parallelism::Sequential);
+}
+
 /// The transform of a power-of-two-length vector (length already checked).
 pub(crate) fn transform<T: Real>(x: &mut [T], par: Parallelism) {
     let n = x.len();

@@ -8,7 +8,7 @@ use rand::seq::SliceRandom;
 use rand::Rng as _;
 
 use super::{for_row_chunks, padded_dim, PolySketch};
-use crate::fwht::transform;
+use crate::fwht::signed_transform;
 use crate::real::{row_slice, Real};
 use crate::threads::Parallelism;
 
@@ -128,12 +128,12 @@ impl Srht {
                 for j in 0..n {
                     let k = (b * n + j) * dp;
                     let perm = &self.perms[k..k + cols];
-                    signed_fwht(&mut bre, xr, &re_mul[k..k + dp]);
+                    signed_transform(&mut bre, xr, &re_mul[k..k + dp]);
                     for (r, &p) in perm.iter().enumerate() {
                         o[j * w + lo + r] = bre[p as usize];
                     }
                     if complex {
-                        signed_fwht(&mut bim, xr, &im_mul[k..k + dp]);
+                        signed_transform(&mut bim, xr, &im_mul[k..k + dp]);
                         for (r, &p) in perm.iter().enumerate() {
                             o[j * w + nf + lo + r] = bim[p as usize];
                         }
@@ -201,16 +201,6 @@ struct RowPlan<'a, T> {
     scale: T,
 }
 
-/// `buf = FWHT(x ⊙ mul)` with `x` zero-padded to `buf.len()`.
-#[inline(always)]
-fn signed_fwht<T: Real>(buf: &mut [T], x: &[T], mul: &[T]) {
-    for ((b, &v), &m) in buf.iter_mut().zip(x).zip(mul) {
-        *b = v * m;
-    }
-    buf[x.len()..].fill(T::zero());
-    transform(buf, Parallelism::Sequential);
-}
-
 /// One row of ALGORITHMS.md 2.3 into `o` (`D` values): per block and
 /// factor the signed, padded FWHT of `x`, permuted, multiplied into the
 /// block (complex: `[Re | Im]` halves), then the scale `1/√D`. Every step is
@@ -231,7 +221,7 @@ fn sketch_row_body<T: Real>(
         for j in 0..plan.degree {
             let k = (b * plan.degree + j) * dp;
             let perm = &plan.perms[k..k + cols];
-            signed_fwht(bre, x, &plan.re_mul[k..k + dp]);
+            signed_transform(bre, x, &plan.re_mul[k..k + dp]);
             if !plan.complex {
                 let dst = &mut o[lo..lo + cols];
                 if j == 0 {
@@ -245,7 +235,7 @@ fn sketch_row_body<T: Real>(
                 }
                 continue;
             }
-            signed_fwht(bim, x, &plan.im_mul[k..k + dp]);
+            signed_transform(bim, x, &plan.im_mul[k..k + dp]);
             let (ore, oim) = o.split_at_mut(nf);
             let ore = &mut ore[lo..lo + cols];
             let oim = &mut oim[lo..lo + cols];
