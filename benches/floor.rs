@@ -14,7 +14,10 @@
 //!   plus first touch; the unmapping is not timed).
 //!
 //! `fresh` is what the float32 transform cannot beat; BENCHMARKS.md sets it
-//! against the goal.
+//! against the goal. Beside it, `rff_f32_library`: the library's own
+//! `FourierFeatures::transform_into` (fused kernel, `cos_bias` and
+//! `cos_sin`, D = 4,096 outputs either way) into the same two kinds of
+//! output, so the gap to the floor is read off one run.
 //!
 //! Also `f64_fma_peak`: the `f64` multiply-add rate of 2 threads (12
 //! independent 8-lane FMA chains each, register-only), in elements (lane
@@ -35,6 +38,12 @@ const ITEM_ROWS: usize = 96;
 mod work {
     use super::*;
     use criterion::Throughput;
+    use ndarray::{Array2, ArrayViewMut2};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+    use rand_distr::{Distribution, StandardNormal};
+    use randfeat_rs::fourier::{FourierConfig, FourierFeatures, Variant};
+    use randfeat_rs::Parallelism;
     use rayon::prelude::*;
     use std::arch::x86_64::*;
     use std::time::{Duration, Instant};
@@ -65,6 +74,13 @@ mod work {
         out.par_chunks_mut(ITEM_ROWS * COLS)
             // SAFETY: the caller checked AVX-512F.
             .for_each(|c| unsafe { item(c) });
+    }
+
+    /// Standard normal `ROWS x D_IN` input (fixed seed), as the comparison
+    /// script's.
+    fn input() -> Array2<f32> {
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        Array2::from_shape_simple_fn((ROWS, D_IN), || StandardNormal.sample(&mut rng))
     }
 
     /// Lane multiply-adds per thread of one `f64_fma_peak` iteration.
@@ -153,6 +169,39 @@ mod work {
                 total
             })
         });
+        grp.finish();
+        let mut grp = c.benchmark_group("rff_f32_library");
+        grp.sample_size(10);
+        let x = input();
+        for variant in [Variant::CosBias, Variant::CosSin] {
+            let cfg = FourierConfig {
+                variant,
+                length_scale: (D_IN as f64).sqrt(),
+                ..FourierConfig::new(COLS)
+            };
+            let map = FourierFeatures::fit(&cfg, D_IN, 0).expect("a valid map");
+            let apply = |out: &mut [f32]| {
+                let out = ArrayViewMut2::from_shape((ROWS, COLS), out).expect("ROWS x COLS");
+                pool.install(|| map.transform_into(x.view(), out, Parallelism::Rayon))
+                    .expect("a valid transform");
+            };
+            grp.bench_function(format!("{variant:?}/touched"), |b| {
+                b.iter(|| apply(&mut touched))
+            });
+            grp.bench_function(format!("{variant:?}/fresh"), |b| {
+                b.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        let mut out = Fresh::new();
+                        let slice = out.as_mut_slice();
+                        let t = Instant::now();
+                        apply(slice);
+                        total += t.elapsed();
+                    }
+                    total
+                })
+            });
+        }
         grp.finish();
         let mut grp = c.benchmark_group("f64_fma_peak");
         grp.throughput(Throughput::Elements((2 * 12 * 8 * PEAK_CHAIN_STEPS) as u64));

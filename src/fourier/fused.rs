@@ -35,7 +35,7 @@ use num_traits::{Float, Zero};
 use rayon::prelude::*;
 
 use super::features::Variant;
-use super::sincos::{cos_f32, sincos_fast, FAST_LIMIT};
+use super::sincos::{cos_f32, sincos_f32, sincos_fast, FAST_LIMIT};
 use crate::real::Real;
 use crate::simd::{Isa, Vector};
 use crate::threads::Parallelism;
@@ -122,6 +122,23 @@ fn cos_fast<T: Real>(a: T) -> T {
     }
 }
 
+/// `(sin a, cos a)` by the vector kernels of [`super::sincos`]
+/// (`|a| ≤ FAST_LIMIT`): `sincos_f32` for `f32`, the `f64` kernel for `f64`.
+#[inline(always)]
+fn sin_cos_fast<T: Real>(a: T) -> (T, T) {
+    if TypeId::of::<T>() == TypeId::of::<f32>() {
+        // For T = f32 all conversions are exact (identity).
+        let (s, c) = sincos_f32(a.to_f64_exact() as f32);
+        (
+            T::from_f64_lossy(f64::from(s)),
+            T::from_f64_lossy(f64::from(c)),
+        )
+    } else {
+        let (s, c) = sincos_fast(a.to_f64_exact());
+        (T::from_f64_lossy(s), T::from_f64_lossy(c))
+    }
+}
+
 /// One `MR × NR` tile (`NR = NV · LANES`): accumulates `p = x_g W_pᵀ` over
 /// `k = 0..d` in `MR × NV` registers (`xg`: the row group packed `d × MR`,
 /// `wp`: the panel `d × NR`), evaluates the features and writes the first
@@ -197,16 +214,18 @@ unsafe fn tile<V: Vector, const MR: usize, const NV: usize, const NR: usize>(
             store::<V::T, MR, NR>(&res, out, ld, j0, rows, cols, full);
         }
         Variant::CosSin => {
+            let scale = <V::T>::from_f64_lossy(plan.scale);
+            let limit = <V::T>::from_f64_lossy(FAST_LIMIT);
             let mut cs = [[<V::T>::zero(); NR]; MR];
             let mut sn = [[<V::T>::zero(); NR]; MR];
             let mut far = false;
             for r in 0..MR {
                 for c in 0..NR {
-                    let a = acc[r][c].to_f64_exact();
-                    far |= a.abs() > FAST_LIMIT;
-                    let (s, co) = sincos_fast(a);
-                    cs[r][c] = <V::T>::from_f64_lossy(co * plan.scale);
-                    sn[r][c] = <V::T>::from_f64_lossy(s * plan.scale);
+                    let a = acc[r][c];
+                    far |= a.abs() > limit;
+                    let (s, co) = sin_cos_fast(a);
+                    cs[r][c] = co * scale;
+                    sn[r][c] = s * scale;
                 }
             }
             if far {
@@ -480,6 +499,7 @@ pub(super) fn transform_dense<T: Real>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fourier::sincos::SINCOS_F32_BOUND;
     use crate::fourier::{FourierConfig, FourierFeatures, Method, Projection, Sampler};
     use ndarray::Array2;
     use rand::SeedableRng;
@@ -513,9 +533,9 @@ mod tests {
     /// (as the transform uses them), and a per-element bound on the error
     /// of a `T` transform: the dot product (`γ_d` in `T`, plus the
     /// oracle's own `γ_d` in `f64`), the rounding of `p + b` (`cos_bias`),
-    /// the cosine kernel (`f32`: `9·2^-24 + 6.5e-9`, module docs of
-    /// `sincos`; `f64`: `2.5e-16`, tested there), and the roundings of the
-    /// scaled result.
+    /// the cosine kernel (`f32`: `9·2^-24 + 6.5e-9` for `cos_bias`,
+    /// `SINCOS_F32_BOUND` for `cos_sin`, module docs of `sincos`; `f64`:
+    /// `2.5e-16`, tested there), and the roundings of the scaled result.
     fn oracle<T: Real>(map: &FourierFeatures, x: &Array2<T>) -> (Array2<f64>, Array2<f64>) {
         let Projection::Dense(w) = &map.projection else {
             panic!("dense maps only")
@@ -523,6 +543,7 @@ mod tests {
         let (m, d) = w.dim();
         let u = unit::<T>();
         let cos_err = if u > 1e-10 { 9.0 * u + 6.5e-9 } else { 2.5e-16 };
+        let sincos_err = if u > 1e-10 { SINCOS_F32_BOUND } else { 2.5e-16 };
         let round = |v: f64| T::from_f64_lossy(v).to_f64_exact();
         let scale = map.scale();
         let n = x.nrows();
@@ -547,7 +568,7 @@ mod tests {
                     None => {
                         val[[i, j]] = scale * p.cos();
                         val[[i, m + j]] = scale * p.sin();
-                        let e = scale * (dot_err + 2.5e-16 + 2.0 * u);
+                        let e = scale * (dot_err + sincos_err + 2.0 * u);
                         bound[[i, j]] = e;
                         bound[[i, m + j]] = e;
                     }

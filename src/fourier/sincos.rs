@@ -1,7 +1,7 @@
 //! The hot kernel of random Fourier features: `cos` and `sin` of a whole row
 //! of projections at once, vectorized.
 //!
-//! Method (per element, in `f64` for both `f32` and `f64` data):
+//! Method (per element, in `f64`; `f32` data below):
 //! 1. Cody–Waite reduction `r = x − k π/2`, `k = round(2x/π)`, with `π/2`
 //!    split in three parts (the first two have 33 significant bits, so
 //!    `k · part` is exact for `|k| < 2^20`); `|r| ≤ π/4`.
@@ -17,14 +17,16 @@
 //! `std` path instead (the reduction above loses accuracy far out). The
 //! accuracy against `std` is tested below (a few `f64` ulps).
 //!
-//! For `f32` data the `cos_bias` variant, `cos(x + b)`, has its own kernel
-//! in `f32` arithmetic, 16 lanes per AVX-512 register (`cos_f32`): the sum
-//! `x + b` is rounded to `f32` (an error of the size the `f32` GEMM already
-//! makes in `x`), reduced by `π` with fused multiply-adds, and the cosine
-//! taken by a degree-12 polynomial; the error is a few `f32` ulps (bound
-//! derived and tested below). The range `|x + b| ≤ FAST_LIMIT` is checked in
-//! blocks of [`RANGE_BLOCK`] angles as they are computed, not in a separate
-//! pass. `mul_add` is hardware FMA on x86-64 (AVX2+FMA or AVX-512) and
+//! For `f32` data both variants have their own kernels in `f32` arithmetic,
+//! 16 lanes per AVX-512 register. `cos_bias`, `cos(x + b)` (`cos_f32`): the
+//! sum `x + b` is rounded to `f32` (an error of the size the `f32` GEMM
+//! already makes in `x`), reduced by `π` with fused multiply-adds, and the
+//! cosine taken by a degree-12 polynomial. `cos_sin` (`sincos_f32`): the
+//! reduction by `π/2` and the quadrant logic above, in `f32` with fused
+//! multiply-adds, and Taylor polynomials of degree 9 and 10. Both errors
+//! are a few `f32` ulps (bounds derived and tested below). The range
+//! `|x| ≤ FAST_LIMIT` is checked in blocks of [`RANGE_BLOCK`] angles as they
+//! are computed, not in a separate pass. `mul_add` is hardware FMA on x86-64 (AVX2+FMA or AVX-512) and
 //! correctly rounded everywhere else, so the bits do not depend on the
 //! SIMD level either.
 
@@ -112,6 +114,65 @@ pub(super) fn cos_f32(x: f32) -> f32 {
     f32::from_bits(c.to_bits() ^ ((q & 1) << 31))
 }
 
+const FRAC_2_PI_F32: f32 = std::f32::consts::FRAC_2_PI;
+const PIO2_1_F32: f32 = std::f32::consts::FRAC_PI_2;
+const PIO2_2_F32: f32 = (std::f64::consts::FRAC_PI_2 - PIO2_1_F32 as f64) as f32;
+const PIO2_3_F32: f32 =
+    (std::f64::consts::FRAC_PI_2 - PIO2_1_F32 as f64 - PIO2_2_F32 as f64) as f32;
+
+/// Error bound of [`sincos_f32`] against the exact sine and cosine of its
+/// `f32` argument: `5·2^-24` rounding plus `2.2e-9` truncation (derivation
+/// in its doc comment).
+pub const SINCOS_F32_BOUND: f64 = 5.0 / 16_777_216.0 + 2.2e-9;
+
+/// `(sin x, cos x)` in `f32` for `|x| ≤ FAST_LIMIT`, branch-free (the
+/// `cos_sin` variant of `f32` data): `x = kπ/2 + r` with `k = round(2x/π)`
+/// (the `1.5·2^23` trick; `k mod 4` is in the last two mantissa bits), `r`
+/// by a three-part Cody–Waite reduction with fused multiply-adds, then the
+/// Taylor polynomials of `sin r` to degree 9 and `cos r` to degree 10 and
+/// the quadrant swap and signs of [`sincos_fast`].
+///
+/// Error, at most [`SINCOS_F32_BOUND`] absolute. `2/π` rounded to `f32`
+/// can move `k` by one only when `2x/π` is within `|x|·2^-24·2/π < 0.004`
+/// of a half-integer, so `|r| ≤ 0.7914 < 0.8`. Truncation: `0.8^11/11! <
+/// 2.2e-9` (sine), `0.8^12/12! < 1.5e-10` (cosine). Rounding, in units of
+/// `u = 2^-24`: the three reduction steps each round a value of magnitude
+/// `< 0.8` (`2.4u`; the split of `π/2` is exact to `2^-72` relative, times
+/// `k < 2^16`: negligible), carried with slope `≤ 1`; `z = r²` rounded
+/// (`0.64u`) times `|∂/∂z| ≤ 0.134` (sine) or `0.5` (cosine); the Horner
+/// steps and `r·z` (sine `< 0.45u`, cosine `< 0.4u`); the last fused
+/// multiply-add rounds the result (`≤ 0.72u` for `|sin r| ≤ sin 0.8`, `≤ u`
+/// for the cosine). Sum: sine `< 3.7u`, cosine `< 4.1u`, both `< 5u`.
+#[inline(always)]
+pub(super) fn sincos_f32(x: f32) -> (f32, f32) {
+    let t = x.mul_add(FRAC_2_PI_F32, ROUND_MAGIC_F32);
+    let q = t.to_bits();
+    let k = t - ROUND_MAGIC_F32;
+    let r = (-k).mul_add(PIO2_1_F32, x);
+    let r = (-k).mul_add(PIO2_2_F32, r);
+    let r = (-k).mul_add(PIO2_3_F32, r);
+    let z = r * r;
+    let ps = z.mul_add(1.0 / 362_880.0, -1.0 / 5_040.0);
+    let ps = z.mul_add(ps, 1.0 / 120.0);
+    let ps = z.mul_add(ps, -1.0 / 6.0);
+    let s = (r * z).mul_add(ps, r);
+    let pc = z.mul_add(-1.0 / 3_628_800.0, 1.0 / 40_320.0);
+    let pc = z.mul_add(pc, -1.0 / 720.0);
+    let pc = z.mul_add(pc, 1.0 / 24.0);
+    let pc = z.mul_add(pc, -0.5);
+    let c = z.mul_add(pc, 1.0);
+    let (sb, cb) = (s.to_bits(), c.to_bits());
+    let swap = 0u32.wrapping_sub(q & 1);
+    let sin_bits = (cb & swap) | (sb & !swap);
+    let cos_bits = (sb & swap) | (cb & !swap);
+    let sin_sign = (q & 2) << 30;
+    let cos_sign = (q.wrapping_add(1) & 2) << 30;
+    (
+        f32::from_bits(sin_bits ^ sin_sign),
+        f32::from_bits(cos_bits ^ cos_sign),
+    )
+}
+
 /// Angles per range check of the `f32` shifted cosine: a block is computed
 /// by the `f32` cosine kernel into a stack buffer while `|x| ≤ FAST_LIMIT` is checked,
 /// and recomputed through `std` (in `f64`) if the check fails.
@@ -141,6 +202,35 @@ fn cos_shift_f32(c: &mut [f32], b: &[f32], scale: f32) {
     }
 }
 
+/// `c[j] <- scale·cos(c[j])`, `s[j] <- scale·sin(c[j])` in `f32`
+/// ([`sincos_f32`]), block by block with the range check of
+/// [`cos_shift_f32`].
+#[inline(always)]
+fn sincos_f32_row(c: &mut [f32], s: &mut [f32], scale: f32) {
+    const LIMIT: f32 = FAST_LIMIT as f32;
+    let (mut cbuf, mut sbuf) = ([0.0_f32; RANGE_BLOCK], [0.0_f32; RANGE_BLOCK]);
+    for (cb, sb) in c.chunks_mut(RANGE_BLOCK).zip(s.chunks_mut(RANGE_BLOCK)) {
+        let mut out_of_range = 0_u32;
+        for ((co, so), a) in cbuf.iter_mut().zip(sbuf.iter_mut()).zip(cb.iter()) {
+            // A NaN is not flagged: both paths give NaN for it.
+            out_of_range |= u32::from(a.abs() > LIMIT);
+            let (sn, cs) = sincos_f32(*a);
+            *co = cs * scale;
+            *so = sn * scale;
+        }
+        if out_of_range == 0 {
+            sb.copy_from_slice(&sbuf[..cb.len()]);
+            cb.copy_from_slice(&cbuf[..cb.len()]);
+        } else {
+            for (cv, sv) in cb.iter_mut().zip(sb.iter_mut()) {
+                let (sn, cs) = f64::from(*cv).sin_cos();
+                *cv = (cs * f64::from(scale)) as f32;
+                *sv = (sn * f64::from(scale)) as f32;
+            }
+        }
+    }
+}
+
 #[inline(always)]
 fn max_abs<T: Real>(x: &[T]) -> f64 {
     x.iter().fold(0.0_f64, |m, v| m.max(v.to_f64_exact().abs()))
@@ -151,6 +241,16 @@ fn max_abs<T: Real>(x: &[T]) -> f64 {
 #[inline(always)]
 fn sincos_body<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
     let s = &mut s[..c.len()];
+    if TypeId::of::<T>() == TypeId::of::<f32>() {
+        // SAFETY: T is f32 (checked above), so both slices hold f32 values.
+        let (c, s) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(c.as_mut_ptr() as *mut f32, c.len()),
+                std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut f32, s.len()),
+            )
+        };
+        return sincos_f32_row(c, s, scale as f32);
+    }
     if max_abs(c) <= FAST_LIMIT {
         for (cv, sv) in c.iter_mut().zip(s.iter_mut()) {
             let (sn, cs) = sincos_fast(cv.to_f64_exact());
@@ -201,11 +301,11 @@ fn cos_shift_body<T: Real>(c: &mut [T], b: &[T], scale: f64) {
 mod x86 {
     use super::*;
 
-    #[target_feature(enable = "avx512f")]
+    #[target_feature(enable = "avx512f,fma")]
     pub(super) fn sincos_avx512<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
         sincos_body(c, s, scale)
     }
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,fma")]
     pub(super) fn sincos_avx2<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
         sincos_body(c, s, scale)
     }
@@ -233,8 +333,8 @@ pub fn sincos_scaled<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
             // SAFETY: the CPU supports AVX-512F (checked above).
             return unsafe { x86::sincos_avx512(c, s, scale) };
         }
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked above).
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU supports AVX2 and FMA (checked above).
             return unsafe { x86::sincos_avx2(c, s, scale) };
         }
     }
@@ -331,8 +431,8 @@ mod tests {
         sincos_scaled(&mut c, &mut s, 0.5);
         for i in 0..x.len() {
             let v = x32[i] as f64;
-            assert!((c[i] as f64 - 0.5 * v.cos()).abs() <= 1e-7);
-            assert!((s[i] as f64 - 0.5 * v.sin()).abs() <= 1e-7);
+            assert!((c[i] as f64 - 0.5 * v.cos()).abs() <= SINCOS_F32_BOUND_HALF);
+            assert!((s[i] as f64 - 0.5 * v.sin()).abs() <= SINCOS_F32_BOUND_HALF);
         }
         let b: Vec<f64> = angles(x.len(), 3.0);
         let mut c = x.clone();
@@ -346,6 +446,78 @@ mod tests {
     /// rounding plus `6.5e-9` truncation, halved, plus the output rounding
     /// (half an `f32` ulp of a value `≤ 0.5`, `2^-26`).
     const F32_BOUND_HALF: f64 = 0.5 * (9.0 / 16_777_216.0 + 6.5e-9) + 1.0 / 67_108_864.0;
+
+    /// The bound of `sincos_f32` for `0.5 sin x`, `0.5 cos x`: its
+    /// [`SINCOS_F32_BOUND`] halved plus the rounding of the product by the
+    /// scale (at most `2^-24 · 0.5`).
+    const SINCOS_F32_BOUND_HALF: f64 = 0.5 * SINCOS_F32_BOUND + 1.0 / 33_554_432.0;
+
+    #[test]
+    fn f32_sincos_within_its_error_bound() {
+        // Against the f64 sine and cosine of the same f32 angle.
+        let check = |x: &[f32], what: &str| {
+            let mut c = x.to_vec();
+            let mut s = vec![0.0_f32; x.len()];
+            sincos_scaled(&mut c, &mut s, 0.5);
+            let mut worst = 0.0_f64;
+            for i in 0..x.len() {
+                let (sn, cs) = f64::from(x[i]).sin_cos();
+                let err = (f64::from(c[i]) - 0.5 * cs)
+                    .abs()
+                    .max((f64::from(s[i]) - 0.5 * sn).abs());
+                assert!(
+                    err <= SINCOS_F32_BOUND_HALF,
+                    "{what}: x = {}: {err:e}",
+                    x[i]
+                );
+                worst = worst.max(err);
+            }
+            println!("{what}: max error {worst:.3e} (bound {SINCOS_F32_BOUND_HALF:.3e})");
+        };
+        for range in [1.0, 50.0, FAST_LIMIT - 7.0] {
+            let x: Vec<f32> = angles(20_000, range).iter().map(|&v| v as f32).collect();
+            check(&x, &format!("range {range}"));
+        }
+        // Quadrant boundaries (multiples of pi/4: the swaps and signs) and
+        // the f32 neighbours of the largest multiples of pi/2 in range.
+        let mut x: Vec<f32> = (-80..=80)
+            .map(|k| k as f32 * std::f32::consts::FRAC_PI_4)
+            .collect();
+        let top = (FAST_LIMIT / std::f64::consts::FRAC_PI_2).floor();
+        for k in [top, top - 1.0, -top] {
+            let v = (k * std::f64::consts::FRAC_PI_2) as f32;
+            x.extend([
+                v,
+                f32::from_bits(v.to_bits() + 1),
+                f32::from_bits(v.to_bits() - 1),
+            ]);
+        }
+        x.extend([0.0, -0.0, 1e-30, 0.5, -0.5]);
+        check(&x, "special points");
+    }
+
+    #[test]
+    fn f32_sincos_out_of_range_block_takes_std() {
+        let n = 2 * RANGE_BLOCK + 3;
+        let mut x: Vec<f32> = angles(n, 20.0).iter().map(|&v| v as f32).collect();
+        x[n - 2] = -2.0e6;
+        let mut c = x.clone();
+        let mut s = vec![0.0_f32; n];
+        sincos_scaled(&mut c, &mut s, 0.5);
+        for i in 0..n {
+            let (sn, cs) = f64::from(x[i]).sin_cos();
+            if i >= 2 * RANGE_BLOCK {
+                assert_eq!(
+                    (c[i], s[i]),
+                    ((0.5 * cs) as f32, (0.5 * sn) as f32),
+                    "std at {i}"
+                );
+            } else {
+                let err = (f64::from(c[i]) - 0.5 * cs).abs();
+                assert!(err <= SINCOS_F32_BOUND_HALF, "fast path at {i}: {err:e}");
+            }
+        }
+    }
 
     #[test]
     fn f32_shifted_cosine_out_of_range_block_takes_std() {
