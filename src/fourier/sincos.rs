@@ -86,6 +86,19 @@ const PI_2: f32 = (std::f64::consts::PI - PI_1 as f64) as f32;
 const PI_3: f32 = (std::f64::consts::PI - PI_1 as f64 - PI_2 as f64) as f32;
 const ROUND_MAGIC_F32: f32 = 12_582_912.0; // 1.5 * 2^23
 
+/// `x = k·p + r` in `f32` with `k = round(x·inv_p)` (the `1.5·2^23` trick:
+/// the low mantissa bits of the returned word hold `k mod 2^m`) and `r`
+/// by the three-part Cody–Waite split `p = parts[0] + parts[1] + parts[2]`,
+/// one fused multiply-add a part. Returns `(bits of k + 1.5·2^23, r)`.
+#[inline(always)]
+fn reduce_f32(x: f32, inv_p: f32, parts: [f32; 3]) -> (u32, f32) {
+    let t = x.mul_add(inv_p, ROUND_MAGIC_F32);
+    let k = t - ROUND_MAGIC_F32;
+    let r = (-k).mul_add(parts[0], x);
+    let r = (-k).mul_add(parts[1], r);
+    (t.to_bits(), (-k).mul_add(parts[2], r))
+}
+
 /// `cos x` in `f32` for `|x| ≤ FAST_LIMIT`, branch-free: `x = kπ + r` with
 /// `k = round(x/π)` (the `1.5·2^23` trick; the parity of `k` is the last
 /// mantissa bit), `r` by a three-part Cody–Waite reduction with fused
@@ -97,13 +110,7 @@ const ROUND_MAGIC_F32: f32 = 12_582_912.0; // 1.5 * 2^23
 /// `2^-24 (1 + 2.47·0.5 + 2.47²·0.042 + …) < 2.5·2^-24` (`z ≤ 2.47`).
 #[inline(always)]
 pub(super) fn cos_f32(x: f32) -> f32 {
-    const FRAC_1_PI: f32 = std::f32::consts::FRAC_1_PI;
-    let t = x.mul_add(FRAC_1_PI, ROUND_MAGIC_F32);
-    let q = t.to_bits();
-    let k = t - ROUND_MAGIC_F32;
-    let r = (-k).mul_add(PI_1, x);
-    let r = (-k).mul_add(PI_2, r);
-    let r = (-k).mul_add(PI_3, r);
+    let (q, r) = reduce_f32(x, std::f32::consts::FRAC_1_PI, [PI_1, PI_2, PI_3]);
     let z = r * r;
     let p = z.mul_add(1.0 / 479_001_600.0, -1.0 / 3_628_800.0);
     let p = z.mul_add(p, 1.0 / 40_320.0);
@@ -120,9 +127,10 @@ const PIO2_2_F32: f32 = (std::f64::consts::FRAC_PI_2 - PIO2_1_F32 as f64) as f32
 const PIO2_3_F32: f32 =
     (std::f64::consts::FRAC_PI_2 - PIO2_1_F32 as f64 - PIO2_2_F32 as f64) as f32;
 
-/// Error bound of [`sincos_f32`] against the exact sine and cosine of its
-/// `f32` argument: `5·2^-24` rounding plus `2.2e-9` truncation (derivation
-/// in its doc comment).
+/// Absolute error bound of the `f32` sine and cosine that the `cos_sin`
+/// variant takes of `f32` angles (the crate-private `sincos_f32`) against
+/// the exact values at the `f32` argument: `5·2^-24` rounding plus `2.2e-9`
+/// truncation, derived in that function's doc comment.
 pub const SINCOS_F32_BOUND: f64 = 5.0 / 16_777_216.0 + 2.2e-9;
 
 /// `(sin x, cos x)` in `f32` for `|x| ≤ FAST_LIMIT`, branch-free (the
@@ -145,12 +153,7 @@ pub const SINCOS_F32_BOUND: f64 = 5.0 / 16_777_216.0 + 2.2e-9;
 /// for the cosine). Sum: sine `< 3.7u`, cosine `< 4.1u`, both `< 5u`.
 #[inline(always)]
 pub(super) fn sincos_f32(x: f32) -> (f32, f32) {
-    let t = x.mul_add(FRAC_2_PI_F32, ROUND_MAGIC_F32);
-    let q = t.to_bits();
-    let k = t - ROUND_MAGIC_F32;
-    let r = (-k).mul_add(PIO2_1_F32, x);
-    let r = (-k).mul_add(PIO2_2_F32, r);
-    let r = (-k).mul_add(PIO2_3_F32, r);
+    let (q, r) = reduce_f32(x, FRAC_2_PI_F32, [PIO2_1_F32, PIO2_2_F32, PIO2_3_F32]);
     let z = r * r;
     let ps = z.mul_add(1.0 / 362_880.0, -1.0 / 5_040.0);
     let ps = z.mul_add(ps, 1.0 / 120.0);
