@@ -143,6 +143,20 @@ mod work {
         }
     }
 
+    /// Total time of `iters` calls of `fill`, each into a new [`Fresh`]
+    /// mapping (its creation not timed).
+    fn time_fresh(iters: u64, fill: impl Fn(&mut [f32])) -> Duration {
+        let mut total = Duration::ZERO;
+        for _ in 0..iters {
+            let mut out = Fresh::new();
+            let slice = out.as_mut_slice();
+            let t = Instant::now();
+            fill(slice);
+            total += t.elapsed();
+        }
+        total
+    }
+
     pub fn bench(c: &mut Criterion) {
         if !is_x86_feature_detected!("avx512f") {
             eprintln!("floor: needs AVX-512F; skipped");
@@ -157,17 +171,7 @@ mod work {
         let mut touched = vec![0.0f32; ROWS * COLS];
         grp.bench_function("touched", |b| b.iter(|| pool.install(|| run(&mut touched))));
         grp.bench_function("fresh", |b| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    let mut out = Fresh::new();
-                    let slice = out.as_mut_slice();
-                    let t = Instant::now();
-                    pool.install(|| run(slice));
-                    total += t.elapsed();
-                }
-                total
-            })
+            b.iter_custom(|iters| time_fresh(iters, |out| pool.install(|| run(out))))
         });
         grp.finish();
         let mut grp = c.benchmark_group("rff_f32_library");
@@ -189,17 +193,7 @@ mod work {
                 b.iter(|| apply(&mut touched))
             });
             grp.bench_function(format!("{variant:?}/fresh"), |b| {
-                b.iter_custom(|iters| {
-                    let mut total = Duration::ZERO;
-                    for _ in 0..iters {
-                        let mut out = Fresh::new();
-                        let slice = out.as_mut_slice();
-                        let t = Instant::now();
-                        apply(slice);
-                        total += t.elapsed();
-                    }
-                    total
-                })
+                b.iter_custom(|iters| time_fresh(iters, apply))
             });
         }
         grp.finish();
