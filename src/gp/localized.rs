@@ -1138,7 +1138,17 @@ fn fill_body(
                 // Factor `j` of feature `r` at block row `k` is
                 // `src[first + j·step + k]`: in the cache, or gathered.
                 let (src, first, step): (&[f64], usize, usize) = match rows {
-                    Rows::Contiguous(k0) => (b.proj, r * n + k0, w * n),
+                    Rows::Contiguous(k0) => {
+                        // The next feature's factor rows, while this one's
+                        // are multiplied out for the whole group.
+                        if r + 1 < w {
+                            for j in 0..b.degree {
+                                let at = (j * w + r + 1) * n + k0;
+                                crate::simd::prefetch(&b.proj[at..at + m]);
+                            }
+                        }
+                        (b.proj, r * n + k0, w * n)
+                    }
                     Rows::Gather(idx) => {
                         for (j, t) in tmp.chunks_exact_mut(m).take(b.degree).enumerate() {
                             let src = &b.proj[(j * w + r) * n..(j * w + r + 1) * n];
