@@ -1072,7 +1072,9 @@ fn feature_row(
 /// (`v`, `s` the cached and the centroid's projections scaled by `1/l`;
 /// complex products when complex), the remaining rows 0. A real feature is
 /// built in registers by [`feature_row`] (one store per entry; its factor
-/// rows come from the cache for the group's first centroid, then from L1);
+/// rows, when the block's rows are contiguous, are prefetched from the
+/// cache while the previous feature is built, then read from L1 by every
+/// centroid of the group);
 /// a complex one in passes over its two rows, each factor row read once for
 /// the whole group. Per feature the products are those of
 /// [`crate::sketch::PolySketch::combine_factors`] in the same order. `gs`
@@ -1139,15 +1141,16 @@ fn fill_body(
                 // `src[first + j·step + k]`: in the cache, or gathered.
                 let (src, first, step): (&[f64], usize, usize) = match rows {
                     Rows::Contiguous(k0) => {
-                        // The next feature's factor rows, while this one's
-                        // are multiplied out for the whole group.
+                        let (first, step) = (r * n + k0, w * n);
+                        // The next feature's factor rows (`n` further on),
+                        // while this one's are multiplied out for the group.
                         if r + 1 < w {
                             for j in 0..b.degree {
-                                let at = (j * w + r + 1) * n + k0;
+                                let at = first + n + j * step;
                                 crate::simd::prefetch(&b.proj[at..at + m]);
                             }
                         }
-                        (b.proj, r * n + k0, w * n)
+                        (b.proj, first, step)
                     }
                     Rows::Gather(idx) => {
                         for (j, t) in tmp.chunks_exact_mut(m).take(b.degree).enumerate() {
