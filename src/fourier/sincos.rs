@@ -87,7 +87,8 @@ const PI_3: f32 = (std::f64::consts::PI - PI_1 as f64 - PI_2 as f64) as f32;
 const ROUND_MAGIC_F32: f32 = 12_582_912.0; // 1.5 * 2^23
 
 /// `x = k·p + r` in `f32` with `k = round(x·inv_p)` (the `1.5·2^23` trick:
-/// the low mantissa bits of the returned word hold `k mod 2^m`) and `r`
+/// the low bits of the returned word hold `k` modulo `2^22`, so its last
+/// one or two bits give the parity or the quadrant) and `r`
 /// by the three-part Cody–Waite split `p = parts[0] + parts[1] + parts[2]`,
 /// one fused multiply-add a part. Returns `(bits of k + 1.5·2^23, r)`.
 #[inline(always)]
