@@ -18,7 +18,6 @@ from sklearn.base import clone
 from sklearn.kernel_approximation import RBFSampler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import randfeat_rs as rf
 from randfeat_rs import (
     ExactGPR,
     GpuError,
@@ -36,16 +35,6 @@ U32 = 2.0**-24
 
 def gamma(k: int) -> float:
     return k * U32 / (1 - k * U32)
-
-
-@pytest.fixture(autouse=True)
-def _default_env(monkeypatch):
-    monkeypatch.delenv("RANDFEAT_GPU", raising=False)
-
-
-def need_gpu() -> None:
-    if rf.gpu_info() is None:
-        pytest.fail("no GPU adapter: `make test` installs Mesa's lavapipe (mesa-vulkan-drivers)")
 
 
 def sketch_tolerance(ps: PolynomialSketch, X: np.ndarray) -> np.ndarray:
@@ -73,10 +62,10 @@ SKETCHES = [
 ]
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 @pytest.mark.parametrize(("sketch", "complex_weights", "degree"), SKETCHES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_polynomial_sketch_gpu_matches_cpu(sketch, complex_weights, degree, dtype):
-    need_gpu()
     # d = 5 (+ bias: d' = 8), D = 21 (odd: a zero column with complex
     # weights; not a multiple of d'), N = 70 (not a multiple of 64 or 256).
     X = np.random.default_rng(1).standard_normal((70, 5)).astype(dtype)
@@ -108,13 +97,13 @@ def test_polynomial_sketch_gpu_matches_cpu(sketch, complex_weights, degree, dtyp
     assert gpu.transform(X[:0]).shape == (0, 21)
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 @pytest.mark.parametrize(
     ("variant", "sampler", "n_components"),
     [("cos_sin", "mc", 33), ("cos_bias", "orthogonal", 20), ("cos_sin", "structured", 32)],
 )
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_fourier_gpu_matches_cpu(variant, sampler, n_components, dtype):
-    need_gpu()
     X = np.random.default_rng(2).standard_normal((70, 16)).astype(dtype)
     kw = dict(length_scale=2.0, kernel_variance=1.7, variant=variant, sampler=sampler)
     cpu = RandomFourierFeatures(n_components, random_state=4, **kw).fit(X)
@@ -143,13 +132,13 @@ def gpr_features():
     ]
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 @pytest.mark.parametrize("features", gpr_features(), ids=lambda f: type(f).__name__)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gpr_gpu_statistics_match_cpu(features, dtype):
     """Features and Phi^T Phi, Phi^T y on the device equal the CPU
     accumulation of the same (float32) features to the pairwise bound
     gamma_64 (|Phi|^T |Phi|) of gpu.gram."""
-    need_gpu()
     rng = np.random.default_rng(5)
     X = rng.standard_normal((300, 4)).astype(dtype)
     y = np.sin(X.sum(axis=1)) + 0.1 * rng.standard_normal(300)
@@ -190,8 +179,8 @@ def test_gpr_gpu_statistics_match_cpu(features, dtype):
     assert np.all(np.abs(gp2.stats_.gram - ref2.stats_.gram) <= gamma(64) * (a2.T @ a2) + 1e-300)
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 def test_gpu_hidden_errors_and_auto_falls_back(monkeypatch):
-    need_gpu()
     X = np.random.default_rng(6).standard_normal((20, 3))
     y = X[:, 0]
     monkeypatch.setenv("RANDFEAT_GPU", "off")
@@ -214,15 +203,15 @@ def test_gpu_hidden_errors_and_auto_falls_back(monkeypatch):
     assert rgpu.dispatch_count() == before, "nothing may run on a hidden GPU"
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 def test_auto_with_software_allowed_uses_the_gpu(monkeypatch):
-    need_gpu()
     monkeypatch.setenv("RANDFEAT_GPU", "software")
     X = np.random.default_rng(7).standard_normal((10, 3))
     assert PolynomialSketch(8, device="auto").fit(X).device_ == "gpu"
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 def test_configurations_without_a_gpu_kernel():
-    need_gpu()
     X = np.random.default_rng(8).standard_normal((10, 3))
     with pytest.raises(InvalidInputError, match="tensor_sketch"):
         PolynomialSketch(8, sketch="tensor_sketch", device="gpu").fit(X)
@@ -297,10 +286,10 @@ MACLAURIN = [
 ]
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 @pytest.mark.parametrize("params", MACLAURIN, ids=["srht", "srht-complex", "rademacher-h01"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_maclaurin_gpu_matches_cpu(params, dtype):
-    need_gpu()
+def test_maclaurin_gpu_matches_cpu(set_gpu_chunk_bytes, params, dtype):
     # d = 5 (d' = 8), N = 70: not multiples of d', the 64 tile or the 256
     # workgroup; D not a multiple of d'.
     X = np.random.default_rng(11).standard_normal((70, 5)).astype(dtype)
@@ -328,15 +317,12 @@ def test_maclaurin_gpu_matches_cpu(params, dtype):
     assert again.device_ == "gpu"
     np.testing.assert_array_equal(again.transform(X), got)
     assert gpu.transform(X[:0]).shape == (0, params["n_components"])
-    rgpu.set_chunk_bytes(4096)
-    try:
-        np.testing.assert_array_equal(gpu.transform(X), got)
-    finally:
-        rgpu.set_chunk_bytes(128 << 20)
+    set_gpu_chunk_bytes(4096)
+    np.testing.assert_array_equal(gpu.transform(X), got)
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 def test_maclaurin_device_errors_and_fallback(monkeypatch):
-    need_gpu()
     X = np.random.default_rng(12).standard_normal((30, 3))
     x1 = X[:, :1]
     # No GPU kernel: the explicit map of one feature, TensorSketch blocks.
@@ -420,8 +406,8 @@ def localized_bound(gp_cpu, X, y, Xt, n_components, noise, seed, max_degree):
     return out_mu, out_v
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 def test_localized_gpu_matches_cpu():
-    need_gpu()
     rng = np.random.default_rng(13)
     X = rng.uniform(-3, 3, (150, 3))
     y = np.sin(X[:, 0]) + 0.1 * X[:, 1] + 0.05 * rng.standard_normal(150)
