@@ -20,7 +20,6 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import randfeat_rs as rf
 from randfeat_rs import NystroemFeatures, RandomFourierFeatures, _core
-from randfeat_rs.datasets import load_yacht
 
 XP = np.array([[0.3, -0.2, 0.5], [-0.1, 0.4, 0.2]])
 L = 0.8
@@ -222,9 +221,8 @@ def test_seed_claims_lr500():
         assert errs["orthogonal", n] < errs["mc", n]
 
 
-def test_seed_claims_yacht():
-    x, _ = load_yacht()
-    x = (x - x.mean(0)) / x.std(0)
+def test_seed_claims_yacht(yacht):
+    x, _ = yacht
     ell = _bandwidth(x)
     sizes = (1024, 2048)
     errs = _gram_errors(x, ell, ("mc", "orthogonal", "moment_matching"), sizes, range(5))

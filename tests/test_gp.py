@@ -20,7 +20,7 @@ from randfeat_rs import (
     SufficientStatistics,
     _core,
 )
-from randfeat_rs.datasets import load_kin8nm, load_yacht
+from randfeat_rs.datasets import load_kin8nm
 
 X3 = np.array([[0.0], [1.0], [2.0]])
 Y3 = np.array([0.0, 1.0, 0.0])
@@ -34,14 +34,6 @@ def _project(X, W):
 def deterministic_features(d_in: int, d_out: int, seed: int = 0) -> FunctionTransformer:
     W = np.random.default_rng(seed).standard_normal((d_in, d_out))
     return FunctionTransformer(_project, kw_args={"W": W})
-
-
-def yacht_subset(n: int = 120):
-    X, y = load_yacht()
-    X = (X - X.mean(0)) / X.std(0)
-    y = (y - y.mean()) / y.std()
-    idx = np.random.default_rng(0).permutation(X.shape[0])[:n]
-    return np.ascontiguousarray(X[idx]), np.ascontiguousarray(y[idx])
 
 
 # ---------------------------------------------------------------- oracles of 7.1
@@ -72,7 +64,7 @@ def test_three_point_prediction_oracle():
 
 
 @pytest.mark.parametrize("ard", [False, True])
-def test_gradients_match_central_differences(ard):
+def test_gradients_match_central_differences(yacht_subset, ard):
     X, y = yacht_subset(60)
     d = X.shape[1]
     rng = np.random.default_rng(1)
@@ -97,7 +89,7 @@ def test_gradients_match_central_differences(ard):
 
 
 @pytest.mark.parametrize("ard", [False, True])
-def test_lml_optimum_matches_scipy_lbfgsb_on_the_same_objective(ard):
+def test_lml_optimum_matches_scipy_lbfgsb_on_the_same_objective(yacht_subset, ard):
     X, y = yacht_subset(120)
     yc = y - y.mean()
     d = X.shape[1]
@@ -203,7 +195,7 @@ def test_coarse_to_fine_fit_reaches_scipys_optimum_on_1100_rows():
     assert -lbfgsb(theta).fun <= lml + 1e-8 * abs(lml)
 
 
-def test_optimize_subset_keeps_the_rest_fixed():
+def test_optimize_subset_keeps_the_rest_fixed(yacht_subset):
     X, y = yacht_subset(80)
     gp = ExactGPR(noise_variance=0.02, kernel_variance=0.9, optimize=("length_scale",)).fit(X, y)
     assert gp.noise_variance_ == 0.02 and gp.kernel_variance_ == 0.9
@@ -211,7 +203,7 @@ def test_optimize_subset_keeps_the_rest_fixed():
     np.testing.assert_array_equal(gp2.length_scale_, [1.0, 2.0, 1.0, 1.0, 1.0, 3.0])
 
 
-def test_restarts_never_worse_and_seeded():
+def test_restarts_never_worse_and_seeded(yacht_subset):
     X, y = yacht_subset(80)
     a = ExactGPR(n_restarts=0).fit(X, y)
     b = ExactGPR(n_restarts=3, random_state=5).fit(X, y)
@@ -362,7 +354,7 @@ def test_metric_bad_input():
 # ---------------------------------------------------------------- contract
 
 
-def test_pickle_round_trips_bit_identical():
+def test_pickle_round_trips_bit_identical(yacht_subset):
     X, y = yacht_subset(60)
     for est in (
         ExactGPR(n_restarts=0).fit(X, y),
@@ -375,7 +367,7 @@ def test_pickle_round_trips_bit_identical():
         np.testing.assert_array_equal(a[1], b[1])
 
 
-def test_thread_invariance():
+def test_thread_invariance(yacht_subset):
     X, y = yacht_subset(100)
     old = rf.get_num_threads()
     out = {}
@@ -392,7 +384,7 @@ def test_thread_invariance():
         np.testing.assert_array_equal(a, b)
 
 
-def test_verbose_progress(capfd):
+def test_verbose_progress(yacht_subset, capfd):
     X, y = yacht_subset(60)
     ExactGPR(n_restarts=1, verbose=True).fit(X, y)
     RandomFeatureGPR(
@@ -403,7 +395,7 @@ def test_verbose_progress(capfd):
     assert "RandomFeatureGPR: 50/60 rows accumulated" in err
 
 
-def test_bad_inputs():
+def test_bad_inputs(yacht_subset):
     X, y = yacht_subset(30)
     for est in (ExactGPR(), RandomFeatureGPR(RBFSampler(n_components=8), noise_variance=0.1)):
         with pytest.raises(NotFittedError):
@@ -436,7 +428,7 @@ def test_bad_inputs():
         gp.log_marginal_likelihood(np.zeros(5))
 
 
-def test_a_corrupted_stored_factor_is_a_clear_error():
+def test_a_corrupted_stored_factor_is_a_clear_error(yacht_subset):
     # The predictions read the stored factor L_ as given (no copy): a zero or
     # NaN diagonal entry, or a non-square factor, must be refused, not solved.
     X, y = yacht_subset(30)

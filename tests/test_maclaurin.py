@@ -18,7 +18,6 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import randfeat_rs as rf
 from randfeat_rs import InvalidInputError, MaclaurinFeatures
-from randfeat_rs.datasets import load_yacht
 
 
 def _data(n=60, d=5, seed=0):
@@ -210,9 +209,8 @@ def _compare(X, length_scale, n_components, sketch, repeats=5):
     return errs
 
 
-def test_optimized_beats_random_on_yacht():
-    X, _ = load_yacht()
-    X = (X - X.mean(0)) / X.std(0)
+def test_optimized_beats_random_on_yacht(yacht):
+    X, _ = yacht
     errs = _compare(X, np.sqrt(X.shape[1]), 256, "tensor_srht")
     print(f"\nyacht, l = sqrt(d), D = 256, relative Gram error (mean of 5): {errs}")
     assert errs["optimized"] < errs["random"]
@@ -225,12 +223,11 @@ def test_optimized_beats_random_on_1024d():
     assert errs["optimized"] < errs["random"]
 
 
-def test_maclaurin_vs_rff_across_length_scales():
+def test_maclaurin_vs_rff_across_length_scales(yacht):
     # No assertion on the winner: the table shows the regime where each wins
     # (Maclaurin for long length scales, RFF for short ones). The RFF here is
     # scikit-learn's RBFSampler.
-    X, _ = load_yacht()
-    X = (X - X.mean(0)) / X.std(0)
+    X, _ = yacht
     rows = []
     for factor in [0.25, 0.5, 1.0, 2.0, 4.0]:
         ell = factor * np.sqrt(X.shape[1])
