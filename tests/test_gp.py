@@ -7,7 +7,6 @@ import pickle
 import numpy as np
 import pytest
 import scipy.optimize
-from sklearn.exceptions import NotFittedError
 from sklearn.kernel_approximation import RBFSampler
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -352,36 +351,7 @@ def test_metric_bad_input():
 
 
 # ---------------------------------------------------------------- contract
-
-
-def test_pickle_round_trips_bit_identical(yacht_subset):
-    X, y = yacht_subset(60)
-    for est in (
-        ExactGPR(n_restarts=0).fit(X, y),
-        RandomFeatureGPR(RBFSampler(n_components=64, random_state=1), noise_variance=0.1).fit(X, y),
-    ):
-        back = pickle.loads(pickle.dumps(est))
-        a = est.predict(X[:7], return_std=True)
-        b = back.predict(X[:7], return_std=True)
-        np.testing.assert_array_equal(a[0], b[0])
-        np.testing.assert_array_equal(a[1], b[1])
-
-
-def test_thread_invariance(yacht_subset):
-    X, y = yacht_subset(100)
-    old = rf.get_num_threads()
-    out = {}
-    try:
-        for t in (1, 2):
-            rf.set_num_threads(t)
-            e = ExactGPR(n_restarts=1, random_state=0).fit(X, y)
-            r = RandomFeatureGPR(RBFSampler(n_components=300, random_state=2), noise_variance=0.1)
-            r.fit(X, y)
-            out[t] = (e.log_marginal_likelihood_, *e.predict(X[:9], True), *r.predict(X[:9], True))
-    finally:
-        rf.set_num_threads(old)
-    for a, b in zip(out[1], out[2]):
-        np.testing.assert_array_equal(a, b)
+# (pickling, thread counts, dtypes and the errors for bad data: test_common.py)
 
 
 def test_verbose_progress(yacht_subset, capfd):
@@ -397,19 +367,6 @@ def test_verbose_progress(yacht_subset, capfd):
 
 def test_bad_inputs(yacht_subset):
     X, y = yacht_subset(30)
-    for est in (ExactGPR(), RandomFeatureGPR(RBFSampler(n_components=8), noise_variance=0.1)):
-        with pytest.raises(NotFittedError):
-            est.predict(X)
-        with pytest.raises(ValueError, match="inconsistent numbers of samples"):
-            est.fit(X, y[:-1])
-        Xn = X.copy()
-        Xn[3, 2] = np.nan
-        with pytest.raises(ValueError, match="NaN"):
-            est.fit(Xn, y)
-        yn = y.copy()
-        yn[0] = np.inf
-        with pytest.raises(ValueError, match=r"infinity|NaN"):
-            est.fit(X, yn)
     for kw in ({"noise_variance": 0.0}, {"kernel_variance": -1.0}, {"length_scale": -2.0}):
         with pytest.raises(ValueError, match=next(iter(kw))):
             ExactGPR(**kw).fit(X, y)
@@ -422,8 +379,6 @@ def test_bad_inputs(yacht_subset):
     with pytest.raises(ValueError, match="features"):
         RandomFeatureGPR("not a transformer").fit(X, y)
     gp = ExactGPR(n_restarts=0).fit(X, y)
-    with pytest.raises(ValueError, match="features"):
-        gp.predict(X[:, :3])
     with pytest.raises(InvalidInputError, match="theta"):
         gp.log_marginal_likelihood(np.zeros(5))
 
