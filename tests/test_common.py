@@ -47,7 +47,6 @@ from sklearn.utils.validation import check_is_fitted
 import randfeat_rs as rf
 from randfeat_rs import (
     ExactGPR,
-    InvalidInputError,
     LocalizedMaclaurinGPR,
     MaclaurinFeatures,
     NystroemFeatures,
@@ -581,29 +580,9 @@ def test_fit_on_no_rows_is_refused(case):
         _fit(case.make(), X[:0], y[:0])
 
 
-def _empty_transform_bug(est: Any) -> bool:
-    """Where the CPU transform of no rows fails today: PolynomialSketch
-    without bias, and MaclaurinFeatures (both reach the stride check of
-    PolySketch::transform_into, which refuses an empty output array)."""
-    if getattr(est, "device_", "cpu") != "cpu":
-        return False
-    if isinstance(est, PolynomialSketch):
-        return est.bias == 0
-    return isinstance(est, MaclaurinFeatures)
-
-
-def test_transform_of_no_rows(transformer_case, request):
+def test_transform_of_no_rows(transformer_case):
     X, _, _ = _data(transformer_case)
     est = _fitted(transformer_case)
-    if _empty_transform_bug(est):
-        request.applymarker(
-            pytest.mark.xfail(
-                raises=InvalidInputError,
-                strict=True,
-                reason="known bug: the stride check of PolySketch::transform_into refuses "
-                "an empty output array; remove this mark once fixed",
-            )
-        )
     width = _width(est, X)
     for dtype in (np.float64, np.float32):
         Z = est.transform(np.zeros((0, X.shape[1]), dtype))

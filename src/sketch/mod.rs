@@ -249,7 +249,7 @@ impl PolySketch {
         par: Parallelism,
     ) -> Result<()> {
         check_shapes(x.dim(), out.dim(), self.dim, self.width())?;
-        if out.ncols() > 1 && out.strides()[1] != 1 {
+        if out.nrows() > 0 && out.ncols() > 1 && out.strides()[1] != 1 {
             return Err(Error::invalid(
                 "out",
                 "the rows of the output must be contiguous (unit column stride)",

@@ -448,3 +448,22 @@ fn tensor_sketch_small_d() {
         );
     }
 }
+
+#[test]
+fn transform_of_no_rows() {
+    // An empty output carries no meaningful strides (NumPy hands `(0, D)`
+    // column blocks with any strides): no rows is a valid, empty transform.
+    for kind in [
+        SketchKind::Gaussian,
+        SketchKind::Rademacher,
+        SketchKind::TensorSrht,
+        SketchKind::TensorSketch,
+    ] {
+        let sk = PolySketch::draw(kind, false, 2, 4, 8, &mut rng::seeded(1)).unwrap();
+        let x = Array2::<f64>::zeros((0, 4));
+        let mut wide = Array2::<f64>::zeros((0, 16));
+        let out = wide.slice_mut(s![.., ..;2]);
+        sk.transform_into(x.view(), out, Parallelism::Sequential)
+            .unwrap();
+    }
+}
