@@ -33,6 +33,7 @@ pub mod gp;
 pub mod gpu;
 pub mod linalg;
 pub mod maclaurin;
+pub mod progress;
 pub mod real;
 pub mod rng;
 pub mod sketch;
@@ -42,6 +43,7 @@ pub mod threads;
 mod python;
 
 pub use error::{Error, Result};
+pub use progress::Monitor;
 pub use real::Real;
 pub use threads::Parallelism;
 

@@ -89,7 +89,8 @@ fn panic_message(p: Box<dyn Any + Send>) -> String {
     }
 }
 
-/// The exception class (in `randfeat_rs.exceptions`) for each error.
+/// The exception class (in `randfeat_rs.exceptions`) for each error but
+/// [`Error::Interrupted`], which is Python's own `KeyboardInterrupt`.
 fn class_name(e: &Error) -> &'static str {
     match e {
         Error::NotPowerOfTwo { .. }
@@ -97,7 +98,7 @@ fn class_name(e: &Error) -> &'static str {
         | Error::InvalidParameter { .. }
         | Error::NonFinite { .. } => "InvalidInputError",
         Error::NotPositiveDefinite { .. } => "NotPositiveDefiniteError",
-        Error::ThreadPool(_) => "RandfeatError",
+        Error::ThreadPool(_) | Error::Interrupted => "RandfeatError",
         Error::Gpu(_) => "GpuError",
         Error::Internal(_) => "RustPanicError",
     }
@@ -105,6 +106,9 @@ fn class_name(e: &Error) -> &'static str {
 
 /// Converts a core error into an instance of its Python exception class.
 pub(crate) fn to_pyerr(py: Python<'_>, e: Error) -> PyErr {
+    if e == Error::Interrupted {
+        return pyo3::exceptions::PyKeyboardInterrupt::new_err(());
+    }
     let msg = e.to_string();
     let class = py
         .import("randfeat_rs.exceptions")
