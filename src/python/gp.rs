@@ -70,12 +70,14 @@ fn exact_gp_fit<'py>(
         n_restarts,
         seed,
         max_iter,
-        verbose,
         center,
         ..ExactGpConfig::default()
     };
     let (xv, yv) = (x.as_array(), y.as_array());
-    let gp = ffi::call(py, || fit_exact(xv, yv, &cfg, Parallelism::Rayon))?;
+    let _ = verbose;
+    let gp = ffi::call(py, || {
+        fit_exact(xv, yv, &cfg, Parallelism::Rayon, &crate::Monitor::default())
+    })?;
     let chol = gp.chol.l_array();
     Ok((
         Array1::from(gp.kernel.length_scale).into_pyarray(py),
