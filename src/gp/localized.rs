@@ -305,7 +305,7 @@ impl LocalizedMaclaurinGp {
         let verbose = config.verbose;
         let allocate = || {
             let t0 = Instant::now();
-            let map = MaclaurinMap::fit(x, &config.map, seed, par);
+            let map = MaclaurinMap::fit(x, &config.map, seed, par, &crate::Monitor::default());
             (map, t0.elapsed().as_secs_f64())
         };
         let cluster = || {

@@ -8,6 +8,7 @@ use rand_distr::StandardNormal;
 use super::*;
 use crate::linalg::{as_faer, Cholesky};
 use crate::maclaurin::MaclaurinKernel;
+use crate::progress::Monitor;
 use crate::rng::seeded;
 use crate::sketch::SketchKind;
 
@@ -124,7 +125,14 @@ fn one_cluster_is_the_vanilla_maclaurin_gp() {
     assert_eq!(gp.centroids().nrows(), 1);
     let pred = gp.predict(xt.view(), true, Parallelism::Rayon).unwrap();
     // The vanilla feature GP (7.2) on the map fitted with the same seed.
-    let map = MaclaurinMap::fit(x.view(), &cfg.map, 11, Parallelism::Rayon).unwrap();
+    let map = MaclaurinMap::fit(
+        x.view(),
+        &cfg.map,
+        11,
+        Parallelism::Rayon,
+        &Monitor::default(),
+    )
+    .unwrap();
     let phi = map.transform(x.view(), Parallelism::Rayon).unwrap();
     let mut stats = FeatureStats::new(map.width());
     stats

@@ -89,7 +89,13 @@ fn fit_typed<T: Real + numpy::Element>(
     let x: PyReadonlyArray2<'_, T> = x.extract()?;
     let view = x.as_array();
     ffi::call(py, || {
-        MaclaurinMap::fit(view, cfg, seed, Parallelism::Rayon)
+        MaclaurinMap::fit(
+            view,
+            cfg,
+            seed,
+            Parallelism::Rayon,
+            &crate::Monitor::default(),
+        )
     })
 }
 
