@@ -12,6 +12,7 @@ use crate::gp::localized::{LocalizedConfig, LocalizedMaclaurinGp, LocalizedPredi
 use crate::gpu::Device;
 use crate::maclaurin::map::MaclaurinConfig;
 use crate::maclaurin::MaclaurinKernel;
+use crate::progress::Monitor;
 use crate::real::Real;
 use crate::sketch::SketchKind;
 use crate::threads::Parallelism;
@@ -36,7 +37,7 @@ fn fit_typed<T: Real + numpy::Element>(
     let x: PyReadonlyArray2<'_, T> = x.extract()?;
     let (xv, yv) = (x.as_array(), y.as_array());
     ffi::call(py, || {
-        LocalizedMaclaurinGp::fit(xv, yv, cfg, seed, Parallelism::Rayon)
+        LocalizedMaclaurinGp::fit(xv, yv, cfg, seed, Parallelism::Rayon, &Monitor::default())
     })
 }
 
@@ -50,10 +51,11 @@ fn predict_typed<T: Real + numpy::Element>(
     let x: PyReadonlyArray2<'_, T> = x.extract()?;
     let xv = x.as_array();
     ffi::call(py, || {
+        let monitor = Monitor::default();
         if at_test_points {
-            gp.predict_at_test_points(xv, want_var, Parallelism::Rayon)
+            gp.predict_at_test_points(xv, want_var, Parallelism::Rayon, &monitor)
         } else {
-            gp.predict(xv, want_var, Parallelism::Rayon)
+            gp.predict(xv, want_var, Parallelism::Rayon, &monitor)
         }
     })
 }
@@ -117,9 +119,9 @@ impl PyLocalizedGp {
             n_clusters,
             tol,
             center_y,
-            verbose,
             device,
         };
+        let _ = verbose;
         let inner = if is_f32(x) {
             fit_typed::<f32>(py, x, y, &cfg, seed)?
         } else {
@@ -168,7 +170,10 @@ impl PyLocalizedGp {
     /// Builds every centroid's GP now (they are otherwise built on first
     /// use); returns how many were built.
     fn build_all(&self, py: Python<'_>) -> PyResult<usize> {
-        ffi::call(py, || self.inner.build_all(Parallelism::Rayon))
+        ffi::call(py, || {
+            self.inner
+                .build_all(Parallelism::Rayon, &Monitor::default())
+        })
     }
 
     /// Predicts `x` (float32 or float64): `(mean, latent variance or None,
