@@ -90,8 +90,10 @@ impl Monitor {
         self.cancelled.load(Ordering::Relaxed)
     }
 
-    /// Starts a stage named `name` of `total` units (0: the total is not
-    /// known in advance); its done counter restarts at 0.
+    /// Starts a stage of `total` units (0: the total is not known in
+    /// advance); its done counter restarts at 0. `name` says what the units
+    /// are, as a plural noun (e.g. "centroid GPs"), so that
+    /// "{done}/{total} {name}" reads as a sentence.
     pub fn stage(&self, name: &str, total: u64) {
         let mut state = self.lock();
         state.stage.clear();
@@ -154,17 +156,20 @@ mod tests {
     fn stage_counters_and_messages() {
         let m = Monitor::default();
         assert_eq!(m.snapshot(), (String::new(), 0, 0));
-        m.stage("pair statistics", 6);
+        m.stage("blocks of pair statistics", 6);
         std::thread::scope(|s| {
             for _ in 0..3 {
                 s.spawn(|| m.advance(2));
             }
         });
-        assert_eq!(m.snapshot(), ("pair statistics".to_string(), 6, 6));
+        assert_eq!(
+            m.snapshot(),
+            ("blocks of pair statistics".to_string(), 6, 6)
+        );
         // A new stage restarts the done counter.
-        m.stage("clustering", 0);
+        m.stage("centroids", 0);
         m.advance(1);
-        assert_eq!(m.snapshot(), ("clustering".to_string(), 1, 0));
+        assert_eq!(m.snapshot(), ("centroids".to_string(), 1, 0));
         m.message("first");
         m.message(String::from("second"));
         assert_eq!(m.take_messages(), vec!["first", "second"]);
@@ -175,7 +180,7 @@ mod tests {
     fn linked_monitors_share_only_the_cancellation() {
         let m = Monitor::new();
         let side = m.linked();
-        side.stage("allocation", 4);
+        side.stage("candidate degrees", 4);
         side.message("side");
         assert_eq!(m.snapshot(), (String::new(), 0, 0));
         assert!(m.take_messages().is_empty());

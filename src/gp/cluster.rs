@@ -31,7 +31,7 @@ fn farther(a: (f64, usize), b: (f64, usize)) -> (f64, usize) {
 /// `δ` is maintained incrementally, `O(N d)` per added centroid (parallel
 /// over fixed row chunks; deterministic). Returns the centroids
 /// (`|C| × d`, the first row is `start`). `monitor` gets the stage
-/// "clustering" (one unit per centroid; the total is `max_clusters`, or 0
+/// "centroids" (one unit per centroid; the total is `max_clusters`, or 0
 /// when only the threshold bounds the count) and is checked before every
 /// pass.
 pub fn farthest_point<T: Real>(
@@ -63,7 +63,7 @@ pub fn farthest_point<T: Real>(
     }
     let mut centroids: Vec<f64> = start.to_vec();
     let mut count = 1usize;
-    monitor.stage("clustering", max_clusters.unwrap_or(0) as u64);
+    monitor.stage("centroids", max_clusters.unwrap_or(0) as u64);
     monitor.advance(1);
     if threshold.is_none() && max_clusters.is_none() {
         return Array2::from_shape_vec((1, d), centroids)
@@ -299,8 +299,8 @@ mod tests {
     fn clustering_reports_its_centroids_and_stops_on_a_cancel() {
         let x = array![[0.0], [1.0], [2.0], [10.0]];
         for (k, want) in [
-            (None, ("clustering".to_string(), 4, 0)),
-            (Some(2), ("clustering".to_string(), 2, 2)),
+            (None, ("centroids".to_string(), 4, 0)),
+            (Some(2), ("centroids".to_string(), 2, 2)),
         ] {
             let monitor = Monitor::new();
             farthest_point(

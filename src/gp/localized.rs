@@ -250,7 +250,7 @@ impl LocalizedMaclaurinGp {
     /// and independently of the clustering, so `θ` never changes them),
     /// then the farthest-point clustering with `θ·l` and/or `n_clusters`.
     ///
-    /// `monitor` gets the stage "clustering" (the allocation, which runs
+    /// `monitor` gets the stage "centroids" of the clustering (the allocation, which runs
     /// beside it, is cancelled with it but not reported) and a message each
     /// for the allocation and the clustering; every part checks it between
     /// blocks of work.

@@ -582,7 +582,7 @@ fn progress_is_reported_and_a_cancel_stops_every_phase() {
     let monitor = Monitor::new();
     let gp = LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 3, Parallelism::Rayon, &monitor)
         .unwrap();
-    assert_eq!(monitor.snapshot(), ("clustering".to_string(), 12, 12));
+    assert_eq!(monitor.snapshot(), ("centroids".to_string(), 12, 12));
     let messages = monitor.take_messages();
     assert_eq!(messages.len(), 2, "{messages:?}");
     assert!(messages[0].starts_with("allocation ["));

@@ -196,7 +196,7 @@ impl Problem<'_> {
     /// are no sketches (`p = n_0 − 1`). Errors: every candidate non-finite, or
     /// no degree can be sketched.
     ///
-    /// `monitor` gets the stage "allocation" (one unit per candidate `p`,
+    /// `monitor` gets the stage "candidate degrees" (one unit per candidate `p`,
     /// each an [`incremental`] run of `O(budget · p)` steps) and is checked
     /// before each candidate.
     pub fn solve(&self, monitor: &Monitor) -> Result<Allocation> {
@@ -241,7 +241,7 @@ impl Problem<'_> {
                 "the kernel has no degree that can be sketched with these settings",
             ));
         }
-        monitor.stage("allocation", range.len() as u64);
+        monitor.stage("candidate degrees", range.len() as u64);
         let candidates = range
             .iter()
             .map(|&p| {

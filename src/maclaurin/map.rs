@@ -204,8 +204,8 @@ impl MaclaurinMap {
     /// sketches, all drawn from `seed`. The sketch of degree `n` depends only
     /// on `seed`, `n` and its feature count, never on the data otherwise.
     ///
-    /// The optimized allocation reports its stages ("pair statistics",
-    /// "allocation") and a summary message to `monitor`, and checks it
+    /// The optimized allocation reports its stages ("blocks of pair
+    /// statistics", "candidate degrees") and a summary message to `monitor`, and checks it
     /// between blocks of work (see [`pair_statistics`] and
     /// [`Problem::solve`]).
     pub fn fit<T: Real>(

@@ -589,7 +589,7 @@ widest_simd! {
 /// their term; see [`PairStatistics::max_dropped`].
 ///
 /// The pairs are taken in blocks of `128 × 128` rows: `monitor` gets the
-/// stage "pair statistics" (one unit per block) and is checked before each.
+/// stage "blocks of pair statistics" (one unit per block) and is checked before each.
 pub fn pair_statistics(
     z: ArrayView2<f64>,
     spec: StatsSpec,
@@ -616,7 +616,7 @@ pub fn pair_statistics(
     let block_pairs: Vec<(usize, usize)> = (0..n_blocks)
         .flat_map(|i| (i..n_blocks).map(move |j| (i, j)))
         .collect();
-    monitor.stage("pair statistics", block_pairs.len() as u64);
+    monitor.stage("blocks of pair statistics", block_pairs.len() as u64);
     let run = |&(bi, bj): &(usize, usize)| -> Result<Acc> {
         monitor.check()?;
         let (i0, i1) = (bi * BLOCK, ((bi + 1) * BLOCK).min(n_s));

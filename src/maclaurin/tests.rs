@@ -456,7 +456,7 @@ fn allocation_reports_progress_and_stops_on_a_cancel() {
     // The last stage is the search over p; before it, the pair statistics
     // of 300 rows: 3 blocks of 128 rows, 6 block pairs.
     let (stage, done, total) = monitor.snapshot();
-    assert_eq!(stage, "allocation");
+    assert_eq!(stage, "candidate degrees");
     assert!(total >= 1 && done == total);
     let messages = monitor.take_messages();
     assert_eq!(
@@ -478,7 +478,7 @@ fn allocation_reports_progress_and_stops_on_a_cancel() {
     pair_statistics(z.view(), spec, Parallelism::Rayon, &stats_monitor).unwrap();
     assert_eq!(
         stats_monitor.snapshot(),
-        ("pair statistics".to_string(), 6, 6)
+        ("blocks of pair statistics".to_string(), 6, 6)
     );
     for par in [Parallelism::Sequential, Parallelism::Rayon] {
         let cancelled = Monitor::new();
