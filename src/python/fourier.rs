@@ -2,6 +2,7 @@
 //! the fitted arrays that `RandomFourierFeatures` and `NystroemFeatures`
 //! store (so the estimators pickle as plain NumPy arrays).
 
+use ndarray::s;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
@@ -94,9 +95,12 @@ fn rff_transform_typed<'py, T: Real + numpy::Element>(
         FourierFeatures::from_parts(projection, phases, variant, n_components, kernel_variance),
     )?;
     let src = x.as_array();
-    let out = ffi::call_with_output(py, src.nrows(), n_components, |dst| {
-        map.transform_into(src, dst, Parallelism::Rayon)
-    })?;
+    // A GEMM (or FWHT) entry and a cosine per output entry.
+    let row_flops = (n_components * (2 * d + 20)) as f64;
+    let out =
+        ffi::call_rows_with_output(py, src.nrows(), n_components, row_flops, None, |r, dst| {
+            map.transform_into(src.slice(s![r, ..]), dst, Parallelism::Rayon)
+        })?;
     Ok(out.into_any())
 }
 
@@ -186,8 +190,11 @@ fn nystroem_transform_typed<'py, T: Real + numpy::Element>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let x: PyReadonlyArray2<'py, T> = x.extract()?;
     let src = x.as_array();
-    let out = ffi::call_with_output(py, src.nrows(), map.landmarks.nrows(), |dst| {
-        map.transform_into(src, dst, Parallelism::Rayon)
+    let (m, d) = map.landmarks.dim();
+    // The kernel row against the landmarks, then its product with K_mm^{-1/2}.
+    let row_flops = (m * (3 * d + 2 * m)) as f64;
+    let out = ffi::call_rows_with_output(py, src.nrows(), m, row_flops, None, |r, dst| {
+        map.transform_into(src.slice(s![r, ..]), dst, Parallelism::Rayon)
     })?;
     Ok(out.into_any())
 }
