@@ -37,6 +37,7 @@ pub mod real;
 pub mod rng;
 pub mod sketch;
 pub mod threads;
+pub(crate) mod vexp;
 
 #[cfg(feature = "python")]
 mod python;

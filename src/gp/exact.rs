@@ -8,10 +8,11 @@ use faer::{Mat, MatMut, MatRef};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
-use super::{check_finite, check_positive, vexp};
+use super::{check_finite, check_positive};
 use crate::error::{Error, Result};
 use crate::linalg::{faer_par, Cholesky};
 use crate::threads::Parallelism;
+use crate::vexp;
 
 /// `ln 2π`.
 const LN_2PI: f64 = 1.837_877_066_409_345_5;

@@ -23,7 +23,6 @@ use rayon::prelude::*;
 use super::check_positive;
 use super::cluster::{farthest_point, nearest, sq_dists_t};
 use super::features::{FeatureGp, FeatureStats};
-use super::vexp;
 use crate::error::{Error, Result};
 use crate::gpu::Device;
 use crate::linalg::syrk::{gram_lower, Isa, Layout};
@@ -31,6 +30,7 @@ use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
 use crate::real::{all_finite, Real};
 use crate::sketch::SketchParams;
 use crate::threads::Parallelism;
+use crate::vexp;
 
 /// Training rows mapped and accumulated at a time per centroid (fixed, so
 /// results never depend on the thread count).
@@ -1000,7 +1000,7 @@ fn factor_row<'a>(
 }
 
 /// `w ← σ exp(−w/(2l²))` in place (squared distances to Gaussian weights,
-/// ALGORITHMS.md 8.2), with the vector `exp` of [`super::vexp`].
+/// ALGORITHMS.md 8.2), with the vector `exp` of [`crate::vexp`].
 #[inline(always)]
 fn gaussian_weights_body(w: &mut [f64], sigma: f64, inv_l: f64) {
     for v in w.iter_mut() {

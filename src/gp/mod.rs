@@ -14,7 +14,6 @@ pub mod features;
 pub mod localized;
 pub mod metrics;
 pub mod optimize;
-pub(crate) mod vexp;
 
 pub use exact::{ExactGp, GaussianKernel, LmlEval};
 pub use features::{FeatureGp, FeatureStats};
