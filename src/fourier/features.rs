@@ -5,11 +5,11 @@ use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
 use super::fused;
-use super::kernels::Kernel;
 use super::samplers::{self, Sampler};
 use super::sincos::{cos_shift_scaled, sincos_scaled};
 use crate::error::{Error, Result};
 use crate::fwht::{signed_transform, transform};
+use crate::kernels::Kernel;
 use crate::linalg::gemm;
 use crate::real::{all_finite, row_slice, Real};
 use crate::rng::substream;

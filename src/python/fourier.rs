@@ -7,9 +7,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyAny;
 
 use super::ffi;
-use crate::fourier::{
-    FourierConfig, FourierFeatures, Kernel, NystroemFeatures, Projection, Sampler, Variant,
-};
+use crate::fourier::{FourierConfig, FourierFeatures, Projection, Sampler, Variant};
+use crate::kernels::Kernel;
+use crate::nystroem::NystroemFeatures;
 use crate::real::Real;
 use crate::threads::Parallelism;
 
@@ -240,7 +240,7 @@ fn kernel_matrix<'py>(
                 got: ya.ncols(),
             });
         }
-        Ok(crate::fourier::kernel_matrix(xa, ya, kernel, length_scale))
+        Ok(crate::kernels::kernel_matrix(xa, ya, kernel, length_scale))
     })?;
     Ok(k.into_pyarray(py))
 }
