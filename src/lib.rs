@@ -38,6 +38,7 @@ pub mod nystroem;
 pub mod real;
 pub mod rng;
 pub mod sketch;
+pub mod stats;
 pub mod threads;
 pub(crate) mod vexp;
 

@@ -22,13 +22,14 @@ use rayon::prelude::*;
 
 use super::check_positive;
 use super::cluster::{farthest_point, nearest, sq_dists_t};
-use super::features::{FeatureGp, FeatureStats};
+use super::features::FeatureGp;
 use crate::error::{Error, Result};
 use crate::gpu::Device;
 use crate::linalg::syrk::{gram_lower, Isa, Layout};
 use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
 use crate::real::{all_finite, Real};
 use crate::sketch::SketchParams;
+use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
 use crate::vexp;
 

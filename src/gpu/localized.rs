@@ -32,8 +32,9 @@ use super::gram::{job_products, SPAN};
 use super::maclaurin::{check_supported, DeviceMaclaurin};
 use super::map::DeviceMap;
 use crate::error::{Error, Result};
-use crate::gp::features::{FeatureGp, FeatureStats};
+use crate::gp::features::FeatureGp;
 use crate::maclaurin::MaclaurinMap;
+use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
 
 /// The feature-space GPs (7.2) of the centroids `which` (rows of

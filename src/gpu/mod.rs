@@ -84,7 +84,7 @@ pub fn localized_gps(
     _centroids: ndarray::ArrayView2<f64>,
     _which: &[usize],
     _neighbours: impl FnMut(usize) -> Result<Vec<u32>>,
-    _fit: impl Fn(&crate::gp::FeatureStats, usize) -> Result<crate::gp::FeatureGp> + Sync,
+    _fit: impl Fn(&crate::stats::FeatureStats, usize) -> Result<crate::gp::FeatureGp> + Sync,
     _par: crate::threads::Parallelism,
 ) -> Result<Vec<crate::gp::FeatureGp>> {
     gpu_usable().map(|_| Vec::new())

@@ -14,9 +14,10 @@ use crate::error::Error;
 use crate::gp::exact::{log_marginal_likelihood, predict_exact};
 use crate::gp::features::predict_features;
 use crate::gp::optimize::fit_exact;
-use crate::gp::{metrics, ExactGpConfig, FeatureGp, FeatureStats, GaussianKernel, Hyper};
+use crate::gp::{metrics, ExactGpConfig, FeatureGp, GaussianKernel, Hyper};
 use crate::linalg::{as_faer, check_factor, Cholesky};
 use crate::real::Real;
+use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
 
 type Arr1<'py> = Bound<'py, PyArray1<f64>>;
