@@ -74,19 +74,20 @@ pub use rff::{rff_features, rff_features_into, RffVariant};
 pub use sketch::{sketch_features, sketch_features_into};
 
 /// Without the `gpu` feature: always [`Error::Gpu`] (see the feature's
-/// `localized_gps`, the localized GP's per-centroid statistics on the GPU).
+/// `localized_gps`, the localized GP's per-centroid statistics on the GPU,
+/// turned into the caller's models).
 #[cfg(not(feature = "gpu"))]
 #[allow(clippy::too_many_arguments)]
-pub fn localized_gps(
+pub fn localized_gps<G: Send>(
     _map: &crate::maclaurin::MaclaurinMap,
     _x: ndarray::ArrayView2<f64>,
     _y: ndarray::ArrayView1<f64>,
     _centroids: ndarray::ArrayView2<f64>,
     _which: &[usize],
     _neighbours: impl FnMut(usize) -> Result<Vec<u32>>,
-    _fit: impl Fn(&crate::stats::FeatureStats, usize) -> Result<crate::gp::FeatureGp> + Sync,
+    _fit: impl Fn(&crate::stats::FeatureStats, usize) -> Result<G> + Sync,
     _par: crate::threads::Parallelism,
-) -> Result<Vec<crate::gp::FeatureGp>> {
+) -> Result<Vec<G>> {
     gpu_usable().map(|_| Vec::new())
 }
 
