@@ -58,6 +58,15 @@ impl Variant {
         }
     }
 
+    /// The columns of cosines (and sines) for `m` frequencies: `m` for
+    /// `CosBias`, `2m` for `CosSin` (without the zero column of an odd `D`).
+    pub fn n_columns(self, m: usize) -> usize {
+        match self {
+            Variant::CosBias => m,
+            Variant::CosSin => 2 * m,
+        }
+    }
+
     /// The per-column scale (before the kernel's `σ`): `√(2/D)` or `1/√m`.
     pub fn scale(self, n_components: usize) -> f64 {
         match self {

@@ -29,7 +29,7 @@ use rayon::prelude::*;
 
 use super::context::{self, Context, Pending, WORKGROUP};
 use super::gram::{job_products, SPAN};
-use super::maclaurin::{check_supported, DeviceMaclaurin};
+use super::maclaurin::DeviceMaclaurin;
 use super::map::DeviceMap;
 use crate::error::{Error, Result};
 use crate::maclaurin::MaclaurinMap;
@@ -114,7 +114,7 @@ fn batched<G: Send>(
     max_rows: usize,
 ) -> Result<Vec<G>> {
     let map = p.map;
-    check_supported(map)?;
+    super::check_maclaurin(map)?;
     let (n, d) = p.x.dim();
     Error::check_n_features(d, p.centroids.ncols())?;
     if p.y.len() != n {

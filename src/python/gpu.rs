@@ -8,7 +8,8 @@ use pyo3::types::{PyAny, PyDict};
 use super::ffi;
 use super::maclaurin::PyMaclaurinMap;
 use super::sketch::PyPolySketch;
-use crate::gpu::{self, Device, FeatureMap, RffVariant};
+use crate::fourier::Variant;
+use crate::gpu::{self, Device, Gram};
 use crate::real::Real;
 
 /// The adapter in use as a dict, or None when no adapter is usable.
@@ -138,7 +139,7 @@ fn rff_typed<'py, T: Real + numpy::Element>(
     x: &Bound<'py, PyAny>,
     w: &Bound<'py, PyAny>,
     phases: Option<&Bound<'py, PyAny>>,
-    variant: RffVariant,
+    variant: Variant,
     scale: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
     let x: PyReadonlyArray2<'py, T> = x.extract()?;
@@ -163,25 +164,11 @@ fn gpu_rff<'py>(
     variant: &str,
     scale: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let variant = parse_variant(py, variant)?;
+    let variant = ffi::map_result(py, Variant::from_name(variant))?;
     if x.downcast::<PyArray2<f32>>().is_ok() {
         rff_typed::<f32>(py, x, w, phases, variant, scale)
     } else {
         rff_typed::<f64>(py, x, w, phases, variant, scale)
-    }
-}
-
-fn parse_variant(py: Python<'_>, variant: &str) -> PyResult<RffVariant> {
-    match variant {
-        "cos_bias" => Ok(RffVariant::CosBias),
-        "cos_sin" => Ok(RffVariant::CosSin),
-        other => ffi::map_result(
-            py,
-            Err(crate::Error::invalid(
-                "variant",
-                format!("expected \"cos_bias\" or \"cos_sin\", got {other:?}"),
-            )),
-        ),
     }
 }
 
@@ -222,32 +209,11 @@ fn gpu_sketch_transform(
 
 type GramPair<'py> = (Bound<'py, PyAny>, Option<Bound<'py, PyAny>>);
 
-fn map_gram_typed<'py, T: Real + numpy::Element>(
-    py: Python<'py>,
-    map: &FeatureMap<'_>,
-    x: &Bound<'py, PyAny>,
-    y: Option<PyReadonlyArray2<'py, f64>>,
-) -> PyResult<GramPair<'py>> {
-    let x: PyReadonlyArray2<'py, T> = x.extract()?;
-    let (xv, yv) = (x.as_array(), y.as_ref().map(|y| y.as_array()));
-    let g = ffi::call(py, || gpu::features_gram(map, xv, yv))?;
-    Ok((
+fn gram_pair(py: Python<'_>, g: Gram) -> GramPair<'_> {
+    (
         g.phi_t_phi.to_pyarray(py).into_any(),
         g.phi_t_y.map(|b| b.to_pyarray(py).into_any()),
-    ))
-}
-
-fn map_gram<'py>(
-    py: Python<'py>,
-    map: &FeatureMap<'_>,
-    x: &Bound<'py, PyAny>,
-    y: Option<PyReadonlyArray2<'py, f64>>,
-) -> PyResult<GramPair<'py>> {
-    if x.downcast::<PyArray2<f32>>().is_ok() {
-        map_gram_typed::<f32>(py, map, x, y)
-    } else {
-        map_gram_typed::<f64>(py, map, x, y)
-    }
+    )
 }
 
 /// (Phi^T Phi, Phi^T y or None) in float64 for the sketch features Phi of
@@ -262,12 +228,18 @@ fn gpu_sketch_gram<'py>(
     bias: f64,
     length_scale: f64,
 ) -> PyResult<GramPair<'py>> {
-    let map = FeatureMap::Sketch {
-        sketch: &sketch.inner,
-        bias,
-        length_scale,
+    let yv = y.as_ref().map(|y| y.as_array());
+    let sk = &sketch.inner;
+    let g = if x.downcast::<PyArray2<f32>>().is_ok() {
+        let x: PyReadonlyArray2<'py, f32> = x.extract()?;
+        let xv = x.as_array();
+        ffi::call(py, || gpu::sketch_gram(sk, xv, bias, length_scale, yv))?
+    } else {
+        let x: PyReadonlyArray2<'py, f64> = x.extract()?;
+        let xv = x.as_array();
+        ffi::call(py, || gpu::sketch_gram(sk, xv, bias, length_scale, yv))?
     };
-    map_gram(py, &map, x, y)
+    Ok(gram_pair(py, g))
 }
 
 /// (Phi^T Phi, Phi^T y or None) in float64 for the random Fourier features
@@ -284,13 +256,19 @@ fn gpu_rff_gram<'py>(
     variant: &str,
     scale: f64,
 ) -> PyResult<GramPair<'py>> {
-    let map = FeatureMap::Fourier {
-        w: w.as_array(),
-        phases: phases.as_ref().map(|b| b.as_array()),
-        variant: parse_variant(py, variant)?,
-        scale,
+    let variant = ffi::map_result(py, Variant::from_name(variant))?;
+    let (wv, bv) = (w.as_array(), phases.as_ref().map(|b| b.as_array()));
+    let yv = y.as_ref().map(|y| y.as_array());
+    let g = if x.downcast::<PyArray2<f32>>().is_ok() {
+        let x: PyReadonlyArray2<'py, f32> = x.extract()?;
+        let xv = x.as_array();
+        ffi::call(py, || gpu::rff_gram(xv, wv, bv, variant, scale, yv))?
+    } else {
+        let x: PyReadonlyArray2<'py, f64> = x.extract()?;
+        let xv = x.as_array();
+        ffi::call(py, || gpu::rff_gram(xv, wv, bv, variant, scale, yv))?
     };
-    map_gram(py, &map, x, y)
+    Ok(gram_pair(py, g))
 }
 
 fn maclaurin_typed<'py, T: Real + numpy::Element>(
