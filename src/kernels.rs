@@ -31,6 +31,7 @@ use crate::linalg::gemm;
 
 /// A normalized stationary kernel (see the module table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Kernel {
     /// `exp(−‖x − y‖²/(2l²))`.
     Gaussian,

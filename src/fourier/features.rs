@@ -26,6 +26,7 @@ const COL_BLOCK: usize = 256;
 
 /// The output layout (ALGORITHMS.md 5.2, 9.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Variant {
     /// `φ_j(x) = σ √(2/D) cos(w_jᵀx + b_j)`, `D` frequencies, phases `b_j ~ U[0, 2π)`.
     CosBias,
@@ -172,6 +173,7 @@ fn check_positive(name: &'static str, v: f64) -> Result<()> {
 
 /// How `x ↦ Wx` is computed.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Projection {
     /// An explicit `m × d` frequency matrix (one GEMM per output tile).
     Dense(Array2<f64>),
@@ -223,6 +225,7 @@ impl Projection {
 /// # Ok::<(), randfeat_rs::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FourierFeatures {
     /// The frequencies `W` (`m × d`), dense or structured.
     pub projection: Projection,

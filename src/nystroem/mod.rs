@@ -31,6 +31,7 @@ const CHUNK_ROWS: usize = 512;
 
 /// A fitted Nyström map.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct NystroemFeatures {
     /// The landmark rows (`m × d`).
     pub landmarks: Array2<f64>,
