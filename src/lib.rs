@@ -27,6 +27,7 @@ pub mod simd;
 
 pub mod binning;
 pub mod error;
+pub mod feature_map;
 pub mod fourier;
 pub mod fwht;
 pub mod gp;

@@ -4,11 +4,13 @@
 //! Cholesky.
 
 use faer::{MatMut, MatRef, Par};
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
 use super::check_positive;
 use crate::error::{Error, Result};
+use crate::feature_map::{self, FeatureMap};
+use crate::gpu::Device;
 use crate::linalg::{as_faer, mirror_lower, Cholesky};
 use crate::real::{all_finite, Real};
 use crate::stats::FeatureStats;
@@ -104,6 +106,65 @@ impl FeatureGp {
             want_var,
             par,
         )
+    }
+
+    /// Fits on the features `Φ(x)` of any [`FeatureMap`]: the statistics of
+    /// [`feature_map::accumulate`] on `device` (`chunk_rows` rows at a time
+    /// on the CPU), then [`FeatureGp::fit`].
+    ///
+    /// # Errors
+    /// As [`feature_map::accumulate`] and [`FeatureGp::fit`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn fit_map<M: FeatureMap, T: Real>(
+        map: &M,
+        x: ArrayView2<'_, T>,
+        y: ArrayView1<'_, f64>,
+        noise_variance: f64,
+        center: bool,
+        device: Device,
+        chunk_rows: usize,
+        par: Parallelism,
+    ) -> Result<Self> {
+        let mut stats = FeatureStats::new(map.n_components());
+        feature_map::accumulate(map, x, y, &mut stats, device, chunk_rows, par)?;
+        Self::fit(&stats, noise_variance, center, par)
+    }
+
+    /// Predicts at the rows of `x` through any [`FeatureMap`] (the map the
+    /// GP was fitted on): `chunk_rows` rows at a time are transformed on
+    /// `device` ([`feature_map::transform_into`]) and predicted by
+    /// [`FeatureGp::predict`].
+    ///
+    /// # Errors
+    /// As [`feature_map::transform_into`] and [`FeatureGp::predict`];
+    /// [`Error::InvalidParameter`] for `chunk_rows = 0`.
+    pub fn predict_map<M: FeatureMap, T: Real>(
+        &self,
+        map: &M,
+        x: ArrayView2<'_, T>,
+        want_var: bool,
+        device: Device,
+        chunk_rows: usize,
+        par: Parallelism,
+    ) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
+        if chunk_rows == 0 {
+            return Err(Error::invalid("chunk_rows", "must be >= 1, got 0"));
+        }
+        let n = x.nrows();
+        let mut mean = Array1::zeros(n);
+        let mut var = want_var.then(|| Array1::zeros(n));
+        let mut phi = Array2::<T>::zeros((chunk_rows.min(n), map.n_components()));
+        for (k, xc) in x.axis_chunks_iter(Axis(0), chunk_rows).enumerate() {
+            let rows = k * chunk_rows..k * chunk_rows + xc.nrows();
+            let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
+            feature_map::transform_into(map, xc, p.view_mut(), device, par)?;
+            let (m, v) = self.predict(p.view(), want_var, par)?;
+            mean.slice_mut(s![rows.clone()]).assign(&m);
+            if let (Some(var), Some(v)) = (var.as_mut(), v) {
+                var.slice_mut(s![rows]).assign(&v);
+            }
+        }
+        Ok((mean, var))
     }
 }
 
@@ -358,6 +419,51 @@ mod tests {
             let mean = row.dot(&gp.beta) + gp.y_mean;
             assert!((mu[j] - mean).abs() < 1e-12 * (1.0 + mean.abs()), "row {j}");
         }
+    }
+
+    #[test]
+    fn fit_and_predict_through_a_feature_map_equal_the_statistics_path() {
+        use crate::fourier::{FourierConfig, FourierFeatures};
+        let (n, d) = (120, 3);
+        let x = random_phi(n, d, 6);
+        let y: Array1<f64> = (0..n).map(|i| (i as f64 * 0.3).sin() + 2.0).collect();
+        let xs = random_phi(300, d, 7);
+        let map = FourierFeatures::fit(&FourierConfig::new(33), d, 1).unwrap();
+        let par = Parallelism::Rayon;
+        let gp =
+            FeatureGp::fit_map(&map, x.view(), y.view(), 0.1, true, Device::Cpu, 50, par).unwrap();
+        // The statistics path: the same chunks transformed and added.
+        let mut stats = FeatureStats::new(33);
+        for k0 in (0..n).step_by(50) {
+            let k1 = (k0 + 50).min(n);
+            let phi = map.transform(x.slice(s![k0..k1, ..]), par).unwrap();
+            stats
+                .accumulate(phi.view(), y.slice(s![k0..k1]), par)
+                .unwrap();
+        }
+        let want = FeatureGp::fit(&stats, 0.1, true, par).unwrap();
+        assert_eq!((gp.beta.clone(), gp.lml), (want.beta.clone(), want.lml));
+        let phis = map.transform(xs.view(), par).unwrap();
+        let (mu, var) = want.predict(phis.view(), true, par).unwrap();
+        let var = var.unwrap();
+        // One chunk: the same call; smaller chunks: the same rows' values.
+        let (m1, v1) = gp
+            .predict_map(&map, xs.view(), true, Device::Cpu, 300, par)
+            .unwrap();
+        assert_eq!((m1, v1), (mu.clone(), Some(var.clone())));
+        let (m2, v2) = gp
+            .predict_map(&map, xs.view(), true, Device::Cpu, 37, par)
+            .unwrap();
+        assert!((&m2 - &mu).iter().all(|v| v.abs() < 1e-12));
+        assert!((&v2.unwrap() - &var).iter().all(|v| v.abs() < 1e-12));
+        let (m3, none) = gp
+            .predict_map(&map, xs.view(), false, Device::Cpu, 37, par)
+            .unwrap();
+        assert_eq!(m3, m2);
+        assert!(none.is_none());
+        assert!(gp
+            .predict_map(&map, xs.view(), true, Device::Cpu, 0, par)
+            .is_err());
     }
 
     #[test]
