@@ -1275,5 +1275,4 @@ fn project_rows_t(
 }
 
 #[cfg(test)]
-#[path = "localized_tests.rs"]
 mod tests;
