@@ -40,6 +40,7 @@ pub mod real;
 pub mod rng;
 pub mod sketch;
 pub mod stats;
+pub mod system;
 pub mod threads;
 pub(crate) mod vexp;
 

@@ -111,28 +111,13 @@ fn cross_scaled(
 /// and of the best earlier run).
 const EXACT_MATRICES: u128 = 6;
 
-fn available_memory_bytes() -> u128 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("MemAvailable:"))
-                .and_then(|l| {
-                    l.split_whitespace()
-                        .nth(1)
-                        .and_then(|v| v.parse::<u128>().ok())
-                })
-        })
-        .map(|kib| kib * 1024)
-        // Without /proc/meminfo assume a modest 16 GiB machine.
-        .unwrap_or(16 << 30)
-}
-
-/// Refuses an exact GP whose `N × N` matrices would not fit in memory
-/// (ALGORITHMS.md 7.1: `O(N²)` memory), naming the approximate models.
-pub fn check_exact_size(n: usize) -> Result<()> {
+/// Refuses an exact GP whose `N × N` matrices would not fit in
+/// `memory_bytes` (ALGORITHMS.md 7.1: `O(N²)` memory), naming the
+/// approximate models. The caller gives the budget (the bindings pass
+/// [`crate::system::available_memory_bytes`]).
+pub fn check_exact_size(n: usize, memory_bytes: u64) -> Result<()> {
     let need = (n as u128) * (n as u128) * 8 * EXACT_MATRICES;
-    let avail = available_memory_bytes();
+    let avail = u128::from(memory_bytes);
     if need > avail {
         let gib = |b: u128| b as f64 / (1u128 << 30) as f64;
         return Err(Error::invalid(
@@ -150,7 +135,8 @@ pub fn check_exact_size(n: usize) -> Result<()> {
     Ok(())
 }
 
-/// Validates training data for an exact GP: shapes, finiteness, size.
+/// Validates training data for an exact GP: shapes and finiteness (the
+/// size against a memory budget is [`check_exact_size`]).
 pub(crate) fn check_training_data(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>) -> Result<()> {
     if x.nrows() != y.len() {
         return Err(Error::ShapeMismatch {
@@ -163,8 +149,7 @@ pub(crate) fn check_training_data(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>
         return Err(Error::invalid("X", "needs at least one training row"));
     }
     check_finite("X", x.iter())?;
-    check_finite("y", y.iter())?;
-    check_exact_size(x.nrows())
+    check_finite("y", y.iter())
 }
 
 /// The log marginal likelihood and its gradient (ALGORITHMS.md 7.1).
@@ -794,7 +779,10 @@ mod tests {
             variance: 1.0,
         };
         assert!(ExactGp::fit(x.view(), y.view(), two, 0.1, true, Parallelism::Rayon).is_err());
-        let msg = check_exact_size(50_000_000).unwrap_err().to_string();
+        assert!(check_exact_size(1_000, 1 << 30).is_ok());
+        let msg = check_exact_size(50_000_000, 16 << 30)
+            .unwrap_err()
+            .to_string();
         assert!(
             msg.contains("RandomFeatureGPR") && msg.contains("LocalizedMaclaurinGPR"),
             "{msg}"
