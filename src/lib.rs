@@ -47,6 +47,9 @@ pub(crate) mod vexp;
 #[cfg(feature = "python")]
 mod python;
 
+#[cfg(all(test, feature = "serde"))]
+mod serde_tests;
+
 pub use error::{Error, Result};
 pub use real::Real;
 pub use threads::Parallelism;

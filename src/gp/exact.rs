@@ -21,6 +21,7 @@ const LN_2PI: f64 = 1.837_877_066_409_345_5;
 /// with one length scale for all dimensions (`length_scale.len() == 1`) or
 /// one per dimension (ARD, `length_scale.len() == d`).
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GaussianKernel {
     /// Length scales: one value, or one per input dimension.
     pub length_scale: Vec<f64>,
@@ -481,6 +482,7 @@ pub(crate) fn lml_and_factor(
 /// A fitted exact GP (ALGORITHMS.md 7.1): training inputs, the Cholesky
 /// factor of `K_y`, `α = K_y^{−1}(y − ȳ)`, and the hyperparameters.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ExactGp {
     /// Training inputs (`N × d`).
     pub x_train: Array2<f64>,

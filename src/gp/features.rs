@@ -23,6 +23,7 @@ const LN_2PI: f64 = 1.837_877_066_409_345_5;
 /// and `β = A^{−1}Φᵀ(y − ȳ)/σ_n²`; predictions `μ* = φ*ᵀβ + ȳ`,
 /// `v* = ‖L_A^{−1}φ*‖²`, `v*_y = v* + σ_n²`.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FeatureGp {
     /// The factor `L_A`.
     pub chol: Cholesky,

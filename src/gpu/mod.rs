@@ -134,6 +134,7 @@ pub const GPU_ENV: &str = "RANDFEAT_GPU";
 
 /// Where a computation runs (`device="cpu"|"gpu"|"auto"` in Python).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Device {
     /// The CPU path (rayon threads, SIMD).
     #[default]

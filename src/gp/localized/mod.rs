@@ -45,6 +45,8 @@ use crate::threads::Parallelism;
 
 mod centroid_stats;
 mod norm_bound;
+#[cfg(feature = "serde")]
+mod stored;
 #[cfg(test)]
 mod tests;
 
@@ -54,6 +56,7 @@ pub use norm_bound::NormBound;
 
 /// Settings of [`LocalizedMaclaurinGp`] (ALGORITHMS.md 8.2).
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct LocalizedConfig {
     /// The Maclaurin map (Gaussian kernel; `l`, `σ²`, `D`, sketch, ...).
     pub map: MaclaurinConfig,
@@ -82,6 +85,7 @@ type Part = (Vec<usize>, Array1<f64>, Option<Array1<f64>>);
 /// Wall-clock seconds of the fit phases (the two run side by side when
 /// the fit is parallel, so they may add up to more than the fit).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FitTimings {
     /// Centering, pair statistics, allocation and weight draws (4.2–4.7).
     pub allocation: f64,
@@ -112,6 +116,9 @@ pub struct LocalizedPrediction {
 /// depends only on the fitted data, map and centroid, so predictions are
 /// the same as with every GP built at fit, at the cost of the centroids that
 /// are actually used.
+///
+/// With the feature "serde" it is stored by value (the centroid GPs built
+/// so far included) and loaded without a refit.
 #[derive(Debug)]
 pub struct LocalizedMaclaurinGp {
     config: LocalizedConfig,
