@@ -1,9 +1,9 @@
 //! Random Fourier features (ALGORITHMS.md 5) of the stationary kernels of
 //! [`crate::kernels`] (their spectral densities `p(ω)`).
 //!
-//! - [`samplers`]: `mc`, `antithetic`, `orthogonal` (ORF), `structured`
-//!   (SORF through [`crate::fwht`]), `moment_matching` (003, Algorithm 1),
-//!   `qmc` (scrambled Sobol, [`qmc`]).
+//! - the samplers ([`Sampler`]): `mc`, `antithetic`, `orthogonal` (ORF),
+//!   `structured` (SORF through [`crate::fwht`]), `moment_matching` (003,
+//!   Algorithm 1), `qmc` (scrambled Sobol points through the inverse CDF).
 //! - [`features`]: the fitted map [`FourierFeatures`], variants `cos_bias`
 //!   and `cos_sin`, the transform (faer GEMM + vectorized [`sincos`]).
 //! - [`fused`]: the fused dense transform (projection, cosine and scale in
@@ -29,8 +29,8 @@
 
 pub mod features;
 pub mod fused;
-pub mod qmc;
-pub mod samplers;
+pub(crate) mod qmc;
+pub(crate) mod samplers;
 pub mod sincos;
 mod sobol_table;
 

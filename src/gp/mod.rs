@@ -1,14 +1,15 @@
 //! Gaussian-process regression (ALGORITHMS.md 7): the exact GP with the
 //! Gaussian kernel and its log-marginal-likelihood fit ([`exact`],
-//! [`optimize`]), the feature-space GP on any explicit feature map from
-//! the mergeable sufficient statistics of [`crate::stats`] ([`features`]), and the metrics of 7.3
-//! ([`metrics`]), and the localized Maclaurin GP of section 8 ([`cluster`],
-//! [`localized`]).
+//! [`optimize`]); the feature-space GP on any [`crate::feature_map`] map,
+//! from the mergeable sufficient statistics of [`crate::stats`]
+//! ([`features`]); the metrics of 7.3 ([`metrics`]); and the localized
+//! Maclaurin GP of section 8 ([`localized`], with the farthest-point
+//! clustering of 8.2 in `cluster`).
 //!
 //! Every model has zero prior mean on targets centered by their training
 //! mean; predictions add the mean back (ALGORITHMS.md 7).
 
-pub mod cluster;
+pub(crate) mod cluster;
 pub mod exact;
 pub mod features;
 pub mod localized;

@@ -420,16 +420,21 @@ mod tests {
         let rff_gram_of = |x: ArrayView2<f64>, y: Option<ArrayView2<f64>>| {
             rff_gram(x, w.view(), Some(b.view()), Variant::CosBias, 0.3, y)
         };
-        let on_device =
-            |gram_of: &dyn Fn(ArrayView2<f64>, Option<ArrayView2<f64>>) -> Result<Gram>| {
-                let before = context::dispatch_count();
-                let r = gram_of(x.view(), Some(y.view())).unwrap();
-                assert!(context::dispatch_count() > before);
-                r
-            };
+        let on_device = |run: &dyn Fn() -> Result<Gram>| {
+            let before = context::dispatch_count();
+            let r = run().unwrap();
+            assert!(context::dispatch_count() > before);
+            r
+        };
         for (phi, r) in [
-            (sketch_phi, on_device(&sketch_gram_of)),
-            (rff_phi, on_device(&rff_gram_of)),
+            (
+                sketch_phi,
+                on_device(&|| sketch_gram_of(x.view(), Some(y.view()))),
+            ),
+            (
+                rff_phi,
+                on_device(&|| rff_gram_of(x.view(), Some(y.view()))),
+            ),
         ] {
             let phi = phi.mapv(|v| v as f32);
             check(&phi, &phi, &r.phi_t_phi);

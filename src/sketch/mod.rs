@@ -22,7 +22,8 @@
 
 mod count;
 mod dense;
-pub mod estimates;
+#[cfg(any(test, feature = "python"))]
+pub(crate) mod estimates;
 mod polynomial;
 mod srht;
 #[cfg(test)]

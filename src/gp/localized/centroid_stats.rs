@@ -63,7 +63,7 @@ impl LocalizedMaclaurinGp {
     /// This is the one per-centroid computation;
     /// everything after it is `D × D` work. [`Self::group_stats`] computes
     /// the same for several centroids in one pass over the cache.
-    pub fn centroid_stats(
+    pub(crate) fn centroid_stats(
         &self,
         c: &[f64],
         scratch: &mut CentroidScratch,
@@ -98,7 +98,7 @@ impl LocalizedMaclaurinGp {
     /// over the factor-projection cache (each cached block is read once for
     /// the group instead of once per centroid); the results are the same as
     /// one by one.
-    pub fn group_stats(
+    pub(crate) fn group_stats(
         &self,
         cs: &[&[f64]],
         scratch: &mut CentroidScratch,
@@ -343,7 +343,7 @@ impl LocalizedMaclaurinGp {
 /// Reusable buffers of [`LocalizedMaclaurinGp::centroid_stats`] (one per
 /// worker thread, so building a centroid allocates nothing large).
 #[derive(Debug, Default)]
-pub struct CentroidScratch {
+pub(crate) struct CentroidScratch {
     /// Squared distances of the training rows to the centroids.
     pub(super) dd: Vec<f64>,
     rows: Vec<usize>,

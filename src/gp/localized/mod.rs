@@ -14,8 +14,8 @@
 //! cost is that of its neighbourhood, not of all `N` rows.
 //!
 //! The model is here; the bound ([`NormBound`]) and the per-centroid
-//! statistics ([`LocalizedMaclaurinGp::centroid_stats`]) are in their own
-//! files.
+//! statistics (their feature kernels and the projection cache) are in their
+//! own files.
 //!
 //! The model is specific to the Maclaurin map rather than generic over
 //! [`crate::feature_map::CenteredFeatureMap`]: the bound is computed from
@@ -50,8 +50,7 @@ mod stored;
 #[cfg(test)]
 mod tests;
 
-pub use centroid_stats::CentroidScratch;
-use centroid_stats::{group_size, project_rows_t};
+use centroid_stats::{group_size, project_rows_t, CentroidScratch};
 pub use norm_bound::NormBound;
 
 /// Settings of [`LocalizedMaclaurinGp`] (ALGORITHMS.md 8.2).
