@@ -2,6 +2,7 @@
 //! the fitted arrays that `RandomFourierFeatures` and `NystroemFeatures`
 //! store (so the estimators pickle as plain NumPy arrays).
 
+use ndarray::{ArrayView1, ArrayView2};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
@@ -65,6 +66,31 @@ fn rff_fit<'py>(
     ))
 }
 
+/// The fitted map of the arrays `RandomFourierFeatures` stores (the SORF
+/// signs for the structured sampler, else the dense frequencies).
+pub(super) fn fourier_map(
+    frequencies: ArrayView2<'_, f64>,
+    phases: Option<ArrayView1<'_, f64>>,
+    signs: Option<ArrayView2<'_, f64>>,
+    length_scale: f64,
+    kernel_variance: f64,
+    variant: Variant,
+    n_components: usize,
+) -> crate::Result<FourierFeatures> {
+    let (m, d) = frequencies.dim();
+    let projection = match signs {
+        Some(s) => Projection::Structured {
+            signs: s.to_owned(),
+            n_features: d,
+            n_frequencies: m,
+            length_scale,
+        },
+        None => Projection::Dense(frequencies.to_owned()),
+    };
+    let phases = phases.map(|b| b.to_owned());
+    FourierFeatures::from_parts(projection, phases, variant, n_components, kernel_variance)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn rff_transform_typed<'py, T: Real + numpy::Element>(
     py: Python<'py>,
@@ -78,20 +104,17 @@ fn rff_transform_typed<'py, T: Real + numpy::Element>(
     n_components: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let x: PyReadonlyArray2<'py, T> = x.extract()?;
-    let (m, d) = frequencies.as_array().dim();
-    let projection = match &signs {
-        Some(s) => Projection::Structured {
-            signs: s.as_array().to_owned(),
-            n_features: d,
-            n_frequencies: m,
-            length_scale,
-        },
-        None => Projection::Dense(frequencies.as_array().to_owned()),
-    };
-    let phases = phases.map(|b| b.as_array().to_owned());
     let map = ffi::map_result(
         py,
-        FourierFeatures::from_parts(projection, phases, variant, n_components, kernel_variance),
+        fourier_map(
+            frequencies.as_array(),
+            phases.as_ref().map(|b| b.as_array()),
+            signs.as_ref().map(|s| s.as_array()),
+            length_scale,
+            kernel_variance,
+            variant,
+            n_components,
+        ),
     )?;
     let src = x.as_array();
     let out = ffi::call_with_output(py, src.nrows(), n_components, |dst| {
@@ -192,6 +215,21 @@ fn nystroem_transform_typed<'py, T: Real + numpy::Element>(
     Ok(out.into_any())
 }
 
+/// The fitted map of the arrays `NystroemFeatures` stores.
+pub(super) fn nystroem_map(
+    landmarks: ArrayView2<'_, f64>,
+    normalization: ArrayView2<'_, f64>,
+    kernel: &str,
+    length_scale: f64,
+) -> crate::Result<NystroemFeatures> {
+    NystroemFeatures::from_parts(
+        landmarks.to_owned(),
+        normalization.to_owned(),
+        Kernel::from_name(kernel)?,
+        length_scale,
+    )
+}
+
 /// `φ(X) = k(X, landmarks) K_mm^{-1/2}` (output in `X`'s dtype).
 #[pyfunction]
 fn nystroem_transform<'py>(
@@ -204,14 +242,12 @@ fn nystroem_transform<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let map = ffi::map_result(
         py,
-        Kernel::from_name(kernel).and_then(|k| {
-            NystroemFeatures::from_parts(
-                landmarks.as_array().to_owned(),
-                normalization.as_array().to_owned(),
-                k,
-                length_scale,
-            )
-        }),
+        nystroem_map(
+            landmarks.as_array(),
+            normalization.as_array(),
+            kernel,
+            length_scale,
+        ),
     )?;
     if x.downcast::<PyArray2<f32>>().is_ok() {
         nystroem_transform_typed::<f32>(py, x, &map)

@@ -169,8 +169,8 @@ fn exact_gp_lml<'py>(
 /// Sufficient statistics of a feature-space GP (ALGORITHMS.md 7.2),
 /// accumulated over row chunks and merged exactly.
 #[pyclass(module = "randfeat_rs._core", name = "FeatureStats")]
-struct PyFeatureStats {
-    inner: FeatureStats,
+pub(super) struct PyFeatureStats {
+    pub(super) inner: FeatureStats,
 }
 
 fn accumulate_typed<'py, T: Real + numpy::Element>(
