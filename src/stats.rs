@@ -29,8 +29,8 @@ pub struct FeatureStats {
     /// triangle only and every reader ([`crate::gp::FeatureGp::fit`],
     /// [`FeatureStats::gram_symmetric`]) ignores the strict upper one, which
     /// holds whatever it was given (zeros from [`FeatureStats::new`]). Not
-    /// mirrored after each chunk: that copy of `D²/2` values was 3% of a
-    /// `D = 1,024` fit (BENCHMARKS.md, session 6).
+    /// mirrored after each chunk: the copy of `D²/2` values would be repeated
+    /// for every chunk of a streamed fit.
     pub gram: Array2<f64>,
     /// `Φᵀ(y − s)`.
     pub phi_y: Array1<f64>,

@@ -171,10 +171,8 @@ impl FeatureGp {
 
 /// Test rows per task of the variance solve: one `D × 256` right-hand side
 /// (2 MB at `D = 1,024`) solved sequentially per rayon task, the tasks
-/// independent. faer's own parallel solve of one 2,048-column block
-/// synchronizes its threads at every level of its recursion and ran at 53%
-/// of the 2-core peak at `D = 1,024`; this split at about 64% (64 and 128 rows
-/// per task were slower; BENCHMARKS.md, session 6).
+/// independent, where faer's own parallel solve of one wide block would
+/// synchronize its threads at every level of its recursion.
 const PREDICT_BLOCK: usize = 256;
 
 /// Feature-space prediction from stored pieces (ALGORITHMS.md 7.2):

@@ -25,8 +25,8 @@ use crate::threads::Parallelism;
 
 /// Rows per work item of the transform. Fixed (the result does not depend
 /// on the thread count) and large, so that each GEMM with the `m × m`
-/// normalization reuses its packed copy over many rows: with 64 rows the
-/// 8 MB normalization (m = 1,024) was re-read from memory for every 64 rows.
+/// normalization reuses its packed copy over many rows (an 8 MB
+/// normalization at `m = 1,024` read from memory once per chunk).
 const CHUNK_ROWS: usize = 512;
 
 /// A fitted Nyström map.

@@ -26,14 +26,12 @@ use crate::vexp;
 const CHUNK: usize = 1024;
 
 /// Rows per feature block of [`LocalizedMaclaurinGp::centroid_stats`]: a
-/// group's `G × D × B` features (about 2^16 entries, 512 KiB; measured
-/// faster than 2^17 at `D = 64`) stay in L2 while their Grams are
-/// accumulated, but never fewer than 256 rows: each block reads and writes
-/// every centroid's `D × D` lower triangle once, and at `D ≥ 128` that
-/// traffic outweighs the features' fit in L2 (kin8nm, 760 centroids:
-/// centroid fits 5-9% faster at 256 rows than at 128 for `D = 128` and
-/// `256`). Depends only on `D`, so results never depend on the thread count
-/// or the grouping.
+/// group's `G × D × B` features (about 2^16 entries, 512 KiB) stay in L2
+/// while their Grams are accumulated, but never fewer than 256 rows: each
+/// block reads and writes every centroid's `D × D` lower triangle once, and
+/// at `D ≥ 128` that traffic outweighs the features' fit in L2. Depends
+/// only on `D`, so results never depend on the thread count or the
+/// grouping.
 fn block_rows(width: usize) -> usize {
     ((1usize << 16) / (width.max(1) * group_size(width))).clamp(256, 1024)
 }
