@@ -39,11 +39,9 @@ __all__ = [
     "kl_divergence",
     "mean_nll",
     "nystroem_fit",
-    "nystroem_transform",
     "relative_frobenius_error",
     "resolve_device",
     "rff_fit",
-    "rff_transform",
     "rmse",
     "set_num_threads",
     "simd_level",
@@ -200,26 +198,9 @@ def rff_fit(
     variant: str,
     seed: int,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, NDArray[np.float64] | None]: ...
-def rff_transform(
-    x: NDArray[np.floating],
-    frequencies: NDArray[np.float64],
-    phases: NDArray[np.float64] | None,
-    signs: NDArray[np.float64] | None,
-    length_scale: float,
-    kernel_variance: float,
-    variant: str,
-    n_components: int,
-) -> NDArray[np.floating]: ...
 def nystroem_fit(
     x: NDArray[np.floating], n_components: int, kernel: str, length_scale: float, seed: int
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]: ...
-def nystroem_transform(
-    x: NDArray[np.floating],
-    landmarks: NDArray[np.float64],
-    normalization: NDArray[np.float64],
-    kernel: str,
-    length_scale: float,
-) -> NDArray[np.floating]: ...
 def kernel_matrix(
     x: NDArray[np.float64], y: NDArray[np.float64], kernel: str, length_scale: float
 ) -> NDArray[np.float64]: ...

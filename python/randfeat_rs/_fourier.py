@@ -210,19 +210,7 @@ default="mc"
         ndarray of shape (n_samples, n_components)
         """
         X = self._check_transform_input(X)
-        if self.device_ == "gpu":
-            return self._feature_map().transform(X, "gpu")
-        length_scale, kernel_variance, variant, n_components = self._fitted_args
-        return _core.rff_transform(
-            X,
-            self.frequencies_,
-            self.phases_,
-            self.sorf_signs_,
-            length_scale,
-            kernel_variance,
-            variant,
-            n_components,
-        )
+        return self._feature_map().transform(X, self.device_)
 
     def _feature_map(self) -> Any:
         """The fitted map as a ``_core.FeatureMap`` (device choice, GPU paths)."""
@@ -344,10 +332,7 @@ class NystroemFeatures(RandomFeaturesBase):
         ndarray of shape (n_samples, n_components_)
         """
         X = self._check_transform_input(X)
-        kernel, length_scale = self._fitted_args
-        return _core.nystroem_transform(
-            X, self.components_, self.normalization_, kernel, length_scale
-        )
+        return self._feature_map().transform(X, "cpu")
 
     def _feature_map(self) -> Any:
         """The fitted map as a ``_core.FeatureMap`` (it has no GPU kernel)."""

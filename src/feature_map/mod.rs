@@ -223,20 +223,11 @@ pub fn transform_into<M: FeatureMap, T: Real>(
     par: Parallelism,
 ) -> Result<()> {
     check_transform(map, x.dim(), out.dim())?;
-    match resolve_auto(map, device)? {
-        Device::Gpu => {
-            check_gpu(map)?;
-            #[cfg(feature = "gpu")]
-            {
-                map.gpu_transform_into(x, out)
-            }
-            #[cfg(not(feature = "gpu"))]
-            {
-                gpu::resolve(Device::Gpu).map(drop)
-            }
-        }
-        _ => map.transform_into(x, out, par),
+    if runs_on_gpu(map, device)? {
+        #[cfg(feature = "gpu")]
+        return map.gpu_transform_into(x, out);
     }
+    map.transform_into(x, out, par)
 }
 
 /// [`transform_into`] of `Φ(x − center)` for a [`CenteredFeatureMap`].
@@ -252,27 +243,29 @@ pub fn transform_centered_into<M: CenteredFeatureMap, T: Real>(
     par: Parallelism,
 ) -> Result<()> {
     check_transform(map, x.dim(), out.dim())?;
-    match resolve_auto(map, device)? {
-        Device::Gpu => {
-            check_gpu(map)?;
-            #[cfg(feature = "gpu")]
-            {
-                map.gpu_transform_centered_into(x, center, out)
-            }
-            #[cfg(not(feature = "gpu"))]
-            {
-                gpu::resolve(Device::Gpu).map(drop)
-            }
-        }
-        _ => map.transform_centered_into(x, center, out, par),
+    if runs_on_gpu(map, device)? {
+        #[cfg(feature = "gpu")]
+        return map.gpu_transform_centered_into(x, center, out);
     }
+    map.transform_centered_into(x, center, out, par)
 }
 
-/// `device` with `Auto` resolved for `map`.
-fn resolve_auto<M: FeatureMap>(map: &M, device: Device) -> Result<Device> {
-    match device {
-        Device::Auto => resolve_device(map, Device::Auto),
-        other => Ok(other),
+/// Whether a call on `device` for `map` runs on the GPU: `Auto` resolved
+/// by [`resolve_device`]; `Gpu` checked against the map's kernel (never
+/// `Ok(true)` without the `gpu` feature: then [`gpu::resolve`]'s error).
+fn runs_on_gpu<M: FeatureMap>(map: &M, device: Device) -> Result<bool> {
+    let device = match device {
+        Device::Auto => resolve_device(map, Device::Auto)?,
+        other => other,
+    };
+    if device != Device::Gpu {
+        return Ok(false);
+    }
+    check_gpu(map)?;
+    if cfg!(feature = "gpu") {
+        Ok(true)
+    } else {
+        gpu::resolve(Device::Gpu).map(|_| false)
     }
 }
 
@@ -323,31 +316,20 @@ pub fn accumulate<M: FeatureMap, T: Real>(
     if chunk_rows == 0 {
         return Err(Error::invalid("chunk_rows", "must be >= 1, got 0"));
     }
-    match resolve_auto(map, device)? {
-        Device::Gpu => {
-            check_gpu(map)?;
-            #[cfg(feature = "gpu")]
-            {
-                accumulate_gpu(map, x, y, stats, par)
-            }
-            #[cfg(not(feature = "gpu"))]
-            {
-                gpu::resolve(Device::Gpu).map(drop)
-            }
-        }
-        _ => {
-            let mut phi = Array2::<T>::zeros((chunk_rows.min(n), map.n_components()));
-            let chunks = x
-                .axis_chunks_iter(Axis(0), chunk_rows)
-                .zip(y.axis_chunks_iter(Axis(0), chunk_rows));
-            for (xc, yc) in chunks {
-                let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
-                map.transform_into(xc, p.view_mut(), par)?;
-                stats.accumulate(p.view(), yc, par)?;
-            }
-            Ok(())
-        }
+    if runs_on_gpu(map, device)? {
+        #[cfg(feature = "gpu")]
+        return accumulate_gpu(map, x, y, stats, par);
     }
+    let mut phi = Array2::<T>::zeros((chunk_rows.min(n), map.n_components()));
+    let chunks = x
+        .axis_chunks_iter(Axis(0), chunk_rows)
+        .zip(y.axis_chunks_iter(Axis(0), chunk_rows));
+    for (xc, yc) in chunks {
+        let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
+        map.transform_into(xc, p.view_mut(), par)?;
+        stats.accumulate(p.view(), yc, par)?;
+    }
+    Ok(())
 }
 
 /// The GPU branch of [`accumulate`] (shapes checked, support checked).

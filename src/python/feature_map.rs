@@ -3,19 +3,21 @@
 //! with the device resolved, the transform run and the statistics
 //! accumulated on either device in Rust.
 
+use ndarray::{ArrayView1, ArrayView2};
 use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
 
 use super::ffi;
-use super::fourier::{fourier_map, nystroem_map};
 use super::gp::PyFeatureStats;
 use super::maclaurin::PyMaclaurinMap;
 use super::sketch::PyPolySketch;
 use crate::error::Error;
 use crate::feature_map::{self, AnyFeatureMap, FeatureMap};
-use crate::fourier::Variant;
+use crate::fourier::{FourierFeatures, Projection, Variant};
 use crate::gpu::Device;
+use crate::kernels::Kernel;
+use crate::nystroem::NystroemFeatures;
 use crate::real::Real;
 use crate::sketch::PolynomialFeatures;
 use crate::threads::Parallelism;
@@ -79,6 +81,46 @@ fn accumulate_typed<T: Real + numpy::Element>(
     ffi::call(py, || {
         feature_map::accumulate(map, xv, y, stats, device, chunk_rows, Parallelism::Rayon)
     })
+}
+
+/// The fitted map of the arrays `RandomFourierFeatures` stores (the SORF
+/// signs for the structured sampler, else the dense frequencies).
+fn fourier_map(
+    frequencies: ArrayView2<'_, f64>,
+    phases: Option<ArrayView1<'_, f64>>,
+    signs: Option<ArrayView2<'_, f64>>,
+    length_scale: f64,
+    kernel_variance: f64,
+    variant: Variant,
+    n_components: usize,
+) -> crate::Result<FourierFeatures> {
+    let (m, d) = frequencies.dim();
+    let projection = match signs {
+        Some(s) => Projection::Structured {
+            signs: s.to_owned(),
+            n_features: d,
+            n_frequencies: m,
+            length_scale,
+        },
+        None => Projection::Dense(frequencies.to_owned()),
+    };
+    let phases = phases.map(|b| b.to_owned());
+    FourierFeatures::from_parts(projection, phases, variant, n_components, kernel_variance)
+}
+
+/// The fitted map of the arrays `NystroemFeatures` stores.
+fn nystroem_map(
+    landmarks: ArrayView2<'_, f64>,
+    normalization: ArrayView2<'_, f64>,
+    kernel: &str,
+    length_scale: f64,
+) -> crate::Result<NystroemFeatures> {
+    NystroemFeatures::from_parts(
+        landmarks.to_owned(),
+        normalization.to_owned(),
+        Kernel::from_name(kernel)?,
+        length_scale,
+    )
 }
 
 fn is_f32(x: &Bound<'_, PyAny>) -> bool {

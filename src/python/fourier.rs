@@ -1,8 +1,8 @@
-//! Bindings of [`crate::fourier`]: stateless fit/transform functions over
-//! the fitted arrays that `RandomFourierFeatures` and `NystroemFeatures`
-//! store (so the estimators pickle as plain NumPy arrays).
+//! Bindings of [`crate::fourier`] and [`crate::nystroem`]: the fits, which
+//! return the arrays `RandomFourierFeatures` and `NystroemFeatures` store
+//! (so the estimators pickle as plain NumPy arrays; their transforms run
+//! through `_core.FeatureMap`), and the exact kernel matrix.
 
-use ndarray::{ArrayView1, ArrayView2};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
@@ -12,7 +12,6 @@ use crate::fourier::{FourierConfig, FourierFeatures, Projection, Sampler, Varian
 use crate::kernels::Kernel;
 use crate::nystroem::NystroemFeatures;
 use crate::real::Real;
-use crate::threads::Parallelism;
 
 /// `(landmark indices, K_mm^{-1/2})` returned by `nystroem_fit`.
 type NystroemArrays<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray2<f64>>);
@@ -66,107 +65,6 @@ fn rff_fit<'py>(
     ))
 }
 
-/// The fitted map of the arrays `RandomFourierFeatures` stores (the SORF
-/// signs for the structured sampler, else the dense frequencies).
-pub(super) fn fourier_map(
-    frequencies: ArrayView2<'_, f64>,
-    phases: Option<ArrayView1<'_, f64>>,
-    signs: Option<ArrayView2<'_, f64>>,
-    length_scale: f64,
-    kernel_variance: f64,
-    variant: Variant,
-    n_components: usize,
-) -> crate::Result<FourierFeatures> {
-    let (m, d) = frequencies.dim();
-    let projection = match signs {
-        Some(s) => Projection::Structured {
-            signs: s.to_owned(),
-            n_features: d,
-            n_frequencies: m,
-            length_scale,
-        },
-        None => Projection::Dense(frequencies.to_owned()),
-    };
-    let phases = phases.map(|b| b.to_owned());
-    FourierFeatures::from_parts(projection, phases, variant, n_components, kernel_variance)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn rff_transform_typed<'py, T: Real + numpy::Element>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    frequencies: PyReadonlyArray2<'py, f64>,
-    phases: Option<PyReadonlyArray1<'py, f64>>,
-    signs: Option<PyReadonlyArray2<'py, f64>>,
-    length_scale: f64,
-    kernel_variance: f64,
-    variant: Variant,
-    n_components: usize,
-) -> PyResult<Bound<'py, PyAny>> {
-    let x: PyReadonlyArray2<'py, T> = x.extract()?;
-    let map = ffi::map_result(
-        py,
-        fourier_map(
-            frequencies.as_array(),
-            phases.as_ref().map(|b| b.as_array()),
-            signs.as_ref().map(|s| s.as_array()),
-            length_scale,
-            kernel_variance,
-            variant,
-            n_components,
-        ),
-    )?;
-    let src = x.as_array();
-    let out = ffi::call_with_output(py, src.nrows(), n_components, |dst| {
-        map.transform_into(src, dst, Parallelism::Rayon)
-    })?;
-    Ok(out.into_any())
-}
-
-/// `φ(X)` of a fitted random Fourier feature map (float32 or float64 `X`;
-/// the output has `X`'s dtype).
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (x, frequencies, phases, signs, length_scale, kernel_variance, variant, n_components))]
-fn rff_transform<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    frequencies: PyReadonlyArray2<'py, f64>,
-    phases: Option<PyReadonlyArray1<'py, f64>>,
-    signs: Option<PyReadonlyArray2<'py, f64>>,
-    length_scale: f64,
-    kernel_variance: f64,
-    variant: &str,
-    n_components: usize,
-) -> PyResult<Bound<'py, PyAny>> {
-    let variant = ffi::map_result(py, Variant::from_name(variant))?;
-    if x.downcast::<PyArray2<f32>>().is_ok() {
-        rff_transform_typed::<f32>(
-            py,
-            x,
-            frequencies,
-            phases,
-            signs,
-            length_scale,
-            kernel_variance,
-            variant,
-            n_components,
-        )
-    } else {
-        rff_transform_typed::<f64>(
-            py,
-            x,
-            frequencies,
-            phases,
-            signs,
-            length_scale,
-            kernel_variance,
-            variant,
-            n_components,
-        )
-    }
-}
-
 fn nystroem_fit_typed<'py, T: Real + numpy::Element>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
@@ -202,60 +100,6 @@ fn nystroem_fit<'py>(
     }
 }
 
-fn nystroem_transform_typed<'py, T: Real + numpy::Element>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    map: &NystroemFeatures,
-) -> PyResult<Bound<'py, PyAny>> {
-    let x: PyReadonlyArray2<'py, T> = x.extract()?;
-    let src = x.as_array();
-    let out = ffi::call_with_output(py, src.nrows(), map.landmarks.nrows(), |dst| {
-        map.transform_into(src, dst, Parallelism::Rayon)
-    })?;
-    Ok(out.into_any())
-}
-
-/// The fitted map of the arrays `NystroemFeatures` stores.
-pub(super) fn nystroem_map(
-    landmarks: ArrayView2<'_, f64>,
-    normalization: ArrayView2<'_, f64>,
-    kernel: &str,
-    length_scale: f64,
-) -> crate::Result<NystroemFeatures> {
-    NystroemFeatures::from_parts(
-        landmarks.to_owned(),
-        normalization.to_owned(),
-        Kernel::from_name(kernel)?,
-        length_scale,
-    )
-}
-
-/// `φ(X) = k(X, landmarks) K_mm^{-1/2}` (output in `X`'s dtype).
-#[pyfunction]
-fn nystroem_transform<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    landmarks: PyReadonlyArray2<'py, f64>,
-    normalization: PyReadonlyArray2<'py, f64>,
-    kernel: &str,
-    length_scale: f64,
-) -> PyResult<Bound<'py, PyAny>> {
-    let map = ffi::map_result(
-        py,
-        nystroem_map(
-            landmarks.as_array(),
-            normalization.as_array(),
-            kernel,
-            length_scale,
-        ),
-    )?;
-    if x.downcast::<PyArray2<f32>>().is_ok() {
-        nystroem_transform_typed::<f32>(py, x, &map)
-    } else {
-        nystroem_transform_typed::<f64>(py, x, &map)
-    }
-}
-
 /// The exact kernel matrix `K[i, j] = k(x_i, y_j)` (float64), for tests and
 /// comparisons.
 #[pyfunction]
@@ -283,9 +127,7 @@ fn kernel_matrix<'py>(
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rff_fit, m)?)?;
-    m.add_function(wrap_pyfunction!(rff_transform, m)?)?;
     m.add_function(wrap_pyfunction!(nystroem_fit, m)?)?;
-    m.add_function(wrap_pyfunction!(nystroem_transform, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_matrix, m)?)?;
     m.add_function(wrap_pyfunction!(_sobol_points, m)?)?;
     m.add_function(wrap_pyfunction!(_inverse_normal_cdf, m)?)?;
