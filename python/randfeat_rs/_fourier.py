@@ -155,6 +155,7 @@ default="mc"
         self : RandomFourierFeatures
         """
         X = self._validate_input(X, reset=True)
+        self._fmap = None
         d = X.shape[1]
         m = self.n_components // 2 if self.variant == "cos_sin" else self.n_components
         w, b, signs = _core.rff_fit(
@@ -212,7 +213,7 @@ default="mc"
         X = self._check_transform_input(X)
         return self._feature_map().transform(X, self.device_)
 
-    def _feature_map(self) -> Any:
+    def _build_feature_map(self) -> Any:
         """The fitted map as a ``_core.FeatureMap`` (device choice, GPU paths)."""
         length_scale, kernel_variance, variant, n_components = self._fitted_args
         return _core.FeatureMap.fourier(
@@ -317,6 +318,7 @@ class NystroemFeatures(RandomFeaturesBase):
         self.n_components_ = int(idx.shape[0])
         self._fitted_args = (self.kernel, float(self.length_scale))
         self._n_features_out = self.n_components_
+        self._fmap = self._build_feature_map()
         return self
 
     def transform(self, X: Any) -> np.ndarray:
@@ -334,7 +336,7 @@ class NystroemFeatures(RandomFeaturesBase):
         X = self._check_transform_input(X)
         return self._feature_map().transform(X, "cpu")
 
-    def _feature_map(self) -> Any:
+    def _build_feature_map(self) -> Any:
         """The fitted map as a ``_core.FeatureMap`` (it has no GPU kernel)."""
         kernel, length_scale = self._fitted_args
         return _core.FeatureMap.nystroem(

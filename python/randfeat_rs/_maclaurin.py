@@ -250,6 +250,7 @@ class MaclaurinFeatures(RandomFeaturesBase):
                 stacklevel=2,
             )
         self._map = fitted
+        self._fmap = None
         self.device_ = self._feature_map().resolve_device(self.device)
         self._fit_seed = seed
         self._mode = mode
@@ -278,7 +279,7 @@ class MaclaurinFeatures(RandomFeaturesBase):
             self._map = fitted
         return fitted
 
-    def _feature_map(self) -> Any:
+    def _build_feature_map(self) -> Any:
         """The fitted map as a ``_core.FeatureMap`` (device choice, GPU paths)."""
         return _core.FeatureMap.maclaurin(self._fitted_map())
 

@@ -150,6 +150,7 @@ class PolynomialSketch(RandomFeaturesBase):
         """
         X = self._validate_input(X, reset=True)
         _check_sketch_options(self.sketch, self.n_components, self.complex_weights)
+        self._fmap = None
         self.seed_ = self._seed()
         self.n_sketch_features_ = _n_sketch_features(self.n_components, self.complex_weights)
         self._n_features_out = self.n_components
@@ -203,7 +204,7 @@ class PolynomialSketch(RandomFeaturesBase):
         sk.transform(X, out[:, :width], float(self.bias), float(self.length_scale))
         return out
 
-    def _feature_map(self) -> Any:
+    def _build_feature_map(self) -> Any:
         """The fitted map as a ``_core.FeatureMap`` (device choice, GPU paths)."""
         return _core.FeatureMap.polynomial(
             self._core_sketch(), float(self.bias), float(self.length_scale), self.n_components
