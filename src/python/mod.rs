@@ -4,6 +4,7 @@
 //! exception tree of `randfeat_rs.exceptions`.
 
 mod binning;
+mod feature_map;
 mod ffi;
 mod fourier;
 mod fwht;
@@ -62,5 +63,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sketch::register(m)?;
     maclaurin::register(m)?;
     localized_gp::register(m)?;
+    feature_map::register(m)?;
     Ok(())
 }
