@@ -106,6 +106,19 @@ impl Error {
     }
 }
 
+/// Checks that every value is finite; otherwise [`Error::NonFinite`] naming
+/// `name`.
+pub(crate) fn check_finite<'a>(
+    name: &'static str,
+    v: impl IntoIterator<Item = &'a f64>,
+) -> Result<()> {
+    if v.into_iter().all(|x| x.is_finite()) {
+        Ok(())
+    } else {
+        Err(Error::NonFinite { name })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Error;

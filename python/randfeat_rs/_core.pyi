@@ -10,6 +10,7 @@ _Progress = Callable[[str, int, int, list[str]], object]
 
 # Keep in step with the functions registered in src/python/ (stubtest checks it).
 __all__ = [
+    "FeatureMap",
     "FeatureStats",
     "LocalizedMaclaurinGp",
     "MaclaurinMap",
@@ -36,23 +37,15 @@ __all__ = [
     "gpu_fwht",
     "gpu_gram",
     "gpu_info",
-    "gpu_maclaurin_gram",
-    "gpu_maclaurin_transform",
-    "gpu_maclaurin_unsupported",
     "gpu_rff",
-    "gpu_rff_gram",
     "gpu_set_chunk_bytes",
-    "gpu_sketch_gram",
-    "gpu_sketch_transform",
     "kernel_matrix",
     "kl_divergence",
     "mean_nll",
     "nystroem_fit",
-    "nystroem_transform",
     "relative_frobenius_error",
     "resolve_device",
     "rff_fit",
-    "rff_transform",
     "rmse",
     "set_num_threads",
     "simd_level",
@@ -210,26 +203,9 @@ def rff_fit(
     variant: str,
     seed: int,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, NDArray[np.float64] | None]: ...
-def rff_transform(
-    x: NDArray[np.floating],
-    frequencies: NDArray[np.float64],
-    phases: NDArray[np.float64] | None,
-    signs: NDArray[np.float64] | None,
-    length_scale: float,
-    kernel_variance: float,
-    variant: str,
-    n_components: int,
-) -> NDArray[np.floating]: ...
 def nystroem_fit(
     x: NDArray[np.floating], n_components: int, kernel: str, length_scale: float, seed: int
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]: ...
-def nystroem_transform(
-    x: NDArray[np.floating],
-    landmarks: NDArray[np.float64],
-    normalization: NDArray[np.float64],
-    kernel: str,
-    length_scale: float,
-) -> NDArray[np.floating]: ...
 def kernel_matrix(
     x: NDArray[np.float64], y: NDArray[np.float64], kernel: str, length_scale: float
 ) -> NDArray[np.float64]: ...
@@ -254,35 +230,6 @@ def gpu_rff(
     variant: str,
     scale: float,
 ) -> NDArray[np.floating]: ...
-def gpu_sketch_transform(
-    sketch: PolySketch,
-    x: NDArray[np.floating],
-    out: NDArray[np.floating],
-    bias: float,
-    length_scale: float,
-) -> None: ...
-def gpu_sketch_gram(
-    sketch: PolySketch,
-    x: NDArray[np.floating],
-    y: Optional[NDArray[np.float64]],
-    bias: float,
-    length_scale: float,
-) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
-def gpu_rff_gram(
-    x: NDArray[np.floating],
-    y: Optional[NDArray[np.float64]],
-    w: NDArray[np.float64],
-    phases: Optional[NDArray[np.float64]],
-    variant: str,
-    scale: float,
-) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
-def gpu_maclaurin_gram(
-    map: MaclaurinMap, x: NDArray[np.floating], y: Optional[NDArray[np.float64]]
-) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
-def gpu_maclaurin_transform(
-    map: MaclaurinMap, x: NDArray[np.floating], center: Optional[list[float]] = None
-) -> NDArray[np.floating]: ...
-def gpu_maclaurin_unsupported(map: MaclaurinMap) -> Optional[str]: ...
 
 # Polynomial sketches (src/python/sketch.rs).
 @final
@@ -409,3 +356,46 @@ class LocalizedMaclaurinGp:
         at_test_points: bool,
         progress: _Progress | None = None,
     ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, int, float, float]: ...
+
+# Any dense feature map (src/python/feature_map.rs)
+@final
+class FeatureMap:
+    @staticmethod
+    def fourier(
+        frequencies: NDArray[np.float64],
+        phases: Optional[NDArray[np.float64]],
+        signs: Optional[NDArray[np.float64]],
+        length_scale: float,
+        kernel_variance: float,
+        variant: str,
+        n_components: int,
+    ) -> FeatureMap: ...
+    @staticmethod
+    def polynomial(
+        sketch: PolySketch, bias: float, length_scale: float, n_components: int
+    ) -> FeatureMap: ...
+    @staticmethod
+    def maclaurin(map: MaclaurinMap) -> FeatureMap: ...
+    @staticmethod
+    def nystroem(
+        landmarks: NDArray[np.float64],
+        normalization: NDArray[np.float64],
+        kernel: str,
+        length_scale: float,
+    ) -> FeatureMap: ...
+    @property
+    def n_features_in(self) -> int: ...
+    @property
+    def n_components(self) -> int: ...
+    def resolve_device(self, device: str) -> str: ...
+    def transform(
+        self, x: NDArray[np.floating], device: str, center: Optional[list[float]] = None
+    ) -> NDArray[np.floating]: ...
+    def accumulate(
+        self,
+        stats: FeatureStats,
+        x: NDArray[np.floating],
+        y: NDArray[np.float64],
+        device: str,
+        chunk_rows: int,
+    ) -> None: ...

@@ -20,6 +20,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
+from ._base import RandomFeaturesBase
 from ._progress import ProgressPrinter, progress_printer
 from ._validation import seed_from_random_state
 from .exceptions import InvalidInputError
@@ -664,37 +665,30 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         self.verbose = verbose
         self.device = device
 
-    def _resolve_device(self) -> None:
+    def _feature_map(self) -> Any:
+        """The fitted transformer as a ``_core.FeatureMap``, or None when it is
+        not one of this library's dense maps."""
         f = self.features_
-        if not hasattr(f, "_gpu_gram"):
-            reason = (
+        return f._feature_map() if isinstance(f, RandomFeaturesBase) else None
+
+    def _resolve_device(self) -> None:
+        fmap = self._feature_map()
+        if fmap is None:
+            self.device_ = _fitted_device(
+                self.device,
                 "the transformer must be randfeat_rs.RandomFourierFeatures, PolynomialSketch "
-                f"or MaclaurinFeatures, got {type(f).__name__}"
+                f"or MaclaurinFeatures, got {type(self.features_).__name__}",
             )
-        else:  # the transformer says which of its configurations have no kernel
-            reason = f._gpu_unsupported() if hasattr(f, "_gpu_unsupported") else None
-        self.device_ = _fitted_device(self.device, reason)
+        else:  # the map says which of its configurations have a GPU kernel
+            self.device_ = fmap.resolve_device(self.device)
 
     def _accumulate_gpu(self, X: np.ndarray, y: np.ndarray) -> None:
-        # Phi^T [y - s, 1] gives Phi^T (y - s) and the column sums at once;
-        # the shifted target sums are exact on the host, and merge() re-shifts.
-        shift = float(np.mean(y))
-        yc = y - shift
-        g, b = self.features_._gpu_gram(X, np.column_stack([yc, np.ones_like(yc)]))
-        part = SufficientStatistics.__new__(SufficientStatistics)
-        part._stats = _core.FeatureStats.from_arrays(
-            g,
-            np.ascontiguousarray(b[:, 0]),
-            np.ascontiguousarray(b[:, 1]),
-            int(X.shape[0]),
-            shift,
-            float(yc.sum()),
-            float(yc @ yc),
-        )
+        # Rust computes Phi^T [y - s, 1] on the device (Phi stays there) and
+        # merges the shifted statistics exactly.
+        fmap = self._feature_map()
         if getattr(self, "stats_", None) is None:
-            self.stats_ = part
-        else:
-            self.stats_.merge(part)
+            self.stats_ = SufficientStatistics(fmap.n_components)
+        fmap.accumulate(self.stats_._stats, X, y, "gpu", int(self.chunk_size))
         if self.verbose:
             ProgressPrinter(type(self).__name__).message(
                 f"{X.shape[0]} rows accumulated on the GPU ({self.stats_.n_samples} in total)"

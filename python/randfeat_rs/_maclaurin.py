@@ -14,7 +14,7 @@ from . import _core
 from ._base import RandomFeaturesBase
 from ._progress import progress_printer
 from .exceptions import InvalidInputError
-from .gpu import DEVICES, _fitted_device
+from .gpu import DEVICES
 
 __all__ = ["MaclaurinFeatures"]
 
@@ -262,7 +262,8 @@ class MaclaurinFeatures(RandomFeaturesBase):
                 stacklevel=2,
             )
         self._map = fitted
-        self.device_ = _fitted_device(self.device, self._gpu_unsupported())
+        self._fmap = None
+        self.device_ = self._feature_map().resolve_device(self.device)
         self._fit_seed = seed
         self._mode = mode
         self.allocation_ = np.asarray(fitted.allocation, dtype=np.int64)
@@ -290,16 +291,9 @@ class MaclaurinFeatures(RandomFeaturesBase):
             self._map = fitted
         return fitted
 
-    def _gpu_unsupported(self) -> Optional[str]:
-        """None when the fitted map has a GPU kernel, else the reason."""
-        if not hasattr(_core, "gpu_maclaurin_unsupported"):
-            return None  # built without the gpu feature: _fitted_device reports it
-        return _core.gpu_maclaurin_unsupported(self._fitted_map())
-
-    def _gpu_gram(self, X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(Phi^T Phi, Phi^T Y)`` of ``Phi = transform(X)``, on the GPU (Phi stays there)."""
-        g, b = _core.gpu_maclaurin_gram(self._fitted_map(), X, Y)
-        return g, b
+    def _build_feature_map(self) -> Any:
+        """The fitted map as a ``_core.FeatureMap`` (device choice, GPU paths)."""
+        return _core.FeatureMap.maclaurin(self._fitted_map())
 
     def transform(self, X: Any) -> np.ndarray:
         """Map ``X`` to the random features.
@@ -315,7 +309,7 @@ class MaclaurinFeatures(RandomFeaturesBase):
         """
         X = self._check_transform_input(X)
         if self.device_ == "gpu":
-            return _core.gpu_maclaurin_transform(self._fitted_map(), X)
+            return self._feature_map().transform(X, "gpu")
         with progress_printer(type(self).__name__, bool(self.verbose), delay=0.5) as progress:
             return self._fitted_map().transform(X, progress=progress)
 
@@ -342,7 +336,7 @@ class MaclaurinFeatures(RandomFeaturesBase):
                 f"`center` must have shape ({self.n_features_in_},), got {c.shape}"
             )
         if self.device_ == "gpu":
-            return _core.gpu_maclaurin_transform(self._fitted_map(), X, [float(v) for v in c])
+            return self._feature_map().transform(X, "gpu", [float(v) for v in c])
         with progress_printer(type(self).__name__, bool(self.verbose), delay=0.5) as progress:
             return self._fitted_map().transform(X, [float(v) for v in c], progress=progress)
 

@@ -25,7 +25,9 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rand::Rng as _;
 
 use super::check_positive;
-use super::exact::{check_training_data, lml_and_factor, ExactGp, GaussianKernel, Workspace};
+use super::exact::{
+    check_exact_size, check_training_data, lml_and_factor, ExactGp, GaussianKernel, Workspace,
+};
 use crate::error::{Error, Result};
 use crate::linalg::Cholesky;
 use crate::progress::Monitor;
@@ -69,6 +71,9 @@ pub struct ExactGpConfig {
     /// its Hessian as preconditioner (see `run_coarse_to_fine`);
     /// `usize::MAX` fits on all rows directly.
     pub coarse_min_rows: usize,
+    /// Bytes the `N × N` matrices may take ([`check_exact_size`]); `None`
+    /// does not check.
+    pub memory_budget: Option<u64>,
 }
 
 impl Default for ExactGpConfig {
@@ -88,6 +93,7 @@ impl Default for ExactGpConfig {
             max_iter: 500,
             center: true,
             coarse_min_rows: COARSE_MIN_ROWS,
+            memory_budget: None,
         }
     }
 }
@@ -568,6 +574,9 @@ pub fn fit_exact(
     monitor: &Monitor,
 ) -> Result<ExactGp> {
     check_training_data(x, y)?;
+    if let Some(bytes) = cfg.memory_budget {
+        check_exact_size(x.nrows(), bytes)?;
+    }
     let (n, d) = x.dim();
     let y_mean = if cfg.center { y.sum() / n as f64 } else { 0.0 };
     let yc: Array1<f64> = y.mapv(|v| v - y_mean);
@@ -1031,6 +1040,38 @@ mod tests {
         });
         assert_eq!(r.unwrap_err(), Error::Interrupted);
         assert!(monitor.snapshot().1 < 201);
+    }
+
+    #[test]
+    fn the_memory_budget_refuses_a_fit_that_would_not_fit() {
+        let (x, y) = data(40);
+        let small = ExactGpConfig {
+            memory_budget: Some(40 * 40 * 8),
+            ..Default::default()
+        };
+        let msg = fit_exact(
+            x.view(),
+            y.view(),
+            &small,
+            Parallelism::Rayon,
+            &Monitor::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(msg.contains("RandomFeatureGPR"), "{msg}");
+        let ample = ExactGpConfig {
+            memory_budget: Some(1 << 30),
+            n_restarts: 0,
+            ..Default::default()
+        };
+        assert!(fit_exact(
+            x.view(),
+            y.view(),
+            &ample,
+            Parallelism::Rayon,
+            &Monitor::default()
+        )
+        .is_ok());
     }
 
     #[test]

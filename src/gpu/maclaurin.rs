@@ -9,7 +9,7 @@ use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 use super::context::{self, Context, WORKGROUP};
 use super::gram::{map_gram, Gram};
 use super::map::{self, DeviceMap};
-use super::sketch::{self, DeviceSketch};
+use super::sketch::DeviceSketch;
 use crate::error::{Error, Result};
 use crate::maclaurin::MaclaurinMap;
 use crate::real::Real;
@@ -25,7 +25,7 @@ use crate::real::Real;
 /// # Errors
 /// [`Error::Gpu`] when no adapter is usable or the device fails;
 /// [`Error::InvalidParameter`] for a map without a GPU kernel (see
-/// [`check_supported`]) and the argument errors of
+/// [`super::check_maclaurin`]) and the argument errors of
 /// [`MaclaurinMap::transform_centered_into`].
 pub fn maclaurin_features_into<T: Real>(
     map: &MaclaurinMap,
@@ -33,7 +33,7 @@ pub fn maclaurin_features_into<T: Real>(
     center: Option<&[f64]>,
     out: ArrayViewMut2<T>,
 ) -> Result<()> {
-    check_supported(map)?;
+    super::check_maclaurin(map)?;
     let center = center_of(map, center);
     map.check_centered(x, &center)?;
     Error::check_out_shape((x.nrows(), map.width()), out.dim())?;
@@ -72,32 +72,13 @@ pub fn maclaurin_gram<T: Real>(
     center: Option<&[f64]>,
     y: Option<ArrayView2<f64>>,
 ) -> Result<Gram> {
-    check_supported(map)?;
+    super::check_maclaurin(map)?;
     let center = center_of(map, center);
     map.check_centered(x, &center)?;
     let ctx = context::get()?;
     let _session = ctx.session()?;
     let dev = DeviceMaclaurin::new(ctx, map, center)?;
     map_gram(ctx, &dev, x, y)
-}
-
-/// Ok when `map` has a GPU kernel: not the explicit `d = 1` map (nothing
-/// random, evaluated in f64 on the CPU) and not TensorSketch blocks.
-///
-/// # Errors
-/// [`Error::InvalidParameter`] naming the reason.
-pub fn check_supported(map: &MaclaurinMap) -> Result<()> {
-    if map.is_explicit_1d() {
-        return Err(Error::invalid(
-            "device",
-            "the explicit one-dimensional Maclaurin map (d = 1 with the optimized allocation) \
-             has no GPU kernel; use device=\"cpu\"",
-        ));
-    }
-    for (_, sk) in map.sketch_blocks() {
-        sketch::check(sk, (0, sk.dim()), 0.0, 1.0)?;
-    }
-    Ok(())
 }
 
 fn center_of(map: &MaclaurinMap, center: Option<&[f64]>) -> Vec<f64> {
@@ -117,7 +98,7 @@ pub(super) struct DeviceMaclaurin<'a> {
 }
 
 impl<'a> DeviceMaclaurin<'a> {
-    /// Uploads the sketches of `map` (checked by [`check_supported`]).
+    /// Uploads the sketches of `map` (checked by [`super::check_maclaurin`]).
     pub(super) fn new(ctx: &Context, map: &'a MaclaurinMap, center: Vec<f64>) -> Result<Self> {
         let d = map.dim();
         let n_const = map.allocation().first().copied().unwrap_or(0);

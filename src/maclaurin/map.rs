@@ -205,9 +205,9 @@ impl MaclaurinMap {
     /// on `seed`, `n` and its feature count, never on the data otherwise.
     ///
     /// The optimized allocation reports its stages ("blocks of pair
-    /// statistics", "candidate degrees") and a summary message to `monitor`, and checks it
-    /// between blocks of work (see [`pair_statistics`] and
-    /// [`Problem::solve`]).
+    /// statistics", "candidate degrees") and a summary message to
+    /// `monitor`, and checks it before every block of 128 × 128 pairs (see
+    /// [`pair_statistics`]) and every candidate truncation degree.
     pub fn fit<T: Real>(
         x: ArrayView2<T>,
         config: &MaclaurinConfig,

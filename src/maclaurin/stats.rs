@@ -13,7 +13,7 @@
 //! `exp`/`ln` per pair). The vector code evaluates a whole row of a block
 //! pair at once (plain loops over the pairs, compiled for the widest SIMD
 //! the CPU offers, sums kept in `LANES` lanes): the target and `G` with
-//! the branch-free `exp` of `crate::gp::vexp` (within 2 ulp), the powers
+//! the branch-free `exp` of `crate::vexp` (within 2 ulp), the powers
 //! `G m^n`, `G² M^n`, … multiplied out directly, which is exact to rounding
 //! while they stay within `e^{±700}`. A pair outside that range (a zero or
 //! overflowing power, a target beyond `e^700`) is evaluated by the scalar
@@ -25,11 +25,11 @@ use rayon::prelude::*;
 
 use super::coefficients::MaclaurinKernel;
 use crate::error::{Error, Result};
-use crate::gp::vexp;
 use crate::linalg::gemm;
 use crate::progress::Monitor;
 use crate::sketch::variance::{srht_cross_moments, unstructured_moments, PairStats, WeightLaw};
 use crate::threads::Parallelism;
+use crate::vexp;
 
 /// Rows per block of the streamed pass.
 const BLOCK: usize = 128;

@@ -4,7 +4,9 @@ use approx::assert_relative_eq;
 use ndarray::{array, Array2};
 use rand::Rng as _;
 
-use super::allocate::{expected_variance, incremental, variance_part};
+use super::allocate::{
+    expected_variance, incremental, variance_part, Allocation, DegreeTerm, Problem, VarianceModel,
+};
 use super::*;
 use crate::progress::Monitor;
 use crate::sketch::variance::{unstructured_moments, PairStats, WeightLaw};

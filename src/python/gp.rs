@@ -11,12 +11,14 @@ use pyo3::types::PyAny;
 
 use super::ffi;
 use crate::error::Error;
-use crate::gp::exact::{log_marginal_likelihood, predict_exact};
+use crate::gp::exact::{check_exact_size, log_marginal_likelihood, predict_exact};
 use crate::gp::features::predict_features;
 use crate::gp::optimize::fit_exact;
-use crate::gp::{metrics, ExactGpConfig, FeatureGp, FeatureStats, GaussianKernel, Hyper};
+use crate::gp::{metrics, ExactGpConfig, FeatureGp, GaussianKernel, Hyper};
 use crate::linalg::{as_faer, check_factor, Cholesky};
 use crate::real::Real;
+use crate::stats::FeatureStats;
+use crate::system::available_memory_bytes;
 use crate::threads::Parallelism;
 
 type Arr1<'py> = Bound<'py, PyArray1<f64>>;
@@ -73,6 +75,7 @@ fn exact_gp_fit<'py>(
         seed,
         max_iter,
         center,
+        memory_budget: Some(available_memory_bytes()),
         ..ExactGpConfig::default()
     };
     let (xv, yv) = (x.as_array(), y.as_array());
@@ -153,6 +156,7 @@ fn exact_gp_lml<'py>(
     };
     let (xv, yv) = (x.as_array(), y.as_array());
     let e = ffi::call(py, || {
+        check_exact_size(xv.nrows(), available_memory_bytes())?;
         log_marginal_likelihood(
             xv,
             yv,
@@ -168,8 +172,8 @@ fn exact_gp_lml<'py>(
 /// Sufficient statistics of a feature-space GP (ALGORITHMS.md 7.2),
 /// accumulated over row chunks and merged exactly.
 #[pyclass(module = "randfeat_rs._core", name = "FeatureStats")]
-struct PyFeatureStats {
-    inner: FeatureStats,
+pub(super) struct PyFeatureStats {
+    pub(super) inner: FeatureStats,
 }
 
 fn accumulate_typed<'py, T: Real + numpy::Element>(

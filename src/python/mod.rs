@@ -6,6 +6,7 @@
 //! `randfeat_rs.exceptions`.
 
 mod binning;
+mod feature_map;
 mod ffi;
 mod fourier;
 mod fwht;
@@ -86,5 +87,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sketch::register(m)?;
     maclaurin::register(m)?;
     localized_gp::register(m)?;
+    feature_map::register(m)?;
     Ok(())
 }
