@@ -51,6 +51,10 @@ pub enum Error {
     /// The worker thread pool could not be created.
     #[error("could not build the thread pool: {0}")]
     ThreadPool(String),
+    /// The call was cancelled through its [`crate::progress::Monitor`] (the
+    /// Python bindings cancel on Ctrl-C and raise `KeyboardInterrupt`).
+    #[error("interrupted")]
+    Interrupted,
     /// A Rust panic caught at the FFI edge: a bug in randfeat_rs, never the
     /// user's fault. Carries the panic message.
     #[error("internal error (a Rust panic was caught; please report it): {0}")]

@@ -60,6 +60,7 @@ pub mod kernels;
 pub mod linalg;
 pub mod maclaurin;
 pub mod nystroem;
+pub mod progress;
 pub mod real;
 pub mod rng;
 pub mod sketch;
@@ -76,6 +77,7 @@ mod serde_tests;
 
 pub use error::{Error, Result};
 pub use ndarray;
+pub use progress::Monitor;
 pub use real::Real;
 pub use threads::Parallelism;
 

@@ -16,6 +16,7 @@ use crate::kernels::Kernel;
 use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
 use crate::maclaurin::MaclaurinKernel;
 use crate::nystroem::NystroemFeatures;
+use crate::progress::Monitor;
 use crate::sketch::{PolySketch, PolynomialFeatures, SketchKind};
 use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
@@ -59,6 +60,7 @@ fn feature_maps_and_statistics_round_trip() {
             &MaclaurinConfig::new(MaclaurinKernel::Gaussian, 17),
             4,
             PAR,
+            &Monitor::default(),
         )
         .unwrap()
         .into(),
@@ -75,7 +77,17 @@ fn feature_maps_and_statistics_round_trip() {
         feature_map::transform_into(&back, x.view(), b.view_mut(), Device::Cpu, PAR).unwrap();
         assert_eq!(a, b, "{map:?}");
         let mut stats = FeatureStats::new(map.n_components());
-        feature_map::accumulate(map, x.view(), y.view(), &mut stats, Device::Cpu, 16, PAR).unwrap();
+        feature_map::accumulate(
+            map,
+            x.view(),
+            y.view(),
+            &mut stats,
+            Device::Cpu,
+            16,
+            PAR,
+            &Monitor::default(),
+        )
+        .unwrap();
         assert_eq!(round_trip(&stats), stats);
     }
     // The concrete types too.
@@ -93,13 +105,40 @@ fn fitted_gps_round_trip() {
     let y = Array1::from_shape_fn(60, |i| (i as f64 * 0.2).cos() + 1.0);
     let xs = random(25, 2, 7);
     let map = FourierFeatures::fit(&FourierConfig::new(16), 2, 8).unwrap();
-    let gp = FeatureGp::fit_map(&map, x.view(), y.view(), 0.1, true, Device::Cpu, 64, PAR).unwrap();
+    let gp = FeatureGp::fit_map(
+        &map,
+        x.view(),
+        y.view(),
+        0.1,
+        true,
+        Device::Cpu,
+        64,
+        PAR,
+        &Monitor::default(),
+    )
+    .unwrap();
     let back = round_trip(&gp);
     assert_eq!(
-        back.predict_map(&map, xs.view(), true, Device::Cpu, 64, PAR)
-            .unwrap(),
-        gp.predict_map(&map, xs.view(), true, Device::Cpu, 64, PAR)
-            .unwrap()
+        back.predict_map(
+            &map,
+            xs.view(),
+            true,
+            Device::Cpu,
+            64,
+            PAR,
+            &Monitor::default()
+        )
+        .unwrap(),
+        gp.predict_map(
+            &map,
+            xs.view(),
+            true,
+            Device::Cpu,
+            64,
+            PAR,
+            &Monitor::default()
+        )
+        .unwrap()
     );
     assert_eq!((back.lml, back.chol.jitter()), (gp.lml, gp.chol.jitter()));
     let kernel = GaussianKernel {
@@ -129,26 +168,38 @@ fn the_localized_gp_round_trips_without_a_refit() {
         n_clusters: None,
         tol: 1e-8,
         center_y: true,
-        verbose: false,
         device: Device::Cpu,
     };
-    let gp = LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 11, PAR).unwrap();
+    let gp =
+        LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 11, PAR, &Monitor::default()).unwrap();
     // Some centroid GPs built before storing, the others after loading.
     let first = gp
-        .predict(xs.slice(ndarray::s![..5, ..]), true, PAR)
+        .predict(
+            xs.slice(ndarray::s![..5, ..]),
+            true,
+            PAR,
+            &Monitor::default(),
+        )
         .unwrap();
     assert!(first.n_built > 0);
     let back = round_trip(&gp);
     assert_eq!(back.centroids(), gp.centroids());
     assert_eq!(back.cutoff_sq(), gp.cutoff_sq());
     let again = back
-        .predict(xs.slice(ndarray::s![..5, ..]), true, PAR)
+        .predict(
+            xs.slice(ndarray::s![..5, ..]),
+            true,
+            PAR,
+            &Monitor::default(),
+        )
         .unwrap();
     assert_eq!(again.n_built, 0, "the stored centroid GPs are reused");
     assert_eq!((again.mean, again.var), (first.mean, first.var));
     let (a, b) = (
-        gp.predict(xs.view(), true, PAR).unwrap(),
-        back.predict(xs.view(), true, PAR).unwrap(),
+        gp.predict(xs.view(), true, PAR, &Monitor::default())
+            .unwrap(),
+        back.predict(xs.view(), true, PAR, &Monitor::default())
+            .unwrap(),
     );
     assert_eq!((a.n_built, a.mean, a.var), (b.n_built, b.mean, b.var));
     // A stored state that contradicts itself is refused.

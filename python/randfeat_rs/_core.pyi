@@ -1,9 +1,12 @@
 """Type stubs of the compiled core (checked with mypy stubtest)."""
 
-from typing import Any, Optional, final
+from typing import Any, Callable, Optional, final
 
 import numpy as np
 from numpy.typing import NDArray
+
+# The progress callback of the long calls: (stage, done, total, messages).
+_Progress = Callable[[str, int, int, list[str]], object]
 
 # Keep in step with the functions registered in src/python/ (stubtest checks it).
 __all__ = [
@@ -14,6 +17,7 @@ __all__ = [
     "PolySketch",
     "__version__",
     "_debug_panic",
+    "_debug_wait",
     "_inverse_normal_cdf",
     "_sketch_estimates",
     "_sobol_points",
@@ -53,6 +57,7 @@ def set_num_threads(n: int) -> None: ...
 def get_num_threads() -> int: ...
 def simd_level() -> str: ...
 def _debug_panic() -> None: ...
+def _debug_wait(seconds: float, progress: _Progress | None = None) -> float: ...
 def fwht(x: NDArray[np.floating], normalized: bool = False) -> NDArray[np.floating]: ...
 def fwht_into(
     x: NDArray[np.floating], out: NDArray[np.floating], normalized: bool = False
@@ -101,7 +106,7 @@ def exact_gp_fit(
     n_restarts: int,
     seed: int,
     max_iter: int,
-    verbose: bool,
+    progress: _Progress | None,
     center: bool,
 ) -> tuple[
     NDArray[np.float64],
@@ -278,6 +283,7 @@ class MaclaurinMap:
         allocation: str,
         explicit: list[int] | None,
         seed: int,
+        progress: _Progress | None = None,
     ) -> MaclaurinMap: ...
     @staticmethod
     def build(
@@ -301,7 +307,10 @@ class MaclaurinMap:
     @property
     def width(self) -> int: ...
     def transform(
-        self, x: NDArray[np.floating], center: list[float] | None = None
+        self,
+        x: NDArray[np.floating],
+        center: list[float] | None = None,
+        progress: _Progress | None = None,
     ) -> NDArray[np.floating]: ...
 
 # Localized Maclaurin GP (src/python/localized_gp.rs)
@@ -323,9 +332,9 @@ class LocalizedMaclaurinGp:
         n_subsample: int,
         tol: float,
         center_y: bool,
-        verbose: bool,
         seed: int,
         device: str = "cpu",
+        progress: _Progress | None = None,
     ) -> LocalizedMaclaurinGp: ...
     @property
     def centroids(self) -> NDArray[np.float64]: ...
@@ -339,9 +348,13 @@ class LocalizedMaclaurinGp:
     def timings(self) -> tuple[float, float]: ...
     @property
     def cutoff_sq(self) -> float: ...
-    def build_all(self) -> int: ...
+    def build_all(self, progress: _Progress | None = None) -> int: ...
     def predict(
-        self, x: NDArray[np.floating], return_var: bool, at_test_points: bool
+        self,
+        x: NDArray[np.floating],
+        return_var: bool,
+        at_test_points: bool,
+        progress: _Progress | None = None,
     ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, int, float, float]: ...
 
 # Any dense feature map (src/python/feature_map.rs)

@@ -11,7 +11,6 @@ merge exactly across chunks, calls and machines.
 
 from __future__ import annotations
 
-import sys
 from numbers import Integral, Real
 from typing import Any, Optional
 
@@ -22,6 +21,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 from ._base import RandomFeaturesBase
+from ._progress import ProgressPrinter, progress_printer
 from ._validation import seed_from_random_state
 from .exceptions import InvalidInputError
 from .gpu import DEVICES, _fitted_device
@@ -147,8 +147,8 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         Subtract the training-target mean (zero prior mean on the rest);
         ``False`` uses a zero prior mean on the raw targets.
     verbose : bool, default=False
-        Print the progress of each optimizer run (per subsample level: LML,
-        iterations, evaluations) to stderr.
+        Print the progress of the fit to ``sys.stderr`` (optimizer runs done,
+        and per run and subsample level: LML, iterations, evaluations).
     device : {"cpu", "gpu", "auto"}, default="cpu"
         Accepted for a uniform API; the exact GP always runs on the CPU, so
         ``"auto"`` gives ``device_ = "cpu"`` and ``"gpu"`` raises
@@ -278,20 +278,21 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         ls = None
         if self.length_scale is not None:
             ls = [float(v) for v in np.atleast_1d(np.asarray(self.length_scale, dtype=np.float64))]
-        ls_, kv, nv, y_mean, lml, alpha, chol, n_iter = _core.exact_gp_fit(
-            X,
-            y,
-            ls,
-            _positive_or_none(self.kernel_variance, "kernel_variance"),
-            _positive_or_none(self.noise_variance, "noise_variance"),
-            bool(self.ard),
-            self._optimize_list(),
-            int(self.n_restarts),
-            seed_from_random_state(self.random_state),
-            int(self.max_iter),
-            bool(self.verbose),
-            bool(self.center_y),
-        )
+        with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
+            ls_, kv, nv, y_mean, lml, alpha, chol, n_iter = _core.exact_gp_fit(
+                X,
+                y,
+                ls,
+                _positive_or_none(self.kernel_variance, "kernel_variance"),
+                _positive_or_none(self.noise_variance, "noise_variance"),
+                bool(self.ard),
+                self._optimize_list(),
+                int(self.n_restarts),
+                seed_from_random_state(self.random_state),
+                int(self.max_iter),
+                progress,
+                bool(self.center_y),
+            )
         self.length_scale_ = ls_ if self.ard else float(ls_[0])
         self.kernel_variance_ = float(kv)
         self.noise_variance_ = float(nv)
@@ -584,7 +585,7 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
     center_y : bool, default=True
         Subtract the training-target mean (zero prior mean on the rest).
     verbose : bool, default=False
-        Print progress (rows accumulated) to stderr.
+        Print progress (rows accumulated) to ``sys.stderr``.
     device : {"cpu", "gpu", "auto"}, default="cpu"
         Where the statistics are accumulated. ``"gpu"``: when ``features``
         is this library's :class:`~randfeat_rs.RandomFourierFeatures`,
@@ -689,10 +690,8 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
             self.stats_ = SufficientStatistics(fmap.n_components)
         fmap.accumulate(self.stats_._stats, X, y, "gpu", int(self.chunk_size))
         if self.verbose:
-            print(
-                f"RandomFeatureGPR: {X.shape[0]} rows accumulated on the GPU "
-                f"({self.stats_.n_samples} in total)",
-                file=sys.stderr,
+            ProgressPrinter(type(self).__name__).message(
+                f"{X.shape[0]} rows accumulated on the GPU ({self.stats_.n_samples} in total)"
             )
 
     def _validate_xy(self, X: Any, y: Any, reset: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -707,17 +706,14 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
             return
         n = X.shape[0]
         step = int(self.chunk_size)
-        for lo in range(0, n, step):
-            phi = _features_chunk(self.features_, X[lo : lo + step])
-            if getattr(self, "stats_", None) is None:
-                self.stats_ = SufficientStatistics(phi.shape[1])
-            self.stats_.accumulate(phi, y[lo : lo + step])
-            if self.verbose:
-                print(
-                    f"RandomFeatureGPR: {min(lo + step, n)}/{n} rows accumulated "
-                    f"({self.stats_.n_samples} in total)",
-                    file=sys.stderr,
-                )
+        with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
+            for lo in range(0, n, step):
+                phi = _features_chunk(self.features_, X[lo : lo + step])
+                if getattr(self, "stats_", None) is None:
+                    self.stats_ = SufficientStatistics(phi.shape[1])
+                self.stats_.accumulate(phi, y[lo : lo + step])
+                if progress is not None:
+                    progress("rows accumulated", min(lo + step, n), n, [])
 
     def _solve(self) -> None:
         if self.noise_variance_ is None:

@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
 from ._base import RandomFeaturesBase
+from ._progress import progress_printer
 from .exceptions import InvalidInputError
 from .gpu import DEVICES
 
@@ -71,6 +72,11 @@ class MaclaurinFeatures(RandomFeaturesBase):
         Use the exact linear map (``d`` columns) instead of a degree-1 sketch.
     random_state : int, RandomState, Generator or None, default=None
         Seed of the subsample and of every random sketch.
+    verbose : bool, default=False
+        Print progress to ``sys.stderr``: the pair statistics and the search
+        over the truncation degree of the optimized allocation and the
+        allocation chosen, and the rows of a ``transform`` that runs longer
+        than half a second (on the CPU).
     device : {"cpu", "gpu", "auto"}, default="cpu"
         Where ``transform`` runs. ``"gpu"``: the degree blocks run through
         the GPU sketch kernels (the same random parameters, bit for bit),
@@ -130,6 +136,7 @@ class MaclaurinFeatures(RandomFeaturesBase):
         "n_subsample": [Interval(Integral, 2, None, closed="left")],
         "h01": ["boolean"],
         "random_state": ["random_state"],
+        "verbose": ["verbose"],
         "device": [StrOptions(set(DEVICES))],
     }
 
@@ -150,6 +157,7 @@ class MaclaurinFeatures(RandomFeaturesBase):
         n_subsample: int = 2000,
         h01: bool = False,
         random_state: Any = None,
+        verbose: bool = False,
         device: str = "cpu",
     ) -> None:
         self.n_components = n_components
@@ -166,6 +174,7 @@ class MaclaurinFeatures(RandomFeaturesBase):
         self.n_subsample = n_subsample
         self.h01 = h01
         self.random_state = random_state
+        self.verbose = verbose
         self.device = device
 
     def _kernel_args(self) -> tuple[int, float]:
@@ -239,7 +248,10 @@ class MaclaurinFeatures(RandomFeaturesBase):
             raise InvalidInputError(
                 "the optimized allocation needs at least 2 rows, got n_samples=1"
             )
-        fitted = _core.MaclaurinMap.fit(X, settings, allocation=mode, explicit=explicit, seed=seed)
+        with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
+            fitted = _core.MaclaurinMap.fit(
+                X, settings, allocation=mode, explicit=explicit, seed=seed, progress=progress
+            )
         pairs, dropped = fitted.dropped_pairs
         if pairs > 0 and dropped > 0.05 * pairs:
             warnings.warn(
@@ -298,7 +310,8 @@ class MaclaurinFeatures(RandomFeaturesBase):
         X = self._check_transform_input(X)
         if self.device_ == "gpu":
             return self._feature_map().transform(X, "gpu")
-        return self._fitted_map().transform(X)
+        with progress_printer(type(self).__name__, bool(self.verbose), delay=0.5) as progress:
+            return self._fitted_map().transform(X, progress=progress)
 
     def transform_centered(self, X: Any, center: Any) -> np.ndarray:
         """Map ``X`` with the expansion centered at ``center`` (Gaussian kernel only).
@@ -324,7 +337,8 @@ class MaclaurinFeatures(RandomFeaturesBase):
             )
         if self.device_ == "gpu":
             return self._feature_map().transform(X, "gpu", [float(v) for v in c])
-        return self._fitted_map().transform(X, [float(v) for v in c])
+        with progress_printer(type(self).__name__, bool(self.verbose), delay=0.5) as progress:
+            return self._fitted_map().transform(X, [float(v) for v in c], progress=progress)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(super().__getstate__())

@@ -22,7 +22,7 @@
 //! use randfeat_rs::fourier::{FourierConfig, FourierFeatures};
 //! use randfeat_rs::gpu::Device;
 //! use randfeat_rs::stats::FeatureStats;
-//! use randfeat_rs::Parallelism;
+//! use randfeat_rs::{Monitor, Parallelism};
 //!
 //! let map = FourierFeatures::fit(&FourierConfig::new(64), 3, 0)?;
 //! let x = Array2::from_shape_fn((100, 3), |(i, j)| ((i * 3 + j) as f64 * 0.1).sin());
@@ -30,7 +30,8 @@
 //! // "auto": the GPU when a hardware adapter is usable, else the CPU.
 //! let device = feature_map::resolve_device(&map, Device::Auto)?;
 //! let mut stats = FeatureStats::new(map.n_components());
-//! feature_map::accumulate(&map, x.view(), y.view(), &mut stats, device, 32, Parallelism::Rayon)?;
+//! let monitor = Monitor::default();
+//! feature_map::accumulate(&map, x.view(), y.view(), &mut stats, device, 32, Parallelism::Rayon, &monitor)?;
 //! assert_eq!(stats.n, 100);
 //! # Ok::<(), randfeat_rs::Error>(())
 //! ```
@@ -49,6 +50,7 @@ use crate::fourier::FourierFeatures;
 use crate::gpu::{self, Device};
 use crate::maclaurin::MaclaurinMap;
 use crate::nystroem::NystroemFeatures;
+use crate::progress::Monitor;
 use crate::real::Real;
 use crate::sketch::PolynomialFeatures;
 use crate::stats::FeatureStats;
@@ -276,7 +278,8 @@ fn runs_on_gpu<M: FeatureMap>(map: &M, device: Device) -> Result<bool> {
 /// - CPU: `chunk_rows` rows at a time are transformed into one reused
 ///   buffer and added by [`FeatureStats::accumulate`] (memory
 ///   `O(chunk_rows · D + D²)`); the result is that of the same chunks
-///   transformed and accumulated one by one.
+///   transformed and accumulated one by one. `monitor` gets the stage
+///   "rows accumulated" and is checked before every chunk.
 /// - GPU: one pass of the map's fused kernel over all rows (the device
 ///   streams its own chunks) gives `ΦᵀΦ` and `Φᵀ[y − s, 1]` for the shift
 ///   `s = mean(y)` of these rows, i.e. `Φᵀ(y − s)` and the column sums `Φᵀ1`
@@ -288,6 +291,7 @@ fn runs_on_gpu<M: FeatureMap>(map: &M, device: Device) -> Result<bool> {
 /// Shape mismatches (`x` against the map, `y` against `x`, `stats` against
 /// `D`); `chunk_rows = 0`; non-finite `y` (or `x` on the GPU; the CPU
 /// transforms report it); as [`resolve_device`] for `Gpu`; the map's errors.
+#[allow(clippy::too_many_arguments)]
 pub fn accumulate<M: FeatureMap, T: Real>(
     map: &M,
     x: ArrayView2<'_, T>,
@@ -296,6 +300,7 @@ pub fn accumulate<M: FeatureMap, T: Real>(
     device: Device,
     chunk_rows: usize,
     par: Parallelism,
+    monitor: &Monitor,
 ) -> Result<()> {
     let (n, d) = x.dim();
     Error::check_n_features(map.n_features_in(), d)?;
@@ -324,10 +329,13 @@ pub fn accumulate<M: FeatureMap, T: Real>(
     let chunks = x
         .axis_chunks_iter(Axis(0), chunk_rows)
         .zip(y.axis_chunks_iter(Axis(0), chunk_rows));
+    monitor.stage("rows accumulated", n as u64);
     for (xc, yc) in chunks {
+        monitor.check()?;
         let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
         map.transform_into(xc, p.view_mut(), par)?;
         stats.accumulate(p.view(), yc, par)?;
+        monitor.advance(xc.nrows() as u64);
     }
     Ok(())
 }

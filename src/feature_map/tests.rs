@@ -49,7 +49,14 @@ fn maclaurin(x: &Array2<f64>, sketch: SketchKind) -> MaclaurinMap {
         cfg.allocation = AllocationStrategy::Random;
     }
     cfg.length_scale = 1.5;
-    MaclaurinMap::fit(x.view(), &cfg, 5, Parallelism::Sequential).unwrap()
+    MaclaurinMap::fit(
+        x.view(),
+        &cfg,
+        5,
+        Parallelism::Sequential,
+        &Monitor::default(),
+    )
+    .unwrap()
 }
 
 fn nystroem(x: &Array2<f64>) -> NystroemFeatures {
@@ -185,7 +192,8 @@ fn shapes_are_checked_before_dispatch() {
             &mut stats,
             Device::Cpu,
             0,
-            Parallelism::Rayon
+            Parallelism::Rayon,
+            &Monitor::default(),
         ),
         Err(Error::InvalidParameter {
             name: "chunk_rows",
@@ -201,7 +209,8 @@ fn shapes_are_checked_before_dispatch() {
             &mut wrong,
             Device::Cpu,
             2,
-            Parallelism::Rayon
+            Parallelism::Rayon,
+            &Monitor::default(),
         ),
         Err(Error::ShapeMismatch { .. })
     ));
@@ -213,7 +222,8 @@ fn shapes_are_checked_before_dispatch() {
             &mut stats,
             Device::Cpu,
             2,
-            Parallelism::Rayon
+            Parallelism::Rayon,
+            &Monitor::default(),
         ),
         Err(Error::ShapeMismatch { .. })
     ));
@@ -247,6 +257,7 @@ fn cpu_accumulation_equals_the_chunk_loop_exactly_for_every_chunk_size() {
             Device::Cpu,
             n,
             Parallelism::Rayon,
+            &Monitor::default(),
         )
         .unwrap();
         for chunk in [1, 7, 64, n, 4 * n] {
@@ -259,6 +270,7 @@ fn cpu_accumulation_equals_the_chunk_loop_exactly_for_every_chunk_size() {
                 Device::Cpu,
                 chunk,
                 Parallelism::Rayon,
+                &Monitor::default(),
             )
             .unwrap();
             assert_eq!(
@@ -284,7 +296,14 @@ fn resolve_device_names_the_reason() {
     let x1 = random(30, 1, 8);
     let mut cfg = MaclaurinConfig::new(MaclaurinKernel::Gaussian, 6);
     cfg.length_scale = 1.5;
-    let explicit_1d = MaclaurinMap::fit(x1.view(), &cfg, 1, Parallelism::Sequential).unwrap();
+    let explicit_1d = MaclaurinMap::fit(
+        x1.view(),
+        &cfg,
+        1,
+        Parallelism::Sequential,
+        &Monitor::default(),
+    )
+    .unwrap();
     let unsupported: Vec<(AnyFeatureMap, &str)> = vec![
         (
             polynomial(SketchKind::TensorSketch, false, 8).into(),
@@ -319,6 +338,7 @@ fn resolve_device_names_the_reason() {
             Device::Gpu,
             8,
             Parallelism::Rayon,
+            &Monitor::default(),
         )
         .unwrap_err();
         assert!(err.to_string().contains(why));
@@ -484,6 +504,7 @@ mod on_gpu {
                 Device::Gpu,
                 16,
                 Parallelism::Rayon,
+                &Monitor::default(),
             )
             .unwrap();
             let shift = y.sum() / n as f64;
@@ -512,6 +533,7 @@ mod on_gpu {
                 Device::Gpu,
                 16,
                 Parallelism::Rayon,
+                &Monitor::default(),
             )
             .unwrap();
             let mut merged = want.clone();
@@ -527,6 +549,7 @@ mod on_gpu {
                 Device::Cpu,
                 16,
                 Parallelism::Rayon,
+                &Monitor::default(),
             )
             .unwrap();
             let scale = cpu.gram.iter().fold(1.0_f64, |m, v| m.max(v.abs()));

@@ -11,6 +11,7 @@ use rayon::prelude::*;
 use super::{check_finite, check_positive};
 use crate::error::{Error, Result};
 use crate::linalg::{faer_par, Cholesky};
+use crate::progress::Monitor;
 use crate::threads::Parallelism;
 use crate::vexp;
 
@@ -386,13 +387,26 @@ pub fn log_marginal_likelihood(
     par: Parallelism,
 ) -> Result<LmlEval> {
     let mut ws = Workspace::default();
-    lml_and_factor(x, y, kernel, noise_variance, want_grad, par, &mut ws).map(|(e, _, _)| e)
+    let monitor = Monitor::default();
+    lml_and_factor(
+        x,
+        y,
+        kernel,
+        noise_variance,
+        want_grad,
+        par,
+        &monitor,
+        &mut ws,
+    )
+    .map(|(e, _, _)| e)
 }
 
 /// [`log_marginal_likelihood`] that also returns the factor of `K_y` and
 /// `α = K_y^{−1} y`: what a fitted [`ExactGp`] keeps, so the optimizer's best
 /// evaluation needs no refit. `ws` holds the `N × N` buffers that repeated
-/// calls reuse.
+/// calls reuse. `monitor` is checked between the factorization, the inverse
+/// and the gradient.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn lml_and_factor(
     x: ArrayView2<'_, f64>,
     y: ArrayView1<'_, f64>,
@@ -400,6 +414,7 @@ pub(crate) fn lml_and_factor(
     noise_variance: f64,
     want_grad: bool,
     par: Parallelism,
+    monitor: &Monitor,
     ws: &mut Workspace,
 ) -> Result<(LmlEval, Cholesky, Vec<f64>)> {
     check_training_data(x, y)?;
@@ -407,6 +422,7 @@ pub(crate) fn lml_and_factor(
     check_positive("noise_variance", noise_variance)?;
     let n = x.nrows();
     let f = factor(x, y, kernel, noise_variance, par, &mut ws.k)?;
+    monitor.check()?;
     let data_fit: f64 = y.iter().zip(&f.alpha).map(|(a, b)| a * b).sum();
     let lml = -0.5 * data_fit - 0.5 * f.chol.log_det() - 0.5 * n as f64 * LN_2PI;
     let jitter = f.chol.jitter();
@@ -421,6 +437,7 @@ pub(crate) fn lml_and_factor(
     // The kernel matrix leaves the workspace while the inverse borrows it.
     let k_buf = std::mem::take(&mut ws.k);
     let inv = ws.inverse_lower(&f.chol, par);
+    monitor.check()?;
     let kmat = &k_buf;
     let d = x.ncols();
     let alpha = &f.alpha;

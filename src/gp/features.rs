@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::feature_map::{self, FeatureMap};
 use crate::gpu::Device;
 use crate::linalg::{as_faer, mirror_lower, Cholesky};
+use crate::progress::Monitor;
 use crate::real::{all_finite, Real};
 use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
@@ -111,7 +112,8 @@ impl FeatureGp {
 
     /// Fits on the features `Φ(x)` of any [`FeatureMap`]: the statistics of
     /// [`feature_map::accumulate`] on `device` (`chunk_rows` rows at a time
-    /// on the CPU), then [`FeatureGp::fit`].
+    /// on the CPU, reported to and checked against `monitor`), then
+    /// [`FeatureGp::fit`].
     ///
     /// # Errors
     /// As [`feature_map::accumulate`] and [`FeatureGp::fit`].
@@ -125,9 +127,10 @@ impl FeatureGp {
         device: Device,
         chunk_rows: usize,
         par: Parallelism,
+        monitor: &Monitor,
     ) -> Result<Self> {
         let mut stats = FeatureStats::new(map.n_components());
-        feature_map::accumulate(map, x, y, &mut stats, device, chunk_rows, par)?;
+        feature_map::accumulate(map, x, y, &mut stats, device, chunk_rows, par, monitor)?;
         Self::fit(&stats, noise_variance, center, par)
     }
 
@@ -138,7 +141,10 @@ impl FeatureGp {
     ///
     /// # Errors
     /// As [`feature_map::transform_into`] and [`FeatureGp::predict`];
-    /// [`Error::InvalidParameter`] for `chunk_rows = 0`.
+    /// [`Error::InvalidParameter`] for `chunk_rows = 0`;
+    /// [`Error::Interrupted`] once `monitor` is cancelled (it is checked
+    /// before every chunk, and gets the stage "rows predicted").
+    #[allow(clippy::too_many_arguments)]
     pub fn predict_map<M: FeatureMap, T: Real>(
         &self,
         map: &M,
@@ -147,6 +153,7 @@ impl FeatureGp {
         device: Device,
         chunk_rows: usize,
         par: Parallelism,
+        monitor: &Monitor,
     ) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
         if chunk_rows == 0 {
             return Err(Error::invalid("chunk_rows", "must be >= 1, got 0"));
@@ -155,7 +162,9 @@ impl FeatureGp {
         let mut mean = Array1::zeros(n);
         let mut var = want_var.then(|| Array1::zeros(n));
         let mut phi = Array2::<T>::zeros((chunk_rows.min(n), map.n_components()));
+        monitor.stage("rows predicted", n as u64);
         for (k, xc) in x.axis_chunks_iter(Axis(0), chunk_rows).enumerate() {
+            monitor.check()?;
             let rows = k * chunk_rows..k * chunk_rows + xc.nrows();
             let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
             feature_map::transform_into(map, xc, p.view_mut(), device, par)?;
@@ -164,6 +173,7 @@ impl FeatureGp {
             if let (Some(var), Some(v)) = (var.as_mut(), v) {
                 var.slice_mut(s![rows]).assign(&v);
             }
+            monitor.advance(xc.nrows() as u64);
         }
         Ok((mean, var))
     }
@@ -429,8 +439,18 @@ mod tests {
         let xs = random_phi(300, d, 7);
         let map = FourierFeatures::fit(&FourierConfig::new(33), d, 1).unwrap();
         let par = Parallelism::Rayon;
-        let gp =
-            FeatureGp::fit_map(&map, x.view(), y.view(), 0.1, true, Device::Cpu, 50, par).unwrap();
+        let gp = FeatureGp::fit_map(
+            &map,
+            x.view(),
+            y.view(),
+            0.1,
+            true,
+            Device::Cpu,
+            50,
+            par,
+            &Monitor::default(),
+        )
+        .unwrap();
         // The statistics path: the same chunks transformed and added.
         let mut stats = FeatureStats::new(33);
         for k0 in (0..n).step_by(50) {
@@ -447,21 +467,53 @@ mod tests {
         let var = var.unwrap();
         // One chunk: the same call; smaller chunks: the same rows' values.
         let (m1, v1) = gp
-            .predict_map(&map, xs.view(), true, Device::Cpu, 300, par)
+            .predict_map(
+                &map,
+                xs.view(),
+                true,
+                Device::Cpu,
+                300,
+                par,
+                &Monitor::default(),
+            )
             .unwrap();
         assert_eq!((m1, v1), (mu.clone(), Some(var.clone())));
         let (m2, v2) = gp
-            .predict_map(&map, xs.view(), true, Device::Cpu, 37, par)
+            .predict_map(
+                &map,
+                xs.view(),
+                true,
+                Device::Cpu,
+                37,
+                par,
+                &Monitor::default(),
+            )
             .unwrap();
         assert!((&m2 - &mu).iter().all(|v| v.abs() < 1e-12));
         assert!((&v2.unwrap() - &var).iter().all(|v| v.abs() < 1e-12));
         let (m3, none) = gp
-            .predict_map(&map, xs.view(), false, Device::Cpu, 37, par)
+            .predict_map(
+                &map,
+                xs.view(),
+                false,
+                Device::Cpu,
+                37,
+                par,
+                &Monitor::default(),
+            )
             .unwrap();
         assert_eq!(m3, m2);
         assert!(none.is_none());
         assert!(gp
-            .predict_map(&map, xs.view(), true, Device::Cpu, 0, par)
+            .predict_map(
+                &map,
+                xs.view(),
+                true,
+                Device::Cpu,
+                0,
+                par,
+                &Monitor::default()
+            )
             .is_err());
     }
 

@@ -496,6 +496,7 @@ mod tests {
     use crate::maclaurin::map::MaclaurinConfig;
     use crate::maclaurin::MaclaurinKernel;
     use crate::sketch::SketchKind;
+    use crate::Monitor;
     use ndarray::{Array1, Array2, Axis};
     use std::sync::Mutex;
 
@@ -625,7 +626,14 @@ mod tests {
         cfg.sketch = SketchKind::TensorSrht;
         cfg.length_scale = 1.5;
         cfg.kernel_variance = 1.3;
-        let map = MaclaurinMap::fit(x.view(), &cfg, 3, Parallelism::Sequential).unwrap();
+        let map = MaclaurinMap::fit(
+            x.view(),
+            &cfg,
+            3,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         let mut centroids = random(7, 3, 1.0, 32);
         centroids.row_mut(6).fill(40.0);
         let which = [4, 0, 6, 2, 5, 1, 3];
@@ -708,7 +716,14 @@ mod tests {
         let x = random(30, 2, 1.0, 41);
         let y = Array1::from_iter(x.column(0).iter().copied());
         let cfg = MaclaurinConfig::new(MaclaurinKernel::Gaussian, 8);
-        let map = MaclaurinMap::fit(x.view(), &cfg, 1, Parallelism::Sequential).unwrap();
+        let map = MaclaurinMap::fit(
+            x.view(),
+            &cfg,
+            1,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         let c = random(2, 2, 1.0, 42);
         let all = |_: usize| -> Result<Vec<u32>> { Ok((0..30).collect()) };
         let run = |y: ArrayView1<f64>, c: ArrayView2<f64>, which: &[usize]| {

@@ -203,7 +203,7 @@ pub(super) mod tests {
     use crate::maclaurin::map::{AllocationStrategy, MaclaurinConfig};
     use crate::maclaurin::MaclaurinKernel;
     use crate::sketch::{SketchKind, SketchParams};
-    use crate::Parallelism;
+    use crate::{Monitor, Parallelism};
 
     /// Per-row error bound: `1e-4 σ g Σ_blocks s_n M^n / √D_n` with
     /// `M = ‖x̃‖₁ max|w|` bounding every factor's `Σ_a |x̃_a w_{j,ia}|` (a
@@ -273,7 +273,14 @@ pub(super) mod tests {
         let x = random(70, 5, 1.0, 3);
         // Gaussian kernel, optimized allocation, real TensorSRHT.
         let cfg = config(MaclaurinKernel::Gaussian, 37, SketchKind::TensorSrht);
-        let map = MaclaurinMap::fit(x.view(), &cfg, 5, Parallelism::Sequential).unwrap();
+        let map = MaclaurinMap::fit(
+            x.view(),
+            &cfg,
+            5,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         compare(&map, &x, None);
         compare(&map, &x, Some(&[0.1, -0.2, 0.3, 0.0, 0.5]));
         // Polynomial kernel with h01, complex Rademacher, an explicit
@@ -289,13 +296,27 @@ pub(super) mod tests {
         cfg.h01 = true;
         cfg.complex = true;
         cfg.allocation = AllocationStrategy::Explicit(vec![1, 5, 10, 4]);
-        let map = MaclaurinMap::fit(x.view(), &cfg, 6, Parallelism::Sequential).unwrap();
+        let map = MaclaurinMap::fit(
+            x.view(),
+            &cfg,
+            6,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         compare(&map, &x, None);
         // Exponential kernel, Kar & Karnick degrees, Gaussian sketch.
         let mut cfg = config(MaclaurinKernel::Exponential, 40, SketchKind::Gaussian);
         cfg.allocation = AllocationStrategy::Random;
         cfg.max_degree = 4;
-        let map = MaclaurinMap::fit(x.view(), &cfg, 7, Parallelism::Sequential).unwrap();
+        let map = MaclaurinMap::fit(
+            x.view(),
+            &cfg,
+            7,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         compare(&map, &(&x * 0.5), None);
     }
 
@@ -305,7 +326,14 @@ pub(super) mod tests {
         let x = random(50, 3, 1.0, 9);
         let y = random(50, 1, 1.0, 10);
         let cfg = config(MaclaurinKernel::Gaussian, 21, SketchKind::TensorSrht);
-        let map = MaclaurinMap::fit(x.view(), &cfg, 1, Parallelism::Sequential).unwrap();
+        let map = MaclaurinMap::fit(
+            x.view(),
+            &cfg,
+            1,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         let c = [0.2, 0.1, -0.3];
         let phi = maclaurin_features(&map, x.view(), Some(&c)).unwrap();
         let g = maclaurin_gram(&map, x.view(), Some(&c), Some(y.view())).unwrap();
@@ -333,14 +361,28 @@ pub(super) mod tests {
         ));
         let x1 = random(20, 1, 1.0, 2);
         let cfg1 = config(MaclaurinKernel::Gaussian, 6, SketchKind::TensorSrht);
-        let m1 = MaclaurinMap::fit(x1.view(), &cfg1, 1, Parallelism::Sequential).unwrap();
+        let m1 = MaclaurinMap::fit(
+            x1.view(),
+            &cfg1,
+            1,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         assert!(matches!(
             maclaurin_features(&m1, x1.view(), None),
             Err(Error::InvalidParameter { name: "device", .. })
         ));
         let mut cfg_ts = config(MaclaurinKernel::Exponential, 20, SketchKind::TensorSketch);
         cfg_ts.allocation = AllocationStrategy::Random;
-        let ts = MaclaurinMap::fit(x.view(), &cfg_ts, 1, Parallelism::Sequential).unwrap();
+        let ts = MaclaurinMap::fit(
+            x.view(),
+            &cfg_ts,
+            1,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         assert!(matches!(
             maclaurin_features(&ts, x.view(), None),
             Err(Error::InvalidParameter { name: "sketch", .. })

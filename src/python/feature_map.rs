@@ -3,7 +3,7 @@
 //! with the device resolved, the transform run and the statistics
 //! accumulated on either device in Rust.
 
-use ndarray::{ArrayView1, ArrayView2};
+use ndarray::{s, ArrayView1, ArrayView2};
 use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
@@ -18,6 +18,7 @@ use crate::fourier::{FourierFeatures, Projection, Variant};
 use crate::gpu::Device;
 use crate::kernels::Kernel;
 use crate::nystroem::NystroemFeatures;
+use crate::progress::Monitor;
 use crate::real::Real;
 use crate::sketch::PolynomialFeatures;
 use crate::threads::Parallelism;
@@ -41,6 +42,22 @@ fn device_name(d: Device) -> &'static str {
     }
 }
 
+/// A rough count of the floating-point operations per row of a CPU
+/// transform (it sizes the row ranges of [`ffi::call_rows`]).
+fn row_flops(map: &AnyFeatureMap) -> f64 {
+    let (d, width) = (map.n_features_in(), map.n_components());
+    let per_column = match map {
+        // A projection of the input and a cosine.
+        AnyFeatureMap::Fourier(_) => 2 * d + 20,
+        // A projection of the input per degree.
+        AnyFeatureMap::Polynomial(p) => 2 * d * p.sketch().degree() as usize,
+        AnyFeatureMap::Maclaurin(m) => 2 * d * m.degree().max(1) as usize,
+        // A kernel value against a landmark, then a row of K_mm^{-1/2}.
+        AnyFeatureMap::Nystroem(_) => 3 * d + 2 * width,
+    };
+    (width * per_column) as f64
+}
+
 fn transform_typed<'py, T: Real + numpy::Element>(
     py: Python<'py>,
     map: &AnyFeatureMap,
@@ -51,8 +68,8 @@ fn transform_typed<'py, T: Real + numpy::Element>(
     let x: PyReadonlyArray2<'py, T> = x.extract()?;
     let src = x.as_array();
     let par = Parallelism::Rayon;
-    let out = ffi::call_with_output(py, src.nrows(), map.n_components(), |dst| {
-        match (&center, map) {
+    let transform =
+        |src: ArrayView2<'_, T>, dst: ndarray::ArrayViewMut2<'_, T>| match (&center, map) {
             (None, _) => feature_map::transform_into(map, src, dst, device, par),
             (Some(c), AnyFeatureMap::Maclaurin(m)) => {
                 feature_map::transform_centered_into(m, src, c, dst, device, par)
@@ -61,8 +78,17 @@ fn transform_typed<'py, T: Real + numpy::Element>(
                 "center",
                 "only Maclaurin features can be centered",
             )),
-        }
-    })?;
+        };
+    let (rows, cols) = (src.nrows(), map.n_components());
+    // On the CPU in row ranges, with a check for Ctrl-C between two; the GPU
+    // streams its own chunks in one call.
+    let out = if device == Device::Cpu {
+        ffi::call_rows_with_output(py, rows, cols, row_flops(map), None, |r, dst| {
+            transform(src.slice(s![r, ..]), dst)
+        })?
+    } else {
+        ffi::call_with_output(py, rows, cols, |dst| transform(src, dst))?
+    };
     Ok(out.into_any())
 }
 
@@ -78,8 +104,9 @@ fn accumulate_typed<T: Real + numpy::Element>(
     let x: PyReadonlyArray2<'_, T> = x.extract()?;
     let xv = x.as_array();
     let stats = &mut stats.inner;
-    ffi::call(py, || {
-        feature_map::accumulate(map, xv, y, stats, device, chunk_rows, Parallelism::Rayon)
+    ffi::call_monitored(py, None, |monitor: &Monitor| {
+        let par = Parallelism::Rayon;
+        feature_map::accumulate(map, xv, y, stats, device, chunk_rows, par, monitor)
     })
 }
 

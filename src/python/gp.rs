@@ -38,8 +38,10 @@ fn hyper(name: &str) -> crate::Result<Hyper> {
 
 /// Fits the exact GP (ALGORITHMS.md 7.1). Returns `(length_scale,
 /// kernel_variance, noise_variance, y_mean, lml, alpha, chol, n_iter)`.
+/// `progress`, when not None, is called as `progress(stage, done, total,
+/// messages)` while the fit runs.
 #[pyfunction]
-#[pyo3(signature = (x, y, length_scale, kernel_variance, noise_variance, ard, optimize, n_restarts, seed, max_iter, verbose, center))]
+#[pyo3(signature = (x, y, length_scale, kernel_variance, noise_variance, ard, optimize, n_restarts, seed, max_iter, progress, center))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn exact_gp_fit<'py>(
     py: Python<'py>,
@@ -53,7 +55,7 @@ fn exact_gp_fit<'py>(
     n_restarts: usize,
     seed: u64,
     max_iter: u64,
-    verbose: bool,
+    progress: Option<&Bound<'py, PyAny>>,
     center: bool,
 ) -> PyResult<(Arr1<'py>, f64, f64, f64, f64, Arr1<'py>, Arr2<'py>, u64)> {
     let optimize = ffi::map_result(
@@ -72,13 +74,14 @@ fn exact_gp_fit<'py>(
         n_restarts,
         seed,
         max_iter,
-        verbose,
         center,
         memory_budget: Some(available_memory_bytes()),
         ..ExactGpConfig::default()
     };
     let (xv, yv) = (x.as_array(), y.as_array());
-    let gp = ffi::call(py, || fit_exact(xv, yv, &cfg, Parallelism::Rayon))?;
+    let gp = ffi::call_monitored(py, progress, |monitor| {
+        fit_exact(xv, yv, &cfg, Parallelism::Rayon, monitor)
+    })?;
     let chol = gp.chol.l_array();
     Ok((
         Array1::from(gp.kernel.length_scale).into_pyarray(py),

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::gp::cluster::sq_dists_t;
 use crate::linalg::syrk::{gram_lower, Isa, Layout};
 use crate::maclaurin::map::MaclaurinMap;
+use crate::progress::Monitor;
 use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
 use crate::vexp;
@@ -60,11 +61,13 @@ impl LocalizedMaclaurinGp {
     /// [`crate::linalg::syrk`].
     /// This is the one per-centroid computation;
     /// everything after it is `D × D` work. [`Self::group_stats`] computes
-    /// the same for several centroids in one pass over the cache.
+    /// the same for several centroids in one pass over the cache. `monitor`
+    /// is checked before every row block.
     pub(crate) fn centroid_stats(
         &self,
         c: &[f64],
         scratch: &mut CentroidScratch,
+        monitor: &Monitor,
     ) -> Result<(FeatureStats, usize)> {
         let n = self.x.nrows();
         self.distances(c, scratch, 0)?;
@@ -78,12 +81,12 @@ impl LocalizedMaclaurinGp {
         }
         let stats = match &self.projections {
             Some(proj) => self
-                .stats_from_projections(proj, &[c], scratch)?
+                .stats_from_projections(proj, &[c], scratch, monitor)?
                 .pop()
                 .ok_or_else(|| Error::Internal("one centroid, one result".into()))?,
             None => {
                 let mut stats = FeatureStats::new(self.map.width());
-                self.stats_by_transform(c, &scratch.rows, &mut stats)?;
+                self.stats_by_transform(c, &scratch.rows, &mut stats, monitor)?;
                 stats
             }
         };
@@ -95,11 +98,12 @@ impl LocalizedMaclaurinGp {
     /// case when the data span a few length scales) they share one pass
     /// over the factor-projection cache (each cached block is read once for
     /// the group instead of once per centroid); the results are the same as
-    /// one by one.
+    /// one by one. `monitor` is checked before every row block.
     pub(crate) fn group_stats(
         &self,
         cs: &[&[f64]],
         scratch: &mut CentroidScratch,
+        monitor: &Monitor,
     ) -> Result<Vec<(FeatureStats, usize)>> {
         let n = self.x.nrows();
         let mut shared = cs.len() > 1 && n > 0 && self.projections.is_some();
@@ -116,12 +120,15 @@ impl LocalizedMaclaurinGp {
                 scratch.rows.clear();
                 scratch.rows.extend(0..n);
                 Ok(self
-                    .stats_from_projections(proj, cs, scratch)?
+                    .stats_from_projections(proj, cs, scratch, monitor)?
                     .into_iter()
                     .map(|s| (s, n))
                     .collect())
             }
-            _ => cs.iter().map(|c| self.centroid_stats(c, scratch)).collect(),
+            _ => cs
+                .iter()
+                .map(|c| self.centroid_stats(c, scratch, monitor))
+                .collect(),
         }
     }
 
@@ -162,6 +169,7 @@ impl LocalizedMaclaurinGp {
         proj: &[Array2<f64>],
         cs: &[&[f64]],
         scratch: &mut CentroidScratch,
+        monitor: &Monitor,
     ) -> Result<Vec<FeatureStats>> {
         let n = self.x.nrows();
         let width = self.map.width();
@@ -171,7 +179,7 @@ impl LocalizedMaclaurinGp {
         for c in cs {
             let view = ArrayView2::from_shape((1, c.len()), c)
                 .map_err(|e| Error::Internal(e.to_string()))?;
-            let mut sc = project_rows(&self.map, view, Parallelism::Sequential)?
+            let mut sc = project_rows(&self.map, view, Parallelism::Sequential, monitor)?
                 .ok_or_else(|| Error::Internal("no factor projections of the centroid".into()))?;
             // Scaled by 1/l, as the cache.
             for p in &mut sc {
@@ -226,6 +234,7 @@ impl LocalizedMaclaurinGp {
         let mut all: Vec<FeatureStats> = (0..g_count).map(|_| FeatureStats::new(width)).collect();
         let (mut y_sum, mut y_sq_sum) = (0.0, 0.0);
         for k0 in (0..used).step_by(b) {
+            monitor.check()?;
             let m = b.min(used - k0);
             let idx = &rows[k0..k0 + m];
             let (ys, ones) = rhs[..2 * m].split_at_mut(m);
@@ -302,12 +311,14 @@ impl LocalizedMaclaurinGp {
     }
 
     /// [`Self::centroid_stats`] through the map itself (the explicit `d = 1`
-    /// map, or no projection cache), in fixed row chunks.
+    /// map, or no projection cache), in fixed row chunks, checking `monitor`
+    /// before each.
     pub(super) fn stats_by_transform(
         &self,
         c: &[f64],
         rows: &[usize],
         stats: &mut FeatureStats,
+        monitor: &Monitor,
     ) -> Result<()> {
         let d = self.x.ncols();
         let width = self.map.width();
@@ -316,6 +327,7 @@ impl LocalizedMaclaurinGp {
         let mut phi = Array2::<f64>::zeros((len, width));
         let mut ys = Array1::<f64>::zeros(len);
         for chunk in rows.chunks(CHUNK) {
+            monitor.check()?;
             let m = chunk.len();
             for (k, &i) in chunk.iter().enumerate() {
                 ys[k] = self.y[i];
@@ -606,11 +618,13 @@ widest_simd! {
 /// The factor projections of every row of `x` for every sketched block of
 /// the map (one `n × degree·width` matrix per block), or `None` for the
 /// explicit `d = 1` map and when they would exceed
-/// [`PROJECTION_CACHE_LIMIT`]. Parallel over fixed row chunks.
+/// [`PROJECTION_CACHE_LIMIT`]. Parallel over fixed row chunks, each one
+/// checking `monitor` first.
 fn project_rows(
     map: &MaclaurinMap,
     x: ArrayView2<'_, f64>,
     par: Parallelism,
+    monitor: &Monitor,
 ) -> Result<Option<Vec<Array2<f64>>>> {
     let cols: usize = map
         .sketch_blocks()
@@ -626,14 +640,14 @@ fn project_rows(
             .axis_chunks_iter(Axis(0), CHUNK)
             .zip(p.axis_chunks_iter_mut(Axis(0), CHUNK))
             .collect();
+        let project = |(xc, pc)| {
+            monitor.check()?;
+            sk.factor_projections_into(xc, pc)
+        };
         if par.is_parallel() {
-            pairs
-                .into_par_iter()
-                .try_for_each(|(xc, pc)| sk.factor_projections_into(xc, pc))?;
+            pairs.into_par_iter().try_for_each(project)?;
         } else {
-            pairs
-                .into_iter()
-                .try_for_each(|(xc, pc)| sk.factor_projections_into(xc, pc))?;
+            pairs.into_iter().try_for_each(project)?;
         }
         out.push(p);
     }
@@ -650,8 +664,9 @@ pub(super) fn project_rows_t(
     x: ArrayView2<'_, f64>,
     scale: f64,
     par: Parallelism,
+    monitor: &Monitor,
 ) -> Result<Option<Vec<Array2<f64>>>> {
-    Ok(project_rows(map, x, par)?.map(|blocks| {
+    Ok(project_rows(map, x, par, monitor)?.map(|blocks| {
         blocks
             .into_iter()
             .map(|p| {

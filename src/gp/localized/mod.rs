@@ -26,7 +26,6 @@
 //! [`crate::gpu::localized_gps`]. Another centered map would share only the
 //! clustering and the per-centroid GP of [`FeatureGp`].
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -39,6 +38,7 @@ use super::features::FeatureGp;
 use crate::error::{Error, Result};
 use crate::gpu::Device;
 use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
+use crate::progress::Monitor;
 use crate::real::{all_finite, Real};
 use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
@@ -70,8 +70,6 @@ pub struct LocalizedConfig {
     pub tol: f64,
     /// Subtract the training-target mean (ALGORITHMS.md 7).
     pub center_y: bool,
-    /// Progress to stderr.
-    pub verbose: bool,
     /// Where the per-centroid statistics are accumulated: [`Device::Gpu`]
     /// runs [`crate::gpu::localized_gps`] (resolved by the caller: `Auto` is
     /// treated as `Cpu`).
@@ -139,12 +137,18 @@ impl LocalizedMaclaurinGp {
     /// centered there and the random weights (all drawn from `seed` before
     /// and independently of the clustering, so `θ` never changes them),
     /// then the farthest-point clustering with `θ·l` and/or `n_clusters`.
+    ///
+    /// `monitor` gets the stage "centroids" of the clustering (the
+    /// allocation, which runs beside it, is cancelled with it but not
+    /// reported) and a message each for the allocation and the clustering;
+    /// every part checks it between blocks of work.
     pub fn fit<T: Real>(
         x: ArrayView2<'_, T>,
         y: ArrayView1<'_, f64>,
         config: &LocalizedConfig,
         seed: u64,
         par: Parallelism,
+        monitor: &Monitor,
     ) -> Result<Self> {
         check_positive("noise_variance", config.noise_variance)?;
         if !config.map.kernel.is_gaussian() {
@@ -190,10 +194,9 @@ impl LocalizedMaclaurinGp {
         }
         let center = training_mean(x);
         let l = config.map.length_scale;
-        let verbose = config.verbose;
         let allocate = || {
             let t0 = Instant::now();
-            let map = MaclaurinMap::fit(x, &config.map, seed, par);
+            let map = MaclaurinMap::fit(x, &config.map, seed, par, &monitor.linked());
             (map, t0.elapsed().as_secs_f64())
         };
         let cluster = || {
@@ -204,11 +207,7 @@ impl LocalizedMaclaurinGp {
                 config.threshold.map(|t| t * l),
                 config.n_clusters,
                 par,
-                |k| {
-                    if verbose && k.is_multiple_of(1000) {
-                        eprintln!("LocalizedMaclaurinGP: clustering, {k} centroids so far");
-                    }
-                },
+                monitor,
             );
             (centroids, t1.elapsed().as_secs_f64())
         };
@@ -224,17 +223,15 @@ impl LocalizedMaclaurinGp {
                 "the clustering's start differs from the map's center".into(),
             ));
         }
-        if verbose {
-            eprintln!(
-                "LocalizedMaclaurinGP: allocation {:?} (degree {}) in {allocation:.3} s",
-                map.allocation(),
-                map.degree()
-            );
-            eprintln!(
-                "LocalizedMaclaurinGP: {} centroid(s) in {clustering:.3} s",
-                centroids.nrows()
-            );
-        }
+        monitor.message(format!(
+            "allocation {:?} (degree {}) in {allocation:.3} s",
+            map.allocation(),
+            map.degree()
+        ));
+        monitor.message(format!(
+            "{} centroid(s) in {clustering:.3} s",
+            centroids.nrows()
+        ));
         let y_mean = if config.center_y && !y.is_empty() {
             y.sum() / y.len() as f64
         } else {
@@ -243,7 +240,7 @@ impl LocalizedMaclaurinGp {
         let cutoff_sq = NormBound::of(&map).cutoff(config.tol) * l * l;
         let predictors = (0..centroids.nrows()).map(|_| OnceLock::new()).collect();
         let x = x.mapv(|v| v.to_f64_exact());
-        let projections = project_rows_t(&map, x.view(), 1.0 / l, par)?;
+        let projections = project_rows_t(&map, x.view(), 1.0 / l, par, monitor)?;
         Ok(Self {
             config: config.clone(),
             projections,
@@ -290,14 +287,20 @@ impl LocalizedMaclaurinGp {
 
     /// The feature-space GP (7.2) on `Φ(X − c)`, built from the rows within
     /// the cutoff (the prior, `L = I` and `β = 0`, when there are none).
-    /// Returns it and the rows used.
-    pub fn build_at(&self, c: &[f64]) -> Result<(FeatureGp, usize)> {
-        self.build_with(c, &mut CentroidScratch::default())
+    /// Returns it and the rows used. `monitor` is checked between row
+    /// blocks.
+    pub fn build_at(&self, c: &[f64], monitor: &Monitor) -> Result<(FeatureGp, usize)> {
+        self.build_with(c, &mut CentroidScratch::default(), monitor)
     }
 
     /// [`Self::build_at`] with caller-owned scratch buffers.
-    fn build_with(&self, c: &[f64], scratch: &mut CentroidScratch) -> Result<(FeatureGp, usize)> {
-        let (stats, used) = self.centroid_stats(c, scratch)?;
+    fn build_with(
+        &self,
+        c: &[f64],
+        scratch: &mut CentroidScratch,
+        monitor: &Monitor,
+    ) -> Result<(FeatureGp, usize)> {
+        let (stats, used) = self.centroid_stats(c, scratch, monitor)?;
         Ok((self.gp_from(&stats, used)?, used))
     }
 
@@ -313,17 +316,24 @@ impl LocalizedMaclaurinGp {
 
     /// Builds the GPs of the listed centroids that are not built yet, in
     /// parallel over centroids (each one sequential, so the result does not
-    /// depend on the thread count). Returns how many were built.
-    fn ensure_built(&self, which: &[usize], par: Parallelism) -> Result<usize> {
+    /// depend on the thread count). Returns how many were built. `monitor`
+    /// gets the stage "centroid GPs" (one unit per GP built) and is checked
+    /// between row blocks (on the GPU: before each centroid is packed).
+    fn ensure_built(&self, which: &[usize], par: Parallelism, monitor: &Monitor) -> Result<usize> {
         let todo: Vec<usize> = which
             .iter()
             .copied()
             .filter(|&c| self.predictors[c].get().is_none())
             .collect();
         let total = todo.len();
+        if total == 0 {
+            return Ok(0);
+        }
+        monitor.stage("centroid GPs", total as u64);
         if self.config.device == Device::Gpu {
             let mut scratch = CentroidScratch::default();
             let neighbours = |k: usize| -> Result<Vec<u32>> {
+                monitor.check()?;
                 let c = self
                     .centroids
                     .row(k)
@@ -343,33 +353,30 @@ impl LocalizedMaclaurinGp {
                 self.centroids.view(),
                 &todo,
                 neighbours,
-                |stats, used| self.gp_from(stats, used),
+                |stats, used| {
+                    let gp = self.gp_from(stats, used);
+                    monitor.advance(1);
+                    gp
+                },
                 par,
             )?;
             for (&c, gp) in todo.iter().zip(gps) {
                 let _ = self.predictors[c].set(gp);
             }
-            if self.config.verbose {
-                eprintln!("LocalizedMaclaurinGP: built {total}/{total} centroid GPs on the GPU");
-            }
+            monitor.message(format!("built {total}/{total} centroid GPs on the GPU"));
             return Ok(total);
         }
-        let step = total.div_ceil(10).max(1);
-        let done = AtomicUsize::new(0);
-        let verbose = self.config.verbose;
         let group = group_size(self.map.width());
         let work = |scratch: &mut CentroidScratch, ids: &[usize]| -> Result<()> {
+            monitor.check()?;
             let cs = ids
                 .iter()
                 .map(|&c| self.centroids.row(c).to_slice())
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| Error::Internal("centroid rows are contiguous".into()))?;
-            for (&c, (stats, used)) in ids.iter().zip(self.group_stats(&cs, scratch)?) {
+            for (&c, (stats, used)) in ids.iter().zip(self.group_stats(&cs, scratch, monitor)?) {
                 let _ = self.predictors[c].set(self.gp_from(&stats, used)?);
-                let k = done.fetch_add(1, Ordering::Relaxed) + 1;
-                if verbose && (k.is_multiple_of(step) || k == total) {
-                    eprintln!("LocalizedMaclaurinGP: built {k}/{total} centroid GPs");
-                }
+                monitor.advance(1);
             }
             Ok(())
         };
@@ -384,28 +391,32 @@ impl LocalizedMaclaurinGp {
         Ok(total)
     }
 
-    /// Builds every centroid's GP (000 Algorithm 1 precomputes them all).
-    pub fn build_all(&self, par: Parallelism) -> Result<usize> {
+    /// Builds every centroid's GP (000 Algorithm 1 precomputes them all),
+    /// reporting to and checking `monitor` as [`Self::predict`] does.
+    pub fn build_all(&self, par: Parallelism, monitor: &Monitor) -> Result<usize> {
         let all: Vec<usize> = (0..self.centroids.nrows()).collect();
-        self.ensure_built(&all, par)
+        self.ensure_built(&all, par, monitor)
     }
 
     /// Predicts `x` (`m × d`) by the nearest centroid's GP (8.3): builds the
     /// GPs of the centroids used, then `μ* = φ*ᵀβ_c + ȳ` and
     /// `v* = ‖L_c^{−1}φ*‖²` with `φ* = Φ(x* − c)`. Parallel over centroids;
-    /// deterministic.
+    /// deterministic. `monitor` gets the stage "centroid GPs" when GPs are
+    /// built and a summary message, and is checked between row blocks of
+    /// every build and before every centroid's predictions.
     pub fn predict<T: Real>(
         &self,
         x: ArrayView2<'_, T>,
         want_var: bool,
         par: Parallelism,
+        monitor: &Monitor,
     ) -> Result<LocalizedPrediction> {
         Error::check_n_features(self.x.ncols(), x.ncols())?;
         if !all_finite(x, par) {
             return Err(Error::NonFinite { name: "X" });
         }
         let t0 = Instant::now();
-        let assign = nearest(self.centroids.view(), x, par)?;
+        let assign = nearest(self.centroids.view(), x, par, monitor)?;
         let mut groups: Vec<Vec<usize>> = vec![Vec::new(); self.centroids.nrows()];
         for (i, &c) in assign.iter().enumerate() {
             groups[c].push(i);
@@ -415,10 +426,11 @@ impl LocalizedMaclaurinGp {
             .collect();
         let t_assign = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
-        let n_built = self.ensure_built(&used, par)?;
+        let n_built = self.ensure_built(&used, par, monitor)?;
         let build_seconds = t1.elapsed().as_secs_f64();
         let t2 = Instant::now();
         let work = |&c: &usize| -> Result<(usize, Array1<f64>, Option<Array1<f64>>)> {
+            monitor.check()?;
             let gp = self.predictors[c]
                 .get()
                 .ok_or_else(|| Error::Internal("centroid GP not built".into()))?;
@@ -445,14 +457,12 @@ impl LocalizedMaclaurinGp {
             parts.into_iter().map(|(c, m, v)| (groups[c].clone(), m, v)),
         );
         let predict_seconds = t_assign + t2.elapsed().as_secs_f64();
-        if self.config.verbose {
-            eprintln!(
-                "LocalizedMaclaurinGP: predicted {} point(s) with {} centroid GP(s) \
-                 ({n_built} built in {build_seconds:.3} s, prediction {predict_seconds:.3} s)",
-                x.nrows(),
-                used.len()
-            );
-        }
+        monitor.message(format!(
+            "predicted {} point(s) with {} centroid GP(s) \
+             ({n_built} built in {build_seconds:.3} s, prediction {predict_seconds:.3} s)",
+            x.nrows(),
+            used.len()
+        ));
         Ok(LocalizedPrediction {
             mean,
             var,
@@ -465,11 +475,14 @@ impl LocalizedMaclaurinGp {
     /// The `centers = test` mode: a GP centered at every test point itself
     /// (the exact `k_p*` of 000 section 3.2; cost `O(N* (N D² + D³))`, for
     /// small test sets). Nothing is cached. Parallel over test points.
+    /// `monitor` gets the stage "test-point GPs" (one unit per point) and is
+    /// checked between row blocks of every build.
     pub fn predict_at_test_points<T: Real>(
         &self,
         x: ArrayView2<'_, T>,
         want_var: bool,
         par: Parallelism,
+        monitor: &Monitor,
     ) -> Result<LocalizedPrediction> {
         Error::check_n_features(self.x.ncols(), x.ncols())?;
         if !all_finite(x, par) {
@@ -477,12 +490,11 @@ impl LocalizedMaclaurinGp {
         }
         let m = x.nrows();
         let t0 = Instant::now();
-        let step = m.div_ceil(10).max(1);
-        let done = AtomicUsize::new(0);
+        monitor.stage("test-point GPs", m as u64);
         let work = |scratch: &mut CentroidScratch, i: usize| -> Result<Part> {
             let row = x.slice(ndarray::s![i..i + 1, ..]);
             let center: Vec<f64> = row.iter().map(|v| v.to_f64_exact()).collect();
-            let (gp, _) = self.build_with(&center, scratch)?;
+            let (gp, _) = self.build_with(&center, scratch, monitor)?;
             let mut phi = Array2::<T>::zeros((1, self.map.width()));
             self.map.transform_centered_into(
                 row,
@@ -491,10 +503,7 @@ impl LocalizedMaclaurinGp {
                 Parallelism::Sequential,
             )?;
             let (mu, v) = gp.predict(phi.view(), want_var, Parallelism::Sequential)?;
-            let k = done.fetch_add(1, Ordering::Relaxed) + 1;
-            if self.config.verbose && (k.is_multiple_of(step) || k == m) {
-                eprintln!("LocalizedMaclaurinGP: {k}/{m} test-point GPs");
-            }
+            monitor.advance(1);
             Ok((vec![i], mu, v))
         };
         let parts: Vec<_> = if par.is_parallel() {

@@ -14,6 +14,7 @@ use super::{FitTimings, LocalizedConfig, LocalizedMaclaurinGp};
 use crate::error::{Error, Result};
 use crate::gp::FeatureGp;
 use crate::maclaurin::map::MaclaurinMap;
+use crate::progress::Monitor;
 use crate::threads::Parallelism;
 
 /// The fields that are stored, borrowed from the model.
@@ -96,7 +97,13 @@ fn from_state(s: State) -> Result<LocalizedMaclaurinGp> {
         }
     }
     let inv_l = 1.0 / s.config.map.length_scale;
-    let projections = project_rows_t(&s.map, s.x.view(), inv_l, Parallelism::Rayon)?;
+    let projections = project_rows_t(
+        &s.map,
+        s.x.view(),
+        inv_l,
+        Parallelism::Rayon,
+        &Monitor::default(),
+    )?;
     let predictors = s
         .predictors
         .into_iter()
