@@ -18,11 +18,42 @@ pub mod optimize;
 
 pub use exact::{ExactGp, GaussianKernel, LmlEval};
 pub use features::FeatureGp;
-pub use localized::{LocalizedConfig, LocalizedMaclaurinGp};
+pub use localized::{LocalizedConfig, LocalizedMaclaurinGp, ThresholdSearch};
 pub use optimize::{ExactGpConfig, Hyper};
+
+use ndarray::ArrayView1;
 
 pub(crate) use crate::error::check_finite;
 use crate::error::{Error, Result};
+
+/// The target variance that scales the default hyperparameters of the GP
+/// regressors (docs/math/gp.rst, section Exact GP): the population
+/// variance `var(y)` (mean of the squared deviations from the mean), or 1
+/// when the targets are all equal (one target, a constant, no targets) or their variance underflows
+/// to 0, so that the defaults derived from it stay positive.
+pub fn target_variance_scale(y: ArrayView1<'_, f64>) -> f64 {
+    let n = y.len();
+    let Some(&first) = y.first() else {
+        return 1.0;
+    };
+    if y.iter().all(|&v| v == first) {
+        return 1.0;
+    }
+    let mean = y.sum() / n as f64;
+    let var = y.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+    if var > 0.0 {
+        var
+    } else {
+        1.0
+    }
+}
+
+/// The default noise variance of the GP regressors (docs/math/gp.rst,
+/// section Exact GP): `σ_n² = 0.1 · var(y)`, with the zero-variance rule of
+/// [`target_variance_scale`] (all targets equal: `σ_n² = 0.1`).
+pub fn initial_noise_variance(y: ArrayView1<'_, f64>) -> f64 {
+    0.1 * target_variance_scale(y)
+}
 
 /// Checks that a variance is finite and `> 0`.
 pub(crate) fn check_positive(name: &'static str, v: f64) -> Result<()> {
