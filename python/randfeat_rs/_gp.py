@@ -78,6 +78,42 @@ class GaussianPredictionMixin:
         return self._predict(X, "noisy")
 
 
+class FittedGpMixin:
+    """The fitted attributes shared by the regressors whose ``fit`` leaves a
+    GP handle of the compiled core (``_core.ExactGp`` or ``_core.FeatureGp``)
+    in ``_gp``: each reads the handle, and assigning ``L_`` replaces the
+    handle's factor (checked in Rust). The class docstrings say what the
+    factor factorizes.
+    """
+
+    _gp: Any
+
+    def _fitted_gp(self) -> Any:
+        """The fitted GP handle (an ``AttributeError`` before ``fit``)."""
+        if "_gp" not in self.__dict__:
+            raise AttributeError("the GP is not fitted")
+        return self._gp
+
+    @property
+    def L_(self) -> np.ndarray:
+        """Lower Cholesky factor of the fitted system, column-major."""
+        return self._fitted_gp().chol
+
+    @L_.setter
+    def L_(self, value: Any) -> None:
+        self._gp = self._fitted_gp().with_factor(np.asarray(value, dtype=np.float64))
+
+    @property
+    def y_mean_(self) -> float:
+        """Training-target mean added back to predictions."""
+        return float(self._fitted_gp().y_mean)
+
+    @property
+    def log_marginal_likelihood_(self) -> float:
+        """Log marginal likelihood of the (centered) training targets."""
+        return float(self._fitted_gp().log_marginal_likelihood_value)
+
+
 EXACT_GP_CPU_ONLY = (
     "ExactGPR runs on the CPU in float64: its N x N kernel matrix, Cholesky factor and "
     "log marginal likelihood need float64 accuracy that the float32 GPU kernels cannot "
@@ -87,7 +123,12 @@ EXACT_GP_CPU_ONLY = (
 
 
 class ExactGPR(
-    GaussianPredictionMixin, RandomStateMixin, DeviceMixin, RegressorMixin, BaseEstimator
+    GaussianPredictionMixin,
+    FittedGpMixin,
+    RandomStateMixin,
+    DeviceMixin,
+    RegressorMixin,
+    BaseEstimator,
 ):
     """Exact Gaussian-process regression with the Gaussian kernel.
 
@@ -297,11 +338,6 @@ class ExactGPR(
         return float(self._fitted_gp().noise_variance)
 
     @property
-    def log_marginal_likelihood_(self) -> float:
-        """Log marginal likelihood at the fitted hyperparameters."""
-        return float(self._fitted_gp().log_marginal_likelihood_value)
-
-    @property
     def n_iter_(self) -> int:
         """L-BFGS iterations spent, over all runs."""
         return int(self._fitted_gp().n_iter)
@@ -312,15 +348,6 @@ class ExactGPR(
         return self._fitted_gp().alpha
 
     @property
-    def L_(self) -> np.ndarray:
-        """Lower Cholesky factor of ``K + noise_variance I``, column-major."""
-        return self._fitted_gp().chol
-
-    @L_.setter
-    def L_(self, value: Any) -> None:
-        self._gp = self._fitted_gp().with_factor(np.asarray(value, dtype=np.float64))
-
-    @property
     def X_train_(self) -> np.ndarray:
         """Training inputs."""
         return self._fitted_gp().x_train
@@ -329,17 +356,6 @@ class ExactGPR(
     def y_train_(self) -> np.ndarray:
         """Training targets."""
         return self._fitted_gp().y_train
-
-    @property
-    def y_mean_(self) -> float:
-        """Training-target mean added back to predictions."""
-        return float(self._fitted_gp().y_mean)
-
-    def _fitted_gp(self) -> Any:
-        """The fitted ``_core.ExactGp`` (an ``AttributeError`` before ``fit``)."""
-        if "_gp" not in self.__dict__:
-            raise AttributeError("the GP is not fitted")
-        return self._gp
 
     def _predict(self, X: Any, std: Optional[str]) -> tuple[np.ndarray, Any]:
         check_is_fitted(self)
@@ -554,7 +570,9 @@ def _kernel_from_features(features: Any) -> tuple[Any, Optional[float]]:
     return ls, (float(kv) if isinstance(kv, Real) else None)
 
 
-class RandomFeatureGPR(GaussianPredictionMixin, DeviceMixin, RegressorMixin, BaseEstimator):
+class RandomFeatureGPR(
+    GaussianPredictionMixin, FittedGpMixin, DeviceMixin, RegressorMixin, BaseEstimator
+):
     """Feature-space GP regression over any transformer (ALGORITHMS.md 7.2).
 
     With a feature map ``Phi`` (kernel ``Phi(x)^T Phi(y)``) the GP costs
@@ -729,34 +747,9 @@ class RandomFeatureGPR(GaussianPredictionMixin, DeviceMixin, RegressorMixin, Bas
         self.length_scale_, self.kernel_variance_ = _kernel_from_features(self.features_)
 
     @property
-    def L_(self) -> np.ndarray:
-        """Lower Cholesky factor of ``A``, column-major."""
-        return self._fitted_gp().chol
-
-    @L_.setter
-    def L_(self, value: Any) -> None:
-        self._gp = self._fitted_gp().with_factor(np.asarray(value, dtype=np.float64))
-
-    @property
     def coef_(self) -> np.ndarray:
         """``A^{-1} Phi^T (y - y_mean_) / noise_variance``."""
         return self._fitted_gp().beta
-
-    @property
-    def y_mean_(self) -> float:
-        """Target mean added back to predictions."""
-        return float(self._fitted_gp().y_mean)
-
-    @property
-    def log_marginal_likelihood_(self) -> float:
-        """Feature-space log marginal likelihood of the (centered) targets."""
-        return float(self._fitted_gp().log_marginal_likelihood_value)
-
-    def _fitted_gp(self) -> Any:
-        """The fitted ``_core.FeatureGp`` (an ``AttributeError`` before ``fit``)."""
-        if "_gp" not in self.__dict__:
-            raise AttributeError("the GP is not fitted")
-        return self._gp
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X: Any, y: Any) -> RandomFeatureGPR:
