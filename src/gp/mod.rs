@@ -66,3 +66,37 @@ pub(crate) fn check_positive(name: &'static str, v: f64) -> Result<()> {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use ndarray::{array, Array1};
+
+    use super::*;
+
+    #[test]
+    fn target_variance_is_the_population_variance_or_one() {
+        // var([1, 2, 3, 4]) = mean of (1.5², 0.5², 0.5², 1.5²) = 1.25.
+        assert_eq!(
+            target_variance_scale(array![1.0, 2.0, 3.0, 4.0].view()),
+            1.25
+        );
+        assert_eq!(
+            initial_noise_variance(array![1.0, 2.0, 3.0, 4.0].view()),
+            0.125
+        );
+        // 0.1 three times: the computed mean is not exactly 0.1, so the
+        // deviations would leave a rounding-sized variance; equal targets
+        // give 1 (σ_n² = 0.1) whatever the rounding.
+        for y in [
+            Array1::from_elem(3, 0.1),
+            Array1::from_elem(7, -2.3e-7),
+            array![5.0],
+            Array1::zeros(0),
+        ] {
+            assert_eq!(target_variance_scale(y.view()), 1.0, "{y}");
+            assert_eq!(initial_noise_variance(y.view()), 0.1, "{y}");
+        }
+        // A variance that underflows to 0 counts as zero too.
+        assert_eq!(target_variance_scale(array![0.0, 1e-300].view()), 1.0);
+    }
+}

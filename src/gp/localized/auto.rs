@@ -180,3 +180,184 @@ impl ThresholdSearch {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use ndarray::{Array1, Array2};
+    use rand::Rng as _;
+    use rand_distr::StandardNormal;
+
+    use super::*;
+    use crate::maclaurin::map::MaclaurinConfig;
+    use crate::maclaurin::MaclaurinKernel;
+    use crate::rng::seeded;
+
+    fn data(n: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
+        let mut rng = seeded(seed);
+        let x = Array2::from_shape_fn((n, 2), |_| 2.0 * rng.sample::<f64, _>(StandardNormal));
+        let y = x.map_axis(Axis(1), |r| (2.0 * r[0]).sin() + 0.3 * r[1]);
+        (x, y)
+    }
+
+    fn config() -> LocalizedConfig {
+        let mut map = MaclaurinConfig::new(MaclaurinKernel::Gaussian, 16);
+        map.length_scale = 0.7;
+        LocalizedConfig {
+            map,
+            noise_variance: 0.01,
+            threshold: None,
+            n_clusters: None,
+            tol: 1e-12,
+            center_y: true,
+            device: crate::gpu::Device::Cpu,
+        }
+    }
+
+    fn run(search: &ThresholdSearch, x: &Array2<f64>, y: &Array1<f64>) -> Result<ThresholdChoice> {
+        search.run(
+            x.view(),
+            y.view(),
+            &config(),
+            5,
+            Parallelism::Rayon,
+            &Monitor::default(),
+        )
+    }
+
+    #[test]
+    fn scores_are_the_held_out_log_density_and_the_best_wins() {
+        let (x, y) = data(90, 1);
+        let choice = run(&ThresholdSearch::default(), &x, &y).unwrap();
+        let grid: Vec<Option<f64>> = choice.scores.iter().map(|s| s.0).collect();
+        assert_eq!(grid, DEFAULT_THRESHOLDS.to_vec());
+        // The oracle: the 18 held-out rows (round(0.2 * 90)) of the split
+        // stream, each candidate fitted on the other 72 rows, and the mean of
+        // ln N(y; mu, v + sigma_n^2) written out.
+        let mut order: Vec<usize> = (0..90).collect();
+        order.shuffle(&mut substream(5, STREAM_SPLIT));
+        let (val, train) = order.split_at_mut(18);
+        val.sort_unstable();
+        train.sort_unstable();
+        let (xt, yt) = (x.select(Axis(0), train), y.select(Axis(0), train));
+        let (xv, yv) = (x.select(Axis(0), val), y.select(Axis(0), val));
+        for &(theta, score) in &choice.scores {
+            let cfg = LocalizedConfig {
+                threshold: theta,
+                ..config()
+            };
+            let gp = LocalizedMaclaurinGp::fit(
+                xt.view(),
+                yt.view(),
+                &cfg,
+                5,
+                Parallelism::Sequential,
+                &Monitor::default(),
+            )
+            .unwrap();
+            let p = gp
+                .predict(
+                    xv.view(),
+                    true,
+                    Parallelism::Sequential,
+                    &Monitor::default(),
+                )
+                .unwrap();
+            let var = p.var.unwrap();
+            let want = (0..18)
+                .map(|i| {
+                    let v = var[i].max(0.0) + 0.01;
+                    let r = yv[i] - p.mean[i];
+                    -0.5 * (2.0 * std::f64::consts::PI * v).ln() - r * r / (2.0 * v)
+                })
+                .sum::<f64>()
+                / 18.0;
+            assert!(
+                (score - want).abs() <= 1e-12 * want.abs().max(1.0),
+                "{theta:?}: {score} vs {want}"
+            );
+        }
+        let top = choice.scores.iter().map(|s| s.1).fold(f64::MIN, f64::max);
+        let first_best = choice.scores.iter().find(|s| s.1 == top).unwrap().0;
+        assert_eq!(choice.best, first_best);
+        // Bit-identical when repeated, and each score does not depend on the
+        // other candidates.
+        assert_eq!(run(&ThresholdSearch::default(), &x, &y).unwrap(), choice);
+        let alone = ThresholdSearch {
+            candidates: vec![Some(1.0)],
+            ..ThresholdSearch::default()
+        };
+        let one = run(&alone, &x, &y).unwrap();
+        assert_eq!(one.scores, vec![choice.scores[3]]);
+    }
+
+    #[test]
+    fn a_tie_goes_to_the_first_candidate() {
+        // One cluster at most: every threshold fits the same model.
+        let (x, y) = data(40, 2);
+        let cfg = LocalizedConfig {
+            n_clusters: Some(1),
+            ..config()
+        };
+        for candidates in [vec![Some(4.0), Some(0.5)], vec![Some(0.5), Some(4.0)]] {
+            let search = ThresholdSearch {
+                candidates: candidates.clone(),
+                ..ThresholdSearch::default()
+            };
+            let choice = search
+                .run(
+                    x.view(),
+                    y.view(),
+                    &cfg,
+                    5,
+                    Parallelism::Rayon,
+                    &Monitor::default(),
+                )
+                .unwrap();
+            assert_eq!(choice.scores[0].1, choice.scores[1].1);
+            assert_eq!(choice.best, candidates[0]);
+        }
+    }
+
+    #[test]
+    fn too_few_rows_score_nothing_and_bad_searches_are_refused() {
+        let (x, y) = data(2, 3);
+        let none = ThresholdChoice {
+            best: None,
+            scores: Vec::new(),
+        };
+        assert_eq!(run(&ThresholdSearch::default(), &x, &y).unwrap(), none);
+        let (x, y) = data(3, 3);
+        assert_eq!(
+            run(&ThresholdSearch::default(), &x, &y)
+                .unwrap()
+                .scores
+                .len(),
+            6
+        );
+
+        let (x, y) = data(20, 4);
+        let with = |candidates: Vec<Option<f64>>, fraction: f64| ThresholdSearch {
+            candidates,
+            criterion: ThresholdCriterion::HeldOutLogDensity {
+                validation_fraction: fraction,
+            },
+        };
+        for (search, name) in [
+            (with(vec![], 0.2), "threshold"),
+            (with(vec![Some(-1.0)], 0.2), "threshold"),
+            (with(vec![None, Some(f64::NAN)], 0.2), "threshold"),
+            (with(vec![None], 0.0), "validation_fraction"),
+            (with(vec![None], 1.0), "validation_fraction"),
+        ] {
+            match run(&search, &x, &y).unwrap_err() {
+                Error::InvalidParameter { name: got, .. } => assert_eq!(got, name),
+                other => panic!("{other:?}"),
+            }
+        }
+        let short = y.slice(ndarray::s![..19]).to_owned();
+        assert!(matches!(
+            run(&ThresholdSearch::default(), &x, &short).unwrap_err(),
+            Error::ShapeMismatch { .. }
+        ));
+    }
+}
