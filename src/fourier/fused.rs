@@ -28,15 +28,13 @@
 //! instruction sets do the same fused multiply-adds in the same order, so
 //! their results are bit-identical.
 
-use std::any::TypeId;
-
 use ndarray::{Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 use num_traits::{Float, Zero};
 use rayon::prelude::*;
 
 use super::features::Variant;
 use super::sincos::{cos_f32, sincos_f32, sincos_fast, FAST_LIMIT};
-use crate::real::Real;
+use crate::real::{same_type, Real};
 use crate::simd::{Isa, Vector};
 use crate::threads::Parallelism;
 
@@ -114,7 +112,7 @@ impl<T: Real> Plan<T> {
 /// `cos_f32` for `f32`, the `f64` kernel for `f64`.
 #[inline(always)]
 fn cos_fast<T: Real>(a: T) -> T {
-    if TypeId::of::<T>() == TypeId::of::<f32>() {
+    if same_type::<T, f32>() {
         // For T = f32 both conversions are exact (identity).
         T::from_f64_lossy(f64::from(cos_f32(a.to_f64_exact() as f32)))
     } else {
@@ -126,7 +124,7 @@ fn cos_fast<T: Real>(a: T) -> T {
 /// (`|a| ≤ FAST_LIMIT`): `sincos_f32` for `f32`, the `f64` kernel for `f64`.
 #[inline(always)]
 fn sin_cos_fast<T: Real>(a: T) -> (T, T) {
-    if TypeId::of::<T>() == TypeId::of::<f32>() {
+    if same_type::<T, f32>() {
         // For T = f32 all conversions are exact (identity).
         let (s, c) = sincos_f32(a.to_f64_exact() as f32);
         (
@@ -435,16 +433,10 @@ fn cast<'x, 'o, T: Real, U: Real>(
     x: ArrayView2<'x, T>,
     out: &'o mut [T],
 ) -> Option<(ArrayView2<'x, U>, &'o mut [U])> {
-    if TypeId::of::<T>() != TypeId::of::<U>() {
-        return None;
-    }
-    // SAFETY: T and U are the same type (checked above): same memory,
-    // shape and strides, same lifetime.
-    unsafe {
-        let xv = x.raw_view().cast::<U>().deref_into_view();
-        let o = std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut U, out.len());
-        Some((xv, o))
-    }
+    Some((
+        crate::real::cast_view(x)?,
+        crate::real::cast_slice_mut(out)?,
+    ))
 }
 
 /// `φ(x)` of the dense map (`w`: `m × d`, `phases` for `cos_bias`) into

@@ -33,9 +33,7 @@
 // The fdlibm coefficients are kept digit for digit as published.
 #![allow(clippy::excessive_precision)]
 
-use std::any::TypeId;
-
-use crate::real::Real;
+use crate::real::{cast_slice, cast_slice_mut, Real};
 
 /// Largest `|x|` the vectorized reduction accepts (`k < 2^17`).
 pub const FAST_LIMIT: f64 = 1.0e5;
@@ -245,14 +243,7 @@ fn max_abs<T: Real>(x: &[T]) -> f64 {
 #[inline(always)]
 fn sincos_body<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
     let s = &mut s[..c.len()];
-    if TypeId::of::<T>() == TypeId::of::<f32>() {
-        // SAFETY: T is f32 (checked above), so both slices hold f32 values.
-        let (c, s) = unsafe {
-            (
-                std::slice::from_raw_parts_mut(c.as_mut_ptr() as *mut f32, c.len()),
-                std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut f32, s.len()),
-            )
-        };
+    if let (Some(c), Some(s)) = (cast_slice_mut(c), cast_slice_mut(s)) {
         return sincos_f32_row(c, s, scale as f32);
     }
     if max_abs(c) <= FAST_LIMIT {
@@ -275,14 +266,7 @@ fn sincos_body<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
 #[inline(always)]
 fn cos_shift_body<T: Real>(c: &mut [T], b: &[T], scale: f64) {
     let b = &b[..c.len()];
-    if TypeId::of::<T>() == TypeId::of::<f32>() {
-        // SAFETY: T is f32 (checked above), so both slices hold f32 values.
-        let (c, b) = unsafe {
-            (
-                std::slice::from_raw_parts_mut(c.as_mut_ptr() as *mut f32, c.len()),
-                std::slice::from_raw_parts(b.as_ptr() as *const f32, b.len()),
-            )
-        };
+    if let (Some(c), Some(b)) = (cast_slice_mut(c), cast_slice(b)) {
         return cos_shift_f32(c, b, scale as f32);
     }
     let big = c

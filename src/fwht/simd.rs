@@ -24,19 +24,9 @@ use crate::simd::Isa;
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::*;
+    use crate::real::{cast_slice_mut as cast, same_type};
     use crate::simd::x86::{F32x16, F32x8, F64x4, F64x8};
-    use std::any::TypeId;
     use std::arch::x86_64::*;
-
-    /// The slice as `&mut [U]` when `T` is `U` (`Real` is only `f32`/`f64`).
-    fn cast<T: 'static, U: 'static>(x: &mut [T]) -> Option<&mut [U]> {
-        if TypeId::of::<T>() == TypeId::of::<U>() {
-            // SAFETY: T and U are the same type.
-            Some(unsafe { &mut *(x as *mut [T] as *mut [U]) })
-        } else {
-            None
-        }
-    }
 
     /// Implements `wide::Butterfly` for a register type of
     /// `crate::simd::x86`: its stages per pass and its in-register stages.
@@ -130,7 +120,7 @@ mod x86 {
 
     /// The strip as a strip of `U` when `T` is `U`.
     fn cast_strip<T: 'static, U: 'static>(s: &Strip<T>) -> Option<Strip<U>> {
-        (TypeId::of::<T>() == TypeId::of::<U>()).then(|| Strip {
+        same_type::<T, U>().then(|| Strip {
             ptr: s.ptr.cast::<U>(),
             rows: s.rows,
             row_len: s.row_len,

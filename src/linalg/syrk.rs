@@ -21,12 +21,11 @@
 //! any thread count (blocks in order, one tile per entry and block); it
 //! depends on the instruction set (lane count, FMA).
 
-use std::any::TypeId;
 use std::cell::Cell;
 
 use rayon::prelude::*;
 
-use crate::real::Real;
+use crate::real::{cast_slice, Real};
 use crate::simd::Vector;
 use crate::threads::Parallelism;
 
@@ -234,14 +233,12 @@ impl<T: Real> Src<'_, T> {
                 Layout::SampleMajor { .. } => {}
                 Layout::FeatureMajor { ld } => {
                     #[cfg(target_arch = "x86_64")]
-                    if self.isa == Isa::Avx512 && TypeId::of::<T>() == TypeId::of::<f64>() {
-                        let src = &self.a[i0 * ld + k0..(i0 + W - 1) * ld + k0 + kc];
-                        // SAFETY: `T` is `f64` (checked through `TypeId`), so
-                        // the slice holds `f64` values; the CPU supports
-                        // AVX-512F (checked by `gram_lower`); `src` covers
-                        // the 8 rows of `kc` samples and `panel` holds
-                        // `8·kc` values.
-                        unsafe { x86::transpose_panel(src.as_ptr() as *const f64, ld, kc, panel) };
+                    if let (Isa::Avx512, Some(a)) = (self.isa, cast_slice::<T, f64>(self.a)) {
+                        let src = &a[i0 * ld + k0..(i0 + W - 1) * ld + k0 + kc];
+                        // SAFETY: the CPU supports AVX-512F (checked by
+                        // `gram_lower`); `src` covers the 8 rows of `kc`
+                        // samples and `panel` holds `8·kc` values.
+                        unsafe { x86::transpose_panel(src.as_ptr(), ld, kc, panel) };
                         continue;
                     }
                     let rows: [&[T]; W] =
