@@ -16,7 +16,7 @@
 //! assert_eq!(v, [10.0, -2.0, -4.0, 0.0]);
 //! ```
 
-mod kernel;
+mod butterfly;
 mod simd;
 #[cfg(target_arch = "x86_64")]
 mod wide;
@@ -27,7 +27,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::real::Real;
 use crate::threads::Parallelism;
-use kernel::{block_len, l2_block_len, strip_width, Strip};
+use butterfly::{block_len, l2_block_len, strip_width, Strip};
 
 /// Vectors at least this long are split over threads internally (blocks in
 /// phase 1, column strips in phase 2).

@@ -1,5 +1,5 @@
 //! Run-time choice of the instruction set. The portable kernels of
-//! `kernel.rs` (SSE2 and other architectures) and the explicit-register
+//! `butterfly.rs` (SSE2 and other architectures) and the explicit-register
 //! kernels of `wide.rs` (AVX2, AVX-512) are `#[inline(always)]` generic code;
 //! here each entry point is compiled once per instruction set of
 //! [`crate::simd::Isa`] (AVX-512, AVX2 + FMA, baseline SSE2) and the widest
@@ -15,7 +15,7 @@
 //! same additions, in the same order, as the textbook loop, so the choice of
 //! instruction set never changes a result (no reassociation anywhere).
 
-use super::kernel::{self, Strip};
+use super::butterfly::{self, Strip};
 #[cfg(target_arch = "x86_64")]
 use super::wide;
 use crate::real::Real;
@@ -138,7 +138,7 @@ mod x86 {
                 return unsafe { wide::small::<F32x16>(f) };
             }
         }
-        kernel::small(x)
+        butterfly::small(x)
     }
 
     #[target_feature(enable = "avx2,fma")]
@@ -151,11 +151,11 @@ mod x86 {
                 return unsafe { wide::small::<F32x8>(f) };
             }
         }
-        kernel::small(x)
+        butterfly::small(x)
     }
 
     /// # Safety
-    /// As [`kernel::strip`]; the CPU must support AVX-512F.
+    /// As [`butterfly::strip`]; the CPU must support AVX-512F.
     #[target_feature(enable = "avx512f,avx2,fma")]
     pub(crate) unsafe fn strip_avx512<T: Real>(s: &Strip<T>) {
         // SAFETY (all): forwarded from the caller; the wide kernel only
@@ -165,12 +165,12 @@ mod x86 {
             match (cast_strip::<T, f64>(s), cast_strip::<T, f32>(s)) {
                 (Some(d), _) if s.width.is_multiple_of(lanes) => wide::strip::<F64x8>(&d),
                 (_, Some(f)) if s.width.is_multiple_of(lanes) => wide::strip::<F32x16>(&f),
-                _ => kernel::strip(s),
+                _ => butterfly::strip(s),
             }
         }
     }
     /// # Safety
-    /// As [`kernel::strip`]; the CPU must support AVX2.
+    /// As [`butterfly::strip`]; the CPU must support AVX2.
     #[target_feature(enable = "avx2,fma")]
     pub(crate) unsafe fn strip_avx2<T: Real>(s: &Strip<T>) {
         // SAFETY (all): as in `strip_avx512`.
@@ -179,7 +179,7 @@ mod x86 {
             match (cast_strip::<T, f64>(s), cast_strip::<T, f32>(s)) {
                 (Some(d), _) if s.width.is_multiple_of(lanes) => wide::strip::<F64x4>(&d),
                 (_, Some(f)) if s.width.is_multiple_of(lanes) => wide::strip::<F32x8>(&f),
-                _ => kernel::strip(s),
+                _ => butterfly::strip(s),
             }
         }
     }
@@ -198,14 +198,14 @@ unsafe fn small_on<T: Real>(isa: Isa, x: &mut [T]) {
         // SAFETY: the caller's contract.
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2 => unsafe { x86::small_avx2(x) },
-        _ => kernel::small(x),
+        _ => butterfly::small(x),
     }
 }
 
 /// Phase 2 of the blocked transform on one strip with the kernels of `isa`.
 ///
 /// # Safety
-/// As [`kernel::strip`]; the CPU must support `isa`.
+/// As [`butterfly::strip`]; the CPU must support `isa`.
 unsafe fn strip_on<T: Real>(isa: Isa, s: &Strip<T>) {
     // SAFETY (all): the caller's contract.
     unsafe {
@@ -214,7 +214,7 @@ unsafe fn strip_on<T: Real>(isa: Isa, s: &Strip<T>) {
             Isa::Avx512 => x86::strip_avx512(s),
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => x86::strip_avx2(s),
-            _ => kernel::strip(s),
+            _ => butterfly::strip(s),
         }
     }
 }
@@ -230,7 +230,7 @@ pub(super) fn small<T: Real>(x: &mut [T]) {
 /// instruction set of this CPU.
 ///
 /// # Safety
-/// As [`kernel::strip`].
+/// As [`butterfly::strip`].
 pub(super) unsafe fn strip<T: Real>(s: &Strip<T>) {
     // SAFETY: the instruction set was detected on this CPU; the rest is the
     // caller's contract.
@@ -291,12 +291,12 @@ pub(super) fn time_portable<T: Real>(x: &mut [T]) {
     {
         #[target_feature(enable = "avx512f")]
         fn portable_avx512<T: Real>(x: &mut [T]) {
-            kernel::small(x)
+            butterfly::small(x)
         }
         if std::is_x86_feature_detected!("avx512f") {
             // SAFETY: AVX-512F detected.
             return unsafe { portable_avx512(x) };
         }
     }
-    kernel::small(x)
+    butterfly::small(x)
 }

@@ -259,7 +259,7 @@ fn every_simd_level_is_bit_identical() {
 fn every_simd_level_phase2_is_bit_identical() {
     fn check<T: Real>(k: u32) {
         let n = 1usize << k;
-        let b = kernel::block_len::<T>();
+        let b = butterfly::block_len::<T>();
         let x: Vec<T> = random_vec(n, 700 + k as u64)
             .into_iter()
             .map(T::from_f64_lossy)
@@ -271,7 +271,7 @@ fn every_simd_level_phase2_is_bit_identical() {
         let rows = n / b;
         // The default strip width, and narrower strips down to 8 columns
         // (below the 16 lanes of f32 AVX-512: the portable fallback).
-        for width in [kernel::strip_width::<T>(rows, b), 8, 16, 64] {
+        for width in [butterfly::strip_width::<T>(rows, b), 8, 16, 64] {
             for got in simd::phase2_all_levels(&blocks, rows, b, width) {
                 assert!(got == want, "{} n = 2^{k}, width {width}", T::DTYPE);
             }
@@ -369,7 +369,7 @@ fn compare_levels_timing() {
         let mut v = x.clone();
         for _ in 0..trials {
             for (lvl, slot) in best.iter_mut().enumerate() {
-                if lvl == 1 && n > kernel::block_len::<T>() {
+                if lvl == 1 && n > butterfly::block_len::<T>() {
                     continue;
                 }
                 let t = Instant::now();

@@ -13,7 +13,7 @@
 //! 4, …) with the same additions, so the results are bit-identical to the
 //! textbook loop of ALGORITHMS.md section 1 and to the portable kernels.
 
-use super::kernel::Strip;
+use super::butterfly::Strip;
 use crate::simd::Vector;
 
 /// A SIMD register with the stages of a butterfly that lie inside it.
@@ -153,7 +153,7 @@ pub(super) unsafe fn small<V: Butterfly>(x: &mut [V::T]) {
 /// passes of at most `V::MAX_STAGES` stages over the strip's columns.
 ///
 /// # Safety
-/// As [`super::kernel::strip`]; `width` a multiple of `V::LANES`; the CPU
+/// As [`super::butterfly::strip`]; `width` a multiple of `V::LANES`; the CPU
 /// must support `V`'s instruction set.
 #[inline(always)]
 pub(super) unsafe fn strip<V: Butterfly>(s: &Strip<V::T>) {
