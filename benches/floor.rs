@@ -43,6 +43,7 @@ mod work {
     use rand_chacha::ChaCha8Rng;
     use rand_distr::{Distribution, StandardNormal};
     use randfeat_rs::fourier::{FourierConfig, FourierFeatures, Variant};
+    use randfeat_rs::simd::Isa;
     use randfeat_rs::Parallelism;
     use rayon::prelude::*;
     use std::arch::x86_64::*;
@@ -158,7 +159,7 @@ mod work {
     }
 
     pub fn bench(c: &mut Criterion) {
-        if !is_x86_feature_detected!("avx512f") {
+        if Isa::detect() != Isa::Avx512 {
             eprintln!("floor: needs AVX-512F; skipped");
             return;
         }

@@ -1,5 +1,6 @@
-//! The butterfly passes of the FWHT (ALGORITHMS.md section 1), written once
-//! for any [`Real`] and compiled per instruction set by `simd.rs`.
+//! The butterfly passes of the FWHT (ALGORITHMS.md section 1) as plain
+//! loops, written once for any [`Real`] and compiled per instruction set
+//! through the operations of `simd.rs`.
 //!
 //! All stages commute, so any grouping of stages gives bit-identical results
 //! to the textbook loop: every output is the same sequence of additions.
@@ -16,7 +17,7 @@
 //!   block ([`l2_block_len`]) run this on each L2 block, then phase 2 once
 //!   more over the whole vector with the L2 blocks as rows.
 
-use crate::real::Real;
+use crate::real::{same_type, Real};
 
 /// Elements per L1-resident block: 16 KiB of data.
 pub(super) const fn block_len<T>() -> usize {
@@ -194,6 +195,18 @@ pub(super) struct Strip<T> {
     pub row_len: usize,
     /// Columns in the strip (`width <= row_len`).
     pub width: usize,
+}
+
+impl<T: 'static> Strip<T> {
+    /// The same strip as a strip of `U` when `T` is `U`.
+    pub(super) fn cast<U: 'static>(&self) -> Option<Strip<U>> {
+        same_type::<T, U>().then(|| Strip {
+            ptr: self.ptr.cast::<U>(),
+            rows: self.rows,
+            row_len: self.row_len,
+            width: self.width,
+        })
+    }
 }
 
 /// Phase 2 on one strip: all stages between rows (distances

@@ -350,8 +350,9 @@ fn strip_ranges_partition_the_columns() {
 
 /// Timing of single vectors on one thread (min of many trials, robust to a
 /// busy machine), in ns per element per log2 n, the unit of the FFHT
-/// reference figures; for L1-sized vectors also the portable kernels
-/// compiled for AVX-512 as a control. Not a test of speed: run by hand with
+/// reference figures; for L1-sized vectors also the plain-loop passes
+/// compiled for the same instruction set as a control. Not a test of
+/// speed: run by hand with
 /// `cargo test --release --lib compare_levels_timing -- --ignored --nocapture`.
 #[test]
 #[ignore]
@@ -377,7 +378,7 @@ fn compare_levels_timing() {
                     if lvl == 0 {
                         transform(&mut v, Parallelism::Sequential);
                     } else {
-                        simd::time_portable(&mut v);
+                        simd::time_plain(&mut v);
                     }
                 }
                 let dt = t.elapsed().as_secs_f64() / reps as f64;
@@ -388,7 +389,7 @@ fn compare_levels_timing() {
         }
         let unit = |b: f64| b * 1e9 / (n * k) as f64;
         println!(
-            "{} n=2^{k}: dispatched {:.4} (level {}), portable {:.4} ns/elem/log2n",
+            "{} n=2^{k}: dispatched {:.4} (level {}), plain loops {:.4} ns/elem/log2n",
             T::DTYPE,
             unit(best[0]),
             crate::simd::Isa::detect().name(),

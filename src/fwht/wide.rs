@@ -1,6 +1,6 @@
 //! Explicit-register butterfly passes (x86-64), written once for any SIMD
 //! register type [`Butterfly`] (f64 or f32 lanes, 256- or 512-bit) and compiled
-//! per instruction set by the entry points in `simd.rs`.
+//! per instruction set through the operations of `simd.rs`.
 //!
 //! A pass of radix `R = 2^s` loads `R` registers that lie `h` elements apart,
 //! runs the `s` stages with distances `h, 2h, …` on them in registers and
