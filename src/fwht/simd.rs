@@ -15,7 +15,7 @@
 
 use super::butterfly::{self, Strip};
 use super::wide::{self, Butterfly};
-use crate::real::{cast_slice_mut, Real};
+use crate::real::{same_type, Real};
 use crate::simd::{Isa, Portable, Simd, Vector, WithSimd};
 
 /// The instruction sets with explicit butterfly registers (AVX2, AVX-512).
@@ -123,33 +123,53 @@ mod x86 {
     });
 }
 
-/// The whole transform of an L1-sized power-of-two vector in place.
-struct Small<'a, T>(&'a mut [T]);
+/// The whole transform `dst <- H src` of an L1-sized power-of-two vector of
+/// `n` elements (`src == dst`: in place). Made only by [`small_on`] and
+/// [`small_into`], whose borrows make the pointers valid: `src` for `n`
+/// reads, `dst` for `n` reads and writes, the same elements or disjoint.
+struct Small<T> {
+    src: *const T,
+    dst: *mut T,
+    n: usize,
+}
 
-impl<S: Wide, T: Real> WithSimd<S> for Small<'_, T> {
-    type Output = ();
+impl<T: Real> Small<T> {
+    /// The plain-loop transform: `src` copied to `dst` (unless in place),
+    /// then the passes of `butterfly.rs` on `dst`.
     #[inline(always)]
-    fn with_simd(self, _: S) {
-        let x = self.0;
-        // SAFETY (both): the token proves the instruction set.
-        if let Some(d) = cast_slice_mut::<T, f64>(x) {
-            if d.len() >= S::F64::LANES {
-                return unsafe { wide::small::<S::F64>(d) };
-            }
-        } else if let Some(f) = cast_slice_mut::<T, f32>(x) {
-            if f.len() >= S::F32::LANES {
-                return unsafe { wide::small::<S::F32>(f) };
-            }
-        }
-        butterfly::small(x)
+    fn plain(self) {
+        // SAFETY: the pointers as documented on `Small`; `copy` allows
+        // `src == dst`.
+        let dst = unsafe {
+            std::ptr::copy(self.src, self.dst, self.n);
+            std::slice::from_raw_parts_mut(self.dst, self.n)
+        };
+        butterfly::small(dst)
     }
 }
 
-impl<T: Real> WithSimd<Portable> for Small<'_, T> {
+impl<S: Wide, T: Real> WithSimd<S> for Small<T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd(self, _: S) {
+        let Small { src, dst, n } = self;
+        // SAFETY (both): the token proves the instruction set; the pointers
+        // as documented on `Small`, of type `f64` (`f32`) when `T` is.
+        if same_type::<T, f64>() && n >= S::F64::LANES {
+            return unsafe { wide::small::<S::F64>(src.cast(), dst.cast(), n) };
+        }
+        if same_type::<T, f32>() && n >= S::F32::LANES {
+            return unsafe { wide::small::<S::F32>(src.cast(), dst.cast(), n) };
+        }
+        self.plain()
+    }
+}
+
+impl<T: Real> WithSimd<Portable> for Small<T> {
     type Output = ();
     #[inline(always)]
     fn with_simd(self, _: Portable) {
-        butterfly::small(self.0)
+        self.plain()
     }
 }
 
@@ -188,7 +208,12 @@ impl<T: Real> WithSimd<Portable> for StripOp<'_, T> {
 /// `x <- H x` for an L1-sized power-of-two vector, with the passes of `isa`
 /// (panics if this CPU lacks it).
 fn small_on<T: Real>(isa: Isa, x: &mut [T]) {
-    isa.dispatch(Small(x))
+    let p = x.as_mut_ptr();
+    isa.dispatch(Small {
+        src: p,
+        dst: p,
+        n: x.len(),
+    })
 }
 
 /// Phase 2 of the blocked transform on one strip with the passes of `isa`
@@ -206,6 +231,21 @@ pub(super) fn small<T: Real>(x: &mut [T]) {
     small_on(Isa::detect(), x)
 }
 
+/// `dst <- H src` for an L1-sized power-of-two vector, with the widest
+/// instruction set of this CPU: the first pass reads `src` (no copy
+/// before it).
+///
+/// # Panics
+/// If the lengths differ.
+pub(super) fn small_into<T: Real>(src: &[T], dst: &mut [T]) {
+    assert_eq!(src.len(), dst.len(), "small_into: lengths");
+    Isa::detect().dispatch(Small {
+        src: src.as_ptr(),
+        dst: dst.as_mut_ptr(),
+        n: dst.len(),
+    })
+}
+
 /// Phase 2 of the blocked transform on one strip, with the widest
 /// instruction set of this CPU.
 ///
@@ -217,18 +257,24 @@ pub(super) unsafe fn strip<T: Real>(s: &Strip<T>) {
 }
 
 /// Test hook: runs `small` with every instruction set this CPU supports
-/// (narrowest first), so the tests compare each with the textbook loop bit
-/// for bit.
+/// (narrowest first), in place and out of place, so the tests compare each
+/// with the textbook loop bit for bit.
 #[cfg(test)]
 pub(super) fn small_all_levels<T: Real>(x: &[T]) -> Vec<Vec<T>> {
-    Isa::available()
-        .into_iter()
-        .map(|isa| {
-            let mut v = x.to_vec();
-            small_on(isa, &mut v);
-            v
-        })
-        .collect()
+    let mut out = Vec::new();
+    for isa in Isa::available() {
+        let mut v = x.to_vec();
+        small_on(isa, &mut v);
+        out.push(v);
+        let mut w = vec![T::nan(); x.len()];
+        isa.dispatch(Small {
+            src: x.as_ptr(),
+            dst: w.as_mut_ptr(),
+            n: x.len(),
+        });
+        out.push(w);
+    }
+    out
 }
 
 /// Test hook: phase 2 (all strips of `width` columns over `rows` rows of
