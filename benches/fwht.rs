@@ -1,4 +1,4 @@
-//! FWHT benchmarks (issue: foundation). Run with `make bench`.
+//! FWHT benchmarks. Run with `make bench`.
 //!
 //! - single vectors (2^10, 2^14, 2^20), one thread: throughput is reported in
 //!   "elements" = n * log2(n), so 1 / (Gelem/s) is ns per element per log2 n,

@@ -41,7 +41,7 @@ use crate::threads::Parallelism;
 
 /// Largest input dimension `d` the fused transform is used for: beyond it
 /// a `d × NR` panel of `W` no longer fits the L1/L2 caches and the library
-/// GEMM (which blocks over `d`) is faster (measured in BENCHMARKS.md).
+/// GEMM (which blocks over `d`) is faster.
 pub const MAX_FUSED_FEATURES: usize = 256;
 
 /// Bytes of packed `W` per column block (a block of panels stays in L2

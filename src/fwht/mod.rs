@@ -273,10 +273,8 @@ const ALIGN_BYTES: usize = 64;
 /// columns before the first boundary and after the last one as two narrow
 /// strips of their own. A misaligned vector (glibc's and NumPy's large
 /// allocations start 16 bytes past a page) would otherwise split every
-/// register load and store of phase 2 over two lines (interleaved A/B on a
-/// vector 16 bytes past a line: 0.5-3% faster with aligned strips,
-/// BENCHMARKS.md, FWHT section). Any partition of the columns gives the
-/// same bits: the stages act on each column alone.
+/// register load and store of phase 2 over two lines. Any partition of the
+/// columns gives the same bits: the stages act on each column alone.
 fn strip_ranges<T>(addr: usize, b: usize, width: usize) -> Vec<(usize, usize)> {
     let size = std::mem::size_of::<T>();
     let line = ALIGN_BYTES / size;

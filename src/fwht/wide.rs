@@ -25,9 +25,7 @@ use crate::simd::Vector;
 /// Implementations are only called from functions compiled with the
 /// instruction set they need, on a CPU that has it.
 pub(super) unsafe trait Butterfly: Vector {
-    /// Most stages per pass (log2 of the radix): 3 (radix 8) for every type
-    /// now; radix 16, which 32 AVX-512 registers would hold, measured no
-    /// faster (BENCHMARKS.md, FWHT section).
+    /// Most stages per pass (log2 of the radix).
     const MAX_STAGES: u32;
     /// The stages with distances `1, 2, …, LANES / 2` inside the register.
     unsafe fn in_register(self) -> Self;

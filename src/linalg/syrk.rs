@@ -407,7 +407,8 @@ unsafe impl Tile for Portable {
 /// The `R × NV`-vector tile at rows `i0..`, columns `j0..` over `kc`
 /// samples (`ij = [i0, j0, ..]`), added to the output (lower part only).
 #[inline(always)]
-// Explicit indices: the register tile's loops as measured (no spills).
+// Explicit indices: the register tile's loops, which keep the accumulators
+// in registers (no spills).
 #[allow(clippy::needless_range_loop)]
 unsafe fn tile<V: AddTo, const R: usize, const NV: usize>(
     o: &Out,
