@@ -440,6 +440,7 @@ where
     S::F64: Shape,
 {
     type Output = ();
+    #[inline(always)]
     fn with_simd(self, simd: S) {
         let Dense { plan, x, out, par } = self;
         if let (Some(x), Some(out)) = (cast_view(x), cast_slice_mut(out)) {
