@@ -103,7 +103,9 @@ impl Isa {
     ///
     /// # Panics
     /// If this CPU cannot run it (see [`Isa::is_available`]).
-    #[inline]
+    // Inlined into every caller: the FWHT dispatches once per L1 block,
+    // and an out-of-line dispatch costs a copy of `op` and a second call.
+    #[inline(always)]
     pub(crate) fn dispatch<R, W: AnySimd<R>>(self, op: W) -> R {
         assert!(self.is_available(), "this CPU cannot run {self:?} code");
         match self {
@@ -120,7 +122,7 @@ impl Isa {
     ///
     /// # Panics
     /// If this CPU cannot run the instruction set.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn dispatch_wide<R, W: WideSimd<R>>(self, op: W) -> Option<R> {
         assert!(self.is_available(), "this CPU cannot run {self:?} code");
         match self {
