@@ -123,53 +123,79 @@ mod x86 {
     });
 }
 
-/// The whole transform `dst <- H src` of an L1-sized power-of-two vector of
-/// `n` elements (`src == dst`: in place). Made only by [`small_on`] and
-/// [`small_into`], whose borrows make the pointers valid: `src` for `n`
-/// reads, `dst` for `n` reads and writes, the same elements or disjoint.
-struct Small<T> {
-    src: *const T,
-    dst: *mut T,
-    n: usize,
-}
-
-impl<T: Real> Small<T> {
-    /// The plain-loop transform: `src` copied to `dst` (unless in place),
-    /// then the passes of `butterfly.rs` on `dst`.
-    #[inline(always)]
-    fn plain(self) {
-        // SAFETY: the pointers as documented on `Small`; `copy` allows
-        // `src == dst`.
-        let dst = unsafe {
-            std::ptr::copy(self.src, self.dst, self.n);
-            std::slice::from_raw_parts_mut(self.dst, self.n)
-        };
-        butterfly::small(dst)
+/// `dst <- H src` for a power-of-two `n` by the explicit-register passes
+/// of `S` (`src == dst`: in place), when `T` has a register of at most `n`
+/// lanes; returns whether it did.
+///
+/// # Safety
+/// `src` valid for `n` reads, `dst` for `n` reads and writes, the same
+/// elements or disjoint; the CPU supports `S`.
+#[inline(always)]
+unsafe fn wide_small<S: Wide, T: Real>(src: *const T, dst: *mut T, n: usize) -> bool {
+    // SAFETY (both): the caller's contract, with the pointers of type `f64`
+    // (`f32`) when `T` is.
+    if same_type::<T, f64>() && n >= S::F64::LANES {
+        unsafe { wide::small::<S::F64>(src.cast(), dst.cast(), n) };
+        return true;
     }
+    if same_type::<T, f32>() && n >= S::F32::LANES {
+        unsafe { wide::small::<S::F32>(src.cast(), dst.cast(), n) };
+        return true;
+    }
+    false
 }
 
-impl<S: Wide, T: Real> WithSimd<S> for Small<T> {
+/// The whole transform of an L1-sized power-of-two vector in place.
+struct Small<'a, T>(&'a mut [T]);
+
+impl<S: Wide, T: Real> WithSimd<S> for Small<'_, T> {
     type Output = ();
     #[inline(always)]
     fn with_simd(self, _: S) {
-        let Small { src, dst, n } = self;
-        // SAFETY (both): the token proves the instruction set; the pointers
-        // as documented on `Small`, of type `f64` (`f32`) when `T` is.
-        if same_type::<T, f64>() && n >= S::F64::LANES {
-            return unsafe { wide::small::<S::F64>(src.cast(), dst.cast(), n) };
+        let x = self.0;
+        let p = x.as_mut_ptr();
+        // SAFETY: `p` is `x`, in place; the token proves the instruction set.
+        if !unsafe { wide_small::<S, T>(p, p, x.len()) } {
+            butterfly::small(x)
         }
-        if same_type::<T, f32>() && n >= S::F32::LANES {
-            return unsafe { wide::small::<S::F32>(src.cast(), dst.cast(), n) };
-        }
-        self.plain()
     }
 }
 
-impl<T: Real> WithSimd<Portable> for Small<T> {
+impl<T: Real> WithSimd<Portable> for Small<'_, T> {
     type Output = ();
     #[inline(always)]
     fn with_simd(self, _: Portable) {
-        self.plain()
+        butterfly::small(self.0)
+    }
+}
+
+/// The whole transform `dst <- H src` of an L1-sized power-of-two vector
+/// (the lengths equal): the first pass reads `src`.
+struct SmallInto<'a, T> {
+    src: &'a [T],
+    dst: &'a mut [T],
+}
+
+impl<S: Wide, T: Real> WithSimd<S> for SmallInto<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd(self, _: S) {
+        let SmallInto { src, dst } = self;
+        // SAFETY: two borrows of `dst.len()` elements, disjoint; the token
+        // proves the instruction set.
+        if !unsafe { wide_small::<S, T>(src.as_ptr(), dst.as_mut_ptr(), dst.len()) } {
+            dst.copy_from_slice(src);
+            butterfly::small(dst)
+        }
+    }
+}
+
+impl<T: Real> WithSimd<Portable> for SmallInto<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd(self, _: Portable) {
+        self.dst.copy_from_slice(self.src);
+        butterfly::small(self.dst)
     }
 }
 
@@ -208,12 +234,7 @@ impl<T: Real> WithSimd<Portable> for StripOp<'_, T> {
 /// `x <- H x` for an L1-sized power-of-two vector, with the passes of `isa`
 /// (panics if this CPU lacks it).
 fn small_on<T: Real>(isa: Isa, x: &mut [T]) {
-    let p = x.as_mut_ptr();
-    isa.dispatch(Small {
-        src: p,
-        dst: p,
-        n: x.len(),
-    })
+    isa.dispatch(Small(x))
 }
 
 /// Phase 2 of the blocked transform on one strip with the passes of `isa`
@@ -238,12 +259,14 @@ pub(super) fn small<T: Real>(x: &mut [T]) {
 /// # Panics
 /// If the lengths differ.
 pub(super) fn small_into<T: Real>(src: &[T], dst: &mut [T]) {
+    small_into_on(Isa::detect(), src, dst)
+}
+
+/// `dst <- H src` for an L1-sized power-of-two vector, with the passes of
+/// `isa` (panics if this CPU lacks it, or if the lengths differ).
+fn small_into_on<T: Real>(isa: Isa, src: &[T], dst: &mut [T]) {
     assert_eq!(src.len(), dst.len(), "small_into: lengths");
-    Isa::detect().dispatch(Small {
-        src: src.as_ptr(),
-        dst: dst.as_mut_ptr(),
-        n: dst.len(),
-    })
+    isa.dispatch(SmallInto { src, dst })
 }
 
 /// Phase 2 of the blocked transform on one strip, with the widest
@@ -267,11 +290,7 @@ pub(super) fn small_all_levels<T: Real>(x: &[T]) -> Vec<Vec<T>> {
         small_on(isa, &mut v);
         out.push(v);
         let mut w = vec![T::nan(); x.len()];
-        isa.dispatch(Small {
-            src: x.as_ptr(),
-            dst: w.as_mut_ptr(),
-            n: x.len(),
-        });
+        small_into_on(isa, x, &mut w);
         out.push(w);
     }
     out
