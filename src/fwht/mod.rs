@@ -18,7 +18,6 @@
 
 mod butterfly;
 mod simd;
-#[cfg(target_arch = "x86_64")]
 mod wide;
 
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2, Axis};

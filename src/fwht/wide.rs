@@ -1,4 +1,4 @@
-//! Explicit-register butterfly passes (x86-64), written once for any SIMD
+//! Explicit-register butterfly passes, written once for any SIMD
 //! register type [`Butterfly`] (f64 or f32 lanes, 256- or 512-bit) and compiled
 //! per instruction set through the operations of `simd.rs`.
 //!

@@ -25,7 +25,7 @@ use std::cell::Cell;
 
 use rayon::prelude::*;
 
-use crate::real::{cast_slice, Real};
+use crate::real::Real;
 use crate::simd::{Portable, Simd, Vector, WithSimd};
 use crate::threads::Parallelism;
 
@@ -507,7 +507,8 @@ unsafe fn drive<K: Tile>(b: &Block<'_>) {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{cast_slice, pack_panel_by_blocks, tile, AddTo, Out, Real, Tile};
+    use super::{pack_panel_by_blocks, tile, AddTo, Out, Real, Tile};
+    use crate::real::cast_slice;
     use crate::simd::x86::{F64x4, F64x8};
     use crate::simd::{Avx2, Avx512};
     use std::arch::x86_64::*;
