@@ -42,9 +42,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check python tests benches examples
 
 # The pure core, without the python feature (release: the statistical tests are
-# heavy), with the GPU kernels (run on lavapipe when there is no GPU).
+# heavy), with the GPU kernels (run on lavapipe when there is no GPU) and the
+# serde round trips.
 rust-test: vulkan
-	cargo test --release --features gpu
+	cargo test --release --features gpu,serde
 
 stubtest: develop
 	$(VPY) -m mypy.stubtest randfeat_rs._core

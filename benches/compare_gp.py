@@ -74,7 +74,7 @@ def _peak_bytes() -> int:
 
 
 def _stderr_of(fn) -> str:
-    """What ``fn()`` writes to file descriptor 2 (Rust's ``eprintln!`` too)."""
+    """What ``fn()`` writes to file descriptor 2 (``sys.stderr`` included)."""
     with tempfile.TemporaryFile(mode="w+") as tmp:
         sys.stderr.flush()
         saved = os.dup(2)
@@ -108,7 +108,7 @@ def exact_comparison() -> None:
     ours = ExactGPR(n_restarts=0).fit(X, y)
     t_ours = time.perf_counter() - t0
     # The same fit again, untimed and verbose, to count its LML evaluations
-    # per level (rows: evaluations) from the Rust side's stderr lines.
+    # per level (rows: evaluations) from its verbose lines.
     log = _stderr_of(lambda: ExactGPR(n_restarts=0, verbose=True).fit(X, y))
     levels = [(int(r), int(e)) for r, e in re.findall(r"(\d+) rows: (\d+) LML evaluations", log)]
     full_equiv = sum(e * (r / X.shape[0]) ** 3 for r, e in levels)

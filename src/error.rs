@@ -51,6 +51,10 @@ pub enum Error {
     /// The worker thread pool could not be created.
     #[error("could not build the thread pool: {0}")]
     ThreadPool(String),
+    /// The call was cancelled through its [`crate::progress::Monitor`] (the
+    /// Python bindings cancel on Ctrl-C and raise `KeyboardInterrupt`).
+    #[error("interrupted")]
+    Interrupted,
     /// A Rust panic caught at the FFI edge: a bug in randfeat_rs, never the
     /// user's fault. Carries the panic message.
     #[error("internal error (a Rust panic was caught; please report it): {0}")]
@@ -99,6 +103,19 @@ impl Error {
             expected,
             got,
         })
+    }
+}
+
+/// Checks that every value is finite; otherwise [`Error::NonFinite`] naming
+/// `name`.
+pub(crate) fn check_finite<'a>(
+    name: &'static str,
+    v: impl IntoIterator<Item = &'a f64>,
+) -> Result<()> {
+    if v.into_iter().all(|x| x.is_finite()) {
+        Ok(())
+    } else {
+        Err(Error::NonFinite { name })
     }
 }
 

@@ -123,6 +123,14 @@ where
     Ok(pool()?.install(f))
 }
 
+/// Runs `op` on the calling thread with a rayon scope whose spawned jobs
+/// run in the library's pool (see [`install`]): the caller can wait for
+/// them in its own way, e.g. in slices while it watches for Ctrl-C.
+#[cfg(feature = "python")]
+pub(crate) fn in_place_scope<'scope, R>(op: impl FnOnce(&rayon::Scope<'scope>) -> R) -> Result<R> {
+    Ok(pool()?.in_place_scope(op))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

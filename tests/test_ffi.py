@@ -34,24 +34,20 @@ def test_exception_tree():
         assert issubclass(cls, rf.RandfeatError)
 
 
-def test_set_num_threads_roundtrip_and_results_identical():
+def test_set_num_threads_roundtrip_and_results_identical(set_num_threads):
     x = np.random.default_rng(0).standard_normal((64, 1 << 12))
-    old = rf.get_num_threads()
-    try:
-        rf.set_num_threads(1)
-        assert rf.get_num_threads() == 1
-        one = rf.fwht(x)
-        rf.set_num_threads(2)
-        assert rf.get_num_threads() == 2
-        two = rf.fwht(x)
-        np.testing.assert_array_equal(one, two)
-        long = np.random.default_rng(1).standard_normal(1 << 17)
-        rf.set_num_threads(1)
-        a = rf.fwht(long)
-        rf.set_num_threads(2)
-        np.testing.assert_array_equal(a, rf.fwht(long))
-    finally:
-        rf.set_num_threads(old)
+    set_num_threads(1)
+    assert rf.get_num_threads() == 1
+    one = rf.fwht(x)
+    set_num_threads(2)
+    assert rf.get_num_threads() == 2
+    two = rf.fwht(x)
+    np.testing.assert_array_equal(one, two)
+    long = np.random.default_rng(1).standard_normal(1 << 17)
+    set_num_threads(1)
+    a = rf.fwht(long)
+    set_num_threads(2)
+    np.testing.assert_array_equal(a, rf.fwht(long))
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "2", True])

@@ -9,8 +9,6 @@ the Python API on fewer replicates.
 
 from __future__ import annotations
 
-import pickle
-
 import numpy as np
 import pytest
 import scipy.special
@@ -20,7 +18,6 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import randfeat_rs as rf
 from randfeat_rs import NystroemFeatures, RandomFourierFeatures, _core
-from randfeat_rs.datasets import load_yacht
 
 XP = np.array([[0.3, -0.2, 0.5], [-0.1, 0.4, 0.2]])
 L = 0.8
@@ -222,9 +219,8 @@ def test_seed_claims_lr500():
         assert errs["orthogonal", n] < errs["mc", n]
 
 
-def test_seed_claims_yacht():
-    x, _ = load_yacht()
-    x = (x - x.mean(0)) / x.std(0)
+def test_seed_claims_yacht(yacht):
+    x, _ = yacht
     ell = _bandwidth(x)
     sizes = (1024, 2048)
     errs = _gram_errors(x, ell, ("mc", "orthogonal", "moment_matching"), sizes, range(5))
@@ -292,7 +288,8 @@ def test_nystroem_agrees_with_sklearn_gram():
     "sampler", ["mc", "antithetic", "orthogonal", "structured", "moment_matching", "qmc"]
 )
 @pytest.mark.parametrize("variant", ["cos_sin", "cos_bias"])
-def test_shapes_dtypes_pickle_threads(dtype, sampler, variant):
+def test_fitted_attributes_shapes_and_dtypes(dtype, sampler, variant):
+    # Pickling, refitting and thread counts: test_common.py.
     x = np.random.default_rng(4).standard_normal((300, 16)).astype(dtype)
     rff = RandomFourierFeatures(256, sampler=sampler, variant=variant, random_state=5).fit(x)
     m = 128 if variant == "cos_sin" else 256
@@ -304,45 +301,12 @@ def test_shapes_dtypes_pickle_threads(dtype, sampler, variant):
     assert phi.shape == (300, 256) and phi.dtype == dtype
     ref = rff.transform(x.astype(np.float64))
     np.testing.assert_allclose(phi, ref, atol=1e-5 if dtype == np.float32 else 0)
-    clone = pickle.loads(pickle.dumps(rff))
-    np.testing.assert_array_equal(clone.transform(x), phi)
-    np.testing.assert_array_equal(
-        RandomFourierFeatures(256, sampler=sampler, variant=variant, random_state=5).fit_transform(
-            x
-        ),
-        phi,
-    )
-    before = rf.get_num_threads()
-    try:
-        rf.set_num_threads(1)
-        one = rff.transform(x)
-        rf.set_num_threads(2)
-        two = rff.transform(x)
-    finally:
-        rf.set_num_threads(before)
-    np.testing.assert_array_equal(one, two)
 
 
 def test_odd_n_components_cos_sin_has_zero_column():
     phi = RandomFourierFeatures(9, random_state=0).fit_transform(XP)
     assert phi.shape == (2, 9)
     np.testing.assert_array_equal(phi[:, 8], 0)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_nystroem_dtypes_pickle_threads(dtype):
-    x = np.random.default_rng(6).standard_normal((300, 5)).astype(dtype)
-    ny = NystroemFeatures(64, kernel="matern32", random_state=0).fit(x)
-    phi = ny.transform(x)
-    assert phi.shape == (300, 64) and phi.dtype == dtype
-    np.testing.assert_array_equal(pickle.loads(pickle.dumps(ny)).transform(x), phi)
-    before = rf.get_num_threads()
-    try:
-        rf.set_num_threads(1)
-        one = ny.transform(x)
-    finally:
-        rf.set_num_threads(before)
-    np.testing.assert_array_equal(one, phi)
 
 
 # sklearn forces ``n_components = 1`` in these checks; the cos_sin variant
@@ -404,14 +368,7 @@ def test_bad_parameters(kwargs, match):
 
 
 def test_bad_data():
-    rff = RandomFourierFeatures(8, random_state=0).fit(np.zeros((3, 2)))
-    with pytest.raises(ValueError, match="2 features"):
-        rff.transform(np.zeros((3, 4)))
-    for bad in (np.nan, np.inf):
-        with pytest.raises(ValueError, match=r"NaN|infinity"):
-            RandomFourierFeatures(8).fit(np.array([[0.0, bad]]))
-        with pytest.raises(ValueError, match=r"NaN|infinity"):
-            rff.transform(np.array([[0.0, bad]]))
+    # NaN, infinity and the wrong number of features: test_common.py.
     with pytest.raises(ValueError, match="1025"):
         RandomFourierFeatures(8, sampler="qmc").fit(np.zeros((1, 1026)))
     with pytest.raises(ValueError, match="1025"):

@@ -22,24 +22,12 @@ from randfeat_rs import gpu as rgpu
 U32 = 2.0**-24  # unit roundoff of float32
 
 
-def need_gpu() -> dict:
-    info = rf.gpu_info()
-    if info is None:
-        pytest.fail("no GPU adapter: `make test` installs Mesa's lavapipe (mesa-vulkan-drivers)")
-    return info
-
-
-@pytest.fixture(autouse=True)
-def _default_env(monkeypatch):
-    monkeypatch.delenv("RANDFEAT_GPU", raising=False)
-
-
 def gamma(k: int) -> float:
     return k * U32 / (1 - k * U32)
 
 
-def test_gpu_info_describes_the_adapter():
-    info = need_gpu()
+def test_gpu_info_describes_the_adapter(gpu_adapter):
+    info = gpu_adapter
     assert isinstance(info["name"], str) and info["name"]
     assert info["backend"] in {"vulkan", "metal", "dx12"}
     assert info["device_type"] in {"discrete", "integrated", "virtual", "cpu", "other"}
@@ -60,8 +48,8 @@ def fwht_bound(x: np.ndarray, scale: float) -> np.ndarray:
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("normalized", [False, True])
-def test_fwht_gpu_matches_exact(dtype, normalized):
-    block = need_gpu()["fwht_block"]
+def test_fwht_gpu_matches_exact(gpu_adapter, dtype, normalized):
+    block = gpu_adapter["fwht_block"]
     rng = np.random.default_rng(3)
     # n = 1, small, the shared-memory limit, and twice/four times it (global passes);
     # row counts not multiples of the workgroup.
@@ -79,8 +67,8 @@ def test_fwht_gpu_matches_exact(dtype, normalized):
         assert np.all(np.abs(got - exact) <= fwht_bound(x, scale)), (rows, n)
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 def test_fwht_gpu_1d_out_inplace_and_deterministic():
-    need_gpu()
     rng = np.random.default_rng(4)
     x = rng.standard_normal((9, 64)).astype(np.float32)
     want = rf.fwht(x, device="gpu")
@@ -95,8 +83,8 @@ def test_fwht_gpu_1d_out_inplace_and_deterministic():
     np.testing.assert_allclose(want, rf.fwht(x), rtol=0, atol=fwht_bound(x, 1.0).max())
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 def test_fwht_gpu_empty_and_bad_input():
-    need_gpu()
     for dtype in (np.float32, np.float64):
         e = rf.fwht(np.zeros((0, 8), dtype), device="gpu")
         assert e.shape == (0, 8) and e.dtype == dtype
@@ -115,9 +103,9 @@ def check_gram(a: np.ndarray, b: np.ndarray, got: np.ndarray) -> None:
     assert np.all(np.abs(got - exact) <= bound)
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gram_matches_within_pairwise_bound(dtype):
-    need_gpu()
     rng = np.random.default_rng(5)
     # N not a multiple of 16 / 256 / the 4096-row split; D not a multiple of the 64 tile.
     for n, d in [(1, 1), (77, 5), (4099, 70), (300, 130)]:
@@ -137,8 +125,8 @@ def test_gram_matches_within_pairwise_bound(dtype):
         check_gram(phi, y2, b2)
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 def test_gram_empty_and_errors():
-    need_gpu()
     g, b = rgpu.gram(np.zeros((0, 3), np.float32))
     assert b is None
     np.testing.assert_array_equal(g, np.zeros((3, 3)))
@@ -157,10 +145,10 @@ def rff_reference(x, w, phases, variant, scale):
     return scale * np.hstack([np.cos(proj), np.sin(proj)])
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("variant", ["cos_bias", "cos_sin"])
 def test_rff_matches_reference_to_1e4(dtype, variant):
-    need_gpu()
     rng = np.random.default_rng(6)
     # d not a multiple of the 16-wide step, m (and so D) and N not multiples of 64.
     for n, d, m in [(1, 1, 1), (70, 3, 65), (130, 37, 20)]:
@@ -176,8 +164,8 @@ def test_rff_matches_reference_to_1e4(dtype, variant):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * scale)
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 def test_rff_empty_and_errors():
-    need_gpu()
     w = np.ones((5, 4), np.float32)
     out = rgpu.rff_features(np.zeros((0, 4), np.float32), w, variant="cos_sin")
     assert out.shape == (0, 10) and out.dtype == np.float32
@@ -195,35 +183,32 @@ def test_rff_empty_and_errors():
         rgpu.rff_features(np.ones((2, 4)), w, variant="cos_sin", scale=np.inf)
 
 
-def test_streaming_in_small_chunks():
+@pytest.mark.usefixtures("gpu_adapter")
+def test_streaming_in_small_chunks(set_gpu_chunk_bytes):
     """A 4 KiB chunk cap forces many chunks; results keep their bounds."""
-    need_gpu()
     rng = np.random.default_rng(7)
     x = rng.standard_normal((50, 256)).astype(np.float32)
     phi = rng.uniform(-1, 1, (600, 20)).astype(np.float32)
     w = rng.standard_normal((40, 256)).astype(np.float32)
     whole = rf.fwht(x, device="gpu")
-    rgpu.set_chunk_bytes(4096)
-    try:
-        np.testing.assert_array_equal(rf.fwht(x, device="gpu"), whole)
-        g, _ = rgpu.gram(phi)
-        check_gram(phi, phi, g)
-        # Many chunks through the double-buffered Gram path, with targets.
-        yy = rng.standard_normal((600, 2)).astype(np.float32)
-        g, gy = rgpu.gram(phi, yy)
-        check_gram(phi, phi, g)
-        check_gram(phi, yy, gy)
-        feats = rgpu.rff_features(x / 16, w, variant="cos_sin", scale=0.5)
-        want = rff_reference(x / 16, w, None, "cos_sin", 0.5)
-        np.testing.assert_allclose(feats, want, rtol=0, atol=0.5e-4)
-    finally:
-        rgpu.set_chunk_bytes(128 << 20)
+    set_gpu_chunk_bytes(4096)
+    np.testing.assert_array_equal(rf.fwht(x, device="gpu"), whole)
+    g, _ = rgpu.gram(phi)
+    check_gram(phi, phi, g)
+    # Many chunks through the double-buffered Gram path, with targets.
+    yy = rng.standard_normal((600, 2)).astype(np.float32)
+    g, gy = rgpu.gram(phi, yy)
+    check_gram(phi, phi, g)
+    check_gram(phi, yy, gy)
+    feats = rgpu.rff_features(x / 16, w, variant="cos_sin", scale=0.5)
+    want = rff_reference(x / 16, w, None, "cos_sin", 0.5)
+    np.testing.assert_allclose(feats, want, rtol=0, atol=0.5e-4)
     with pytest.raises(InvalidInputError, match="4096"):
         rgpu.set_chunk_bytes(100)
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 def test_gpu_env_off_errors_and_auto_falls_back(monkeypatch):
-    need_gpu()
     x = np.random.default_rng(8).standard_normal((4, 16))
     monkeypatch.setenv("RANDFEAT_GPU", "off")
     assert rf.gpu_info() is None and not rgpu.is_available()
@@ -239,8 +224,8 @@ def test_gpu_env_off_errors_and_auto_falls_back(monkeypatch):
     assert rgpu.dispatch_count() == before, "auto must not touch the GPU when it is hidden"
 
 
-def test_auto_uses_hardware_only_unless_software_allowed(monkeypatch):
-    info = need_gpu()
+def test_auto_uses_hardware_only_unless_software_allowed(gpu_adapter, monkeypatch):
+    info = gpu_adapter
     x = np.random.default_rng(9).standard_normal((4, 16)).astype(np.float32)
     expected = "cpu" if info["software"] else "gpu"
     assert rgpu.resolve_device("auto") == expected

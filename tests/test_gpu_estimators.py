@@ -10,7 +10,6 @@ Like tests/test_gpu.py these run for real on Mesa's lavapipe (installed by
 from __future__ import annotations
 
 import math
-import pickle
 
 import numpy as np
 import pytest
@@ -18,7 +17,6 @@ from sklearn.base import clone
 from sklearn.kernel_approximation import RBFSampler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import randfeat_rs as rf
 from randfeat_rs import (
     ExactGPR,
     GpuError,
@@ -36,16 +34,6 @@ U32 = 2.0**-24
 
 def gamma(k: int) -> float:
     return k * U32 / (1 - k * U32)
-
-
-@pytest.fixture(autouse=True)
-def _default_env(monkeypatch):
-    monkeypatch.delenv("RANDFEAT_GPU", raising=False)
-
-
-def need_gpu() -> None:
-    if rf.gpu_info() is None:
-        pytest.fail("no GPU adapter: `make test` installs Mesa's lavapipe (mesa-vulkan-drivers)")
 
 
 def sketch_tolerance(ps: PolynomialSketch, X: np.ndarray) -> np.ndarray:
@@ -73,10 +61,10 @@ SKETCHES = [
 ]
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 @pytest.mark.parametrize(("sketch", "complex_weights", "degree"), SKETCHES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_polynomial_sketch_gpu_matches_cpu(sketch, complex_weights, degree, dtype):
-    need_gpu()
     # d = 5 (+ bias: d' = 8), D = 21 (odd: a zero column with complex
     # weights; not a multiple of d'), N = 70 (not a multiple of 64 or 256).
     X = np.random.default_rng(1).standard_normal((70, 5)).astype(dtype)
@@ -98,23 +86,19 @@ def test_polynomial_sketch_gpu_matches_cpu(sketch, complex_weights, degree, dtyp
     assert got.dtype == dtype and got.shape == want.shape
     tol = sketch_tolerance(cpu, X)[:, None] + 4 * U32 * np.abs(want)
     assert np.all(np.abs(got - want) <= tol)
-    # The random parameters are the CPU's, bit for bit.
+    # The random parameters are the CPU's, bit for bit. (Pickling and empty
+    # input on the GPU: test_common.py.)
     for k, v in cpu.random_params_.items():
         np.testing.assert_array_equal(gpu.random_params_[k], v)
-    # Pickling keeps the device and the exact transform; empty input works.
-    again = pickle.loads(pickle.dumps(gpu))
-    assert again.device_ == "gpu"
-    np.testing.assert_array_equal(again.transform(X), got)
-    assert gpu.transform(X[:0]).shape == (0, 21)
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 @pytest.mark.parametrize(
     ("variant", "sampler", "n_components"),
     [("cos_sin", "mc", 33), ("cos_bias", "orthogonal", 20), ("cos_sin", "structured", 32)],
 )
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_fourier_gpu_matches_cpu(variant, sampler, n_components, dtype):
-    need_gpu()
     X = np.random.default_rng(2).standard_normal((70, 16)).astype(dtype)
     kw = dict(length_scale=2.0, kernel_variance=1.7, variant=variant, sampler=sampler)
     cpu = RandomFourierFeatures(n_components, random_state=4, **kw).fit(X)
@@ -143,13 +127,13 @@ def gpr_features():
     ]
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 @pytest.mark.parametrize("features", gpr_features(), ids=lambda f: type(f).__name__)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gpr_gpu_statistics_match_cpu(features, dtype):
     """Features and Phi^T Phi, Phi^T y on the device equal the CPU
     accumulation of the same (float32) features to the pairwise bound
     gamma_64 (|Phi|^T |Phi|) of gpu.gram."""
-    need_gpu()
     rng = np.random.default_rng(5)
     X = rng.standard_normal((300, 4)).astype(dtype)
     y = np.sin(X.sum(axis=1)) + 0.1 * rng.standard_normal(300)
@@ -190,8 +174,8 @@ def test_gpr_gpu_statistics_match_cpu(features, dtype):
     assert np.all(np.abs(gp2.stats_.gram - ref2.stats_.gram) <= gamma(64) * (a2.T @ a2) + 1e-300)
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 def test_gpu_hidden_errors_and_auto_falls_back(monkeypatch):
-    need_gpu()
     X = np.random.default_rng(6).standard_normal((20, 3))
     y = X[:, 0]
     monkeypatch.setenv("RANDFEAT_GPU", "off")
@@ -214,15 +198,15 @@ def test_gpu_hidden_errors_and_auto_falls_back(monkeypatch):
     assert rgpu.dispatch_count() == before, "nothing may run on a hidden GPU"
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 def test_auto_with_software_allowed_uses_the_gpu(monkeypatch):
-    need_gpu()
     monkeypatch.setenv("RANDFEAT_GPU", "software")
     X = np.random.default_rng(7).standard_normal((10, 3))
     assert PolynomialSketch(8, device="auto").fit(X).device_ == "gpu"
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 def test_configurations_without_a_gpu_kernel():
-    need_gpu()
     X = np.random.default_rng(8).standard_normal((10, 3))
     with pytest.raises(InvalidInputError, match="tensor_sketch"):
         PolynomialSketch(8, sketch="tensor_sketch", device="gpu").fit(X)
@@ -297,10 +281,10 @@ MACLAURIN = [
 ]
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 @pytest.mark.parametrize("params", MACLAURIN, ids=["srht", "srht-complex", "rademacher-h01"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_maclaurin_gpu_matches_cpu(params, dtype):
-    need_gpu()
+def test_maclaurin_gpu_matches_cpu(set_gpu_chunk_bytes, params, dtype):
     # d = 5 (d' = 8), N = 70: not multiples of d', the 64 tile or the 256
     # workgroup; D not a multiple of d'.
     X = np.random.default_rng(11).standard_normal((70, 5)).astype(dtype)
@@ -322,21 +306,14 @@ def test_maclaurin_gpu_matches_cpu(params, dtype):
         want_c = cpu.transform_centered(X.astype(np.float64), c)
         tol_c = maclaurin_row_bound(cpu, X, c)[:, None] + 4 * U32 * np.abs(want_c)
         assert np.all(np.abs(got_c - want_c) <= tol_c)
-    # Pickling keeps the device and the exact transform; empty input works;
-    # chunked streaming gives the same rows bit for bit.
-    again = pickle.loads(pickle.dumps(gpu))
-    assert again.device_ == "gpu"
-    np.testing.assert_array_equal(again.transform(X), got)
-    assert gpu.transform(X[:0]).shape == (0, params["n_components"])
-    rgpu.set_chunk_bytes(4096)
-    try:
-        np.testing.assert_array_equal(gpu.transform(X), got)
-    finally:
-        rgpu.set_chunk_bytes(128 << 20)
+    # Chunked streaming gives the same rows bit for bit. (Pickling and empty
+    # input on the GPU: test_common.py.)
+    set_gpu_chunk_bytes(4096)
+    np.testing.assert_array_equal(gpu.transform(X), got)
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 def test_maclaurin_device_errors_and_fallback(monkeypatch):
-    need_gpu()
     X = np.random.default_rng(12).standard_normal((30, 3))
     x1 = X[:, :1]
     # No GPU kernel: the explicit map of one feature, TensorSketch blocks.
@@ -354,10 +331,8 @@ def test_maclaurin_device_errors_and_fallback(monkeypatch):
     assert MaclaurinFeatures(16, device="auto", **ts).fit(X).device_ == "cpu"
     with pytest.raises(ValueError, match="device"):
         MaclaurinFeatures(16, device="cuda").fit(X)
-    # A wrong number of features fails as on the CPU.
+    # (A wrong number of features fails as on the CPU: test_common.py.)
     mf = MaclaurinFeatures(16, device="gpu", random_state=0).fit(X)
-    with pytest.raises(ValueError, match="features"):
-        mf.transform(X[:, :2])
     # Hidden GPU: "gpu" is a GpuError, "auto" the CPU (and nothing runs there).
     monkeypatch.setenv("RANDFEAT_GPU", "off")
     before = rgpu.dispatch_count()
@@ -420,8 +395,8 @@ def localized_bound(gp_cpu, X, y, Xt, n_components, noise, seed, max_degree):
     return out_mu, out_v
 
 
+@pytest.mark.usefixtures("gpu_adapter")
 def test_localized_gpu_matches_cpu():
-    need_gpu()
     rng = np.random.default_rng(13)
     X = rng.uniform(-3, 3, (150, 3))
     y = np.sin(X[:, 0]) + 0.1 * X[:, 1] + 0.05 * rng.standard_normal(150)
@@ -459,11 +434,7 @@ def test_localized_gpu_matches_cpu():
     mu_cs, sd_cs = cpu_s.predict(Xt, return_std=True)
     assert np.all(np.abs(mu_gs - mu_cs) <= bound_mu)
     assert np.all(np.abs(sd_gs**2 - sd_cs**2) <= bound_v + 1e-12)
-    # Pickling refits with the same device.
-    again = pickle.loads(pickle.dumps(gpu))
-    assert again.device_ == "gpu"
-    np.testing.assert_array_equal(again.predict(Xt), mu_g)
-    # centers="test" has no GPU path.
+    # (Pickling keeps the device: test_common.py.) centers="test" has no GPU path.
     with pytest.raises(InvalidInputError, match="centers='test'"):
         LocalizedMaclaurinGPR(24, centers="test", device="gpu").fit(X, y)
     assert LocalizedMaclaurinGPR(24, centers="test", device="auto").fit(X, y).device_ == "cpu"

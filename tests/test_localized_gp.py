@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import math
-import pickle
 
 import numpy as np
 import pytest
-from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import randfeat_rs as rf
 from randfeat_rs import (
     InvalidInputError,
     LocalizedMaclaurinGPR,
@@ -167,37 +164,6 @@ def test_float32_and_float64_inputs():
     np.testing.assert_allclose(s32, s64, atol=1e-3)
 
 
-@pytest.mark.parametrize("centers", ["clusters", "test"])
-def test_thread_count_bit_identity(centers):
-    X, y = _data(n=200, seed=12)
-    Xt, _ = _data(n=40, seed=13)
-    before = rf.get_num_threads()
-    out = []
-    try:
-        for n in (1, 2):
-            rf.set_num_threads(n)
-            gp = LocalizedMaclaurinGPR(
-                24, threshold=0.7, centers=centers, random_state=6, **SETTINGS
-            ).fit(X, y)
-            out.append((gp.centroids_, *gp.predict(Xt, return_std=True)))
-    finally:
-        rf.set_num_threads(before)
-    for a, b in zip(out[0], out[1]):
-        np.testing.assert_array_equal(a, b)
-
-
-def test_pickle_round_trip():
-    X, y = _data(seed=14)
-    Xt, _ = _data(n=30, seed=15)
-    gp = LocalizedMaclaurinGPR(24, threshold=1.0, random_state=None, **SETTINGS).fit(X, y)
-    m, s = gp.predict(Xt, return_std=True)
-    back = pickle.loads(pickle.dumps(gp))
-    m2, s2 = back.predict(Xt, return_std=True)
-    np.testing.assert_array_equal(m, m2)
-    np.testing.assert_array_equal(s, s2)
-    np.testing.assert_array_equal(gp.centroids_, back.centroids_)
-
-
 def test_threshold_auto():
     # High-frequency data over a wide range: one Maclaurin expansion collapses
     # away from the mean, so the held-out likelihood prefers local centroids.
@@ -229,17 +195,8 @@ def test_verbose_progress(capfd):
 
 
 def test_bad_input():
+    # Bad data (NaN, infinity, shapes, not fitted): test_common.py.
     X, y = _data(seed=18)
-    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
-        LocalizedMaclaurinGPR(16).fit(X, y[:-1])
-    Xn = X.copy()
-    Xn[0, 0] = np.nan
-    with pytest.raises(ValueError, match="NaN"):
-        LocalizedMaclaurinGPR(16).fit(Xn, y)
-    yn = y.copy()
-    yn[3] = np.inf
-    with pytest.raises(ValueError, match="y"):
-        LocalizedMaclaurinGPR(16).fit(X, yn)
     for kw, name in [
         (dict(length_scale=0.0), "length_scale"),
         (dict(kernel_variance=-1.0), "kernel_variance"),
@@ -255,13 +212,7 @@ def test_bad_input():
     ]:
         with pytest.raises(InvalidParameterError, match=name):
             LocalizedMaclaurinGPR(16, **kw).fit(X, y)
-    with pytest.raises(NotFittedError):
-        LocalizedMaclaurinGPR(16).predict(X)
     gp = LocalizedMaclaurinGPR(16, threshold=1.0, random_state=0, **SETTINGS).fit(X, y)
-    with pytest.raises(ValueError, match="features"):
-        gp.predict(X[:, :2])
-    with pytest.raises(ValueError, match="NaN"):
-        gp.predict(Xn)
     # The core refuses what the Python layer would otherwise let through.
     with pytest.raises(InvalidInputError, match="threshold"):
         gp._core_fit(X, y, -1.0, None)

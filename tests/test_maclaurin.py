@@ -1,14 +1,14 @@
-"""MaclaurinFeatures: API, bad input, pickling, threads, and measured comparisons.
+"""MaclaurinFeatures: API, bad input, and measured comparisons.
 
 The exact oracles of ALGORITHMS.md 3-4 (pair statistics, incremental algorithm,
 end-to-end allocations, the objective's statistical oracle, unbiasedness) are
-tested in Rust (src/maclaurin/tests.rs, map_tests.rs). The comparisons at the
-end print their measured numbers (run ``pytest -s`` to see them).
+tested in Rust (src/maclaurin/tests.rs, map_tests.rs). Dtypes, pickling,
+thread counts and the errors for bad data are checked in test_common.py. The
+comparisons at the end print their measured numbers (run ``pytest -s`` to see
+them).
 """
 
 from __future__ import annotations
-
-import pickle
 
 import numpy as np
 import pytest
@@ -16,9 +16,7 @@ from sklearn.kernel_approximation import RBFSampler
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import randfeat_rs as rf
 from randfeat_rs import InvalidInputError, MaclaurinFeatures
-from randfeat_rs.datasets import load_yacht
 
 
 def _data(n=60, d=5, seed=0):
@@ -130,47 +128,11 @@ def test_bad_input(kwargs, exc, match):
         MaclaurinFeatures(**kwargs).fit(_data())
 
 
-def test_bad_data():
-    with pytest.raises(ValueError):
-        MaclaurinFeatures(10).fit(np.array([[1.0, np.nan], [0.0, 1.0]]))
-    mf = MaclaurinFeatures(10, random_state=0).fit(_data())
-    with pytest.raises(ValueError):
-        mf.transform(_data(d=4))
-    with pytest.raises(ValueError):
-        mf.transform(np.full((2, 5), np.inf))
-
-
 def test_dropped_pairs_warn():
     # exp(x.y) overflows for the first pair: 1 of 6 pairs (> 5%) is dropped.
     X = np.array([[30.0, 0.0], [30.0, 1.0], [0.1, 0.2], [0.0, 0.1]])
     with pytest.warns(RuntimeWarning, match="non-finite"):
         MaclaurinFeatures(20, kernel="exponential", sketch="rademacher", random_state=0).fit(X)
-
-
-@pytest.mark.parametrize("allocation", ["optimized", "random"])
-def test_pickle_bit_identical(allocation):
-    X = _data()
-    mf = MaclaurinFeatures(48, allocation=allocation, complex_weights=True, random_state=7).fit(X)
-    clone = pickle.loads(pickle.dumps(mf))
-    np.testing.assert_array_equal(clone.transform(X), mf.transform(X))
-    np.testing.assert_array_equal(clone.allocation_, mf.allocation_)
-
-
-def test_thread_invariance():
-    X = _data(500, 30)
-    before = rf.get_num_threads()
-    try:
-        rf.set_num_threads(1)
-        a = MaclaurinFeatures(300, random_state=0).fit(X)
-        za = a.transform(X)
-        rf.set_num_threads(2)
-        b = MaclaurinFeatures(300, random_state=0).fit(X)
-        zb = b.transform(X)
-    finally:
-        rf.set_num_threads(before)
-    np.testing.assert_array_equal(a.allocation_, b.allocation_)
-    assert a.objective_ == b.objective_
-    np.testing.assert_array_equal(za, zb)
 
 
 def _gram_error(Z, K):
@@ -210,9 +172,8 @@ def _compare(X, length_scale, n_components, sketch, repeats=5):
     return errs
 
 
-def test_optimized_beats_random_on_yacht():
-    X, _ = load_yacht()
-    X = (X - X.mean(0)) / X.std(0)
+def test_optimized_beats_random_on_yacht(yacht):
+    X, _ = yacht
     errs = _compare(X, np.sqrt(X.shape[1]), 256, "tensor_srht")
     print(f"\nyacht, l = sqrt(d), D = 256, relative Gram error (mean of 5): {errs}")
     assert errs["optimized"] < errs["random"]
@@ -225,12 +186,11 @@ def test_optimized_beats_random_on_1024d():
     assert errs["optimized"] < errs["random"]
 
 
-def test_maclaurin_vs_rff_across_length_scales():
+def test_maclaurin_vs_rff_across_length_scales(yacht):
     # No assertion on the winner: the table shows the regime where each wins
     # (Maclaurin for long length scales, RFF for short ones). The RFF here is
     # scikit-learn's RBFSampler.
-    X, _ = load_yacht()
-    X = (X - X.mean(0)) / X.std(0)
+    X, _ = yacht
     rows = []
     for factor in [0.25, 0.5, 1.0, 2.0, 4.0]:
         ell = factor * np.sqrt(X.shape[1])

@@ -23,8 +23,8 @@ class RandomFeaturesBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
     """Base class of the dense random-feature transformers.
 
     Subclasses implement ``fit`` (drawing parameters from ``self._seed()``)
-    and ``transform``, and set ``_n_features_out`` (the output width) in
-    ``fit``.
+    and ``transform``, set ``_n_features_out`` (the output width) in
+    ``fit``, and the dense maps implement ``_feature_map``.
     """
 
     def _validate_input(self, X: Any, *, reset: bool) -> np.ndarray:
@@ -46,6 +46,27 @@ class RandomFeaturesBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Base
         """``check_is_fitted`` then ``_validate_input(X, reset=False)``."""
         check_is_fitted(self)
         return self._validate_input(X, reset=False)
+
+    def _feature_map(self) -> Any:
+        """The fitted map as a ``_core.FeatureMap`` (the transforms, the device
+        choice and the GPU paths run through it in Rust), or None for a map
+        that is not a dense feature map of the core. Built once per fit from
+        the fitted attributes and dropped when pickled."""
+        fmap = self.__dict__.get("_fmap")
+        if fmap is None:
+            fmap = self._build_feature_map()
+            self._fmap = fmap
+        return fmap
+
+    def _build_feature_map(self) -> Any:
+        """A new ``_core.FeatureMap`` of the fitted attributes (None: not a
+        dense map of the core)."""
+        return None
+
+    def __getstate__(self) -> dict:
+        state = dict(super().__getstate__())
+        state.pop("_fmap", None)
+        return state
 
     def _seed(self) -> int:
         """The 64-bit seed for the Rust ChaCha stream, from ``random_state``."""

@@ -1,18 +1,23 @@
 """Type stubs of the compiled core (checked with mypy stubtest)."""
 
-from typing import Any, Optional, final
+from typing import Any, Callable, Optional, final
 
 import numpy as np
 from numpy.typing import NDArray
 
+# The progress callback of the long calls: (stage, done, total, messages).
+_Progress = Callable[[str, int, int, list[str]], object]
+
 # Keep in step with the functions registered in src/python/ (stubtest checks it).
 __all__ = [
+    "FeatureMap",
     "FeatureStats",
     "LocalizedMaclaurinGp",
     "MaclaurinMap",
     "PolySketch",
     "__version__",
     "_debug_panic",
+    "_debug_wait",
     "_inverse_normal_cdf",
     "_sketch_estimates",
     "_sobol_points",
@@ -32,23 +37,15 @@ __all__ = [
     "gpu_fwht",
     "gpu_gram",
     "gpu_info",
-    "gpu_maclaurin_gram",
-    "gpu_maclaurin_transform",
-    "gpu_maclaurin_unsupported",
     "gpu_rff",
-    "gpu_rff_gram",
     "gpu_set_chunk_bytes",
-    "gpu_sketch_gram",
-    "gpu_sketch_transform",
     "kernel_matrix",
     "kl_divergence",
     "mean_nll",
     "nystroem_fit",
-    "nystroem_transform",
     "relative_frobenius_error",
     "resolve_device",
     "rff_fit",
-    "rff_transform",
     "rmse",
     "set_num_threads",
     "simd_level",
@@ -60,6 +57,7 @@ def set_num_threads(n: int) -> None: ...
 def get_num_threads() -> int: ...
 def simd_level() -> str: ...
 def _debug_panic() -> None: ...
+def _debug_wait(seconds: float, progress: _Progress | None = None) -> float: ...
 def fwht(x: NDArray[np.floating], normalized: bool = False) -> NDArray[np.floating]: ...
 def fwht_into(
     x: NDArray[np.floating], out: NDArray[np.floating], normalized: bool = False
@@ -108,7 +106,7 @@ def exact_gp_fit(
     n_restarts: int,
     seed: int,
     max_iter: int,
-    verbose: bool,
+    progress: _Progress | None,
     center: bool,
 ) -> tuple[
     NDArray[np.float64],
@@ -205,26 +203,9 @@ def rff_fit(
     variant: str,
     seed: int,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, NDArray[np.float64] | None]: ...
-def rff_transform(
-    x: NDArray[np.floating],
-    frequencies: NDArray[np.float64],
-    phases: NDArray[np.float64] | None,
-    signs: NDArray[np.float64] | None,
-    length_scale: float,
-    kernel_variance: float,
-    variant: str,
-    n_components: int,
-) -> NDArray[np.floating]: ...
 def nystroem_fit(
     x: NDArray[np.floating], n_components: int, kernel: str, length_scale: float, seed: int
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]: ...
-def nystroem_transform(
-    x: NDArray[np.floating],
-    landmarks: NDArray[np.float64],
-    normalization: NDArray[np.float64],
-    kernel: str,
-    length_scale: float,
-) -> NDArray[np.floating]: ...
 def kernel_matrix(
     x: NDArray[np.float64], y: NDArray[np.float64], kernel: str, length_scale: float
 ) -> NDArray[np.float64]: ...
@@ -249,35 +230,6 @@ def gpu_rff(
     variant: str,
     scale: float,
 ) -> NDArray[np.floating]: ...
-def gpu_sketch_transform(
-    sketch: PolySketch,
-    x: NDArray[np.floating],
-    out: NDArray[np.floating],
-    bias: float,
-    length_scale: float,
-) -> None: ...
-def gpu_sketch_gram(
-    sketch: PolySketch,
-    x: NDArray[np.floating],
-    y: Optional[NDArray[np.float64]],
-    bias: float,
-    length_scale: float,
-) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
-def gpu_rff_gram(
-    x: NDArray[np.floating],
-    y: Optional[NDArray[np.float64]],
-    w: NDArray[np.float64],
-    phases: Optional[NDArray[np.float64]],
-    variant: str,
-    scale: float,
-) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
-def gpu_maclaurin_gram(
-    map: MaclaurinMap, x: NDArray[np.floating], y: Optional[NDArray[np.float64]]
-) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
-def gpu_maclaurin_transform(
-    map: MaclaurinMap, x: NDArray[np.floating], center: Optional[list[float]] = None
-) -> NDArray[np.floating]: ...
-def gpu_maclaurin_unsupported(map: MaclaurinMap) -> Optional[str]: ...
 
 # Polynomial sketches (src/python/sketch.rs).
 @final
@@ -331,6 +283,7 @@ class MaclaurinMap:
         allocation: str,
         explicit: list[int] | None,
         seed: int,
+        progress: _Progress | None = None,
     ) -> MaclaurinMap: ...
     @staticmethod
     def build(
@@ -354,7 +307,10 @@ class MaclaurinMap:
     @property
     def width(self) -> int: ...
     def transform(
-        self, x: NDArray[np.floating], center: list[float] | None = None
+        self,
+        x: NDArray[np.floating],
+        center: list[float] | None = None,
+        progress: _Progress | None = None,
     ) -> NDArray[np.floating]: ...
 
 # Localized Maclaurin GP (src/python/localized_gp.rs)
@@ -376,9 +332,9 @@ class LocalizedMaclaurinGp:
         n_subsample: int,
         tol: float,
         center_y: bool,
-        verbose: bool,
         seed: int,
         device: str = "cpu",
+        progress: _Progress | None = None,
     ) -> LocalizedMaclaurinGp: ...
     @property
     def centroids(self) -> NDArray[np.float64]: ...
@@ -392,7 +348,54 @@ class LocalizedMaclaurinGp:
     def timings(self) -> tuple[float, float]: ...
     @property
     def cutoff_sq(self) -> float: ...
-    def build_all(self) -> int: ...
+    def build_all(self, progress: _Progress | None = None) -> int: ...
     def predict(
-        self, x: NDArray[np.floating], return_var: bool, at_test_points: bool
+        self,
+        x: NDArray[np.floating],
+        return_var: bool,
+        at_test_points: bool,
+        progress: _Progress | None = None,
     ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, int, float, float]: ...
+
+# Any dense feature map (src/python/feature_map.rs)
+@final
+class FeatureMap:
+    @staticmethod
+    def fourier(
+        frequencies: NDArray[np.float64],
+        phases: Optional[NDArray[np.float64]],
+        signs: Optional[NDArray[np.float64]],
+        length_scale: float,
+        kernel_variance: float,
+        variant: str,
+        n_components: int,
+    ) -> FeatureMap: ...
+    @staticmethod
+    def polynomial(
+        sketch: PolySketch, bias: float, length_scale: float, n_components: int
+    ) -> FeatureMap: ...
+    @staticmethod
+    def maclaurin(map: MaclaurinMap) -> FeatureMap: ...
+    @staticmethod
+    def nystroem(
+        landmarks: NDArray[np.float64],
+        normalization: NDArray[np.float64],
+        kernel: str,
+        length_scale: float,
+    ) -> FeatureMap: ...
+    @property
+    def n_features_in(self) -> int: ...
+    @property
+    def n_components(self) -> int: ...
+    def resolve_device(self, device: str) -> str: ...
+    def transform(
+        self, x: NDArray[np.floating], device: str, center: Optional[list[float]] = None
+    ) -> NDArray[np.floating]: ...
+    def accumulate(
+        self,
+        stats: FeatureStats,
+        x: NDArray[np.floating],
+        y: NDArray[np.float64],
+        device: str,
+        chunk_rows: int,
+    ) -> None: ...

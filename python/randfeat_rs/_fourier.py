@@ -12,8 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
 from ._base import RandomFeaturesBase
-from ._sketch import _pad_gram
-from .gpu import DEVICES, _fitted_device
+from .gpu import DEVICES
 
 KERNELS = ("gaussian", "laplacian", "matern12", "matern32", "matern52")
 SAMPLERS = ("mc", "antithetic", "orthogonal", "structured", "moment_matching", "qmc")
@@ -156,7 +155,7 @@ default="mc"
         self : RandomFourierFeatures
         """
         X = self._validate_input(X, reset=True)
-        self.device_ = _fitted_device(self.device)
+        self._fmap = None
         d = X.shape[1]
         m = self.n_components // 2 if self.variant == "cos_sin" else self.n_components
         w, b, signs = _core.rff_fit(
@@ -169,6 +168,20 @@ default="mc"
             self.variant,
             self._seed(),
         )
+        self.frequencies_ = w
+        self.phases_ = b
+        self.sorf_signs_ = signs
+        self.n_frequencies_ = int(w.shape[0])
+        scale = np.sqrt(2.0 / self.n_components) if self.variant == "cos_bias" else 1 / np.sqrt(m)
+        self.scale_ = float(np.sqrt(self.kernel_variance) * scale)
+        self._fitted_args = (
+            float(self.length_scale),
+            float(self.kernel_variance),
+            self.variant,
+            int(self.n_components),
+        )
+        self._n_features_out = int(self.n_components)
+        self.device_ = self._feature_map().resolve_device(self.device)
         if self.sampler == "structured" and 1 << max(d - 1, 0).bit_length() < 16:
             warnings.warn(
                 "sampler='structured' is noticeably biased for fewer than 16 (padded) "
@@ -183,19 +196,6 @@ default="mc"
                 UserWarning,
                 stacklevel=2,
             )
-        self.frequencies_ = w
-        self.phases_ = b
-        self.sorf_signs_ = signs
-        self.n_frequencies_ = int(w.shape[0])
-        scale = np.sqrt(2.0 / self.n_components) if self.variant == "cos_bias" else 1 / np.sqrt(m)
-        self.scale_ = float(np.sqrt(self.kernel_variance) * scale)
-        self._fitted_args = (
-            float(self.length_scale),
-            float(self.kernel_variance),
-            self.variant,
-            int(self.n_components),
-        )
-        self._n_features_out = int(self.n_components)
         return self
 
     def transform(self, X: Any) -> np.ndarray:
@@ -211,18 +211,12 @@ default="mc"
         ndarray of shape (n_samples, n_components)
         """
         X = self._check_transform_input(X)
+        return self._feature_map().transform(X, self.device_)
+
+    def _build_feature_map(self) -> Any:
+        """The fitted map as a ``_core.FeatureMap`` (device choice, GPU paths)."""
         length_scale, kernel_variance, variant, n_components = self._fitted_args
-        if self.device_ == "gpu":
-            w = self.frequencies_.astype(X.dtype, copy=False)
-            b = None if self.phases_ is None else self.phases_.astype(X.dtype, copy=False)
-            phi = _core.gpu_rff(X, w, b, variant, self.scale_)
-            if phi.shape[1] == n_components:
-                return phi
-            out = np.zeros((X.shape[0], n_components), dtype=X.dtype)
-            out[:, : phi.shape[1]] = phi
-            return out
-        return _core.rff_transform(
-            X,
+        return _core.FeatureMap.fourier(
             self.frequencies_,
             self.phases_,
             self.sorf_signs_,
@@ -231,14 +225,6 @@ default="mc"
             variant,
             n_components,
         )
-
-    def _gpu_gram(self, X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(Phi^T Phi, Phi^T Y)`` of ``Phi = transform(X)``, on the GPU (Phi stays there)."""
-        _, _, variant, n_components = self._fitted_args
-        g, b = _core.gpu_rff_gram(
-            X, Y, self.frequencies_, self.phases_, variant, float(self.scale_)
-        )
-        return _pad_gram(g, b, n_components)
 
 
 class NystroemFeatures(RandomFeaturesBase):
@@ -332,6 +318,7 @@ class NystroemFeatures(RandomFeaturesBase):
         self.n_components_ = int(idx.shape[0])
         self._fitted_args = (self.kernel, float(self.length_scale))
         self._n_features_out = self.n_components_
+        self._fmap = self._build_feature_map()
         return self
 
     def transform(self, X: Any) -> np.ndarray:
@@ -347,9 +334,13 @@ class NystroemFeatures(RandomFeaturesBase):
         ndarray of shape (n_samples, n_components_)
         """
         X = self._check_transform_input(X)
+        return self._feature_map().transform(X, "cpu")
+
+    def _build_feature_map(self) -> Any:
+        """The fitted map as a ``_core.FeatureMap`` (it has no GPU kernel)."""
         kernel, length_scale = self._fitted_args
-        return _core.nystroem_transform(
-            X, self.components_, self.normalization_, kernel, length_scale
+        return _core.FeatureMap.nystroem(
+            self.components_, self.normalization_, kernel, length_scale
         )
 
 

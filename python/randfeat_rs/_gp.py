@@ -11,7 +11,6 @@ merge exactly across chunks, calls and machines.
 
 from __future__ import annotations
 
-import sys
 from numbers import Integral, Real
 from typing import Any, Optional
 
@@ -21,6 +20,8 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
+from ._base import RandomFeaturesBase
+from ._progress import ProgressPrinter, progress_printer
 from ._validation import seed_from_random_state
 from .exceptions import InvalidInputError
 from .gpu import DEVICES, _fitted_device
@@ -146,8 +147,8 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         Subtract the training-target mean (zero prior mean on the rest);
         ``False`` uses a zero prior mean on the raw targets.
     verbose : bool, default=False
-        Print the progress of each optimizer run (per subsample level: LML,
-        iterations, evaluations) to stderr.
+        Print the progress of the fit to ``sys.stderr`` (optimizer runs done,
+        and per run and subsample level: LML, iterations, evaluations).
     device : {"cpu", "gpu", "auto"}, default="cpu"
         Accepted for a uniform API; the exact GP always runs on the CPU, so
         ``"auto"`` gives ``device_ = "cpu"`` and ``"gpu"`` raises
@@ -277,20 +278,21 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         ls = None
         if self.length_scale is not None:
             ls = [float(v) for v in np.atleast_1d(np.asarray(self.length_scale, dtype=np.float64))]
-        ls_, kv, nv, y_mean, lml, alpha, chol, n_iter = _core.exact_gp_fit(
-            X,
-            y,
-            ls,
-            _positive_or_none(self.kernel_variance, "kernel_variance"),
-            _positive_or_none(self.noise_variance, "noise_variance"),
-            bool(self.ard),
-            self._optimize_list(),
-            int(self.n_restarts),
-            seed_from_random_state(self.random_state),
-            int(self.max_iter),
-            bool(self.verbose),
-            bool(self.center_y),
-        )
+        with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
+            ls_, kv, nv, y_mean, lml, alpha, chol, n_iter = _core.exact_gp_fit(
+                X,
+                y,
+                ls,
+                _positive_or_none(self.kernel_variance, "kernel_variance"),
+                _positive_or_none(self.noise_variance, "noise_variance"),
+                bool(self.ard),
+                self._optimize_list(),
+                int(self.n_restarts),
+                seed_from_random_state(self.random_state),
+                int(self.max_iter),
+                progress,
+                bool(self.center_y),
+            )
         self.length_scale_ = ls_ if self.ard else float(ls_[0])
         self.kernel_variance_ = float(kv)
         self.noise_variance_ = float(nv)
@@ -583,7 +585,7 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
     center_y : bool, default=True
         Subtract the training-target mean (zero prior mean on the rest).
     verbose : bool, default=False
-        Print progress (rows accumulated) to stderr.
+        Print progress (rows accumulated) to ``sys.stderr``.
     device : {"cpu", "gpu", "auto"}, default="cpu"
         Where the statistics are accumulated. ``"gpu"``: when ``features``
         is this library's :class:`~randfeat_rs.RandomFourierFeatures`,
@@ -663,42 +665,33 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         self.verbose = verbose
         self.device = device
 
-    def _resolve_device(self) -> None:
+    def _feature_map(self) -> Any:
+        """The fitted transformer as a ``_core.FeatureMap``, or None when it is
+        not one of this library's dense maps."""
         f = self.features_
-        if not hasattr(f, "_gpu_gram"):
-            reason = (
+        return f._feature_map() if isinstance(f, RandomFeaturesBase) else None
+
+    def _resolve_device(self) -> None:
+        fmap = self._feature_map()
+        if fmap is None:
+            self.device_ = _fitted_device(
+                self.device,
                 "the transformer must be randfeat_rs.RandomFourierFeatures, PolynomialSketch "
-                f"or MaclaurinFeatures, got {type(f).__name__}"
+                f"or MaclaurinFeatures, got {type(self.features_).__name__}",
             )
-        else:  # the transformer says which of its configurations have no kernel
-            reason = f._gpu_unsupported() if hasattr(f, "_gpu_unsupported") else None
-        self.device_ = _fitted_device(self.device, reason)
+        else:  # the map says which of its configurations have a GPU kernel
+            self.device_ = fmap.resolve_device(self.device)
 
     def _accumulate_gpu(self, X: np.ndarray, y: np.ndarray) -> None:
-        # Phi^T [y - s, 1] gives Phi^T (y - s) and the column sums at once;
-        # the shifted target sums are exact on the host, and merge() re-shifts.
-        shift = float(np.mean(y))
-        yc = y - shift
-        g, b = self.features_._gpu_gram(X, np.column_stack([yc, np.ones_like(yc)]))
-        part = SufficientStatistics.__new__(SufficientStatistics)
-        part._stats = _core.FeatureStats.from_arrays(
-            g,
-            np.ascontiguousarray(b[:, 0]),
-            np.ascontiguousarray(b[:, 1]),
-            int(X.shape[0]),
-            shift,
-            float(yc.sum()),
-            float(yc @ yc),
-        )
+        # Rust computes Phi^T [y - s, 1] on the device (Phi stays there) and
+        # merges the shifted statistics exactly.
+        fmap = self._feature_map()
         if getattr(self, "stats_", None) is None:
-            self.stats_ = part
-        else:
-            self.stats_.merge(part)
+            self.stats_ = SufficientStatistics(fmap.n_components)
+        fmap.accumulate(self.stats_._stats, X, y, "gpu", int(self.chunk_size))
         if self.verbose:
-            print(
-                f"RandomFeatureGPR: {X.shape[0]} rows accumulated on the GPU "
-                f"({self.stats_.n_samples} in total)",
-                file=sys.stderr,
+            ProgressPrinter(type(self).__name__).message(
+                f"{X.shape[0]} rows accumulated on the GPU ({self.stats_.n_samples} in total)"
             )
 
     def _validate_xy(self, X: Any, y: Any, reset: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -713,17 +706,14 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
             return
         n = X.shape[0]
         step = int(self.chunk_size)
-        for lo in range(0, n, step):
-            phi = _features_chunk(self.features_, X[lo : lo + step])
-            if getattr(self, "stats_", None) is None:
-                self.stats_ = SufficientStatistics(phi.shape[1])
-            self.stats_.accumulate(phi, y[lo : lo + step])
-            if self.verbose:
-                print(
-                    f"RandomFeatureGPR: {min(lo + step, n)}/{n} rows accumulated "
-                    f"({self.stats_.n_samples} in total)",
-                    file=sys.stderr,
-                )
+        with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
+            for lo in range(0, n, step):
+                phi = _features_chunk(self.features_, X[lo : lo + step])
+                if getattr(self, "stats_", None) is None:
+                    self.stats_ = SufficientStatistics(phi.shape[1])
+                self.stats_.accumulate(phi, y[lo : lo + step])
+                if progress is not None:
+                    progress("rows accumulated", min(lo + step, n), n, [])
 
     def _solve(self) -> None:
         if self.noise_variance_ is None:

@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 from ._gp import GaussianPredictionMixin
+from ._progress import ProgressPrinter, progress_printer
 from ._validation import seed_from_random_state
 from .exceptions import InvalidInputError
 from .gpu import DEVICES, _fitted_device
@@ -103,7 +104,8 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
         Seeds the allocation subsample, the sketch weights and the
         ``threshold="auto"`` split.
     verbose : bool, default=False
-        Progress to stderr (allocation, clustering, centroid GPs, prediction).
+        Print progress to ``sys.stderr``: the allocation, the clustering, the
+        centroid GPs built, the prediction.
     device : {"cpu", "gpu", "auto"}, default="cpu"
         Where the per-centroid statistics are computed. ``"gpu"``: the
         training data go to the GPU once; centroids are processed in
@@ -217,7 +219,12 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
         self.device = device
 
     def _core_fit(
-        self, X: np.ndarray, y: np.ndarray, threshold: Optional[float], n_clusters: Optional[int]
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        threshold: Optional[float],
+        n_clusters: Optional[int],
+        progress: Optional[ProgressPrinter] = None,
     ) -> Any:
         return _core.LocalizedMaclaurinGp.fit(
             X,
@@ -234,12 +241,14 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
             n_subsample=int(self.n_subsample),
             tol=float(self.tol),
             center_y=bool(self.center_y),
-            verbose=bool(self.verbose),
             seed=self._fit_seed,
             device=self.device_,
+            progress=progress,
         )
 
-    def _auto_threshold(self, X: np.ndarray, y: np.ndarray) -> Optional[float]:
+    def _auto_threshold(
+        self, X: np.ndarray, y: np.ndarray, progress: Optional[ProgressPrinter]
+    ) -> Optional[float]:
         """Pick ``theta / l`` from :data:`AUTO_GRID` on a held-out split."""
         n = X.shape[0]
         n_val = max(1, round(AUTO_VALIDATION_FRACTION * n))
@@ -250,13 +259,17 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
         val, train = np.sort(perm[:n_val]), np.sort(perm[n_val:])
         scores: dict[Optional[float], float] = {}
         for theta in AUTO_GRID:
-            handle = self._core_fit(X[train], y[train], theta, self.n_clusters)
-            mean, var, *_ = handle.predict(X[val], True, False)
+            handle = self._core_fit(X[train], y[train], theta, self.n_clusters, progress)
+            mean, var, *_ = handle.predict(X[val], True, False, progress)
             var_y = np.maximum(var, 0.0) + float(self.noise_variance)
             resid = y[val] - mean
             scores[theta] = float(
                 np.mean(-0.5 * np.log(2 * np.pi * var_y) - resid**2 / (2 * var_y))
             )
+            if progress is not None:
+                progress.message(
+                    f"threshold {theta}: held-out log predictive density {scores[theta]:.4f}"
+                )
         self.auto_scores_ = scores
         # The first best in grid order (fewest clusters first) wins ties.
         return max(AUTO_GRID, key=lambda t: (scores[t], -AUTO_GRID.index(t)))
@@ -293,17 +306,18 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
         )
         n_clusters = None if self.n_clusters is None else int(self.n_clusters)
         threshold: Optional[float]
-        if self.centers == "test":
-            threshold, n_clusters = None, 1
-        elif isinstance(self.threshold, str):
-            threshold = self._auto_threshold(X, y)
-        else:
-            threshold = None if self.threshold is None else float(self.threshold)
-        self._threshold_used = threshold
-        self._n_clusters_used = n_clusters
-        self._X = X
-        self._y = y
-        self._handle = self._core_fit(X, y, threshold, n_clusters)
+        with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
+            if self.centers == "test":
+                threshold, n_clusters = None, 1
+            elif isinstance(self.threshold, str):
+                threshold = self._auto_threshold(X, y, progress)
+            else:
+                threshold = None if self.threshold is None else float(self.threshold)
+            self._threshold_used = threshold
+            self._n_clusters_used = n_clusters
+            self._X = X
+            self._y = y
+            self._handle = self._core_fit(X, y, threshold, n_clusters, progress)
         self._set_fitted_attributes()
         return self
 
@@ -329,7 +343,8 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
         """The core's ``(mean, var, n_built, build_s, predict_s)``."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
-        return self._handle.predict(X, return_var, self.centers == "test")
+        with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
+            return self._handle.predict(X, return_var, self.centers == "test", progress)
 
     def _predict(self, X: Any, return_var: bool) -> tuple[np.ndarray, Optional[np.ndarray]]:
         mean, var, *_ = self._predict_raw(X, return_var)

@@ -12,8 +12,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
 from ._base import RandomFeaturesBase
+from ._progress import progress_printer
 from .exceptions import InvalidInputError
-from .gpu import DEVICES, _fitted_device
+from .gpu import DEVICES
 
 __all__ = ["MaclaurinFeatures"]
 
@@ -71,6 +72,11 @@ class MaclaurinFeatures(RandomFeaturesBase):
         Use the exact linear map (``d`` columns) instead of a degree-1 sketch.
     random_state : int, RandomState, Generator or None, default=None
         Seed of the subsample and of every random sketch.
+    verbose : bool, default=False
+        Print progress to ``sys.stderr``: the pair statistics and the search
+        over the truncation degree of the optimized allocation and the
+        allocation chosen, and the rows of a ``transform`` that runs longer
+        than half a second (on the CPU).
     device : {"cpu", "gpu", "auto"}, default="cpu"
         Where ``transform`` runs. ``"gpu"``: the degree blocks run through
         the GPU sketch kernels (the same random parameters, bit for bit),
@@ -130,6 +136,7 @@ class MaclaurinFeatures(RandomFeaturesBase):
         "n_subsample": [Interval(Integral, 2, None, closed="left")],
         "h01": ["boolean"],
         "random_state": ["random_state"],
+        "verbose": ["verbose"],
         "device": [StrOptions(set(DEVICES))],
     }
 
@@ -150,6 +157,7 @@ class MaclaurinFeatures(RandomFeaturesBase):
         n_subsample: int = 2000,
         h01: bool = False,
         random_state: Any = None,
+        verbose: bool = False,
         device: str = "cpu",
     ) -> None:
         self.n_components = n_components
@@ -166,6 +174,7 @@ class MaclaurinFeatures(RandomFeaturesBase):
         self.n_subsample = n_subsample
         self.h01 = h01
         self.random_state = random_state
+        self.verbose = verbose
         self.device = device
 
     def _kernel_args(self) -> tuple[int, float]:
@@ -239,7 +248,10 @@ class MaclaurinFeatures(RandomFeaturesBase):
             raise InvalidInputError(
                 "the optimized allocation needs at least 2 rows, got n_samples=1"
             )
-        fitted = _core.MaclaurinMap.fit(X, settings, allocation=mode, explicit=explicit, seed=seed)
+        with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
+            fitted = _core.MaclaurinMap.fit(
+                X, settings, allocation=mode, explicit=explicit, seed=seed, progress=progress
+            )
         pairs, dropped = fitted.dropped_pairs
         if pairs > 0 and dropped > 0.05 * pairs:
             warnings.warn(
@@ -250,7 +262,8 @@ class MaclaurinFeatures(RandomFeaturesBase):
                 stacklevel=2,
             )
         self._map = fitted
-        self.device_ = _fitted_device(self.device, self._gpu_unsupported())
+        self._fmap = None
+        self.device_ = self._feature_map().resolve_device(self.device)
         self._fit_seed = seed
         self._mode = mode
         self.allocation_ = np.asarray(fitted.allocation, dtype=np.int64)
@@ -278,16 +291,9 @@ class MaclaurinFeatures(RandomFeaturesBase):
             self._map = fitted
         return fitted
 
-    def _gpu_unsupported(self) -> Optional[str]:
-        """None when the fitted map has a GPU kernel, else the reason."""
-        if not hasattr(_core, "gpu_maclaurin_unsupported"):
-            return None  # built without the gpu feature: _fitted_device reports it
-        return _core.gpu_maclaurin_unsupported(self._fitted_map())
-
-    def _gpu_gram(self, X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(Phi^T Phi, Phi^T Y)`` of ``Phi = transform(X)``, on the GPU (Phi stays there)."""
-        g, b = _core.gpu_maclaurin_gram(self._fitted_map(), X, Y)
-        return g, b
+    def _build_feature_map(self) -> Any:
+        """The fitted map as a ``_core.FeatureMap`` (device choice, GPU paths)."""
+        return _core.FeatureMap.maclaurin(self._fitted_map())
 
     def transform(self, X: Any) -> np.ndarray:
         """Map ``X`` to the random features.
@@ -303,8 +309,9 @@ class MaclaurinFeatures(RandomFeaturesBase):
         """
         X = self._check_transform_input(X)
         if self.device_ == "gpu":
-            return _core.gpu_maclaurin_transform(self._fitted_map(), X)
-        return self._fitted_map().transform(X)
+            return self._feature_map().transform(X, "gpu")
+        with progress_printer(type(self).__name__, bool(self.verbose), delay=0.5) as progress:
+            return self._fitted_map().transform(X, progress=progress)
 
     def transform_centered(self, X: Any, center: Any) -> np.ndarray:
         """Map ``X`` with the expansion centered at ``center`` (Gaussian kernel only).
@@ -329,8 +336,9 @@ class MaclaurinFeatures(RandomFeaturesBase):
                 f"`center` must have shape ({self.n_features_in_},), got {c.shape}"
             )
         if self.device_ == "gpu":
-            return _core.gpu_maclaurin_transform(self._fitted_map(), X, [float(v) for v in c])
-        return self._fitted_map().transform(X, [float(v) for v in c])
+            return self._feature_map().transform(X, "gpu", [float(v) for v in c])
+        with progress_printer(type(self).__name__, bool(self.verbose), delay=0.5) as progress:
+            return self._fitted_map().transform(X, [float(v) for v in c], progress=progress)
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(super().__getstate__())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from numbers import Integral, Real
-from typing import Any, ClassVar, Optional
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import _fit_context
@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _core
 from ._base import RandomFeaturesBase
 from .exceptions import InvalidInputError
-from .gpu import DEVICES, _fitted_device
+from .gpu import DEVICES
 
 SKETCHES = ("gaussian", "rademacher", "tensor_srht", "tensor_sketch")
 
@@ -36,18 +36,6 @@ def _check_sketch_options(sketch: str, n_components: int, complex_weights: bool)
             "`n_components` must be >= 2 with complex_weights=True "
             f"(two real columns per complex feature), got {n_components}"
         )
-
-
-def _pad_gram(g: np.ndarray, b: Any, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """Pads a Gram pair to ``width`` features (the trailing zero columns)."""
-    d = g.shape[0]
-    if d == width:
-        return g, b
-    gp = np.zeros((width, width))
-    gp[:d, :d] = g
-    bp = np.zeros((width, b.shape[1]))
-    bp[:d] = b
-    return gp, bp
 
 
 class PolynomialSketch(RandomFeaturesBase):
@@ -162,11 +150,12 @@ class PolynomialSketch(RandomFeaturesBase):
         """
         X = self._validate_input(X, reset=True)
         _check_sketch_options(self.sketch, self.n_components, self.complex_weights)
-        self.device_ = _fitted_device(self.device, self._gpu_unsupported())
+        self._fmap = None
         self.seed_ = self._seed()
         self.n_sketch_features_ = _n_sketch_features(self.n_components, self.complex_weights)
         self._n_features_out = self.n_components
         self._sketch = self._draw()
+        self.device_ = self._feature_map().resolve_device(self.device)
         return self
 
     def _draw(self) -> Any:
@@ -205,30 +194,21 @@ class PolynomialSketch(RandomFeaturesBase):
             float32 for float32 input, else float64.
         """
         X = self._check_transform_input(X)
+        if self.device_ == "gpu":
+            return self._feature_map().transform(X, "gpu")
         sk = self._core_sketch()
         out = np.empty((X.shape[0], self.n_components), dtype=X.dtype)
         width = sk.width
         if width < self.n_components:
             out[:, width:] = 0
-        if self.device_ == "gpu":
-            _core.gpu_sketch_transform(
-                sk, X, out[:, :width], float(self.bias), float(self.length_scale)
-            )
-        else:
-            sk.transform(X, out[:, :width], float(self.bias), float(self.length_scale))
+        sk.transform(X, out[:, :width], float(self.bias), float(self.length_scale))
         return out
 
-    def _gpu_unsupported(self) -> Optional[str]:
-        """None when the sketch has a GPU kernel, else the reason."""
-        if self.sketch == "tensor_sketch":
-            return "sketch='tensor_sketch' has no GPU kernel"
-        return None
-
-    def _gpu_gram(self, X: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(Phi^T Phi, Phi^T Y)`` of ``Phi = transform(X)``, on the GPU (Phi stays there)."""
-        sk = self._core_sketch()
-        g, b = _core.gpu_sketch_gram(sk, X, Y, float(self.bias), float(self.length_scale))
-        return _pad_gram(g, b, self.n_components)
+    def _build_feature_map(self) -> Any:
+        """The fitted map as a ``_core.FeatureMap`` (device choice, GPU paths)."""
+        return _core.FeatureMap.polynomial(
+            self._core_sketch(), float(self.bias), float(self.length_scale), self.n_components
+        )
 
     @property
     def random_params_(self) -> dict:

@@ -13,8 +13,9 @@ The environment variable ``RANDFEAT_GPU`` is read at every call: ``off`` hides
 every adapter (as on a machine without one), ``software`` lets ``"auto"`` use
 a software rasterizer such as Mesa's lavapipe.
 
-The low-level kernels here take plain arrays; the estimators use them for
-``device="gpu"``.
+The low-level kernels here take plain arrays; the estimators' ``device="gpu"``
+paths run through the fitted feature maps of the compiled core, which also
+decide which configurations have a GPU kernel.
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@ use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
 use super::fused;
-use super::kernels::Kernel;
 use super::samplers::{self, Sampler};
 use super::sincos::{cos_shift_scaled, sincos_scaled};
 use crate::error::{Error, Result};
 use crate::fwht::{signed_transform, transform};
+use crate::kernels::Kernel;
 use crate::linalg::gemm;
 use crate::real::{all_finite, row_slice, Real};
 use crate::rng::substream;
@@ -26,6 +26,7 @@ const COL_BLOCK: usize = 256;
 
 /// The output layout (ALGORITHMS.md 5.2, 9.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Variant {
     /// `φ_j(x) = σ √(2/D) cos(w_jᵀx + b_j)`, `D` frequencies, phases `b_j ~ U[0, 2π)`.
     CosBias,
@@ -55,6 +56,15 @@ impl Variant {
         match self {
             Variant::CosBias => n_components,
             Variant::CosSin => n_components / 2,
+        }
+    }
+
+    /// The columns of cosines (and sines) for `m` frequencies: `m` for
+    /// `CosBias`, `2m` for `CosSin` (without the zero column of an odd `D`).
+    pub fn n_columns(self, m: usize) -> usize {
+        match self {
+            Variant::CosBias => m,
+            Variant::CosSin => 2 * m,
         }
     }
 
@@ -163,6 +173,7 @@ fn check_positive(name: &'static str, v: f64) -> Result<()> {
 
 /// How `x ↦ Wx` is computed.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Projection {
     /// An explicit `m × d` frequency matrix (one GEMM per output tile).
     Dense(Array2<f64>),
@@ -214,6 +225,7 @@ impl Projection {
 /// # Ok::<(), randfeat_rs::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FourierFeatures {
     /// The frequencies `W` (`m × d`), dense or structured.
     pub projection: Projection,

@@ -1,19 +1,18 @@
-//! Random Fourier features (ALGORITHMS.md 5) and Nyström landmark features.
+//! Random Fourier features (ALGORITHMS.md 5) of the stationary kernels of
+//! [`crate::kernels`] (their spectral densities `p(ω)`).
 //!
-//! - [`kernels`]: the stationary kernels and their spectral densities
-//!   (Gaussian, Laplacian, Matérn 1/2, 3/2, 5/2) with the samplers of `p(ω)`.
-//! - [`samplers`]: `mc`, `antithetic`, `orthogonal` (ORF), `structured`
-//!   (SORF through [`crate::fwht`]), `moment_matching` (003, Algorithm 1),
-//!   `qmc` (scrambled Sobol, [`qmc`]).
+//! - the samplers ([`Sampler`]): `mc`, `antithetic`, `orthogonal` (ORF),
+//!   `structured` (SORF through [`crate::fwht`]), `moment_matching` (003,
+//!   Algorithm 1), `qmc` (scrambled Sobol points through the inverse CDF).
 //! - [`features`]: the fitted map [`FourierFeatures`], variants `cos_bias`
 //!   and `cos_sin`, the transform (faer GEMM + vectorized [`sincos`]).
 //! - [`fused`]: the fused dense transform (projection, cosine and scale in
 //!   registers, one store per output element).
-//! - [`nystroem`]: [`NystroemFeatures`], `K_mm^{-1/2} k_m(x)`.
 //!
 //! ```
 //! use ndarray::Array2;
-//! use randfeat_rs::fourier::{FourierConfig, FourierFeatures, Kernel, Sampler, Variant};
+//! use randfeat_rs::fourier::{FourierConfig, FourierFeatures, Sampler, Variant};
+//! use randfeat_rs::kernels::Kernel;
 //! use randfeat_rs::Parallelism;
 //!
 //! let mut cfg = FourierConfig::new(1024);
@@ -30,10 +29,8 @@
 
 pub mod features;
 pub mod fused;
-pub mod kernels;
-pub mod nystroem;
-pub mod qmc;
-pub mod samplers;
+pub(crate) mod qmc;
+pub(crate) mod samplers;
 pub mod sincos;
 mod sobol_table;
 
@@ -42,6 +39,4 @@ mod tests;
 
 pub use crate::simd::Isa;
 pub use features::{FourierConfig, FourierFeatures, Method, Projection, Variant, VARIANT_NAMES};
-pub use kernels::{Kernel, KERNEL_NAMES};
-pub use nystroem::{kernel_matrix, NystroemFeatures};
 pub use samplers::{Sampler, SAMPLER_NAMES};

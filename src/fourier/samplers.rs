@@ -17,9 +17,9 @@ use ndarray::{Array1, Array2, Axis};
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 
-use super::kernels::Kernel;
 use super::qmc::{inverse_normal_cdf, sobol_points, to_unit};
 use crate::error::{Error, Result};
+use crate::kernels::Kernel;
 
 /// How the frequencies are drawn (ALGORITHMS.md 5.3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

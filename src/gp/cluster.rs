@@ -5,6 +5,7 @@ use ndarray::{Array2, ArrayView2, Axis};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::progress::Monitor;
 use crate::real::Real;
 use crate::threads::Parallelism;
 
@@ -29,15 +30,17 @@ fn farther(a: (f64, usize), b: (f64, usize)) -> (f64, usize) {
 /// `max_clusters` centroids. With neither bound the result is `[start]`.
 /// `δ` is maintained incrementally, `O(N d)` per added centroid (parallel
 /// over fixed row chunks; deterministic). Returns the centroids
-/// (`|C| × d`, the first row is `start`). `progress` is called with the
-/// centroid count after each addition.
+/// (`|C| × d`, the first row is `start`). `monitor` gets the stage
+/// "centroids" (one unit per centroid; the total is `max_clusters`, or 0
+/// when only the threshold bounds the count) and is checked before every
+/// pass.
 pub fn farthest_point<T: Real>(
     x: ArrayView2<'_, T>,
     start: &[f64],
     threshold: Option<f64>,
     max_clusters: Option<usize>,
     par: Parallelism,
-    mut progress: impl FnMut(usize),
+    monitor: &Monitor,
 ) -> Result<Array2<f64>> {
     let (n, d) = x.dim();
     if start.len() != d {
@@ -60,6 +63,8 @@ pub fn farthest_point<T: Real>(
     }
     let mut centroids: Vec<f64> = start.to_vec();
     let mut count = 1usize;
+    monitor.stage("centroids", max_clusters.unwrap_or(0) as u64);
+    monitor.advance(1);
     if threshold.is_none() && max_clusters.is_none() {
         return Array2::from_shape_vec((1, d), centroids)
             .map_err(|e| Error::Internal(e.to_string()));
@@ -81,6 +86,7 @@ pub fn farthest_point<T: Real>(
     // order, so any grouping of the reduction gives the same chunk).
     let parallel = par.is_parallel() && n * d >= 1 << 18;
     loop {
+        monitor.check()?;
         // One fused pass per chunk: δ ← min(δ, ‖x − newest‖²) and the
         // chunk's largest δ; then the first index of the overall maximum,
         // searched in the first chunk that holds it.
@@ -110,17 +116,19 @@ pub fn farthest_point<T: Real>(
         newest = (0..d).map(|k| xt[k * n + arg]).collect();
         centroids.extend_from_slice(&newest);
         count += 1;
-        progress(count);
+        monitor.advance(1);
     }
     Array2::from_shape_vec((count, d), centroids).map_err(|e| Error::Internal(e.to_string()))
 }
 
 /// The nearest centroid of every row of `x` (Euclidean; ties to the lowest
 /// centroid index), ALGORITHMS.md 8.3. Parallel over rows; deterministic.
+/// `monitor` is checked before every row.
 pub fn nearest<T: Real>(
     centroids: ArrayView2<'_, f64>,
     x: ArrayView2<'_, T>,
     par: Parallelism,
+    monitor: &Monitor,
 ) -> Result<Vec<usize>> {
     Error::check_n_features(centroids.ncols(), x.ncols())?;
     let k = centroids.nrows();
@@ -131,7 +139,8 @@ pub fn nearest<T: Real>(
             "transposed centroids are contiguous".into(),
         ));
     };
-    let assign = |dd: &mut Vec<f64>, row: ndarray::ArrayView1<'_, T>| {
+    let assign = |dd: &mut Vec<f64>, row: ndarray::ArrayView1<'_, T>| -> Result<usize> {
+        monitor.check()?;
         let r: Vec<f64> = row.iter().map(|v| v.to_f64_exact()).collect();
         dd.resize(k, 0.0);
         sq_dists_t(ct, k, &r, dd);
@@ -142,9 +151,9 @@ pub fn nearest<T: Real>(
                 best = (v, c);
             }
         }
-        best.1
+        Ok(best.1)
     };
-    Ok(if par.is_parallel() {
+    if par.is_parallel() {
         x.axis_iter(Axis(0))
             .into_par_iter()
             .map_init(Vec::new, assign)
@@ -152,7 +161,7 @@ pub fn nearest<T: Real>(
     } else {
         let mut dd = Vec::new();
         x.axis_iter(Axis(0)).map(|r| assign(&mut dd, r)).collect()
-    })
+    }
 }
 
 /// Lanes of [`min_update_body`] (one AVX-512 register of `f64`).
@@ -251,7 +260,15 @@ mod tests {
 
     fn cluster(theta: Option<f64>, k: Option<usize>) -> Vec<f64> {
         let x = array![[0.0], [1.0], [2.0], [10.0]];
-        let c = farthest_point(x.view(), &[3.25], theta, k, Parallelism::Rayon, |_| {}).unwrap();
+        let c = farthest_point(
+            x.view(),
+            &[3.25],
+            theta,
+            k,
+            Parallelism::Rayon,
+            &Monitor::default(),
+        )
+        .unwrap();
         c.column(0).to_vec()
     }
 
@@ -267,9 +284,44 @@ mod tests {
         let c = array![[3.25], [10.0], [0.0]];
         let t = array![[1.8], [0.5], [7.0]];
         assert_eq!(
-            nearest(c.view(), t.view(), Parallelism::Sequential).unwrap(),
+            nearest(
+                c.view(),
+                t.view(),
+                Parallelism::Sequential,
+                &Monitor::default()
+            )
+            .unwrap(),
             vec![0, 2, 1]
         );
+    }
+
+    #[test]
+    fn clustering_reports_its_centroids_and_stops_on_a_cancel() {
+        let x = array![[0.0], [1.0], [2.0], [10.0]];
+        for (k, want) in [
+            (None, ("centroids".to_string(), 4, 0)),
+            (Some(2), ("centroids".to_string(), 2, 2)),
+        ] {
+            let monitor = Monitor::new();
+            farthest_point(
+                x.view(),
+                &[3.25],
+                Some(1.0),
+                k,
+                Parallelism::Rayon,
+                &monitor,
+            )
+            .unwrap();
+            assert_eq!(monitor.snapshot(), want);
+        }
+        let cancelled = Monitor::new();
+        cancelled.cancel();
+        for par in [Parallelism::Sequential, Parallelism::Rayon] {
+            let r = farthest_point(x.view(), &[3.25], Some(1.0), None, par, &cancelled);
+            assert_eq!(r.unwrap_err(), Error::Interrupted);
+            let r = nearest(x.view(), x.view(), par, &cancelled);
+            assert_eq!(r.unwrap_err(), Error::Interrupted);
+        }
     }
 
     #[test]
@@ -282,14 +334,20 @@ mod tests {
             None,
             Some(2),
             Parallelism::Rayon,
-            |_| {},
+            &Monitor::default(),
         )
         .unwrap();
         assert_eq!(c.row(1).to_vec(), vec![-1.0, 0.0]);
         let cen = array![[1.0], [-1.0]];
         let t = array![[0.0]];
         assert_eq!(
-            nearest(cen.view(), t.view(), Parallelism::Rayon).unwrap(),
+            nearest(
+                cen.view(),
+                t.view(),
+                Parallelism::Rayon,
+                &Monitor::default()
+            )
+            .unwrap(),
             vec![0]
         );
     }
@@ -335,7 +393,15 @@ mod tests {
             let want = naive(&x, &start, theta, usize::MAX);
             assert!(want.len() > 20);
             for par in [Parallelism::Sequential, Parallelism::Rayon] {
-                let got = farthest_point(x.view(), &start, Some(theta), None, par, |_| {}).unwrap();
+                let got = farthest_point(
+                    x.view(),
+                    &start,
+                    Some(theta),
+                    None,
+                    par,
+                    &Monitor::default(),
+                )
+                .unwrap();
                 assert_eq!(got.nrows(), want.len());
                 for (g, w) in got.rows().into_iter().zip(&want) {
                     assert_eq!(g.to_vec(), *w);
@@ -346,7 +412,15 @@ mod tests {
         let big = Array2::from_shape_fn((70_001, 4), |_| rng.random::<f64>());
         let want = naive(&big, &[0.5; 4], 0.0, 12);
         for par in [Parallelism::Sequential, Parallelism::Rayon] {
-            let got = farthest_point(big.view(), &[0.5; 4], None, Some(12), par, |_| {}).unwrap();
+            let got = farthest_point(
+                big.view(),
+                &[0.5; 4],
+                None,
+                Some(12),
+                par,
+                &Monitor::default(),
+            )
+            .unwrap();
             for (g, w) in got.rows().into_iter().zip(&want) {
                 assert_eq!(g.to_vec(), *w);
             }
@@ -362,22 +436,28 @@ mod tests {
             Some(-1.0),
             None,
             Parallelism::Rayon,
-            |_| {}
+            &Monitor::default()
         )
         .is_err());
-        assert!(
-            farthest_point(x.view(), &[0.0], None, Some(0), Parallelism::Rayon, |_| {}).is_err()
-        );
+        assert!(farthest_point(
+            x.view(),
+            &[0.0],
+            None,
+            Some(0),
+            Parallelism::Rayon,
+            &Monitor::default()
+        )
+        .is_err());
         assert!(farthest_point(
             x.view(),
             &[0.0, 1.0],
             None,
             None,
             Parallelism::Rayon,
-            |_| {}
+            &Monitor::default()
         )
         .is_err());
         let c = array![[0.0, 1.0]];
-        assert!(nearest(c.view(), x.view(), Parallelism::Rayon).is_err());
+        assert!(nearest(c.view(), x.view(), Parallelism::Rayon, &Monitor::default()).is_err());
     }
 }

@@ -8,10 +8,12 @@ use faer::{Mat, MatMut, MatRef};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
-use super::{check_finite, check_positive, vexp};
+use super::{check_finite, check_positive};
 use crate::error::{Error, Result};
 use crate::linalg::{faer_par, Cholesky};
+use crate::progress::Monitor;
 use crate::threads::Parallelism;
+use crate::vexp;
 
 /// `ln 2π`.
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
@@ -20,6 +22,7 @@ const LN_2PI: f64 = 1.837_877_066_409_345_5;
 /// with one length scale for all dimensions (`length_scale.len() == 1`) or
 /// one per dimension (ARD, `length_scale.len() == d`).
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GaussianKernel {
     /// Length scales: one value, or one per input dimension.
     pub length_scale: Vec<f64>,
@@ -110,28 +113,13 @@ fn cross_scaled(
 /// and of the best earlier run).
 const EXACT_MATRICES: u128 = 6;
 
-fn available_memory_bytes() -> u128 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("MemAvailable:"))
-                .and_then(|l| {
-                    l.split_whitespace()
-                        .nth(1)
-                        .and_then(|v| v.parse::<u128>().ok())
-                })
-        })
-        .map(|kib| kib * 1024)
-        // Without /proc/meminfo assume a modest 16 GiB machine.
-        .unwrap_or(16 << 30)
-}
-
-/// Refuses an exact GP whose `N × N` matrices would not fit in memory
-/// (ALGORITHMS.md 7.1: `O(N²)` memory), naming the approximate models.
-pub fn check_exact_size(n: usize) -> Result<()> {
+/// Refuses an exact GP whose `N × N` matrices would not fit in
+/// `memory_bytes` (ALGORITHMS.md 7.1: `O(N²)` memory), naming the
+/// approximate models. The caller gives the budget (the bindings pass
+/// [`crate::system::available_memory_bytes`]).
+pub fn check_exact_size(n: usize, memory_bytes: u64) -> Result<()> {
     let need = (n as u128) * (n as u128) * 8 * EXACT_MATRICES;
-    let avail = available_memory_bytes();
+    let avail = u128::from(memory_bytes);
     if need > avail {
         let gib = |b: u128| b as f64 / (1u128 << 30) as f64;
         return Err(Error::invalid(
@@ -149,7 +137,8 @@ pub fn check_exact_size(n: usize) -> Result<()> {
     Ok(())
 }
 
-/// Validates training data for an exact GP: shapes, finiteness, size.
+/// Validates training data for an exact GP: shapes and finiteness (the
+/// size against a memory budget is [`check_exact_size`]).
 pub(crate) fn check_training_data(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>) -> Result<()> {
     if x.nrows() != y.len() {
         return Err(Error::ShapeMismatch {
@@ -162,8 +151,7 @@ pub(crate) fn check_training_data(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>
         return Err(Error::invalid("X", "needs at least one training row"));
     }
     check_finite("X", x.iter())?;
-    check_finite("y", y.iter())?;
-    check_exact_size(x.nrows())
+    check_finite("y", y.iter())
 }
 
 /// The log marginal likelihood and its gradient (ALGORITHMS.md 7.1).
@@ -399,13 +387,26 @@ pub fn log_marginal_likelihood(
     par: Parallelism,
 ) -> Result<LmlEval> {
     let mut ws = Workspace::default();
-    lml_and_factor(x, y, kernel, noise_variance, want_grad, par, &mut ws).map(|(e, _, _)| e)
+    let monitor = Monitor::default();
+    lml_and_factor(
+        x,
+        y,
+        kernel,
+        noise_variance,
+        want_grad,
+        par,
+        &monitor,
+        &mut ws,
+    )
+    .map(|(e, _, _)| e)
 }
 
 /// [`log_marginal_likelihood`] that also returns the factor of `K_y` and
 /// `α = K_y^{−1} y`: what a fitted [`ExactGp`] keeps, so the optimizer's best
 /// evaluation needs no refit. `ws` holds the `N × N` buffers that repeated
-/// calls reuse.
+/// calls reuse. `monitor` is checked between the factorization, the inverse
+/// and the gradient.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn lml_and_factor(
     x: ArrayView2<'_, f64>,
     y: ArrayView1<'_, f64>,
@@ -413,6 +414,7 @@ pub(crate) fn lml_and_factor(
     noise_variance: f64,
     want_grad: bool,
     par: Parallelism,
+    monitor: &Monitor,
     ws: &mut Workspace,
 ) -> Result<(LmlEval, Cholesky, Vec<f64>)> {
     check_training_data(x, y)?;
@@ -420,6 +422,7 @@ pub(crate) fn lml_and_factor(
     check_positive("noise_variance", noise_variance)?;
     let n = x.nrows();
     let f = factor(x, y, kernel, noise_variance, par, &mut ws.k)?;
+    monitor.check()?;
     let data_fit: f64 = y.iter().zip(&f.alpha).map(|(a, b)| a * b).sum();
     let lml = -0.5 * data_fit - 0.5 * f.chol.log_det() - 0.5 * n as f64 * LN_2PI;
     let jitter = f.chol.jitter();
@@ -434,6 +437,7 @@ pub(crate) fn lml_and_factor(
     // The kernel matrix leaves the workspace while the inverse borrows it.
     let k_buf = std::mem::take(&mut ws.k);
     let inv = ws.inverse_lower(&f.chol, par);
+    monitor.check()?;
     let kmat = &k_buf;
     let d = x.ncols();
     let alpha = &f.alpha;
@@ -495,6 +499,7 @@ pub(crate) fn lml_and_factor(
 /// A fitted exact GP (ALGORITHMS.md 7.1): training inputs, the Cholesky
 /// factor of `K_y`, `α = K_y^{−1}(y − ȳ)`, and the hyperparameters.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ExactGp {
     /// Training inputs (`N × d`).
     pub x_train: Array2<f64>,
@@ -793,7 +798,10 @@ mod tests {
             variance: 1.0,
         };
         assert!(ExactGp::fit(x.view(), y.view(), two, 0.1, true, Parallelism::Rayon).is_err());
-        let msg = check_exact_size(50_000_000).unwrap_err().to_string();
+        assert!(check_exact_size(1_000, 1 << 30).is_ok());
+        let msg = check_exact_size(50_000_000, 16 << 30)
+            .unwrap_err()
+            .to_string();
         assert!(
             msg.contains("RandomFeatureGPR") && msg.contains("LocalizedMaclaurinGPR"),
             "{msg}"

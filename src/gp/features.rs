@@ -1,226 +1,30 @@
 //! The feature-space GP (ALGORITHMS.md 7.2) on any explicit real feature
-//! map `Φ`: sufficient statistics accumulated over row chunks (never an
-//! `N × D` matrix), merged exactly, then one `D × D` Cholesky.
-//!
-//! Target centering (ALGORITHMS.md 7): the training mean `ȳ` is only known
-//! at the end of a streamed fit, so the statistics keep raw sums relative to
-//! a fixed shift `s` (the first chunk's mean, which keeps the sums of
-//! squares well conditioned): `b = Φᵀ(y − s)`, `f = Φᵀ1`, `t = Σ(y − s)`,
-//! `q = Σ(y − s)²`. With `δ = ȳ − s = t/N` the centered statistics are
-//! `Φᵀ(y − ȳ) = b − δ f` and `‖y − ȳ‖² = q − N δ²`, and two shifts convert
-//! exactly into each other, so statistics merge exactly.
+//! map `Φ`: fitted from the sufficient statistics of [`crate::stats`]
+//! (accumulated over row chunks, merged exactly), then one `D × D`
+//! Cholesky.
 
 use faer::{MatMut, MatRef, Par};
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
-use super::{check_finite, check_positive};
+use super::check_positive;
 use crate::error::{Error, Result};
-use crate::linalg::{accumulate_gram, as_faer, mirror_lower, Cholesky};
+use crate::feature_map::{self, FeatureMap};
+use crate::gpu::Device;
+use crate::linalg::{as_faer, mirror_lower, Cholesky};
+use crate::progress::Monitor;
 use crate::real::{all_finite, Real};
+use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
 
 /// `ln 2π`.
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
-/// Sufficient statistics of a feature-space GP fit (see the module docs).
-#[derive(Clone, Debug)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct FeatureStats {
-    /// `ΦᵀΦ` (`D × D`) in its lower triangle (`gram[(i, j)]`, `j ≤ i`), the
-    /// BLAS `syrk` convention: [`FeatureStats::accumulate`] updates the lower
-    /// triangle only and every reader ([`FeatureGp::fit`],
-    /// [`FeatureStats::gram_symmetric`]) ignores the strict upper one, which
-    /// holds whatever it was given (zeros from [`FeatureStats::new`]). Not
-    /// mirrored after each chunk: that copy of `D²/2` values was 3% of a
-    /// `D = 1,024` fit (BENCHMARKS.md, session 6).
-    pub gram: Array2<f64>,
-    /// `Φᵀ(y − s)`.
-    pub phi_y: Array1<f64>,
-    /// `Φᵀ1`, the column sums of `Φ`.
-    pub phi_sum: Array1<f64>,
-    /// Number of rows `N`.
-    pub n: u64,
-    /// The shift `s` (the first chunk's target mean).
-    pub y_shift: f64,
-    /// `Σ(y − s)`.
-    pub y_sum: f64,
-    /// `Σ(y − s)²`.
-    pub y_sq_sum: f64,
-}
-
-impl FeatureStats {
-    /// Empty statistics for `D` features.
-    pub fn new(n_features: usize) -> Self {
-        Self {
-            gram: Array2::zeros((n_features, n_features)),
-            phi_y: Array1::zeros(n_features),
-            phi_sum: Array1::zeros(n_features),
-            n: 0,
-            y_shift: 0.0,
-            y_sum: 0.0,
-            y_sq_sum: 0.0,
-        }
-    }
-
-    /// The number of features `D`.
-    pub fn n_features(&self) -> usize {
-        self.phi_y.len()
-    }
-
-    /// The full symmetric `ΦᵀΦ`: the lower triangle of `gram` mirrored.
-    pub fn gram_symmetric(&self) -> Array2<f64> {
-        let mut g = self.gram.as_standard_layout().into_owned();
-        mirror_lower(g.view_mut());
-        g
-    }
-
-    /// Checks the shapes and values of statistics built from outside (e.g.
-    /// a Python caller or a deserialized file).
-    pub fn validate(&self) -> Result<()> {
-        let d = self.n_features();
-        for (name, got) in [
-            ("rows of gram", self.gram.nrows()),
-            ("columns of gram", self.gram.ncols()),
-            ("length of phi_sum", self.phi_sum.len()),
-        ] {
-            if got != d {
-                return Err(Error::ShapeMismatch {
-                    name,
-                    expected: d,
-                    got,
-                });
-            }
-        }
-        check_finite("gram", self.gram.iter())?;
-        check_finite("phi_y", self.phi_y.iter())?;
-        check_finite("phi_sum", self.phi_sum.iter())?;
-        check_finite(
-            "y statistics",
-            [self.y_shift, self.y_sum, self.y_sq_sum].iter(),
-        )
-    }
-
-    /// Adds a row chunk: features `phi` (`n × D`, f32 or f64) and targets `y`.
-    pub fn accumulate<T: Real>(
-        &mut self,
-        phi: ArrayView2<'_, T>,
-        y: ArrayView1<'_, f64>,
-        par: Parallelism,
-    ) -> Result<()> {
-        if phi.ncols() != self.n_features() {
-            return Err(Error::ShapeMismatch {
-                name: "number of features (columns of the feature chunk)",
-                expected: self.n_features(),
-                got: phi.ncols(),
-            });
-        }
-        check_finite("y", y.iter())?;
-        if !all_finite(phi, par) {
-            return Err(Error::NonFinite { name: "features" });
-        }
-        if y.is_empty() && phi.nrows() == 0 {
-            return Ok(());
-        }
-        if self.n == 0 && !y.is_empty() {
-            self.y_shift = y.sum() / y.len() as f64;
-        }
-        let yc = y.mapv(|v| v - self.y_shift);
-        accumulate_gram(
-            phi,
-            yc.view(),
-            self.gram.view_mut(),
-            self.phi_y.view_mut(),
-            self.phi_sum.view_mut(),
-            par,
-        )?;
-        self.n += y.len() as u64;
-        self.y_sum += yc.sum();
-        self.y_sq_sum += yc.iter().map(|v| v * v).sum::<f64>();
-        Ok(())
-    }
-
-    /// Re-expresses the target statistics relative to another shift `s'`
-    /// (exact: `Σ(y − s') = t + N(s − s')`, `Σ(y − s')² = q + 2(s − s')t +
-    /// N(s − s')²`, `Φᵀ(y − s') = b + (s − s') f`).
-    fn reshift(&mut self, new_shift: f64) {
-        let c = self.y_shift - new_shift;
-        let n = self.n as f64;
-        self.y_sq_sum += 2.0 * c * self.y_sum + n * c * c;
-        self.y_sum += n * c;
-        self.phi_y.scaled_add(c, &self.phi_sum);
-        self.y_shift = new_shift;
-    }
-
-    /// Adds another set of statistics of the same feature map (exact: the
-    /// result equals the statistics of the concatenated rows).
-    pub fn merge(&mut self, other: &FeatureStats) -> Result<()> {
-        if other.n_features() != self.n_features() {
-            return Err(Error::ShapeMismatch {
-                name: "number of features of the statistics to merge",
-                expected: self.n_features(),
-                got: other.n_features(),
-            });
-        }
-        if other.n == 0 {
-            return Ok(());
-        }
-        if self.n == 0 {
-            *self = other.clone();
-            return Ok(());
-        }
-        let mut o = other.clone();
-        o.reshift(self.y_shift);
-        self.gram += &o.gram;
-        self.phi_y += &o.phi_y;
-        self.phi_sum += &o.phi_sum;
-        self.n += o.n;
-        self.y_sum += o.y_sum;
-        self.y_sq_sum += o.y_sq_sum;
-        Ok(())
-    }
-
-    /// The training-target mean `ȳ`.
-    pub fn y_mean(&self) -> f64 {
-        if self.n == 0 {
-            0.0
-        } else {
-            self.y_shift + self.y_sum / self.n as f64
-        }
-    }
-
-    /// The centered statistics `(Φᵀ(y − ȳ), ‖y − ȳ‖²)`, with `ȳ` when
-    /// `center`, else with `0` (no centering).
-    fn centered(&self, center: bool) -> (Array1<f64>, f64) {
-        let mut s = self.clone();
-        s.reshift(if center { self.y_mean() } else { 0.0 });
-        (s.phi_y, s.y_sq_sum.max(0.0))
-    }
-}
-
-/// The same statistics: `gram` compared on its lower triangle (the part that
-/// holds `ΦᵀΦ`), every other field exactly.
-impl PartialEq for FeatureStats {
-    fn eq(&self, other: &Self) -> bool {
-        let lower_eq = self.gram.dim() == other.gram.dim()
-            && self
-                .gram
-                .indexed_iter()
-                .all(|((i, j), v)| j > i || *v == other.gram[(i, j)]);
-        lower_eq
-            && self.phi_y == other.phi_y
-            && self.phi_sum == other.phi_sum
-            && self.n == other.n
-            && self.y_shift == other.y_shift
-            && self.y_sum == other.y_sum
-            && self.y_sq_sum == other.y_sq_sum
-    }
-}
-
 /// A fitted feature-space GP (ALGORITHMS.md 7.2): `L_A = chol(ΦᵀΦ/σ_n² + I)`
 /// and `β = A^{−1}Φᵀ(y − ȳ)/σ_n²`; predictions `μ* = φ*ᵀβ + ȳ`,
 /// `v* = ‖L_A^{−1}φ*‖²`, `v*_y = v* + σ_n²`.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FeatureGp {
     /// The factor `L_A`.
     pub chol: Cholesky,
@@ -305,14 +109,80 @@ impl FeatureGp {
             par,
         )
     }
+
+    /// Fits on the features `Φ(x)` of any [`FeatureMap`]: the statistics of
+    /// [`feature_map::accumulate`] on `device` (`chunk_rows` rows at a time
+    /// on the CPU, reported to and checked against `monitor`), then
+    /// [`FeatureGp::fit`].
+    ///
+    /// # Errors
+    /// As [`feature_map::accumulate`] and [`FeatureGp::fit`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn fit_map<M: FeatureMap, T: Real>(
+        map: &M,
+        x: ArrayView2<'_, T>,
+        y: ArrayView1<'_, f64>,
+        noise_variance: f64,
+        center: bool,
+        device: Device,
+        chunk_rows: usize,
+        par: Parallelism,
+        monitor: &Monitor,
+    ) -> Result<Self> {
+        let mut stats = FeatureStats::new(map.n_components());
+        feature_map::accumulate(map, x, y, &mut stats, device, chunk_rows, par, monitor)?;
+        Self::fit(&stats, noise_variance, center, par)
+    }
+
+    /// Predicts at the rows of `x` through any [`FeatureMap`] (the map the
+    /// GP was fitted on): `chunk_rows` rows at a time are transformed on
+    /// `device` ([`feature_map::transform_into`]) and predicted by
+    /// [`FeatureGp::predict`].
+    ///
+    /// # Errors
+    /// As [`feature_map::transform_into`] and [`FeatureGp::predict`];
+    /// [`Error::InvalidParameter`] for `chunk_rows = 0`;
+    /// [`Error::Interrupted`] once `monitor` is cancelled (it is checked
+    /// before every chunk, and gets the stage "rows predicted").
+    #[allow(clippy::too_many_arguments)]
+    pub fn predict_map<M: FeatureMap, T: Real>(
+        &self,
+        map: &M,
+        x: ArrayView2<'_, T>,
+        want_var: bool,
+        device: Device,
+        chunk_rows: usize,
+        par: Parallelism,
+        monitor: &Monitor,
+    ) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
+        if chunk_rows == 0 {
+            return Err(Error::invalid("chunk_rows", "must be >= 1, got 0"));
+        }
+        let n = x.nrows();
+        let mut mean = Array1::zeros(n);
+        let mut var = want_var.then(|| Array1::zeros(n));
+        let mut phi = Array2::<T>::zeros((chunk_rows.min(n), map.n_components()));
+        monitor.stage("rows predicted", n as u64);
+        for (k, xc) in x.axis_chunks_iter(Axis(0), chunk_rows).enumerate() {
+            monitor.check()?;
+            let rows = k * chunk_rows..k * chunk_rows + xc.nrows();
+            let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
+            feature_map::transform_into(map, xc, p.view_mut(), device, par)?;
+            let (m, v) = self.predict(p.view(), want_var, par)?;
+            mean.slice_mut(s![rows.clone()]).assign(&m);
+            if let (Some(var), Some(v)) = (var.as_mut(), v) {
+                var.slice_mut(s![rows]).assign(&v);
+            }
+            monitor.advance(xc.nrows() as u64);
+        }
+        Ok((mean, var))
+    }
 }
 
 /// Test rows per task of the variance solve: one `D × 256` right-hand side
 /// (2 MB at `D = 1,024`) solved sequentially per rayon task, the tasks
-/// independent. faer's own parallel solve of one 2,048-column block
-/// synchronizes its threads at every level of its recursion and ran at 53%
-/// of the 2-core peak at `D = 1,024`; this split at about 64% (64 and 128 rows
-/// per task were slower; BENCHMARKS.md, session 6).
+/// independent, where faer's own parallel solve of one wide block would
+/// synchronize its threads at every level of its recursion.
 const PREDICT_BLOCK: usize = 256;
 
 /// Feature-space prediction from stored pieces (ALGORITHMS.md 7.2):
@@ -463,31 +333,6 @@ mod tests {
     }
 
     #[test]
-    fn gram_is_phi_t_phi_and_independent_of_threads() {
-        // Small, odd and large D (faer splits its parallel GEMM over output
-        // blocks, not over the rows, so the sums do not depend on threads).
-        for (n, d) in [(3, 1), (40, 3), (300, 70), (129, 257)] {
-            let phi = random_phi(n, d, d as u64);
-            let y: Array1<f64> = (0..n).map(|i| (i as f64).cos()).collect();
-            let mut seq = FeatureStats::new(d);
-            seq.accumulate(phi.view(), y.view(), Parallelism::Sequential)
-                .unwrap();
-            let mut par = FeatureStats::new(d);
-            crate::threads::install(|| par.accumulate(phi.view(), y.view(), Parallelism::Rayon))
-                .unwrap()
-                .unwrap();
-            assert_eq!(seq.gram, par.gram, "n = {n}, d = {d}");
-            let full = seq.gram_symmetric();
-            assert_eq!(full, full.t(), "n = {n}, d = {d}");
-            let want = phi.t().dot(&phi);
-            let scale = want.iter().fold(1.0_f64, |m, v| m.max(v.abs()));
-            assert!((&full - &want)
-                .iter()
-                .all(|v| v.abs() < 1e-13 * scale * n as f64));
-        }
-    }
-
-    #[test]
     fn merged_and_chunked_statistics_equal_one_pass() {
         let (n, d) = (50, 6);
         let phi = random_phi(n, d, 1);
@@ -583,6 +428,93 @@ mod tests {
             let mean = row.dot(&gp.beta) + gp.y_mean;
             assert!((mu[j] - mean).abs() < 1e-12 * (1.0 + mean.abs()), "row {j}");
         }
+    }
+
+    #[test]
+    fn fit_and_predict_through_a_feature_map_equal_the_statistics_path() {
+        use crate::fourier::{FourierConfig, FourierFeatures};
+        let (n, d) = (120, 3);
+        let x = random_phi(n, d, 6);
+        let y: Array1<f64> = (0..n).map(|i| (i as f64 * 0.3).sin() + 2.0).collect();
+        let xs = random_phi(300, d, 7);
+        let map = FourierFeatures::fit(&FourierConfig::new(33), d, 1).unwrap();
+        let par = Parallelism::Rayon;
+        let gp = FeatureGp::fit_map(
+            &map,
+            x.view(),
+            y.view(),
+            0.1,
+            true,
+            Device::Cpu,
+            50,
+            par,
+            &Monitor::default(),
+        )
+        .unwrap();
+        // The statistics path: the same chunks transformed and added.
+        let mut stats = FeatureStats::new(33);
+        for k0 in (0..n).step_by(50) {
+            let k1 = (k0 + 50).min(n);
+            let phi = map.transform(x.slice(s![k0..k1, ..]), par).unwrap();
+            stats
+                .accumulate(phi.view(), y.slice(s![k0..k1]), par)
+                .unwrap();
+        }
+        let want = FeatureGp::fit(&stats, 0.1, true, par).unwrap();
+        assert_eq!((gp.beta.clone(), gp.lml), (want.beta.clone(), want.lml));
+        let phis = map.transform(xs.view(), par).unwrap();
+        let (mu, var) = want.predict(phis.view(), true, par).unwrap();
+        let var = var.unwrap();
+        // One chunk: the same call; smaller chunks: the same rows' values.
+        let (m1, v1) = gp
+            .predict_map(
+                &map,
+                xs.view(),
+                true,
+                Device::Cpu,
+                300,
+                par,
+                &Monitor::default(),
+            )
+            .unwrap();
+        assert_eq!((m1, v1), (mu.clone(), Some(var.clone())));
+        let (m2, v2) = gp
+            .predict_map(
+                &map,
+                xs.view(),
+                true,
+                Device::Cpu,
+                37,
+                par,
+                &Monitor::default(),
+            )
+            .unwrap();
+        assert!((&m2 - &mu).iter().all(|v| v.abs() < 1e-12));
+        assert!((&v2.unwrap() - &var).iter().all(|v| v.abs() < 1e-12));
+        let (m3, none) = gp
+            .predict_map(
+                &map,
+                xs.view(),
+                false,
+                Device::Cpu,
+                37,
+                par,
+                &Monitor::default(),
+            )
+            .unwrap();
+        assert_eq!(m3, m2);
+        assert!(none.is_none());
+        assert!(gp
+            .predict_map(
+                &map,
+                xs.view(),
+                true,
+                Device::Cpu,
+                0,
+                par,
+                &Monitor::default()
+            )
+            .is_err());
     }
 
     #[test]

@@ -1,26 +1,27 @@
 //! Gaussian-process regression (ALGORITHMS.md 7): the exact GP with the
 //! Gaussian kernel and its log-marginal-likelihood fit ([`exact`],
-//! [`optimize`]), the feature-space GP on any explicit feature map with
-//! mergeable sufficient statistics ([`features`]), and the metrics of 7.3
-//! ([`metrics`]), and the localized Maclaurin GP of section 8 ([`cluster`],
-//! [`localized`]).
+//! [`optimize`]); the feature-space GP on any [`crate::feature_map`] map,
+//! from the mergeable sufficient statistics of [`crate::stats`]
+//! ([`features`]); the metrics of 7.3 ([`metrics`]); and the localized
+//! Maclaurin GP of section 8 ([`localized`], with the farthest-point
+//! clustering of 8.2 in `cluster`).
 //!
 //! Every model has zero prior mean on targets centered by their training
 //! mean; predictions add the mean back (ALGORITHMS.md 7).
 
-pub mod cluster;
+pub(crate) mod cluster;
 pub mod exact;
 pub mod features;
 pub mod localized;
 pub mod metrics;
 pub mod optimize;
-pub(crate) mod vexp;
 
 pub use exact::{ExactGp, GaussianKernel, LmlEval};
-pub use features::{FeatureGp, FeatureStats};
+pub use features::FeatureGp;
 pub use localized::{LocalizedConfig, LocalizedMaclaurinGp};
 pub use optimize::{ExactGpConfig, Hyper};
 
+pub(crate) use crate::error::check_finite;
 use crate::error::{Error, Result};
 
 /// Checks that a variance is finite and `> 0`.
@@ -32,17 +33,5 @@ pub(crate) fn check_positive(name: &'static str, v: f64) -> Result<()> {
             name,
             format!("must be finite and > 0, got {v}"),
         ))
-    }
-}
-
-/// Checks that every value is finite.
-pub(crate) fn check_finite<'a>(
-    name: &'static str,
-    v: impl IntoIterator<Item = &'a f64>,
-) -> Result<()> {
-    if v.into_iter().all(|x| x.is_finite()) {
-        Ok(())
-    } else {
-        Err(Error::NonFinite { name })
     }
 }

@@ -25,9 +25,12 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rand::Rng as _;
 
 use super::check_positive;
-use super::exact::{check_training_data, lml_and_factor, ExactGp, GaussianKernel, Workspace};
+use super::exact::{
+    check_exact_size, check_training_data, lml_and_factor, ExactGp, GaussianKernel, Workspace,
+};
 use crate::error::{Error, Result};
 use crate::linalg::Cholesky;
+use crate::progress::Monitor;
 use crate::threads::Parallelism;
 
 /// A hyperparameter of the exact GP.
@@ -61,8 +64,6 @@ pub struct ExactGpConfig {
     pub seed: u64,
     /// Maximum L-BFGS iterations per run.
     pub max_iter: u64,
-    /// Print one line per run to stderr.
-    pub verbose: bool,
     /// Subtract the training-target mean (ALGORITHMS.md 7).
     pub center: bool,
     /// From this many training rows on, every run first fits a strided
@@ -70,6 +71,9 @@ pub struct ExactGpConfig {
     /// its Hessian as preconditioner (see `run_coarse_to_fine`);
     /// `usize::MAX` fits on all rows directly.
     pub coarse_min_rows: usize,
+    /// Bytes the `N × N` matrices may take ([`check_exact_size`]); `None`
+    /// does not check.
+    pub memory_budget: Option<u64>,
 }
 
 impl Default for ExactGpConfig {
@@ -87,9 +91,9 @@ impl Default for ExactGpConfig {
             n_restarts: 2,
             seed: 0,
             max_iter: 500,
-            verbose: false,
             center: true,
             coarse_min_rows: COARSE_MIN_ROWS,
+            memory_budget: None,
         }
     }
 }
@@ -144,6 +148,8 @@ struct Objective<'a> {
     /// With `C Cᵀ ≈ H^{−1}`, L-BFGS's first step is a Newton step.
     precond: Option<(Vec<f64>, Array2<f64>)>,
     par: Parallelism,
+    /// Checked before every evaluation that is not cached.
+    monitor: &'a Monitor,
     /// The last [`CACHE_LEN`] evaluations `(point, cost, gradient)`.
     cache: Mutex<std::collections::VecDeque<Evaluation>>,
     /// Number of LML evaluations (each one Cholesky and one inverse).
@@ -182,6 +188,7 @@ impl<'a> Objective<'a> {
         free: Vec<usize>,
         precond: Option<(Vec<f64>, Array2<f64>)>,
         par: Parallelism,
+        monitor: &'a Monitor,
     ) -> Self {
         Self {
             x,
@@ -190,6 +197,7 @@ impl<'a> Objective<'a> {
             free,
             precond,
             par,
+            monitor,
             cache: Mutex::new(std::collections::VecDeque::with_capacity(CACHE_LEN)),
             evals: std::sync::atomic::AtomicU64::new(0),
             best: Mutex::new(None),
@@ -229,6 +237,7 @@ impl<'a> Objective<'a> {
         {
             return Ok((*c, g.clone()));
         }
+        self.monitor.check()?;
         let theta = self.theta(p);
         if theta
             .iter()
@@ -247,7 +256,16 @@ impl<'a> Objective<'a> {
         };
         let (e, chol, alpha) = {
             let mut ws = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
-            lml_and_factor(self.x, self.y, &kernel, v[k + 1], true, self.par, &mut ws)?
+            lml_and_factor(
+                self.x,
+                self.y,
+                &kernel,
+                v[k + 1],
+                true,
+                self.par,
+                self.monitor,
+                &mut ws,
+            )?
         };
         let n = self.x.nrows() as f64;
         let cost = -e.lml / n;
@@ -352,6 +370,8 @@ fn run_lbfgs(obj: &Objective<'_>, start: Vec<f64>, max_iter: u64) -> Result<(f64
             Err(_) => true,
         };
         total += r.map(|r| r.state().get_iter()).unwrap_or(0).max(1);
+        // A cancel ends the segment with an evaluation error; end the run.
+        obj.monitor.check()?;
         let seg = obj.best.lock().unwrap_or_else(|e| e.into_inner()).take();
         match seg {
             Some((c, p)) if c < best_c - TOL_COST * best_c.abs().max(1.0) => {
@@ -389,8 +409,9 @@ struct RunSpec<'a> {
     free: &'a [usize],
     max_iter: u64,
     coarse_min_rows: usize,
-    verbose: bool,
     par: Parallelism,
+    /// Receives one message per level and run, and the cancellation.
+    monitor: &'a Monitor,
 }
 
 /// The result of one optimizer run.
@@ -437,27 +458,24 @@ fn run_coarse_to_fine<'a>(
             });
         match coarse {
             Ok((run, c)) => {
-                if spec.verbose {
-                    eprintln!(
-                        "ExactGPR:   {} rows: LML = {:.6} after {} L-BFGS iterations; \
-                         {} rows: {} LML evaluations for its Hessian",
-                        rows.len(),
-                        -run.cost * rows.len() as f64,
-                        run.iters,
-                        rows.len(),
-                        spec.free.len() + 1
-                    );
-                }
+                spec.monitor.message(format!(
+                    "  {} rows: LML = {:.6} after {} L-BFGS iterations; \
+                     {} rows: {} LML evaluations for its Hessian",
+                    rows.len(),
+                    -run.cost * rows.len() as f64,
+                    run.iters,
+                    rows.len(),
+                    spec.free.len() + 1
+                ));
                 iters += run.iters;
                 precond = c.map(|c| (run.theta, c));
             }
+            Err(Error::Interrupted) => return Err(Error::Interrupted),
             Err(e) => {
-                if spec.verbose {
-                    eprintln!(
-                        "ExactGPR:   {} rows failed ({e}); starting on all rows",
-                        rows.len()
-                    );
-                }
+                spec.monitor.message(format!(
+                    "  {} rows failed ({e}); starting on all rows",
+                    rows.len()
+                ));
             }
         }
     }
@@ -466,20 +484,19 @@ fn run_coarse_to_fine<'a>(
         None => start,
     };
     let obj = Objective::new(
-        x,
-        y,
+        x.view(),
+        y.view(),
         spec.values.to_vec(),
         spec.free.to_vec(),
         precond,
         spec.par,
+        spec.monitor,
     );
     let (_, _, it) = run_lbfgs(&obj, p0, spec.max_iter)?;
-    if spec.verbose {
-        eprintln!(
-            "ExactGPR:   {n} rows: {} LML evaluations",
-            obj.evals.load(std::sync::atomic::Ordering::Relaxed)
-        );
-    }
+    spec.monitor.message(format!(
+        "  {n} rows: {} LML evaluations",
+        obj.evals.load(std::sync::atomic::Ordering::Relaxed)
+    ));
     // The best point evaluated (what run_lbfgs returns, or an evaluation
     // below its tolerance-sized improvement threshold), with its factor.
     let fit = obj
@@ -507,12 +524,13 @@ fn hessian_inverse_root<'a>(
     theta: &[f64],
 ) -> Result<Option<Array2<f64>>> {
     let obj = Objective::new(
-        x,
-        y,
+        x.view(),
+        y.view(),
         spec.values.to_vec(),
         spec.free.to_vec(),
         None,
         spec.par,
+        spec.monitor,
     );
     let k = theta.len();
     let g0 = obj.eval(theta)?.1;
@@ -544,13 +562,21 @@ fn hessian_inverse_root<'a>(
 /// log marginal likelihood over the hyperparameters in `cfg.optimize`
 /// (from the initialization, then `cfg.n_restarts` starts drawn uniformly
 /// within a factor 10 of it in each free parameter), the best run kept.
+///
+/// `monitor` gets the stage "optimizer runs" (one unit per run) and one
+/// message per run and subsample level; every LML evaluation checks it
+/// (before it starts and between its factorization, inverse and gradient).
 pub fn fit_exact(
     x: ArrayView2<'_, f64>,
     y: ArrayView1<'_, f64>,
     cfg: &ExactGpConfig,
     par: Parallelism,
+    monitor: &Monitor,
 ) -> Result<ExactGp> {
     check_training_data(x, y)?;
+    if let Some(bytes) = cfg.memory_budget {
+        check_exact_size(x.nrows(), bytes)?;
+    }
     let (n, d) = x.dim();
     let y_mean = if cfg.center { y.sum() / n as f64 } else { 0.0 };
     let yc: Array1<f64> = y.mapv(|v| v - y_mean);
@@ -604,6 +630,7 @@ pub fn fit_exact(
             length_scale: values[..k].to_vec(),
             variance: values[k],
         };
+        monitor.check()?;
         return ExactGp::fit(x, y, kernel, values[k + 1], cfg.center, par);
     }
     let start0: Vec<f64> = free.iter().map(|&i| values[i].ln()).collect();
@@ -616,10 +643,12 @@ pub fn fit_exact(
         free: &free,
         max_iter: cfg.max_iter,
         coarse_min_rows: cfg.coarse_min_rows,
-        verbose: cfg.verbose,
         par,
+        monitor,
     };
-    for r in 0..=cfg.n_restarts {
+    let runs = cfg.n_restarts + 1;
+    monitor.stage("optimizer runs", runs as u64);
+    for r in 0..runs {
         let start: Vec<f64> = if r == 0 {
             start0.clone()
         } else {
@@ -631,27 +660,24 @@ pub fn fit_exact(
         match run_coarse_to_fine(&spec, x.view(), yc.view(), start) {
             Ok(run) => {
                 n_iter += run.iters;
-                if cfg.verbose {
-                    eprintln!(
-                        "ExactGPR: run {}/{}: LML = {:.6} after {} L-BFGS iterations",
-                        r + 1,
-                        cfg.n_restarts + 1,
-                        run.fit.lml,
-                        run.iters,
-                    );
-                }
+                monitor.message(format!(
+                    "run {}/{runs}: LML = {:.6} after {} L-BFGS iterations",
+                    r + 1,
+                    run.fit.lml,
+                    run.iters,
+                ));
                 // Only the best run's factor is kept (bounds the memory).
                 if best.as_ref().is_none_or(|b| run.cost < b.cost) {
                     best = Some(run);
                 }
             }
+            Err(Error::Interrupted) => return Err(Error::Interrupted),
             Err(e) => {
-                if cfg.verbose {
-                    eprintln!("ExactGPR: run {}/{} failed: {e}", r + 1, cfg.n_restarts + 1);
-                }
+                monitor.message(format!("run {}/{runs} failed: {e}", r + 1));
                 first_err.get_or_insert(e);
             }
         }
+        monitor.advance(1);
     }
     let Some(run) = best else {
         return Err(first_err.unwrap_or_else(|| Error::Internal("no optimizer run".into())));
@@ -709,7 +735,14 @@ mod tests {
                 seed: 3,
                 ..Default::default()
             };
-            let gp = fit_exact(x.view(), y.view(), &cfg, Parallelism::Rayon).unwrap();
+            let gp = fit_exact(
+                x.view(),
+                y.view(),
+                &cfg,
+                Parallelism::Rayon,
+                &Monitor::default(),
+            )
+            .unwrap();
             let yc = y.mapv(|v| v - gp.y_mean);
             let e = log_marginal_likelihood(
                 x.view(),
@@ -745,8 +778,22 @@ mod tests {
                 coarse_min_rows: 64,
                 ..direct.clone()
             };
-            let a = fit_exact(x.view(), y.view(), &direct, Parallelism::Rayon).unwrap();
-            let b = fit_exact(x.view(), y.view(), &coarse, Parallelism::Rayon).unwrap();
+            let a = fit_exact(
+                x.view(),
+                y.view(),
+                &direct,
+                Parallelism::Rayon,
+                &Monitor::default(),
+            )
+            .unwrap();
+            let b = fit_exact(
+                x.view(),
+                y.view(),
+                &coarse,
+                Parallelism::Rayon,
+                &Monitor::default(),
+            )
+            .unwrap();
             // The same optimum: LMLs agree to the optimizer's tolerance, and
             // the coarse-to-fine one is a stationary point of the full LML.
             assert!(
@@ -790,7 +837,14 @@ mod tests {
                 coarse_min_rows: 64,
                 ..Default::default()
             };
-            let gp = fit_exact(x.view(), y.view(), &cfg, Parallelism::Rayon).unwrap();
+            let gp = fit_exact(
+                x.view(),
+                y.view(),
+                &cfg,
+                Parallelism::Rayon,
+                &Monitor::default(),
+            )
+            .unwrap();
             let refit = ExactGp::fit(
                 x.view(),
                 y.view(),
@@ -820,7 +874,14 @@ mod tests {
             n_restarts: 0,
             ..Default::default()
         };
-        let gp = fit_exact(x.view(), y.view(), &cfg, Parallelism::Rayon).unwrap();
+        let gp = fit_exact(
+            x.view(),
+            y.view(),
+            &cfg,
+            Parallelism::Rayon,
+            &Monitor::default(),
+        )
+        .unwrap();
         let yc = y.mapv(|v| v - gp.y_mean);
         let values = vec![
             gp.kernel.length_scale[0],
@@ -829,13 +890,14 @@ mod tests {
         ];
         let theta: Vec<f64> = values.iter().map(|v| v.ln()).collect();
         let free = vec![0, 1, 2];
+        let monitor = Monitor::default();
         let spec = RunSpec {
             values: &values,
             free: &free,
             max_iter: 100,
             coarse_min_rows: usize::MAX,
-            verbose: false,
             par: Parallelism::Sequential,
+            monitor: &monitor,
         };
         let c = hessian_inverse_root(&spec, x.view(), yc.view(), &theta)
             .unwrap()
@@ -849,6 +911,7 @@ mod tests {
             free.clone(),
             None,
             Parallelism::Sequential,
+            &monitor,
         );
         let h = 1e-5;
         let mut hess = Array2::<f64>::zeros((3, 3));
@@ -881,7 +944,14 @@ mod tests {
             n_restarts: 0,
             ..Default::default()
         };
-        let gp = fit_exact(x.view(), y.view(), &cfg, Parallelism::Rayon).unwrap();
+        let gp = fit_exact(
+            x.view(),
+            y.view(),
+            &cfg,
+            Parallelism::Rayon,
+            &Monitor::default(),
+        )
+        .unwrap();
         assert_eq!(gp.noise_variance, 0.05);
         assert_eq!(gp.kernel.variance, 2.0);
         let none = ExactGpConfig {
@@ -889,16 +959,119 @@ mod tests {
             optimize: vec![],
             ..Default::default()
         };
-        let gp = fit_exact(x.view(), y.view(), &none, Parallelism::Rayon).unwrap();
+        let gp = fit_exact(
+            x.view(),
+            y.view(),
+            &none,
+            Parallelism::Rayon,
+            &Monitor::default(),
+        )
+        .unwrap();
         assert_eq!(gp.kernel.length_scale, vec![0.7]);
         let bad = ExactGpConfig {
             length_scale: Some(vec![0.7, 0.2, 0.1]),
             ..Default::default()
         };
-        assert!(fit_exact(x.view(), y.view(), &bad, Parallelism::Rayon)
-            .unwrap_err()
-            .to_string()
-            .contains("length_scale"));
+        assert!(fit_exact(
+            x.view(),
+            y.view(),
+            &bad,
+            Parallelism::Rayon,
+            &Monitor::default()
+        )
+        .unwrap_err()
+        .to_string()
+        .contains("length_scale"));
+    }
+
+    #[test]
+    fn runs_are_reported_and_a_cancel_stops_the_fit() {
+        let (x, y) = data(240);
+        let cfg = ExactGpConfig {
+            n_restarts: 1,
+            coarse_min_rows: 64,
+            ..Default::default()
+        };
+        let monitor = Monitor::new();
+        fit_exact(x.view(), y.view(), &cfg, Parallelism::Rayon, &monitor).unwrap();
+        assert_eq!(monitor.snapshot(), ("optimizer runs".to_string(), 2, 2));
+        let messages = monitor.take_messages();
+        // Per run: the subsample's evaluations, its optimum, the full level.
+        assert_eq!(messages.len(), 8, "{messages:?}");
+        assert!(messages[0].starts_with("  60 rows: ") && messages[0].ends_with("LML evaluations"));
+        assert!(messages[1].starts_with("  60 rows: LML = "));
+        assert!(messages[2].starts_with("  240 rows: "));
+        assert!(messages[3].starts_with("run 1/2: LML = "));
+        assert!(messages[7].starts_with("run 2/2: LML = "));
+        // Cancelled before the start, on the coarse-to-fine and the direct
+        // path, and with nothing to optimize.
+        let none = ExactGpConfig {
+            optimize: vec![],
+            ..cfg.clone()
+        };
+        for c in [
+            &cfg,
+            &ExactGpConfig {
+                coarse_min_rows: usize::MAX,
+                ..cfg.clone()
+            },
+            &none,
+        ] {
+            let cancelled = Monitor::new();
+            cancelled.cancel();
+            let r = fit_exact(x.view(), y.view(), c, Parallelism::Rayon, &cancelled);
+            assert_eq!(r.unwrap_err(), Error::Interrupted);
+        }
+        // Cancelled from another thread once the first of many runs is done:
+        // the fit stops with the error instead of returning the runs so far.
+        let many = ExactGpConfig {
+            n_restarts: 200,
+            ..cfg
+        };
+        let monitor = Monitor::new();
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                while monitor.snapshot().1 == 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                monitor.cancel();
+            });
+            fit_exact(x.view(), y.view(), &many, Parallelism::Rayon, &monitor)
+        });
+        assert_eq!(r.unwrap_err(), Error::Interrupted);
+        assert!(monitor.snapshot().1 < 201);
+    }
+
+    #[test]
+    fn the_memory_budget_refuses_a_fit_that_would_not_fit() {
+        let (x, y) = data(40);
+        let small = ExactGpConfig {
+            memory_budget: Some(40 * 40 * 8),
+            ..Default::default()
+        };
+        let msg = fit_exact(
+            x.view(),
+            y.view(),
+            &small,
+            Parallelism::Rayon,
+            &Monitor::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(msg.contains("RandomFeatureGPR"), "{msg}");
+        let ample = ExactGpConfig {
+            memory_budget: Some(1 << 30),
+            n_restarts: 0,
+            ..Default::default()
+        };
+        assert!(fit_exact(
+            x.view(),
+            y.view(),
+            &ample,
+            Parallelism::Rayon,
+            &Monitor::default()
+        )
+        .is_ok());
     }
 
     #[test]

@@ -3,15 +3,12 @@
 
 use std::ops::Range;
 
-use ndarray::{s, Array2, ArrayView1, ArrayView2};
+use ndarray::{s, Array2, ArrayView2};
 
 use super::context::{self, Context, WORKGROUP};
 use super::map::DeviceMap;
-use super::rff::{DeviceRff, RffVariant};
-use super::sketch::DeviceSketch;
 use crate::error::{Error, Result};
 use crate::real::Real;
-use crate::sketch::PolySketch;
 
 /// Rows per split: each workgroup sums at most this many rows of one output
 /// tile (16 x 16 x 16 of the blocked summation in `gram.wgsl`).
@@ -29,6 +26,29 @@ pub struct Gram {
     pub phi_t_phi: Array2<f64>,
     /// `Φᵀ y` (`D x t`) when targets were given.
     pub phi_t_y: Option<Array2<f64>>,
+}
+
+impl Gram {
+    /// The statistics of `Φ` followed by `width − D` zero columns (the zero
+    /// column of an odd-width complex sketch or `cos_sin` map): `ΦᵀΦ` and
+    /// `Φᵀy` with zero rows (and columns) appended. Unchanged when `width <= D`.
+    pub fn padded(self, width: usize) -> Gram {
+        let d = self.phi_t_phi.nrows();
+        if width <= d {
+            return self;
+        }
+        let mut g = Array2::zeros((width, width));
+        g.slice_mut(s![..d, ..d]).assign(&self.phi_t_phi);
+        let phi_t_y = self.phi_t_y.map(|b| {
+            let mut p = Array2::zeros((width, b.ncols()));
+            p.slice_mut(s![..d, ..]).assign(&b);
+            p
+        });
+        Gram {
+            phi_t_phi: g,
+            phi_t_y,
+        }
+    }
 }
 
 /// Accumulates `Φᵀ Φ` and, with `y` (`N x t`), `Φᵀ y` on the GPU.
@@ -70,73 +90,6 @@ pub fn gram<T: Real>(phi: ArrayView2<T>, y: Option<ArrayView2<T>>) -> Result<Gra
     )
 }
 
-/// A fitted feature map that can run on the device, by its parameters.
-#[derive(Debug, Clone, Copy)]
-pub enum FeatureMap<'a> {
-    /// A polynomial sketch for `(xᵀy/l² + c)^n` (see [`super::sketch_features`]).
-    Sketch {
-        /// The sketch (Gaussian, Rademacher or TensorSRHT).
-        sketch: &'a PolySketch,
-        /// The kernel bias `c >= 0`.
-        bias: f64,
-        /// The length scale `l > 0`.
-        length_scale: f64,
-    },
-    /// Random Fourier features (see [`super::rff_features`]).
-    Fourier {
-        /// The frequencies, `m x d`.
-        w: ArrayView2<'a, f64>,
-        /// The phases (`CosBias`) or None (`CosSin`).
-        phases: Option<ArrayView1<'a, f64>>,
-        /// The feature variant.
-        variant: RffVariant,
-        /// The scale of every feature.
-        scale: f64,
-    },
-}
-
-/// `Φᵀ Φ` and `Φᵀ y` of the features `Φ = map(x)`, computed on the GPU
-/// without `Φ` leaving the device: each row chunk of `x` is uploaded once,
-/// its features are written to a device buffer and accumulated there as
-/// in [`gram`] (same error bound, with `Φ` the f32 features of the
-/// map's documented accuracy); only the `D x D` partial sums come back and
-/// are added in f64 on the host.
-///
-/// # Errors
-/// As [`gram`] and the map's feature function ([`super::sketch_features`],
-/// [`super::rff_features`]).
-pub fn features_gram<T: Real>(
-    map: &FeatureMap<'_>,
-    x: ArrayView2<T>,
-    y: Option<ArrayView2<f64>>,
-) -> Result<Gram> {
-    let ctx = context::get()?;
-    check_y_rows(x.nrows(), y.as_ref().map(|y| y.nrows()))?;
-    match *map {
-        FeatureMap::Sketch {
-            sketch,
-            bias,
-            length_scale,
-        } => {
-            super::sketch::check(sketch, x.dim(), bias, length_scale)?;
-            let _session = ctx.session()?;
-            let dev = DeviceSketch::new(ctx, sketch, bias, length_scale)?;
-            map_gram(ctx, &dev, x, y)
-        }
-        FeatureMap::Fourier {
-            w,
-            phases,
-            variant,
-            scale,
-        } => {
-            super::rff::check_args(x.ncols(), w, phases, variant, scale)?;
-            let _session = ctx.session()?;
-            let dev = DeviceRff::new(ctx, w, phases, variant, scale)?;
-            map_gram(ctx, &dev, x, y)
-        }
-    }
-}
-
 /// `Φᵀ Φ`, `Φᵀ y` of `map`'s features of `x` (the caller holds the session).
 pub(super) fn map_gram<T: Real, M: DeviceMap>(
     ctx: &Context,
@@ -174,7 +127,8 @@ pub(super) fn map_gram<T: Real, M: DeviceMap>(
     )
 }
 
-fn check_y_rows(n: usize, y_rows: Option<usize>) -> Result<()> {
+/// `Ok` when `y` (if given) has the `n` rows of the features.
+pub(super) fn check_y_rows(n: usize, y_rows: Option<usize>) -> Result<()> {
     match y_rows {
         Some(got) if got != n => Err(Error::ShapeMismatch {
             name: "rows of y",
@@ -437,11 +391,13 @@ mod tests {
         }
     }
 
-    /// The fused path equals the Gram of the downloaded GPU features (the
+    /// The fused paths equal the Gram of the downloaded GPU features (the
     /// same f32 features) to the bound of [`gram`].
     #[test]
-    fn features_gram_matches_gram_of_features() {
-        use crate::sketch::SketchKind;
+    fn feature_grams_match_gram_of_features() {
+        use crate::fourier::Variant;
+        use crate::gpu::{rff_features, rff_gram, sketch_features, sketch_gram};
+        use crate::sketch::{PolySketch, SketchKind};
         context::tests::ctx();
         let x = random(300, 5, 1.0f32, 11).mapv(f64::from);
         let y = random(300, 2, 1.0f32, 12).mapv(f64::from);
@@ -456,50 +412,58 @@ mod tests {
         .unwrap();
         let w = random(30, 5, 1.0f32, 13).mapv(f64::from);
         let b = ndarray::Array1::from_shape_fn(30, |j| j as f64 * 0.2);
-        let maps = [
-            FeatureMap::Sketch {
-                sketch: &sk,
-                bias: 0.7,
-                length_scale: 1.2,
-            },
-            FeatureMap::Fourier {
-                w: w.view(),
-                phases: Some(b.view()),
-                variant: RffVariant::CosBias,
-                scale: 0.3,
-            },
-        ];
-        for map in &maps {
-            let phi = match *map {
-                FeatureMap::Sketch {
-                    sketch,
-                    bias,
-                    length_scale,
-                } => super::super::sketch_features(sketch, x.view(), bias, length_scale),
-                FeatureMap::Fourier {
-                    w,
-                    phases,
-                    variant,
-                    scale,
-                } => super::super::rff_features(x.view(), w, phases, variant, scale),
-            }
-            .unwrap()
-            .mapv(|v| v as f32);
+        let sketch_phi = sketch_features(&sk, x.view(), 0.7, 1.2).unwrap();
+        let rff_phi =
+            rff_features(x.view(), w.view(), Some(b.view()), Variant::CosBias, 0.3).unwrap();
+        let sketch_gram_of =
+            |x: ArrayView2<f64>, y: Option<ArrayView2<f64>>| sketch_gram(&sk, x, 0.7, 1.2, y);
+        let rff_gram_of = |x: ArrayView2<f64>, y: Option<ArrayView2<f64>>| {
+            rff_gram(x, w.view(), Some(b.view()), Variant::CosBias, 0.3, y)
+        };
+        let on_device = |run: &dyn Fn() -> Result<Gram>| {
             let before = context::dispatch_count();
-            let r = features_gram(map, x.view(), Some(y.view())).unwrap();
+            let r = run().unwrap();
             assert!(context::dispatch_count() > before);
+            r
+        };
+        for (phi, r) in [
+            (
+                sketch_phi,
+                on_device(&|| sketch_gram_of(x.view(), Some(y.view()))),
+            ),
+            (
+                rff_phi,
+                on_device(&|| rff_gram_of(x.view(), Some(y.view()))),
+            ),
+        ] {
+            let phi = phi.mapv(|v| v as f32);
             check(&phi, &phi, &r.phi_t_phi);
             check(&phi, &y.mapv(|v| v as f32), r.phi_t_y.as_ref().unwrap());
         }
         assert!(matches!(
-            features_gram(&maps[1], x.view(), Some(y.slice(s![..5, ..]))),
+            rff_gram_of(x.view(), Some(y.slice(s![..5, ..]))),
             Err(Error::ShapeMismatch {
                 name: "rows of y",
                 ..
             })
         ));
-        let empty = features_gram(&maps[0], x.slice(s![..0, ..]), None).unwrap();
+        let empty = sketch_gram_of(x.slice(s![..0, ..]), None).unwrap();
         assert_eq!(empty.phi_t_phi, Array2::<f64>::zeros((40, 40)));
+    }
+
+    #[test]
+    fn padded_appends_zero_rows_and_columns() {
+        let g = Gram {
+            phi_t_phi: ndarray::array![[1.0, 2.0], [2.0, 5.0]],
+            phi_t_y: Some(ndarray::array![[3.0], [4.0]]),
+        };
+        assert_eq!(g.clone().padded(2), g);
+        let p = g.padded(3);
+        assert_eq!(
+            p.phi_t_phi,
+            ndarray::array![[1.0, 2.0, 0.0], [2.0, 5.0, 0.0], [0.0, 0.0, 0.0]]
+        );
+        assert_eq!(p.phi_t_y, Some(ndarray::array![[3.0], [4.0], [0.0]]));
     }
 
     #[test]

@@ -29,20 +29,21 @@ use rayon::prelude::*;
 
 use super::context::{self, Context, Pending, WORKGROUP};
 use super::gram::{job_products, SPAN};
-use super::maclaurin::{check_supported, DeviceMaclaurin};
+use super::maclaurin::DeviceMaclaurin;
 use super::map::DeviceMap;
 use crate::error::{Error, Result};
-use crate::gp::features::{FeatureGp, FeatureStats};
 use crate::maclaurin::MaclaurinMap;
+use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
 
-/// The feature-space GPs (7.2) of the centroids `which` (rows of
-/// `centroids`), each on the training rows `neighbours(k)` of `x` (the
-/// caller's cutoff), with the statistics `(ΦᵀΦ, Φᵀy, Φᵀ1, target sums,
-/// rows used)` accumulated on the GPU in batches of centroids (see the
-/// module docs) and turned into a GP by the caller's `fit` (which also
-/// handles a centroid without rows). `neighbours` is called once per
-/// centroid, in the order of `which`; the GPs come back in that order.
+/// The per-centroid models of the centroids `which` (rows of `centroids`),
+/// each on the training rows `neighbours(k)` of `x` (the caller's cutoff):
+/// the statistics `(ΦᵀΦ, Φᵀy, Φᵀ1, target sums, rows used)` are
+/// accumulated on the GPU in batches of centroids (see the module docs) and
+/// turned into the caller's model `G` by `fit` (the localized GP builds a
+/// feature-space GP, 7.2, and handles a centroid without rows). `neighbours`
+/// is called once per centroid, in the order of `which`; the models come
+/// back in that order.
 ///
 /// Accuracy: every entry of the statistics is a sum of f64 additions of
 /// job partials, each a blocked f32 sum over at most 4096 rows of the f32
@@ -57,16 +58,16 @@ use crate::threads::Parallelism;
 /// As [`super::maclaurin_gram`], `neighbours` and `fit`; [`Error::Gpu`]
 /// when one job's `D² + 2D` floats exceed the device's largest binding.
 #[allow(clippy::too_many_arguments)]
-pub fn localized_gps(
+pub fn localized_gps<G: Send>(
     map: &MaclaurinMap,
     x: ArrayView2<f64>,
     y: ArrayView1<f64>,
     centroids: ArrayView2<f64>,
     which: &[usize],
     neighbours: impl FnMut(usize) -> Result<Vec<u32>>,
-    fit: impl Fn(&FeatureStats, usize) -> Result<FeatureGp> + Sync,
+    fit: impl Fn(&FeatureStats, usize) -> Result<G> + Sync,
     par: Parallelism,
-) -> Result<Vec<FeatureGp>> {
+) -> Result<Vec<G>> {
     let problem = Problem {
         map,
         x: x.view(),
@@ -103,17 +104,17 @@ struct Limits {
 /// [`localized_gps`] with at most `max_centroids` centroids and `max_rows`
 /// neighbourhood rows per batch on top of the device's limits (the tests
 /// force small batches through them).
-fn batched(
+fn batched<G: Send>(
     p: &Problem<'_>,
     which: &[usize],
     mut neighbours: impl FnMut(usize) -> Result<Vec<u32>>,
-    fit: impl Fn(&FeatureStats, usize) -> Result<FeatureGp> + Sync,
+    fit: impl Fn(&FeatureStats, usize) -> Result<G> + Sync,
     par: Parallelism,
     max_centroids: usize,
     max_rows: usize,
-) -> Result<Vec<FeatureGp>> {
+) -> Result<Vec<G>> {
     let map = p.map;
-    check_supported(map)?;
+    super::check_maclaurin(map)?;
     let (n, d) = p.x.dim();
     Error::check_n_features(d, p.centroids.ncols())?;
     if p.y.len() != n {
@@ -194,7 +195,7 @@ fn batched(
         }
         let done = packer.completed();
         let solve = |(s, used): &(FeatureStats, usize)| fit(s, *used);
-        let gps: Result<Vec<FeatureGp>> = if par.is_parallel() {
+        let gps: Result<Vec<G>> = if par.is_parallel() {
             done.par_iter().map(solve).collect()
         } else {
             done.iter().map(solve).collect()
@@ -489,11 +490,13 @@ impl Runner<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gp::FeatureGp;
     use crate::gpu::context::tests::random;
     use crate::gpu::maclaurin::tests::row_bound;
     use crate::maclaurin::map::MaclaurinConfig;
     use crate::maclaurin::MaclaurinKernel;
     use crate::sketch::SketchKind;
+    use crate::Monitor;
     use ndarray::{Array1, Array2, Axis};
     use std::sync::Mutex;
 
@@ -623,7 +626,14 @@ mod tests {
         cfg.sketch = SketchKind::TensorSrht;
         cfg.length_scale = 1.5;
         cfg.kernel_variance = 1.3;
-        let map = MaclaurinMap::fit(x.view(), &cfg, 3, Parallelism::Sequential).unwrap();
+        let map = MaclaurinMap::fit(
+            x.view(),
+            &cfg,
+            3,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         let mut centroids = random(7, 3, 1.0, 32);
         centroids.row_mut(6).fill(40.0);
         let which = [4, 0, 6, 2, 5, 1, 3];
@@ -706,7 +716,14 @@ mod tests {
         let x = random(30, 2, 1.0, 41);
         let y = Array1::from_iter(x.column(0).iter().copied());
         let cfg = MaclaurinConfig::new(MaclaurinKernel::Gaussian, 8);
-        let map = MaclaurinMap::fit(x.view(), &cfg, 1, Parallelism::Sequential).unwrap();
+        let map = MaclaurinMap::fit(
+            x.view(),
+            &cfg,
+            1,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         let c = random(2, 2, 1.0, 42);
         let all = |_: usize| -> Result<Vec<u32>> { Ok((0..30).collect()) };
         let run = |y: ArrayView1<f64>, c: ArrayView2<f64>, which: &[usize]| {

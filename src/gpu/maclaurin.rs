@@ -9,7 +9,7 @@ use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 use super::context::{self, Context, WORKGROUP};
 use super::gram::{map_gram, Gram};
 use super::map::{self, DeviceMap};
-use super::sketch::{self, DeviceSketch};
+use super::sketch::DeviceSketch;
 use crate::error::{Error, Result};
 use crate::maclaurin::MaclaurinMap;
 use crate::real::Real;
@@ -25,7 +25,7 @@ use crate::real::Real;
 /// # Errors
 /// [`Error::Gpu`] when no adapter is usable or the device fails;
 /// [`Error::InvalidParameter`] for a map without a GPU kernel (see
-/// [`check_supported`]) and the argument errors of
+/// [`super::check_maclaurin`]) and the argument errors of
 /// [`MaclaurinMap::transform_centered_into`].
 pub fn maclaurin_features_into<T: Real>(
     map: &MaclaurinMap,
@@ -33,7 +33,7 @@ pub fn maclaurin_features_into<T: Real>(
     center: Option<&[f64]>,
     out: ArrayViewMut2<T>,
 ) -> Result<()> {
-    check_supported(map)?;
+    super::check_maclaurin(map)?;
     let center = center_of(map, center);
     map.check_centered(x, &center)?;
     Error::check_out_shape((x.nrows(), map.width()), out.dim())?;
@@ -72,32 +72,13 @@ pub fn maclaurin_gram<T: Real>(
     center: Option<&[f64]>,
     y: Option<ArrayView2<f64>>,
 ) -> Result<Gram> {
-    check_supported(map)?;
+    super::check_maclaurin(map)?;
     let center = center_of(map, center);
     map.check_centered(x, &center)?;
     let ctx = context::get()?;
     let _session = ctx.session()?;
     let dev = DeviceMaclaurin::new(ctx, map, center)?;
     map_gram(ctx, &dev, x, y)
-}
-
-/// Ok when `map` has a GPU kernel: not the explicit `d = 1` map (nothing
-/// random, evaluated in f64 on the CPU) and not TensorSketch blocks.
-///
-/// # Errors
-/// [`Error::InvalidParameter`] naming the reason.
-pub fn check_supported(map: &MaclaurinMap) -> Result<()> {
-    if map.is_explicit_1d() {
-        return Err(Error::invalid(
-            "device",
-            "the explicit one-dimensional Maclaurin map (d = 1 with the optimized allocation) \
-             has no GPU kernel; use device=\"cpu\"",
-        ));
-    }
-    for (_, sk) in map.sketch_blocks() {
-        sketch::check(sk, (0, sk.dim()), 0.0, 1.0)?;
-    }
-    Ok(())
 }
 
 fn center_of(map: &MaclaurinMap, center: Option<&[f64]>) -> Vec<f64> {
@@ -117,7 +98,7 @@ pub(super) struct DeviceMaclaurin<'a> {
 }
 
 impl<'a> DeviceMaclaurin<'a> {
-    /// Uploads the sketches of `map` (checked by [`check_supported`]).
+    /// Uploads the sketches of `map` (checked by [`super::check_maclaurin`]).
     pub(super) fn new(ctx: &Context, map: &'a MaclaurinMap, center: Vec<f64>) -> Result<Self> {
         let d = map.dim();
         let n_const = map.allocation().first().copied().unwrap_or(0);
@@ -222,7 +203,7 @@ pub(super) mod tests {
     use crate::maclaurin::map::{AllocationStrategy, MaclaurinConfig};
     use crate::maclaurin::MaclaurinKernel;
     use crate::sketch::{SketchKind, SketchParams};
-    use crate::Parallelism;
+    use crate::{Monitor, Parallelism};
 
     /// Per-row error bound: `1e-4 σ g Σ_blocks s_n M^n / √D_n` with
     /// `M = ‖x̃‖₁ max|w|` bounding every factor's `Σ_a |x̃_a w_{j,ia}|` (a
@@ -292,7 +273,14 @@ pub(super) mod tests {
         let x = random(70, 5, 1.0, 3);
         // Gaussian kernel, optimized allocation, real TensorSRHT.
         let cfg = config(MaclaurinKernel::Gaussian, 37, SketchKind::TensorSrht);
-        let map = MaclaurinMap::fit(x.view(), &cfg, 5, Parallelism::Sequential).unwrap();
+        let map = MaclaurinMap::fit(
+            x.view(),
+            &cfg,
+            5,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         compare(&map, &x, None);
         compare(&map, &x, Some(&[0.1, -0.2, 0.3, 0.0, 0.5]));
         // Polynomial kernel with h01, complex Rademacher, an explicit
@@ -308,13 +296,27 @@ pub(super) mod tests {
         cfg.h01 = true;
         cfg.complex = true;
         cfg.allocation = AllocationStrategy::Explicit(vec![1, 5, 10, 4]);
-        let map = MaclaurinMap::fit(x.view(), &cfg, 6, Parallelism::Sequential).unwrap();
+        let map = MaclaurinMap::fit(
+            x.view(),
+            &cfg,
+            6,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         compare(&map, &x, None);
         // Exponential kernel, Kar & Karnick degrees, Gaussian sketch.
         let mut cfg = config(MaclaurinKernel::Exponential, 40, SketchKind::Gaussian);
         cfg.allocation = AllocationStrategy::Random;
         cfg.max_degree = 4;
-        let map = MaclaurinMap::fit(x.view(), &cfg, 7, Parallelism::Sequential).unwrap();
+        let map = MaclaurinMap::fit(
+            x.view(),
+            &cfg,
+            7,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         compare(&map, &(&x * 0.5), None);
     }
 
@@ -324,7 +326,14 @@ pub(super) mod tests {
         let x = random(50, 3, 1.0, 9);
         let y = random(50, 1, 1.0, 10);
         let cfg = config(MaclaurinKernel::Gaussian, 21, SketchKind::TensorSrht);
-        let map = MaclaurinMap::fit(x.view(), &cfg, 1, Parallelism::Sequential).unwrap();
+        let map = MaclaurinMap::fit(
+            x.view(),
+            &cfg,
+            1,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         let c = [0.2, 0.1, -0.3];
         let phi = maclaurin_features(&map, x.view(), Some(&c)).unwrap();
         let g = maclaurin_gram(&map, x.view(), Some(&c), Some(y.view())).unwrap();
@@ -352,14 +361,28 @@ pub(super) mod tests {
         ));
         let x1 = random(20, 1, 1.0, 2);
         let cfg1 = config(MaclaurinKernel::Gaussian, 6, SketchKind::TensorSrht);
-        let m1 = MaclaurinMap::fit(x1.view(), &cfg1, 1, Parallelism::Sequential).unwrap();
+        let m1 = MaclaurinMap::fit(
+            x1.view(),
+            &cfg1,
+            1,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         assert!(matches!(
             maclaurin_features(&m1, x1.view(), None),
             Err(Error::InvalidParameter { name: "device", .. })
         ));
         let mut cfg_ts = config(MaclaurinKernel::Exponential, 20, SketchKind::TensorSketch);
         cfg_ts.allocation = AllocationStrategy::Random;
-        let ts = MaclaurinMap::fit(x.view(), &cfg_ts, 1, Parallelism::Sequential).unwrap();
+        let ts = MaclaurinMap::fit(
+            x.view(),
+            &cfg_ts,
+            1,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         assert!(matches!(
             maclaurin_features(&ts, x.view(), None),
             Err(Error::InvalidParameter { name: "sketch", .. })

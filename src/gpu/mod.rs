@@ -18,17 +18,21 @@
 //! - [`sketch_features`]: Gaussian, Rademacher and TensorSRHT polynomial
 //!   sketches, real and complex (ALGORITHMS.md 2.1–2.3), from a fitted
 //!   [`crate::sketch::PolySketch`] (the same random parameters);
-//! - [`features_gram`]: the features of a [`FeatureMap`] and their Gram
-//!   matrix without the features leaving the device;
+//! - [`maclaurin_features`]: the degree blocks of a fitted
+//!   [`crate::maclaurin::MaclaurinMap`] (ALGORITHMS.md 3.3, 4.7);
+//! - [`rff_gram`], [`sketch_gram`], [`maclaurin_gram`]: those features and
+//!   their Gram matrix without the features leaving the device;
 //! - [`localized_gps`]: the localized GP's per-centroid features and Gram
 //!   matrices, batched over centroids (one read-back per batch).
 //!
 //! Inputs larger than the adapter's binding limits (or [`set_chunk_bytes`])
 //! are streamed in row chunks; each input is uploaded once per call.
 //!
-//! [`Device`] and [`resolve`] exist without the feature too, so callers can
-//! take a `device` argument unconditionally: without the feature `Gpu` is an
-//! [`Error::Gpu`] and `Auto` is the CPU.
+//! [`Device`], [`resolve`], [`check_sketch`] and [`check_maclaurin`] exist
+//! without the feature too, so callers can take a `device` argument
+//! unconditionally: without the feature `Gpu` is an [`Error::Gpu`] and
+//! `Auto` is the CPU. The dispatch over any fitted map, with the device
+//! chosen per map, is [`crate::feature_map`].
 //!
 //! The environment variable [`GPU_ENV`] (`RANDFEAT_GPU`) is read at every
 //! call: `off` hides every adapter (as on a machine without one; used by the
@@ -37,7 +41,13 @@
 //! picks hardware adapters, since a software rasterizer is slower than the
 //! CPU path; `Gpu` accepts any adapter).
 
+// Without the `gpu` feature the kernels above do not exist; the module docs
+// still name them (the links resolve in the documented build, `--features gpu`).
+#![cfg_attr(not(feature = "gpu"), allow(rustdoc::broken_intra_doc_links))]
+
 use crate::error::{Error, Result};
+use crate::maclaurin::MaclaurinMap;
+use crate::sketch::{PolySketch, SketchKind};
 
 #[cfg(feature = "gpu")]
 mod context;
@@ -61,33 +71,65 @@ pub use context::{dispatch_count, gpu_info, set_chunk_bytes, GpuInfo};
 #[cfg(feature = "gpu")]
 pub use fwht::{fwht_rows, fwht_rows_into};
 #[cfg(feature = "gpu")]
-pub use gram::{features_gram, gram, FeatureMap, Gram};
+pub use gram::{gram, Gram};
 #[cfg(feature = "gpu")]
 pub use localized::localized_gps;
 #[cfg(feature = "gpu")]
-pub use maclaurin::{
-    check_supported as check_maclaurin, maclaurin_features, maclaurin_features_into, maclaurin_gram,
-};
+pub use maclaurin::{maclaurin_features, maclaurin_features_into, maclaurin_gram};
 #[cfg(feature = "gpu")]
-pub use rff::{rff_features, rff_features_into, RffVariant};
+pub use rff::{rff_features, rff_features_into, rff_gram};
 #[cfg(feature = "gpu")]
-pub use sketch::{sketch_features, sketch_features_into};
+pub use sketch::{sketch_features, sketch_features_into, sketch_gram};
 
 /// Without the `gpu` feature: always [`Error::Gpu`] (see the feature's
-/// `localized_gps`, the localized GP's per-centroid statistics on the GPU).
+/// `localized_gps`, the localized GP's per-centroid statistics on the GPU,
+/// turned into the caller's models).
 #[cfg(not(feature = "gpu"))]
 #[allow(clippy::too_many_arguments)]
-pub fn localized_gps(
-    _map: &crate::maclaurin::MaclaurinMap,
+pub fn localized_gps<G: Send>(
+    _map: &MaclaurinMap,
     _x: ndarray::ArrayView2<f64>,
     _y: ndarray::ArrayView1<f64>,
     _centroids: ndarray::ArrayView2<f64>,
     _which: &[usize],
     _neighbours: impl FnMut(usize) -> Result<Vec<u32>>,
-    _fit: impl Fn(&crate::gp::FeatureStats, usize) -> Result<crate::gp::FeatureGp> + Sync,
+    _fit: impl Fn(&crate::stats::FeatureStats, usize) -> Result<G> + Sync,
     _par: crate::threads::Parallelism,
-) -> Result<Vec<crate::gp::FeatureGp>> {
+) -> Result<Vec<G>> {
     gpu_usable().map(|_| Vec::new())
+}
+
+/// Ok when `sketch` has a GPU kernel: every kind but TensorSketch (its
+/// FFT-based combination, ALGORITHMS.md 2.4, has no shader).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] (`sketch`) naming the reason.
+pub fn check_sketch(sketch: &PolySketch) -> Result<()> {
+    if sketch.kind() == SketchKind::TensorSketch {
+        return Err(Error::invalid(
+            "sketch",
+            "tensor_sketch has no GPU kernel; use \"gaussian\", \"rademacher\" or \
+             \"tensor_srht\", or device=\"cpu\"",
+        ));
+    }
+    Ok(())
+}
+
+/// Ok when `map` has a GPU kernel: not the explicit `d = 1` map (nothing
+/// random, evaluated in f64 on the CPU, ALGORITHMS.md 3.3) and no
+/// TensorSketch block ([`check_sketch`]).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming the reason.
+pub fn check_maclaurin(map: &MaclaurinMap) -> Result<()> {
+    if map.is_explicit_1d() {
+        return Err(Error::invalid(
+            "device",
+            "the explicit one-dimensional Maclaurin map (d = 1 with the optimized allocation) \
+             has no GPU kernel; use device=\"cpu\"",
+        ));
+    }
+    map.sketch_blocks().try_for_each(|(_, sk)| check_sketch(sk))
 }
 
 /// The environment variable read at every call: `off` hides all adapters,
@@ -96,6 +138,7 @@ pub const GPU_ENV: &str = "RANDFEAT_GPU";
 
 /// Where a computation runs (`device="cpu"|"gpu"|"auto"` in Python).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Device {
     /// The CPU path (rayon threads, SIMD).
     #[default]

@@ -5,35 +5,18 @@
 use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 
 use super::context::{self, Context};
+use super::gram::{check_y_rows, map_gram, Gram};
 use super::map::{self, DeviceMap};
 use crate::error::{Error, Result};
+use crate::fourier::Variant;
 use crate::real::Real;
 
 /// Output tile edge of `rff.wgsl`.
 const TILE: usize = 64;
 
-/// The feature variant of ALGORITHMS.md 5.2.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RffVariant {
-    /// `φ_j(x) = scale · cos(w_jᵀx + b_j)`, `m` columns (needs phases).
-    CosBias,
-    /// `φ(x) = scale · [cos(W x) | sin(W x)]`, `2m` columns in blocks.
-    CosSin,
-}
-
-impl RffVariant {
-    /// Output columns for `m` frequencies.
-    pub fn n_columns(self, m: usize) -> usize {
-        match self {
-            RffVariant::CosBias => m,
-            RffVariant::CosSin => 2 * m,
-        }
-    }
-}
-
 /// Random Fourier features of the rows of `x` (`N x d`) for the frequencies
-/// `w` (`m x d`, one per row), on the GPU in f32: see [`RffVariant`] for
-/// the formulas. Returns `N x m` (`CosBias`) or `N x 2m` (`CosSin`, block
+/// `w` (`m x d`, one per row), on the GPU in f32: see [`Variant`] for
+/// the formulas (the scale is the caller's). Returns `N x m` (`CosBias`) or `N x 2m` (`CosSin`, block
 /// layout `[cos | sin]`). Accuracy: the projection carries the rounding of a
 /// length-`d` f32 dot product, `sin`/`cos` about `1e-7` absolute after an
 /// explicit range reduction, so each feature is within
@@ -48,7 +31,7 @@ pub fn rff_features<T: Real>(
     x: ArrayView2<T>,
     w: ArrayView2<T>,
     phases: Option<ArrayView1<T>>,
-    variant: RffVariant,
+    variant: Variant,
     scale: T,
 ) -> Result<Array2<T>> {
     let mut out = Array2::zeros((x.nrows(), variant.n_columns(w.nrows())));
@@ -64,7 +47,7 @@ pub fn rff_features_into<T: Real>(
     x: ArrayView2<T>,
     w: ArrayView2<T>,
     phases: Option<ArrayView1<T>>,
-    variant: RffVariant,
+    variant: Variant,
     scale: T,
     out: ArrayViewMut2<T>,
 ) -> Result<()> {
@@ -82,12 +65,37 @@ pub fn rff_features_into<T: Real>(
     map::run(ctx, &map, x, out)
 }
 
+/// `Φᵀ Φ` and `Φᵀ y` of the random Fourier features `Φ` of the rows of `x`
+/// (those of [`rff_features`]) on the GPU, without `Φ` leaving the device:
+/// each row chunk of `x` is uploaded once, its features are written to a
+/// device buffer and accumulated there as in [`super::gram`] (same error
+/// bound, with `Φ` the f32 features); only the `D x D` partial sums come
+/// back and are added in f64 on the host.
+///
+/// # Errors
+/// As [`rff_features`] and [`super::gram`].
+pub fn rff_gram<T: Real, W: Real>(
+    x: ArrayView2<T>,
+    w: ArrayView2<W>,
+    phases: Option<ArrayView1<W>>,
+    variant: Variant,
+    scale: W,
+    y: Option<ArrayView2<f64>>,
+) -> Result<Gram> {
+    let ctx = context::get()?;
+    check_y_rows(x.nrows(), y.as_ref().map(|y| y.nrows()))?;
+    check_args(x.ncols(), w, phases, variant, scale)?;
+    let _session = ctx.session()?;
+    let dev = DeviceRff::new(ctx, w, phases, variant, scale)?;
+    map_gram(ctx, &dev, x, y)
+}
+
 /// Checks the arguments of [`rff_features`] for inputs with `d` columns.
-pub(super) fn check_args<T: Real>(
+fn check_args<T: Real>(
     d: usize,
     w: ArrayView2<T>,
     phases: Option<ArrayView1<T>>,
-    variant: RffVariant,
+    variant: Variant,
     scale: T,
 ) -> Result<()> {
     let m = w.nrows();
@@ -99,10 +107,10 @@ pub(super) fn check_args<T: Real>(
         });
     }
     match (variant, &phases) {
-        (RffVariant::CosBias, None) => {
+        (Variant::CosBias, None) => {
             return Err(Error::invalid("phases", "variant cos_bias needs m phases"))
         }
-        (RffVariant::CosSin, Some(_)) => {
+        (Variant::CosSin, Some(_)) => {
             return Err(Error::invalid("phases", "variant cos_sin takes no phases"))
         }
         (_, Some(b)) if b.len() != m => {
@@ -127,7 +135,7 @@ pub(super) fn check_args<T: Real>(
 pub(super) struct DeviceRff {
     d: usize,
     m: usize,
-    variant: RffVariant,
+    variant: Variant,
     scale: f32,
     w: wgpu::Buffer,
     phases: wgpu::Buffer,
@@ -139,7 +147,7 @@ impl DeviceRff {
         ctx: &Context,
         w: ArrayView2<T>,
         phases: Option<ArrayView1<T>>,
-        variant: RffVariant,
+        variant: Variant,
         scale: T,
     ) -> Result<Self> {
         let to_f32 = |v: &T| v.to_f64_exact() as f32;
@@ -200,7 +208,7 @@ impl DeviceMap for DeviceRff {
             self.d as u32,
             self.m as u32,
             self.width() as u32,
-            u32::from(self.variant == RffVariant::CosSin),
+            u32::from(self.variant == Variant::CosSin),
             self.scale.to_bits(),
             tiles_k as u32,
             0,
@@ -233,15 +241,9 @@ mod tests {
             let w = random(m, d, 3.0, 2);
             let b = Array1::from_shape_fn(m, |j| (j as f32 * 0.7) % std::f32::consts::TAU);
             let scale = 0.3f32;
-            let cb = rff_features(
-                x.view(),
-                w.view(),
-                Some(b.view()),
-                RffVariant::CosBias,
-                scale,
-            )
-            .unwrap();
-            let cs = rff_features(x.view(), w.view(), None, RffVariant::CosSin, scale).unwrap();
+            let cb =
+                rff_features(x.view(), w.view(), Some(b.view()), Variant::CosBias, scale).unwrap();
+            let cs = rff_features(x.view(), w.view(), None, Variant::CosSin, scale).unwrap();
             for r in 0..n {
                 for j in 0..m {
                     let proj: f64 = (0..d)
@@ -270,7 +272,7 @@ mod tests {
                 x.view(),
                 bad_w.view(),
                 Some(b.view()),
-                RffVariant::CosBias,
+                Variant::CosBias,
                 1.0
             ),
             Err(Error::ShapeMismatch {
@@ -280,11 +282,11 @@ mod tests {
             })
         ));
         assert!(matches!(
-            rff_features(x.view(), w.view(), None, RffVariant::CosBias, 1.0),
+            rff_features(x.view(), w.view(), None, Variant::CosBias, 1.0),
             Err(Error::InvalidParameter { name: "phases", .. })
         ));
         assert!(matches!(
-            rff_features(x.view(), w.view(), Some(b.view()), RffVariant::CosSin, 1.0),
+            rff_features(x.view(), w.view(), Some(b.view()), Variant::CosSin, 1.0),
             Err(Error::InvalidParameter { name: "phases", .. })
         ));
         assert!(matches!(
@@ -292,7 +294,7 @@ mod tests {
                 x.view(),
                 w.view(),
                 Some(b.slice(s![..4])),
-                RffVariant::CosBias,
+                Variant::CosBias,
                 1.0
             ),
             Err(Error::ShapeMismatch {
@@ -301,14 +303,14 @@ mod tests {
             })
         ));
         assert!(matches!(
-            rff_features(x.view(), w.view(), None, RffVariant::CosSin, f32::NAN),
+            rff_features(x.view(), w.view(), None, Variant::CosSin, f32::NAN),
             Err(Error::InvalidParameter { name: "scale", .. })
         ));
         let empty = rff_features(
             Array2::<f64>::zeros((0, 4)).view(),
             w.mapv(f64::from).view(),
             None,
-            RffVariant::CosSin,
+            Variant::CosSin,
             1.0,
         )
         .unwrap();

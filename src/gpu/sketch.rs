@@ -5,10 +5,11 @@
 use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 
 use super::context::{self, Context, WORKGROUP};
+use super::gram::{check_y_rows, map_gram, Gram};
 use super::map::{self, DeviceMap};
 use crate::error::{Error, Result};
 use crate::real::Real;
-use crate::sketch::{augmented_dim, check_kernel_params, PolySketch, SketchKind, SketchParams};
+use crate::sketch::{augmented_dim, check_kernel_params, PolySketch, SketchParams};
 
 /// Output tile edge of `dense_tile`.
 const TILE: usize = 64;
@@ -60,6 +61,30 @@ pub fn sketch_features_into<T: Real>(
     map::run(ctx, &map, x, out)
 }
 
+/// `Φᵀ Φ` and `Φᵀ y` of the sketch features `Φ` of the rows of `x` (those
+/// of [`sketch_features`]) on the GPU, without `Φ` leaving the device: each
+/// row chunk of `x` is uploaded once, its features are written to a device
+/// buffer and accumulated there as in [`super::gram`] (same error bound,
+/// with `Φ` the f32 features); only the `D x D` partial sums come back and
+/// are added in f64 on the host.
+///
+/// # Errors
+/// As [`sketch_features`] and [`super::gram`].
+pub fn sketch_gram<T: Real>(
+    sketch: &PolySketch,
+    x: ArrayView2<T>,
+    bias: f64,
+    length_scale: f64,
+    y: Option<ArrayView2<f64>>,
+) -> Result<Gram> {
+    let ctx = context::get()?;
+    check_y_rows(x.nrows(), y.as_ref().map(|y| y.nrows()))?;
+    check(sketch, x.dim(), bias, length_scale)?;
+    let _session = ctx.session()?;
+    let dev = DeviceSketch::new(ctx, sketch, bias, length_scale)?;
+    map_gram(ctx, &dev, x, y)
+}
+
 /// Checks the sketch kind (a GPU kernel exists), the kernel parameters and
 /// the input width (`x` has `sketch.dim()` columns after augmentation).
 pub(super) fn check(
@@ -68,13 +93,7 @@ pub(super) fn check(
     bias: f64,
     length_scale: f64,
 ) -> Result<()> {
-    if sketch.kind() == SketchKind::TensorSketch {
-        return Err(Error::invalid(
-            "sketch",
-            "tensor_sketch has no GPU kernel; use \"gaussian\", \"rademacher\" or \
-             \"tensor_srht\", or device=\"cpu\"",
-        ));
-    }
+    super::check_sketch(sketch)?;
     check_kernel_params(bias, length_scale)?;
     if augmented_dim(x.1, bias) != sketch.dim() {
         return Err(Error::ShapeMismatch {
@@ -318,7 +337,7 @@ impl DeviceMap for DeviceSketch {
 mod tests {
     use super::*;
     use crate::gpu::context::tests::random;
-    use crate::sketch::polynomial_features_into;
+    use crate::sketch::{polynomial_features_into, SketchKind};
     use crate::Parallelism;
 
     /// Largest `Σ_a |x'_a w_{j,ia}|` over features and factors: the scale of

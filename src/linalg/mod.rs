@@ -76,10 +76,46 @@ where
 pub const JITTER_LADDER: [f64; 7] = [1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4];
 
 /// A Cholesky factorization `A + jitter·I = L Lᵀ` (lower `L`, `f64`).
+/// Stored (feature "serde") as its factor `L` and the jitter.
 #[derive(Clone, Debug)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(into = "CholeskyParts", try_from = "CholeskyParts")
+)]
 pub struct Cholesky {
     l: Mat<f64>,
     jitter: f64,
+}
+
+/// The stored form of a [`Cholesky`]: `L` as an array and the jitter.
+#[cfg(feature = "serde")]
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CholeskyParts {
+    l: Array2<f64>,
+    jitter: f64,
+}
+
+#[cfg(feature = "serde")]
+impl From<Cholesky> for CholeskyParts {
+    fn from(c: Cholesky) -> Self {
+        CholeskyParts {
+            l: c.l_array(),
+            jitter: c.jitter,
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<CholeskyParts> for Cholesky {
+    type Error = Error;
+
+    /// Checks the factor as [`Cholesky::from_lower`] does.
+    fn try_from(p: CholeskyParts) -> Result<Self> {
+        let mut c = Cholesky::from_lower(p.l.view())?;
+        c.jitter = p.jitter;
+        Ok(c)
+    }
 }
 
 fn factor_in_place(mut a: MatMut<'_, f64>, par: Par) -> std::result::Result<(), usize> {

@@ -3,6 +3,7 @@
 
 use super::stats::PairStatistics;
 use crate::error::{Error, Result};
+use crate::progress::Monitor;
 
 /// How the expected variance of a degree depends on its feature count (4.3–4.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,7 +195,11 @@ impl Problem<'_> {
     /// is feasible, the largest feasible `p` is used; with `budget = 0` there
     /// are no sketches (`p = n_0 − 1`). Errors: every candidate non-finite, or
     /// no degree can be sketched.
-    pub fn solve(&self) -> Result<Allocation> {
+    ///
+    /// `monitor` gets the stage "candidate degrees" (one unit per candidate `p`,
+    /// each an [`incremental`] run of `O(budget · p)` steps) and is checked
+    /// before each candidate.
+    pub fn solve(&self, monitor: &Monitor) -> Result<Allocation> {
         let n0 = if self.h01 { 2 } else { 1 };
         let last_nonzero = (0..self.coefs.len())
             .rev()
@@ -236,9 +241,15 @@ impl Problem<'_> {
                 "the kernel has no degree that can be sketched with these settings",
             ));
         }
+        monitor.stage("candidate degrees", range.len() as u64);
         let candidates = range
             .iter()
-            .map(|&p| self.score(p))
+            .map(|&p| {
+                monitor.check()?;
+                let c = self.score(p);
+                monitor.advance(1);
+                c
+            })
             .collect::<Result<Vec<_>>>()?;
         let mut best: Option<&Candidate> = None;
         for c in &candidates {

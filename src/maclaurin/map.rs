@@ -9,6 +9,7 @@ use super::coefficients::{ln_factorial, MaclaurinKernel};
 use super::random;
 use super::stats::{pair_statistics, StatsSpec};
 use crate::error::{Error, Result};
+use crate::progress::Monitor;
 use crate::real::Real;
 use crate::rng::substream;
 use crate::sketch::variance::WeightLaw;
@@ -202,11 +203,17 @@ impl MaclaurinMap {
     /// column mean), the allocation (4.2–4.6, 3.4 or explicit) and the random
     /// sketches, all drawn from `seed`. The sketch of degree `n` depends only
     /// on `seed`, `n` and its feature count, never on the data otherwise.
+    ///
+    /// The optimized allocation reports its stages ("blocks of pair
+    /// statistics", "candidate degrees") and a summary message to
+    /// `monitor`, and checks it before every block of 128 × 128 pairs (see
+    /// [`pair_statistics`]) and every candidate truncation degree.
     pub fn fit<T: Real>(
         x: ArrayView2<T>,
         config: &MaclaurinConfig,
         seed: u64,
         par: Parallelism,
+        monitor: &Monitor,
     ) -> Result<Self> {
         config.validate()?;
         let (n, dim) = x.dim();
@@ -273,7 +280,7 @@ impl MaclaurinMap {
                     law: WeightLaw::of(config.sketch, config.complex),
                     srht_d_pad: srht.then_some(d_pad),
                 };
-                let stats = pair_statistics(z.view(), spec, par)?;
+                let stats = pair_statistics(z.view(), spec, par, monitor)?;
                 let model = if srht {
                     VarianceModel::TensorSrht { d_pad }
                 } else {
@@ -288,10 +295,16 @@ impl MaclaurinMap {
                     budget,
                     model,
                 }
-                .solve()?;
+                .solve(monitor)?;
                 let sigma4 = config.kernel_variance * config.kernel_variance;
+                let degree = alloc.best.degree;
+                let counts = Self::with_fixed(alloc.best.counts, &coefs, config.h01, dim);
+                monitor.message(format!(
+                    "allocation {counts:?} (degree {degree}) from {} pairs of {n_s} rows",
+                    stats.n_pairs
+                ));
                 (
-                    Self::with_fixed(alloc.best.counts, &coefs, config.h01, dim),
+                    counts,
                     Some(alloc.best.objective * sigma4),
                     stats.n_pairs,
                     stats.max_dropped,

@@ -7,6 +7,7 @@ use rand_distr::StandardNormal;
 
 use super::map::{AllocationStrategy, MaclaurinConfig, MaclaurinMap};
 use super::*;
+use crate::progress::Monitor;
 use crate::sketch::variance::{sketch_variance, PairStats};
 use crate::sketch::{padded_dim, SketchKind};
 use crate::threads::Parallelism;
@@ -34,7 +35,14 @@ fn explicit_one_dimensional_oracles() {
         (2.0, 3, 0.4334701204),
     ] {
         let cfg = config(MaclaurinKernel::Gaussian, p + 1);
-        let map = MaclaurinMap::fit(x.view(), &cfg, 0, Parallelism::Sequential).unwrap();
+        let map = MaclaurinMap::fit(
+            x.view(),
+            &cfg,
+            0,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
         assert_eq!(map.degree(), p as u32);
         let row = array![[t]];
         let mut out = Array2::zeros((1, p + 1));
@@ -44,7 +52,14 @@ fn explicit_one_dimensional_oracles() {
     }
     // Overflow-safe: a far point under a long expansion stays finite.
     let cfg = config(MaclaurinKernel::Gaussian, 60);
-    let map = MaclaurinMap::fit(x.view(), &cfg, 0, Parallelism::Sequential).unwrap();
+    let map = MaclaurinMap::fit(
+        x.view(),
+        &cfg,
+        0,
+        Parallelism::Sequential,
+        &Monitor::default(),
+    )
+    .unwrap();
     let far: Array2<f64> = map
         .transform(array![[400.0]].view(), Parallelism::Sequential)
         .unwrap();
@@ -65,7 +80,8 @@ fn exact_at_the_center() {
         cfg.sketch = kind;
         cfg.complex = complex;
         cfg.h01 = h01;
-        let map = MaclaurinMap::fit(x.view(), &cfg, 3, Parallelism::Rayon).unwrap();
+        let map =
+            MaclaurinMap::fit(x.view(), &cfg, 3, Parallelism::Rayon, &Monitor::default()).unwrap();
         let c = x.row(7).to_vec();
         let mut out = Array2::zeros((1, 41));
         map.transform_centered_into(
@@ -86,7 +102,8 @@ fn layout_widths_and_rebuild() {
     // Complex weights with an odd budget: trailing zero column.
     let mut cfg = config(MaclaurinKernel::Gaussian, 30);
     cfg.complex = true;
-    let map = MaclaurinMap::fit(x.view(), &cfg, 5, Parallelism::Rayon).unwrap();
+    let map =
+        MaclaurinMap::fit(x.view(), &cfg, 5, Parallelism::Rayon, &Monitor::default()).unwrap();
     let out = map.transform(x.view(), Parallelism::Rayon).unwrap();
     assert_eq!(out.ncols(), 30);
     assert!(out.column(29).iter().all(|&v| v == 0.0));
@@ -98,7 +115,8 @@ fn layout_widths_and_rebuild() {
     cfg.h01 = true;
     cfg.length_scale = 2.0;
     cfg.kernel_variance = 4.0;
-    let map = MaclaurinMap::fit(x.view(), &cfg, 5, Parallelism::Rayon).unwrap();
+    let map =
+        MaclaurinMap::fit(x.view(), &cfg, 5, Parallelism::Rayon, &Monitor::default()).unwrap();
     let out = map.transform(x.view(), Parallelism::Rayon).unwrap();
     let c = map.center().unwrap().to_vec();
     for i in [0, 13] {
@@ -135,7 +153,8 @@ fn thread_count_invariance() {
         .unwrap();
     let run = |pool: &rayon::ThreadPool| {
         pool.install(|| {
-            let m = MaclaurinMap::fit(x.view(), &cfg, 9, Parallelism::Rayon).unwrap();
+            let m = MaclaurinMap::fit(x.view(), &cfg, 9, Parallelism::Rayon, &Monitor::default())
+                .unwrap();
             (
                 m.allocation().to_vec(),
                 m.objective(),
@@ -149,7 +168,15 @@ fn thread_count_invariance() {
 #[test]
 fn bad_inputs() {
     let x = gaussian_data(10, 3, 5);
-    let fit = |cfg: &MaclaurinConfig| MaclaurinMap::fit(x.view(), cfg, 0, Parallelism::Sequential);
+    let fit = |cfg: &MaclaurinConfig| {
+        MaclaurinMap::fit(
+            x.view(),
+            cfg,
+            0,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+    };
     let base = config(MaclaurinKernel::Gaussian, 20);
     let mut c = base.clone();
     c.h01 = true;
@@ -189,7 +216,14 @@ fn bad_inputs() {
     assert!(fit(&c).is_ok());
     let mut nan = x.clone();
     nan[[0, 0]] = f64::NAN;
-    assert!(MaclaurinMap::fit(nan.view(), &base, 0, Parallelism::Sequential).is_err());
+    assert!(MaclaurinMap::fit(
+        nan.view(),
+        &base,
+        0,
+        Parallelism::Sequential,
+        &Monitor::default()
+    )
+    .is_err());
     let map = fit(&base).unwrap();
     let wrong = gaussian_data(2, 4, 0);
     assert!(map
@@ -216,7 +250,14 @@ fn estimates(
 ) -> Array1<f64> {
     (0..t)
         .map(|seed| {
-            let map = MaclaurinMap::fit(fit_x.view(), cfg, seed, Parallelism::Sequential).unwrap();
+            let map = MaclaurinMap::fit(
+                fit_x.view(),
+                cfg,
+                seed,
+                Parallelism::Sequential,
+                &Monitor::default(),
+            )
+            .unwrap();
             let f = map.transform(pair.view(), Parallelism::Sequential).unwrap();
             dot(f.row(0), f.row(1))
         })
@@ -319,13 +360,26 @@ fn objective_predicts_the_measured_error() {
         let mut cfg = config(MaclaurinKernel::Gaussian, 24);
         cfg.sketch = kind;
         cfg.length_scale = l;
-        let j = MaclaurinMap::fit(x.view(), &cfg, 0, Parallelism::Sequential)
-            .unwrap()
-            .objective()
-            .unwrap();
+        let j = MaclaurinMap::fit(
+            x.view(),
+            &cfg,
+            0,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap()
+        .objective()
+        .unwrap();
         let errs: Array1<f64> = (0..800)
             .map(|seed| {
-                let m = MaclaurinMap::fit(x.view(), &cfg, seed, Parallelism::Sequential).unwrap();
+                let m = MaclaurinMap::fit(
+                    x.view(),
+                    &cfg,
+                    seed,
+                    Parallelism::Sequential,
+                    &Monitor::default(),
+                )
+                .unwrap();
                 pair_error(&m, &x, l)
             })
             .collect();

@@ -4,12 +4,11 @@
 //! incremental algorithm, the search over the truncation degree) and the
 //! Kar & Karnick random allocation.
 
-pub mod allocate;
+pub(crate) mod allocate;
 pub mod coefficients;
 pub mod random;
 pub mod stats;
 
-pub use allocate::{Allocation, Candidate, DegreeTerm, Problem, VarianceModel};
 pub use coefficients::MaclaurinKernel;
 pub use map::{AllocationStrategy, MaclaurinConfig, MaclaurinMap};
 pub use stats::{pair_statistics, PairStatistics, StatsSpec};

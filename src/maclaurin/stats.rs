@@ -13,7 +13,7 @@
 //! `exp`/`ln` per pair). The vector code evaluates a whole row of a block
 //! pair at once (plain loops over the pairs, compiled for the widest SIMD
 //! the CPU offers, sums kept in `LANES` lanes): the target and `G` with
-//! the branch-free `exp` of `crate::gp::vexp` (within 2 ulp), the powers
+//! the branch-free `exp` of `crate::vexp` (within 2 ulp), the powers
 //! `G m^n`, `G² M^n`, … multiplied out directly, which is exact to rounding
 //! while they stay within `e^{±700}`. A pair outside that range (a zero or
 //! overflowing power, a target beyond `e^700`) is evaluated by the scalar
@@ -25,10 +25,11 @@ use rayon::prelude::*;
 
 use super::coefficients::MaclaurinKernel;
 use crate::error::{Error, Result};
-use crate::gp::vexp;
 use crate::linalg::gemm;
+use crate::progress::Monitor;
 use crate::sketch::variance::{srht_cross_moments, unstructured_moments, PairStats, WeightLaw};
 use crate::threads::Parallelism;
+use crate::vexp;
 
 /// Rows per block of the streamed pass.
 const BLOCK: usize = 128;
@@ -586,10 +587,14 @@ widest_simd! {
 ///
 /// Non-finite pair values are dropped from the numerator and the count of
 /// their term; see [`PairStatistics::max_dropped`].
+///
+/// The pairs are taken in blocks of `128 × 128` rows: `monitor` gets the
+/// stage "blocks of pair statistics" (one unit per block) and is checked before each.
 pub fn pair_statistics(
     z: ArrayView2<f64>,
     spec: StatsSpec,
     par: Parallelism,
+    monitor: &Monitor,
 ) -> Result<PairStatistics> {
     let n_s = z.nrows();
     if n_s < 2 {
@@ -611,7 +616,9 @@ pub fn pair_statistics(
     let block_pairs: Vec<(usize, usize)> = (0..n_blocks)
         .flat_map(|i| (i..n_blocks).map(move |j| (i, j)))
         .collect();
+    monitor.stage("blocks of pair statistics", block_pairs.len() as u64);
     let run = |&(bi, bj): &(usize, usize)| -> Result<Acc> {
+        monitor.check()?;
         let (i0, i1) = (bi * BLOCK, ((bi + 1) * BLOCK).min(n_s));
         let (j0, j1) = (bj * BLOCK, ((bj + 1) * BLOCK).min(n_s));
         let zi = z.slice(s![i0..i1, ..]);
@@ -646,6 +653,7 @@ pub fn pair_statistics(
             mut acc, mut lanes, ..
         } = sink;
         lanes.drain_into(&mut acc);
+        monitor.advance(1);
         Ok(acc)
     };
     let partials: Vec<Acc> = if par.is_parallel() {
@@ -744,7 +752,9 @@ mod tests {
                     law,
                     srht_d_pad: d_pad,
                 };
-                let got = pair_statistics(z.view(), spec, Parallelism::Sequential).unwrap();
+                let got =
+                    pair_statistics(z.view(), spec, Parallelism::Sequential, &Monitor::default())
+                        .unwrap();
                 let (sum, count) = scalar_reference(&z, spec);
                 let p = p_max as usize;
                 let avg = |k: usize| sum[k] / count[k] as f64;

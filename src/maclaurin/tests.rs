@@ -4,8 +4,11 @@ use approx::assert_relative_eq;
 use ndarray::{array, Array2};
 use rand::Rng as _;
 
-use super::allocate::{expected_variance, incremental, variance_part};
+use super::allocate::{
+    expected_variance, incremental, variance_part, Allocation, DegreeTerm, Problem, VarianceModel,
+};
 use super::*;
+use crate::progress::Monitor;
 use crate::sketch::variance::{unstructured_moments, PairStats, WeightLaw};
 use crate::threads::Parallelism;
 
@@ -82,7 +85,13 @@ fn example_stats(law: WeightLaw, srht: bool) -> PairStatistics {
         law,
         srht_d_pad: srht.then_some(2),
     };
-    pair_statistics(example_rows().view(), spec, Parallelism::Sequential).unwrap()
+    pair_statistics(
+        example_rows().view(),
+        spec,
+        Parallelism::Sequential,
+        &Monitor::default(),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -167,7 +176,13 @@ fn end_to_end_pair_statistics() {
         law: WeightLaw::Rademacher,
         srht_d_pad: Some(2),
     };
-    let par = pair_statistics(example_rows().view(), spec, Parallelism::Rayon).unwrap();
+    let par = pair_statistics(
+        example_rows().view(),
+        spec,
+        Parallelism::Rayon,
+        &Monitor::default(),
+    )
+    .unwrap();
     assert_eq!(par, real);
 }
 
@@ -182,7 +197,7 @@ fn solve(stats: &PairStatistics, h01: bool, budget: usize, model: VarianceModel)
         budget,
         model,
     }
-    .solve()
+    .solve(&Monitor::default())
     .unwrap()
 }
 
@@ -300,7 +315,13 @@ fn allocation_edge_cases() {
         law: WeightLaw::Rademacher,
         srht_d_pad: None,
     };
-    let stats = pair_statistics(example_rows().view(), spec, Parallelism::Sequential).unwrap();
+    let stats = pair_statistics(
+        example_rows().view(),
+        spec,
+        Parallelism::Sequential,
+        &Monitor::default(),
+    )
+    .unwrap();
     let coefs = spec.kernel.coefficients(10);
     let a = Problem {
         stats: &stats,
@@ -311,7 +332,7 @@ fn allocation_edge_cases() {
         budget: 5,
         model: VarianceModel::Unstructured,
     }
-    .solve()
+    .solve(&Monitor::default())
     .unwrap();
     assert_eq!((a.best.degree, a.best.counts), (3, vec![0, 0, 0, 5]));
     assert!(a.best.objective.is_finite());
@@ -319,7 +340,8 @@ fn allocation_edge_cases() {
     assert!(pair_statistics(
         example_rows().slice(ndarray::s![..1, ..]),
         spec,
-        Parallelism::Sequential
+        Parallelism::Sequential,
+        &Monitor::default()
     )
     .is_err());
 }
@@ -334,7 +356,8 @@ fn overflowing_pairs_are_dropped_and_counted() {
         law: WeightLaw::Rademacher,
         srht_d_pad: None,
     };
-    let stats = pair_statistics(z.view(), spec, Parallelism::Sequential).unwrap();
+    let stats =
+        pair_statistics(z.view(), spec, Parallelism::Sequential, &Monitor::default()).unwrap();
     assert_eq!(stats.n_pairs, 6);
     // exp(900) overflows: the pair (0, 1) is dropped from every bias term.
     assert!(stats.max_dropped >= 1);
@@ -345,7 +368,13 @@ fn overflowing_pairs_are_dropped_and_counted() {
         kernel: MaclaurinKernel::Gaussian,
         ..spec
     };
-    let stats = pair_statistics((&z * 20.0).view(), spec, Parallelism::Sequential).unwrap();
+    let stats = pair_statistics(
+        (&z * 20.0).view(),
+        spec,
+        Parallelism::Sequential,
+        &Monitor::default(),
+    )
+    .unwrap();
     assert_eq!(stats.max_dropped, 0);
     assert!(!stats.needs_warning());
 }
@@ -418,4 +447,47 @@ fn kar_karnick_statistical_oracle() {
         (var - want_var).abs() < 4.0 * se_var,
         "var {var} ± {se_var}"
     );
+}
+
+#[test]
+fn allocation_reports_progress_and_stops_on_a_cancel() {
+    let x = Array2::from_shape_fn((300, 3), |(i, j)| ((i * 7 + j * 3) % 11) as f64 / 11.0);
+    let cfg = MaclaurinConfig::new(MaclaurinKernel::Gaussian, 32);
+    let monitor = Monitor::new();
+    let map = MaclaurinMap::fit(x.view(), &cfg, 0, Parallelism::Rayon, &monitor).unwrap();
+    // The last stage is the search over p; before it, the pair statistics
+    // of 300 rows: 3 blocks of 128 rows, 6 block pairs.
+    let (stage, done, total) = monitor.snapshot();
+    assert_eq!(stage, "candidate degrees");
+    assert!(total >= 1 && done == total);
+    let messages = monitor.take_messages();
+    assert_eq!(
+        messages,
+        vec![format!(
+            "allocation {:?} (degree {}) from 44850 pairs of 300 rows",
+            map.allocation(),
+            map.degree()
+        )]
+    );
+    let z = x.mapv(|v| v - 0.5);
+    let spec = StatsSpec {
+        kernel: MaclaurinKernel::Gaussian,
+        p_max: 5,
+        law: WeightLaw::Rademacher,
+        srht_d_pad: None,
+    };
+    let stats_monitor = Monitor::new();
+    pair_statistics(z.view(), spec, Parallelism::Rayon, &stats_monitor).unwrap();
+    assert_eq!(
+        stats_monitor.snapshot(),
+        ("blocks of pair statistics".to_string(), 6, 6)
+    );
+    for par in [Parallelism::Sequential, Parallelism::Rayon] {
+        let cancelled = Monitor::new();
+        cancelled.cancel();
+        let r = pair_statistics(z.view(), spec, par, &cancelled);
+        assert_eq!(r.unwrap_err(), crate::Error::Interrupted);
+        let r = MaclaurinMap::fit(x.view(), &cfg, 0, par, &cancelled);
+        assert_eq!(r.unwrap_err(), crate::Error::Interrupted);
+    }
 }

@@ -1,17 +1,17 @@
-//! Bindings of [`crate::fourier`]: stateless fit/transform functions over
-//! the fitted arrays that `RandomFourierFeatures` and `NystroemFeatures`
-//! store (so the estimators pickle as plain NumPy arrays).
+//! Bindings of [`crate::fourier`] and [`crate::nystroem`]: the fits, which
+//! return the arrays `RandomFourierFeatures` and `NystroemFeatures` store
+//! (so the estimators pickle as plain NumPy arrays; their transforms run
+//! through `_core.FeatureMap`), and the exact kernel matrix.
 
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
 
 use super::ffi;
-use crate::fourier::{
-    FourierConfig, FourierFeatures, Kernel, NystroemFeatures, Projection, Sampler, Variant,
-};
+use crate::fourier::{FourierConfig, FourierFeatures, Projection, Sampler, Variant};
+use crate::kernels::Kernel;
+use crate::nystroem::NystroemFeatures;
 use crate::real::Real;
-use crate::threads::Parallelism;
 
 /// `(landmark indices, K_mm^{-1/2})` returned by `nystroem_fit`.
 type NystroemArrays<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray2<f64>>);
@@ -65,85 +65,6 @@ fn rff_fit<'py>(
     ))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn rff_transform_typed<'py, T: Real + numpy::Element>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    frequencies: PyReadonlyArray2<'py, f64>,
-    phases: Option<PyReadonlyArray1<'py, f64>>,
-    signs: Option<PyReadonlyArray2<'py, f64>>,
-    length_scale: f64,
-    kernel_variance: f64,
-    variant: Variant,
-    n_components: usize,
-) -> PyResult<Bound<'py, PyAny>> {
-    let x: PyReadonlyArray2<'py, T> = x.extract()?;
-    let (m, d) = frequencies.as_array().dim();
-    let projection = match &signs {
-        Some(s) => Projection::Structured {
-            signs: s.as_array().to_owned(),
-            n_features: d,
-            n_frequencies: m,
-            length_scale,
-        },
-        None => Projection::Dense(frequencies.as_array().to_owned()),
-    };
-    let phases = phases.map(|b| b.as_array().to_owned());
-    let map = ffi::map_result(
-        py,
-        FourierFeatures::from_parts(projection, phases, variant, n_components, kernel_variance),
-    )?;
-    let src = x.as_array();
-    let out = ffi::call_with_output(py, src.nrows(), n_components, |dst| {
-        map.transform_into(src, dst, Parallelism::Rayon)
-    })?;
-    Ok(out.into_any())
-}
-
-/// `φ(X)` of a fitted random Fourier feature map (float32 or float64 `X`;
-/// the output has `X`'s dtype).
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-#[pyo3(signature = (x, frequencies, phases, signs, length_scale, kernel_variance, variant, n_components))]
-fn rff_transform<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    frequencies: PyReadonlyArray2<'py, f64>,
-    phases: Option<PyReadonlyArray1<'py, f64>>,
-    signs: Option<PyReadonlyArray2<'py, f64>>,
-    length_scale: f64,
-    kernel_variance: f64,
-    variant: &str,
-    n_components: usize,
-) -> PyResult<Bound<'py, PyAny>> {
-    let variant = ffi::map_result(py, Variant::from_name(variant))?;
-    if x.downcast::<PyArray2<f32>>().is_ok() {
-        rff_transform_typed::<f32>(
-            py,
-            x,
-            frequencies,
-            phases,
-            signs,
-            length_scale,
-            kernel_variance,
-            variant,
-            n_components,
-        )
-    } else {
-        rff_transform_typed::<f64>(
-            py,
-            x,
-            frequencies,
-            phases,
-            signs,
-            length_scale,
-            kernel_variance,
-            variant,
-            n_components,
-        )
-    }
-}
-
 fn nystroem_fit_typed<'py, T: Real + numpy::Element>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
@@ -179,47 +100,6 @@ fn nystroem_fit<'py>(
     }
 }
 
-fn nystroem_transform_typed<'py, T: Real + numpy::Element>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    map: &NystroemFeatures,
-) -> PyResult<Bound<'py, PyAny>> {
-    let x: PyReadonlyArray2<'py, T> = x.extract()?;
-    let src = x.as_array();
-    let out = ffi::call_with_output(py, src.nrows(), map.landmarks.nrows(), |dst| {
-        map.transform_into(src, dst, Parallelism::Rayon)
-    })?;
-    Ok(out.into_any())
-}
-
-/// `φ(X) = k(X, landmarks) K_mm^{-1/2}` (output in `X`'s dtype).
-#[pyfunction]
-fn nystroem_transform<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    landmarks: PyReadonlyArray2<'py, f64>,
-    normalization: PyReadonlyArray2<'py, f64>,
-    kernel: &str,
-    length_scale: f64,
-) -> PyResult<Bound<'py, PyAny>> {
-    let map = ffi::map_result(
-        py,
-        Kernel::from_name(kernel).and_then(|k| {
-            NystroemFeatures::from_parts(
-                landmarks.as_array().to_owned(),
-                normalization.as_array().to_owned(),
-                k,
-                length_scale,
-            )
-        }),
-    )?;
-    if x.downcast::<PyArray2<f32>>().is_ok() {
-        nystroem_transform_typed::<f32>(py, x, &map)
-    } else {
-        nystroem_transform_typed::<f64>(py, x, &map)
-    }
-}
-
 /// The exact kernel matrix `K[i, j] = k(x_i, y_j)` (float64), for tests and
 /// comparisons.
 #[pyfunction]
@@ -240,16 +120,14 @@ fn kernel_matrix<'py>(
                 got: ya.ncols(),
             });
         }
-        Ok(crate::fourier::kernel_matrix(xa, ya, kernel, length_scale))
+        Ok(crate::kernels::kernel_matrix(xa, ya, kernel, length_scale))
     })?;
     Ok(k.into_pyarray(py))
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rff_fit, m)?)?;
-    m.add_function(wrap_pyfunction!(rff_transform, m)?)?;
     m.add_function(wrap_pyfunction!(nystroem_fit, m)?)?;
-    m.add_function(wrap_pyfunction!(nystroem_transform, m)?)?;
     m.add_function(wrap_pyfunction!(kernel_matrix, m)?)?;
     m.add_function(wrap_pyfunction!(_sobol_points, m)?)?;
     m.add_function(wrap_pyfunction!(_inverse_normal_cdf, m)?)?;

@@ -11,12 +11,14 @@ use pyo3::types::PyAny;
 
 use super::ffi;
 use crate::error::Error;
-use crate::gp::exact::{log_marginal_likelihood, predict_exact};
+use crate::gp::exact::{check_exact_size, log_marginal_likelihood, predict_exact};
 use crate::gp::features::predict_features;
 use crate::gp::optimize::fit_exact;
-use crate::gp::{metrics, ExactGpConfig, FeatureGp, FeatureStats, GaussianKernel, Hyper};
+use crate::gp::{metrics, ExactGpConfig, FeatureGp, GaussianKernel, Hyper};
 use crate::linalg::{as_faer, check_factor, Cholesky};
 use crate::real::Real;
+use crate::stats::FeatureStats;
+use crate::system::available_memory_bytes;
 use crate::threads::Parallelism;
 
 type Arr1<'py> = Bound<'py, PyArray1<f64>>;
@@ -36,8 +38,10 @@ fn hyper(name: &str) -> crate::Result<Hyper> {
 
 /// Fits the exact GP (ALGORITHMS.md 7.1). Returns `(length_scale,
 /// kernel_variance, noise_variance, y_mean, lml, alpha, chol, n_iter)`.
+/// `progress`, when not None, is called as `progress(stage, done, total,
+/// messages)` while the fit runs.
 #[pyfunction]
-#[pyo3(signature = (x, y, length_scale, kernel_variance, noise_variance, ard, optimize, n_restarts, seed, max_iter, verbose, center))]
+#[pyo3(signature = (x, y, length_scale, kernel_variance, noise_variance, ard, optimize, n_restarts, seed, max_iter, progress, center))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn exact_gp_fit<'py>(
     py: Python<'py>,
@@ -51,7 +55,7 @@ fn exact_gp_fit<'py>(
     n_restarts: usize,
     seed: u64,
     max_iter: u64,
-    verbose: bool,
+    progress: Option<&Bound<'py, PyAny>>,
     center: bool,
 ) -> PyResult<(Arr1<'py>, f64, f64, f64, f64, Arr1<'py>, Arr2<'py>, u64)> {
     let optimize = ffi::map_result(
@@ -70,12 +74,14 @@ fn exact_gp_fit<'py>(
         n_restarts,
         seed,
         max_iter,
-        verbose,
         center,
+        memory_budget: Some(available_memory_bytes()),
         ..ExactGpConfig::default()
     };
     let (xv, yv) = (x.as_array(), y.as_array());
-    let gp = ffi::call(py, || fit_exact(xv, yv, &cfg, Parallelism::Rayon))?;
+    let gp = ffi::call_monitored(py, progress, |monitor| {
+        fit_exact(xv, yv, &cfg, Parallelism::Rayon, monitor)
+    })?;
     let chol = gp.chol.l_array();
     Ok((
         Array1::from(gp.kernel.length_scale).into_pyarray(py),
@@ -150,6 +156,7 @@ fn exact_gp_lml<'py>(
     };
     let (xv, yv) = (x.as_array(), y.as_array());
     let e = ffi::call(py, || {
+        check_exact_size(xv.nrows(), available_memory_bytes())?;
         log_marginal_likelihood(
             xv,
             yv,
@@ -165,8 +172,8 @@ fn exact_gp_lml<'py>(
 /// Sufficient statistics of a feature-space GP (ALGORITHMS.md 7.2),
 /// accumulated over row chunks and merged exactly.
 #[pyclass(module = "randfeat_rs._core", name = "FeatureStats")]
-struct PyFeatureStats {
-    inner: FeatureStats,
+pub(super) struct PyFeatureStats {
+    pub(super) inner: FeatureStats,
 }
 
 fn accumulate_typed<'py, T: Real + numpy::Element>(

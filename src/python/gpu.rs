@@ -1,14 +1,15 @@
 //! Bindings of [`crate::gpu`]: device info and counters, the GPU FWHT, the
-//! Gram accumulation and the RFF kernel on float32/float64 arrays.
+//! Gram accumulation and the RFF kernel on float32/float64 arrays (the
+//! feature maps of the estimators run on the GPU through
+//! `_core.FeatureMap`, [`super::feature_map`]).
 
 use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyReadwriteArray2, ToPyArray};
 use pyo3::prelude::*;
 use pyo3::types::{PyAny, PyDict};
 
 use super::ffi;
-use super::maclaurin::PyMaclaurinMap;
-use super::sketch::PyPolySketch;
-use crate::gpu::{self, Device, FeatureMap, RffVariant};
+use crate::fourier::Variant;
+use crate::gpu::{self, Device};
 use crate::real::Real;
 
 /// The adapter in use as a dict, or None when no adapter is usable.
@@ -138,7 +139,7 @@ fn rff_typed<'py, T: Real + numpy::Element>(
     x: &Bound<'py, PyAny>,
     w: &Bound<'py, PyAny>,
     phases: Option<&Bound<'py, PyAny>>,
-    variant: RffVariant,
+    variant: Variant,
     scale: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
     let x: PyReadonlyArray2<'py, T> = x.extract()?;
@@ -163,205 +164,12 @@ fn gpu_rff<'py>(
     variant: &str,
     scale: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let variant = parse_variant(py, variant)?;
+    let variant = ffi::map_result(py, Variant::from_name(variant))?;
     if x.downcast::<PyArray2<f32>>().is_ok() {
         rff_typed::<f32>(py, x, w, phases, variant, scale)
     } else {
         rff_typed::<f64>(py, x, w, phases, variant, scale)
     }
-}
-
-fn parse_variant(py: Python<'_>, variant: &str) -> PyResult<RffVariant> {
-    match variant {
-        "cos_bias" => Ok(RffVariant::CosBias),
-        "cos_sin" => Ok(RffVariant::CosSin),
-        other => ffi::map_result(
-            py,
-            Err(crate::Error::invalid(
-                "variant",
-                format!("expected \"cos_bias\" or \"cos_sin\", got {other:?}"),
-            )),
-        ),
-    }
-}
-
-fn sketch_typed<T: Real + numpy::Element>(
-    py: Python<'_>,
-    sketch: &PyPolySketch,
-    x: &Bound<'_, PyAny>,
-    out: &Bound<'_, PyAny>,
-    bias: f64,
-    length_scale: f64,
-) -> PyResult<()> {
-    let x: PyReadonlyArray2<'_, T> = x.extract()?;
-    let mut out: PyReadwriteArray2<'_, T> = out.extract()?;
-    let (src, dst) = (x.as_array(), out.as_array_mut());
-    ffi::call(py, || {
-        gpu::sketch_features_into(&sketch.inner, src, bias, length_scale, dst)
-    })
-}
-
-/// Writes the features of `(x.y / l^2 + c)^n` of a fitted sketch for the
-/// rows of `x` into `out` (shape (n, width), x's dtype), on the GPU.
-#[pyfunction]
-#[pyo3(signature = (sketch, x, out, bias, length_scale))]
-fn gpu_sketch_transform(
-    py: Python<'_>,
-    sketch: PyRef<'_, PyPolySketch>,
-    x: &Bound<'_, PyAny>,
-    out: &Bound<'_, PyAny>,
-    bias: f64,
-    length_scale: f64,
-) -> PyResult<()> {
-    if x.downcast::<PyArray2<f32>>().is_ok() {
-        sketch_typed::<f32>(py, &sketch, x, out, bias, length_scale)
-    } else {
-        sketch_typed::<f64>(py, &sketch, x, out, bias, length_scale)
-    }
-}
-
-type GramPair<'py> = (Bound<'py, PyAny>, Option<Bound<'py, PyAny>>);
-
-fn map_gram_typed<'py, T: Real + numpy::Element>(
-    py: Python<'py>,
-    map: &FeatureMap<'_>,
-    x: &Bound<'py, PyAny>,
-    y: Option<PyReadonlyArray2<'py, f64>>,
-) -> PyResult<GramPair<'py>> {
-    let x: PyReadonlyArray2<'py, T> = x.extract()?;
-    let (xv, yv) = (x.as_array(), y.as_ref().map(|y| y.as_array()));
-    let g = ffi::call(py, || gpu::features_gram(map, xv, yv))?;
-    Ok((
-        g.phi_t_phi.to_pyarray(py).into_any(),
-        g.phi_t_y.map(|b| b.to_pyarray(py).into_any()),
-    ))
-}
-
-fn map_gram<'py>(
-    py: Python<'py>,
-    map: &FeatureMap<'_>,
-    x: &Bound<'py, PyAny>,
-    y: Option<PyReadonlyArray2<'py, f64>>,
-) -> PyResult<GramPair<'py>> {
-    if x.downcast::<PyArray2<f32>>().is_ok() {
-        map_gram_typed::<f32>(py, map, x, y)
-    } else {
-        map_gram_typed::<f64>(py, map, x, y)
-    }
-}
-
-/// (Phi^T Phi, Phi^T y or None) in float64 for the sketch features Phi of
-/// `x`, computed on the GPU without Phi leaving the device.
-#[pyfunction]
-#[pyo3(signature = (sketch, x, y, bias, length_scale))]
-fn gpu_sketch_gram<'py>(
-    py: Python<'py>,
-    sketch: PyRef<'_, PyPolySketch>,
-    x: &Bound<'py, PyAny>,
-    y: Option<PyReadonlyArray2<'py, f64>>,
-    bias: f64,
-    length_scale: f64,
-) -> PyResult<GramPair<'py>> {
-    let map = FeatureMap::Sketch {
-        sketch: &sketch.inner,
-        bias,
-        length_scale,
-    };
-    map_gram(py, &map, x, y)
-}
-
-/// (Phi^T Phi, Phi^T y or None) in float64 for the random Fourier features
-/// Phi of `x`, computed on the GPU without Phi leaving the device.
-#[pyfunction]
-#[pyo3(signature = (x, y, w, phases, variant, scale))]
-#[allow(clippy::too_many_arguments)]
-fn gpu_rff_gram<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    y: Option<PyReadonlyArray2<'py, f64>>,
-    w: PyReadonlyArray2<'py, f64>,
-    phases: Option<PyReadonlyArray1<'py, f64>>,
-    variant: &str,
-    scale: f64,
-) -> PyResult<GramPair<'py>> {
-    let map = FeatureMap::Fourier {
-        w: w.as_array(),
-        phases: phases.as_ref().map(|b| b.as_array()),
-        variant: parse_variant(py, variant)?,
-        scale,
-    };
-    map_gram(py, &map, x, y)
-}
-
-fn maclaurin_typed<'py, T: Real + numpy::Element>(
-    py: Python<'py>,
-    map: &PyMaclaurinMap,
-    x: &Bound<'py, PyAny>,
-    center: Option<Vec<f64>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let x: PyReadonlyArray2<'py, T> = x.extract()?;
-    let src = x.as_array();
-    let out = ffi::call_with_output(py, src.nrows(), map.inner.width(), |dst| {
-        gpu::maclaurin_features_into(&map.inner, src, center.as_deref(), dst)
-    })?;
-    Ok(out.into_any())
-}
-
-/// `Phi(x)` of a fitted Maclaurin map on the GPU, with the fitted center or
-/// with `center` when given; x's dtype.
-#[pyfunction]
-#[pyo3(signature = (map, x, center=None))]
-fn gpu_maclaurin_transform<'py>(
-    py: Python<'py>,
-    map: PyRef<'_, PyMaclaurinMap>,
-    x: &Bound<'py, PyAny>,
-    center: Option<Vec<f64>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    if x.downcast::<PyArray2<f32>>().is_ok() {
-        maclaurin_typed::<f32>(py, &map, x, center)
-    } else {
-        maclaurin_typed::<f64>(py, &map, x, center)
-    }
-}
-
-fn maclaurin_gram_typed<'py, T: Real + numpy::Element>(
-    py: Python<'py>,
-    map: &PyMaclaurinMap,
-    x: &Bound<'py, PyAny>,
-    y: Option<PyReadonlyArray2<'py, f64>>,
-) -> PyResult<GramPair<'py>> {
-    let x: PyReadonlyArray2<'py, T> = x.extract()?;
-    let (xv, yv) = (x.as_array(), y.as_ref().map(|y| y.as_array()));
-    let g = ffi::call(py, || gpu::maclaurin_gram(&map.inner, xv, None, yv))?;
-    Ok((
-        g.phi_t_phi.to_pyarray(py).into_any(),
-        g.phi_t_y.map(|b| b.to_pyarray(py).into_any()),
-    ))
-}
-
-/// (Phi^T Phi, Phi^T y or None) in float64 for the Maclaurin features Phi
-/// of `x` (fitted center), computed on the GPU without Phi leaving the device.
-#[pyfunction]
-#[pyo3(signature = (map, x, y))]
-fn gpu_maclaurin_gram<'py>(
-    py: Python<'py>,
-    map: PyRef<'_, PyMaclaurinMap>,
-    x: &Bound<'py, PyAny>,
-    y: Option<PyReadonlyArray2<'py, f64>>,
-) -> PyResult<GramPair<'py>> {
-    if x.downcast::<PyArray2<f32>>().is_ok() {
-        maclaurin_gram_typed::<f32>(py, &map, x, y)
-    } else {
-        maclaurin_gram_typed::<f64>(py, &map, x, y)
-    }
-}
-
-/// None when the fitted Maclaurin map has a GPU kernel, else the reason.
-#[pyfunction]
-fn gpu_maclaurin_unsupported(map: PyRef<'_, PyMaclaurinMap>) -> Option<String> {
-    gpu::check_maclaurin(&map.inner)
-        .err()
-        .map(|e| e.to_string())
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -372,11 +180,5 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gpu_fwht, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_gram, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_rff, m)?)?;
-    m.add_function(wrap_pyfunction!(gpu_sketch_transform, m)?)?;
-    m.add_function(wrap_pyfunction!(gpu_sketch_gram, m)?)?;
-    m.add_function(wrap_pyfunction!(gpu_rff_gram, m)?)?;
-    m.add_function(wrap_pyfunction!(gpu_maclaurin_transform, m)?)?;
-    m.add_function(wrap_pyfunction!(gpu_maclaurin_gram, m)?)?;
-    m.add_function(wrap_pyfunction!(gpu_maclaurin_unsupported, m)?)?;
     Ok(())
 }

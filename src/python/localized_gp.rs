@@ -12,6 +12,7 @@ use crate::gp::localized::{LocalizedConfig, LocalizedMaclaurinGp, LocalizedPredi
 use crate::gpu::Device;
 use crate::maclaurin::map::MaclaurinConfig;
 use crate::maclaurin::MaclaurinKernel;
+use crate::progress::Monitor;
 use crate::real::Real;
 use crate::sketch::SketchKind;
 use crate::threads::Parallelism;
@@ -32,11 +33,12 @@ fn fit_typed<T: Real + numpy::Element>(
     y: PyReadonlyArray1<'_, f64>,
     cfg: &LocalizedConfig,
     seed: u64,
+    progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<LocalizedMaclaurinGp> {
     let x: PyReadonlyArray2<'_, T> = x.extract()?;
     let (xv, yv) = (x.as_array(), y.as_array());
-    ffi::call(py, || {
-        LocalizedMaclaurinGp::fit(xv, yv, cfg, seed, Parallelism::Rayon)
+    ffi::call_monitored(py, progress, |monitor: &Monitor| {
+        LocalizedMaclaurinGp::fit(xv, yv, cfg, seed, Parallelism::Rayon, monitor)
     })
 }
 
@@ -46,14 +48,15 @@ fn predict_typed<T: Real + numpy::Element>(
     x: &Bound<'_, PyAny>,
     want_var: bool,
     at_test_points: bool,
+    progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<LocalizedPrediction> {
     let x: PyReadonlyArray2<'_, T> = x.extract()?;
     let xv = x.as_array();
-    ffi::call(py, || {
+    ffi::call_monitored(py, progress, |monitor: &Monitor| {
         if at_test_points {
-            gp.predict_at_test_points(xv, want_var, Parallelism::Rayon)
+            gp.predict_at_test_points(xv, want_var, Parallelism::Rayon, monitor)
         } else {
-            gp.predict(xv, want_var, Parallelism::Rayon)
+            gp.predict(xv, want_var, Parallelism::Rayon, monitor)
         }
     })
 }
@@ -70,10 +73,12 @@ type Prediction<'py> = (
 impl PyLocalizedGp {
     /// Fits (allocation, random weights, clustering) on `x` (float32 or
     /// float64, 2-D, C order) and `y` (float64). `threshold` is `θ/l`.
+    /// `progress`, when given, is called as `progress(stage, done, total,
+    /// messages)` while it runs.
     #[staticmethod]
     #[pyo3(signature = (x, y, n_components, length_scale, kernel_variance, noise_variance,
                         threshold, n_clusters, sketch, complex_weights, max_degree, n_subsample,
-                        tol, center_y, verbose, seed, device="cpu"))]
+                        tol, center_y, seed, device="cpu", progress=None))]
     #[allow(clippy::too_many_arguments)]
     fn fit(
         py: Python<'_>,
@@ -91,9 +96,9 @@ impl PyLocalizedGp {
         n_subsample: usize,
         tol: f64,
         center_y: bool,
-        verbose: bool,
         seed: u64,
         device: &str,
+        progress: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         // "gpu" accumulates the per-centroid statistics on the GPU; the
         // caller resolves "auto" first ("auto" here means the CPU).
@@ -117,13 +122,12 @@ impl PyLocalizedGp {
             n_clusters,
             tol,
             center_y,
-            verbose,
             device,
         };
         let inner = if is_f32(x) {
-            fit_typed::<f32>(py, x, y, &cfg, seed)?
+            fit_typed::<f32>(py, x, y, &cfg, seed, progress)?
         } else {
-            fit_typed::<f64>(py, x, y, &cfg, seed)?
+            fit_typed::<f64>(py, x, y, &cfg, seed, progress)?
         };
         Ok(Self { inner })
     }
@@ -166,26 +170,31 @@ impl PyLocalizedGp {
     }
 
     /// Builds every centroid's GP now (they are otherwise built on first
-    /// use); returns how many were built.
-    fn build_all(&self, py: Python<'_>) -> PyResult<usize> {
-        ffi::call(py, || self.inner.build_all(Parallelism::Rayon))
+    /// use); returns how many were built. `progress` as in `fit`.
+    #[pyo3(signature = (progress=None))]
+    fn build_all(&self, py: Python<'_>, progress: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
+        ffi::call_monitored(py, progress, |monitor: &Monitor| {
+            self.inner.build_all(Parallelism::Rayon, monitor)
+        })
     }
 
     /// Predicts `x` (float32 or float64): `(mean, latent variance or None,
     /// GPs built, build seconds, prediction seconds)`; `at_test_points`
-    /// centers a GP at every test point.
-    #[pyo3(signature = (x, return_var, at_test_points))]
+    /// centers a GP at every test point. `progress` as in `fit`.
+    #[pyo3(signature = (x, return_var, at_test_points, progress=None))]
     fn predict<'py>(
         &self,
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
         return_var: bool,
         at_test_points: bool,
+        progress: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Prediction<'py>> {
+        let gp = &self.inner;
         let p = if is_f32(x) {
-            predict_typed::<f32>(py, &self.inner, x, return_var, at_test_points)?
+            predict_typed::<f32>(py, gp, x, return_var, at_test_points, progress)?
         } else {
-            predict_typed::<f64>(py, &self.inner, x, return_var, at_test_points)?
+            predict_typed::<f64>(py, gp, x, return_var, at_test_points, progress)?
         };
         Ok((
             p.mean.into_pyarray(py),

@@ -2,6 +2,7 @@
 //! (`_core.MaclaurinMap`), built by `fit` or rebuilt from its fitted
 //! allocation, center and seed by `build` (used after unpickling).
 
+use ndarray::s;
 use numpy::{PyArray2, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
@@ -9,6 +10,7 @@ use pyo3::types::PyAny;
 use super::ffi;
 use crate::maclaurin::map::{AllocationStrategy, MaclaurinConfig, MaclaurinMap};
 use crate::maclaurin::MaclaurinKernel;
+use crate::progress::Monitor;
 use crate::real::Real;
 use crate::sketch::SketchKind;
 use crate::threads::Parallelism;
@@ -85,11 +87,12 @@ fn fit_typed<T: Real + numpy::Element>(
     x: &Bound<'_, PyAny>,
     cfg: &MaclaurinConfig,
     seed: u64,
+    progress: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<MaclaurinMap> {
     let x: PyReadonlyArray2<'_, T> = x.extract()?;
     let view = x.as_array();
-    ffi::call(py, || {
-        MaclaurinMap::fit(view, cfg, seed, Parallelism::Rayon)
+    ffi::call_monitored(py, progress, |monitor: &Monitor| {
+        MaclaurinMap::fit(view, cfg, seed, Parallelism::Rayon, monitor)
     })
 }
 
@@ -98,22 +101,36 @@ fn transform_typed<'py, T: Real + numpy::Element>(
     map: &MaclaurinMap,
     x: &Bound<'py, PyAny>,
     center: Option<Vec<f64>>,
+    progress: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let x: PyReadonlyArray2<'py, T> = x.extract()?;
     let src = x.as_array();
-    let out = ffi::call_with_output(py, src.nrows(), map.width(), |dst| match &center {
-        Some(c) => map.transform_centered_into(src, c, dst, Parallelism::Rayon),
-        None => map.transform_into(src, dst, Parallelism::Rayon),
-    })?;
+    // Per output column, one projection of the input per degree.
+    let row_flops = (map.width() * 2 * map.dim() * map.degree().max(1) as usize) as f64;
+    let out = ffi::call_rows_with_output(
+        py,
+        src.nrows(),
+        map.width(),
+        row_flops,
+        progress,
+        |r, dst| {
+            let rows = src.slice(s![r, ..]);
+            match &center {
+                Some(c) => map.transform_centered_into(rows, c, dst, Parallelism::Rayon),
+                None => map.transform_into(rows, dst, Parallelism::Rayon),
+            }
+        },
+    )?;
     Ok(out.into_any())
 }
 
 #[pymethods]
 impl PyMaclaurinMap {
     /// Fits the map on `x` (float32/float64, 2-D, C order): center,
-    /// allocation and random sketches from `seed`.
+    /// allocation and random sketches from `seed`. `progress`, when given,
+    /// is called as `progress(stage, done, total, messages)` while it runs.
     #[staticmethod]
-    #[pyo3(signature = (x, settings, allocation, explicit, seed))]
+    #[pyo3(signature = (x, settings, allocation, explicit, seed, progress=None))]
     fn fit(
         py: Python<'_>,
         x: &Bound<'_, PyAny>,
@@ -121,12 +138,13 @@ impl PyMaclaurinMap {
         allocation: &str,
         explicit: Option<Vec<usize>>,
         seed: u64,
+        progress: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let cfg = ffi::map_result(py, settings.config(allocation, explicit))?;
         let inner = if is_f32(x) {
-            fit_typed::<f32>(py, x, &cfg, seed)?
+            fit_typed::<f32>(py, x, &cfg, seed, progress)?
         } else {
-            fit_typed::<f64>(py, x, &cfg, seed)?
+            fit_typed::<f64>(py, x, &cfg, seed, progress)?
         };
         Ok(Self { inner })
     }
@@ -188,18 +206,20 @@ impl PyMaclaurinMap {
         self.inner.width()
     }
 
-    /// `Φ(x)` with the fitted center, or with `center` when given.
-    #[pyo3(signature = (x, center=None))]
+    /// `Φ(x)` with the fitted center, or with `center` when given;
+    /// `progress` as in `fit`.
+    #[pyo3(signature = (x, center=None, progress=None))]
     fn transform<'py>(
         &self,
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
         center: Option<Vec<f64>>,
+        progress: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         if is_f32(x) {
-            transform_typed::<f32>(py, &self.inner, x, center)
+            transform_typed::<f32>(py, &self.inner, x, center, progress)
         } else {
-            transform_typed::<f64>(py, &self.inner, x, center)
+            transform_typed::<f64>(py, &self.inner, x, center, progress)
         }
     }
 }

@@ -1,9 +1,12 @@
 //! PyO3 bindings (feature `python`): argument translation only. Every call
-//! goes through [`ffi::call`], which releases the GIL, runs the work in the
-//! library's thread pool, catches panics and maps [`crate::Error`] to the
-//! exception tree of `randfeat_rs.exceptions`.
+//! goes through [`ffi::call`] (long work: [`ffi::call_monitored`] or
+//! [`ffi::call_rows`], which also watch for Ctrl-C and report progress),
+//! which releases the GIL, runs the work in the library's thread pool,
+//! catches panics and maps [`crate::Error`] to the exception tree of
+//! `randfeat_rs.exceptions`.
 
 mod binning;
+mod feature_map;
 mod ffi;
 mod fourier;
 mod fwht;
@@ -44,6 +47,27 @@ fn _debug_panic(py: Python<'_>) -> PyResult<()> {
     })
 }
 
+/// Test hook: a long Rust loop without numerics inside the monitored FFI
+/// call, to test Ctrl-C and progress reports. Sleeps `seconds` in steps of
+/// 1 ms, checking the monitor before each (the stage "milliseconds", one
+/// unit per step, after the message "waiting"); returns the seconds it ran.
+#[pyfunction]
+#[pyo3(signature = (seconds, progress=None))]
+fn _debug_wait(py: Python<'_>, seconds: f64, progress: Option<&Bound<'_, PyAny>>) -> PyResult<f64> {
+    ffi::call_monitored(py, progress, |monitor: &crate::Monitor| {
+        let t0 = std::time::Instant::now();
+        let steps = (seconds * 1e3).max(0.0) as u64;
+        monitor.message("waiting");
+        monitor.stage("milliseconds", steps);
+        for _ in 0..steps {
+            monitor.check()?;
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            monitor.advance(1);
+        }
+        Ok(t0.elapsed().as_secs_f64())
+    })
+}
+
 /// The compiled core of randfeat_rs.
 #[pymodule]
 #[pyo3(name = "_core")]
@@ -53,6 +77,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
+    m.add_function(wrap_pyfunction!(_debug_wait, m)?)?;
     fwht::register(m)?;
     binning::register(m)?;
     gp::register(m)?;
@@ -62,5 +87,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sketch::register(m)?;
     maclaurin::register(m)?;
     localized_gp::register(m)?;
+    feature_map::register(m)?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Bindings of [`crate::sketch`]: the fitted `PolySketch` class, the
 //! closed-form `sketch_variance`, and the Monte Carlo helper used by tests.
 
+use ndarray::s;
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyReadwriteArray2};
 use pyo3::prelude::*;
 use pyo3::types::{PyAny, PyDict};
@@ -46,9 +47,23 @@ fn transform_typed<T: Real + numpy::Element>(
     let x: PyReadonlyArray2<'_, T> = x.extract()?;
     let mut out: PyReadwriteArray2<'_, T> = out.extract()?;
     let src = x.as_array();
-    let dst = out.as_array_mut();
-    ffi::call(py, || {
-        polynomial_features_into(sk, src, bias, length_scale, dst, Parallelism::Rayon)
+    let mut dst = out.as_array_mut();
+    // The ranges below slice `out` by the rows of `x`.
+    ffi::map_result(
+        py,
+        Error::check_out_shape((src.nrows(), dst.ncols()), dst.dim()),
+    )?;
+    // Per output column, one projection of the input per degree.
+    let row_flops = (dst.ncols() * 2 * src.ncols() * sk.degree() as usize) as f64;
+    ffi::call_rows(py, src.nrows(), row_flops, None, |r| {
+        polynomial_features_into(
+            sk,
+            src.slice(s![r.clone(), ..]),
+            bias,
+            length_scale,
+            dst.slice_mut(s![r, ..]),
+            Parallelism::Rayon,
+        )
     })
 }
 

@@ -4,7 +4,8 @@
 //! [`PolySketch::draw`] draws every random parameter from a seeded stream;
 //! [`PolySketch::transform_into`] is a pure function of them, parallel over
 //! rows and bit-identical for any thread count. [`polynomial_features_into`]
-//! wraps a sketch for the kernel `(xᵀy/l² + c)^n` (2.1).
+//! wraps a sketch for the kernel `(xᵀy/l² + c)^n` (2.1), and
+//! [`PolynomialFeatures`] is that fitted map with its output width.
 //!
 //! ```
 //! use ndarray::{array, Array2};
@@ -21,7 +22,9 @@
 
 mod count;
 mod dense;
-pub mod estimates;
+#[cfg(any(test, feature = "python"))]
+pub(crate) mod estimates;
+mod polynomial;
 mod srht;
 #[cfg(test)]
 mod tests;
@@ -33,6 +36,8 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::real::Real;
 use crate::threads::Parallelism;
+
+pub use polynomial::PolynomialFeatures;
 
 /// The four sketch constructions of ALGORITHMS.md 2.2–2.4.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -249,7 +254,7 @@ impl PolySketch {
         par: Parallelism,
     ) -> Result<()> {
         check_shapes(x.dim(), out.dim(), self.dim, self.width())?;
-        if out.ncols() > 1 && out.strides()[1] != 1 {
+        if out.nrows() > 0 && out.ncols() > 1 && out.strides()[1] != 1 {
             return Err(Error::invalid(
                 "out",
                 "the rows of the output must be contiguous (unit column stride)",

@@ -448,3 +448,62 @@ fn tensor_sketch_small_d() {
         );
     }
 }
+
+#[test]
+fn transform_of_no_rows() {
+    // An empty output carries no meaningful strides (NumPy hands `(0, D)`
+    // column blocks with any strides): no rows is a valid, empty transform.
+    for kind in [
+        SketchKind::Gaussian,
+        SketchKind::Rademacher,
+        SketchKind::TensorSrht,
+        SketchKind::TensorSketch,
+    ] {
+        let sk = PolySketch::draw(kind, false, 2, 4, 8, &mut rng::seeded(1)).unwrap();
+        let x = Array2::<f64>::zeros((0, 4));
+        let mut wide = Array2::<f64>::zeros((0, 16));
+        let out = wide.slice_mut(s![.., ..;2]);
+        sk.transform_into(x.view(), out, Parallelism::Sequential)
+            .unwrap();
+    }
+}
+
+#[test]
+fn polynomial_features_are_the_augmented_sketch_then_zero_columns() {
+    let x = random_matrix(3, 9, 4);
+    let sk = PolySketch::draw(SketchKind::Rademacher, true, 2, 5, 6, &mut rng::seeded(1)).unwrap();
+    let map = PolynomialFeatures::new(sk.clone(), 0.7, 1.4, 13).unwrap();
+    assert_eq!((map.n_features_in(), map.n_components()), (4, 13));
+    let phi = map.transform(x.view(), Parallelism::Rayon).unwrap();
+    let mut want = Array2::zeros((9, 12));
+    polynomial_features_into(&sk, x.view(), 0.7, 1.4, want.view_mut(), Parallelism::Rayon).unwrap();
+    assert_eq!(phi.slice(s![.., ..12]), want);
+    assert!(phi.column(12).iter().all(|&v| v == 0.0));
+    assert!(matches!(
+        PolynomialFeatures::new(sk.clone(), 0.7, 1.4, 11),
+        Err(Error::InvalidParameter {
+            name: "n_components",
+            ..
+        })
+    ));
+    assert!(matches!(
+        PolynomialFeatures::new(sk.clone(), -1.0, 1.4, 12),
+        Err(Error::InvalidParameter { name: "bias", .. })
+    ));
+    assert!(matches!(
+        PolynomialFeatures::new(sk, 0.7, 0.0, 12),
+        Err(Error::InvalidParameter {
+            name: "length_scale",
+            ..
+        })
+    ));
+    // No bias: the sketch sees the scaled rows only.
+    let sk0 =
+        PolySketch::draw(SketchKind::TensorSrht, false, 3, 4, 8, &mut rng::seeded(2)).unwrap();
+    let map0 = PolynomialFeatures::new(sk0, 0.0, 1.0, 8).unwrap();
+    assert_eq!(map0.n_features_in(), 4);
+    assert!(matches!(
+        map0.transform(random_matrix(3, 2, 5).view(), Parallelism::Rayon),
+        Err(Error::ShapeMismatch { .. })
+    ));
+}

@@ -8,6 +8,7 @@ use rand_distr::StandardNormal;
 use super::*;
 use crate::linalg::{as_faer, Cholesky};
 use crate::maclaurin::MaclaurinKernel;
+use crate::progress::Monitor;
 use crate::rng::seeded;
 use crate::sketch::SketchKind;
 
@@ -31,7 +32,6 @@ fn config(d_feat: usize, sketch: SketchKind, complex: bool) -> LocalizedConfig {
         n_clusters: None,
         tol: 1e-12,
         center_y: true,
-        verbose: false,
         device: crate::gpu::Device::Cpu,
     }
 }
@@ -78,11 +78,20 @@ fn exact_at_a_centroid_for_every_sketch_and_seed() {
         for seed in [3, 17, 99] {
             let mut cfg = config(24, sketch, complex);
             cfg.threshold = Some(1.5);
-            let gp = LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, seed, Parallelism::Rayon)
-                .unwrap();
+            let gp = LocalizedMaclaurinGp::fit(
+                x.view(),
+                y.view(),
+                &cfg,
+                seed,
+                Parallelism::Rayon,
+                &Monitor::default(),
+            )
+            .unwrap();
             assert!(gp.centroids().nrows() > 2);
             let cs = gp.centroids().slice(ndarray::s![..3, ..]).to_owned();
-            let pred = gp.predict(cs.view(), true, Parallelism::Rayon).unwrap();
+            let pred = gp
+                .predict(cs.view(), true, Parallelism::Rayon, &Monitor::default())
+                .unwrap();
             let var = pred.var.unwrap();
             for c in 0..3 {
                 let (mu, v) = exactness_oracle(&gp, cs.row(c).as_slice().unwrap(), &cfg);
@@ -98,10 +107,18 @@ fn far_from_the_data_reverts_to_the_prior_only_when_centered_there() {
     let (x, y) = data(40, 2, 2);
     let mut cfg = config(16, SketchKind::TensorSrht, false);
     cfg.center_y = false;
-    let gp = LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 5, Parallelism::Rayon).unwrap();
+    let gp = LocalizedMaclaurinGp::fit(
+        x.view(),
+        y.view(),
+        &cfg,
+        5,
+        Parallelism::Rayon,
+        &Monitor::default(),
+    )
+    .unwrap();
     let far = array![[40.0, -35.0]];
     let local = gp
-        .predict_at_test_points(far.view(), true, Parallelism::Rayon)
+        .predict_at_test_points(far.view(), true, Parallelism::Rayon, &Monitor::default())
         .unwrap();
     // Every training row is beyond the cutoff: the GP is the prior itself.
     assert_eq!(local.mean[0], 0.0);
@@ -110,7 +127,9 @@ fn far_from_the_data_reverts_to_the_prior_only_when_centered_there() {
         cfg.map.kernel_variance,
         max_relative = 1e-12
     );
-    let vanilla = gp.predict(far.view(), true, Parallelism::Rayon).unwrap();
+    let vanilla = gp
+        .predict(far.view(), true, Parallelism::Rayon, &Monitor::default())
+        .unwrap();
     assert!(vanilla.var.unwrap()[0] < 1e-100);
     assert!(vanilla.mean[0].abs() < 1e-100);
 }
@@ -120,11 +139,28 @@ fn one_cluster_is_the_vanilla_maclaurin_gp() {
     let (x, y) = data(80, 4, 3);
     let (xt, _) = data(10, 4, 4);
     let cfg = config(32, SketchKind::TensorSrht, false);
-    let gp = LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 11, Parallelism::Rayon).unwrap();
+    let gp = LocalizedMaclaurinGp::fit(
+        x.view(),
+        y.view(),
+        &cfg,
+        11,
+        Parallelism::Rayon,
+        &Monitor::default(),
+    )
+    .unwrap();
     assert_eq!(gp.centroids().nrows(), 1);
-    let pred = gp.predict(xt.view(), true, Parallelism::Rayon).unwrap();
+    let pred = gp
+        .predict(xt.view(), true, Parallelism::Rayon, &Monitor::default())
+        .unwrap();
     // The vanilla feature GP (7.2) on the map fitted with the same seed.
-    let map = MaclaurinMap::fit(x.view(), &cfg.map, 11, Parallelism::Rayon).unwrap();
+    let map = MaclaurinMap::fit(
+        x.view(),
+        &cfg.map,
+        11,
+        Parallelism::Rayon,
+        &Monitor::default(),
+    )
+    .unwrap();
     let phi = map.transform(x.view(), Parallelism::Rayon).unwrap();
     let mut stats = FeatureStats::new(map.width());
     stats
@@ -148,8 +184,18 @@ fn one_cluster_is_the_vanilla_maclaurin_gp() {
     let mut one = cfg.clone();
     one.threshold = Some(0.1);
     one.n_clusters = Some(1);
-    let gp1 = LocalizedMaclaurinGp::fit(x.view(), y.view(), &one, 11, Parallelism::Rayon).unwrap();
-    let p1 = gp1.predict(xt.view(), true, Parallelism::Rayon).unwrap();
+    let gp1 = LocalizedMaclaurinGp::fit(
+        x.view(),
+        y.view(),
+        &one,
+        11,
+        Parallelism::Rayon,
+        &Monitor::default(),
+    )
+    .unwrap();
+    let p1 = gp1
+        .predict(xt.view(), true, Parallelism::Rayon, &Monitor::default())
+        .unwrap();
     assert_eq!(p1.mean, pred.mean);
 }
 
@@ -164,11 +210,27 @@ fn truncation_matches_the_untruncated_fit() {
     cfg.threshold = Some(2.0);
     let mut full = cfg.clone();
     full.tol = 0.0;
-    let a = LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 8, Parallelism::Rayon).unwrap();
-    let b = LocalizedMaclaurinGp::fit(x.view(), y.view(), &full, 8, Parallelism::Rayon).unwrap();
+    let a = LocalizedMaclaurinGp::fit(
+        x.view(),
+        y.view(),
+        &cfg,
+        8,
+        Parallelism::Rayon,
+        &Monitor::default(),
+    )
+    .unwrap();
+    let b = LocalizedMaclaurinGp::fit(
+        x.view(),
+        y.view(),
+        &full,
+        8,
+        Parallelism::Rayon,
+        &Monitor::default(),
+    )
+    .unwrap();
     assert!(a.cutoff_sq().is_finite() && b.cutoff_sq().is_infinite());
     let c = a.centroids().row(3).to_vec();
-    let (_, used) = a.build_at(&c).unwrap();
+    let (_, used) = a.build_at(&c, &Monitor::default()).unwrap();
     assert!(
         used < x.nrows() / 2,
         "only {used} of {} rows skipped",
@@ -176,13 +238,15 @@ fn truncation_matches_the_untruncated_fit() {
     );
     for (pa, pb) in [
         (
-            a.predict(xt.view(), true, Parallelism::Rayon).unwrap(),
-            b.predict(xt.view(), true, Parallelism::Rayon).unwrap(),
+            a.predict(xt.view(), true, Parallelism::Rayon, &Monitor::default())
+                .unwrap(),
+            b.predict(xt.view(), true, Parallelism::Rayon, &Monitor::default())
+                .unwrap(),
         ),
         (
-            a.predict_at_test_points(xt.view(), true, Parallelism::Rayon)
+            a.predict_at_test_points(xt.view(), true, Parallelism::Rayon, &Monitor::default())
                 .unwrap(),
-            b.predict_at_test_points(xt.view(), true, Parallelism::Rayon)
+            b.predict_at_test_points(xt.view(), true, Parallelism::Rayon, &Monitor::default())
                 .unwrap(),
         ),
     ] {
@@ -207,8 +271,15 @@ fn norm_bound_holds() {
         (SketchKind::Rademacher, false),
     ] {
         let cfg = config(40, sketch, complex);
-        let gp =
-            LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 1, Parallelism::Rayon).unwrap();
+        let gp = LocalizedMaclaurinGp::fit(
+            x.view(),
+            y.view(),
+            &cfg,
+            1,
+            Parallelism::Rayon,
+            &Monitor::default(),
+        )
+        .unwrap();
         let bound = NormBound::of(&gp.map);
         let xs = x.mapv(|v| 3.0 * v);
         let phi = gp.map.transform(xs.view(), Parallelism::Rayon).unwrap();
@@ -227,7 +298,15 @@ fn norm_bound_holds() {
     let x1 = array![[0.0], [1.0], [2.0]];
     let y1 = array![0.0, 1.0, 0.0];
     let cfg = config(6, SketchKind::TensorSrht, false);
-    let gp = LocalizedMaclaurinGp::fit(x1.view(), y1.view(), &cfg, 1, Parallelism::Rayon).unwrap();
+    let gp = LocalizedMaclaurinGp::fit(
+        x1.view(),
+        y1.view(),
+        &cfg,
+        1,
+        Parallelism::Rayon,
+        &Monitor::default(),
+    )
+    .unwrap();
     let bound = NormBound::of(&gp.map);
     assert_eq!(bound.terms.len(), 5);
     let cut = bound.cutoff(1e-6);
@@ -243,12 +322,44 @@ fn theta_does_not_change_shared_centroids() {
     a.threshold = Some(1.0);
     let mut b = a.clone();
     b.threshold = Some(2.5);
-    let ga = LocalizedMaclaurinGp::fit(x.view(), y.view(), &a, 4, Parallelism::Rayon).unwrap();
-    let gb = LocalizedMaclaurinGp::fit(x.view(), y.view(), &b, 4, Parallelism::Rayon).unwrap();
-    let pa = ga.predict(xt.view(), false, Parallelism::Rayon).unwrap();
-    let pb = gb.predict(xt.view(), false, Parallelism::Rayon).unwrap();
-    let na = nearest(ga.centroids(), xt.view(), Parallelism::Sequential).unwrap();
-    let nb = nearest(gb.centroids(), xt.view(), Parallelism::Sequential).unwrap();
+    let ga = LocalizedMaclaurinGp::fit(
+        x.view(),
+        y.view(),
+        &a,
+        4,
+        Parallelism::Rayon,
+        &Monitor::default(),
+    )
+    .unwrap();
+    let gb = LocalizedMaclaurinGp::fit(
+        x.view(),
+        y.view(),
+        &b,
+        4,
+        Parallelism::Rayon,
+        &Monitor::default(),
+    )
+    .unwrap();
+    let pa = ga
+        .predict(xt.view(), false, Parallelism::Rayon, &Monitor::default())
+        .unwrap();
+    let pb = gb
+        .predict(xt.view(), false, Parallelism::Rayon, &Monitor::default())
+        .unwrap();
+    let na = nearest(
+        ga.centroids(),
+        xt.view(),
+        Parallelism::Sequential,
+        &Monitor::default(),
+    )
+    .unwrap();
+    let nb = nearest(
+        gb.centroids(),
+        xt.view(),
+        Parallelism::Sequential,
+        &Monitor::default(),
+    )
+    .unwrap();
     let mut shared = 0;
     for i in 0..xt.nrows() {
         if ga.centroids().row(na[i]) == gb.centroids().row(nb[i]) {
@@ -265,17 +376,44 @@ fn thread_count_and_build_order_invariance() {
     let (xt, _) = data(50, 3, 13);
     let mut cfg = config(24, SketchKind::TensorSrht, false);
     cfg.threshold = Some(1.0);
-    let a = LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 4, Parallelism::Rayon).unwrap();
-    let b =
-        LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 4, Parallelism::Sequential).unwrap();
-    b.build_all(Parallelism::Sequential).unwrap();
-    let pa = a.predict(xt.view(), true, Parallelism::Rayon).unwrap();
-    let pb = b.predict(xt.view(), true, Parallelism::Sequential).unwrap();
+    let a = LocalizedMaclaurinGp::fit(
+        x.view(),
+        y.view(),
+        &cfg,
+        4,
+        Parallelism::Rayon,
+        &Monitor::default(),
+    )
+    .unwrap();
+    let b = LocalizedMaclaurinGp::fit(
+        x.view(),
+        y.view(),
+        &cfg,
+        4,
+        Parallelism::Sequential,
+        &Monitor::default(),
+    )
+    .unwrap();
+    b.build_all(Parallelism::Sequential, &Monitor::default())
+        .unwrap();
+    let pa = a
+        .predict(xt.view(), true, Parallelism::Rayon, &Monitor::default())
+        .unwrap();
+    let pb = b
+        .predict(
+            xt.view(),
+            true,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
     assert_eq!(pb.n_built, 0);
     assert_eq!(pa.mean, pb.mean);
     assert_eq!(pa.var, pb.var);
     let xt32 = xt.mapv(|v| v as f32);
-    let p32 = a.predict(xt32.view(), true, Parallelism::Rayon).unwrap();
+    let p32 = a
+        .predict(xt32.view(), true, Parallelism::Rayon, &Monitor::default())
+        .unwrap();
     for i in 0..xt.nrows() {
         assert_relative_eq!(p32.mean[i], pa.mean[i], epsilon = 1e-4);
     }
@@ -286,7 +424,14 @@ fn bad_inputs() {
     let (x, y) = data(20, 2, 14);
     let cfg = config(16, SketchKind::TensorSrht, false);
     let fit = |c: &LocalizedConfig| {
-        LocalizedMaclaurinGp::fit(x.view(), y.view(), c, 1, Parallelism::Rayon)
+        LocalizedMaclaurinGp::fit(
+            x.view(),
+            y.view(),
+            c,
+            1,
+            Parallelism::Rayon,
+            &Monitor::default(),
+        )
     };
     let mut c = cfg.clone();
     c.noise_variance = 0.0;
@@ -311,21 +456,31 @@ fn bad_inputs() {
     c.threshold = Some(0.5);
     for par in [Parallelism::Rayon, Parallelism::Sequential] {
         assert!(matches!(
-            LocalizedMaclaurinGp::fit(bad.view(), y.view(), &c, 1, par),
+            LocalizedMaclaurinGp::fit(bad.view(), y.view(), &c, 1, par, &Monitor::default()),
             Err(Error::NonFinite { name: "X" })
         ));
     }
     let short = y.slice(ndarray::s![..5]).to_owned();
-    assert!(
-        LocalizedMaclaurinGp::fit(x.view(), short.view(), &cfg, 1, Parallelism::Rayon).is_err()
-    );
+    assert!(LocalizedMaclaurinGp::fit(
+        x.view(),
+        short.view(),
+        &cfg,
+        1,
+        Parallelism::Rayon,
+        &Monitor::default()
+    )
+    .is_err());
     let gp = fit(&cfg).unwrap();
     let wrong = Array2::<f64>::zeros((3, 3));
-    assert!(gp.predict(wrong.view(), false, Parallelism::Rayon).is_err());
-    let nan = array![[f64::NAN, 0.0]];
-    assert!(gp.predict(nan.view(), false, Parallelism::Rayon).is_err());
     assert!(gp
-        .predict_at_test_points(nan.view(), false, Parallelism::Rayon)
+        .predict(wrong.view(), false, Parallelism::Rayon, &Monitor::default())
+        .is_err());
+    let nan = array![[f64::NAN, 0.0]];
+    assert!(gp
+        .predict(nan.view(), false, Parallelism::Rayon, &Monitor::default())
+        .is_err());
+    assert!(gp
+        .predict_at_test_points(nan.view(), false, Parallelism::Rayon, &Monitor::default())
         .is_err());
 }
 
@@ -355,8 +510,15 @@ fn cached_projections_give_the_statistics_of_the_map_at_any_center() {
         (SketchKind::TensorSrht, false, 160),
     ] {
         let cfg = config(d_feat, sketch, complex);
-        let mut gp =
-            LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 2, Parallelism::Rayon).unwrap();
+        let mut gp = LocalizedMaclaurinGp::fit(
+            x.view(),
+            y.view(),
+            &cfg,
+            2,
+            Parallelism::Rayon,
+            &Monitor::default(),
+        )
+        .unwrap();
         assert!(gp.projections.is_some(), "small problems are cached");
         let c = [0.3, -1.0, 0.5, 2.0, 0.0];
         let dd: Vec<f64> = x
@@ -372,10 +534,13 @@ fn cached_projections_give_the_statistics_of_the_map_at_any_center() {
         for cutoff in [f64::INFINITY, sorted[150]] {
             gp.cutoff_sq = cutoff;
             let rows: Vec<usize> = (0..x.nrows()).filter(|&i| dd[i] < cutoff).collect();
-            let (fast, used) = gp.centroid_stats(&c, &mut scratch).unwrap();
+            let (fast, used) = gp
+                .centroid_stats(&c, &mut scratch, &Monitor::default())
+                .unwrap();
             assert_eq!(used, rows.len());
             let mut slow = FeatureStats::new(gp.map.width());
-            gp.stats_by_transform(&c, &rows, &mut slow).unwrap();
+            gp.stats_by_transform(&c, &rows, &mut slow, &Monitor::default())
+                .unwrap();
             assert_eq!(fast.n, slow.n);
             // The features agree to rounding (a few ulps of each factor);
             // the statistics are sums of 300 products of them.
@@ -396,11 +561,71 @@ fn cached_projections_give_the_statistics_of_the_map_at_any_center() {
         // A group shares one pass over the cache (when every row is used)
         // and gives exactly the one-by-one statistics.
         let (c2, c3) = ([1.0, 0.0, -0.5, 0.2, 1.5], [-0.7, 0.4, 0.0, -1.2, 0.3]);
-        let group = gp.group_stats(&[&c, &c2, &c3], &mut scratch).unwrap();
+        let group = gp
+            .group_stats(&[&c, &c2, &c3], &mut scratch, &Monitor::default())
+            .unwrap();
         for (cq, (gs, gu)) in [&c[..], &c2[..], &c3[..]].into_iter().zip(&group) {
-            let (one, ou) = gp.centroid_stats(cq, &mut scratch).unwrap();
+            let (one, ou) = gp
+                .centroid_stats(cq, &mut scratch, &Monitor::default())
+                .unwrap();
             assert_eq!(*gu, ou);
             assert_eq!(gs, &one);
         }
     }
+}
+
+#[test]
+fn progress_is_reported_and_a_cancel_stops_every_phase() {
+    let (x, y) = data(300, 3, 21);
+    let mut cfg = config(24, SketchKind::TensorSrht, false);
+    cfg.n_clusters = Some(12);
+    let monitor = Monitor::new();
+    let gp = LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 3, Parallelism::Rayon, &monitor)
+        .unwrap();
+    assert_eq!(monitor.snapshot(), ("centroids".to_string(), 12, 12));
+    let messages = monitor.take_messages();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(messages[0].starts_with("allocation ["));
+    assert!(messages[1].starts_with("12 centroid(s) in "));
+    // Two test rows at two different centroids: two GPs built.
+    let xt = gp.centroids().select(Axis(0), &[2, 7]);
+    let p = gp
+        .predict(xt.view(), true, Parallelism::Rayon, &monitor)
+        .unwrap();
+    assert_eq!(p.n_built, 2);
+    assert_eq!(monitor.snapshot(), ("centroid GPs".to_string(), 2, 2));
+    let messages = monitor.take_messages();
+    assert_eq!(messages.len(), 1);
+    assert!(messages[0].starts_with("predicted 2 point(s) with 2 centroid GP(s) (2 built in "));
+    gp.predict_at_test_points(xt.view(), false, Parallelism::Rayon, &monitor)
+        .unwrap();
+    assert_eq!(monitor.snapshot(), ("test-point GPs".to_string(), 2, 2));
+
+    let cancelled = Monitor::new();
+    cancelled.cancel();
+    for par in [Parallelism::Sequential, Parallelism::Rayon] {
+        let interrupted = |r: Result<()>| assert_eq!(r.unwrap_err(), Error::Interrupted);
+        interrupted(
+            LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 3, par, &cancelled).map(|_| ()),
+        );
+        interrupted(gp.build_all(par, &cancelled).map(|_| ()));
+        interrupted(gp.predict(xt.view(), false, par, &cancelled).map(|_| ()));
+        interrupted(
+            gp.predict_at_test_points(xt.view(), false, par, &cancelled)
+                .map(|_| ()),
+        );
+        let c = gp.centroids().row(4).to_vec();
+        interrupted(gp.build_at(&c, &cancelled).map(|_| ()));
+    }
+    // Nothing was left half-built: every GP builds and predicts as before.
+    assert_eq!(
+        gp.build_all(Parallelism::Rayon, &Monitor::default())
+            .unwrap(),
+        10
+    );
+    let again = gp
+        .predict(xt.view(), true, Parallelism::Rayon, &Monitor::default())
+        .unwrap();
+    assert_eq!(again.mean, p.mean);
+    assert_eq!(again.var, p.var);
 }

@@ -1,4 +1,7 @@
-//! Stationary kernels and their spectral densities (ALGORITHMS.md 5.1).
+//! Stationary kernels and their spectral densities (ALGORITHMS.md 5.1), and
+//! exact kernel matrices ([`kernel_matrix`]). The random Fourier features
+//! ([`crate::fourier`]) sample the spectral densities; the Nyström features
+//! ([`crate::nystroem`]) evaluate the kernels.
 //!
 //! Every kernel is normalized, `k(0) = 1`; the kernel variance `σ²` scales it
 //! (features are multiplied by `σ`). With `l` the length scale and
@@ -19,13 +22,16 @@
 //! exponential kernel in the Euclidean norm; `laplacian` uses the `ℓ1`
 //! norm, whose density factorizes over coordinates.
 
+use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 use rand::Rng;
 use rand_distr::{ChiSquared, Distribution, Open01, StandardNormal};
 
 use crate::error::{Error, Result};
+use crate::linalg::gemm;
 
 /// A normalized stationary kernel (see the module table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Kernel {
     /// `exp(−‖x − y‖²/(2l²))`.
     Gaussian,
@@ -140,6 +146,52 @@ impl Kernel {
                 let u = ChiSquared::new(dof).map_or(dof, |c| c.sample(rng));
                 let f = (dof / u).sqrt() / l;
                 out.iter_mut().for_each(|o| *o *= f);
+            }
+        }
+    }
+}
+
+/// `K[i, j] = k(x_i, y_j)` in `f64` (rows of `x` and `y` are samples).
+pub fn kernel_matrix(
+    x: ArrayView2<f64>,
+    y: ArrayView2<f64>,
+    kernel: Kernel,
+    l: f64,
+) -> Array2<f64> {
+    let mut k = Array2::zeros((x.nrows(), y.nrows()));
+    kernel_block(x, y, kernel, l, k.view_mut());
+    k
+}
+
+/// [`kernel_matrix`] written into `k` (`|x| × |y|`): the Gaussian kernel
+/// through the GEMM form `‖x‖² + ‖y‖² − 2xᵀy` (clipped at 0), the others
+/// pairwise by [`Kernel::eval`].
+pub(crate) fn kernel_block(
+    x: ArrayView2<f64>,
+    y: ArrayView2<f64>,
+    kernel: Kernel,
+    l: f64,
+    mut k: ArrayViewMut2<f64>,
+) {
+    if kernel == Kernel::Gaussian {
+        // ‖x − y‖² = ‖x‖² + ‖y‖² − 2 xᵀy through a GEMM (smooth at 0).
+        gemm(x, y.t(), k.view_mut());
+        let xn: Vec<f64> = x.rows().into_iter().map(|r| r.dot(&r)).collect();
+        let yn: Vec<f64> = y.rows().into_iter().map(|r| r.dot(&r)).collect();
+        let inv = 1.0 / (l * l);
+        for (i, mut row) in k.rows_mut().into_iter().enumerate() {
+            for (j, v) in row.iter_mut().enumerate() {
+                let d2 = (xn[i] + yn[j] - 2.0 * *v).max(0.0);
+                *v = kernel.profile(d2 * inv);
+            }
+        }
+    } else {
+        for (xr, mut row) in x.rows().into_iter().zip(k.rows_mut()) {
+            for (yr, v) in y.rows().into_iter().zip(row.iter_mut()) {
+                match (xr.as_slice(), yr.as_slice()) {
+                    (Some(a), Some(b)) => *v = kernel.eval(a, b, l),
+                    _ => *v = kernel.eval(&xr.to_vec(), &yr.to_vec(), l),
+                }
             }
         }
     }

@@ -16,8 +16,8 @@
 use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
-use super::kernels::Kernel;
 use crate::error::{Error, Result};
+use crate::kernels::{kernel_block, kernel_matrix, Kernel};
 use crate::linalg::gemm;
 use crate::real::{all_finite, Real};
 use crate::rng::substream;
@@ -25,12 +25,13 @@ use crate::threads::Parallelism;
 
 /// Rows per work item of the transform. Fixed (the result does not depend
 /// on the thread count) and large, so that each GEMM with the `m × m`
-/// normalization reuses its packed copy over many rows: with 64 rows the
-/// 8 MB normalization (m = 1,024) was re-read from memory for every 64 rows.
+/// normalization reuses its packed copy over many rows (an 8 MB
+/// normalization at `m = 1,024` read from memory once per chunk).
 const CHUNK_ROWS: usize = 512;
 
 /// A fitted Nyström map.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct NystroemFeatures {
     /// The landmark rows (`m × d`).
     pub landmarks: Array2<f64>,
@@ -40,49 +41,6 @@ pub struct NystroemFeatures {
     pub kernel: Kernel,
     /// Length scale `l > 0`.
     pub length_scale: f64,
-}
-
-/// `K[i, j] = k(x_i, y_j)` in `f64` (rows of `x` and `y` are samples).
-pub fn kernel_matrix(
-    x: ArrayView2<f64>,
-    y: ArrayView2<f64>,
-    kernel: Kernel,
-    l: f64,
-) -> Array2<f64> {
-    let mut k = Array2::zeros((x.nrows(), y.nrows()));
-    kernel_block(x, y, kernel, l, k.view_mut());
-    k
-}
-
-fn kernel_block(
-    x: ArrayView2<f64>,
-    y: ArrayView2<f64>,
-    kernel: Kernel,
-    l: f64,
-    mut k: ArrayViewMut2<f64>,
-) {
-    if kernel == Kernel::Gaussian {
-        // ‖x − y‖² = ‖x‖² + ‖y‖² − 2 xᵀy through a GEMM (smooth at 0).
-        gemm(x, y.t(), k.view_mut());
-        let xn: Vec<f64> = x.rows().into_iter().map(|r| r.dot(&r)).collect();
-        let yn: Vec<f64> = y.rows().into_iter().map(|r| r.dot(&r)).collect();
-        let inv = 1.0 / (l * l);
-        for (i, mut row) in k.rows_mut().into_iter().enumerate() {
-            for (j, v) in row.iter_mut().enumerate() {
-                let d2 = (xn[i] + yn[j] - 2.0 * *v).max(0.0);
-                *v = kernel.profile(d2 * inv);
-            }
-        }
-    } else {
-        for (xr, mut row) in x.rows().into_iter().zip(k.rows_mut()) {
-            for (yr, v) in y.rows().into_iter().zip(row.iter_mut()) {
-                match (xr.as_slice(), yr.as_slice()) {
-                    (Some(a), Some(b)) => *v = kernel.eval(a, b, l),
-                    _ => *v = kernel.eval(&xr.to_vec(), &yr.to_vec(), l),
-                }
-            }
-        }
-    }
 }
 
 impl NystroemFeatures {
@@ -216,3 +174,6 @@ impl NystroemFeatures {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

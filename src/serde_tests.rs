@@ -1,0 +1,220 @@
+//! Every fitted struct survives a serde round trip by value (CBOR, exact
+//! for `f64`): the loaded value transforms, predicts and fits to the same
+//! bits as the original, and nothing is refitted on load.
+
+use ndarray::{Array1, Array2};
+use rand::Rng as _;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::feature_map::{self, AnyFeatureMap, FeatureMap};
+use crate::fourier::{FourierConfig, FourierFeatures, Sampler, Variant};
+use crate::gp::exact::{ExactGp, GaussianKernel};
+use crate::gp::{FeatureGp, LocalizedConfig, LocalizedMaclaurinGp};
+use crate::gpu::Device;
+use crate::kernels::Kernel;
+use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
+use crate::maclaurin::MaclaurinKernel;
+use crate::nystroem::NystroemFeatures;
+use crate::progress::Monitor;
+use crate::sketch::{PolySketch, PolynomialFeatures, SketchKind};
+use crate::stats::FeatureStats;
+use crate::threads::Parallelism;
+
+fn round_trip<T: Serialize + DeserializeOwned>(value: &T) -> T {
+    let mut bytes = Vec::new();
+    ciborium::into_writer(value, &mut bytes).unwrap();
+    ciborium::from_reader(bytes.as_slice()).unwrap()
+}
+
+fn random(rows: usize, cols: usize, seed: u64) -> Array2<f64> {
+    let mut rng = crate::rng::seeded(seed);
+    Array2::from_shape_fn((rows, cols), |_| rng.random_range(-1.0..1.0))
+}
+
+const PAR: Parallelism = Parallelism::Rayon;
+
+#[test]
+fn feature_maps_and_statistics_round_trip() {
+    let x = random(40, 3, 1);
+    let y = Array1::from_shape_fn(40, |i| (i as f64 * 0.4).sin());
+    let mut fourier_cfg = FourierConfig::new(21);
+    fourier_cfg.sampler = Sampler::Structured;
+    fourier_cfg.variant = Variant::CosSin;
+    let sketch = PolySketch::draw(
+        SketchKind::TensorSrht,
+        true,
+        2,
+        4,
+        5,
+        &mut crate::rng::seeded(2),
+    )
+    .unwrap();
+    let maps: Vec<AnyFeatureMap> = vec![
+        FourierFeatures::fit(&fourier_cfg, 3, 3).unwrap().into(),
+        PolynomialFeatures::new(sketch, 0.5, 1.1, 11)
+            .unwrap()
+            .into(),
+        MaclaurinMap::fit(
+            x.view(),
+            &MaclaurinConfig::new(MaclaurinKernel::Gaussian, 17),
+            4,
+            PAR,
+            &Monitor::default(),
+        )
+        .unwrap()
+        .into(),
+        NystroemFeatures::fit(x.view(), 9, Kernel::Laplacian, 0.9, 5)
+            .unwrap()
+            .0
+            .into(),
+    ];
+    for map in &maps {
+        let back = round_trip(map);
+        let mut a = Array2::<f64>::zeros((40, map.n_components()));
+        let mut b = a.clone();
+        feature_map::transform_into(map, x.view(), a.view_mut(), Device::Cpu, PAR).unwrap();
+        feature_map::transform_into(&back, x.view(), b.view_mut(), Device::Cpu, PAR).unwrap();
+        assert_eq!(a, b, "{map:?}");
+        let mut stats = FeatureStats::new(map.n_components());
+        feature_map::accumulate(
+            map,
+            x.view(),
+            y.view(),
+            &mut stats,
+            Device::Cpu,
+            16,
+            PAR,
+            &Monitor::default(),
+        )
+        .unwrap();
+        assert_eq!(round_trip(&stats), stats);
+    }
+    // The concrete types too.
+    if let AnyFeatureMap::Fourier(f) = &maps[0] {
+        assert_eq!(&round_trip(f), f);
+    }
+    if let AnyFeatureMap::Nystroem(n) = &maps[3] {
+        assert_eq!(&round_trip(n), n);
+    }
+}
+
+#[test]
+fn fitted_gps_round_trip() {
+    let x = random(60, 2, 6);
+    let y = Array1::from_shape_fn(60, |i| (i as f64 * 0.2).cos() + 1.0);
+    let xs = random(25, 2, 7);
+    let map = FourierFeatures::fit(&FourierConfig::new(16), 2, 8).unwrap();
+    let gp = FeatureGp::fit_map(
+        &map,
+        x.view(),
+        y.view(),
+        0.1,
+        true,
+        Device::Cpu,
+        64,
+        PAR,
+        &Monitor::default(),
+    )
+    .unwrap();
+    let back = round_trip(&gp);
+    assert_eq!(
+        back.predict_map(
+            &map,
+            xs.view(),
+            true,
+            Device::Cpu,
+            64,
+            PAR,
+            &Monitor::default()
+        )
+        .unwrap(),
+        gp.predict_map(
+            &map,
+            xs.view(),
+            true,
+            Device::Cpu,
+            64,
+            PAR,
+            &Monitor::default()
+        )
+        .unwrap()
+    );
+    assert_eq!((back.lml, back.chol.jitter()), (gp.lml, gp.chol.jitter()));
+    let kernel = GaussianKernel {
+        length_scale: vec![0.7],
+        variance: 1.3,
+    };
+    let exact = ExactGp::fit(x.view(), y.view(), kernel, 0.05, true, PAR).unwrap();
+    let back = round_trip(&exact);
+    assert_eq!(back.alpha, exact.alpha);
+    assert_eq!(
+        back.predict(xs.view(), true, PAR).unwrap(),
+        exact.predict(xs.view(), true, PAR).unwrap()
+    );
+}
+
+#[test]
+fn the_localized_gp_round_trips_without_a_refit() {
+    let x = random(80, 2, 9) * 3.0;
+    let y = x.column(0).mapv(f64::sin);
+    let xs = random(30, 2, 10) * 3.0;
+    let mut map = MaclaurinConfig::new(MaclaurinKernel::Gaussian, 12);
+    map.length_scale = 0.9;
+    let cfg = LocalizedConfig {
+        map,
+        noise_variance: 0.05,
+        threshold: Some(1.0),
+        n_clusters: None,
+        tol: 1e-8,
+        center_y: true,
+        device: Device::Cpu,
+    };
+    let gp =
+        LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 11, PAR, &Monitor::default()).unwrap();
+    // Some centroid GPs built before storing, the others after loading.
+    let first = gp
+        .predict(
+            xs.slice(ndarray::s![..5, ..]),
+            true,
+            PAR,
+            &Monitor::default(),
+        )
+        .unwrap();
+    assert!(first.n_built > 0);
+    let back = round_trip(&gp);
+    assert_eq!(back.centroids(), gp.centroids());
+    assert_eq!(back.cutoff_sq(), gp.cutoff_sq());
+    let again = back
+        .predict(
+            xs.slice(ndarray::s![..5, ..]),
+            true,
+            PAR,
+            &Monitor::default(),
+        )
+        .unwrap();
+    assert_eq!(again.n_built, 0, "the stored centroid GPs are reused");
+    assert_eq!((again.mean, again.var), (first.mean, first.var));
+    let (a, b) = (
+        gp.predict(xs.view(), true, PAR, &Monitor::default())
+            .unwrap(),
+        back.predict(xs.view(), true, PAR, &Monitor::default())
+            .unwrap(),
+    );
+    assert_eq!((a.n_built, a.mean, a.var), (b.n_built, b.mean, b.var));
+    // A stored state that contradicts itself is refused.
+    let mut bytes = Vec::new();
+    ciborium::into_writer(&gp, &mut bytes).unwrap();
+    let mut value: ciborium::Value = ciborium::from_reader(bytes.as_slice()).unwrap();
+    if let ciborium::Value::Map(fields) = &mut value {
+        for (k, v) in fields.iter_mut() {
+            if k.as_text() == Some("predictors") {
+                *v = ciborium::Value::Array(Vec::new());
+            }
+        }
+    }
+    let mut broken = Vec::new();
+    ciborium::into_writer(&value, &mut broken).unwrap();
+    let err = ciborium::from_reader::<LocalizedMaclaurinGp, _>(broken.as_slice()).unwrap_err();
+    assert!(err.to_string().contains("centroid GPs"), "{err}");
+}

@@ -1,0 +1,251 @@
+//! Mergeable sufficient statistics of a least-squares fit on explicit
+//! features (ALGORITHMS.md 7.2): `ΦᵀΦ`, `Φᵀy`, `Φᵀ1` and the target sums,
+//! accumulated over row chunks (never an `N × D` matrix) and merged exactly.
+//! [`crate::feature_map::accumulate`] builds them from any fitted map (on
+//! the CPU or the GPU); the feature-space GP ([`crate::gp::FeatureGp`])
+//! solves from them.
+//!
+//! Target centering (ALGORITHMS.md 7): the training mean `ȳ` is only known
+//! at the end of a streamed fit, so the statistics keep raw sums relative to
+//! a fixed shift `s` (the first chunk's mean, which keeps the sums of
+//! squares well conditioned): `b = Φᵀ(y − s)`, `f = Φᵀ1`, `t = Σ(y − s)`,
+//! `q = Σ(y − s)²`. With `δ = ȳ − s = t/N` the centered statistics are
+//! `Φᵀ(y − ȳ) = b − δ f` and `‖y − ȳ‖² = q − N δ²`, and two shifts convert
+//! exactly into each other, so statistics merge exactly.
+
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+
+use crate::error::{check_finite, Error, Result};
+use crate::linalg::{accumulate_gram, mirror_lower};
+use crate::real::{all_finite, Real};
+use crate::threads::Parallelism;
+
+/// Sufficient statistics of a feature-space GP fit (see the module docs).
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct FeatureStats {
+    /// `ΦᵀΦ` (`D × D`) in its lower triangle (`gram[(i, j)]`, `j ≤ i`), the
+    /// BLAS `syrk` convention: [`FeatureStats::accumulate`] updates the lower
+    /// triangle only and every reader ([`crate::gp::FeatureGp::fit`],
+    /// [`FeatureStats::gram_symmetric`]) ignores the strict upper one, which
+    /// holds whatever it was given (zeros from [`FeatureStats::new`]). Not
+    /// mirrored after each chunk: the copy of `D²/2` values would be repeated
+    /// for every chunk of a streamed fit.
+    pub gram: Array2<f64>,
+    /// `Φᵀ(y − s)`.
+    pub phi_y: Array1<f64>,
+    /// `Φᵀ1`, the column sums of `Φ`.
+    pub phi_sum: Array1<f64>,
+    /// Number of rows `N`.
+    pub n: u64,
+    /// The shift `s` (the first chunk's target mean).
+    pub y_shift: f64,
+    /// `Σ(y − s)`.
+    pub y_sum: f64,
+    /// `Σ(y − s)²`.
+    pub y_sq_sum: f64,
+}
+
+impl FeatureStats {
+    /// Empty statistics for `D` features.
+    pub fn new(n_features: usize) -> Self {
+        Self {
+            gram: Array2::zeros((n_features, n_features)),
+            phi_y: Array1::zeros(n_features),
+            phi_sum: Array1::zeros(n_features),
+            n: 0,
+            y_shift: 0.0,
+            y_sum: 0.0,
+            y_sq_sum: 0.0,
+        }
+    }
+
+    /// The number of features `D`.
+    pub fn n_features(&self) -> usize {
+        self.phi_y.len()
+    }
+
+    /// The full symmetric `ΦᵀΦ`: the lower triangle of `gram` mirrored.
+    pub fn gram_symmetric(&self) -> Array2<f64> {
+        let mut g = self.gram.as_standard_layout().into_owned();
+        mirror_lower(g.view_mut());
+        g
+    }
+
+    /// Checks the shapes and values of statistics built from outside (e.g.
+    /// a Python caller or a deserialized file).
+    pub fn validate(&self) -> Result<()> {
+        let d = self.n_features();
+        for (name, got) in [
+            ("rows of gram", self.gram.nrows()),
+            ("columns of gram", self.gram.ncols()),
+            ("length of phi_sum", self.phi_sum.len()),
+        ] {
+            if got != d {
+                return Err(Error::ShapeMismatch {
+                    name,
+                    expected: d,
+                    got,
+                });
+            }
+        }
+        check_finite("gram", self.gram.iter())?;
+        check_finite("phi_y", self.phi_y.iter())?;
+        check_finite("phi_sum", self.phi_sum.iter())?;
+        check_finite(
+            "y statistics",
+            [self.y_shift, self.y_sum, self.y_sq_sum].iter(),
+        )
+    }
+
+    /// Adds a row chunk: features `phi` (`n × D`, f32 or f64) and targets `y`.
+    pub fn accumulate<T: Real>(
+        &mut self,
+        phi: ArrayView2<'_, T>,
+        y: ArrayView1<'_, f64>,
+        par: Parallelism,
+    ) -> Result<()> {
+        if phi.ncols() != self.n_features() {
+            return Err(Error::ShapeMismatch {
+                name: "number of features (columns of the feature chunk)",
+                expected: self.n_features(),
+                got: phi.ncols(),
+            });
+        }
+        check_finite("y", y.iter())?;
+        if !all_finite(phi, par) {
+            return Err(Error::NonFinite { name: "features" });
+        }
+        if y.is_empty() && phi.nrows() == 0 {
+            return Ok(());
+        }
+        if self.n == 0 && !y.is_empty() {
+            self.y_shift = y.sum() / y.len() as f64;
+        }
+        let yc = y.mapv(|v| v - self.y_shift);
+        accumulate_gram(
+            phi,
+            yc.view(),
+            self.gram.view_mut(),
+            self.phi_y.view_mut(),
+            self.phi_sum.view_mut(),
+            par,
+        )?;
+        self.n += y.len() as u64;
+        self.y_sum += yc.sum();
+        self.y_sq_sum += yc.iter().map(|v| v * v).sum::<f64>();
+        Ok(())
+    }
+
+    /// Re-expresses the target statistics relative to another shift `s'`
+    /// (exact: `Σ(y − s') = t + N(s − s')`, `Σ(y − s')² = q + 2(s − s')t +
+    /// N(s − s')²`, `Φᵀ(y − s') = b + (s − s') f`).
+    fn reshift(&mut self, new_shift: f64) {
+        let c = self.y_shift - new_shift;
+        let n = self.n as f64;
+        self.y_sq_sum += 2.0 * c * self.y_sum + n * c * c;
+        self.y_sum += n * c;
+        self.phi_y.scaled_add(c, &self.phi_sum);
+        self.y_shift = new_shift;
+    }
+
+    /// Adds another set of statistics of the same feature map (exact: the
+    /// result equals the statistics of the concatenated rows).
+    pub fn merge(&mut self, other: &FeatureStats) -> Result<()> {
+        if other.n_features() != self.n_features() {
+            return Err(Error::ShapeMismatch {
+                name: "number of features of the statistics to merge",
+                expected: self.n_features(),
+                got: other.n_features(),
+            });
+        }
+        if other.n == 0 {
+            return Ok(());
+        }
+        if self.n == 0 {
+            *self = other.clone();
+            return Ok(());
+        }
+        let mut o = other.clone();
+        o.reshift(self.y_shift);
+        self.gram += &o.gram;
+        self.phi_y += &o.phi_y;
+        self.phi_sum += &o.phi_sum;
+        self.n += o.n;
+        self.y_sum += o.y_sum;
+        self.y_sq_sum += o.y_sq_sum;
+        Ok(())
+    }
+
+    /// The training-target mean `ȳ`.
+    pub fn y_mean(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.y_shift + self.y_sum / self.n as f64
+        }
+    }
+
+    /// The centered statistics `(Φᵀ(y − ȳ), ‖y − ȳ‖²)`, with `ȳ` when
+    /// `center`, else with `0` (no centering).
+    pub(crate) fn centered(&self, center: bool) -> (Array1<f64>, f64) {
+        let mut s = self.clone();
+        s.reshift(if center { self.y_mean() } else { 0.0 });
+        (s.phi_y, s.y_sq_sum.max(0.0))
+    }
+}
+
+/// The same statistics: `gram` compared on its lower triangle (the part that
+/// holds `ΦᵀΦ`), every other field exactly.
+impl PartialEq for FeatureStats {
+    fn eq(&self, other: &Self) -> bool {
+        let lower_eq = self.gram.dim() == other.gram.dim()
+            && self
+                .gram
+                .indexed_iter()
+                .all(|((i, j), v)| j > i || *v == other.gram[(i, j)]);
+        lower_eq
+            && self.phi_y == other.phi_y
+            && self.phi_sum == other.phi_sum
+            && self.n == other.n
+            && self.y_shift == other.y_shift
+            && self.y_sum == other.y_sum
+            && self.y_sq_sum == other.y_sq_sum
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn random_phi(n: usize, d: usize, seed: u64) -> Array2<f64> {
+        use rand::Rng as _;
+        let mut rng = crate::rng::seeded(seed);
+        Array2::from_shape_fn((n, d), |_| rng.random_range(-1.0..1.0))
+    }
+
+    #[test]
+    fn gram_is_phi_t_phi_and_independent_of_threads() {
+        // Small, odd and large D (faer splits its parallel GEMM over output
+        // blocks, not over the rows, so the sums do not depend on threads).
+        for (n, d) in [(3, 1), (40, 3), (300, 70), (129, 257)] {
+            let phi = random_phi(n, d, d as u64);
+            let y: Array1<f64> = (0..n).map(|i| (i as f64).cos()).collect();
+            let mut seq = FeatureStats::new(d);
+            seq.accumulate(phi.view(), y.view(), Parallelism::Sequential)
+                .unwrap();
+            let mut par = FeatureStats::new(d);
+            crate::threads::install(|| par.accumulate(phi.view(), y.view(), Parallelism::Rayon))
+                .unwrap()
+                .unwrap();
+            assert_eq!(seq.gram, par.gram, "n = {n}, d = {d}");
+            let full = seq.gram_symmetric();
+            assert_eq!(full, full.t(), "n = {n}, d = {d}");
+            let want = phi.t().dot(&phi);
+            let scale = want.iter().fold(1.0_f64, |m, v| m.max(v.abs()));
+            assert!((&full - &want)
+                .iter()
+                .all(|v| v.abs() < 1e-13 * scale * n as f64));
+        }
+    }
+}
