@@ -37,7 +37,7 @@ use super::cluster::{farthest_point, nearest};
 use super::features::FeatureGp;
 use crate::error::{Error, Result};
 use crate::gpu::Device;
-use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
+use crate::maclaurin::{MaclaurinConfig, MaclaurinKernel, MaclaurinMap};
 use crate::progress::Monitor;
 use crate::real::{all_finite, Real};
 use crate::stats::FeatureStats;
@@ -74,6 +74,36 @@ pub struct LocalizedConfig {
     /// runs [`crate::gpu::localized_gps`] (resolved by the caller: `Auto` is
     /// treated as `Cpu`).
     pub device: Device,
+}
+
+impl LocalizedConfig {
+    /// Default settings for `n_components` features, those of Python's
+    /// `LocalizedMaclaurinGPR`: the Gaussian-kernel map of
+    /// [`MaclaurinConfig::new`] (`l = σ² = 1`, TensorSRHT, optimized
+    /// allocation), `σ_n² = 1`, no threshold and no cap (one cluster, the
+    /// plain Maclaurin GP at the training mean), `tol = 1e-12`, centered
+    /// targets, the CPU. Set the fields that differ:
+    ///
+    /// ```
+    /// use randfeat_rs::gp::localized::LocalizedConfig;
+    ///
+    /// let mut cfg = LocalizedConfig::new(64);
+    /// cfg.map.length_scale = 0.5;
+    /// cfg.noise_variance = 0.01;
+    /// cfg.threshold = Some(1.0); // a centroid within 1·l of every input
+    /// assert_eq!(cfg.map.n_components, 64);
+    /// ```
+    pub fn new(n_components: usize) -> Self {
+        Self {
+            map: MaclaurinConfig::new(MaclaurinKernel::Gaussian, n_components),
+            noise_variance: 1.0,
+            threshold: None,
+            n_clusters: None,
+            tol: 1e-12,
+            center_y: true,
+            device: Device::Cpu,
+        }
+    }
 }
 
 /// Predictions for some test rows: `(rows, means, latent variances)`.
