@@ -11,6 +11,7 @@ with fewer features. See :ref:`math-fourier-samplers`.
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import NullFormatter
 
 import randfeat_rs as rf
 from randfeat_rs.datasets import load_yacht
@@ -37,6 +38,8 @@ for sampler in ("mc", "orthogonal", "qmc", "moment_matching"):
     print(f"{sampler:>16}: error {errors[-1]:.4f} at D = {widths[-1]}")
 
 ax.loglog(widths, errors[0] * np.sqrt(widths[0] / np.array(widths)), "k:", label="D^-1/2")
+ax.set_xticks(widths, [str(w) for w in widths])
+ax.xaxis.set_minor_formatter(NullFormatter())
 ax.set_xlabel("number of features D")
 ax.set_ylabel("relative Frobenius error of the Gram matrix")
 ax.set_title("yacht (308 rows, d = 6), Gaussian kernel, l = 2")

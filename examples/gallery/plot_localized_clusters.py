@@ -3,10 +3,12 @@ Centroids of the localized GP
 =============================
 
 Farthest-point clustering puts a centroid within ``threshold * length_scale``
-of every training input. Left: the centroids for three thresholds on 2-D
-data spread over many length scales. Right: the test RMSE against the
-threshold (one cluster is the plain optimized Maclaurin GP, far from the data
-it predicts the prior). See :ref:`math-localized-training`.
+of every training input. Left: the centroids for threshold 2 on 2-D data
+spread over many length scales, each with the disc of radius ``2 l`` it
+covers (the first centroid is the training mean; a smaller threshold extends
+the same sequence of farthest points). Right: the test RMSE against the
+threshold; one cluster is the plain optimized Maclaurin GP, which cannot
+cover data this wide. See :ref:`math-localized-training`.
 """
 
 import matplotlib.pyplot as plt
@@ -36,13 +38,15 @@ for threshold in thresholds:
     print(f"threshold {threshold}: {gp.n_clusters_} clusters, test RMSE {errors[-1]:.3f}")
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.3))
-left.plot(X[:, 0], X[:, 1], ".", color="0.8", ms=3)
-for threshold, marker in ((2.0, "o"), (1.0, "s"), (0.5, "^")):
-    c = fitted[threshold].centroids_
-    left.plot(c[:, 0], c[:, 1], marker, mfc="none", label=f"threshold {threshold}: {len(c)}")
+left.plot(X[:, 0], X[:, 1], ".", color="0.7", ms=3)
+centroids = fitted[2.0].centroids_
+for k, (cx, cy) in enumerate(centroids):
+    left.add_patch(plt.Circle((cx, cy), 2.0, fill=False, color="C0", alpha=0.4))
+    left.text(cx, cy, str(k), ha="center", va="center", fontsize=7, color="C3")
+left.set_xlim(-7, 7)
+left.set_ylim(-7, 7)
 left.set_aspect("equal")
-left.set_title("centroids (length scale 1)")
-left.legend(fontsize=8, loc="upper right")
+left.set_title(f"threshold 2: {len(centroids)} centroids (numbered in order)")
 labels = ["one" if t is None else str(t) for t in thresholds]
 right.bar(labels, errors)
 for i, n in enumerate(counts):

@@ -12,6 +12,7 @@ See :ref:`math-maclaurin-optimized`.
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import NullFormatter
 
 import randfeat_rs as rf
 from randfeat_rs.datasets import load_yacht
@@ -47,6 +48,8 @@ left.set_ylabel("features D_n")
 left.set_title(f"optimized allocation, D = 256 (p = {mf.degree_})")
 for allocation, errors in results.items():
     right.loglog(widths, errors, "o-", label=allocation)
+right.set_xticks(widths, [str(w) for w in widths])
+right.xaxis.set_minor_formatter(NullFormatter())
 right.set_xlabel("number of features D")
 right.set_ylabel("relative Frobenius error")
 right.set_title("yacht, Gaussian kernel, l = 3")
