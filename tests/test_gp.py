@@ -1,4 +1,4 @@
-"""GP regression: the oracles of ALGORITHMS.md section 7, the estimator contract, bad input."""
+"""GP regression: the oracles of docs/math/gp.rst, the estimator contract, bad input."""
 
 from __future__ import annotations
 

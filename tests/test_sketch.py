@@ -1,5 +1,5 @@
-"""Polynomial sketches: closed-form oracles (ALGORITHMS.md 2.5), statistics,
-the paper's claims, the transformer API, dtypes, pickling and errors."""
+"""Polynomial sketches: closed-form oracles (docs/math/sketches.rst, "Variances"),
+statistics, the paper's claims, the transformer API, dtypes, pickling and errors."""
 
 from __future__ import annotations
 

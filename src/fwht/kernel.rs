@@ -1,4 +1,4 @@
-//! The butterfly passes of the FWHT (ALGORITHMS.md section 1), written once
+//! The butterfly passes of the FWHT (`docs/math/fwht.rst`), written once
 //! for any [`Real`] and compiled per instruction set by `simd.rs`.
 //!
 //! All stages commute, so any grouping of stages gives bit-identical results

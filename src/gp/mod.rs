@@ -1,4 +1,4 @@
-//! Gaussian-process regression (ALGORITHMS.md 7): the exact GP with the
+//! Gaussian-process regression (`docs/math/gp.rst`): the exact GP with the
 //! Gaussian kernel and its log-marginal-likelihood fit ([`exact`],
 //! [`optimize`]); the feature-space GP on any [`crate::feature_map`] map,
 //! from the mergeable sufficient statistics of [`crate::stats`]
@@ -7,7 +7,7 @@
 //! clustering of 8.2 in `cluster`).
 //!
 //! Every model has zero prior mean on targets centered by their training
-//! mean; predictions add the mean back (ALGORITHMS.md 7).
+//! mean; predictions add the mean back (`docs/math/gp.rst`).
 
 pub(crate) mod cluster;
 pub mod exact;

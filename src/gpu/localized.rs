@@ -1,8 +1,9 @@
-//! The per-centroid statistics of the localized Maclaurin GP (ALGORITHMS.md
-//! 8) on the GPU, batched over centroids: for each centroid `c`, the
-//! features `Φ(x_i − c)` of its neighbourhood (the training rows within the
-//! cutoff) and their Gram `Φ_cᵀ Φ_c`, `Φ_cᵀ [y | 1]` are computed on the
-//! device, reduced in f64 on the host, and solved on the CPU in f64 (7.2).
+//! The per-centroid statistics of the localized Maclaurin GP
+//! (`docs/math/localized.rst`) on the GPU, batched over centroids: for each
+//! centroid `c`, the features `Φ(x_i − c)` of its neighbourhood (the training
+//! rows within the cutoff) and their Gram `Φ_cᵀ Φ_c`, `Φ_cᵀ [y | 1]` are
+//! computed on the device, reduced in f64 on the host, and solved on the CPU in
+//! f64 (7.2).
 //!
 //! The map's parameters and the training inputs and targets are uploaded
 //! once per call. The centroids are then packed into batches: a batch's

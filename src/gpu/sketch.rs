@@ -1,6 +1,7 @@
-//! Polynomial sketch feature maps on the GPU (ALGORITHMS.md 2.1–2.3);
-//! shader `shaders/sketch.wgsl`. The random parameters are those the CPU
-//! path drew ([`PolySketch::draw`]), uploaded as f32.
+//! Polynomial sketch feature maps on the GPU (`docs/math/sketches.rst`,
+//! sections "Target kernels" to "TensorSRHT"); shader `shaders/sketch.wgsl`.
+//! The random parameters are those the CPU path drew ([`PolySketch::draw`]),
+//! uploaded as f32.
 
 use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 

@@ -1,5 +1,6 @@
 //! The objective, the TensorSRHT surrogate, the incremental algorithm and
-//! the search over the truncation degree (ALGORITHMS.md 4.3–4.6).
+//! the search over the truncation degree (`docs/math/maclaurin.rst`, "Optimized
+//! allocation", from "Objective" to "Choice of p").
 
 use super::stats::PairStatistics;
 use crate::error::{Error, Result};

@@ -1,8 +1,12 @@
-//! Maclaurin coefficients of the supported kernels (ALGORITHMS.md 3.1–3.2).
+//! Maclaurin coefficients of the supported kernels (`docs/math/maclaurin.rst`,
+//! "Dot-product kernels and their series" and "The Gaussian kernel through the
+//! exponential kernel").
 
 use crate::error::{Error, Result};
 
-/// A kernel written as `σ² g(x) g(y) Σ_n a_n (x̃ᵀỹ)^n` (ALGORITHMS.md 3.1–3.2).
+/// A kernel written as `σ² g(x) g(y) Σ_n a_n (x̃ᵀỹ)^n`
+/// (`docs/math/maclaurin.rst`, "Dot-product kernels and their series" and "The
+/// Gaussian kernel through the exponential kernel").
 ///
 /// The length scale `l` and the kernel variance `σ²` are kept apart (see
 /// [`super::MaclaurinConfig`]); this type fixes the series `a_n` and the

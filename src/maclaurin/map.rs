@@ -1,4 +1,5 @@
-//! The fitted Maclaurin feature map (ALGORITHMS.md 3.3, 3.4, 4.7):
+//! The fitted Maclaurin feature map (`docs/math/maclaurin.rst`, "The truncated
+//! random map", "Kar & Karnick's random Maclaurin features" and "Assembly"):
 //! `Φ(x) = σ g(x) · [√a_0 | √a_1 x̃ (h01) | √a_{n_0} φ_{n_0}(x̃) | … | √a_p φ_p(x̃) | (0)]`.
 
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis, Zip};
@@ -38,7 +39,8 @@ pub enum AllocationStrategy {
     Explicit(Vec<usize>),
 }
 
-/// The settings of a Maclaurin feature map (ALGORITHMS.md 4.1).
+/// The settings of a Maclaurin feature map (`docs/math/maclaurin.rst`, "Inputs
+/// and preprocessing").
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct MaclaurinConfig {
@@ -52,7 +54,8 @@ pub struct MaclaurinConfig {
     pub kernel_variance: f64,
     /// The polynomial sketch of every degree.
     pub sketch: SketchKind,
-    /// Complex weights (`[Re | Im]` blocks, ALGORITHMS.md 9).
+    /// Complex weights (`[Re | Im]` blocks, `docs/math/conventions.rst`,
+    /// "Complex features and their real representation").
     pub complex: bool,
     /// How the features are spread over the degrees.
     pub allocation: AllocationStrategy,
@@ -135,7 +138,7 @@ impl MaclaurinConfig {
             return Err(Error::invalid(
                 "sketch",
                 "the optimized allocation models Gaussian, Rademacher and TensorSRHT sketches \
-                 only (ALGORITHMS.md 4.1); use one of them or allocation=\"random\"",
+                 only; use one of them or allocation=\"random\"",
             ));
         }
         if self.h01 {
@@ -170,7 +173,8 @@ struct Block {
     sketch: PolySketch,
 }
 
-/// Fitted Maclaurin feature map (ALGORITHMS.md 3.3, 3.4, 4.7).
+/// Fitted Maclaurin feature map (`docs/math/maclaurin.rst`, "The truncated
+/// random map", "Kar & Karnick's random Maclaurin features" and "Assembly").
 ///
 /// Column layout: `[constant | h01 linear (d) | degree blocks ascending |
 /// (zero column)]`; complex blocks are `[Re φ_n | Im φ_n]`. For `d = 1` with
@@ -592,9 +596,9 @@ impl MaclaurinMap {
     }
 
     /// Like [`Self::transform_into`] with `x̃ = (x − center)/l` (the localized
-    /// GP of ALGORITHMS.md 8 evaluates one map at many centers). Errors: a
-    /// non-zero center for a dot-product kernel (3.2), shape mismatches,
-    /// non-finite input.
+    /// GP of `docs/math/localized.rst` evaluates one map at many centers).
+    /// Errors: a non-zero center for a dot-product kernel (3.2), shape
+    /// mismatches, non-finite input.
     pub fn transform_centered_into<T: Real>(
         &self,
         x: ArrayView2<T>,
@@ -717,7 +721,7 @@ impl MaclaurinMap {
     /// The sketched degree blocks as `(block scale, sketch)` in ascending
     /// degree (the block scale is `√a_n` for optimized and explicit
     /// allocations); used by the localized GP's feature-norm bound
-    /// (ALGORITHMS.md 8).
+    /// (`docs/math/localized.rst`).
     pub fn sketch_blocks(&self) -> impl Iterator<Item = (f64, &PolySketch)> {
         self.blocks.iter().map(|b| (b.scale, &b.sketch))
     }

@@ -1,4 +1,6 @@
-//! Tests of the assembled feature map (ALGORITHMS.md 3.3, 3.4, 4.7, 8.4).
+//! Tests of the assembled feature map (`docs/math/maclaurin.rst`, "The
+//! truncated random map", "Kar & Karnick's random Maclaurin features" and
+//! "Assembly"; `docs/math/localized.rst`, "The exactness property").
 
 use approx::assert_relative_eq;
 use ndarray::{array, Array1, Array2, ArrayView1};

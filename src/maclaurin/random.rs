@@ -1,5 +1,6 @@
-//! Kar & Karnick random Maclaurin features (ALGORITHMS.md 3.4): the degree of
-//! every feature is drawn from `P(N = n) ∝ b^{−(n+1)}` on a support of degrees.
+//! Kar & Karnick random Maclaurin features (`docs/math/maclaurin.rst`, "Kar &
+//! Karnick's random Maclaurin features"): the degree of every feature is drawn
+//! from `P(N = n) ∝ b^{−(n+1)}` on a support of degrees.
 
 use rand::Rng as _;
 

@@ -1,7 +1,7 @@
-//! Pair statistics of the optimized Maclaurin allocation (ALGORITHMS.md 4.2):
-//! the bias `B(p)`, the expected one-feature variances `V̄_n` and the
-//! TensorSRHT covariances `C̄_n`, as U-statistics over the unordered pairs
-//! `i < j` of a subsample.
+//! Pair statistics of the optimized Maclaurin allocation
+//! (`docs/math/maclaurin.rst`, "Pair statistics"): the bias `B(p)`, the
+//! expected one-feature variances `V̄_n` and the TensorSRHT covariances `C̄_n`,
+//! as U-statistics over the unordered pairs `i < j` of a subsample.
 //!
 //! The pass is streamed over blocks of rows: for a pair of row blocks two
 //! GEMMs give `m = z_iᵀz_j` and `s = Σ_a z_ia² z_ja²`, the row norms give

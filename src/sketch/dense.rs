@@ -1,5 +1,6 @@
-//! Unstructured Gaussian / Rademacher sketches (ALGORITHMS.md 2.2): one
-//! dense weight matrix per factor, applied to row chunks with a GEMM.
+//! Unstructured Gaussian / Rademacher sketches (`docs/math/sketches.rst`, "The
+//! generic sketch of degree n"): one dense weight matrix per factor, applied to
+//! row chunks with a GEMM.
 
 use std::any::Any;
 

@@ -1,5 +1,6 @@
 //! Statistical and deterministic tests of the sketches against the closed
-//! forms of ALGORITHMS.md 2.5 (fixed seeds; tolerances derived from them).
+//! forms of `docs/math/sketches.rst`, "Variances" (fixed seeds; tolerances
+//! derived from them).
 
 use ndarray::{array, s, Array1, Array2};
 use rand::Rng as _;

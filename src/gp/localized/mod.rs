@@ -1,4 +1,4 @@
-//! The localized Maclaurin GP (ALGORITHMS.md 8, 000 Algorithm 1): one
+//! The localized Maclaurin GP (`docs/math/localized.rst`, 000 Algorithm 1): one
 //! optimized allocation and one set of random sketch weights, shared by
 //! every centroid; one feature-space GP (7.2) per centroid `c` on the map
 //! `Φ(x − c)`; each test point predicted by its nearest centroid, or (the
@@ -53,7 +53,8 @@ mod tests;
 use centroid_stats::{group_size, project_rows_t, CentroidScratch};
 pub use norm_bound::NormBound;
 
-/// Settings of [`LocalizedMaclaurinGp`] (ALGORITHMS.md 8.2).
+/// Settings of [`LocalizedMaclaurinGp`] (`docs/math/localized.rst`,
+/// "Training").
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct LocalizedConfig {
@@ -68,7 +69,7 @@ pub struct LocalizedConfig {
     /// Rows whose feature-norm bound is below `tol·σ` are skipped (`>= 0`;
     /// 0 keeps every row).
     pub tol: f64,
-    /// Subtract the training-target mean (ALGORITHMS.md 7).
+    /// Subtract the training-target mean (`docs/math/gp.rst`).
     pub center_y: bool,
     /// Where the per-centroid statistics are accumulated: [`Device::Gpu`]
     /// runs [`crate::gpu::localized_gps`] (resolved by the caller: `Auto` is
@@ -135,7 +136,7 @@ pub struct LocalizedPrediction {
     pub predict_seconds: f64,
 }
 
-/// A fitted localized Maclaurin GP (ALGORITHMS.md 8).
+/// A fitted localized Maclaurin GP (`docs/math/localized.rst`).
 ///
 /// The per-centroid GPs (`L_c`, `β_c` of 8.2 step 4) are built on first use
 /// (by [`Self::build_all`] or by a prediction that assigns a test point to

@@ -1,6 +1,6 @@
-//! The feature-norm bound of the localized GP (ALGORITHMS.md 8.2): a
-//! rigorous upper bound on `‖Φ(x − c)‖²` of a fitted Maclaurin map as a
-//! function of `‖x − c‖²/l²`, and the distance cutoff beyond which a
+//! The feature-norm bound of the localized GP (`docs/math/localized.rst`,
+//! "Training"): a rigorous upper bound on `‖Φ(x − c)‖²` of a fitted Maclaurin
+//! map as a function of `‖x − c‖²/l²`, and the distance cutoff beyond which a
 //! training row's features are negligible at a centroid.
 
 use crate::maclaurin::map::MaclaurinMap;

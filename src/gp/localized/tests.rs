@@ -1,4 +1,4 @@
-//! Oracles of ALGORITHMS.md 8 for [`LocalizedMaclaurinGp`].
+//! Oracles of `docs/math/localized.rst` for [`LocalizedMaclaurinGp`].
 
 use approx::assert_relative_eq;
 use ndarray::{array, Array1, Array2};

@@ -1,4 +1,5 @@
-// Polynomial sketch feature maps (ALGORITHMS.md 2.2, 2.3), f32.
+// Polynomial sketch feature maps (docs/math/sketches.rst, "The generic sketch
+// of degree n" and "TensorSRHT"), f32.
 //
 // All arrays are row-major: input row r starts at x[r * xs] (xs >= d; the
 // Maclaurin map stages extra values after the d inputs). The sketch writes
