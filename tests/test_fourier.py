@@ -1,10 +1,10 @@
 """Random Fourier features and Nystroem: the checks of docs/math/fourier.rst,
 the seeds' claims (003 moment matching, ORF), the estimator contract, bad input.
 
-The single-pair statistical oracles of 5.4 (means and closed-form variances,
-antithetic, ORF, SORF, moment matching, kernel samplers) also run in Rust
-(src/fourier/tests.rs) with 20,000 replicates; here they are checked through
-the Python API on fewer replicates.
+The single-pair statistical oracles of docs/math/fourier.rst, "Variances" (means
+and closed-form variances, antithetic, ORF, SORF, moment matching, kernel
+samplers) also run in Rust (src/fourier/tests.rs) with 20,000 replicates; here
+they are checked through the Python API on fewer replicates.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 //! [`FeatureMap`] and [`CenteredFeatureMap`] for [`MaclaurinMap`]
 //! (`docs/math/maclaurin.rst`, "The truncated random map" and "Assembly"): the
 //! CPU transforms of the map, with the fitted center or another one (Gaussian
-//! kernel, 8.1); on the GPU the degree blocks through the sketch kernels of
-//! [`crate::gpu`].
+//! kernel, `docs/math/localized.rst`, "Why"); on the GPU the degree blocks
+//! through the sketch kernels of [`crate::gpu`].
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 

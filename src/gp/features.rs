@@ -285,7 +285,8 @@ mod tests {
         Array2::from_shape_fn((n, d), |_| rng.random_range(-1.0..1.0))
     }
 
-    /// The exact GP of 7.1 with `K = ΦΦᵀ` (centered targets), by brute force.
+    /// The exact GP of `docs/math/gp.rst`, "Exact GP" with `K = ΦΦᵀ` (centered
+    /// targets), by brute force.
     fn exact_with_gram(
         phi: &Array2<f64>,
         y: &Array1<f64>,

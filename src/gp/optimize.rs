@@ -1,7 +1,8 @@
 //! Hyperparameter fitting of the exact GP (`docs/math/gp.rst`, "Exact GP"):
 //! maximize the log marginal likelihood over the log parameters with L-BFGS
 //! (argmin's `LBFGS` with the Moré–Thuente line search) from the initialization
-//! of 7.1 and `n_restarts` random starts; the best optimum wins.
+//! of `docs/math/gp.rst`, "Exact GP" and `n_restarts` random starts; the best
+//! optimum wins.
 //!
 //! Coarse to fine: from [`COARSE_MIN_ROWS`] rows on, a run first fits every
 //! fourth row (recursively) and continues on all rows from that optimum in
@@ -48,7 +49,8 @@ pub enum Hyper {
 #[derive(Clone, Debug)]
 pub struct ExactGpConfig {
     /// Fixed or initial length scale(s): one value, or one per dimension
-    /// with `ard`. `None`: the median pairwise distance (7.1).
+    /// with `ard`. `None`: the median pairwise distance (`docs/math/gp.rst`,
+    /// "Exact GP").
     pub length_scale: Option<Vec<f64>>,
     /// Fixed or initial kernel variance. `None`: `var(y)`.
     pub kernel_variance: Option<f64>,

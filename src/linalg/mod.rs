@@ -1,10 +1,10 @@
 //! Dense linear algebra on faer: a single-threaded GEMM for `f32` and `f64`
 //! (the feature maps' row blocks, the Maclaurin pair statistics) and, for the
 //! GP code (`docs/math/gp.rst`) in `f64`, Cholesky with the jitter ladder of
-//! 7.1, triangular solves, and the
-//! symmetric rank-k accumulation `G += ΦᵀΦ`, `b += Φᵀy` of 7.2 over a row
-//! chunk through the hand-written packed Gram kernel ([`syrk`]), which also
-//! serves the localized GP's per-centroid blocks.
+//! `docs/math/gp.rst`, "Exact GP", triangular solves, and the
+//! symmetric rank-k accumulation `G += ΦᵀΦ`, `b += Φᵀy` of `docs/math/gp.rst`,
+//! "Feature-space GP" over a row chunk through the hand-written packed Gram
+//! kernel ([`syrk`]), which also serves the localized GP's per-centroid blocks.
 pub mod syrk;
 
 use faer::dyn_stack::{MemBuffer, MemStack};

@@ -399,7 +399,8 @@ fn kar_karnick_closed_form_oracle() {
     assert!(random::degree_probabilities(&[1.0, 1.0], true, 2.0).is_err());
 }
 
-/// Statistical oracle of 3.4: Kar & Karnick degrees drawn by [`random::draw_counts`],
+/// Statistical oracle of `docs/math/maclaurin.rst`, "Kar & Karnick's random
+/// Maclaurin features": Kar & Karnick degrees drawn by [`random::draw_counts`],
 /// Rademacher features built here; the mean and variance of `T` independent
 /// estimates match the closed forms within 4 standard errors (the standard
 /// error of the variance from the sample's fourth central moment).

@@ -9,10 +9,10 @@ use crate::error::{Error, Result};
 use crate::threads::Parallelism;
 
 /// The estimates `φ_r(x)ᵀφ_r(y)` of `(xᵀy/l² + c)^n` (`docs/math/sketches.rst`,
-/// "Target kernels", 2.2) for `reps` sketches, sketch `r` drawn from
-/// `rng::substream(seed, r)`. Complex sketches give the real part (the [Re |
-/// Im] rows of section 9). Parallel over draws; the result does not depend on
-/// the thread count.
+/// "Target kernels" and "The generic sketch of degree n") for `reps` sketches,
+/// sketch `r` drawn from `rng::substream(seed, r)`. Complex sketches give the
+/// real part (the [Re | Im] rows of `docs/math/conventions.rst`). Parallel over
+/// draws; the result does not depend on the thread count.
 #[allow(clippy::too_many_arguments)]
 pub fn pair_estimates(
     kind: SketchKind,

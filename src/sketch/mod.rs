@@ -4,8 +4,9 @@
 //! [`PolySketch::draw`] draws every random parameter from a seeded stream;
 //! [`PolySketch::transform_into`] is a pure function of them, parallel over
 //! rows and bit-identical for any thread count. [`polynomial_features_into`]
-//! wraps a sketch for the kernel `(xᵀy/l² + c)^n` (2.1), and
-//! [`PolynomialFeatures`] is that fitted map with its output width.
+//! wraps a sketch for the kernel `(xᵀy/l² + c)^n` (`docs/math/sketches.rst`,
+//! "Target kernels"), and [`PolynomialFeatures`] is that fitted map with its
+//! output width.
 //!
 //! ```
 //! use ndarray::{array, Array2};
@@ -44,13 +45,16 @@ pub use polynomial::PolynomialFeatures;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum SketchKind {
-    /// i.i.d. Gaussian weights (2.2).
+    /// i.i.d. Gaussian weights (`docs/math/sketches.rst`, "The generic sketch
+    /// of degree n").
     Gaussian,
-    /// i.i.d. Rademacher (±1) weights (2.2).
+    /// i.i.d. Rademacher (±1) weights (`docs/math/sketches.rst`, "The generic
+    /// sketch of degree n").
     Rademacher,
-    /// Structured: random signs, FWHT and random permutations (2.3).
+    /// Structured: random signs, FWHT and random permutations
+    /// (`docs/math/sketches.rst`, "TensorSRHT").
     TensorSrht,
-    /// CountSketch + FFT (2.4); real only.
+    /// CountSketch + FFT (`docs/math/sketches.rst`, "TensorSketch"); real only.
     TensorSketch,
 }
 
@@ -249,11 +253,12 @@ impl PolySketch {
     }
 
     /// Writes φ(x) of `docs/math/sketches.rst`, "The generic sketch of degree
-    /// n" (the 1/√D included; TensorSketch without it, 2.4) for every row of
-    /// `x` (n x dim) into `out` (n x width). `out` may be a column block of a
-    /// wider array: its rows are contiguous but its row stride may exceed
-    /// `width`. Parallel over rows with `par`; deterministic. Errors: shape
-    /// mismatches, `out` rows not contiguous.
+    /// n" (the 1/√D included; TensorSketch without it,
+    /// `docs/math/sketches.rst`, "TensorSketch") for every row of `x` (n x dim)
+    /// into `out` (n x width). `out` may be a column block of a wider array:
+    /// its rows are contiguous but its row stride may exceed `width`. Parallel
+    /// over rows with `par`; deterministic. Errors: shape mismatches, `out`
+    /// rows not contiguous.
     pub fn transform_into<T: Real>(
         &self,
         x: ArrayView2<T>,

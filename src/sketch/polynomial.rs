@@ -2,7 +2,8 @@
 //! (`docs/math/sketches.rst`, "Target kernels"): a [`PolySketch`] of the
 //! augmented rows `x' = (√c, x/l)` and the output width, which may exceed the
 //! sketch's by zero columns (a complex sketch has two real columns per feature,
-//! 9.2, so an odd `n_components` ends in one zero column).
+//! `docs/math/conventions.rst`, "Widths", so an odd `n_components` ends in one
+//! zero column).
 
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2};
 

@@ -49,19 +49,18 @@ pub(super) fn group_size(width: usize) -> usize {
 const PROJECTION_CACHE_LIMIT: usize = 1 << 25;
 
 impl LocalizedMaclaurinGp {
-    /// The sufficient statistics at centroid `c` (8.2 step 4): `ΦᵀΦ`,
-    /// `Φᵀy`, `Φᵀ1` and the target sums (shift 0; `y` is already centered
-    /// by the training mean) of `Φ = Φ(X_c − c)`, `X_c` the training rows
-    /// within the cutoff, and the number of those rows. Sequential (the
-    /// caller parallelizes over centroids) and deterministic: fixed row
-    /// blocks of `block_rows` rows, each block's features built
-    /// feature-major from the cached factor projections and its lower Gram
-    /// and `Φᵀ[y | 1]` accumulated in one pass of the packed kernel of
-    /// [`crate::linalg::syrk`].
-    /// This is the one per-centroid computation;
-    /// everything after it is `D × D` work. [`Self::group_stats`] computes
-    /// the same for several centroids in one pass over the cache. `monitor`
-    /// is checked before every row block.
+    /// The sufficient statistics at centroid `c` (`docs/math/localized.rst`,
+    /// "Training" step 4): `ΦᵀΦ`, `Φᵀy`, `Φᵀ1` and the target sums (shift 0;
+    /// `y` is already centered by the training mean) of `Φ = Φ(X_c − c)`, `X_c`
+    /// the training rows within the cutoff, and the number of those rows.
+    /// Sequential (the caller parallelizes over centroids) and deterministic:
+    /// fixed row blocks of `block_rows` rows, each block's features built
+    /// feature-major from the cached factor projections and its lower Gram and
+    /// `Φᵀ[y | 1]` accumulated in one pass of the packed kernel of
+    /// [`crate::linalg::syrk`]. This is the one per-centroid computation;
+    /// everything after it is `D × D` work. [`Self::group_stats`] computes the
+    /// same for several centroids in one pass over the cache. `monitor` is
+    /// checked before every row block.
     pub(crate) fn centroid_stats(
         &self,
         c: &[f64],

@@ -152,7 +152,8 @@ fn one_cluster_is_the_vanilla_maclaurin_gp() {
     let pred = gp
         .predict(xt.view(), true, Parallelism::Rayon, &Monitor::default())
         .unwrap();
-    // The vanilla feature GP (7.2) on the map fitted with the same seed.
+    // The vanilla feature GP (docs/math/gp.rst, "Feature-space GP") on the map
+    // fitted with the same seed.
     let map = MaclaurinMap::fit(
         x.view(),
         &cfg.map,
