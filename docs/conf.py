@@ -86,23 +86,27 @@ sphinx_gallery_conf = {
 # as plain text (in numpydoc type fields), where reStructuredText would read
 # ``name_`` as a link. Escape the trailing underscore outside literals,
 # doctests and literal blocks, before numpydoc parses the docstring.
-_TRAILING_UNDERSCORE = re.compile(r"(?<![\w`\\])([A-Za-z][A-Za-z0-9_]*[A-Za-z0-9]_)(?![\w`])")
+_TRAILING_UNDERSCORE = re.compile(r"(?<![\w`\\])([A-Za-z][A-Za-z0-9_]*[A-Za-z0-9])_(?![\w`])")
 _PARAM_HEAD = re.compile(r"^(\s*[\w*, ]+ : )")
 
 
-def _escape_line(line: str) -> str:
+def _escape_line(line: str, in_literal: bool) -> tuple[str, bool]:
+    """Escapes the line outside ``literals``; a literal may continue from the
+    previous line (``in_literal``). Returns the line and whether a literal is
+    still open at its end."""
     head = ""
     match = _PARAM_HEAD.match(line)
-    if match:
+    if match and not in_literal:
         head, line = match.group(1), line[match.end() :]
     parts = line.split("``")
-    for i in range(0, len(parts), 2):
+    for i in range(1 if in_literal else 0, len(parts), 2):
         parts[i] = _TRAILING_UNDERSCORE.sub(r"\1\\_", parts[i])
-    return head + "``".join(parts)
+    return head + "``".join(parts), in_literal != (len(parts) % 2 == 0)
 
 
 def _escape_trailing_underscores(app, what, name, obj, options, lines) -> None:
     literal_indent = None
+    in_literal = False
     for i, line in enumerate(lines):
         stripped = line.lstrip()
         indent = len(line) - len(stripped)
@@ -112,7 +116,9 @@ def _escape_trailing_underscores(app, what, name, obj, options, lines) -> None:
             literal_indent = None
         if stripped.startswith((">>>", "...")):
             continue
-        lines[i] = _escape_line(line)
+        if not stripped:
+            in_literal = False
+        lines[i], in_literal = _escape_line(line, in_literal)
         if stripped.endswith("::"):
             literal_indent = indent
 
