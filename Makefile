@@ -2,6 +2,9 @@
 #   make test   build, lint and run every test (what CI runs)
 #   make demo   the main job: fit the models on the shipped data, print a table
 #   make bench  criterion benches + side-by-side comparison scripts
+#   make wheel  the portable wheel (abi3, manylinux_2_17, stripped) in dist/
+#   make wheel-test  that wheel in a fresh venv: a smoke test and the README
+#   make docs   the documentation site (docs/_build/html), warnings as errors
 
 PYTHON ?= python3
 VENV   := .venv
@@ -12,7 +15,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # Quiet Mesa's "lavapipe is not a conformant vulkan implementation" banner.
 export MESA_VK_IGNORE_CONFORMANCE_WARNING := 1
 
-.PHONY: test demo bench develop lint rust-test py-test stubtest clean vulkan
+.PHONY: test demo bench develop lint rust-test py-test stubtest clean vulkan wheel wheel-test docs
 
 $(STAMP): requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -37,9 +40,10 @@ lint: $(STAMP)
 	cargo fmt --all -- --check
 	cargo clippy --release --all-targets -- -D warnings
 	cargo clippy --release --all-targets --all-features -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --quiet
 	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features gpu --quiet
-	$(VENV)/bin/ruff check python tests benches examples
-	$(VENV)/bin/ruff format --check python tests benches examples
+	$(VENV)/bin/ruff check python tests benches examples docs/conf.py .ci
+	$(VENV)/bin/ruff format --check python tests benches examples docs/conf.py .ci
 
 # The pure core, without the python feature (release: the statistical tests are
 # heavy), with the GPU kernels (run on lavapipe when there is no GPU) and the
@@ -72,5 +76,28 @@ bench: develop
 	$(VPY) benches/compare_maclaurin.py
 	$(VPY) benches/paper_000.py
 
+# The wheel PyPI users get on Linux: the stable ABI (abi3, CPython >= 3.9),
+# linked by zig against glibc 2.17 symbols (manylinux2014, which pip accepts
+# on every maintained distribution), the extension stripped of its symbols
+# and debug paths. Rebuilt every time (maturin decides what is up to date).
+# maturin finds zig as `python -m ziglang` with the first python on PATH.
+# The path prefixes of the checkout and of cargo's registry are remapped, so
+# the panic locations inside the library name no directory of this machine.
+CARGO_HOME ?= $(HOME)/.cargo
+wheel: $(STAMP)
+	rm -rf dist/wheel
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" \
+	RUSTFLAGS="--remap-path-prefix=$(CARGO_HOME)=cargo --remap-path-prefix=$(CURDIR)=randfeat_rs" \
+	  $(VENV)/bin/maturin build --release --strip --zig --compatibility manylinux_2_17 \
+	  --interpreter $(VPY) --out dist/wheel --quiet
+	@ls -l dist/wheel/*.whl
+
+wheel-test: wheel vulkan
+	$(PYTHON) .ci/check_wheel.py dist/wheel/*.whl
+
+docs: develop
+	$(VPY) -m sphinx -W --keep-going -b html -j 1 docs docs/_build/html
+	@echo "make: the site is docs/_build/html/index.html"
+
 clean:
-	rm -rf $(VENV) target
+	rm -rf $(VENV) target dist docs/_build docs/auto_examples docs/api/generated

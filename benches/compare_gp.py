@@ -1,4 +1,4 @@
-"""GP regression side by side (ALGORITHMS.md 7); run through ``make bench``.
+"""GP regression side by side (docs/math/gp.rst); run through ``make bench``.
 
 1. ExactGPR hyperparameter fit on kin8nm (N = 2,000, d = 8, standardized)
    against scikit-learn's GaussianProcessRegressor with

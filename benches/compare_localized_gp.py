@@ -1,4 +1,4 @@
-"""Localized Maclaurin GP (ALGORITHMS.md 8) on kin8nm; run through ``make bench``.
+"""Localized Maclaurin GP (docs/math/localized.rst) on kin8nm; run through ``make bench``.
 
 kin8nm (randfeat_rs.datasets), a seeded 90/10 split (7,372 training rows,
 820 test rows), inputs standardized with the training statistics, raw

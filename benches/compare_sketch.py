@@ -28,7 +28,7 @@ TORCH_COMPLEX_DEG3 = {4096: 3.0, 8192: 7.2}
 
 
 class NumpyTensorSRHT:
-    """ALGORITHMS.md 2.3 in NumPy (real weights), the baseline a user would write."""
+    """TensorSRHT (docs/math/sketches.rst) in NumPy, real weights: what a user would write."""
 
     def __init__(self, n_components: int, degree: int, dim: int, seed: int) -> None:
         rng = np.random.default_rng(seed)

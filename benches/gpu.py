@@ -73,7 +73,7 @@ def torch_fwht(torch, x: np.ndarray) -> np.ndarray:
 
 
 def torch_srht(torch, x: np.ndarray, params: dict, nf: int) -> np.ndarray:
-    """TensorSRHT (ALGORITHMS.md 2.3, real) with the sketch's own parameters."""
+    """TensorSRHT (docs/math/sketches.rst), real, with the sketch's own parameters."""
     mul = torch.from_numpy(1.0 - 2.0 * params["sign_codes"].astype(np.float32)).cuda()
     perm = torch.from_numpy(params["permutations"].astype(np.int64)).cuda()
     blocks, degree, dp = mul.shape

@@ -6,8 +6,8 @@ kernel, with the fit + transform time. Parts 2 and 3 fit GP regressors: the
 exact GP with marginal-likelihood hyperparameters is the reference; the
 feature-space GPs (RFF, Maclaurin, localized Maclaurin) reuse its
 hyperparameters and are judged by their mean KL divergence to it
-(ALGORITHMS.md 7.3), their test RMSE and their fit and predict times. Part 2
-is yacht on a 200 / 108 split, standardized and with the raw inputs of 000;
+(docs/math/gp.rst, "Metrics"), their test RMSE and their fit and predict
+times. Part 2 is yacht on a 200 / 108 split, standardized and with the raw inputs of 000;
 part 3 is 000's sinc example, whose figure is saved to ``examples/output``.
 """
 

@@ -1,7 +1,7 @@
-//! Stationary kernels and their spectral densities (ALGORITHMS.md 5.1), and
-//! exact kernel matrices ([`kernel_matrix`]). The random Fourier features
-//! ([`crate::fourier`]) sample the spectral densities; the Nyström features
-//! ([`crate::nystroem`]) evaluate the kernels.
+//! Stationary kernels and their spectral densities (`docs/math/fourier.rst`,
+//! "Spectral representation"), and exact kernel matrices ([`kernel_matrix`]).
+//! The random Fourier features ([`crate::fourier`]) sample the spectral
+//! densities; the Nyström features ([`crate::nystroem`]) evaluate the kernels.
 //!
 //! Every kernel is normalized, `k(0) = 1`; the kernel variance `σ²` scales it
 //! (features are multiplied by `σ`). With `l` the length scale and

@@ -1,11 +1,11 @@
 //! Mergeable sufficient statistics of a least-squares fit on explicit
-//! features (ALGORITHMS.md 7.2): `ΦᵀΦ`, `Φᵀy`, `Φᵀ1` and the target sums,
-//! accumulated over row chunks (never an `N × D` matrix) and merged exactly.
-//! [`crate::feature_map::accumulate`] builds them from any fitted map (on
-//! the CPU or the GPU); the feature-space GP ([`crate::gp::FeatureGp`])
-//! solves from them.
+//! features (`docs/math/gp.rst`, "Feature-space GP"): `ΦᵀΦ`, `Φᵀy`, `Φᵀ1` and
+//! the target sums, accumulated over row chunks (never an `N × D` matrix) and
+//! merged exactly. [`crate::feature_map::accumulate`] builds them from any
+//! fitted map (on the CPU or the GPU); the feature-space GP
+//! ([`crate::gp::FeatureGp`]) solves from them.
 //!
-//! Target centering (ALGORITHMS.md 7): the training mean `ȳ` is only known
+//! Target centering (`docs/math/gp.rst`): the training mean `ȳ` is only known
 //! at the end of a streamed fit, so the statistics keep raw sums relative to
 //! a fixed shift `s` (the first chunk's mean, which keeps the sums of
 //! squares well conditioned): `b = Φᵀ(y − s)`, `f = Φᵀ1`, `t = Σ(y − s)`,

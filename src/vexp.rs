@@ -1,8 +1,9 @@
 //! A branch-free `exp` for the kernel matrices of the exact GP
-//! (ALGORITHMS.md 7.1: `K_ij = σ² exp(−½ r²_ij)`, `N²/2` exponentials per
-//! LML evaluation), the Gaussian weights of the localized GP (8.2) and the
-//! Maclaurin pair statistics (4.2), written so that a loop over a slice
-//! vectorizes (see `widest_simd!`).
+//! (`docs/math/gp.rst`, "Exact GP": `K_ij = σ² exp(−½ r²_ij)`, `N²/2`
+//! exponentials per LML evaluation), the Gaussian weights of the localized GP
+//! (`docs/math/localized.rst`, "Training") and the Maclaurin pair statistics
+//! (`docs/math/maclaurin.rst`, "Pair statistics"), written so that a loop over
+//! a slice vectorizes (see `widest_simd!`).
 //!
 //! `exp(x) = 2^n · exp(r)` with `n = round(x / ln 2)` and
 //! `r = x − n ln 2` (`|r| ≤ ½ ln 2`, the product `n ln 2` in two parts so it

@@ -1,4 +1,4 @@
-"""Random binning features: oracles of ALGORITHMS.md section 6, the sparse contract, bad input."""
+"""Random binning features: oracles of docs/math/binning.rst, the sparse contract, bad input."""
 
 from __future__ import annotations
 

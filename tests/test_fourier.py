@@ -1,10 +1,10 @@
-"""Random Fourier features and Nystroem: ALGORITHMS.md 5 oracles, the seeds'
-claims (003 moment matching, ORF), the estimator contract, bad input.
+"""Random Fourier features and Nystroem: the checks of docs/math/fourier.rst,
+the seeds' claims (003 moment matching, ORF), the estimator contract, bad input.
 
-The single-pair statistical oracles of 5.4 (means and closed-form variances,
-antithetic, ORF, SORF, moment matching, kernel samplers) also run in Rust
-(src/fourier/tests.rs) with 20,000 replicates; here they are checked through
-the Python API on fewer replicates.
+The single-pair statistical oracles of docs/math/fourier.rst, "Variances" (means
+and closed-form variances, antithetic, ORF, SORF, moment matching, kernel
+samplers) also run in Rust (src/fourier/tests.rs) with 20,000 replicates; here
+they are checked through the Python API on fewer replicates.
 """
 
 from __future__ import annotations
@@ -311,8 +311,8 @@ def test_odd_n_components_cos_sin_has_zero_column():
 
 # sklearn forces ``n_components = 1`` in these checks; the cos_sin variant
 # needs at least 2 columns (one frequency gives a cosine and a sine column;
-# ALGORITHMS.md 5.5 makes D = 1 an error), so they cannot apply to cos_sin
-# instances. The cos_bias instance runs every check.
+# docs/math/fourier.rst, "Edge cases and cost" makes D = 1 an error), so they
+# cannot apply to cos_sin instances. The cos_bias instance runs every check.
 _COS_SIN_N1 = {
     name: "cos_sin needs n_components >= 2; sklearn sets n_components = 1"
     for name in (

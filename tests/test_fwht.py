@@ -1,4 +1,4 @@
-"""FWHT: oracles of ALGORITHMS.md section 1, the API contract, bad input."""
+"""FWHT: oracles of docs/math/fwht.rst, the API contract, bad input."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GP regression: the oracles of ALGORITHMS.md section 7, the estimator contract, bad input."""
+"""GP regression: the oracles of docs/math/gp.rst, the estimator contract, bad input."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def deterministic_features(d_in: int, d_out: int, seed: int = 0) -> FunctionTran
     return FunctionTransformer(_project, kw_args={"W": W})
 
 
-# ---------------------------------------------------------------- oracles of 7.1
+# ------------------------------------------------ oracles of docs/math/gp.rst, "Exact GP"
 
 
 def test_three_point_lml_and_gradient_oracle():
@@ -99,7 +99,7 @@ def test_lml_optimum_matches_scipy_lbfgsb_on_the_same_objective(yacht_subset, ar
     X, y = yacht_subset(120)
     yc = y - y.mean()
     d = X.shape[1]
-    # The same initialization (7.1) as the Rust fit.
+    # The same initialization (docs/math/gp.rst, "Exact GP") as the Rust fit.
     diffs = np.sqrt(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1))
     med = np.median(diffs[np.tril_indices(X.shape[0], -1)])
     var_y = yc.var()
@@ -129,9 +129,9 @@ def test_lml_optimum_matches_scipy_lbfgsb_on_the_same_objective(yacht_subset, ar
             options={"gtol": 1e-9, "ftol": 1e-15, "maxiter": 3000},
         )
 
-    # Both optimizers from the same starts: 7.1's initialization and 4
-    # seeded starts within a factor 10 of it (ExactGPR starts at its given
-    # hyperparameters when n_restarts=0).
+    # Both optimizers from the same starts: the initialization of
+    # docs/math/gp.rst, "Exact GP", and 4 seeded starts within a factor 10 of it
+    # (ExactGPR starts at its given hyperparameters when n_restarts=0).
     rng = np.random.default_rng(11)
     starts = [t0] + [t0 + np.log(10) * rng.uniform(-1, 1, t0.size) for _ in range(4)]
     k = t0.size - 2
@@ -174,7 +174,7 @@ def test_coarse_to_fine_fit_reaches_scipys_optimum_on_1100_rows():
     # From 1,024 rows on, a run first fits every fourth row and starts the
     # full fit from that optimum, preconditioned by its Hessian; the result
     # must still be the optimum scipy's L-BFGS-B finds on the same objective
-    # from 7.1's initialization.
+    # from the initialization of docs/math/gp.rst, "Exact GP".
     X, y = load_kin8nm()
     idx = np.random.default_rng(0).permutation(X.shape[0])[:1100]
     X = np.ascontiguousarray((X[idx] - X[idx].mean(0)) / X[idx].std(0))
@@ -230,11 +230,11 @@ def test_restarts_never_worse_and_seeded(yacht_subset):
     assert b.log_marginal_likelihood_ == c.log_marginal_likelihood_
 
 
-# ---------------------------------------------------------------- 7.2: feature space
+# ---------------------------------------- feature space (docs/math/gp.rst, "Feature-space GP")
 
 
 def exact_with_gram(phi, y, phis, nv):
-    """The 7.1 formulas with K = Phi Phi^T, centered targets, by brute force."""
+    """The exact GP (docs/math/gp.rst) with K = Phi Phi^T, centered targets, by brute force."""
     ym = y.mean()
     Ky = phi @ phi.T + nv * np.eye(len(y))
     L = np.linalg.cholesky(Ky)
@@ -342,7 +342,7 @@ def test_sufficient_statistics_api_and_pickle():
         st.merge("nope")
 
 
-# ---------------------------------------------------------------- 7.3 metrics
+# -------------------------------------------------------- metrics (docs/math/gp.rst, "Metrics")
 
 
 def test_metric_oracles():

@@ -1,4 +1,4 @@
-"""LocalizedMaclaurinGPR: the oracles of ALGORITHMS.md 8, the estimator contract, bad input."""
+"""LocalizedMaclaurinGPR: checks of docs/math/localized.rst, the estimator contract, bad input."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """MaclaurinFeatures: API, bad input, and measured comparisons.
 
-The exact oracles of ALGORITHMS.md 3-4 (pair statistics, incremental algorithm,
-end-to-end allocations, the objective's statistical oracle, unbiasedness) are
+The exact oracles of docs/math/maclaurin.rst (pair statistics, incremental
+algorithm, end-to-end allocations, the objective's statistical oracle, unbiasedness) are
 tested in Rust (src/maclaurin/tests.rs, map_tests.rs). Dtypes, pickling,
 thread counts and the errors for bad data are checked in test_common.py. The
 comparisons at the end print their measured numbers (run ``pytest -s`` to see
@@ -78,7 +78,8 @@ def test_explicit_allocation_roundtrip_and_random():
 
 
 def test_localized_centers_exact():
-    # Phi(0) = sigma e_0 (ALGORITHMS.md 8.4): the kernel with the center is exact.
+    # Phi(0) = sigma e_0 (docs/math/localized.rst, "The exactness property"): the
+    # kernel with the center is exact.
     X = _data()
     mf = MaclaurinFeatures(33, kernel_variance=2.0, random_state=0).fit(X)
     c = X[4]

@@ -1,5 +1,5 @@
-"""Polynomial sketches: closed-form oracles (ALGORITHMS.md 2.5), statistics,
-the paper's claims, the transformer API, dtypes, pickling and errors."""
+"""Polynomial sketches: closed-form oracles (docs/math/sketches.rst, "Variances"),
+statistics, the paper's claims, the transformer API, dtypes, pickling and errors."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ def estimates(x, y, degree, n_components, sketch, complex_weights, bias, length_
     )
 
 
-# Worked examples of 2.5 (real-part variances), n_components in real columns.
+# The worked examples of docs/math/sketches.rst (real-part variances),
+# n_components in real columns.
 EXAMPLE_A = ([1.0, 1, 0, 0], [1.0, 0, 1, 0], 2, 6)
 EXAMPLE_B = ([0.5, -1, 0.3], [0.2, 0.7, -0.4], 3, 5)
 ORACLES = {
@@ -56,7 +57,8 @@ ORACLES = {
 @pytest.mark.parametrize(("sketch", "cw"), VARIANTS)
 def test_worked_oracles(sketch, cw):
     a, b = ORACLES[(sketch, cw)]
-    # Complex maps: n_components real columns = 2 x the complex features of 2.5.
+    # Complex maps: n_components real columns = 2 x the complex features of
+    # docs/math/sketches.rst, "Worked examples".
     scale = 2 if cw else 1
     x, y, n, d = EXAMPLE_A
     got = sketch_variance(x, y, degree=n, n_components=scale * d, sketch=sketch, complex_weights=cw)

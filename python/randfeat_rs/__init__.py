@@ -1,7 +1,8 @@
 """randfeat_rs: random features for kernel methods and Gaussian processes.
 
 A Rust core (rayon threads, run-time SIMD) behind a NumPy / scikit-learn API.
-See the README for the quick start and ``ALGORITHMS.md`` for the mathematics.
+See the README for the quick start and the documentation's pages docs/math/
+for the mathematics.
 """
 
 from __future__ import annotations

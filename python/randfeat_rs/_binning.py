@@ -1,4 +1,4 @@
-"""Random binning features (ALGORITHMS.md section 6): sparse maps of the Laplacian kernel."""
+"""Random binning features (docs/math/binning.rst): sparse maps of the Laplacian kernel."""
 
 from __future__ import annotations
 

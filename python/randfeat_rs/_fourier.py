@@ -1,4 +1,4 @@
-"""Random Fourier features and Nystroem landmark features (ALGORITHMS.md 5)."""
+"""Random Fourier features and Nystroem landmark features (docs/math/fourier.rst)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,8 @@ class RandomFourierFeatures(DenseFeaturesBase):
 default="mc"
         How the frequencies are drawn: i.i.d. (``"mc"``); pairs ``w, -w``
         (``"antithetic"``, needs an even number of frequencies; with
-        ``cos_sin`` it does not reduce the variance, see ALGORITHMS.md 5.3);
+        ``cos_sin`` it does not reduce the variance, see docs/math/fourier.rst,
+        "Frequency samplers");
         orthogonal blocks (``"orthogonal"``, ORF); ``H D H D H D`` blocks
         applied with the fast Walsh-Hadamard transform (``"structured"``,
         SORF, Gaussian only, ``O(D log d)`` per row; slightly biased, and

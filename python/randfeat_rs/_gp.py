@@ -1,4 +1,4 @@
-"""Gaussian-process regressors (ALGORITHMS.md section 7).
+"""Gaussian-process regressors (docs/math/gp.rst).
 
 :class:`ExactGPR` is the exact GP with the Gaussian kernel and a
 log-marginal-likelihood hyperparameter fit (L-BFGS in Rust); it is the
@@ -138,7 +138,7 @@ class ExactGPR(
     targets are centered by their training mean (zero prior mean on the
     rest). Hyperparameters listed in ``optimize`` maximize the log marginal
     likelihood (L-BFGS over their logarithms, with analytic gradients, in
-    Rust), from the initialization of ALGORITHMS.md 7.1 and ``n_restarts``
+    Rust), from the initialization of docs/math/gp.rst, "Exact GP", and ``n_restarts``
     random starts; the others stay at their given (or initial) values. From
     1,024 training rows on, each run first fits every fourth row (recursively)
     and continues on all rows from that optimum, preconditioned by its
@@ -388,7 +388,7 @@ class ExactGPR(
 
 
 class SufficientStatistics:
-    """Sufficient statistics of a feature-space GP fit (ALGORITHMS.md 7.2).
+    """Sufficient statistics of a feature-space GP fit (docs/math/gp.rst, "Feature-space GP").
 
     ``Phi^T Phi``, ``Phi^T y``, the feature column sums and the target sums
     (kept relative to a shift, so the target mean can be subtracted at the
@@ -573,7 +573,7 @@ def _kernel_from_features(features: Any) -> tuple[Any, Optional[float]]:
 class RandomFeatureGPR(
     GaussianPredictionMixin, FittedGpMixin, DeviceMixin, RegressorMixin, BaseEstimator
 ):
-    """Feature-space GP regression over any transformer (ALGORITHMS.md 7.2).
+    """Feature-space GP regression over any transformer (docs/math/gp.rst, "Feature-space GP").
 
     With a feature map ``Phi`` (kernel ``Phi(x)^T Phi(y)``) the GP costs
     ``O(N D^2 + D^3)``: ``A = Phi^T Phi / noise_variance + I``,

@@ -1,4 +1,4 @@
-"""The localized Maclaurin GP (ALGORITHMS.md section 8, 000 Algorithm 1).
+"""The localized Maclaurin GP (docs/math/localized.rst, 000 Algorithm 1).
 
 One optimized Maclaurin allocation and one set of random sketch weights are
 shared by every centroid; farthest-point clustering places centroids at most
@@ -39,8 +39,8 @@ class LocalizedMaclaurinGPR(
     """Localized Maclaurin GP regression with the Gaussian kernel.
 
     The Gaussian kernel ``kernel_variance * exp(-|x - x'|^2 / (2 l^2))`` is
-    approximated by optimized Maclaurin features (ALGORITHMS.md 4.7) of width
-    ``n_components``, expanded around several centroids (ALGORITHMS.md 8):
+    approximated by optimized Maclaurin features (docs/math/maclaurin.rst, "Assembly") of width
+    ``n_components``, expanded around several centroids (docs/math/localized.rst):
 
     1. the allocation of features to degrees is optimized on the training
        rows centered at their mean, and the random sketch weights are drawn
@@ -50,10 +50,10 @@ class LocalizedMaclaurinGPR(
        training input farthest from all centroids until every input lies
        within ``threshold * length_scale`` of one, or there are
        ``n_clusters`` centroids;
-    3. centroid ``c`` gets the feature-space GP (ALGORITHMS.md 7.2) on
+    3. centroid ``c`` gets the feature-space GP (docs/math/gp.rst, "Feature-space GP") on
        ``Phi(x - c)``; a test point is predicted by its nearest centroid's
        GP. At ``x* = c`` the cross-covariances and the prior variance are
-       exact (ALGORITHMS.md 8.4).
+       exact (docs/math/localized.rst, "The exactness property").
 
     The per-centroid GPs are built in Rust, in parallel, the first time a
     test point needs them (then cached): predictions equal those of a model

@@ -1,4 +1,4 @@
-"""Optimized Maclaurin random features (ALGORITHMS.md sections 3 and 4)."""
+"""Optimized Maclaurin random features (docs/math/maclaurin.rst)."""
 
 from __future__ import annotations
 
@@ -248,7 +248,7 @@ class MaclaurinFeatures(DenseFeaturesBase):
 
         The Gaussian kernel is shift invariant, so ``Phi(x - c) . Phi(y - c)``
         estimates the same kernel for any ``c``; the estimate is most accurate
-        near ``c`` (the localized GP of ALGORITHMS.md 8 uses this).
+        near ``c`` (the localized GP of docs/math/localized.rst uses this).
 
         Parameters
         ----------

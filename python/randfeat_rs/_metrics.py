@@ -1,4 +1,4 @@
-"""Metrics of ALGORITHMS.md 7.3 (computed in Rust)."""
+"""Metrics of docs/math/gp.rst, "Metrics" (computed in Rust)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def kl_divergence(mean_p: Any, var_p: Any, mean_q: Any, var_q: Any) -> float:
 
     ``0.5 * [ln(var_q / var_p) + (var_p + (mean_p - mean_q)**2) / var_q - 1]``
     averaged over the points, with variances floored at 1e-12. The papers'
-    convention (ALGORITHMS.md 7.3): ``p`` is the approximate GP, ``q`` the
+    convention (docs/math/gp.rst, "Metrics"): ``p`` is the approximate GP, ``q`` the
     exact GP, and both variances are the noisy predictive ones
     (``predict_noisy`` std squared).
 

@@ -19,7 +19,7 @@ SKETCHES = ("gaussian", "rademacher", "tensor_srht", "tensor_sketch")
 class PolynomialSketch(DenseFeaturesBase):
     """Random features for the polynomial kernel ``(x . y / l**2 + c) ** degree``.
 
-    A polynomial sketch (ALGORITHMS.md section 2): each feature is a product
+    A polynomial sketch (docs/math/sketches.rst): each feature is a product
     of ``degree`` random projections of ``x' = (sqrt(c), x / l)`` (no bias
     coordinate when ``c = 0``), scaled so that ``transform(X) @ transform(Y).T``
     is an unbiased estimate of the kernel matrix. Its variance has a closed
@@ -45,7 +45,8 @@ class PolynomialSketch(DenseFeaturesBase):
         ``floor(n_components / 2)`` complex features as ``[Re | Im]`` column
         blocks, plus one zero column when ``n_components`` is odd, so the
         dot product of two rows is the real part of the complex estimate
-        (ALGORITHMS.md 9). Lower variance for non-negative data.
+        (docs/math/conventions.rst, "Complex features and their real
+        representation"). Lower variance for non-negative data.
     random_state : int, RandomState instance or None, default=None
         Seeds all random parameters (drawn at ``fit``).
     device : {"cpu", "gpu", "auto"}, default="cpu"
@@ -164,7 +165,7 @@ def sketch_variance(
 ) -> float:
     """Closed-form variance of the sketch estimate of ``(x . y / l**2 + c) ** degree``.
 
-    The variance (ALGORITHMS.md 2.5) over the random draw of the parameters
+    The variance (docs/math/sketches.rst, "Variances") over the random draw of the parameters
     of ``PolynomialSketch(n_components, degree=degree, bias=bias,
     length_scale=length_scale, sketch=sketch, complex_weights=complex_weights)``
     of ``transform(x) @ transform(y)``. With complex weights that estimate is

@@ -161,7 +161,7 @@ def rff_features(
     variant: str = "cos_bias",
     scale: float = 1.0,
 ) -> np.ndarray:
-    """Random Fourier features (ALGORITHMS.md 5.2) computed on the GPU.
+    """Random Fourier features (docs/math/fourier.rst, "Feature variants") computed on the GPU.
 
     ``cos_bias``: ``scale * cos(x @ w.T + phases)``, ``m`` columns.
     ``cos_sin``: ``scale * [cos(x @ w.T) | sin(x @ w.T)]``, ``2 m`` columns.

@@ -1,4 +1,5 @@
-//! Pitch distributions of separable kernels (ALGORITHMS.md section 6).
+//! Pitch distributions of separable kernels (`docs/math/binning.rst`,
+//! "Definition").
 
 use rand::Rng as _;
 use rand_distr::{Distribution, Gamma};

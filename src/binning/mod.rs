@@ -1,4 +1,4 @@
-//! Random binning features (ALGORITHMS.md section 6; Rahimi & Recht 2007,
+//! Random binning features (`docs/math/binning.rst`; Rahimi & Recht 2007,
 //! section 3): a sparse map `z` with `z(x)ᵀz(y) = (1/P) Σ_p 1[b_p(x) = b_p(y)]`,
 //! whose expectation is the Laplacian kernel `exp(−‖x − y‖₁ / l)`.
 //!
@@ -9,7 +9,8 @@
 //! `|(x_a − u)/δ|` exceeds `2^62`). The bin vector is reduced to one 64-bit
 //! key with a seeded SplitMix64 chain ([`bin_key`]):
 //! `h ← mix(seed ⊕ p)`, then `h ← mix(h ⊕ b_{p,a})` for every dimension, with
-//! grids numbered `p = 1…P` as in ALGORITHMS.md. Every stored value is `1/√P`.
+//! grids numbered `p = 1…P` as in `docs/math/binning.rst`. Every stored value
+//! is `1/√P`.
 //!
 //! Two ways to turn keys into columns:
 //! - [`Vocabulary`] (the default in Python): [`Vocabulary::fit`] numbers the
@@ -86,7 +87,8 @@ pub const MAX_BIN_COORDINATE: f64 = (1u64 << 62) as f64;
 /// Rows per parallel task when computing bin keys.
 const BLOCK_ROWS: usize = 1024;
 
-/// The SplitMix64 finalizer (ALGORITHMS.md section 6), wrapping `u64` arithmetic.
+/// The SplitMix64 finalizer (`docs/math/binning.rst`, "Columns of the sparse
+/// output"), wrapping `u64` arithmetic.
 #[inline(always)]
 pub fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -110,10 +112,11 @@ fn floor_i64(t: f64) -> i64 {
     i - ((i as f64) > t) as i64
 }
 
-/// `P` random grids over `R^d` (ALGORITHMS.md section 6): pitches, shifts and
-/// the seed of the bin-key hash. Drawn once at fit; everything after is
-/// deterministic. Stored (feature "serde") as its pitches, shifts and hash
-/// seed, checked on loading as [`BinningGrids::from_parts`] does.
+/// `P` random grids over `R^d` (`docs/math/binning.rst`, "Definition"):
+/// pitches, shifts and the seed of the bin-key hash. Drawn once at fit;
+/// everything after is deterministic. Stored (feature "serde") as its
+/// pitches, shifts and hash seed, checked on loading as
+/// [`BinningGrids::from_parts`] does.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(
     feature = "serde",
@@ -363,10 +366,10 @@ impl Hasher for KeyHasher {
 type KeyMap = HashMap<u64, u64, BuildHasherDefault<KeyHasher>>;
 
 /// The occupied bins of the training rows, per grid, numbered in order of
-/// first appearance (vocabulary mode of ALGORITHMS.md section 6). Column `j`
-/// is the bin whose key is `keys()[j]`; grid `p` owns columns
-/// `offsets()[p] .. offsets()[p + 1]`. Stored (feature "serde") as its keys
-/// and offsets; the lookup tables are rebuilt on loading
+/// first appearance (the vocabulary mode of `docs/math/binning.rst`, "Columns
+/// of the sparse output"). Column `j` is the bin whose key is `keys()[j]`; grid
+/// `p` owns columns `offsets()[p] .. offsets()[p + 1]`. Stored (feature
+/// "serde") as its keys and offsets; the lookup tables are rebuilt on loading
 /// ([`Vocabulary::from_parts`]).
 #[derive(Clone, Debug)]
 #[cfg_attr(

@@ -1,4 +1,4 @@
-//! Oracles of ALGORITHMS.md section 6 and the structural contract.
+//! Oracles of `docs/math/binning.rst` and the structural contract.
 
 use ndarray::{array, Array2};
 use rand::Rng as _;

@@ -1,8 +1,8 @@
-//! [`FeatureMap`] for [`FourierFeatures`] (ALGORITHMS.md 5.2): the CPU
-//! transform of the map; on the GPU the tiled kernel of [`crate::gpu`] on
-//! the frequencies `W` (formed for the structured sampler), the phases and
-//! the scale `σ·(√(2/D) or 1/√m)`, then the zero column of an odd `cos_sin`
-//! width.
+//! [`FeatureMap`] for [`FourierFeatures`] (`docs/math/fourier.rst`, "Feature
+//! variants"): the CPU transform of the map; on the GPU the tiled kernel of
+//! [`crate::gpu`] on the frequencies `W` (formed for the structured sampler),
+//! the phases and the scale `σ·(√(2/D) or 1/√m)`, then the zero column of an
+//! odd `cos_sin` width.
 
 #[cfg(feature = "gpu")]
 use ndarray::s;

@@ -1,7 +1,8 @@
 //! [`FeatureMap`] and [`CenteredFeatureMap`] for [`MaclaurinMap`]
-//! (ALGORITHMS.md 3.3, 4.7): the CPU transforms of the map, with the fitted
-//! center or another one (Gaussian kernel, 8.1); on the GPU the degree
-//! blocks through the sketch kernels of [`crate::gpu`].
+//! (`docs/math/maclaurin.rst`, "The truncated random map" and "Assembly"): the
+//! CPU transforms of the map, with the fitted center or another one (Gaussian
+//! kernel, `docs/math/localized.rst`, "Why"); on the GPU the degree blocks
+//! through the sketch kernels of [`crate::gpu`].
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 
@@ -56,7 +57,8 @@ impl FeatureMap for MaclaurinMap {
 }
 
 /// Centered at any `c` for the Gaussian kernel; the dot-product kernels
-/// accept only `c = 0` (they change under a shift, ALGORITHMS.md 3.2).
+/// accept only `c = 0` (they change under a shift, `docs/math/maclaurin.rst`,
+/// "The Gaussian kernel through the exponential kernel").
 impl CenteredFeatureMap for MaclaurinMap {
     fn transform_centered_into<T: Real>(
         &self,

@@ -1,6 +1,6 @@
 //! One interface over every fitted dense feature map `Φ: R^d → R^D` with
 //! `Φ(x)ᵀΦ(y) ≈ k(x, y)`: the [`FeatureMap`] trait, implemented by the
-//! random Fourier features ([`FourierFeatures`], ALGORITHMS.md 5), the
+//! random Fourier features ([`FourierFeatures`], `docs/math/fourier.rst`), the
 //! polynomial sketches ([`PolynomialFeatures`], 2), the Maclaurin map
 //! ([`MaclaurinMap`], 3–4) and Nyström ([`NystroemFeatures`]), and the
 //! dispatch that chooses the device inside Rust:
@@ -8,13 +8,13 @@
 //! - [`resolve_device`]: `Cpu`, `Gpu` or `Auto` to the device that runs,
 //!   given what the map supports and what adapter is usable;
 //! - [`transform_into`]: `Φ(X)` on that device;
-//! - [`accumulate`]: the sufficient statistics of ALGORITHMS.md 7.2
-//!   ([`FeatureStats`]) of `(Φ(X), y)`: on the CPU over row chunks of the
-//!   features, on the GPU with `Φ` never leaving the device.
+//! - [`accumulate`]: the sufficient statistics of `docs/math/gp.rst`,
+//!   "Feature-space GP" ([`FeatureStats`]) of `(Φ(X), y)`: on the CPU over row
+//!   chunks of the features, on the GPU with `Φ` never leaving the device.
 //!
 //! [`CenteredFeatureMap`] adds the re-expansion around a center that the
-//! localized GP (ALGORITHMS.md 8) needs, and [`AnyFeatureMap`] holds any of
-//! the maps (for bindings and storage).
+//! localized GP (`docs/math/localized.rst`) needs, and [`AnyFeatureMap`] holds
+//! any of the maps (for bindings and storage).
 //!
 //! ```
 //! use ndarray::{Array1, Array2};
@@ -128,7 +128,7 @@ pub trait FeatureMap: Sync {
 /// A feature map that can be re-expanded around any center `c`:
 /// `Φ_c(x) = Φ(x − c)` with `Φ_c(x)ᵀΦ_c(y) ≈ k(x, y)` for every `c` (a
 /// shift-invariant kernel), most accurate near `c`. The localized GP of
-/// ALGORITHMS.md 8 evaluates one map at many centers.
+/// `docs/math/localized.rst` evaluates one map at many centers.
 pub trait CenteredFeatureMap: FeatureMap {
     /// Writes `Φ(x − center)` for every row of `x` into `out` on the CPU
     /// (as [`FeatureMap::transform_into`]).
@@ -272,8 +272,8 @@ fn runs_on_gpu<M: FeatureMap>(map: &M, device: Device) -> Result<bool> {
 }
 
 /// Adds the rows `(x, y)` to `stats`, the sufficient statistics of
-/// ALGORITHMS.md 7.2 of the features `Φ(x)`, on `device` (`Auto` resolved
-/// by [`resolve_device`]).
+/// `docs/math/gp.rst`, "Feature-space GP" of the features `Φ(x)`, on `device`
+/// (`Auto` resolved by [`resolve_device`]).
 ///
 /// - CPU: `chunk_rows` rows at a time are transformed into one reused
 ///   buffer and added by [`FeatureStats::accumulate`] (memory
@@ -389,11 +389,12 @@ fn accumulate_gpu<M: FeatureMap, T: Real>(
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum AnyFeatureMap {
-    /// Random Fourier features (ALGORITHMS.md 5).
+    /// Random Fourier features (`docs/math/fourier.rst`).
     Fourier(FourierFeatures),
-    /// A polynomial sketch with its kernel parameters (ALGORITHMS.md 2).
+    /// A polynomial sketch with its kernel parameters
+    /// (`docs/math/sketches.rst`).
     Polynomial(PolynomialFeatures),
-    /// Maclaurin features (ALGORITHMS.md 3–4).
+    /// Maclaurin features (`docs/math/maclaurin.rst`).
     Maclaurin(MaclaurinMap),
     /// Nyström landmark features.
     Nystroem(NystroemFeatures),

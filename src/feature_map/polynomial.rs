@@ -1,7 +1,7 @@
-//! [`FeatureMap`] for [`PolynomialFeatures`] (ALGORITHMS.md 2.1): the CPU
-//! transform of the map; on the GPU the sketch kernels of [`crate::gpu`]
-//! (Gaussian, Rademacher, TensorSRHT; the same random parameters), then the
-//! zero columns beyond the sketch's width.
+//! [`FeatureMap`] for [`PolynomialFeatures`] (`docs/math/sketches.rst`, "Target
+//! kernels"): the CPU transform of the map; on the GPU the sketch kernels of
+//! [`crate::gpu`] (Gaussian, Rademacher, TensorSRHT; the same random
+//! parameters), then the zero columns beyond the sketch's width.
 
 #[cfg(feature = "gpu")]
 use ndarray::s;

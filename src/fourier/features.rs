@@ -1,5 +1,6 @@
-//! The fitted random Fourier feature map and its transform (ALGORITHMS.md
-//! 5.2, 9.3).
+//! The fitted random Fourier feature map and its transform
+//! (`docs/math/fourier.rst`, "Feature variants"; `docs/math/conventions.rst`,
+//! "Layouts").
 
 use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
@@ -24,7 +25,8 @@ const CHUNK_ROWS: usize = 256;
 /// while it is still in cache.
 const COL_BLOCK: usize = 256;
 
-/// The output layout (ALGORITHMS.md 5.2, 9.3).
+/// The output layout (`docs/math/fourier.rst`, "Feature variants";
+/// `docs/math/conventions.rst`, "Layouts").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Variant {
@@ -177,9 +179,9 @@ fn check_positive(name: &'static str, v: f64) -> Result<()> {
 pub enum Projection {
     /// An explicit `m × d` frequency matrix (one GEMM per output tile).
     Dense(Array2<f64>),
-    /// SORF blocks `W_b = (1/(d' l)) H D₁ H D₂ H D₃` (ALGORITHMS.md 5.3),
-    /// applied with three FWHTs per block, `O(m log d')` per row; `W` is
-    /// never formed.
+    /// SORF blocks `W_b = (1/(d' l)) H D₁ H D₂ H D₃` (`docs/math/fourier.rst`,
+    /// "Frequency samplers"), applied with three FWHTs per block, `O(m log d')`
+    /// per row; `W` is never formed.
     Structured {
         /// `3·blocks × d'` signs (±1): rows `3b, 3b+1, 3b+2` are `D₁, D₂, D₃` of block `b`.
         signs: Array2<f64>,
@@ -206,10 +208,11 @@ impl Projection {
     }
 }
 
-/// A fitted random Fourier feature map (ALGORITHMS.md 5): the frequencies
-/// (dense `W` or SORF signs), the `cos_bias` phases, the layout and the
-/// scale. A pure function of its fields: [`FourierFeatures::transform_into`]
-/// uses no randomness and gives bit-identical results for any thread count.
+/// A fitted random Fourier feature map (`docs/math/fourier.rst`): the
+/// frequencies (dense `W` or SORF signs), the `cos_bias` phases, the layout and
+/// the scale. A pure function of its fields:
+/// [`FourierFeatures::transform_into`] uses no randomness and gives
+/// bit-identical results for any thread count.
 ///
 /// ```
 /// use ndarray::Array2;
@@ -287,7 +290,8 @@ impl FourierFeatures {
                 2.0 * std::f64::consts::PI * rand::Rng::random::<f64>(&mut prng)
             });
             if config.sampler == Sampler::Antithetic {
-                // The pair (w, -w) shares its phase (ALGORITHMS.md 5.3).
+                // The pair (w, -w) shares its phase (docs/math/fourier.rst,
+                // "Frequency samplers").
                 let first = b.slice(s![..m / 2]).to_owned();
                 b.slice_mut(s![m / 2..]).assign(&first);
             }
@@ -429,15 +433,15 @@ impl FourierFeatures {
     }
 
     /// Writes `φ(x)` for every row of `x` (`n × d`) into `out` (`n × D`,
-    /// C-contiguous) (ALGORITHMS.md 5.2). Dense frequencies with
-    /// `d ≤` [`fused::MAX_FUSED_FEATURES`] take the fused kernel
-    /// ([`fused`]: projection, cosine and scale in registers, one store per
-    /// element). Otherwise `out[i, ..m] = W x_i` by a GEMM (faer) or the SORF
-    /// blocks, then the cosines and sines in place; dense frequencies go
+    /// C-contiguous) (`docs/math/fourier.rst`, "Feature variants"). Dense
+    /// frequencies with `d ≤` [`fused::MAX_FUSED_FEATURES`] take the fused
+    /// kernel ([`fused`]: projection, cosine and scale in registers, one store
+    /// per element). Otherwise `out[i, ..m] = W x_i` by a GEMM (faer) or the
+    /// SORF blocks, then the cosines and sines in place; dense frequencies go
     /// tile by tile (`CHUNK_ROWS × COL_BLOCK`): one GEMM writes the tile and
-    /// its cosines follow while it is in cache. Row chunks run in parallel
-    /// with [`Parallelism::Rayon`]; the result is bit-identical for any
-    /// thread count.
+    /// its cosines follow while it is in cache. Row chunks run in parallel with
+    /// [`Parallelism::Rayon`]; the result is bit-identical for any thread
+    /// count.
     pub fn transform_into<T: Real>(
         &self,
         x: ArrayView2<T>,
@@ -596,13 +600,14 @@ impl FourierFeatures {
     }
 }
 
-/// The SORF blocks of one row (ALGORITHMS.md 5.2, structured sampler):
-/// block `b` of `out` (`d'` values, a power of two; the last block cut at
-/// `out.len()`) is `factor · H D₁ H D₂ H D₃ x` with `x` zero-padded to `d'`
-/// and `D_k` the sign rows `3b + k` of `signs` (`3·blocks × d'`, row-major).
-/// The sign and scale loops are plain slice loops, vectorized by
-/// [`sorf_blocks`]; multiplying by `±1` and by `factor` is one rounding at any
-/// vector width, so every instruction set gives the same bits.
+/// The SORF blocks of one row (`docs/math/fourier.rst`, "Frequency samplers",
+/// `structured`): block `b` of `out` (`d'` values, a power of two; the last
+/// block cut at `out.len()`) is `factor · H D₁ H D₂ H D₃ x` with `x`
+/// zero-padded to `d'` and `D_k` the sign rows `3b + k` of `signs`
+/// (`3·blocks × d'`, row-major). The sign and scale loops are plain slice
+/// loops, vectorized by [`sorf_blocks`]; multiplying by `±1` and by `factor` is
+/// one rounding at any vector width, so every instruction set gives the same
+/// bits.
 #[inline(always)]
 fn sorf_blocks_body<T: Real>(
     x: &[T],

@@ -1,6 +1,6 @@
-//! The fused dense transform of random Fourier features (ALGORITHMS.md 5.2):
-//! projection, phase, cosine (and sine) and scale in one pass over the
-//! output.
+//! The fused dense transform of random Fourier features
+//! (`docs/math/fourier.rst`, "Feature variants"): projection, phase, cosine
+//! (and sine) and scale in one pass over the output.
 //!
 //! For a tile of `MR` rows × `NR` columns, `p_ij = Σ_k x_ik W_jk` is
 //! accumulated in registers over the `d` inputs (`MR × NR / lanes` vector

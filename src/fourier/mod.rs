@@ -1,5 +1,5 @@
-//! Random Fourier features (ALGORITHMS.md 5) of the stationary kernels of
-//! [`crate::kernels`] (their spectral densities `p(ω)`).
+//! Random Fourier features (`docs/math/fourier.rst`) of the stationary kernels
+//! of [`crate::kernels`] (their spectral densities `p(ω)`).
 //!
 //! - the samplers ([`Sampler`]): `mc`, `antithetic`, `orthogonal` (ORF),
 //!   `structured` (SORF through [`crate::fwht`]), `moment_matching` (003,

@@ -1,8 +1,8 @@
-//! Quasi-Monte Carlo frequencies (ALGORITHMS.md 5.3 `qmc`): a Sobol
-//! sequence with Joe–Kuo direction numbers in Gray-code order (the points
-//! and ordering of `scipy.stats.qmc.Sobol`), optionally scrambled by a
-//! random linear matrix scramble plus a digital shift, mapped through the
-//! inverse normal CDF (Wichura's AS241).
+//! Quasi-Monte Carlo frequencies (`docs/math/fourier.rst`, "Frequency
+//! samplers", `qmc`): a Sobol sequence with Joe–Kuo direction numbers in
+//! Gray-code order (the points and ordering of `scipy.stats.qmc.Sobol`),
+//! optionally scrambled by a random linear matrix scramble plus a digital
+//! shift, mapped through the inverse normal CDF (Wichura's AS241).
 //!
 //! No crate was used for Sobol: `sobol_burley` (the maintained one) uses
 //! Burley's Owen-scrambled variant, whose points and ordering differ from
@@ -119,7 +119,8 @@ pub fn sobol_points<R: Rng + ?Sized>(
     Ok(out)
 }
 
-/// A Sobol integer as a uniform in `[2^-53, 1 − 2^-53]` (ALGORITHMS.md 5.3 clamp).
+/// A Sobol integer as a uniform in `[2^-53, 1 − 2^-53]`
+/// (`docs/math/fourier.rst`, "Frequency samplers", `qmc`).
 pub fn to_unit(x: u32) -> f64 {
     let eps = f64::powi(2.0, -53);
     (x as f64 * f64::powi(2.0, -(BITS as i32))).clamp(eps, 1.0 - eps)
@@ -229,7 +230,7 @@ mod tests {
 
     #[test]
     fn inverse_normal_oracles() {
-        // ALGORITHMS.md 5.5.
+        // docs/math/fourier.rst, "Checks".
         let cases = [
             (0.975, 1.959_963_984_540_054),
             (0.25, -0.674_489_750_196_081_7),
@@ -252,7 +253,7 @@ mod tests {
 
     #[test]
     fn sobol_oracle_points_unscrambled() {
-        // ALGORITHMS.md 5.5: d = 2, points 0..7.
+        // docs/math/fourier.rst, "Checks": d = 2, points 0..7.
         let pts = sobol_points::<rand_chacha::ChaCha20Rng>(8, 2, None).unwrap();
         let u: Vec<f64> = pts.iter().map(|&x| x as f64 / 4_294_967_296.0).collect();
         let want = [

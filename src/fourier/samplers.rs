@@ -1,7 +1,7 @@
-//! Frequency samplers (ALGORITHMS.md 5.3). Each produces the frequency
-//! matrix `W` (`m × d`, rows `w_j`), except `structured`, whose blocks are
-//! kept as sign vectors and applied through the FWHT (see
-//! [`super::features::Projection::Structured`]).
+//! Frequency samplers (`docs/math/fourier.rst`, "Frequency samplers"). Each
+//! produces the frequency matrix `W` (`m × d`, rows `w_j`), except
+//! `structured`, whose blocks are kept as sign vectors and applied through the
+//! FWHT (see [`super::features::Projection::Structured`]).
 //!
 //! Support by kernel: `mc`, `antithetic` and `orthogonal` work for every
 //! kernel (ORF rows get a Haar direction and the norm of a fresh spectral
@@ -21,7 +21,8 @@ use super::qmc::{inverse_normal_cdf, sobol_points, to_unit};
 use crate::error::{Error, Result};
 use crate::kernels::Kernel;
 
-/// How the frequencies are drawn (ALGORITHMS.md 5.3).
+/// How the frequencies are drawn (`docs/math/fourier.rst`, "Frequency
+/// samplers").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sampler {
     /// I.i.d. rows from the spectral density.
@@ -189,11 +190,12 @@ pub fn orthogonal<R: Rng + ?Sized>(
     w
 }
 
-/// Moment matching (003, Algorithm 1; ALGORITHMS.md 5.3): whitens `m`
-/// Gaussian draws so that `(1/m) Σ w_j = 0` and `(1/m) Σ w_j w_jᵀ = I/l²`
-/// exactly: `w_j = L^{-1}(g_j − μ̂)/l` with `L Lᵀ = Σ̂` (1/m normalization,
-/// lower Cholesky factor). Needs `m > d` (checked by [`Sampler::check`]);
-/// a numerically failed Cholesky factorization is also an error.
+/// Moment matching (003, Algorithm 1; `docs/math/fourier.rst`, "Frequency
+/// samplers"): whitens `m` Gaussian draws so that `(1/m) Σ w_j = 0` and
+/// `(1/m) Σ w_j w_jᵀ = I/l²` exactly: `w_j = L^{-1}(g_j − μ̂)/l` with
+/// `L Lᵀ = Σ̂` (1/m normalization, lower Cholesky factor). Needs `m > d`
+/// (checked by [`Sampler::check`]); a numerically failed Cholesky factorization
+/// is also an error.
 pub fn moment_matching<R: Rng + ?Sized>(
     m: usize,
     d: usize,

@@ -241,7 +241,8 @@ fn max_abs<T: Real>(x: &[T]) -> f64 {
 }
 
 /// `c[j] <- scale·cos(c[j])`, `s[j] <- scale·sin(c[j])` (the `cos_sin`
-/// variant, ALGORITHMS.md 5.2). `s` must be at least as long as `c`.
+/// variant, `docs/math/fourier.rst`, "Feature variants"). `s` must be at least
+/// as long as `c`.
 #[inline(always)]
 fn sincos_body<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
     let s = &mut s[..c.len()];
@@ -263,8 +264,9 @@ fn sincos_body<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
     }
 }
 
-/// `c[j] <- scale·cos(c[j] + b[j])` (the `cos_bias` variant, ALGORITHMS.md
-/// 5.2). `b` must be at least as long as `c`.
+/// `c[j] <- scale·cos(c[j] + b[j])` (the `cos_bias` variant,
+/// `docs/math/fourier.rst`, "Feature variants"). `b` must be at least as long
+/// as `c`.
 #[inline(always)]
 fn cos_shift_body<T: Real>(c: &mut [T], b: &[T], scale: f64) {
     let b = &b[..c.len()];

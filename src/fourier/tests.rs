@@ -1,8 +1,8 @@
-//! Oracles of ALGORITHMS.md 5.3-5.5 on the fitted maps. Statistical checks
-//! use fixed seeds; a mean must lie within 4 standard errors, a variance
-//! within 4 standard errors of the sample variance, the standard error
-//! estimated from the sample's fourth central moment,
-//! `SE(s²) ≈ sqrt((μ₄ − s⁴)/T)`.
+//! Oracles of `docs/math/fourier.rst` (samplers, variances, edge cases; its
+//! "Checks") on the fitted maps. Statistical checks use fixed seeds; a mean
+//! must lie within 4 standard errors, a variance within 4 standard errors of
+//! the sample variance, the standard error estimated from the sample's fourth
+//! central moment, `SE(s²) ≈ sqrt((μ₄ − s⁴)/T)`.
 
 use ndarray::{array, s, Array2};
 

@@ -1,4 +1,4 @@
-//! The butterfly passes of the FWHT (ALGORITHMS.md section 1) as plain
+//! The butterfly passes of the FWHT (`docs/math/fwht.rst`) as plain
 //! loops, written once for any [`Real`] and compiled per instruction set
 //! through the operations of `simd.rs`.
 //!

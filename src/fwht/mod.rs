@@ -1,4 +1,4 @@
-//! Fast Walsh–Hadamard transform (ALGORITHMS.md section 1).
+//! Fast Walsh–Hadamard transform (`docs/math/fwht.rst`).
 //!
 //! `H` is the unnormalized Hadamard matrix in Sylvester order,
 //! `H[i, j] = (-1)^popcount(i & j)`, the ordering of `scipy.linalg.hadamard`.
@@ -65,11 +65,11 @@ pub fn fwht<T: Real>(x: &mut [T], normalized: bool, par: Parallelism) -> Result<
     Ok(())
 }
 
-/// In-place transform of every row of `x` (ALGORITHMS.md 1: one independent
-/// transform per row). The row length must be a power of two. Rows need not
-/// be contiguous (a strided row is copied to a buffer and back). With
-/// [`Parallelism::Rayon`] the rows are split over threads; a batch with
-/// fewer rows than threads and long rows splits each row instead.
+/// In-place transform of every row of `x` (`docs/math/fwht.rst`: one
+/// independent transform per row). The row length must be a power of two. Rows
+/// need not be contiguous (a strided row is copied to a buffer and back). With
+/// [`Parallelism::Rayon`] the rows are split over threads; a batch with fewer
+/// rows than threads and long rows splits each row instead.
 pub fn fwht_rows<T: Real>(
     mut x: ArrayViewMut2<T>,
     normalized: bool,

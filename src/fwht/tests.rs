@@ -26,7 +26,7 @@ fn dense(x: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-/// Textbook in-place loop of ALGORITHMS.md 1, the bit-exact reference.
+/// Textbook in-place loop of `docs/math/fwht.rst`, the bit-exact reference.
 fn naive<T: Real>(x: &mut [T]) {
     let mut h = 1;
     while h < x.len() {

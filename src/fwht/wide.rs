@@ -14,7 +14,7 @@
 //!
 //! Within every output the stages run in the textbook order (distance 1, 2,
 //! 4, …) with the same additions, so the results are bit-identical to the
-//! textbook loop of ALGORITHMS.md section 1 and to the portable kernels.
+//! textbook loop of `docs/math/fwht.rst` and to the portable kernels.
 
 use super::butterfly::Strip;
 use crate::simd::Vector;

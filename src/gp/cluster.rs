@@ -1,5 +1,6 @@
 //! Farthest-point clustering and nearest-centroid assignment of the
-//! localized Maclaurin GP (ALGORITHMS.md 8.2 step 3 and 8.3).
+//! localized Maclaurin GP (`docs/math/localized.rst`, "Training" step 3 and
+//! "Prediction").
 
 use ndarray::{Array2, ArrayView2, Axis};
 use rayon::prelude::*;
@@ -23,17 +24,16 @@ fn farther(a: (f64, usize), b: (f64, usize)) -> (f64, usize) {
     }
 }
 
-/// Farthest-point clustering of ALGORITHMS.md 8.2 step 3: starting from
-/// `start` (the training mean), repeatedly appends the training row farthest
-/// from all centroids (`δ_i = min_c ‖x_i − c‖`, ties to the smallest index)
-/// until `max_i δ_i ≤ threshold` (absolute units of `x`) or there are
-/// `max_clusters` centroids. With neither bound the result is `[start]`.
-/// `δ` is maintained incrementally, `O(N d)` per added centroid (parallel
-/// over fixed row chunks; deterministic). Returns the centroids
-/// (`|C| × d`, the first row is `start`). `monitor` gets the stage
-/// "centroids" (one unit per centroid; the total is `max_clusters`, or 0
-/// when only the threshold bounds the count) and is checked before every
-/// pass.
+/// Farthest-point clustering of `docs/math/localized.rst`, "Training" step 3:
+/// starting from `start` (the training mean), repeatedly appends the training
+/// row farthest from all centroids (`δ_i = min_c ‖x_i − c‖`, ties to the
+/// smallest index) until `max_i δ_i ≤ threshold` (absolute units of `x`) or
+/// there are `max_clusters` centroids. With neither bound the result is
+/// `[start]`. `δ` is maintained incrementally, `O(N d)` per added centroid
+/// (parallel over fixed row chunks; deterministic). Returns the centroids
+/// (`|C| × d`, the first row is `start`). `monitor` gets the stage "centroids"
+/// (one unit per centroid; the total is `max_clusters`, or 0 when only the
+/// threshold bounds the count) and is checked before every pass.
 pub fn farthest_point<T: Real>(
     x: ArrayView2<'_, T>,
     start: &[f64],
@@ -122,8 +122,8 @@ pub fn farthest_point<T: Real>(
 }
 
 /// The nearest centroid of every row of `x` (Euclidean; ties to the lowest
-/// centroid index), ALGORITHMS.md 8.3. Parallel over rows; deterministic.
-/// `monitor` is checked before every row.
+/// centroid index), `docs/math/localized.rst`, "Prediction". Parallel over
+/// rows; deterministic. `monitor` is checked before every row.
 pub fn nearest<T: Real>(
     centroids: ArrayView2<'_, f64>,
     x: ArrayView2<'_, T>,

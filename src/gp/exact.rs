@@ -1,5 +1,5 @@
-//! The exact GP with the Gaussian kernel (ALGORITHMS.md 7.1): kernel
-//! matrices, the log marginal likelihood with its analytic gradients
+//! The exact GP with the Gaussian kernel (`docs/math/gp.rst`, "Exact GP"):
+//! kernel matrices, the log marginal likelihood with its analytic gradients
 //! (scalar or per-dimension length scales), and the predictive mean and
 //! variances. The only place in the crate that builds an `N × N` matrix.
 
@@ -114,7 +114,7 @@ fn cross_scaled(
 const EXACT_MATRICES: u128 = 6;
 
 /// Refuses an exact GP whose `N × N` matrices would not fit in
-/// `memory_bytes` (ALGORITHMS.md 7.1: `O(N²)` memory), naming the
+/// `memory_bytes` (`docs/math/gp.rst`, "Exact GP": `O(N²)` memory), naming the
 /// approximate models. The caller gives the budget (the bindings pass
 /// [`crate::system::available_memory_bytes`]).
 pub fn check_exact_size(n: usize, memory_bytes: u64) -> Result<()> {
@@ -154,7 +154,8 @@ pub(crate) fn check_training_data(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>
     check_finite("y", y.iter())
 }
 
-/// The log marginal likelihood and its gradient (ALGORITHMS.md 7.1).
+/// The log marginal likelihood and its gradient (`docs/math/gp.rst`, "Exact
+/// GP").
 #[derive(Clone, Debug, PartialEq)]
 pub struct LmlEval {
     /// `LML = −½ yᵀα − Σ ln L_ii − (N/2) ln 2π`.
@@ -367,7 +368,7 @@ widest_simd! {
 
 /// The log marginal likelihood of centered targets `y` under the GP with
 /// `kernel` and `noise_variance`, with its analytic gradient when
-/// `want_grad` (ALGORITHMS.md 7.1):
+/// `want_grad` (`docs/math/gp.rst`, "Exact GP"):
 ///
 /// `∂LML/∂θ = ½ tr[(ααᵀ − K_y^{−1}) ∂K_y/∂θ]` with `∂K_y/∂ln l_a = K ⊙ R_a`,
 /// `R_a,ij = (x_ia − x_ja)²/l_a²` (summed over `a` for a scalar length scale),
@@ -496,8 +497,8 @@ pub(crate) fn lml_and_factor(
     Ok((LmlEval { lml, grad, jitter }, f.chol, f.alpha))
 }
 
-/// A fitted exact GP (ALGORITHMS.md 7.1): training inputs, the Cholesky
-/// factor of `K_y`, `α = K_y^{−1}(y − ȳ)`, and the hyperparameters.
+/// A fitted exact GP (`docs/math/gp.rst`, "Exact GP"): training inputs, the
+/// Cholesky factor of `K_y`, `α = K_y^{−1}(y − ȳ)`, and the hyperparameters.
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ExactGp {
@@ -522,7 +523,7 @@ pub struct ExactGp {
 
 impl ExactGp {
     /// Fits the exact GP with fixed hyperparameters (no optimization);
-    /// `center` subtracts the training-target mean (ALGORITHMS.md 7).
+    /// `center` subtracts the training-target mean (`docs/math/gp.rst`).
     pub fn fit(
         x: ArrayView2<'_, f64>,
         y: ArrayView1<'_, f64>,
@@ -659,7 +660,8 @@ mod tests {
     #[test]
     fn three_point_oracle_lml_and_gradients() {
         let (x, y, k) = oracle();
-        // The oracle of ALGORITHMS.md 7.1 is stated for y itself (no centering).
+        // The oracle of docs/math/gp.rst, "Exact GP" is stated for y itself (no
+        // centering).
         let e =
             log_marginal_likelihood(x.view(), y.view(), &k, 0.1, true, Parallelism::Rayon).unwrap();
         assert!((e.lml - -3.493578023553).abs() < 1e-9, "{}", e.lml);

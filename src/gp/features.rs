@@ -1,7 +1,7 @@
-//! The feature-space GP (ALGORITHMS.md 7.2) on any explicit real feature
-//! map `Φ`: fitted from the sufficient statistics of [`crate::stats`]
-//! (accumulated over row chunks, merged exactly), then one `D × D`
-//! Cholesky.
+//! The feature-space GP (`docs/math/gp.rst`, "Feature-space GP") on any
+//! explicit real feature map `Φ`: fitted from the sufficient statistics of
+//! [`crate::stats`] (accumulated over row chunks, merged exactly), then one
+//! `D × D` Cholesky.
 
 use faer::{MatMut, MatRef, Par};
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, Axis};
@@ -20,9 +20,9 @@ use crate::threads::Parallelism;
 /// `ln 2π`.
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
-/// A fitted feature-space GP (ALGORITHMS.md 7.2): `L_A = chol(ΦᵀΦ/σ_n² + I)`
-/// and `β = A^{−1}Φᵀ(y − ȳ)/σ_n²`; predictions `μ* = φ*ᵀβ + ȳ`,
-/// `v* = ‖L_A^{−1}φ*‖²`, `v*_y = v* + σ_n²`.
+/// A fitted feature-space GP (`docs/math/gp.rst`, "Feature-space GP"):
+/// `L_A = chol(ΦᵀΦ/σ_n² + I)` and `β = A^{−1}Φᵀ(y − ȳ)/σ_n²`; predictions
+/// `μ* = φ*ᵀβ + ȳ`, `v* = ‖L_A^{−1}φ*‖²`, `v*_y = v* + σ_n²`.
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FeatureGp {
@@ -40,7 +40,8 @@ pub struct FeatureGp {
 
 impl FeatureGp {
     /// The prior GP of a `width`-feature map (no data: `A = I`, `β = 0`), what
-    /// a localized-GP centroid without rows predicts (ALGORITHMS.md 8).
+    /// a localized-GP centroid without rows predicts
+    /// (`docs/math/localized.rst`).
     pub fn prior(width: usize, noise_variance: f64) -> Result<Self> {
         let eye = Array2::<f64>::eye(width);
         Ok(FeatureGp {
@@ -53,8 +54,8 @@ impl FeatureGp {
     }
 
     /// Fits from sufficient statistics; `center` subtracts the target mean
-    /// (the default of ALGORITHMS.md 7). The LML uses the matrix determinant
-    /// lemma of 7.2.
+    /// (the default of `docs/math/gp.rst`). The LML uses the matrix determinant
+    /// lemma (`docs/math/gp.rst`, "Feature-space GP").
     pub fn fit(
         stats: &FeatureStats,
         noise_variance: f64,
@@ -185,10 +186,10 @@ impl FeatureGp {
 /// synchronize its threads at every level of its recursion.
 const PREDICT_BLOCK: usize = 256;
 
-/// Feature-space prediction from stored pieces (ALGORITHMS.md 7.2):
-/// `μ* = φ*ᵀβ + ȳ` and `v* = ‖L_A^{−1}φ*‖²` (a triangular solve with
-/// `PREDICT_BLOCK` test rows as right-hand sides per task). `l` is the
-/// factor `L_A` (`D × D`, any strides; only its lower triangle is read).
+/// Feature-space prediction from stored pieces (`docs/math/gp.rst`,
+/// "Feature-space GP"): `μ* = φ*ᵀβ + ȳ` and `v* = ‖L_A^{−1}φ*‖²` (a triangular
+/// solve with `PREDICT_BLOCK` test rows as right-hand sides per task). `l` is
+/// the factor `L_A` (`D × D`, any strides; only its lower triangle is read).
 pub fn predict_features<T: Real>(
     l: MatRef<'_, f64>,
     beta: ArrayView1<'_, f64>,
@@ -284,7 +285,8 @@ mod tests {
         Array2::from_shape_fn((n, d), |_| rng.random_range(-1.0..1.0))
     }
 
-    /// The exact GP of 7.1 with `K = ΦΦᵀ` (centered targets), by brute force.
+    /// The exact GP of `docs/math/gp.rst`, "Exact GP" with `K = ΦΦᵀ` (centered
+    /// targets), by brute force.
     fn exact_with_gram(
         phi: &Array2<f64>,
         y: &Array1<f64>,

@@ -1,4 +1,4 @@
-//! Metrics of ALGORITHMS.md 7.3: KL divergence between predictive
+//! Metrics of `docs/math/gp.rst`, "Metrics": KL divergence between predictive
 //! Gaussians, RMSE, mean negative log predictive density, and the relative
 //! Frobenius error of a Gram matrix.
 
@@ -7,7 +7,8 @@ use ndarray::{ArrayView1, ArrayView2};
 use super::check_finite;
 use crate::error::{Error, Result};
 
-/// Variances are floored here before logs and divisions (ALGORITHMS.md 7.3).
+/// Variances are floored here before logs and divisions (`docs/math/gp.rst`,
+/// "Metrics").
 pub const VARIANCE_FLOOR: f64 = 1e-12;
 
 /// `ln 2π`.

@@ -1,13 +1,14 @@
-//! Gaussian-process regression (ALGORITHMS.md 7): the exact GP with the
+//! Gaussian-process regression (`docs/math/gp.rst`): the exact GP with the
 //! Gaussian kernel and its log-marginal-likelihood fit ([`exact`],
 //! [`optimize`]); the feature-space GP on any [`crate::feature_map`] map,
 //! from the mergeable sufficient statistics of [`crate::stats`]
-//! ([`features`]); the metrics of 7.3 ([`metrics`]); and the localized
-//! Maclaurin GP of section 8 ([`localized`], with the farthest-point
-//! clustering of 8.2 in `cluster`).
+//! ([`features`]); the metrics of `docs/math/gp.rst`, "Metrics" ([`metrics`]);
+//! and the localized Maclaurin GP of `docs/math/localized.rst` ([`localized`],
+//! with the farthest-point clustering of `docs/math/localized.rst`, "Training"
+//! in `cluster`).
 //!
 //! Every model has zero prior mean on targets centered by their training
-//! mean; predictions add the mean back (ALGORITHMS.md 7).
+//! mean; predictions add the mean back (`docs/math/gp.rst`).
 
 pub(crate) mod cluster;
 pub mod exact;

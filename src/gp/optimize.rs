@@ -1,7 +1,8 @@
-//! Hyperparameter fitting of the exact GP (ALGORITHMS.md 7.1): maximize the
-//! log marginal likelihood over the log parameters with L-BFGS (argmin's
-//! `LBFGS` with the Moré–Thuente line search) from the initialization of
-//! 7.1 and `n_restarts` random starts; the best optimum wins.
+//! Hyperparameter fitting of the exact GP (`docs/math/gp.rst`, "Exact GP"):
+//! maximize the log marginal likelihood over the log parameters with L-BFGS
+//! (argmin's `LBFGS` with the Moré–Thuente line search) from the initialization
+//! of `docs/math/gp.rst`, "Exact GP" and `n_restarts` random starts; the best
+//! optimum wins.
 //!
 //! Coarse to fine: from [`COARSE_MIN_ROWS`] rows on, a run first fits every
 //! fourth row (recursively) and continues on all rows from that optimum in
@@ -48,7 +49,8 @@ pub enum Hyper {
 #[derive(Clone, Debug)]
 pub struct ExactGpConfig {
     /// Fixed or initial length scale(s): one value, or one per dimension
-    /// with `ard`. `None`: the median pairwise distance (7.1).
+    /// with `ard`. `None`: the median pairwise distance (`docs/math/gp.rst`,
+    /// "Exact GP").
     pub length_scale: Option<Vec<f64>>,
     /// Fixed or initial kernel variance. `None`: `var(y)`
     /// ([`super::target_variance_scale`]: 1 when the targets are all equal).
@@ -66,7 +68,7 @@ pub struct ExactGpConfig {
     pub seed: u64,
     /// Maximum L-BFGS iterations per run.
     pub max_iter: u64,
-    /// Subtract the training-target mean (ALGORITHMS.md 7).
+    /// Subtract the training-target mean (`docs/math/gp.rst`).
     pub center: bool,
     /// From this many training rows on, every run first fits a strided
     /// quarter of the rows (recursively) and starts from that optimum with
@@ -560,8 +562,8 @@ fn hessian_inverse_root<'a>(
     })))
 }
 
-/// Fits the exact GP: initialization of ALGORITHMS.md 7.1, L-BFGS on the
-/// log marginal likelihood over the hyperparameters in `cfg.optimize`
+/// Fits the exact GP: initialization of `docs/math/gp.rst`, "Exact GP", L-BFGS
+/// on the log marginal likelihood over the hyperparameters in `cfg.optimize`
 /// (from the initialization, then `cfg.n_restarts` starts drawn uniformly
 /// within a factor 10 of it in each free parameter), the best run kept.
 ///

@@ -1,4 +1,4 @@
-//! Batched FWHT on the GPU (ALGORITHMS.md 1); shader `shaders/fwht.wgsl`.
+//! Batched FWHT on the GPU (`docs/math/fwht.rst`); shader `shaders/fwht.wgsl`.
 
 use ndarray::{s, ArrayView2, ArrayViewMut2};
 

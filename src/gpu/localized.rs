@@ -1,8 +1,9 @@
-//! The per-centroid statistics of the localized Maclaurin GP (ALGORITHMS.md
-//! 8) on the GPU, batched over centroids: for each centroid `c`, the
-//! features `Φ(x_i − c)` of its neighbourhood (the training rows within the
-//! cutoff) and their Gram `Φ_cᵀ Φ_c`, `Φ_cᵀ [y | 1]` are computed on the
-//! device, reduced in f64 on the host, and solved on the CPU in f64 (7.2).
+//! The per-centroid statistics of the localized Maclaurin GP
+//! (`docs/math/localized.rst`) on the GPU, batched over centroids: for each
+//! centroid `c`, the features `Φ(x_i − c)` of its neighbourhood (the training
+//! rows within the cutoff) and their Gram `Φ_cᵀ Φ_c`, `Φ_cᵀ [y | 1]` are
+//! computed on the device, reduced in f64 on the host, and solved on the CPU in
+//! f64 (`docs/math/gp.rst`, "Feature-space GP").
 //!
 //! The map's parameters and the training inputs and targets are uploaded
 //! once per call. The centroids are then packed into batches: a batch's
@@ -41,9 +42,9 @@ use crate::threads::Parallelism;
 /// the statistics `(ΦᵀΦ, Φᵀy, Φᵀ1, target sums, rows used)` are
 /// accumulated on the GPU in batches of centroids (see the module docs) and
 /// turned into the caller's model `G` by `fit` (the localized GP builds a
-/// feature-space GP, 7.2, and handles a centroid without rows). `neighbours`
-/// is called once per centroid, in the order of `which`; the models come
-/// back in that order.
+/// feature-space GP, `docs/math/gp.rst`, "Feature-space GP", and handles a
+/// centroid without rows). `neighbours` is called once per centroid, in the
+/// order of `which`; the models come back in that order.
 ///
 /// Accuracy: every entry of the statistics is a sum of f64 additions of
 /// job partials, each a blocked f32 sum over at most 4096 rows of the f32

@@ -1,8 +1,9 @@
-//! Maclaurin feature maps on the GPU (ALGORITHMS.md 3.3, 3.4, 4.7): the
-//! degree blocks of a fitted [`MaclaurinMap`] run through the sketch kernels
-//! (`shaders/sketch.wgsl`, the same random parameters), each writing its
-//! column range of the output rows, then `shaders/maclaurin.wgsl` writes the
-//! constant and h01 columns and multiplies every row by `σ g(x̃)`.
+//! Maclaurin feature maps on the GPU (`docs/math/maclaurin.rst`, "The truncated
+//! random map", "Kar & Karnick's random Maclaurin features" and "Assembly"):
+//! the degree blocks of a fitted [`MaclaurinMap`] run through the sketch
+//! kernels (`shaders/sketch.wgsl`, the same random parameters), each writing
+//! its column range of the output rows, then `shaders/maclaurin.wgsl` writes
+//! the constant and h01 columns and multiplies every row by `σ g(x̃)`.
 
 use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 

@@ -56,7 +56,8 @@ pub(super) trait DeviceMap {
 }
 
 /// Converts `x` to f32 rows, each preceded by `lead` when given and scaled
-/// by `scale` (the augmented rows `(√c, x/l)` of ALGORITHMS.md 2.1).
+/// by `scale` (the augmented rows `(√c, x/l)` of `docs/math/sketches.rst`,
+/// "Target kernels").
 pub(super) fn stage_rows<T: Real>(x: ArrayView2<T>, lead: Option<f64>, scale: f64) -> Vec<f32> {
     let d = x.ncols() + usize::from(lead.is_some());
     let mut v = Vec::with_capacity(x.nrows() * d);

@@ -8,18 +8,20 @@
 //!
 //! Kernels (shaders in `src/gpu/shaders/*.wgsl`, pipelines built once per
 //! process):
-//! - [`fwht_rows`] / [`fwht_rows_into`]: batched FWHT (ALGORITHMS.md 1),
+//! - [`fwht_rows`] / [`fwht_rows_into`]: batched FWHT (`docs/math/fwht.rst`),
 //!   in workgroup shared memory for the first `block` stages and through
 //!   global memory beyond;
 //! - [`gram`]: `Φᵀ Φ` and `Φᵀ y` over row chunks with a blocked summation
 //!   whose error stays at the level of a pairwise sum (see [`gram`]);
 //! - [`rff_features`]: the tiled projection `X Wᵀ` followed by `cos`/`sin`
-//!   (ALGORITHMS.md 5.2), from plain arrays;
+//!   (`docs/math/fourier.rst`, "Feature variants"), from plain arrays;
 //! - [`sketch_features`]: Gaussian, Rademacher and TensorSRHT polynomial
-//!   sketches, real and complex (ALGORITHMS.md 2.1–2.3), from a fitted
-//!   [`crate::sketch::PolySketch`] (the same random parameters);
+//!   sketches, real and complex (`docs/math/sketches.rst`, sections "Target
+//!   kernels" to "TensorSRHT"), from a fitted [`crate::sketch::PolySketch`]
+//!   (the same random parameters);
 //! - [`maclaurin_features`]: the degree blocks of a fitted
-//!   [`crate::maclaurin::MaclaurinMap`] (ALGORITHMS.md 3.3, 4.7);
+//!   [`crate::maclaurin::MaclaurinMap`] (`docs/math/maclaurin.rst`, "The
+//!   truncated random map" and "Assembly");
 //! - [`rff_gram`], [`sketch_gram`], [`maclaurin_gram`]: those features and
 //!   their Gram matrix without the features leaving the device;
 //! - [`localized_gps`]: the localized GP's per-centroid features and Gram
@@ -100,7 +102,8 @@ pub fn localized_gps<G: Send>(
 }
 
 /// Ok when `sketch` has a GPU kernel: every kind but TensorSketch (its
-/// FFT-based combination, ALGORITHMS.md 2.4, has no shader).
+/// FFT-based combination, `docs/math/sketches.rst`, "TensorSketch", has no
+/// shader).
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] (`sketch`) naming the reason.
@@ -116,8 +119,8 @@ pub fn check_sketch(sketch: &PolySketch) -> Result<()> {
 }
 
 /// Ok when `map` has a GPU kernel: not the explicit `d = 1` map (nothing
-/// random, evaluated in f64 on the CPU, ALGORITHMS.md 3.3) and no
-/// TensorSketch block ([`check_sketch`]).
+/// random, evaluated in f64 on the CPU, `docs/math/maclaurin.rst`, "The
+/// truncated random map") and no TensorSketch block ([`check_sketch`]).
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] naming the reason.

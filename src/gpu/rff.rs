@@ -1,6 +1,6 @@
-//! Random Fourier features on the GPU from plain arrays (ALGORITHMS.md 5.2);
-//! shader `shaders/rff.wgsl`. The CPU RFF transformer passes its fitted `W`,
-//! phases and scale here.
+//! Random Fourier features on the GPU from plain arrays
+//! (`docs/math/fourier.rst`, "Feature variants"); shader `shaders/rff.wgsl`.
+//! The CPU RFF transformer passes its fitted `W`, phases and scale here.
 
 use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut2};
 

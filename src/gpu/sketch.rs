@@ -1,6 +1,7 @@
-//! Polynomial sketch feature maps on the GPU (ALGORITHMS.md 2.1–2.3);
-//! shader `shaders/sketch.wgsl`. The random parameters are those the CPU
-//! path drew ([`PolySketch::draw`]), uploaded as f32.
+//! Polynomial sketch feature maps on the GPU (`docs/math/sketches.rst`,
+//! sections "Target kernels" to "TensorSRHT"); shader `shaders/sketch.wgsl`.
+//! The random parameters are those the CPU path drew ([`PolySketch::draw`]),
+//! uploaded as f32.
 
 use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 
@@ -18,10 +19,11 @@ const TILE: usize = 64;
 /// in f32: the same map as [`crate::sketch::polynomial_features_into`]
 /// (same random parameters), for Gaussian, Rademacher and TensorSRHT
 /// sketches, real or complex. Each factor is a projection (a tiled GEMM for
-/// the dense sketches, 2.2; random signs, an FWHT of the zero-padded row
-/// and a permutation for TensorSRHT, 2.3), multiplied into the output on
-/// the device. Accuracy: factor `j` of feature `i` carries the rounding of
-/// a length-`d` f32 sum, so a feature is within about
+/// the dense sketches, `docs/math/sketches.rst`, "The generic sketch of degree
+/// n"; random signs, an FWHT of the zero-padded row and a permutation for
+/// TensorSRHT, `docs/math/sketches.rst`, "TensorSRHT"), multiplied into the
+/// output on the device. Accuracy: factor `j` of feature `i` carries the
+/// rounding of a length-`d` f32 sum, so a feature is within about
 /// `n γ_d Π_j Σ_a |x'_a w_{j,ia}| / √D` of the exact value (`γ_d ≈ d 2^-24`).
 ///
 /// # Errors

@@ -1,10 +1,10 @@
 //! Dense linear algebra on faer: a single-threaded GEMM for `f32` and `f64`
 //! (the feature maps' row blocks, the Maclaurin pair statistics) and, for the
-//! GP code (ALGORITHMS.md 7) in `f64`, Cholesky with the jitter ladder of
-//! 7.1, triangular solves, and the
-//! symmetric rank-k accumulation `G += ΦᵀΦ`, `b += Φᵀy` of 7.2 over a row
-//! chunk through the hand-written packed Gram kernel ([`syrk`]), which also
-//! serves the localized GP's per-centroid blocks.
+//! GP code (`docs/math/gp.rst`) in `f64`, Cholesky with the jitter ladder of
+//! `docs/math/gp.rst`, "Exact GP", triangular solves, and the
+//! symmetric rank-k accumulation `G += ΦᵀΦ`, `b += Φᵀy` of `docs/math/gp.rst`,
+//! "Feature-space GP" over a row chunk through the hand-written packed Gram
+//! kernel ([`syrk`]), which also serves the localized GP's per-centroid blocks.
 pub mod syrk;
 
 use faer::dyn_stack::{MemBuffer, MemStack};
@@ -70,9 +70,9 @@ where
     );
 }
 
-/// The relative jitters `ε` of the ladder of ALGORITHMS.md 7.1: after a
-/// failed plain factorization, `ε · mean(diag A)` is added to the diagonal
-/// for `ε = 1e−10, 1e−9, …, 1e−4` in turn.
+/// The relative jitters `ε` of the ladder of `docs/math/gp.rst`, "Exact GP":
+/// after a failed plain factorization, `ε · mean(diag A)` is added to the
+/// diagonal for `ε = 1e−10, 1e−9, …, 1e−4` in turn.
 pub const JITTER_LADDER: [f64; 7] = [1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4];
 
 /// A Cholesky factorization `A + jitter·I = L Lᵀ` (lower `L`, `f64`).
@@ -151,7 +151,7 @@ fn factor_in_place(mut a: MatMut<'_, f64>, par: Par) -> std::result::Result<(), 
 
 impl Cholesky {
     /// Factors the symmetric matrix `a` (its lower triangle is read) with the
-    /// jitter ladder of ALGORITHMS.md 7.1: a plain attempt, then
+    /// jitter ladder of `docs/math/gp.rst`, "Exact GP": a plain attempt, then
     /// `ε · mean(diag a)` added for each `ε` of [`JITTER_LADDER`].
     ///
     /// Errors: [`Error::ShapeMismatch`] if `a` is not square,
@@ -244,8 +244,8 @@ impl Cholesky {
     /// `L` as a column-major (Fortran-order) ndarray, faer's own layout: a
     /// stored factor handed back (e.g. by Python to
     /// [`crate::gp::features::predict_features`]) feeds the triangular
-    /// solves without a transpose (row-major was 7-30% slower at
-    /// `D = 1,024`, BENCHMARKS.md, session 6).
+    /// solves without a transpose (a row-major factor is slower there; see
+    /// BENCHMARKS.md).
     pub fn l_array(&self) -> Array2<f64> {
         let n = self.dim();
         Array2::from_shape_fn((n, n).f(), |(i, j)| self.l[(i, j)])
@@ -372,14 +372,14 @@ pub fn mirror_lower(mut a: ArrayViewMut2<'_, f64>) {
 }
 
 /// Adds one row chunk to the feature-space sufficient statistics of
-/// ALGORITHMS.md 7.2: `lower(gram) += lower(ΦᵀΦ)`, `phi_y += Φᵀ y` and
-/// `phi_sum += Φᵀ 1`, in one pass of the packed kernel of [`syrk`] over `Φ`
-/// as given (sample-major; `f32` widened while packing), `[y | 1]` as two
-/// extra rows. Only the lower triangle of `gram` (`j ≤ i`) is written, the
-/// BLAS `syrk` convention; [`mirror_lower`] completes it once, when a full
-/// matrix is needed. Bit-identical for any thread count.
-/// (Measured against faer's parallel triangular GEMM, which it replaces,
-/// in BENCHMARKS.md, session 5.)
+/// `docs/math/gp.rst`, "Feature-space GP": `lower(gram) += lower(ΦᵀΦ)`,
+/// `phi_y += Φᵀ y` and `phi_sum += Φᵀ 1`, in one pass of the packed kernel of
+/// [`syrk`] over `Φ` as given (sample-major; `f32` widened while packing),
+/// `[y | 1]` as two extra rows. Only the lower triangle of `gram` (`j ≤ i`) is
+/// written, the BLAS `syrk` convention; [`mirror_lower`] completes it once,
+/// when a full matrix is needed. Bit-identical for any thread count. (Measured
+/// against faer's parallel triangular GEMM, which it replaces, in
+/// BENCHMARKS.md.)
 ///
 /// `phi` is `n × D`, `y` has length `n`, `gram` is `D × D` in standard
 /// layout, `phi_y` and `phi_sum` have length `D`.

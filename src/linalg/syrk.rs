@@ -1,8 +1,8 @@
-//! The hand-written `f64` Gram kernel of the GP hot paths (ALGORITHMS.md
-//! 7.2 and 8.2 step 4): the lower triangle of `G += AAᵀ` for a `d × K`
-//! matrix `A` (`A = Φᵀ`, feature `i` of sample `k` at `A[i, k]`), together
-//! with `E Aᵀ` for a few extra rows `E` (`r × K`, the `[y | 1]` of
-//! `Φᵀ[y | 1]`), in one pass.
+//! The hand-written `f64` Gram kernel of the GP hot paths (`docs/math/gp.rst`,
+//! "Feature-space GP"; `docs/math/localized.rst`, "Training" step 4): the lower
+//! triangle of `G += AAᵀ` for a `d × K` matrix `A` (`A = Φᵀ`, feature `i` of
+//! sample `k` at `A[i, k]`), together with `E Aᵀ` for a few extra rows `E`
+//! (`r × K`, the `[y | 1]` of `Φᵀ[y | 1]`), in one pass.
 //!
 //! The packed outer-product structure of GotoBLAS / BLIS: `K` is cut into
 //! blocks of [`KC`] samples; each block of `[A; E]` is packed into panels of

@@ -1,25 +1,30 @@
 //! The objective, the TensorSRHT surrogate, the incremental algorithm and
-//! the search over the truncation degree (ALGORITHMS.md 4.3–4.6).
+//! the search over the truncation degree (`docs/math/maclaurin.rst`, "Optimized
+//! allocation", from "Objective" to "Choice of p").
 
 use super::stats::PairStatistics;
 use crate::error::{Error, Result};
 use crate::progress::Monitor;
 
-/// How the expected variance of a degree depends on its feature count (4.3–4.4).
+/// How the expected variance of a degree depends on its feature count
+/// (`docs/math/maclaurin.rst`, "Objective" and "TensorSRHT's convex
+/// surrogate").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VarianceModel {
     /// Unstructured sketches (Gaussian, Rademacher): `v_n(D) = V̄_n / D`.
     Unstructured,
-    /// TensorSRHT with padded dimension `d'`: the convex surrogate of 4.4.
+    /// TensorSRHT with padded dimension `d'`: the convex surrogate of
+    /// `docs/math/maclaurin.rst`, "TensorSRHT's convex surrogate".
     TensorSrht {
         /// The padded input dimension `d'`.
         d_pad: usize,
     },
 }
 
-/// `v_n(D)` of 4.3–4.4 from `V̄_n`, `C̄_n` and `D >= 1`:
-/// `V̄/D` (unstructured or `d' = 1`); for TensorSRHT `(V̄ − C̄)/D + C̄` when
-/// `D ≤ d'` and `C̄ ≤ 0`, else `(V̄ + (d'−1) C̄)/D`.
+/// `v_n(D)` of `docs/math/maclaurin.rst`, "Objective" and "TensorSRHT's convex
+/// surrogate" from `V̄_n`, `C̄_n` and `D >= 1`: `V̄/D` (unstructured or
+/// `d' = 1`); for TensorSRHT `(V̄ − C̄)/D + C̄` when `D ≤ d'` and `C̄ ≤ 0`,
+/// else `(V̄ + (d'−1) C̄)/D`.
 pub fn expected_variance(var: f64, cov: f64, n_features: usize, model: VarianceModel) -> f64 {
     let d = n_features as f64;
     match model {
@@ -53,7 +58,8 @@ impl DegreeTerm {
     }
 }
 
-/// The variance part `Σ_n a_n² v_n(D_n)` of the objective (4.3).
+/// The variance part `Σ_n a_n² v_n(D_n)` of the objective
+/// (`docs/math/maclaurin.rst`, "Objective").
 pub fn variance_part(terms: &[DegreeTerm], counts: &[usize], model: VarianceModel) -> f64 {
     terms
         .iter()
@@ -62,13 +68,14 @@ pub fn variance_part(terms: &[DegreeTerm], counts: &[usize], model: VarianceMode
         .sum()
 }
 
-/// The incremental algorithm of 4.5 for a fixed set of sketched degrees
-/// (`terms`, ascending): every degree starts with one feature, then each of
-/// the remaining `budget − |terms|` features goes to the degree whose
-/// objective after the addition is smallest among those that do not
-/// increase it (ties to the largest degree; if none qualifies, to the
-/// smallest degree). Returns the counts (aligned with `terms`) and the
-/// variance part of the objective. Errors: `|terms| > budget`, empty `terms`.
+/// The incremental algorithm of `docs/math/maclaurin.rst`, "Incremental
+/// algorithm" for a fixed set of sketched degrees (`terms`, ascending): every
+/// degree starts with one feature, then each of the remaining
+/// `budget − |terms|` features goes to the degree whose objective after the
+/// addition is smallest among those that do not increase it (ties to the
+/// largest degree; if none qualifies, to the smallest degree). Returns the
+/// counts (aligned with `terms`) and the variance part of the objective.
+/// Errors: `|terms| > budget`, empty `terms`.
 pub fn incremental(
     terms: &[DegreeTerm],
     budget: usize,
@@ -108,7 +115,8 @@ pub fn incremental(
     Ok((counts, part))
 }
 
-/// One scored truncation degree of the search (4.6).
+/// One scored truncation degree of the search (`docs/math/maclaurin.rst`,
+/// "Choice of p").
 #[derive(Clone, Debug, PartialEq)]
 pub struct Candidate {
     /// The truncation degree `p`.
@@ -120,7 +128,8 @@ pub struct Candidate {
     pub objective: f64,
 }
 
-/// The result of the search over `p` (4.6).
+/// The result of the search over `p` (`docs/math/maclaurin.rst`, "Choice of
+/// p").
 #[derive(Clone, Debug, PartialEq)]
 pub struct Allocation {
     /// The chosen candidate.
@@ -129,7 +138,7 @@ pub struct Allocation {
     pub candidates: Vec<Candidate>,
 }
 
-/// The allocation problem of 4.3–4.6.
+/// The allocation problem of `docs/math/maclaurin.rst`, "Optimized allocation".
 #[derive(Clone, Copy, Debug)]
 pub struct Problem<'a> {
     /// Pair statistics up to degree `p_max` (at least).
@@ -190,11 +199,12 @@ impl Problem<'_> {
         })
     }
 
-    /// Runs 4.5 for every feasible `p` in `[max(p_min, n_0), p_max]` and keeps
-    /// the smallest objective (ties to the larger `p`). If no `p` in the range
-    /// is feasible, the largest feasible `p` is used; with `budget = 0` there
-    /// are no sketches (`p = n_0 − 1`). Errors: every candidate non-finite, or
-    /// no degree can be sketched.
+    /// Runs the incremental algorithm (`docs/math/maclaurin.rst`) for every
+    /// feasible `p` in `[max(p_min, n_0), p_max]` and keeps the smallest
+    /// objective (ties to the larger `p`). If no `p` in the range is feasible,
+    /// the largest feasible `p` is used; with `budget = 0` there are no
+    /// sketches (`p = n_0 − 1`). Errors: every candidate non-finite, or no
+    /// degree can be sketched.
     ///
     /// `monitor` gets the stage "candidate degrees" (one unit per candidate `p`,
     /// each an [`incremental`] run of `O(budget · p)` steps) and is checked

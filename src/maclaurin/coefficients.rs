@@ -1,8 +1,12 @@
-//! Maclaurin coefficients of the supported kernels (ALGORITHMS.md 3.1–3.2).
+//! Maclaurin coefficients of the supported kernels (`docs/math/maclaurin.rst`,
+//! "Dot-product kernels and their series" and "The Gaussian kernel through the
+//! exponential kernel").
 
 use crate::error::{Error, Result};
 
-/// A kernel written as `σ² g(x) g(y) Σ_n a_n (x̃ᵀỹ)^n` (ALGORITHMS.md 3.1–3.2).
+/// A kernel written as `σ² g(x) g(y) Σ_n a_n (x̃ᵀỹ)^n`
+/// (`docs/math/maclaurin.rst`, "Dot-product kernels and their series" and "The
+/// Gaussian kernel through the exponential kernel").
 ///
 /// The length scale `l` and the kernel variance `σ²` are kept apart (see
 /// [`super::MaclaurinConfig`]); this type fixes the series `a_n` and the
@@ -11,7 +15,8 @@ use crate::error::{Error, Result};
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum MaclaurinKernel {
     /// `σ² exp(−‖x − y‖²/(2l²))` = exponential series with the prefactor
-    /// `g(x) = exp(−‖x̃‖²/2)` (3.2); the only kernel that may be centered.
+    /// `g(x) = exp(−‖x̃‖²/2)` (`docs/math/maclaurin.rst`, "The Gaussian kernel
+    /// through the exponential kernel"); the only kernel that may be centered.
     Gaussian,
     /// `σ² exp(xᵀy/l²)`: `a_n = 1/n!`.
     Exponential,
@@ -91,8 +96,9 @@ impl MaclaurinKernel {
         Ok(())
     }
 
-    /// The coefficient `a_n` (3.1): `1/n!` for the exponential series,
-    /// `C(q, n) c^{q−n}` (with `c⁰ = 1`) for the polynomial kernel.
+    /// The coefficient `a_n` (`docs/math/maclaurin.rst`, "Dot-product kernels
+    /// and their series"): `1/n!` for the exponential series, `C(q, n) c^{q−n}`
+    /// (with `c⁰ = 1`) for the polynomial kernel.
     pub fn coefficient(&self, n: u32) -> f64 {
         match *self {
             Self::Gaussian | Self::Exponential => (-ln_factorial(n)).exp(),
@@ -135,7 +141,8 @@ impl MaclaurinKernel {
     }
 
     /// The normalized kernel `k/σ²` of a scaled pair from `m = z_iᵀz_j` and
-    /// the squared norms (4.2): `exp(−‖z_i − z_j‖²/2)`, `exp(m)` or `(m + c)^q`.
+    /// the squared norms (`docs/math/maclaurin.rst`, "Pair statistics"):
+    /// `exp(−‖z_i − z_j‖²/2)`, `exp(m)` or `(m + c)^q`.
     pub fn target(&self, m: f64, sq_i: f64, sq_j: f64) -> f64 {
         match *self {
             Self::Gaussian => (m - 0.5 * (sq_i + sq_j)).exp(),
@@ -186,7 +193,8 @@ mod tests {
 
     #[test]
     fn gaussian_target_matches_prefactor_form() {
-        // k/σ² = g(x) g(y) exp(xᵀy) (3.2).
+        // k/σ² = g(x) g(y) exp(xᵀy) (docs/math/maclaurin.rst, "The Gaussian
+        // kernel through the exponential kernel").
         let (x, y) = ([0.3, -1.2], [0.7, 0.4]);
         let m: f64 = x[0] * y[0] + x[1] * y[1];
         let (sx, sy) = (x[0] * x[0] + x[1] * x[1], y[0] * y[0] + y[1] * y[1]);

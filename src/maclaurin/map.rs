@@ -1,4 +1,5 @@
-//! The fitted Maclaurin feature map (ALGORITHMS.md 3.3, 3.4, 4.7):
+//! The fitted Maclaurin feature map (`docs/math/maclaurin.rst`, "The truncated
+//! random map", "Kar & Karnick's random Maclaurin features" and "Assembly"):
 //! `Φ(x) = σ g(x) · [√a_0 | √a_1 x̃ (h01) | √a_{n_0} φ_{n_0}(x̃) | … | √a_p φ_p(x̃) | (0)]`.
 
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis, Zip};
@@ -16,9 +17,11 @@ use crate::sketch::variance::WeightLaw;
 use crate::sketch::{padded_dim, PolySketch, SketchKind};
 use crate::threads::Parallelism;
 
-/// Random stream of the subsample (4.1).
+/// Random stream of the subsample (`docs/math/maclaurin.rst`, "Inputs and
+/// preprocessing").
 const STREAM_SUBSAMPLE: u64 = 0;
-/// Random stream of the Kar & Karnick degrees (3.4).
+/// Random stream of the Kar & Karnick degrees (`docs/math/maclaurin.rst`, "Kar
+/// & Karnick's random Maclaurin features").
 const STREAM_DEGREES: u64 = 1;
 /// The sketch of degree `n` uses stream `STREAM_SKETCH + n`, so the weights of
 /// a degree depend only on the seed, the degree and its feature count.
@@ -28,17 +31,22 @@ const STREAM_SKETCH: u64 = 16;
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum AllocationStrategy {
-    /// The incremental algorithm with the search over `p` (4.2–4.6).
+    /// The incremental algorithm with the search over `p`
+    /// (`docs/math/maclaurin.rst`, "Optimized allocation").
     Optimized,
-    /// Kar & Karnick: degrees drawn from `P(n) ∝ 2^{−(n+1)}` (3.4).
+    /// Kar & Karnick: degrees drawn from `P(n) ∝ 2^{−(n+1)}`
+    /// (`docs/math/maclaurin.rst`, "Kar & Karnick's random Maclaurin
+    /// features").
     Random,
-    /// Sketch features per degree, index = degree (4.7). Entry 0 must equal
-    /// the constant column count (1 if `a_0 > 0`, else 0) and, in h01 mode,
-    /// entry 1 the input dimension `d`; the total width must be `n_components`.
+    /// Sketch features per degree, index = degree (`docs/math/maclaurin.rst`,
+    /// "Assembly"). Entry 0 must equal the constant column count (1 if
+    /// `a_0 > 0`, else 0) and, in h01 mode, entry 1 the input dimension `d`;
+    /// the total width must be `n_components`.
     Explicit(Vec<usize>),
 }
 
-/// The settings of a Maclaurin feature map (ALGORITHMS.md 4.1).
+/// The settings of a Maclaurin feature map (`docs/math/maclaurin.rst`, "Inputs
+/// and preprocessing").
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct MaclaurinConfig {
@@ -52,7 +60,8 @@ pub struct MaclaurinConfig {
     pub kernel_variance: f64,
     /// The polynomial sketch of every degree.
     pub sketch: SketchKind,
-    /// Complex weights (`[Re | Im]` blocks, ALGORITHMS.md 9).
+    /// Complex weights (`[Re | Im]` blocks, `docs/math/conventions.rst`,
+    /// "Complex features and their real representation").
     pub complex: bool,
     /// How the features are spread over the degrees.
     pub allocation: AllocationStrategy,
@@ -67,9 +76,9 @@ pub struct MaclaurinConfig {
 }
 
 impl MaclaurinConfig {
-    /// Default settings (4.1) for a kernel and a width: TensorSRHT, real
-    /// weights, optimized allocation, `p ∈ [2, 10]`, `n_s = 2000`, no h01,
-    /// `l = σ² = 1`.
+    /// Default settings (`docs/math/maclaurin.rst`, "Inputs and preprocessing")
+    /// for a kernel and a width: TensorSRHT, real weights, optimized
+    /// allocation, `p ∈ [2, 10]`, `n_s = 2000`, no h01, `l = σ² = 1`.
     pub fn new(kernel: MaclaurinKernel, n_components: usize) -> Self {
         Self {
             n_components,
@@ -135,7 +144,7 @@ impl MaclaurinConfig {
             return Err(Error::invalid(
                 "sketch",
                 "the optimized allocation models Gaussian, Rademacher and TensorSRHT sketches \
-                 only (ALGORITHMS.md 4.1); use one of them or allocation=\"random\"",
+                 only; use one of them or allocation=\"random\"",
             ));
         }
         if self.h01 {
@@ -165,17 +174,21 @@ impl MaclaurinConfig {
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 struct Block {
-    /// `√a_n` (optimized / explicit) or the Kar & Karnick scale (3.4).
+    /// `√a_n` (optimized / explicit) or the Kar & Karnick scale
+    /// (`docs/math/maclaurin.rst`, "Kar & Karnick's random Maclaurin
+    /// features").
     scale: f64,
     sketch: PolySketch,
 }
 
-/// Fitted Maclaurin feature map (ALGORITHMS.md 3.3, 3.4, 4.7).
+/// Fitted Maclaurin feature map (`docs/math/maclaurin.rst`, "The truncated
+/// random map", "Kar & Karnick's random Maclaurin features" and "Assembly").
 ///
 /// Column layout: `[constant | h01 linear (d) | degree blocks ascending |
 /// (zero column)]`; complex blocks are `[Re φ_n | Im φ_n]`. For `d = 1` with
-/// the optimized allocation the map is the explicit map of 3.3 with
-/// `p = D − 1` and nothing random.
+/// the optimized allocation the map is the explicit map of
+/// `docs/math/maclaurin.rst`, "The truncated random map" with `p = D − 1` and
+/// nothing random.
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct MaclaurinMap {
@@ -200,9 +213,11 @@ fn fixed_columns(constant: bool, h01: bool, dim: usize) -> usize {
 
 impl MaclaurinMap {
     /// Fits the map on `x` (`N × d`): the center (Gaussian kernel: the
-    /// column mean), the allocation (4.2–4.6, 3.4 or explicit) and the random
-    /// sketches, all drawn from `seed`. The sketch of degree `n` depends only
-    /// on `seed`, `n` and its feature count, never on the data otherwise.
+    /// column mean), the allocation (`docs/math/maclaurin.rst`, "Optimized
+    /// allocation", "Kar & Karnick's random Maclaurin features" or the explicit
+    /// map) and the random sketches, all drawn from `seed`. The sketch of
+    /// degree `n` depends only on `seed`, `n` and its feature count, never on
+    /// the data otherwise.
     ///
     /// The optimized allocation reports its stages ("blocks of pair
     /// statistics", "candidate degrees") and a summary message to
@@ -320,7 +335,8 @@ impl MaclaurinMap {
         Ok(map)
     }
 
-    /// The explicit `d = 1` map of 3.3 with `p = D − 1` (4.7): nothing random.
+    /// The explicit `d = 1` map with `p = D − 1` (`docs/math/maclaurin.rst`,
+    /// "The truncated random map" and "Assembly"): nothing random.
     fn explicit_1d(config: &MaclaurinConfig, center: Option<Vec<f64>>, seed: u64) -> Self {
         let p = (config.n_components - 1) as u32;
         Self {
@@ -363,8 +379,9 @@ impl MaclaurinMap {
         Self::from_allocation(config, dim, counts, center, seed)
     }
 
-    /// Sketch features available after the constant and h01 columns (4.5):
-    /// real columns, or complex features (`⌊D'/2⌋`) for complex sketches.
+    /// Sketch features available after the constant and h01 columns
+    /// (`docs/math/maclaurin.rst`, "Incremental algorithm"): real columns, or
+    /// complex features (`⌊D'/2⌋`) for complex sketches.
     fn budget(config: &MaclaurinConfig, coefs: &[f64], dim: usize) -> Result<usize> {
         let constant = coefs[0] != 0.0;
         let fixed = fixed_columns(constant, config.h01, dim);
@@ -557,8 +574,9 @@ impl MaclaurinMap {
         &self.counts
     }
 
-    /// The optimized objective `σ⁴ J` (4.3), the predicted mean squared
-    /// kernel error over pairs; `None` unless the allocation was optimized.
+    /// The optimized objective `σ⁴ J` (`docs/math/maclaurin.rst`, "Objective"),
+    /// the predicted mean squared kernel error over pairs; `None` unless the
+    /// allocation was optimized.
     pub fn objective(&self) -> Option<f64> {
         self.objective
     }
@@ -569,7 +587,8 @@ impl MaclaurinMap {
     }
 
     /// `(pairs, most pairs dropped from one term)` of the pair statistics
-    /// (4.2); callers warn when more than 5% were dropped.
+    /// (`docs/math/maclaurin.rst`, "Pair statistics"); callers warn when more
+    /// than 5% were dropped.
     pub fn dropped_pairs(&self) -> (u64, u64) {
         (self.n_pairs, self.dropped_pairs)
     }
@@ -594,9 +613,10 @@ impl MaclaurinMap {
     }
 
     /// Like [`Self::transform_into`] with `x̃ = (x − center)/l` (the localized
-    /// GP of ALGORITHMS.md 8 evaluates one map at many centers). Errors: a
-    /// non-zero center for a dot-product kernel (3.2), shape mismatches,
-    /// non-finite input.
+    /// GP of `docs/math/localized.rst` evaluates one map at many centers).
+    /// Errors: a non-zero center for a dot-product kernel
+    /// (`docs/math/maclaurin.rst`, "The Gaussian kernel through the exponential
+    /// kernel"), shape mismatches, non-finite input.
     pub fn transform_centered_into<T: Real>(
         &self,
         x: ArrayView2<T>,
@@ -685,7 +705,9 @@ impl MaclaurinMap {
 
     /// The argument checks of [`Self::transform_centered_into`] (shared with
     /// the GPU path): `x` has `d` columns and finite entries, `center` has
-    /// `d` finite entries and is zero unless the kernel is Gaussian (3.2).
+    /// `d` finite entries and is zero unless the kernel is Gaussian
+    /// (`docs/math/maclaurin.rst`, "The Gaussian kernel through the exponential
+    /// kernel").
     pub fn check_centered<T: Real>(&self, x: ArrayView2<T>, center: &[f64]) -> Result<()> {
         Error::check_n_features(self.dim, x.ncols())?;
         if center.len() != self.dim {
@@ -719,12 +741,13 @@ impl MaclaurinMap {
     /// The sketched degree blocks as `(block scale, sketch)` in ascending
     /// degree (the block scale is `√a_n` for optimized and explicit
     /// allocations); used by the localized GP's feature-norm bound
-    /// (ALGORITHMS.md 8).
+    /// (`docs/math/localized.rst`).
     pub fn sketch_blocks(&self) -> impl Iterator<Item = (f64, &PolySketch)> {
         self.blocks.iter().map(|b| (b.scale, &b.sketch))
     }
 
-    /// True for the explicit `d = 1` map of 3.3 (`p = D − 1`, nothing random).
+    /// True for the explicit `d = 1` map of `docs/math/maclaurin.rst`, "The
+    /// truncated random map" (`p = D − 1`, nothing random).
     pub fn is_explicit_1d(&self) -> bool {
         self.explicit_1d
     }
@@ -737,8 +760,10 @@ impl MaclaurinMap {
     }
 }
 
-/// Entry `n` of the explicit `d = 1` map without `σ` (3.3):
-/// `sign(t)^n exp(ln g + ½ ln a_n + n ln|t|)`, i.e. `g(t) √a_n t^n` in log space.
+/// Entry `n` of the explicit `d = 1` map without `σ`
+/// (`docs/math/maclaurin.rst`, "The truncated random map"):
+/// `sign(t)^n exp(ln g + ½ ln a_n + n ln|t|)`, i.e. `g(t) √a_n t^n` in log
+/// space.
 fn explicit_entry(t: f64, n: u32, ln_g: f64, kernel: &MaclaurinKernel) -> f64 {
     let a = kernel.coefficient(n);
     if a == 0.0 {

@@ -1,4 +1,6 @@
-//! Tests of the assembled feature map (ALGORITHMS.md 3.3, 3.4, 4.7, 8.4).
+//! Tests of the assembled feature map (`docs/math/maclaurin.rst`, "The
+//! truncated random map", "Kar & Karnick's random Maclaurin features" and
+//! "Assembly"; `docs/math/localized.rst`, "The exactness property").
 
 use approx::assert_relative_eq;
 use ndarray::{array, Array1, Array2, ArrayView1};
@@ -27,7 +29,8 @@ fn dot(a: ArrayView1<f64>, b: ArrayView1<f64>) -> f64 {
 
 #[test]
 fn explicit_one_dimensional_oracles() {
-    // Φ(x)ᵀΦ(x) = σ² e^{−x̃²} Σ_{n≤p} x̃^{2n}/n! (3.4 oracles), center 0.
+    // Φ(x)ᵀΦ(x) = σ² e^{−x̃²} Σ_{n≤p} x̃^{2n}/n! (docs/math/maclaurin.rst,
+    // "Checks"), center 0.
     let x = array![[0.0], [1.0]];
     for (t, p, want) in [
         (1.0, 1, 0.7357588823),
@@ -68,7 +71,8 @@ fn explicit_one_dimensional_oracles() {
 
 #[test]
 fn exact_at_the_center() {
-    // Φ(0) = σ e_0 for the Gaussian kernel, whatever the draw (8.4).
+    // Φ(0) = σ e_0 for the Gaussian kernel, whatever the draw
+    // (docs/math/localized.rst, "The exactness property").
     let x = gaussian_data(50, 5, 1);
     for (kind, complex, h01) in [
         (SketchKind::TensorSrht, false, false),
@@ -266,8 +270,9 @@ fn estimates(
 
 #[test]
 fn unbiased_for_the_truncated_kernel() {
-    // E[Φ(x)ᵀΦ(y)] = k_p(x, y) (3.3), explicit allocation, 4 standard errors
-    // of the mean with the closed-form variance σ⁴ g² g² Σ a_n² Var_n(D_n).
+    // E[Φ(x)ᵀΦ(y)] = k_p(x, y) (docs/math/maclaurin.rst, "The truncated random
+    // map"), explicit allocation, 4 standard errors of the mean with the
+    // closed-form variance σ⁴ g² g² Σ a_n² Var_n(D_n).
     let fit_x = array![[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]];
     let pair = array![[0.5, -0.3, 0.8, 0.1], [0.2, 0.6, 0.4, -0.7]];
     let p = PairStats::new(
@@ -308,7 +313,8 @@ fn unbiased_for_the_truncated_kernel() {
 
 #[test]
 fn kar_karnick_map_is_unbiased_for_the_series() {
-    // 3.4: E = Σ_{n ∈ support ∪ {0}} a_n m^n; variance from the closed form.
+    // docs/math/maclaurin.rst, "Kar & Karnick's random Maclaurin features": E =
+    // Σ_{n ∈ support ∪ {0}} a_n m^n; variance from the closed form.
     let fit_x = array![[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]];
     let pair = array![[0.3, -0.2, 0.5, 0.1], [-0.1, 0.4, 0.2, 0.3]];
     let mut cfg = config(MaclaurinKernel::Exponential, 8);

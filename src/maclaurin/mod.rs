@@ -1,5 +1,5 @@
 //! Maclaurin random features for dot-product kernels and the Gaussian kernel
-//! (ALGORITHMS.md sections 3 and 4): the kernel's Maclaurin series, the
+//! (`docs/math/maclaurin.rst`): the kernel's Maclaurin series, the
 //! optimized allocation of features over degrees (pair statistics, the
 //! incremental algorithm, the search over the truncation degree) and the
 //! Kar & Karnick random allocation.

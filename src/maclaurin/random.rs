@@ -1,5 +1,6 @@
-//! Kar & Karnick random Maclaurin features (ALGORITHMS.md 3.4): the degree of
-//! every feature is drawn from `P(N = n) ∝ b^{−(n+1)}` on a support of degrees.
+//! Kar & Karnick random Maclaurin features (`docs/math/maclaurin.rst`, "Kar &
+//! Karnick's random Maclaurin features"): the degree of every feature is drawn
+//! from `P(N = n) ∝ b^{−(n+1)}` on a support of degrees.
 
 use rand::Rng as _;
 
@@ -63,8 +64,10 @@ pub fn block_scale(coef: f64, prob: f64, count: usize, budget: usize) -> f64 {
 }
 
 /// Closed-form variance of the Kar & Karnick estimate for unstructured real
-/// sketches (3.4), without the prefactor `σ⁴ g² g²`:
-/// `[Σ_n (a_n²/P(n)) M^n − K_1²] / D'` with `K_1 = Σ_n a_n m^n` over the support.
+/// sketches (`docs/math/maclaurin.rst`, "Kar & Karnick's random Maclaurin
+/// features"), without the prefactor `σ⁴ g² g²`:
+/// `[Σ_n (a_n²/P(n)) M^n − K_1²] / D'` with `K_1 = Σ_n a_n m^n` over the
+/// support.
 pub fn variance(coefs: &[f64], probs: &[f64], big_m: f64, m: f64, budget: usize) -> f64 {
     let (mut second, mut k1) = (0.0, 0.0);
     for (n, (&a, &p)) in coefs.iter().zip(probs).enumerate() {

@@ -1,7 +1,7 @@
-//! Pair statistics of the optimized Maclaurin allocation (ALGORITHMS.md 4.2):
-//! the bias `B(p)`, the expected one-feature variances `V̄_n` and the
-//! TensorSRHT covariances `C̄_n`, as U-statistics over the unordered pairs
-//! `i < j` of a subsample.
+//! Pair statistics of the optimized Maclaurin allocation
+//! (`docs/math/maclaurin.rst`, "Pair statistics"): the bias `B(p)`, the
+//! expected one-feature variances `V̄_n` and the TensorSRHT covariances `C̄_n`,
+//! as U-statistics over the unordered pairs `i < j` of a subsample.
 //!
 //! The pass is streamed over blocks of rows: for a pair of row blocks two
 //! GEMMs give `m = z_iᵀz_j` and `s = Σ_a z_ia² z_ja²`, the row norms give
@@ -34,7 +34,8 @@ use crate::vexp;
 /// Rows per block of the streamed pass.
 const BLOCK: usize = 128;
 
-/// The averaged pair statistics of 4.2 for degrees `0..=p_max`.
+/// The averaged pair statistics of `docs/math/maclaurin.rst`, "Pair statistics"
+/// for degrees `0..=p_max`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PairStatistics {
     /// `B(p)` for `p = 0..=p_max`.
@@ -52,7 +53,7 @@ pub struct PairStatistics {
 
 impl PairStatistics {
     /// Whether more than 5% of the pairs were dropped from some term (the
-    /// caller warns, 4.2).
+    /// caller warns, `docs/math/maclaurin.rst`, "Pair statistics").
     pub fn needs_warning(&self) -> bool {
         self.max_dropped as f64 > 0.05 * self.n_pairs as f64
     }
@@ -104,7 +105,7 @@ impl Acc {
 }
 
 /// `sign(x)^n · exp(ln_scale + n ln|x|)`, i.e. `e^{ln_scale} x^n` evaluated in
-/// log space (4.2); `n >= 1`.
+/// log space (`docs/math/maclaurin.rst`, "Pair statistics"); `n >= 1`.
 #[inline]
 fn scaled_pow(x: f64, n: u32, ln_scale: f64) -> f64 {
     if x == 0.0 {
@@ -118,11 +119,12 @@ fn scaled_pow(x: f64, n: u32, ln_scale: f64) -> f64 {
     }
 }
 
-/// Writes `e^{ln_scale} x^n` for `n = 1..=out.len()` into `out` (4.2, log
-/// space): when the first and the last power both lie well inside the
-/// exponent range (the exponent is linear in `n`, so every power between them
-/// does too) one `exp` and repeated multiplication suffice; otherwise every
-/// power is evaluated as [`scaled_pow`].
+/// Writes `e^{ln_scale} x^n` for `n = 1..=out.len()` into `out`
+/// (`docs/math/maclaurin.rst`, "Pair statistics", log space): when the first
+/// and the last power both lie well inside the exponent range (the exponent is
+/// linear in `n`, so every power between them does too) one `exp` and repeated
+/// multiplication suffice; otherwise every power is evaluated as
+/// [`scaled_pow`].
 #[inline]
 fn scaled_powers(x: f64, ln_scale: f64, out: &mut [f64]) {
     const SAFE: f64 = 700.0;
@@ -582,8 +584,9 @@ widest_simd! {
     fn strip(kernel: &PairKernel, m: &[f64], sq_i: f64, sq_j: &[f64], s: &[f64], sink: &mut Sink) = strip_body;
 }
 
-/// Computes the pair statistics of 4.2 over all unordered pairs `i < j` of
-/// the rows of `z` (the scaled, centered subsample, `n_s × d`, `n_s >= 2`).
+/// Computes the pair statistics of `docs/math/maclaurin.rst`, "Pair statistics"
+/// over all unordered pairs `i < j` of the rows of `z` (the scaled, centered
+/// subsample, `n_s × d`, `n_s >= 2`).
 ///
 /// Non-finite pair values are dropped from the numerator and the count of
 /// their term; see [`PairStatistics::max_dropped`].

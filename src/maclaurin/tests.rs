@@ -1,4 +1,5 @@
-//! Oracles of ALGORITHMS.md 3.4 and 4 for the allocation machinery.
+//! Oracles of `docs/math/maclaurin.rst`, "Kar & Karnick's random Maclaurin
+//! features" and "Optimized allocation" for the allocation machinery.
 
 use approx::assert_relative_eq;
 use ndarray::{array, Array2};
@@ -63,7 +64,8 @@ fn incremental_srht_surrogate_oracle() {
     assert_relative_eq!(part, 0.75, max_relative = 1e-12);
 }
 
-/// The six rows of the end-to-end example of ALGORITHMS.md 4, centered by their mean.
+/// The six rows of the end-to-end example of `docs/math/maclaurin.rst`,
+/// "Checks", centered by their mean.
 fn example_rows() -> Array2<f64> {
     let x = array![
         [0.0, 0.0],
@@ -397,7 +399,8 @@ fn kar_karnick_closed_form_oracle() {
     assert!(random::degree_probabilities(&[1.0, 1.0], true, 2.0).is_err());
 }
 
-/// Statistical oracle of 3.4: Kar & Karnick degrees drawn by [`random::draw_counts`],
+/// Statistical oracle of `docs/math/maclaurin.rst`, "Kar & Karnick's random
+/// Maclaurin features": Kar & Karnick degrees drawn by [`random::draw_counts`],
 /// Rademacher features built here; the mean and variance of `T` independent
 /// estimates match the closed forms within 4 standard errors (the standard
 /// error of the variance from the sample's fourth central moment).

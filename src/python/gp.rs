@@ -337,7 +337,7 @@ fn exact_gp_lml<'py>(
     Ok((e.lml, Array1::from(e.grad).into_pyarray(py)))
 }
 
-/// Sufficient statistics of a feature-space GP (ALGORITHMS.md 7.2),
+/// Sufficient statistics of a feature-space GP (`docs/math/gp.rst`, "Feature-space GP"),
 /// accumulated over row chunks and merged exactly; pickled by value.
 #[pyclass(module = "randfeat_rs._core", name = "FeatureStats")]
 pub(super) struct PyFeatureStats {
@@ -541,7 +541,7 @@ impl PyFeatureGp {
     }
 }
 
-/// Mean KL divergence between predictive Gaussians (ALGORITHMS.md 7.3).
+/// Mean KL divergence between predictive Gaussians (`docs/math/gp.rst`, "Metrics").
 #[pyfunction]
 fn kl_divergence(
     py: Python<'_>,

@@ -1,6 +1,6 @@
-//! TensorSketch (ALGORITHMS.md 2.4): `n` CountSketches combined by an FFT
-//! convolution, `φ(x) = IDFT(DFT(C_1 x) ⊙ … ⊙ DFT(C_n x))`, no `1/√D`.
-//! The FFTs (realfft) run in `f64` for every input precision.
+//! TensorSketch (`docs/math/sketches.rst`, "TensorSketch"): `n` CountSketches
+//! combined by an FFT convolution, `φ(x) = IDFT(DFT(C_1 x) ⊙ … ⊙ DFT(C_n x))`,
+//! no `1/√D`. The FFTs (realfft) run in `f64` for every input precision.
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 use rand::Rng as _;
@@ -51,7 +51,7 @@ impl Count {
         &self.negative
     }
 
-    /// ALGORITHMS.md 2.4 for every row.
+    /// `docs/math/sketches.rst`, "TensorSketch" for every row.
     pub(super) fn transform<T: Real>(
         &self,
         n_features: usize,

@@ -1,5 +1,6 @@
-//! Unstructured Gaussian / Rademacher sketches (ALGORITHMS.md 2.2): one
-//! dense weight matrix per factor, applied to row chunks with a GEMM.
+//! Unstructured Gaussian / Rademacher sketches (`docs/math/sketches.rst`, "The
+//! generic sketch of degree n"): one dense weight matrix per factor, applied to
+//! row chunks with a GEMM.
 
 use std::any::Any;
 
@@ -17,7 +18,8 @@ const CHUNK: usize = 64;
 
 /// The weight matrices `W_1 … W_n`. Real sketches: `D × d`. Complex
 /// sketches: `2D_c × d`, real parts in rows `0..D_c`, imaginary parts in
-/// rows `D_c..2D_c`, so one GEMM yields the [Re | Im] layout of section 9.
+/// rows `D_c..2D_c`, so one GEMM yields the [Re | Im] layout of
+/// `docs/math/conventions.rst`.
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(super) struct Dense {
@@ -26,7 +28,8 @@ pub(super) struct Dense {
 
 impl Dense {
     /// Draws the weights: factor by factor, feature by feature, entry by
-    /// entry. Laws (2.2): N(0,1); ±1; (a + ib)/√2; uniform on {1, i, −1, −i}.
+    /// entry. Laws (`docs/math/sketches.rst`, "The generic sketch of degree
+    /// n"): N(0,1); ±1; (a + ib)/√2; uniform on {1, i, −1, −i}.
     pub(super) fn draw(
         kind: SketchKind,
         complex: bool,
@@ -116,7 +119,8 @@ impl Dense {
     }
 }
 
-/// One weight entry `(Re z, Im z)` of the law of `kind` (2.2).
+/// One weight entry `(Re z, Im z)` of the law of `kind`
+/// (`docs/math/sketches.rst`, "The generic sketch of degree n").
 fn draw_entry(kind: SketchKind, complex: bool, rng: &mut crate::rng::Rng) -> (f64, f64) {
     match (kind, complex) {
         (SketchKind::Gaussian, false) => (rng.sample(StandardNormal), 0.0),

@@ -8,10 +8,11 @@ use super::{augmented_dim, check_kernel_params, polynomial_features_into, PolySk
 use crate::error::{Error, Result};
 use crate::threads::Parallelism;
 
-/// The estimates `φ_r(x)ᵀφ_r(y)` of `(xᵀy/l² + c)^n` (ALGORITHMS.md 2.1,
-/// 2.2) for `reps` sketches, sketch `r` drawn from `rng::substream(seed, r)`.
-/// Complex sketches give the real part (the [Re | Im] rows of section 9).
-/// Parallel over draws; the result does not depend on the thread count.
+/// The estimates `φ_r(x)ᵀφ_r(y)` of `(xᵀy/l² + c)^n` (`docs/math/sketches.rst`,
+/// "Target kernels" and "The generic sketch of degree n") for `reps` sketches,
+/// sketch `r` drawn from `rng::substream(seed, r)`. Complex sketches give the
+/// real part (the [Re | Im] rows of `docs/math/conventions.rst`). Parallel over
+/// draws; the result does not depend on the thread count.
 #[allow(clippy::too_many_arguments)]
 pub fn pair_estimates(
     kind: SketchKind,

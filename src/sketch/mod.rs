@@ -1,11 +1,12 @@
-//! Polynomial sketches (ALGORITHMS.md section 2): random feature maps for
+//! Polynomial sketches (`docs/math/sketches.rst`): random feature maps for
 //! the dot-product kernel `(xᵀy)^n`, and their closed-form variances.
 //!
 //! [`PolySketch::draw`] draws every random parameter from a seeded stream;
 //! [`PolySketch::transform_into`] is a pure function of them, parallel over
 //! rows and bit-identical for any thread count. [`polynomial_features_into`]
-//! wraps a sketch for the kernel `(xᵀy/l² + c)^n` (2.1), and
-//! [`PolynomialFeatures`] is that fitted map with its output width.
+//! wraps a sketch for the kernel `(xᵀy/l² + c)^n` (`docs/math/sketches.rst`,
+//! "Target kernels"), and [`PolynomialFeatures`] is that fitted map with its
+//! output width.
 //!
 //! ```
 //! use ndarray::{array, Array2};
@@ -39,17 +40,21 @@ use crate::threads::Parallelism;
 
 pub use polynomial::{sketch_features_for, PolynomialConfig, PolynomialFeatures};
 
-/// The four sketch constructions of ALGORITHMS.md 2.2–2.4.
+/// The four sketch constructions of `docs/math/sketches.rst`, sections "The
+/// generic sketch of degree n" to "TensorSketch".
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum SketchKind {
-    /// i.i.d. Gaussian weights (2.2).
+    /// i.i.d. Gaussian weights (`docs/math/sketches.rst`, "The generic sketch
+    /// of degree n").
     Gaussian,
-    /// i.i.d. Rademacher (±1) weights (2.2).
+    /// i.i.d. Rademacher (±1) weights (`docs/math/sketches.rst`, "The generic
+    /// sketch of degree n").
     Rademacher,
-    /// Structured: random signs, FWHT and random permutations (2.3).
+    /// Structured: random signs, FWHT and random permutations
+    /// (`docs/math/sketches.rst`, "TensorSRHT").
     TensorSrht,
-    /// CountSketch + FFT (2.4); real only.
+    /// CountSketch + FFT (`docs/math/sketches.rst`, "TensorSketch"); real only.
     TensorSketch,
 }
 
@@ -93,7 +98,8 @@ enum Params {
 }
 
 /// A borrowed view of a sketch's random parameters, for export (NumPy
-/// attributes, the GPU path). Layouts are those of ALGORITHMS.md 2.2–2.4.
+/// attributes, the GPU path). Layouts are those of `docs/math/sketches.rst`,
+/// sections "The generic sketch of degree n" to "TensorSketch".
 #[derive(Clone, Copy, Debug)]
 pub enum SketchParams<'a> {
     /// Gaussian / Rademacher: one matrix per factor, `D × d` (real) or
@@ -123,7 +129,8 @@ pub enum SketchParams<'a> {
 }
 
 /// Fitted random parameters of one degree-`degree` sketch with `n_features`
-/// features (complex features when `complex`), ALGORITHMS.md 2.2–2.4.
+/// features (complex features when `complex`), `docs/math/sketches.rst`,
+/// sections "The generic sketch of degree n" to "TensorSketch".
 #[derive(Clone, Debug)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct PolySketch {
@@ -194,7 +201,9 @@ impl PolySketch {
         self.kind
     }
 
-    /// True for complex weights (output in the [Re | Im] layout of ALGORITHMS.md 9).
+    /// True for complex weights (output in the [Re | Im] layout of
+    /// `docs/math/conventions.rst`, "Complex features and their real
+    /// representation").
     pub fn is_complex(&self) -> bool {
         self.complex
     }
@@ -215,7 +224,8 @@ impl PolySketch {
     }
 
     /// Output columns: n_features for real sketches, 2 * n_features for
-    /// complex ([Re | Im], ALGORITHMS.md 9).
+    /// complex ([Re | Im], `docs/math/conventions.rst`, "Complex features and
+    /// their real representation").
     pub fn width(&self) -> usize {
         if self.complex {
             2 * self.n_features
@@ -242,11 +252,13 @@ impl PolySketch {
         }
     }
 
-    /// Writes φ(x) of ALGORITHMS.md 2.2 (the 1/√D included; TensorSketch
-    /// without it, 2.4) for every row of `x` (n x dim) into `out` (n x width).
-    /// `out` may be a column block of a wider array: its rows are contiguous
-    /// but its row stride may exceed `width`. Parallel over rows with `par`;
-    /// deterministic. Errors: shape mismatches, `out` rows not contiguous.
+    /// Writes φ(x) of `docs/math/sketches.rst`, "The generic sketch of degree
+    /// n" (the 1/√D included; TensorSketch without it,
+    /// `docs/math/sketches.rst`, "TensorSketch") for every row of `x` (n x dim)
+    /// into `out` (n x width). `out` may be a column block of a wider array:
+    /// its rows are contiguous but its row stride may exceed `width`. Parallel
+    /// over rows with `par`; deterministic. Errors: shape mismatches, `out`
+    /// rows not contiguous.
     pub fn transform_into<T: Real>(
         &self,
         x: ArrayView2<T>,
@@ -270,16 +282,16 @@ impl PolySketch {
 }
 
 impl PolySketch {
-    /// The linear factor projections `v_j(x)` of ALGORITHMS.md 2.2/2.3 (the
-    /// sketch is the entrywise product `φ(x) = Π_j v_j(x)/√D`, complex for
-    /// complex weights), written for every row of `x` into `out`
-    /// (`n × degree·width`): factor `j` in columns `j·w … (j+1)·w − 1`,
-    /// `w` = [`Self::width`] (`[Re | Im]` when complex). Because every `v_j`
-    /// is linear, `v_j(x − c) = v_j(x) − v_j(c)`: [`Self::combine_factors`]
-    /// then sketches shifted inputs without transforming them again (the
-    /// localized GP of ALGORITHMS.md 8 maps one training set at many
-    /// centers). Errors: TensorSketch (its factors combine through an FFT),
-    /// shape mismatches.
+    /// The linear factor projections `v_j(x)` of `docs/math/sketches.rst`, "The
+    /// generic sketch of degree n" and "TensorSRHT" (the sketch is the
+    /// entrywise product `φ(x) = Π_j v_j(x)/√D`, complex for complex weights),
+    /// written for every row of `x` into `out` (`n × degree·width`): factor `j`
+    /// in columns `j·w … (j+1)·w − 1`, `w` = [`Self::width`] (`[Re | Im]` when
+    /// complex). Because every `v_j` is linear, `v_j(x − c) = v_j(x) − v_j(c)`:
+    /// [`Self::combine_factors`] then sketches shifted inputs without
+    /// transforming them again (the localized GP of `docs/math/localized.rst`
+    /// maps one training set at many centers). Errors: TensorSketch (its
+    /// factors combine through an FFT), shape mismatches.
     pub fn factor_projections_into(
         &self,
         x: ArrayView2<f64>,
@@ -357,7 +369,8 @@ fn check_shapes(x: (usize, usize), out: (usize, usize), dim: usize, width: usize
     Error::check_out_shape((x.0, width), out)
 }
 
-/// Checks the kernel parameters of `(xᵀy/l² + c)^n` (ALGORITHMS.md 2.1).
+/// Checks the kernel parameters of `(xᵀy/l² + c)^n` (`docs/math/sketches.rst`,
+/// "Target kernels").
 pub fn check_kernel_params(bias: f64, length_scale: f64) -> Result<()> {
     if !(bias.is_finite() && bias >= 0.0) {
         return Err(Error::invalid(
@@ -375,7 +388,8 @@ pub fn check_kernel_params(bias: f64, length_scale: f64) -> Result<()> {
 }
 
 /// The sketch input dimension for `d` input columns: `d + 1` when the bias
-/// coordinate `√c` is prepended (`c > 0`, ALGORITHMS.md 2.1), else `d`.
+/// coordinate `√c` is prepended (`c > 0`, `docs/math/sketches.rst`, "Target
+/// kernels"), else `d`.
 pub fn augmented_dim(d: usize, bias: f64) -> usize {
     d + usize::from(bias > 0.0)
 }
@@ -383,12 +397,12 @@ pub fn augmented_dim(d: usize, bias: f64) -> usize {
 /// Rows per augmentation chunk in [`polynomial_features_into`].
 const AUGMENT_ROWS: usize = 1024;
 
-/// Features of the kernel `(xᵀy/l² + c)^n` (ALGORITHMS.md 2.1): applies
-/// `sketch` to `x' = (√c, x/l)` (no bias coordinate when `c = 0`), so that
-/// `E[φ(x)ᵀφ(y)] = (xᵀy/l² + c)^n`. `sketch.dim()` must be
+/// Features of the kernel `(xᵀy/l² + c)^n` (`docs/math/sketches.rst`, "Target
+/// kernels"): applies `sketch` to `x' = (√c, x/l)` (no bias coordinate when
+/// `c = 0`), so that `E[φ(x)ᵀφ(y)] = (xᵀy/l² + c)^n`. `sketch.dim()` must be
 /// [`augmented_dim`]`(x.ncols(), bias)`; `out` as in
-/// [`PolySketch::transform_into`]. The augmented rows are built in chunks
-/// of 1,024 rows, so memory stays `O(chunk · d)`.
+/// [`PolySketch::transform_into`]. The augmented rows are built in chunks of
+/// 1,024 rows, so memory stays `O(chunk · d)`.
 pub fn polynomial_features_into<T: Real>(
     sketch: &PolySketch,
     x: ArrayView2<T>,

@@ -1,8 +1,9 @@
 //! The fitted feature map of the polynomial kernel `(xᵀy/l² + c)^n`
-//! (ALGORITHMS.md 2.1): a [`PolySketch`] of the augmented rows
-//! `x' = (√c, x/l)` and the output width, which may exceed the sketch's by
-//! zero columns (a complex sketch has two real columns per feature, 9.2, so
-//! an odd `n_components` ends in one zero column).
+//! (`docs/math/sketches.rst`, "Target kernels"): a [`PolySketch`] of the
+//! augmented rows `x' = (√c, x/l)` and the output width, which may exceed the
+//! sketch's by zero columns (a complex sketch has two real columns per feature,
+//! `docs/math/conventions.rst`, "Widths", so an odd `n_components` ends in one
+//! zero column).
 
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2};
 
@@ -13,7 +14,8 @@ use crate::threads::Parallelism;
 
 /// A polynomial-kernel feature map: `φ(x) = [sketch(x') | 0]` with
 /// `x' = (√c, x/l)` (no bias coordinate when `c = 0`), so that
-/// `E[φ(x)ᵀφ(y)] = (xᵀy/l² + c)^n` (ALGORITHMS.md 2.1).
+/// `E[φ(x)ᵀφ(y)] = (xᵀy/l² + c)^n` (`docs/math/sketches.rst`, "Target
+/// kernels").
 ///
 /// ```
 /// use ndarray::Array2;

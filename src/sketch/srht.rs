@@ -1,7 +1,7 @@
-//! TensorSRHT (ALGORITHMS.md 2.3): per block and factor, random signs, an
-//! unnormalized FWHT of the zero-padded row and a random permutation. The
-//! `D × d` weights are never formed; each row needs `n · B` transforms of
-//! length `d'` in a per-thread scratch buffer.
+//! TensorSRHT (`docs/math/sketches.rst`, "TensorSRHT"): per block and factor,
+//! random signs, an unnormalized FWHT of the zero-padded row and a random
+//! permutation. The `D × d` weights are never formed; each row needs `n · B`
+//! transforms of length `d'` in a per-thread scratch buffer.
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 use rand::seq::SliceRandom;
@@ -143,10 +143,10 @@ impl Srht {
         }
     }
 
-    /// ALGORITHMS.md 2.3 for every row; complex products for complex signs
-    /// (`Re` and `Im` of `FWHT(z ⊙ x)` are two real transforms). Each row
-    /// runs through [`sketch_row`] (plain slice loops built for the widest
-    /// SIMD the CPU offers).
+    /// `docs/math/sketches.rst`, "TensorSRHT" for every row; complex products
+    /// for complex signs (`Re` and `Im` of `FWHT(z ⊙ x)` are two real
+    /// transforms). Each row runs through [`sketch_row`] (plain slice loops
+    /// built for the widest SIMD the CPU offers).
     pub(super) fn transform<T: Real>(
         &self,
         sk: &PolySketch,
@@ -201,10 +201,10 @@ struct RowPlan<'a, T> {
     scale: T,
 }
 
-/// One row of ALGORITHMS.md 2.3 into `o` (`D` values): per block and
-/// factor the signed, padded FWHT of `x`, permuted, multiplied into the
-/// block (complex: `[Re | Im]` halves), then the scale `1/√D`. Every step is
-/// one rounding per value (no fused multiply-adds), so the SIMD width of
+/// One row of `docs/math/sketches.rst`, "TensorSRHT" into `o` (`D` values): per
+/// block and factor the signed, padded FWHT of `x`, permuted, multiplied into
+/// the block (complex: `[Re | Im]` halves), then the scale `1/√D`. Every step
+/// is one rounding per value (no fused multiply-adds), so the SIMD width of
 /// [`sketch_row`] does not change the result.
 #[inline(always)]
 fn sketch_row_body<T: Real>(

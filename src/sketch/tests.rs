@@ -1,5 +1,6 @@
 //! Statistical and deterministic tests of the sketches against the closed
-//! forms of ALGORITHMS.md 2.5 (fixed seeds; tolerances derived from them).
+//! forms of `docs/math/sketches.rst`, "Variances" (fixed seeds; tolerances
+//! derived from them).
 
 use ndarray::{array, s, Array1, Array2};
 use rand::Rng as _;
@@ -163,7 +164,8 @@ fn reps_for(kind: SketchKind, n: u32) -> usize {
 
 #[test]
 fn variance_worked_examples() {
-    // Worked example A (n = 2, D = 6) and B (n = 3, D = 5) of 2.5.
+    // Worked example A (n = 2, D = 6) and B (n = 3, D = 5) of
+    // docs/math/sketches.rst, "Worked examples".
     let a = ([1.0, 1.0, 0.0, 0.0], [1.0, 0.0, 1.0, 0.0]);
     let b = ([0.5, -1.0, 0.3], [0.2, 0.7, -0.4]);
     for (kind, complex) in VARIANTS {
@@ -202,8 +204,9 @@ fn random_matrix(seed: u64, rows: usize, cols: usize) -> Array2<f64> {
     Array2::from_shape_fn((rows, cols), |_| g.random_range(-1.0..1.0))
 }
 
-/// 2.5: degree 1 TensorSRHT with d' | D reproduces xᵀy exactly (real and
-/// complex; also with zero padding, d = 5, d' = 8).
+/// `docs/math/sketches.rst`, "Variances": degree 1 TensorSRHT with d' | D
+/// reproduces xᵀy exactly (real and complex; also with zero padding, d = 5,
+/// d' = 8).
 #[test]
 fn degree_one_srht_exact() {
     for complex in [false, true] {
@@ -228,9 +231,10 @@ fn degree_one_srht_exact() {
     }
 }
 
-/// 2.5: within a TensorSRHT block, the implied weight vectors of a factor
-/// are pairwise orthogonal: with W (d' × d') read off the degree-1 features
-/// of the basis vectors, W W^H = d' I (real and complex weights).
+/// `docs/math/sketches.rst`, "TensorSRHT": within a TensorSRHT block, the
+/// implied weight vectors of a factor are pairwise orthogonal: with W (d' × d')
+/// read off the degree-1 features of the basis vectors, W W^H = d' I (real and
+/// complex weights).
 #[test]
 fn srht_block_orthogonal() {
     let d = 8;
@@ -313,7 +317,8 @@ fn deterministic_layout_and_precision() {
     }
 }
 
-/// The kernel wrapper of 2.1 equals the sketch applied to (√c, x/l).
+/// The kernel wrapper of `docs/math/sketches.rst`, "Target kernels" equals the
+/// sketch applied to (√c, x/l).
 #[test]
 fn kernel_wrapper_augments() {
     let x = random_matrix(8, 20, 5);
@@ -420,8 +425,9 @@ fn errors_name_the_argument() {
     }
 }
 
-/// TensorSketch edge sizes: D = 1 is a one-feature Rademacher sketch (2.5)
-/// and D = 2 exercises the real Nyquist bin; both stay unbiased.
+/// TensorSketch edge sizes: D = 1 is a one-feature Rademacher sketch
+/// (`docs/math/sketches.rst`, "Variances") and D = 2 exercises the real Nyquist
+/// bin; both stay unbiased.
 #[test]
 fn tensor_sketch_small_d() {
     let x = [0.5, 1.0, 0.3];

@@ -1,12 +1,13 @@
 //! Closed-form moments and variances of the polynomial sketches
-//! (ALGORITHMS.md 2.5). Everything is `f64` and per pair `(x, y)` of
-//! already scaled (augmented, padded) vectors, described by
+//! (`docs/math/sketches.rst`, "Variances"). Everything is `f64` and per pair
+//! `(x, y)` of already scaled (augmented, padded) vectors, described by
 //! `m = xᵀy`, `ν = ‖x‖²‖y‖²`, `s = Σ_a x_a² y_a²`.
 
 use super::SketchKind;
 use crate::error::{Error, Result};
 
-/// A scalar weight law with `E z = 0`, `E|z|² = 1` (ALGORITHMS.md 2.2).
+/// A scalar weight law with `E z = 0`, `E|z|² = 1` (`docs/math/sketches.rst`,
+/// "The generic sketch of degree n").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WeightLaw {
     /// N(0, 1): `q = 1`, `κ = 3`.
@@ -121,11 +122,13 @@ pub struct SketchVariance {
     /// `real_part` for real sketches.
     pub complex: Option<f64>,
     /// `Var(Re k̂)`: the variance of the estimate randfeat_rs returns
-    /// (the dot product of the real [Re | Im] rows, ALGORITHMS.md 9).
+    /// (the dot product of the real [Re | Im] rows,
+    /// `docs/math/conventions.rst`, "Complex features and their real
+    /// representation").
     pub real_part: f64,
 }
 
-/// The closed-form variance table of ALGORITHMS.md 2.5.
+/// The closed-form variance table of `docs/math/sketches.rst`, "Variances".
 ///
 /// `d_pad` is the padded input dimension `d'` (only TensorSRHT uses it).
 /// Errors: `degree = 0`, `n_features = 0`, complex TensorSketch.
@@ -185,11 +188,12 @@ pub fn sketch_variance(
     })
 }
 
-/// Real-part variance of the estimate of `(xᵀy/l² + c)^n` (ALGORITHMS.md
-/// 2.1, 2.5) by a sketch with `n_features` (real or complex) features: the
-/// pair statistics are those of the augmented vectors `(√c, x/l)`, and `d'`
-/// is the padded augmented dimension. Errors: lengths differ, NaN or
-/// infinite entries, bad bias or length scale, and those of
+/// Real-part variance of the estimate of `(xᵀy/l² + c)^n`
+/// (`docs/math/sketches.rst`, "Target kernels" and "Variances") by a sketch
+/// with `n_features` (real or complex) features: the pair statistics are those
+/// of the augmented vectors `(√c, x/l)`, and `d'` is the padded augmented
+/// dimension. Errors: lengths differ, NaN or infinite entries, bad bias or
+/// length scale, and those of
 /// [`sketch_variance`].
 #[allow(clippy::too_many_arguments)]
 pub fn polynomial_kernel_variance(

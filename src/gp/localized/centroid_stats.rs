@@ -1,13 +1,12 @@
 //! The per-centroid sufficient statistics of the localized GP
-//! (ALGORITHMS.md 8.2 step 4): for a centroid `c`, `ΦᵀΦ`, `Φᵀy` and `Φᵀ1` of
-//! the features `Φ(x − c)` of the training rows within the cutoff. The
-//! sketch factors are linear, `v_j(x − c) = v_j(x) − v_j(c)`, so the
-//! training rows' factor projections are computed once at fit (the cache)
+//! (`docs/math/localized.rst`, "Training" step 4): for a centroid `c`, `ΦᵀΦ`,
+//! `Φᵀy` and `Φᵀ1` of the features `Φ(x − c)` of the training rows within the
+//! cutoff. The sketch factors are linear, `v_j(x − c) = v_j(x) − v_j(c)`, so
+//! the training rows' factor projections are computed once at fit (the cache)
 //! and each centroid's features are built from them in feature-major blocks
-//! (several centroids per pass over the cache) and accumulated with the
-//! packed Gram kernel of [`crate::linalg::syrk`]; without a cache (the
-//! explicit `d = 1` map, or too many rows) each centroid maps its rows
-//! through the map.
+//! (several centroids per pass over the cache) and accumulated with the packed
+//! Gram kernel of [`crate::linalg::syrk`]; without a cache (the explicit
+//! `d = 1` map, or too many rows) each centroid maps its rows through the map.
 
 use ndarray::{Array1, Array2, ArrayView2, Axis};
 use rayon::prelude::*;
@@ -50,19 +49,18 @@ pub(super) fn group_size(width: usize) -> usize {
 const PROJECTION_CACHE_LIMIT: usize = 1 << 25;
 
 impl LocalizedMaclaurinGp {
-    /// The sufficient statistics at centroid `c` (8.2 step 4): `ΦᵀΦ`,
-    /// `Φᵀy`, `Φᵀ1` and the target sums (shift 0; `y` is already centered
-    /// by the training mean) of `Φ = Φ(X_c − c)`, `X_c` the training rows
-    /// within the cutoff, and the number of those rows. Sequential (the
-    /// caller parallelizes over centroids) and deterministic: fixed row
-    /// blocks of `block_rows` rows, each block's features built
-    /// feature-major from the cached factor projections and its lower Gram
-    /// and `Φᵀ[y | 1]` accumulated in one pass of the packed kernel of
-    /// [`crate::linalg::syrk`].
-    /// This is the one per-centroid computation;
-    /// everything after it is `D × D` work. [`Self::group_stats`] computes
-    /// the same for several centroids in one pass over the cache. `monitor`
-    /// is checked before every row block.
+    /// The sufficient statistics at centroid `c` (`docs/math/localized.rst`,
+    /// "Training" step 4): `ΦᵀΦ`, `Φᵀy`, `Φᵀ1` and the target sums (shift 0;
+    /// `y` is already centered by the training mean) of `Φ = Φ(X_c − c)`, `X_c`
+    /// the training rows within the cutoff, and the number of those rows.
+    /// Sequential (the caller parallelizes over centroids) and deterministic:
+    /// fixed row blocks of `block_rows` rows, each block's features built
+    /// feature-major from the cached factor projections and its lower Gram and
+    /// `Φᵀ[y | 1]` accumulated in one pass of the packed kernel of
+    /// [`crate::linalg::syrk`]. This is the one per-centroid computation;
+    /// everything after it is `D × D` work. [`Self::group_stats`] computes the
+    /// same for several centroids in one pass over the cache. `monitor` is
+    /// checked before every row block.
     pub(crate) fn centroid_stats(
         &self,
         c: &[f64],
@@ -157,12 +155,12 @@ impl LocalizedMaclaurinGp {
     /// (every row when there are several centroids) from the cached factor
     /// projections (`v_j(x − c) = v_j(x) − v_j(c)`, see
     /// [`crate::sketch::PolySketch::factor_projections_into`]), in the layout
-    /// of ALGORITHMS.md 4.7: `σ g · [1 | √a_n φ_n((x − c)/l) … | (0)]`, every
-    /// feature multiplied in the order of
-    /// [`crate::sketch::PolySketch::combine_factors`] (the factor scale `1/l`
-    /// is applied to the cached and the centroid's projections instead of
-    /// their difference, so the features agree with the map's to rounding).
-    /// `scratch.dd` holds the squared distances to each centroid
+    /// of `docs/math/maclaurin.rst`, "Assembly":
+    /// `σ g · [1 | √a_n φ_n((x − c)/l) … | (0)]`, every feature multiplied in
+    /// the order of [`crate::sketch::PolySketch::combine_factors`] (the factor
+    /// scale `1/l` is applied to the cached and the centroid's projections
+    /// instead of their difference, so the features agree with the map's to
+    /// rounding). `scratch.dd` holds the squared distances to each centroid
     /// (`|cs| × N`).
     fn stats_from_projections(
         &self,
@@ -415,7 +413,8 @@ fn factor_row<'a>(
 }
 
 /// `w ← σ exp(−w/(2l²))` in place (squared distances to Gaussian weights,
-/// ALGORITHMS.md 8.2), with the vector `exp` of [`crate::vexp`].
+/// `docs/math/localized.rst`, "Training"), with the vector `exp` of
+/// [`crate::vexp`].
 #[inline(always)]
 fn gaussian_weights_body(w: &mut [f64], sigma: f64, inv_l: f64) {
     for v in w.iter_mut() {

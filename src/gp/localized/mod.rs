@@ -1,9 +1,10 @@
-//! The localized Maclaurin GP (ALGORITHMS.md 8, 000 Algorithm 1): one
+//! The localized Maclaurin GP (`docs/math/localized.rst`, 000 Algorithm 1): one
 //! optimized allocation and one set of random sketch weights, shared by
-//! every centroid; one feature-space GP (7.2) per centroid `c` on the map
-//! `Φ(x − c)`; each test point predicted by its nearest centroid, or (the
-//! `centers = test` mode) by a GP centered at the test point itself, which
-//! makes its cross-covariances and prior variance exact (8.4).
+//! every centroid; one feature-space GP (`docs/math/gp.rst`, "Feature-space
+//! GP") per centroid `c` on the map `Φ(x − c)`; each test point predicted by
+//! its nearest centroid, or (the `centers = test` mode) by a GP centered at the
+//! test point itself, which makes its cross-covariances and prior variance
+//! exact (`docs/math/localized.rst`, "The exactness property").
 //!
 //! Beyond the paper: a training row whose feature vector at `c` is
 //! negligible is skipped. With `r² = ‖x − c‖²/l²` the map satisfies
@@ -37,7 +38,7 @@ use super::cluster::{farthest_point, nearest};
 use super::features::FeatureGp;
 use crate::error::{Error, Result};
 use crate::gpu::Device;
-use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
+use crate::maclaurin::{MaclaurinConfig, MaclaurinKernel, MaclaurinMap};
 use crate::progress::Monitor;
 use crate::real::{all_finite, Real};
 use crate::stats::FeatureStats;
@@ -58,7 +59,8 @@ pub use auto::{
 use centroid_stats::{group_size, project_rows_t, CentroidScratch};
 pub use norm_bound::NormBound;
 
-/// Settings of [`LocalizedMaclaurinGp`] (ALGORITHMS.md 8.2).
+/// Settings of [`LocalizedMaclaurinGp`] (`docs/math/localized.rst`,
+/// "Training").
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct LocalizedConfig {
@@ -73,12 +75,42 @@ pub struct LocalizedConfig {
     /// Rows whose feature-norm bound is below `tol·σ` are skipped (`>= 0`;
     /// 0 keeps every row).
     pub tol: f64,
-    /// Subtract the training-target mean (ALGORITHMS.md 7).
+    /// Subtract the training-target mean (`docs/math/gp.rst`).
     pub center_y: bool,
     /// Where the per-centroid statistics are accumulated: [`Device::Gpu`]
     /// runs [`crate::gpu::localized_gps`] (resolved by the caller: `Auto` is
     /// treated as `Cpu`).
     pub device: Device,
+}
+
+impl LocalizedConfig {
+    /// Default settings for `n_components` features, those of Python's
+    /// `LocalizedMaclaurinGPR`: the Gaussian-kernel map of
+    /// [`MaclaurinConfig::new`] (`l = σ² = 1`, TensorSRHT, optimized
+    /// allocation), `σ_n² = 1`, no threshold and no cap (one cluster, the
+    /// plain Maclaurin GP at the training mean), `tol = 1e-12`, centered
+    /// targets, the CPU. Set the fields that differ:
+    ///
+    /// ```
+    /// use randfeat_rs::gp::localized::LocalizedConfig;
+    ///
+    /// let mut cfg = LocalizedConfig::new(64);
+    /// cfg.map.length_scale = 0.5;
+    /// cfg.noise_variance = 0.01;
+    /// cfg.threshold = Some(1.0); // a centroid within 1·l of every input
+    /// assert_eq!(cfg.map.n_components, 64);
+    /// ```
+    pub fn new(n_components: usize) -> Self {
+        Self {
+            map: MaclaurinConfig::new(MaclaurinKernel::Gaussian, n_components),
+            noise_variance: 1.0,
+            threshold: None,
+            n_clusters: None,
+            tol: 1e-12,
+            center_y: true,
+            device: Device::Cpu,
+        }
+    }
 }
 
 /// Predictions for some test rows: `(rows, means, latent variances)`.
@@ -89,9 +121,11 @@ type Part = (Vec<usize>, Array1<f64>, Option<Array1<f64>>);
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FitTimings {
-    /// Centering, pair statistics, allocation and weight draws (4.2–4.7).
+    /// Centering, pair statistics, allocation and weight draws
+    /// (`docs/math/maclaurin.rst`, "Optimized allocation").
     pub allocation: f64,
-    /// Farthest-point clustering (8.2 step 3).
+    /// Farthest-point clustering (`docs/math/localized.rst`, "Training" step
+    /// 3).
     pub clustering: f64,
 }
 
@@ -104,20 +138,22 @@ pub struct LocalizedPrediction {
     pub var: Option<Array1<f64>>,
     /// Per-centroid (or per-test-point) GPs built by this call.
     pub n_built: usize,
-    /// Seconds spent building them (8.2 step 4).
+    /// Seconds spent building them (`docs/math/localized.rst`, "Training" step
+    /// 4).
     pub build_seconds: f64,
-    /// Seconds spent on assignment and the predictive formulas (8.3).
+    /// Seconds spent on assignment and the predictive formulas
+    /// (`docs/math/localized.rst`, "Prediction").
     pub predict_seconds: f64,
 }
 
-/// A fitted localized Maclaurin GP (ALGORITHMS.md 8).
+/// A fitted localized Maclaurin GP (`docs/math/localized.rst`).
 ///
-/// The per-centroid GPs (`L_c`, `β_c` of 8.2 step 4) are built on first use
-/// (by [`Self::build_all`] or by a prediction that assigns a test point to
-/// the centroid), in parallel over centroids, and cached: a centroid's GP
-/// depends only on the fitted data, map and centroid, so predictions are
-/// the same as with every GP built at fit, at the cost of the centroids that
-/// are actually used.
+/// The per-centroid GPs (`L_c`, `β_c` of `docs/math/localized.rst`, "Training"
+/// step 4) are built on first use (by [`Self::build_all`] or by a prediction
+/// that assigns a test point to the centroid), in parallel over centroids, and
+/// cached: a centroid's GP depends only on the fitted data, map and centroid,
+/// so predictions are the same as with every GP built at fit, at the cost of
+/// the centroids that are actually used.
 ///
 /// With the feature "serde" it is stored by value (the centroid GPs built
 /// so far included) and loaded without a refit.
@@ -295,10 +331,10 @@ impl LocalizedMaclaurinGp {
         self.cutoff_sq
     }
 
-    /// The feature-space GP (7.2) on `Φ(X − c)`, built from the rows within
-    /// the cutoff (the prior, `L = I` and `β = 0`, when there are none).
-    /// Returns it and the rows used. `monitor` is checked between row
-    /// blocks.
+    /// The feature-space GP (`docs/math/gp.rst`, "Feature-space GP") on
+    /// `Φ(X − c)`, built from the rows within the cutoff (the prior, `L = I`
+    /// and `β = 0`, when there are none). Returns it and the rows used.
+    /// `monitor` is checked between row blocks.
     pub fn build_at(&self, c: &[f64], monitor: &Monitor) -> Result<(FeatureGp, usize)> {
         self.build_with(c, &mut CentroidScratch::default(), monitor)
     }
@@ -408,12 +444,13 @@ impl LocalizedMaclaurinGp {
         self.ensure_built(&all, par, monitor)
     }
 
-    /// Predicts `x` (`m × d`) by the nearest centroid's GP (8.3): builds the
-    /// GPs of the centroids used, then `μ* = φ*ᵀβ_c + ȳ` and
-    /// `v* = ‖L_c^{−1}φ*‖²` with `φ* = Φ(x* − c)`. Parallel over centroids;
-    /// deterministic. `monitor` gets the stage "centroid GPs" when GPs are
-    /// built and a summary message, and is checked between row blocks of
-    /// every build and before every centroid's predictions.
+    /// Predicts `x` (`m × d`) by the nearest centroid's GP
+    /// (`docs/math/localized.rst`, "Prediction"): builds the GPs of the
+    /// centroids used, then `μ* = φ*ᵀβ_c + ȳ` and `v* = ‖L_c^{−1}φ*‖²` with
+    /// `φ* = Φ(x* − c)`. Parallel over centroids; deterministic. `monitor` gets
+    /// the stage "centroid GPs" when GPs are built and a summary message, and
+    /// is checked between row blocks of every build and before every centroid's
+    /// predictions.
     pub fn predict<T: Real>(
         &self,
         x: ArrayView2<'_, T>,

@@ -1,6 +1,6 @@
-//! The feature-norm bound of the localized GP (ALGORITHMS.md 8.2): a
-//! rigorous upper bound on `‖Φ(x − c)‖²` of a fitted Maclaurin map as a
-//! function of `‖x − c‖²/l²`, and the distance cutoff beyond which a
+//! The feature-norm bound of the localized GP (`docs/math/localized.rst`,
+//! "Skipping negligible rows"): a rigorous upper bound on `‖Φ(x − c)‖²` of a fitted Maclaurin
+//! map as a function of `‖x − c‖²/l²`, and the distance cutoff beyond which a
 //! training row's features are negligible at a centroid.
 
 use crate::maclaurin::map::MaclaurinMap;
@@ -10,13 +10,16 @@ use crate::sketch::SketchParams;
 ///
 /// For a sketched block of degree `n` with scale `√a_n`, `b_n = a_n M_n²`
 /// where `‖φ_n(u)‖² ≤ M_n² ‖u‖^{2n}` for every `u`:
-/// - dense sketches (2.2): feature `i` is `Π_j ⟨w_ij, u⟩/√D`, so by
-///   Cauchy–Schwarz `M_n² = (1/D) Σ_i Π_j ‖w_ij‖²` (complex: `|w|²` summed
-///   over real and imaginary parts);
-/// - TensorSRHT (2.3): in each block `Σ_r |v_0[r]|² = d'‖u‖²` and every
-///   `|v_j[r]|² ≤ d'‖u‖²`, so with `B = ⌈D/d'⌉` blocks `M_n² = B d'^n / D`;
-/// - TensorSketch (2.4): `‖C_j u‖_1 ≤ ‖u‖_1 ≤ √d‖u‖` and Young's inequality
-///   for the circular convolution give `M_n² = d^n`.
+/// - dense sketches (`docs/math/sketches.rst`, "The generic sketch of degree
+///   n"): feature `i` is `Π_j ⟨w_ij, u⟩/√D`, so by Cauchy–Schwarz
+///   `M_n² = (1/D) Σ_i Π_j ‖w_ij‖²` (complex: `|w|²` summed over real and
+///   imaginary parts);
+/// - TensorSRHT (`docs/math/sketches.rst`, "TensorSRHT"): in each block
+///   `Σ_r |v_0[r]|² = d'‖u‖²` and every `|v_j[r]|² ≤ d'‖u‖²`, so with
+///   `B = ⌈D/d'⌉` blocks `M_n² = B d'^n / D`;
+/// - TensorSketch (`docs/math/sketches.rst`, "TensorSketch"):
+///   `‖C_j u‖_1 ≤ ‖u‖_1 ≤ √d‖u‖` and Young's inequality for the circular
+///   convolution give `M_n² = d^n`.
 ///
 /// The explicit `d = 1` map is bounded exactly: `b_n = 1/n!`, `n = 1..=p`.
 #[derive(Clone, Debug, PartialEq)]

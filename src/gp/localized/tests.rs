@@ -1,4 +1,4 @@
-//! Oracles of ALGORITHMS.md 8 for [`LocalizedMaclaurinGp`].
+//! Oracles of `docs/math/localized.rst` for [`LocalizedMaclaurinGp`].
 
 use approx::assert_relative_eq;
 use ndarray::{array, Array1, Array2};
@@ -152,7 +152,8 @@ fn one_cluster_is_the_vanilla_maclaurin_gp() {
     let pred = gp
         .predict(xt.view(), true, Parallelism::Rayon, &Monitor::default())
         .unwrap();
-    // The vanilla feature GP (7.2) on the map fitted with the same seed.
+    // The vanilla feature GP (docs/math/gp.rst, "Feature-space GP") on the map
+    // fitted with the same seed.
     let map = MaclaurinMap::fit(
         x.view(),
         &cfg.map,

@@ -1,4 +1,4 @@
-// Batched fast Walsh-Hadamard transform (ALGORITHMS.md 1), f32.
+// Batched fast Walsh-Hadamard transform (docs/math/fwht.rst), f32.
 //
 // The chunk is `total` = rows * n floats, row-major, n a power of two.
 // `fwht_block`: each workgroup loads BLOCK contiguous floats (whole rows when

@@ -1,4 +1,4 @@
-// The localized GP's per-centroid rows (ALGORITHMS.md 8) for a batch of
+// The localized GP's per-centroid rows (docs/math/localized.rst) for a batch of
 // centroids, gathered on the device from the training inputs uploaded once
 // per call: row r of the batch is training row i = rows[2r] of the
 // neighbourhood of the batch's centroid s = rows[2r + 1] (the centroids'

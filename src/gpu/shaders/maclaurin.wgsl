@@ -1,5 +1,6 @@
-// The fixed columns and the row factor of a Maclaurin map (ALGORITHMS.md
-// 3.3, 4.7), after its degree blocks were written by sketch.wgsl.
+// The fixed columns and the row factor of a Maclaurin map
+// (docs/math/maclaurin.rst, "The truncated random map" and "Assembly"), after
+// its degree blocks were written by sketch.wgsl.
 //
 // Input row r (xs = d + 1 floats): x~_r = (x_r - c) / l, then
 // s_r = sigma g(x~_r) (computed in f64 on the host). Output rows have

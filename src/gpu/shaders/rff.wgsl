@@ -1,4 +1,5 @@
-// Random Fourier features (ALGORITHMS.md 5.2) from plain arrays, f32.
+// Random Fourier features (docs/math/fourier.rst, "Feature variants") from
+// plain arrays, f32.
 //
 // X is rows x d, W is m x d (one frequency per row), out is rows x ncols,
 // all row-major. Workgroup `tile` (flat over row tiles x feature tiles)

@@ -1,4 +1,5 @@
-// Polynomial sketch feature maps (ALGORITHMS.md 2.2, 2.3), f32.
+// Polynomial sketch feature maps (docs/math/sketches.rst, "The generic sketch
+// of degree n" and "TensorSRHT"), f32.
 //
 // All arrays are row-major: input row r starts at x[r * xs] (xs >= d; the
 // Maclaurin map stages extra values after the d inputs). The sketch writes
@@ -10,18 +11,19 @@
 // `scale` = 1 / sqrt(D). Dispatches run in order, so factor j reads what
 // factor j - 1 wrote.
 //
-// `dense_tile` (Gaussian / Rademacher, 2.2): workgroup `tile` (flat over row
-// tiles x feature tiles) computes the 64 x 64 block of projections X W_j^T
-// (project.wgsl; complex sketches also the imaginary rows D..2D of W_j).
-// W_j starts at float `w_off` of `w`.
+// `dense_tile` (Gaussian / Rademacher, docs/math/sketches.rst, "The generic
+// sketch of degree n"): workgroup `tile` (flat over row tiles x feature tiles)
+// computes the 64 x 64 block of projections X W_j^T (project.wgsl; complex
+// sketches also the imaginary rows D..2D of W_j). W_j starts at float `w_off`
+// of `w`.
 //
-// `srht_fill` / `srht_gather` (TensorSRHT, 2.3; same bindings, other
-// meanings): `fill` writes, for every row r and block b, the zero-padded row
-// times the factor's sign multipliers into tmp[(r B + b) d' + i] (real parts,
-// then imaginary parts after rows B d' floats); the host then runs
-// the FWHT kernel over rows of length d'; `gather` applies the permutation:
-// value c = b d' + i of the factor is tmp[(r B + b) d' + perm[k + i]] with
-// k = (b n + j) d'.
+// `srht_fill` / `srht_gather` (TensorSRHT, docs/math/sketches.rst,
+// "TensorSRHT"; same bindings, other meanings): `fill` writes, for every row r
+// and block b, the zero-padded row times the factor's sign multipliers into
+// tmp[(r B + b) d' + i] (real parts, then imaginary parts after rows B d'
+// floats); the host then runs the FWHT kernel over rows of length d'; `gather`
+// applies the permutation: value c = b d' + i of the factor is tmp[(r B + b) d'
+// + perm[k + i]] with k = (b n + j) d'.
 
 struct Params {
     rows: u32,
