@@ -99,3 +99,26 @@ def test_crate_holds_only_what_rust_users_build() -> None:
     stray = {f for f in files if not f.startswith("src/") and f not in allowed_top}
     assert not stray
     assert not any(f.endswith((".py", ".png", ".csv", ".data")) for f in files)
+
+
+def test_no_reference_to_a_document_outside_the_repository() -> None:
+    """Docs, docstrings and comments cite the project's own pages (docs/math/),
+    never the design-time specification, which ships in no package."""
+    name = "ALGORITHMS" + ".md"
+    roots = ["src", "python", "benches", "examples", "docs", "tests", ".ci"]
+    tops = ("README.md", "BENCHMARKS.md", "Cargo.toml", "Makefile", "pyproject.toml")
+    files = [ROOT / f for f in tops]
+    for root in roots:
+        for path in (ROOT / root).rglob("*"):
+            skip = {"_build", "auto_examples", "__pycache__"}
+            if path.is_file() and not skip.intersection(path.parts):
+                files.append(path)
+    offenders = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError):
+            continue
+        if name in text:
+            offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []
