@@ -23,7 +23,7 @@ length_scale = 3.0
 K = rf.kernel_matrix(X, length_scale=length_scale)
 
 mf = rf.MaclaurinFeatures(256, length_scale=length_scale, random_state=0).fit(X)
-print("degree:", mf.degree_, "features per degree:", mf.allocation_.tolist())
+print("degree:", mf.truncation_degree_, "features per degree:", mf.allocation_.tolist())
 
 widths = [32, 64, 128, 256, 512]
 results = {}
@@ -45,7 +45,7 @@ fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.5))
 left.bar(np.arange(len(mf.allocation_)), mf.allocation_)
 left.set_xlabel("degree n")
 left.set_ylabel("features D_n")
-left.set_title(f"optimized allocation, D = 256 (p = {mf.degree_})")
+left.set_title(f"optimized allocation, D = 256 (p = {mf.truncation_degree_})")
 for allocation, errors in results.items():
     right.loglog(widths, errors, "o-", label=allocation)
 right.set_xticks(widths, [str(w) for w in widths])

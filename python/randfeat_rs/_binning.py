@@ -122,12 +122,12 @@ class RandomBinningFeatures(RandomFeaturesBase):
 
     @property
     def pitches_(self) -> np.ndarray:
-        """Grid pitches ``delta``, shape (n_grids, n_features_in_)."""
+        """Grid pitches ``delta``, shape ``(n_grids, n_features_in_)``."""
         return self._fitted_map().pitches
 
     @property
     def shifts_(self) -> np.ndarray:
-        """Grid shifts ``u``, shape (n_grids, n_features_in_)."""
+        """Grid shifts ``u``, shape ``(n_grids, n_features_in_)``."""
         return self._fitted_map().shifts
 
     @property

@@ -283,7 +283,7 @@ class LocalizedMaclaurinGPR(
 
     @property
     def centroids_(self) -> np.ndarray:
-        """The centroids, shape (n_clusters_, n_features_in_)."""
+        """The centroids, shape ``(n_clusters_, n_features_in_)``."""
         if self.centers == "test":
             return np.zeros((0, self.n_features_in_))
         return self._fitted_gp().centroids
