@@ -4,18 +4,21 @@
 //! from the mergeable sufficient statistics of [`crate::stats`]
 //! ([`features`]); the metrics of 7.3 ([`metrics`]); and the localized
 //! Maclaurin GP of section 8 ([`localized`], with the farthest-point
-//! clustering of 8.2 in `cluster`).
+//! clustering of 8.2 in `cluster`); and the Dirichlet-based GP classifiers
+//! of section 12 on the same pieces ([`dirichlet`]).
 //!
 //! Every model has zero prior mean on targets centered by their training
 //! mean; predictions add the mean back (ALGORITHMS.md 7).
 
 pub(crate) mod cluster;
+pub mod dirichlet;
 pub mod exact;
 pub mod features;
 pub mod localized;
 pub mod metrics;
 pub mod optimize;
 
+pub use dirichlet::{DirichletGpc, ExactGpc};
 pub use exact::{ExactGp, GaussianKernel, LmlEval};
 pub use features::FeatureGp;
 pub use localized::{LocalizedConfig, LocalizedMaclaurinGp};
