@@ -10,6 +10,9 @@ _Progress = Callable[[str, int, int, list[str]], object]
 
 # Keep in step with the functions registered in src/python/ (stubtest checks it).
 __all__ = [
+    "DirichletClassStats",
+    "DirichletGPC",
+    "ExactDirichletGPC",
     "FeatureMap",
     "FeatureStats",
     "LocalizedMaclaurinGp",
@@ -28,6 +31,7 @@ __all__ = [
     "exact_gp_fit",
     "exact_gp_lml",
     "exact_gp_predict",
+    "expected_softmax",
     "feature_gp_predict",
     "fwht",
     "fwht_inplace",
@@ -193,6 +197,54 @@ class FeatureStats:
     def n_features(self) -> int: ...
 
 # --- fourier (src/python/fourier.rs) ---
+@final
+class DirichletClassStats:
+    def __new__(cls, n_classes: int, n_features: int) -> DirichletClassStats: ...
+    def accumulate(self, phi: NDArray[np.floating], y: NDArray[np.int64]) -> None: ...
+    @property
+    def n_samples(self) -> int: ...
+
+@final
+class DirichletGPC:
+    @staticmethod
+    def fit(stats: DirichletClassStats, alpha_epsilon: float) -> DirichletGPC: ...
+    def predict_latent(
+        self, phi: NDArray[np.floating]
+    ) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
+    @property
+    def class_lml(self) -> list[float]: ...
+    @property
+    def n_classes(self) -> int: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> DirichletGPC: ...
+
+@final
+class ExactDirichletGPC:
+    @staticmethod
+    def fit(
+        x: NDArray[np.float64],
+        y: NDArray[np.int64],
+        *,
+        n_classes: int,
+        length_scale: list[float],
+        kernel_variance: float,
+        alpha_epsilon: float,
+    ) -> ExactDirichletGPC: ...
+    def predict_latent(
+        self, x: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
+    @property
+    def class_lml(self) -> list[float]: ...
+    @property
+    def n_classes(self) -> int: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> ExactDirichletGPC: ...
+
+def expected_softmax(
+    mean: NDArray[np.float64], var: NDArray[np.float64]
+) -> NDArray[np.float64]: ...
 def rff_fit(
     n_features: int,
     n_components: int,

@@ -11,6 +11,7 @@ mod ffi;
 mod fourier;
 mod fwht;
 mod gp;
+mod gpc;
 #[cfg(feature = "gpu")]
 mod gpu;
 mod localized_gp;
@@ -81,6 +82,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     fwht::register(m)?;
     binning::register(m)?;
     gp::register(m)?;
+    gpc::register(m)?;
     fourier::register(m)?;
     #[cfg(feature = "gpu")]
     gpu::register(m)?;
