@@ -12,7 +12,6 @@ _Progress = Callable[[str, int, int, list[str]], object]
 __all__ = [
     "DirichletClassStats",
     "DirichletGPC",
-    "ExactDirichletGPC",
     "FeatureMap",
     "FeatureStats",
     "LocalizedMaclaurinGp",
@@ -208,21 +207,8 @@ class DirichletClassStats:
 class DirichletGPC:
     @staticmethod
     def fit(stats: DirichletClassStats, alpha_epsilon: float) -> DirichletGPC: ...
-    def predict_latent(
-        self, phi: NDArray[np.floating]
-    ) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
-    @property
-    def class_lml(self) -> list[float]: ...
-    @property
-    def n_classes(self) -> int: ...
-    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
-    @classmethod
-    def _from_state(cls, state: bytes) -> DirichletGPC: ...
-
-@final
-class ExactDirichletGPC:
     @staticmethod
-    def fit(
+    def fit_exact(
         x: NDArray[np.float64],
         y: NDArray[np.int64],
         *,
@@ -230,17 +216,15 @@ class ExactDirichletGPC:
         length_scale: list[float],
         kernel_variance: float,
         alpha_epsilon: float,
-    ) -> ExactDirichletGPC: ...
+    ) -> DirichletGPC: ...
     def predict_latent(
-        self, x: NDArray[np.float64]
+        self, x: NDArray[np.floating]
     ) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
     @property
     def class_lml(self) -> list[float]: ...
-    @property
-    def n_classes(self) -> int: ...
     def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
     @classmethod
-    def _from_state(cls, state: bytes) -> ExactDirichletGPC: ...
+    def _from_state(cls, state: bytes) -> DirichletGPC: ...
 
 def expected_softmax(
     mean: NDArray[np.float64], var: NDArray[np.float64]

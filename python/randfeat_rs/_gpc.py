@@ -323,7 +323,7 @@ class ExactGPC(_DirichletClassifier):
         X, y = validate_data(self, X, y, dtype=np.float64, order="C")
         codes = self._encode_labels(y)
         length_scale = np.atleast_1d(np.asarray(self.length_scale, dtype=np.float64))
-        self._model = _core.ExactDirichletGPC.fit(
+        self._model = _core.DirichletGPC.fit_exact(
             X,
             codes,
             n_classes=self.classes_.shape[0],

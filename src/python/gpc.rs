@@ -1,8 +1,8 @@
 //! Bindings of [`crate::gp::dirichlet`]: the per-class statistics
 //! (`DirichletClassStats`, accumulated from feature chunks), the fitted
-//! feature-space and exact classifiers (`DirichletGPC`,
-//! `ExactDirichletGPC`: handles on the Rust structs that pickle by value,
-//! nothing refitted on loading) and the expected softmax.
+//! feature-space or exact classifier (`DirichletGPC`: a handle on the Rust
+//! struct that pickles by value, nothing refitted on loading) and the
+//! expected softmax.
 
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -20,6 +20,8 @@ use crate::system::available_memory_bytes;
 use crate::threads::Parallelism;
 
 type Arr2<'py> = Bound<'py, PyArray2<f64>>;
+/// Latent means and variances (`m x C` each).
+type Latents = (ndarray::Array2<f64>, Option<ndarray::Array2<f64>>);
 /// What `__reduce__` returns: the class's `_from_state` and its argument.
 type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyBytes>,));
 
@@ -81,14 +83,6 @@ fn is_f32(x: &Bound<'_, PyAny>) -> bool {
     x.downcast::<PyArray2<f32>>().is_ok()
 }
 
-/// The latents as `(mean, var)` NumPy arrays (`var` always present here).
-fn latents<'py>(
-    py: Python<'py>,
-    (mean, var): (ndarray::Array2<f64>, Option<ndarray::Array2<f64>>),
-) -> (Arr2<'py>, Option<Arr2<'py>>) {
-    (mean.into_pyarray(py), var.map(|v| v.into_pyarray(py)))
-}
-
 /// Per-class feature statistics of a Dirichlet GP classifier: for every
 /// class the Gram and column sums of its rows' features.
 #[pyclass(module = "randfeat_rs._core", name = "DirichletClassStats")]
@@ -140,83 +134,52 @@ impl PyClassStats {
     }
 }
 
-/// A fitted feature-space Dirichlet GP classifier (one latent GP per class).
+/// A fitted Dirichlet GP classifier: in feature space, or with the exact
+/// kernel.
+#[derive(serde::Serialize, serde::Deserialize)]
+enum Model {
+    Features(DirichletGpc),
+    Exact(ExactGpc),
+}
+
+/// A fitted Dirichlet GP classifier (one latent GP per class), in feature
+/// space (`fit`) or with the exact Gaussian kernel (`fit_exact`).
 #[pyclass(module = "randfeat_rs._core", name = "DirichletGPC", frozen)]
 struct PyDirichletGpc {
-    inner: DirichletGpc,
+    inner: Model,
+}
+
+fn predict_features<T: Real + numpy::Element>(
+    py: Python<'_>,
+    model: &DirichletGpc,
+    phi: &Bound<'_, PyAny>,
+) -> PyResult<Latents> {
+    let phi: PyReadonlyArray2<'_, T> = phi.extract()?;
+    let pv = phi.as_array();
+    ffi::call(py, || model.predict_latent(pv, true, Parallelism::Rayon))
 }
 
 #[pymethods]
 impl PyDirichletGpc {
-    /// Fits every class from per-class statistics with `alpha_epsilon`.
+    /// Fits every class from per-class feature statistics with
+    /// `alpha_epsilon`.
     #[staticmethod]
     fn fit(py: Python<'_>, stats: PyRef<'_, PyClassStats>, alpha_epsilon: f64) -> PyResult<Self> {
         let stats = &stats.inner;
-        let inner = ffi::call(py, || {
+        let model = ffi::call(py, || {
             DirichletGpc::fit(stats, alpha_epsilon, Parallelism::Rayon)
         })?;
-        Ok(Self { inner })
-    }
-
-    /// Latent means and variances (`m x C` each) at test features `phi`
-    /// (float32/float64, `m x D`).
-    fn predict_latent<'py>(
-        &self,
-        py: Python<'py>,
-        phi: &Bound<'py, PyAny>,
-    ) -> PyResult<(Arr2<'py>, Option<Arr2<'py>>)> {
-        let model = &self.inner;
-        let out = if is_f32(phi) {
-            let phi: PyReadonlyArray2<'_, f32> = phi.extract()?;
-            let pv = phi.as_array();
-            ffi::call(py, || model.predict_latent(pv, true, Parallelism::Rayon))?
-        } else {
-            let phi: PyReadonlyArray2<'_, f64> = phi.extract()?;
-            let pv = phi.as_array();
-            ffi::call(py, || model.predict_latent(pv, true, Parallelism::Rayon))?
-        };
-        Ok(latents(py, out))
-    }
-
-    /// The per-class log marginal likelihoods.
-    #[getter]
-    fn class_lml(&self) -> Vec<f64> {
-        self.inner.classes.iter().map(|c| c.lml).collect()
-    }
-
-    /// The number of classes.
-    #[getter]
-    fn n_classes(&self) -> usize {
-        self.inner.n_classes()
-    }
-
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
-        reduce(slf, &slf.get().inner)
-    }
-
-    /// The model of a pickled payload.
-    #[classmethod]
-    fn _from_state(cls: &Bound<'_, PyType>, state: &[u8]) -> PyResult<Self> {
         Ok(Self {
-            inner: from_state::<Self, _>(cls.py(), state)?,
+            inner: Model::Features(model),
         })
     }
-}
 
-/// A fitted exact Dirichlet GP classifier (Gaussian kernel).
-#[pyclass(module = "randfeat_rs._core", name = "ExactDirichletGPC", frozen)]
-struct PyExactGpc {
-    inner: ExactGpc,
-}
-
-#[pymethods]
-impl PyExactGpc {
-    /// Fits on inputs `x` (`N x d`) with class codes `y` in `0..n_classes`
-    /// and the Gaussian kernel of `length_scale` (one value or one per
-    /// column) and `kernel_variance`.
+    /// Fits the exact classifier on inputs `x` (`N x d`) with class codes
+    /// `y` in `0..n_classes` and the Gaussian kernel of `length_scale` (one
+    /// value or one per column) and `kernel_variance`.
     #[staticmethod]
     #[pyo3(signature = (x, y, *, n_classes, length_scale, kernel_variance, alpha_epsilon))]
-    fn fit(
+    fn fit_exact(
         py: Python<'_>,
         x: PyReadonlyArray2<'_, f64>,
         y: PyReadonlyArray1<'_, i64>,
@@ -231,7 +194,7 @@ impl PyExactGpc {
             length_scale,
             variance: kernel_variance,
         };
-        let inner = ffi::call(py, || {
+        let model = ffi::call(py, || {
             ExactGpc::fit(
                 xv,
                 &codes,
@@ -242,30 +205,39 @@ impl PyExactGpc {
                 Parallelism::Rayon,
             )
         })?;
-        Ok(Self { inner })
+        Ok(Self {
+            inner: Model::Exact(model),
+        })
     }
 
-    /// Latent means and variances (`m x C` each) at the rows of `x`.
+    /// Latent means and variances (`m x C` each): at test features `phi`
+    /// (float32/float64, `m x D`) for a feature-space model, at test inputs
+    /// (float64, `m x d`) for an exact one.
     fn predict_latent<'py>(
         &self,
         py: Python<'py>,
-        x: PyReadonlyArray2<'py, f64>,
+        x: &Bound<'py, PyAny>,
     ) -> PyResult<(Arr2<'py>, Option<Arr2<'py>>)> {
-        let (model, xv) = (&self.inner, x.as_array());
-        let out = ffi::call(py, || model.predict_latent(xv, true, Parallelism::Rayon))?;
-        Ok(latents(py, out))
+        let (mean, var) = match &self.inner {
+            Model::Features(m) if is_f32(x) => predict_features::<f32>(py, m, x)?,
+            Model::Features(m) => predict_features::<f64>(py, m, x)?,
+            Model::Exact(m) => {
+                let x: PyReadonlyArray2<'_, f64> = x.extract()?;
+                let xv = x.as_array();
+                ffi::call(py, || m.predict_latent(xv, true, Parallelism::Rayon))?
+            }
+        };
+        Ok((mean.into_pyarray(py), var.map(|v| v.into_pyarray(py))))
     }
 
     /// The per-class log marginal likelihoods.
     #[getter]
     fn class_lml(&self) -> Vec<f64> {
-        self.inner.classes.iter().map(|c| c.lml).collect()
-    }
-
-    /// The number of classes.
-    #[getter]
-    fn n_classes(&self) -> usize {
-        self.inner.n_classes()
+        let classes = match &self.inner {
+            Model::Features(m) => &m.classes,
+            Model::Exact(m) => &m.classes,
+        };
+        classes.iter().map(|c| c.lml).collect()
     }
 
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
@@ -298,7 +270,6 @@ fn expected_softmax<'py>(
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyClassStats>()?;
     m.add_class::<PyDirichletGpc>()?;
-    m.add_class::<PyExactGpc>()?;
     m.add_function(wrap_pyfunction!(expected_softmax, m)?)?;
     Ok(())
 }

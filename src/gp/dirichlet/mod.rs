@@ -254,9 +254,6 @@ pub fn accumulate_classes<M: FeatureMap, T: Real>(
     par: Parallelism,
     monitor: &Monitor,
 ) -> Result<()> {
-    if chunk_rows == 0 {
-        return Err(Error::invalid("chunk_rows", "must be >= 1, got 0"));
-    }
     if stats.n_features() != map.n_components() {
         return Err(Error::ShapeMismatch {
             name: "number of features of the statistics",
@@ -264,25 +261,22 @@ pub fn accumulate_classes<M: FeatureMap, T: Real>(
             got: stats.n_features(),
         });
     }
-    let n = x.nrows();
-    if labels.len() != n {
+    if labels.len() != x.nrows() {
         return Err(Error::ShapeMismatch {
             name: "length of y (the number of rows of X)",
-            expected: n,
+            expected: x.nrows(),
             got: labels.len(),
         });
     }
-    let mut phi = Array2::<T>::zeros((chunk_rows.min(n), map.n_components()));
-    monitor.stage("rows accumulated", n as u64);
-    for (k, xc) in x.axis_chunks_iter(Axis(0), chunk_rows).enumerate() {
-        monitor.check()?;
-        let start = k * chunk_rows;
-        let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
-        feature_map::transform_into(map, xc, p.view_mut(), device, par)?;
-        stats.accumulate(p.view(), &labels[start..start + xc.nrows()], par)?;
-        monitor.advance(xc.nrows() as u64);
-    }
-    Ok(())
+    let chunks = feature_map::Chunks {
+        device,
+        chunk_rows,
+        par,
+        monitor,
+    };
+    chunks.for_each(map, x, "rows accumulated", |start, phi| {
+        stats.accumulate(phi, &labels[start..start + phi.nrows()], par)
+    })
 }
 
 /// The fitted latent GP of one class: a Cholesky factor `L`, coefficients
@@ -457,26 +451,24 @@ impl DirichletGpc {
         par: Parallelism,
         monitor: &Monitor,
     ) -> Result<(Array2<f64>, Option<Array2<f64>>)> {
-        if chunk_rows == 0 {
-            return Err(Error::invalid("chunk_rows", "must be >= 1, got 0"));
-        }
         let (n, c) = (x.nrows(), self.n_classes());
         let mut mean = Array2::zeros((n, c));
         let mut var = want_var.then(|| Array2::zeros((n, c)));
-        let mut phi = Array2::<T>::zeros((chunk_rows.min(n), map.n_components()));
-        monitor.stage("rows predicted", n as u64);
-        for (k, xc) in x.axis_chunks_iter(Axis(0), chunk_rows).enumerate() {
-            monitor.check()?;
-            let rows = k * chunk_rows..k * chunk_rows + xc.nrows();
-            let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
-            feature_map::transform_into(map, xc, p.view_mut(), device, par)?;
-            let (m, v) = self.predict_latent(p.view(), want_var, par)?;
+        let chunks = feature_map::Chunks {
+            device,
+            chunk_rows,
+            par,
+            monitor,
+        };
+        chunks.for_each(map, x, "rows predicted", |start, phi| {
+            let rows = start..start + phi.nrows();
+            let (m, v) = self.predict_latent(phi, want_var, par)?;
             mean.slice_mut(s![rows.clone(), ..]).assign(&m);
             if let (Some(var), Some(v)) = (var.as_mut(), v) {
                 var.slice_mut(s![rows, ..]).assign(&v);
             }
-            monitor.advance(xc.nrows() as u64);
-        }
+            Ok(())
+        })?;
         Ok((mean, var))
     }
 }
