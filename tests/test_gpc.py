@@ -15,7 +15,14 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from randfeat_rs import ExactGPC, NystroemFeatures, RandomFeatureGPC, RandomFourierFeatures
+from randfeat_rs import (
+    ExactGPC,
+    InvalidInputError,
+    NystroemFeatures,
+    RandomFeatureGPC,
+    RandomFeatureGPR,
+    RandomFourierFeatures,
+)
 
 
 def two_blobs(n=60, seed=0):
@@ -131,6 +138,30 @@ def test_bad_input_is_refused(make):
             make(alpha_epsilon=bad).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         make().fit(X, y).predict(X[:, :1])
+
+
+@pytest.mark.parametrize("make", [RandomFeatureGPC, ExactGPC], ids=["features", "exact"])
+def test_device_is_the_cpu(make):
+    X, y = two_blobs(n=10)
+    assert make().fit(X, y).device_ == "cpu"
+    assert make(device="auto").fit(X, y).device_ == "cpu"
+    with pytest.raises(InvalidInputError, match='device="gpu"'):
+        make(device="gpu").fit(X, y)
+    with pytest.raises(ValueError, match="device"):
+        make(device="tpu").fit(X, y)
+
+
+def test_exact_handle_refuses_float32_and_foreign_state():
+    X, y = two_blobs(n=10)
+    model = ExactGPC().fit(X, y)._model
+    with pytest.raises(InvalidInputError, match="x"):
+        model.predict_latent(X.astype(np.float32))
+    with pytest.raises(TypeError, match="float32 or float64"):
+        model.predict_latent(X.astype(np.int64))
+    other = RandomFeatureGPR(RandomFourierFeatures(8, random_state=0), noise_variance=0.1)
+    state = other.fit(X, y.astype(np.float64))._gp.__reduce__()[1][0]
+    with pytest.raises(InvalidInputError, match="not a DirichletGPC"):
+        type(model)._from_state(state)
 
 
 @parametrize_with_checks([RandomFeatureGPC(), ExactGPC()])

@@ -31,13 +31,20 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
+from ._base import DeviceMixin
 from ._fourier import RandomFourierFeatures
 from ._gp import _features_chunk
 
 __all__ = ["ExactGPC", "RandomFeatureGPC"]
 
 
-class _DirichletClassifier(ClassifierMixin, BaseEstimator):
+#: Why the classifiers have no GPU path (the message of ``device="gpu"``).
+GPC_CPU_ONLY = (
+    "the Dirichlet GP classifiers accumulate their per-class statistics and solve on the CPU"
+)
+
+
+class _DirichletClassifier(DeviceMixin, ClassifierMixin, BaseEstimator):
     """The label encoding and the predictions shared by both classifiers.
 
     Subclasses implement ``_latent(X)`` (latent means and variances, each of
@@ -167,11 +174,18 @@ class RandomFeatureGPC(_DirichletClassifier):
         probabilities.
     chunk_size : int, default=2048
         Rows transformed and accumulated at a time.
+    device : {"cpu", "gpu", "auto"}, default="cpu"
+        Accepted for a uniform API; the classifier runs on the CPU, so
+        ``"auto"`` gives ``device_ = "cpu"`` and ``"gpu"`` raises
+        :class:`~randfeat_rs.InvalidInputError`. The transformer computes its
+        features on its own ``device``.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
         The class labels.
+    device_ : str
+        Always "cpu" (see ``device``).
     features_ : transformer
         The fitted clone of ``features``.
     log_marginal_likelihood_ : float
@@ -199,14 +213,21 @@ class RandomFeatureGPC(_DirichletClassifier):
         "features": [None, HasMethods(["fit", "transform"])],
         "alpha_epsilon": [Interval(Real, 0, None, closed="neither")],
         "chunk_size": [Interval(Integral, 1, None, closed="left")],
+        "device": DeviceMixin._device_constraint,
     }
 
     def __init__(
-        self, features: Any = None, *, alpha_epsilon: float = 0.01, chunk_size: int = 2048
+        self,
+        features: Any = None,
+        *,
+        alpha_epsilon: float = 0.01,
+        chunk_size: int = 2048,
+        device: str = "cpu",
     ) -> None:
         self.features = features
         self.alpha_epsilon = alpha_epsilon
         self.chunk_size = chunk_size
+        self.device = device
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X: Any, y: Any) -> RandomFeatureGPC:
@@ -224,6 +245,7 @@ class RandomFeatureGPC(_DirichletClassifier):
         self : RandomFeatureGPC
             The fitted estimator.
         """
+        self._resolve_device(unsupported=GPC_CPU_ONLY)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C")
         codes = self._encode_labels(y)
         features = self.features
@@ -271,11 +293,17 @@ class ExactGPC(_DirichletClassifier):
         The kernel variance (the latents' prior variance).
     alpha_epsilon : float, default=0.01
         The Dirichlet prior concentration ``alpha_epsilon > 0``.
+    device : {"cpu", "gpu", "auto"}, default="cpu"
+        Accepted for a uniform API; the classifier runs on the CPU, so
+        ``"auto"`` gives ``device_ = "cpu"`` and ``"gpu"`` raises
+        :class:`~randfeat_rs.InvalidInputError`.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
         The class labels.
+    device_ : str
+        Always "cpu" (see ``device``).
     log_marginal_likelihood_ : float
         The summed log marginal likelihood of the class regressions.
     n_features_in_ : int
@@ -295,14 +323,21 @@ class ExactGPC(_DirichletClassifier):
         "length_scale": [Interval(Real, 0, None, closed="neither"), "array-like"],
         "kernel_variance": [Interval(Real, 0, None, closed="neither")],
         "alpha_epsilon": [Interval(Real, 0, None, closed="neither")],
+        "device": DeviceMixin._device_constraint,
     }
 
     def __init__(
-        self, *, length_scale: Any = 1.0, kernel_variance: float = 1.0, alpha_epsilon: float = 0.01
+        self,
+        *,
+        length_scale: Any = 1.0,
+        kernel_variance: float = 1.0,
+        alpha_epsilon: float = 0.01,
+        device: str = "cpu",
     ) -> None:
         self.length_scale = length_scale
         self.kernel_variance = kernel_variance
         self.alpha_epsilon = alpha_epsilon
+        self.device = device
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> ExactGPC:
@@ -320,6 +355,7 @@ class ExactGPC(_DirichletClassifier):
         self : ExactGPC
             The fitted estimator.
         """
+        self._resolve_device(unsupported=GPC_CPU_ONLY)
         X, y = validate_data(self, X, y, dtype=np.float64, order="C")
         codes = self._encode_labels(y)
         length_scale = np.atleast_1d(np.asarray(self.length_scale, dtype=np.float64))

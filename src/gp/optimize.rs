@@ -50,9 +50,11 @@ pub struct ExactGpConfig {
     /// Fixed or initial length scale(s): one value, or one per dimension
     /// with `ard`. `None`: the median pairwise distance (7.1).
     pub length_scale: Option<Vec<f64>>,
-    /// Fixed or initial kernel variance. `None`: `var(y)`.
+    /// Fixed or initial kernel variance. `None`: `var(y)`
+    /// ([`super::target_variance_scale`]: 1 when the targets are all equal).
     pub kernel_variance: Option<f64>,
-    /// Fixed or initial noise variance. `None`: `0.1 var(y)`.
+    /// Fixed or initial noise variance. `None`:
+    /// [`super::initial_noise_variance`], `0.1 var(y)`.
     pub noise_variance: Option<f64>,
     /// One length scale per input dimension.
     pub ard: bool,
@@ -580,9 +582,7 @@ pub fn fit_exact(
     let (n, d) = x.dim();
     let y_mean = if cfg.center { y.sum() / n as f64 } else { 0.0 };
     let yc: Array1<f64> = y.mapv(|v| v - y_mean);
-    let y_avg = y.sum() / n as f64;
-    let var_y = y.iter().map(|v| (v - y_avg) * (v - y_avg)).sum::<f64>() / n as f64;
-    let var_y = if var_y > 0.0 { var_y } else { 1.0 };
+    let var_y = super::target_variance_scale(y);
     let n_ls = if cfg.ard { d } else { 1 };
     let ls = match &cfg.length_scale {
         None => vec![median_pairwise_distance(x); n_ls],
@@ -607,7 +607,9 @@ pub fn fit_exact(
         check_positive("length_scale", l)?;
     }
     let kv = cfg.kernel_variance.unwrap_or(var_y);
-    let nv = cfg.noise_variance.unwrap_or(0.1 * var_y);
+    let nv = cfg
+        .noise_variance
+        .unwrap_or_else(|| super::initial_noise_variance(y));
     check_positive("kernel_variance", kv)?;
     check_positive("noise_variance", nv)?;
     // Fixed parameters keep their exact values (no exp(ln v) rounding).

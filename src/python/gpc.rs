@@ -6,65 +6,16 @@
 
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
-use pyo3::types::{PyAny, PyBytes, PyType};
-use pyo3::{PyClass, PyTypeInfo};
-use serde::de::DeserializeOwned;
-use serde::Serialize;
+use pyo3::types::PyType;
 
-use super::ffi;
+use super::ffi::{self, with_float_view, FloatArray2};
 use crate::error::Error;
 use crate::gp::dirichlet::{expected_softmax as softmax, ClassStats, DirichletGpc, ExactGpc};
 use crate::gp::GaussianKernel;
-use crate::real::Real;
 use crate::system::available_memory_bytes;
 use crate::threads::Parallelism;
 
 type Arr2<'py> = Bound<'py, PyArray2<f64>>;
-/// Latent means and variances (`m x C` each).
-type Latents = (ndarray::Array2<f64>, Option<ndarray::Array2<f64>>);
-/// What `__reduce__` returns: the class's `_from_state` and its argument.
-type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyBytes>,));
-
-/// The pickled form of the class `C`'s struct: its class name, a NUL,
-/// then the struct in CBOR (exact for every `f64`).
-fn to_state<'py, C: PyTypeInfo, T: Serialize + Sync>(
-    py: Python<'py>,
-    value: &T,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let bytes = ffi::call_inline(py, || {
-        let mut out = C::NAME.as_bytes().to_vec();
-        out.push(0);
-        ciborium::into_writer(value, &mut out)
-            .map_err(|e| Error::Internal(format!("serializing {}: {e}", C::NAME)))?;
-        Ok(out)
-    })?;
-    Ok(PyBytes::new(py, &bytes))
-}
-
-/// The struct of a payload of [`to_state`] for the class `C` (an
-/// `InvalidInputError` naming `state` for any other bytes).
-fn from_state<C: PyTypeInfo, T: DeserializeOwned + Send>(
-    py: Python<'_>,
-    state: &[u8],
-) -> PyResult<T> {
-    ffi::call_inline(py, || {
-        let body = state
-            .strip_prefix(C::NAME.as_bytes())
-            .and_then(|rest| rest.strip_prefix(&[0]))
-            .ok_or_else(|| Error::invalid("state", format!("is not a pickled {}", C::NAME)))?;
-        ciborium::from_reader(body)
-            .map_err(|e| Error::invalid("state", format!("cannot be read as a {}: {e}", C::NAME)))
-    })
-}
-
-/// `(type(slf)._from_state, (to_state(value),))`.
-fn reduce<'py, C: PyClass + PyTypeInfo, T: Serialize + Sync>(
-    slf: &Bound<'py, C>,
-    value: &T,
-) -> PyResult<Reduced<'py>> {
-    let load = slf.as_any().get_type().getattr("_from_state")?;
-    Ok((load, (to_state::<C, T>(slf.py(), value)?,)))
-}
 
 /// Class codes `0..C` from an int64 array (negative codes refused).
 fn labels(py: Python<'_>, y: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
@@ -79,26 +30,11 @@ fn labels(py: Python<'_>, y: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>>
     ffi::map_result(py, codes)
 }
 
-fn is_f32(x: &Bound<'_, PyAny>) -> bool {
-    x.downcast::<PyArray2<f32>>().is_ok()
-}
-
 /// Per-class feature statistics of a Dirichlet GP classifier: for every
 /// class the Gram and column sums of its rows' features.
 #[pyclass(module = "randfeat_rs._core", name = "DirichletClassStats")]
 struct PyClassStats {
     inner: ClassStats,
-}
-
-fn accumulate_typed<T: Real + numpy::Element>(
-    py: Python<'_>,
-    stats: &mut ClassStats,
-    phi: &Bound<'_, PyAny>,
-    labels: &[usize],
-) -> PyResult<()> {
-    let phi: PyReadonlyArray2<'_, T> = phi.extract()?;
-    let pv = phi.as_array();
-    ffi::call(py, || stats.accumulate(pv, labels, Parallelism::Rayon))
 }
 
 #[pymethods]
@@ -116,15 +52,16 @@ impl PyClassStats {
     fn accumulate(
         &mut self,
         py: Python<'_>,
-        phi: &Bound<'_, PyAny>,
+        phi: FloatArray2<'_>,
         y: PyReadonlyArray1<'_, i64>,
     ) -> PyResult<()> {
         let codes = labels(py, &y)?;
-        if is_f32(phi) {
-            accumulate_typed::<f32>(py, &mut self.inner, phi, &codes)
-        } else {
-            accumulate_typed::<f64>(py, &mut self.inner, phi, &codes)
-        }
+        let stats = &mut self.inner;
+        with_float_view!(phi, |p| ffi::call(py, || stats.accumulate(
+            p,
+            &codes,
+            Parallelism::Rayon
+        )))
     }
 
     /// The number of rows accumulated.
@@ -147,16 +84,6 @@ enum Model {
 #[pyclass(module = "randfeat_rs._core", name = "DirichletGPC", frozen)]
 struct PyDirichletGpc {
     inner: Model,
-}
-
-fn predict_features<T: Real + numpy::Element>(
-    py: Python<'_>,
-    model: &DirichletGpc,
-    phi: &Bound<'_, PyAny>,
-) -> PyResult<Latents> {
-    let phi: PyReadonlyArray2<'_, T> = phi.extract()?;
-    let pv = phi.as_array();
-    ffi::call(py, || model.predict_latent(pv, true, Parallelism::Rayon))
 }
 
 #[pymethods]
@@ -216,15 +143,23 @@ impl PyDirichletGpc {
     fn predict_latent<'py>(
         &self,
         py: Python<'py>,
-        x: &Bound<'py, PyAny>,
+        x: FloatArray2<'py>,
     ) -> PyResult<(Arr2<'py>, Option<Arr2<'py>>)> {
-        let (mean, var) = match &self.inner {
-            Model::Features(m) if is_f32(x) => predict_features::<f32>(py, m, x)?,
-            Model::Features(m) => predict_features::<f64>(py, m, x)?,
-            Model::Exact(m) => {
-                let x: PyReadonlyArray2<'_, f64> = x.extract()?;
+        let (mean, var) = match (&self.inner, x) {
+            (Model::Features(m), x) => with_float_view!(x, |v| ffi::call(py, || m
+                .predict_latent(v, true, Parallelism::Rayon)))?,
+            (Model::Exact(m), FloatArray2::F64(x)) => {
                 let xv = x.as_array();
                 ffi::call(py, || m.predict_latent(xv, true, Parallelism::Rayon))?
+            }
+            (Model::Exact(_), FloatArray2::F32(_)) => {
+                return ffi::map_result(
+                    py,
+                    Err(Error::invalid(
+                        "x",
+                        "must be float64 for the exact classifier",
+                    )),
+                )
             }
         };
         Ok((mean.into_pyarray(py), var.map(|v| v.into_pyarray(py))))
@@ -240,15 +175,16 @@ impl PyDirichletGpc {
         classes.iter().map(|c| c.lml).collect()
     }
 
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Reduced<'py>> {
-        reduce(slf, &slf.get().inner)
+    /// Pickles the classifier by value (see [`ffi::reduce`]).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<ffi::Reduced<'py>> {
+        ffi::reduce(slf, &slf.get().inner)
     }
 
-    /// The model of a pickled payload.
+    /// The classifier of a pickled payload (see [`ffi::from_state`]).
     #[classmethod]
     fn _from_state(cls: &Bound<'_, PyType>, state: &[u8]) -> PyResult<Self> {
         Ok(Self {
-            inner: from_state::<Self, _>(cls.py(), state)?,
+            inner: ffi::from_state::<Self, _>(cls.py(), state)?,
         })
     }
 }
