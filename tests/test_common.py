@@ -6,7 +6,7 @@ and the size of the synthetic data it is tested on. A new estimator is
 covered by adding its entries. Each test below runs on every entry:
 
 - float32 in gives float32 out for the transformers (any other dtype gives
-  float64), the regressors predict float64, and float32 results agree with
+  float64), the regressors and classifiers predict float64, and float32 results agree with
   float64 ones to float32 accuracy;
 - a pickle round trip keeps every fitted attribute and gives bit-identical
   outputs (also when ``random_state=None`` drew the seed);
@@ -39,19 +39,21 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 import pytest
 import scipy.sparse
-from sklearn.base import BaseEstimator, clone, is_regressor
+from sklearn.base import BaseEstimator, clone, is_classifier, is_regressor
 from sklearn.exceptions import NotFittedError
 from sklearn.kernel_approximation import RBFSampler
 from sklearn.utils.validation import check_is_fitted
 
 import randfeat_rs as rf
 from randfeat_rs import (
+    ExactGPC,
     ExactGPR,
     LocalizedMaclaurinGPR,
     MaclaurinFeatures,
     NystroemFeatures,
     PolynomialSketch,
     RandomBinningFeatures,
+    RandomFeatureGPC,
     RandomFeatureGPR,
     RandomFourierFeatures,
     SufficientStatistics,
@@ -197,6 +199,15 @@ ESTIMATORS = [
         100,
         6,
     ),
+    Case("exact-gpc", partial(ExactGPC, length_scale=2.0), 100, 6),
+    Case(
+        "rf-gpc-fourier",
+        lambda: RandomFeatureGPC(
+            RandomFourierFeatures(64, length_scale=2.0, random_state=0), chunk_size=40
+        ),
+        100,
+        6,
+    ),
     *(
         Case(
             f"localized-{centers}",
@@ -298,8 +309,15 @@ def _case_fixture(cases: list[Case]) -> Any:
 
 
 case = _case_fixture(ESTIMATORS)
-transformer_case = _case_fixture([c for c in ESTIMATORS if not is_regressor(c.make())])
-regressor_case = _case_fixture([c for c in ESTIMATORS if is_regressor(c.make())])
+
+
+def _supervised(est: Any) -> bool:
+    """A regressor or a classifier (fitted on ``X`` and ``y``)."""
+    return is_regressor(est) or is_classifier(est)
+
+
+transformer_case = _case_fixture([c for c in ESTIMATORS if not _supervised(c.make())])
+supervised_case = _case_fixture([c for c in ESTIMATORS if _supervised(c.make())])
 
 
 class Data(NamedTuple):
@@ -313,11 +331,13 @@ def _data(case: Case, n_samples: Optional[int] = None) -> Data:
     n, d = n_samples or case.n_samples, case.n_features
     X = rng.standard_normal((n, d))
     y = np.sin(2 * X[:, 0]) + 0.3 * X.sum(axis=1) + 0.1 * rng.standard_normal(n)
+    if is_classifier(case.make()):  # three classes, labels 0.0, 1.0, 2.0
+        y = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3])).astype(np.float64)
     return Data(X, y, rng.standard_normal((max(n // 4, 10), d)))
 
 
 def _fit(est: Any, X: Any, y: np.ndarray) -> Any:
-    return est.fit(X, y) if is_regressor(est) else est.fit(X)
+    return est.fit(X, y) if _supervised(est) else est.fit(X)
 
 
 @cache
@@ -329,8 +349,11 @@ def _fitted(case: Case) -> Any:
 
 
 def _outputs(est: Any, X: Any) -> list[Any]:
-    """What a fitted estimator computes for ``X``: the features, or the
-    predictive mean with the latent and the observation std."""
+    """What a fitted estimator computes for ``X``: the features, the
+    predictive mean with the latent and the observation std, or the class
+    probabilities with the latent means and variances."""
+    if is_classifier(est):
+        return [est.predict_proba(X), *est.predict_latent(X)]
     if is_regressor(est):
         mean, std = est.predict(X, return_std=True)
         return [mean, std, est.predict_noisy(X)[1]]
@@ -390,18 +413,20 @@ def _raises(exc: type[BaseException], *patterns: str) -> Any:
 def test_float32_and_float64_preserved(case):
     """Transformers: the output has the dtype of the input of ``transform``
     when it is float32 or float64 (whatever ``fit`` saw), else float64.
-    Regressors: predictions are float64 for any input dtype."""
+    Regressors and classifiers: predictions are float64 for any input dtype."""
     X, y, X_test = _data(case)
     n_test = X_test.shape[0]
     for est in (_fitted(case), _fit(case.make(), X.astype(np.float32), y)):
         for dtype in (np.float64, np.float32, np.int64):
             for out in _outputs(est, (X_test * 3).astype(dtype)):
-                if is_regressor(est):
+                if is_classifier(est):
+                    assert out.dtype == np.float64 and out.shape == (n_test, 3)
+                elif is_regressor(est):
                     assert out.dtype == np.float64 and out.shape == (n_test,)
                 else:
                     assert out.dtype == (np.float32 if dtype == np.float32 else np.float64)
                     assert out.shape == (n_test, _width(est, X))
-    if not is_regressor(est):
+    if not _supervised(est):
         n_components = est.get_params().get("n_components")
         assert n_components is None or _width(est, X) == n_components
         Z = case.make().fit_transform(X.astype(np.float32))
@@ -459,7 +484,7 @@ def test_thread_count_invariance(case, set_num_threads):
     for n in (1, 2, rf.get_num_threads()):
         set_num_threads(n)
         est = case.make()
-        if is_regressor(est):
+        if _supervised(est):
             first = _outputs(est.fit(X, y), X_test)
         else:
             first = [est.fit_transform(X), est.transform(X_test.astype(np.float32))]
@@ -496,7 +521,7 @@ def test_params_round_trip_and_refit(case):
         (type(est)(**params), X, fitted),
         (clone(fitted), X32, _fit(case.make(), X32, y)),
     ]:
-        if is_regressor(again):
+        if _supervised(again):
             again.fit(Xd, y)
         else:  # fit_transform gives fit(X).transform(X)
             _assert_same(again.fit_transform(Xd), want.transform(Xd))
@@ -541,7 +566,7 @@ def test_non_finite_input_is_refused(case):
         for dtype in (np.float64, np.float32):
             with _raises(ValueError, r"\bX\b", word):
                 _outputs(_fitted(case), T_bad.astype(dtype))
-        if is_regressor(_fitted(case)):
+        if _supervised(_fitted(case)):
             y_bad = y.copy()
             y_bad[3] = bad
             with _raises(ValueError, r"\by\b", word):
@@ -593,7 +618,7 @@ def test_transform_of_no_rows(transformer_case):
             assert Z.nnz == 0
 
 
-def test_inconsistent_numbers_of_samples_are_refused(regressor_case):
-    X, y, _ = _data(regressor_case)
+def test_inconsistent_numbers_of_samples_are_refused(supervised_case):
+    X, y, _ = _data(supervised_case)
     with _raises(ValueError, "inconsistent numbers of samples"):
-        regressor_case.make().fit(X, y[:-1])
+        supervised_case.make().fit(X, y[:-1])

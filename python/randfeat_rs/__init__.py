@@ -14,6 +14,7 @@ from ._binning import RandomBinningFeatures
 from ._fourier import NystroemFeatures, RandomFourierFeatures, kernel_matrix
 from ._fwht import fwht
 from ._gp import ExactGPR, RandomFeatureGPR, SufficientStatistics
+from ._gpc import ExactGPC, RandomFeatureGPC
 from ._localized_gp import LocalizedMaclaurinGPR
 from ._maclaurin import MaclaurinFeatures
 from ._metrics import kl_divergence, mean_nll, relative_frobenius_error, rmse
@@ -30,6 +31,7 @@ from .exceptions import (
 __version__: str = _core.__version__
 
 __all__ = [
+    "ExactGPC",
     "ExactGPR",
     "GpuError",
     "InvalidDtypeError",
@@ -41,6 +43,7 @@ __all__ = [
     "PolynomialSketch",
     "RandfeatError",
     "RandomBinningFeatures",
+    "RandomFeatureGPC",
     "RandomFeatureGPR",
     "RandomFourierFeatures",
     "RustPanicError",

@@ -11,6 +11,8 @@ _Progress = Callable[[str, int, int, list[str]], object]
 # Keep in step with the functions registered in src/python/ (stubtest checks it).
 __all__ = [
     "BinningMap",
+    "DirichletClassStats",
+    "DirichletGPC",
     "ExactGp",
     "FeatureGp",
     "FeatureMap",
@@ -23,6 +25,7 @@ __all__ = [
     "_sketch_estimates",
     "_sobol_points",
     "exact_gp_lml",
+    "expected_softmax",
     "fwht",
     "fwht_inplace",
     "fwht_into",
@@ -217,6 +220,41 @@ class FeatureGp:
     def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
     @classmethod
     def _from_state(cls, state: bytes) -> FeatureGp: ...
+
+# --- Dirichlet GP classification (src/python/gpc.rs) ---
+@final
+class DirichletClassStats:
+    def __new__(cls, n_classes: int, n_features: int) -> DirichletClassStats: ...
+    def accumulate(self, phi: NDArray[np.floating], y: NDArray[np.int64]) -> None: ...
+    @property
+    def n_samples(self) -> int: ...
+
+@final
+class DirichletGPC:
+    @staticmethod
+    def fit(stats: DirichletClassStats, alpha_epsilon: float) -> DirichletGPC: ...
+    @staticmethod
+    def fit_exact(
+        x: NDArray[np.float64],
+        y: NDArray[np.int64],
+        *,
+        n_classes: int,
+        length_scale: list[float],
+        kernel_variance: float,
+        alpha_epsilon: float,
+    ) -> DirichletGPC: ...
+    def predict_latent(
+        self, x: NDArray[np.floating]
+    ) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
+    @property
+    def class_lml(self) -> list[float]: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> DirichletGPC: ...
+
+def expected_softmax(
+    mean: NDArray[np.float64], var: NDArray[np.float64]
+) -> NDArray[np.float64]: ...
 
 # --- kernels and the QMC sampler (src/python/fourier.rs) ---
 def kernel_matrix(

@@ -325,19 +325,64 @@ pub fn accumulate<M: FeatureMap, T: Real>(
         #[cfg(feature = "gpu")]
         return accumulate_gpu(map, x, y, stats, par);
     }
-    let mut phi = Array2::<T>::zeros((chunk_rows.min(n), map.n_components()));
-    let chunks = x
-        .axis_chunks_iter(Axis(0), chunk_rows)
-        .zip(y.axis_chunks_iter(Axis(0), chunk_rows));
-    monitor.stage("rows accumulated", n as u64);
-    for (xc, yc) in chunks {
-        monitor.check()?;
-        let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
-        map.transform_into(xc, p.view_mut(), par)?;
-        stats.accumulate(p.view(), yc, par)?;
-        monitor.advance(xc.nrows() as u64);
+    let chunks = Chunks {
+        device: Device::Cpu,
+        chunk_rows,
+        par,
+        monitor,
+    };
+    chunks.for_each(map, x, "rows accumulated", |start, phi| {
+        stats.accumulate(phi, y.slice(s![start..start + phi.nrows()]), par)
+    })
+}
+
+/// How a loop over row chunks of `Φ(x)` runs: the device of the
+/// transforms, the rows per chunk, the threads and the monitor.
+#[derive(Clone, Copy)]
+pub struct Chunks<'a> {
+    /// Where every chunk is transformed (`Auto` resolved per call).
+    pub device: Device,
+    /// Rows per chunk (`>= 1`).
+    pub chunk_rows: usize,
+    /// Threads of the transforms and of the caller's work.
+    pub par: Parallelism,
+    /// Checked before every chunk; gets the caller's stage.
+    pub monitor: &'a Monitor,
+}
+
+impl Chunks<'_> {
+    /// Transforms `x` `chunk_rows` rows at a time into one reused buffer
+    /// ([`transform_into`] on `device`) and calls `f(start, Φ(chunk))` with
+    /// the index of the chunk's first row, in row order. `monitor` gets the
+    /// stage `stage` (one unit per row) and is checked before every chunk.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for `chunk_rows = 0`; as
+    /// [`transform_into`]; [`Error::Interrupted`] once `monitor` is
+    /// cancelled; the first error of `f`.
+    pub fn for_each<M: FeatureMap, T: Real>(
+        &self,
+        map: &M,
+        x: ArrayView2<'_, T>,
+        stage: &str,
+        mut f: impl FnMut(usize, ArrayView2<'_, T>) -> Result<()>,
+    ) -> Result<()> {
+        let rows = self.chunk_rows;
+        if rows == 0 {
+            return Err(Error::invalid("chunk_rows", "must be >= 1, got 0"));
+        }
+        let n = x.nrows();
+        let mut phi = Array2::<T>::zeros((rows.min(n), map.n_components()));
+        self.monitor.stage(stage, n as u64);
+        for (k, xc) in x.axis_chunks_iter(Axis(0), rows).enumerate() {
+            self.monitor.check()?;
+            let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
+            transform_into(map, xc, p.view_mut(), self.device, self.par)?;
+            f(k * rows, p.view())?;
+            self.monitor.advance(xc.nrows() as u64);
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// The GPU branch of [`accumulate`] (shapes checked, support checked).

@@ -4,7 +4,7 @@
 //! `D × D` Cholesky.
 
 use faer::{MatMut, MatRef, Par};
-use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, Axis};
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
 use super::check_positive;
@@ -156,26 +156,24 @@ impl FeatureGp {
         par: Parallelism,
         monitor: &Monitor,
     ) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
-        if chunk_rows == 0 {
-            return Err(Error::invalid("chunk_rows", "must be >= 1, got 0"));
-        }
         let n = x.nrows();
         let mut mean = Array1::zeros(n);
         let mut var = want_var.then(|| Array1::zeros(n));
-        let mut phi = Array2::<T>::zeros((chunk_rows.min(n), map.n_components()));
-        monitor.stage("rows predicted", n as u64);
-        for (k, xc) in x.axis_chunks_iter(Axis(0), chunk_rows).enumerate() {
-            monitor.check()?;
-            let rows = k * chunk_rows..k * chunk_rows + xc.nrows();
-            let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
-            feature_map::transform_into(map, xc, p.view_mut(), device, par)?;
-            let (m, v) = self.predict(p.view(), want_var, par)?;
+        let chunks = feature_map::Chunks {
+            device,
+            chunk_rows,
+            par,
+            monitor,
+        };
+        chunks.for_each(map, x, "rows predicted", |start, phi| {
+            let rows = start..start + phi.nrows();
+            let (m, v) = self.predict(phi, want_var, par)?;
             mean.slice_mut(s![rows.clone()]).assign(&m);
             if let (Some(var), Some(v)) = (var.as_mut(), v) {
                 var.slice_mut(s![rows]).assign(&v);
             }
-            monitor.advance(xc.nrows() as u64);
-        }
+            Ok(())
+        })?;
         Ok((mean, var))
     }
 }

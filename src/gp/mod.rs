@@ -3,20 +3,23 @@
 //! [`optimize`]); the feature-space GP on any [`crate::feature_map`] map,
 //! from the mergeable sufficient statistics of [`crate::stats`]
 //! ([`features`]); the metrics of `docs/math/gp.rst`, "Metrics" ([`metrics`]);
-//! and the localized Maclaurin GP of `docs/math/localized.rst` ([`localized`],
+//! the localized Maclaurin GP of `docs/math/localized.rst` ([`localized`],
 //! with the farthest-point clustering of `docs/math/localized.rst`, "Training"
-//! in `cluster`).
+//! in `cluster`); and the Dirichlet-based GP classifiers of
+//! `docs/math/classification.rst` on the same pieces ([`dirichlet`]).
 //!
 //! Every model has zero prior mean on targets centered by their training
 //! mean; predictions add the mean back (`docs/math/gp.rst`).
 
 pub(crate) mod cluster;
+pub mod dirichlet;
 pub mod exact;
 pub mod features;
 pub mod localized;
 pub mod metrics;
 pub mod optimize;
 
+pub use dirichlet::{DirichletGpc, ExactGpc};
 pub use exact::{ExactGp, GaussianKernel, LmlEval};
 pub use features::FeatureGp;
 pub use localized::{LocalizedConfig, LocalizedMaclaurinGp, ThresholdSearch};

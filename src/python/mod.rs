@@ -24,6 +24,7 @@ mod ffi;
 mod fourier;
 mod fwht;
 mod gp;
+mod gpc;
 #[cfg(feature = "gpu")]
 mod gpu;
 mod localized_gp;
@@ -94,6 +95,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     fwht::register(m)?;
     binning::register(m)?;
     gp::register(m)?;
+    gpc::register(m)?;
     fourier::register(m)?;
     #[cfg(feature = "gpu")]
     gpu::register(m)?;

@@ -1,0 +1,211 @@
+//! Bindings of [`crate::gp::dirichlet`]: the per-class statistics
+//! (`DirichletClassStats`, accumulated from feature chunks), the fitted
+//! feature-space or exact classifier (`DirichletGPC`: a handle on the Rust
+//! struct that pickles by value, nothing refitted on loading) and the
+//! expected softmax.
+
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+use super::ffi::{self, with_float_view, FloatArray2};
+use crate::error::Error;
+use crate::gp::dirichlet::{expected_softmax as softmax, ClassStats, DirichletGpc, ExactGpc};
+use crate::gp::GaussianKernel;
+use crate::system::available_memory_bytes;
+use crate::threads::Parallelism;
+
+type Arr2<'py> = Bound<'py, PyArray2<f64>>;
+
+/// Class codes `0..C` from an int64 array (negative codes refused).
+fn labels(py: Python<'_>, y: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
+    let codes = y
+        .as_array()
+        .iter()
+        .map(|&k| {
+            usize::try_from(k)
+                .map_err(|_| Error::invalid("y", format!("class codes must be >= 0, got {k}")))
+        })
+        .collect::<crate::Result<Vec<_>>>();
+    ffi::map_result(py, codes)
+}
+
+/// Per-class feature statistics of a Dirichlet GP classifier: for every
+/// class the Gram and column sums of its rows' features.
+#[pyclass(module = "randfeat_rs._core", name = "DirichletClassStats")]
+struct PyClassStats {
+    inner: ClassStats,
+}
+
+#[pymethods]
+impl PyClassStats {
+    /// Empty statistics for `n_classes` classes and `n_features` features.
+    #[new]
+    fn new(n_classes: usize, n_features: usize) -> Self {
+        Self {
+            inner: ClassStats::new(n_classes, n_features),
+        }
+    }
+
+    /// Adds a chunk: features `phi` (float32/float64, `n x D`) and class
+    /// codes `y` (int64, `n`, each in `0..n_classes`).
+    fn accumulate(
+        &mut self,
+        py: Python<'_>,
+        phi: FloatArray2<'_>,
+        y: PyReadonlyArray1<'_, i64>,
+    ) -> PyResult<()> {
+        let codes = labels(py, &y)?;
+        let stats = &mut self.inner;
+        with_float_view!(phi, |p| ffi::call(py, || stats.accumulate(
+            p,
+            &codes,
+            Parallelism::Rayon
+        )))
+    }
+
+    /// The number of rows accumulated.
+    #[getter]
+    fn n_samples(&self) -> u64 {
+        self.inner.n()
+    }
+}
+
+/// A fitted Dirichlet GP classifier: in feature space, or with the exact
+/// kernel.
+#[derive(serde::Serialize, serde::Deserialize)]
+enum Model {
+    Features(DirichletGpc),
+    Exact(ExactGpc),
+}
+
+/// A fitted Dirichlet GP classifier (one latent GP per class), in feature
+/// space (`fit`) or with the exact Gaussian kernel (`fit_exact`).
+#[pyclass(module = "randfeat_rs._core", name = "DirichletGPC", frozen)]
+struct PyDirichletGpc {
+    inner: Model,
+}
+
+#[pymethods]
+impl PyDirichletGpc {
+    /// Fits every class from per-class feature statistics with
+    /// `alpha_epsilon`.
+    #[staticmethod]
+    fn fit(py: Python<'_>, stats: PyRef<'_, PyClassStats>, alpha_epsilon: f64) -> PyResult<Self> {
+        let stats = &stats.inner;
+        let model = ffi::call(py, || {
+            DirichletGpc::fit(stats, alpha_epsilon, Parallelism::Rayon)
+        })?;
+        Ok(Self {
+            inner: Model::Features(model),
+        })
+    }
+
+    /// Fits the exact classifier on inputs `x` (`N x d`) with class codes
+    /// `y` in `0..n_classes` and the Gaussian kernel of `length_scale` (one
+    /// value or one per column) and `kernel_variance`.
+    #[staticmethod]
+    #[pyo3(signature = (x, y, *, n_classes, length_scale, kernel_variance, alpha_epsilon))]
+    fn fit_exact(
+        py: Python<'_>,
+        x: PyReadonlyArray2<'_, f64>,
+        y: PyReadonlyArray1<'_, i64>,
+        n_classes: usize,
+        length_scale: Vec<f64>,
+        kernel_variance: f64,
+        alpha_epsilon: f64,
+    ) -> PyResult<Self> {
+        let codes = labels(py, &y)?;
+        let xv = x.as_array();
+        let kernel = GaussianKernel {
+            length_scale,
+            variance: kernel_variance,
+        };
+        let model = ffi::call(py, || {
+            ExactGpc::fit(
+                xv,
+                &codes,
+                n_classes,
+                kernel,
+                alpha_epsilon,
+                available_memory_bytes(),
+                Parallelism::Rayon,
+            )
+        })?;
+        Ok(Self {
+            inner: Model::Exact(model),
+        })
+    }
+
+    /// Latent means and variances (`m x C` each): at test features `phi`
+    /// (float32/float64, `m x D`) for a feature-space model, at test inputs
+    /// (float64, `m x d`) for an exact one.
+    fn predict_latent<'py>(
+        &self,
+        py: Python<'py>,
+        x: FloatArray2<'py>,
+    ) -> PyResult<(Arr2<'py>, Option<Arr2<'py>>)> {
+        let (mean, var) = match (&self.inner, x) {
+            (Model::Features(m), x) => with_float_view!(x, |v| ffi::call(py, || m
+                .predict_latent(v, true, Parallelism::Rayon)))?,
+            (Model::Exact(m), FloatArray2::F64(x)) => {
+                let xv = x.as_array();
+                ffi::call(py, || m.predict_latent(xv, true, Parallelism::Rayon))?
+            }
+            (Model::Exact(_), FloatArray2::F32(_)) => {
+                return ffi::map_result(
+                    py,
+                    Err(Error::invalid(
+                        "x",
+                        "must be float64 for the exact classifier",
+                    )),
+                )
+            }
+        };
+        Ok((mean.into_pyarray(py), var.map(|v| v.into_pyarray(py))))
+    }
+
+    /// The per-class log marginal likelihoods.
+    #[getter]
+    fn class_lml(&self) -> Vec<f64> {
+        let classes = match &self.inner {
+            Model::Features(m) => &m.classes,
+            Model::Exact(m) => &m.classes,
+        };
+        classes.iter().map(|c| c.lml).collect()
+    }
+
+    /// Pickles the classifier by value (see [`ffi::reduce`]).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<ffi::Reduced<'py>> {
+        ffi::reduce(slf, &slf.get().inner)
+    }
+
+    /// The classifier of a pickled payload (see [`ffi::from_state`]).
+    #[classmethod]
+    fn _from_state(cls: &Bound<'_, PyType>, state: &[u8]) -> PyResult<Self> {
+        Ok(Self {
+            inner: ffi::from_state::<Self, _>(cls.py(), state)?,
+        })
+    }
+}
+
+/// `E[softmax(f)]` (`m x C`) for independent Gaussian latents of means
+/// `mean` and variances `var` (`m x C` each), by a fixed quadrature; rows
+/// sum to 1.
+#[pyfunction]
+fn expected_softmax<'py>(
+    py: Python<'py>,
+    mean: PyReadonlyArray2<'py, f64>,
+    var: PyReadonlyArray2<'py, f64>,
+) -> PyResult<Arr2<'py>> {
+    let (m, v) = (mean.as_array(), var.as_array());
+    let p = ffi::call(py, || softmax(m, v, Parallelism::Rayon))?;
+    Ok(p.into_pyarray(py))
+}
+
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyClassStats>()?;
+    m.add_class::<PyDirichletGpc>()?;
+    m.add_function(wrap_pyfunction!(expected_softmax, m)?)?;
+    Ok(())
+}
