@@ -16,10 +16,11 @@ pub mod localized;
 pub mod metrics;
 pub mod optimize;
 
+pub use exact::{fit_exact, ExactGpConfig};
 pub use exact::{ExactGp, GaussianKernel, LmlEval};
 pub use features::FeatureGp;
 pub use localized::{LocalizedConfig, LocalizedMaclaurinGp};
-pub use optimize::{ExactGpConfig, Hyper};
+pub use optimize::{Hyper, HyperInit, OptimizerConfig};
 
 pub(crate) use crate::error::check_finite;
 use crate::error::{Error, Result};

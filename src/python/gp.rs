@@ -10,11 +10,10 @@ use pyo3::prelude::*;
 use pyo3::types::PyAny;
 
 use super::ffi;
-use crate::error::Error;
 use crate::gp::exact::{check_exact_size, log_marginal_likelihood, predict_exact};
 use crate::gp::features::predict_features;
-use crate::gp::optimize::fit_exact;
-use crate::gp::{metrics, ExactGpConfig, FeatureGp, GaussianKernel, Hyper};
+use crate::gp::OptimizerConfig;
+use crate::gp::{fit_exact, metrics, ExactGpConfig, FeatureGp, GaussianKernel, Hyper, HyperInit};
 use crate::linalg::{as_faer, check_factor, Cholesky};
 use crate::real::Real;
 use crate::stats::FeatureStats;
@@ -23,18 +22,6 @@ use crate::threads::Parallelism;
 
 type Arr1<'py> = Bound<'py, PyArray1<f64>>;
 type Arr2<'py> = Bound<'py, PyArray2<f64>>;
-
-fn hyper(name: &str) -> crate::Result<Hyper> {
-    match name {
-        "length_scale" => Ok(Hyper::LengthScale),
-        "kernel_variance" => Ok(Hyper::KernelVariance),
-        "noise_variance" => Ok(Hyper::NoiseVariance),
-        other => Err(Error::invalid(
-            "optimize",
-            format!("unknown hyperparameter {other:?}; expected \"length_scale\", \"kernel_variance\" or \"noise_variance\""),
-        )),
-    }
-}
 
 /// Fits the exact GP (ALGORITHMS.md 7.1). Returns `(length_scale,
 /// kernel_variance, noise_variance, y_mean, lml, alpha, chol, n_iter)`.
@@ -62,21 +49,25 @@ fn exact_gp_fit<'py>(
         py,
         optimize
             .iter()
-            .map(|s| hyper(s))
+            .map(|s| Hyper::from_name(s))
             .collect::<crate::Result<Vec<_>>>(),
     )?;
     let cfg = ExactGpConfig {
-        length_scale,
-        kernel_variance,
-        noise_variance,
-        ard,
-        optimize,
-        n_restarts,
-        seed,
-        max_iter,
+        hyper: HyperInit {
+            length_scale,
+            kernel_variance,
+            noise_variance,
+            ard,
+            optimize,
+        },
+        optimizer: OptimizerConfig {
+            n_restarts,
+            seed,
+            max_iter,
+            ..OptimizerConfig::default()
+        },
         center,
         memory_budget: Some(available_memory_bytes()),
-        ..ExactGpConfig::default()
     };
     let (xv, yv) = (x.as_array(), y.as_array());
     let gp = ffi::call_monitored(py, progress, |monitor| {

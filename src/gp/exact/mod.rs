@@ -1,7 +1,8 @@
 //! The exact GP with the Gaussian kernel (ALGORITHMS.md 7.1): kernel
 //! matrices, the log marginal likelihood with its analytic gradients
 //! (scalar or per-dimension length scales), and the predictive mean and
-//! variances. The only place in the crate that builds an `N × N` matrix.
+//! variances; the hyperparameter fit is in [`fit`]. The only place in the
+//! crate that builds an `N × N` matrix.
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::{Mat, MatMut, MatRef};
@@ -14,6 +15,10 @@ use crate::linalg::{faer_par, Cholesky};
 use crate::progress::Monitor;
 use crate::threads::Parallelism;
 use crate::vexp;
+
+pub mod fit;
+
+pub use fit::{fit_exact, ExactGpConfig};
 
 /// `ln 2π`.
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
@@ -637,6 +642,25 @@ pub fn predict_exact(
         start = stop;
     }
     Ok((mean, var))
+}
+
+#[cfg(test)]
+/// Test data: `n` rows of a smooth function of 2 inputs in `[-2, 2)` with noise
+/// (deterministic: the inputs are a scrambled grid, the noise a residue
+/// pattern).
+pub(crate) fn data_for_tests(n: usize) -> (Array2<f64>, Array1<f64>) {
+    let x = Array2::from_shape_fn((n, 2), |(i, j)| {
+        ((i * 37 + j * 101) % (n - 1)) as f64 * 4.0 / n as f64 - 2.0
+    });
+    let y = x
+        .rows()
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            (1.3 * r[0]).sin() * (0.7 * r[1]).cos() + 0.1 * (((i * 13) % 11) as f64 - 5.0) / 5.0
+        })
+        .collect();
+    (x, y)
 }
 
 #[cfg(test)]
