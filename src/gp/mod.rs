@@ -17,7 +17,7 @@ pub mod metrics;
 pub mod optimize;
 
 pub use exact::{fit_exact, ExactGpConfig};
-pub use exact::{ExactGp, GaussianKernel, LmlEval};
+pub use exact::{ExactGp, LmlEval};
 pub use features::FeatureGp;
 pub use localized::{LocalizedConfig, LocalizedMaclaurinGp};
 pub use optimize::{Hyper, HyperInit, OptimizerConfig};

@@ -901,7 +901,13 @@ mod tests {
         let free = vec![0, 1, 2];
         let monitor = Monitor::default();
         let params = LogParams { values, free };
-        let lml = ExactLml::new(x.view(), yc.view(), params, Parallelism::Sequential);
+        let lml = ExactLml::new(
+            x.view(),
+            yc.view(),
+            crate::kernels::Kernel::Gaussian,
+            params,
+            Parallelism::Sequential,
+        );
         let c = hessian_inverse_root(&lml, &theta, &monitor)
             .unwrap()
             .unwrap();

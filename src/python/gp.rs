@@ -13,7 +13,8 @@ use super::ffi;
 use crate::gp::exact::{check_exact_size, log_marginal_likelihood, predict_exact};
 use crate::gp::features::predict_features;
 use crate::gp::OptimizerConfig;
-use crate::gp::{fit_exact, metrics, ExactGpConfig, FeatureGp, GaussianKernel, Hyper, HyperInit};
+use crate::gp::{fit_exact, metrics, ExactGpConfig, FeatureGp, Hyper, HyperInit};
+use crate::kernels::{Kernel, StationaryKernel};
 use crate::linalg::{as_faer, check_factor, Cholesky};
 use crate::real::Real;
 use crate::stats::FeatureStats;
@@ -28,7 +29,7 @@ type Arr2<'py> = Bound<'py, PyArray2<f64>>;
 /// `progress`, when not None, is called as `progress(stage, done, total,
 /// messages)` while the fit runs.
 #[pyfunction]
-#[pyo3(signature = (x, y, length_scale, kernel_variance, noise_variance, ard, optimize, n_restarts, seed, max_iter, progress, center))]
+#[pyo3(signature = (x, y, length_scale, kernel_variance, noise_variance, ard, optimize, n_restarts, seed, max_iter, progress, center, *, kernel="gaussian"))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn exact_gp_fit<'py>(
     py: Python<'py>,
@@ -44,7 +45,9 @@ fn exact_gp_fit<'py>(
     max_iter: u64,
     progress: Option<&Bound<'py, PyAny>>,
     center: bool,
+    kernel: &str,
 ) -> PyResult<(Arr1<'py>, f64, f64, f64, f64, Arr1<'py>, Arr2<'py>, u64)> {
+    let kernel = ffi::map_result(py, Kernel::from_name(kernel))?;
     let optimize = ffi::map_result(
         py,
         optimize
@@ -53,6 +56,7 @@ fn exact_gp_fit<'py>(
             .collect::<crate::Result<Vec<_>>>(),
     )?;
     let cfg = ExactGpConfig {
+        kernel,
         hyper: HyperInit {
             length_scale,
             kernel_variance,
@@ -89,7 +93,7 @@ fn exact_gp_fit<'py>(
 /// Exact-GP prediction from stored fitted arrays: `(mean, latent variance
 /// or None)`.
 #[pyfunction]
-#[pyo3(signature = (x_train, chol, alpha, y_mean, length_scale, kernel_variance, x, return_var))]
+#[pyo3(signature = (x_train, chol, alpha, y_mean, length_scale, kernel_variance, x, return_var, *, kernel="gaussian"))]
 #[allow(clippy::too_many_arguments)]
 fn exact_gp_predict<'py>(
     py: Python<'py>,
@@ -101,8 +105,10 @@ fn exact_gp_predict<'py>(
     kernel_variance: f64,
     x: PyReadonlyArray2<'py, f64>,
     return_var: bool,
+    kernel: &str,
 ) -> PyResult<(Arr1<'py>, Option<Arr1<'py>>)> {
-    let kernel = GaussianKernel {
+    let kernel = StationaryKernel {
+        kernel: ffi::map_result(py, Kernel::from_name(kernel))?,
         length_scale,
         variance: kernel_variance,
     };
@@ -131,7 +137,8 @@ fn exact_gp_predict<'py>(
 /// The exact-GP log marginal likelihood of `y` (as given, not centered) and
 /// its gradient with respect to `(ln l.., ln σ², ln σ_n²)`.
 #[pyfunction]
-#[pyo3(signature = (x, y, length_scale, kernel_variance, noise_variance, eval_gradient))]
+#[pyo3(signature = (x, y, length_scale, kernel_variance, noise_variance, eval_gradient, *, kernel="gaussian"))]
+#[allow(clippy::too_many_arguments)]
 fn exact_gp_lml<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
@@ -140,8 +147,10 @@ fn exact_gp_lml<'py>(
     kernel_variance: f64,
     noise_variance: f64,
     eval_gradient: bool,
+    kernel: &str,
 ) -> PyResult<(f64, Arr1<'py>)> {
-    let kernel = GaussianKernel {
+    let kernel = StationaryKernel {
+        kernel: ffi::map_result(py, Kernel::from_name(kernel))?,
         length_scale,
         variance: kernel_variance,
     };

@@ -7,11 +7,10 @@ use std::sync::Mutex;
 
 use ndarray::{Array1, ArrayView1, ArrayView2, Axis, CowArray, Ix1, Ix2};
 
-use super::{
-    check_exact_size, check_training_data, lml_and_factor, ExactGp, GaussianKernel, Workspace,
-};
+use super::{check_exact_size, check_training_data, lml_and_factor, ExactGp, Workspace};
 use crate::error::Result;
 use crate::gp::optimize::{self, Evaluation, HyperInit, LogParams, Objective, OptimizerConfig};
+use crate::kernels::{Kernel, StationaryKernel};
 use crate::linalg::Cholesky;
 use crate::progress::Monitor;
 use crate::threads::Parallelism;
@@ -19,6 +18,8 @@ use crate::threads::Parallelism;
 /// What [`fit_exact`] fits and how.
 #[derive(Clone, Debug)]
 pub struct ExactGpConfig {
+    /// The kernel.
+    pub kernel: Kernel,
     /// The starting (or fixed) hyperparameters and which are optimized.
     pub hyper: HyperInit,
     /// Restarts, seed, iterations and the coarse-to-fine threshold.
@@ -31,10 +32,12 @@ pub struct ExactGpConfig {
 }
 
 impl Default for ExactGpConfig {
-    /// Every hyperparameter fitted from the default initialization, the
-    /// default optimizer, centered targets, no memory check.
+    /// The Gaussian kernel, every hyperparameter fitted from the default
+    /// initialization, the default optimizer, centered targets, no memory
+    /// check.
     fn default() -> Self {
         Self {
+            kernel: Kernel::Gaussian,
             hyper: HyperInit::default(),
             optimizer: OptimizerConfig::default(),
             center: true,
@@ -50,6 +53,7 @@ pub(crate) struct ExactLml<'a> {
     x: CowArray<'a, f64, Ix2>,
     /// Targets, already centered.
     y: CowArray<'a, f64, Ix1>,
+    kernel: Kernel,
     params: LogParams,
     par: Parallelism,
     /// The `N × N` buffers every evaluation reuses (see [`Workspace`]).
@@ -61,12 +65,14 @@ impl<'a> ExactLml<'a> {
     pub(crate) fn new(
         x: ArrayView2<'a, f64>,
         y: ArrayView1<'a, f64>,
+        kernel: Kernel,
         params: LogParams,
         par: Parallelism,
     ) -> Self {
         Self {
             x: x.into(),
             y: y.into(),
+            kernel,
             params,
             par,
             workspace: Mutex::new(Workspace::default()),
@@ -84,7 +90,8 @@ impl Objective for ExactLml<'_> {
     fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<Self::Fit>> {
         let v = self.params.at(theta)?;
         let k = v.len() - 2;
-        let kernel = GaussianKernel {
+        let kernel = StationaryKernel {
+            kernel: self.kernel,
             length_scale: v[..k].to_vec(),
             variance: v[k],
         };
@@ -110,6 +117,7 @@ impl Objective for ExactLml<'_> {
         Ok(Some(Self {
             x: self.x.select(Axis(0), rows).into(),
             y: self.y.select(Axis(0), rows).into(),
+            kernel: self.kernel,
             params: self.params.clone(),
             par: self.par,
             workspace: Mutex::new(Workspace::default()),
@@ -142,7 +150,8 @@ pub fn fit_exact(
     let yc: Array1<f64> = y.mapv(|v| v - y_mean);
     let params = cfg.hyper.resolve(x, y)?;
     let k = params.n_length_scales();
-    let kernel = |v: &[f64]| GaussianKernel {
+    let kernel = |v: &[f64]| StationaryKernel {
+        kernel: cfg.kernel,
         length_scale: v[..k].to_vec(),
         variance: v[k],
     };
@@ -151,7 +160,7 @@ pub fn fit_exact(
         monitor.check()?;
         return ExactGp::fit(x, y, kernel(v), v[k + 1], cfg.center, par);
     }
-    let obj = ExactLml::new(x.view(), yc.view(), params.clone(), par);
+    let obj = ExactLml::new(x.view(), yc.view(), cfg.kernel, params.clone(), par);
     let opt = optimize::maximize(&obj, &params.start(), &cfg.optimizer, monitor)?;
     let v = params.at(&opt.theta)?;
     let (chol, alpha) = opt.fit;
