@@ -11,6 +11,7 @@
 
 pub(crate) mod cluster;
 pub mod exact;
+pub mod feature_lml;
 pub mod features;
 pub mod localized;
 pub mod metrics;
@@ -18,6 +19,7 @@ pub mod optimize;
 
 pub use exact::{fit_exact, ExactGpConfig};
 pub use exact::{ExactGp, LmlEval};
+pub use feature_lml::{fit_feature_gp, FeatureLmlConfig, FittedFeatureGp, HyperMap};
 pub use features::FeatureGp;
 pub use localized::{LocalizedConfig, LocalizedMaclaurinGp};
 pub use optimize::{Hyper, HyperInit, OptimizerConfig};
