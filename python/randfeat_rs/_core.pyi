@@ -28,6 +28,8 @@ __all__ = [
     "exact_gp_fit",
     "exact_gp_lml",
     "exact_gp_predict",
+    "feature_gp_lml",
+    "feature_gp_optimize",
     "feature_gp_predict",
     "fwht",
     "fwht_inplace",
@@ -149,6 +151,32 @@ def feature_gp_predict(
     phi: NDArray[np.floating],
     return_var: bool,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]: ...
+def feature_gp_lml(
+    features: FeatureMap,
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    *,
+    drawn_length_scale: float,
+    length_scale: float,
+    kernel_variance: float,
+    noise_variance: float,
+    center: bool,
+    chunk_size: int,
+) -> tuple[float, NDArray[np.float64]]: ...
+def feature_gp_optimize(
+    features: FeatureMap,
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    *,
+    length_scale: float,
+    noise_variance: float | None,
+    optimize: list[str],
+    n_restarts: int,
+    seed: int,
+    center: bool,
+    chunk_size: int,
+    progress: _Progress | None = None,
+) -> tuple[float, float, float, NDArray[np.float64] | None, FeatureStats, int]: ...
 def kl_divergence(
     mean_p: NDArray[np.float64],
     var_p: NDArray[np.float64],

@@ -12,6 +12,7 @@ merge exactly across chunks, calls and machines.
 
 from __future__ import annotations
 
+import copy
 from numbers import Integral, Real
 from typing import Any, Optional
 
@@ -22,7 +23,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 from ._base import RandomFeaturesBase
-from ._fourier import KERNELS
+from ._fourier import KERNELS, RandomFourierFeatures
+from ._maclaurin import MaclaurinFeatures
 from ._progress import ProgressPrinter, progress_printer
 from ._validation import seed_from_random_state
 from .exceptions import InvalidInputError
@@ -266,15 +268,6 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         self.verbose = verbose
         self.device = device
 
-    def _optimize_list(self) -> list[str]:
-        names = [str(n) for n in self.optimize]
-        for n in names:
-            if n not in _HYPERPARAMETERS:
-                raise InvalidInputError(
-                    f"`optimize` contains {n!r}; expected a subset of {list(_HYPERPARAMETERS)}"
-                )
-        return names
-
     def fit(self, X: Any, y: Any) -> ExactGPR:
         """Fit the hyperparameters (those in ``optimize``) and the GP.
 
@@ -305,7 +298,7 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
                 _positive_or_none(self.kernel_variance, "kernel_variance"),
                 _positive_or_none(self.noise_variance, "noise_variance"),
                 bool(self.ard),
-                self._optimize_list(),
+                _optimize_names(self.optimize),
                 int(self.n_restarts),
                 seed_from_random_state(self.random_state),
                 int(self.max_iter),
@@ -473,6 +466,13 @@ class SufficientStatistics:
         self._stats.merge(other._stats)
         return self
 
+    @classmethod
+    def _wrap(cls, stats: Any) -> SufficientStatistics:
+        """Statistics around a ``_core.FeatureStats`` (not copied)."""
+        new = cls.__new__(cls)
+        new._stats = stats
+        return new
+
     def copy(self) -> SufficientStatistics:
         """An independent copy."""
         new = SufficientStatistics.__new__(SufficientStatistics)
@@ -566,6 +566,38 @@ def _features_chunk(features: Any, X: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(phi)
 
 
+def _optimize_names(optimize: Any) -> list[str]:
+    """The hyperparameter names of an ``optimize`` parameter, checked."""
+    names = [str(n) for n in optimize]
+    for n in names:
+        if n not in _HYPERPARAMETERS:
+            raise InvalidInputError(
+                f"`optimize` contains {n!r}; expected a subset of {list(_HYPERPARAMETERS)}"
+            )
+    return names
+
+
+def _at_hyperparameters(
+    features: Any, length_scale: float, kernel_variance: float, frequencies: Any
+) -> Any:
+    """A copy of a fitted RandomFourierFeatures or MaclaurinFeatures at other
+    kernel hyperparameters, its random draw kept: the frequencies Rust
+    rescaled (the structured sampler keeps its signs and takes the new
+    length scale), or the Maclaurin map rebuilt from its allocation, center
+    and seed at the new settings."""
+    new = copy.copy(features)
+    for cached in ("_fmap", "_map"):
+        new.__dict__.pop(cached, None)
+    new.length_scale = length_scale
+    new.kernel_variance = kernel_variance
+    if isinstance(new, RandomFourierFeatures):
+        _, kv0, variant, n_components = features._fitted_args
+        new.frequencies_ = frequencies
+        new.scale_ = features.scale_ * float(np.sqrt(kernel_variance / kv0))
+        new._fitted_args = (length_scale, kernel_variance, variant, n_components)
+    return new
+
+
 def _kernel_from_features(features: Any) -> tuple[Any, Optional[float]]:
     """The (length_scale, kernel_variance) a fitted transformer approximates, if it says."""
     ls = getattr(features, "length_scale_", getattr(features, "length_scale", None))
@@ -606,8 +638,30 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         Rows transformed and accumulated at a time.
     center_y : bool, default=True
         Subtract the training-target mean (zero prior mean on the rest).
+    optimize : tuple of str or None, default=None
+        Hyperparameters (a subset of ``("length_scale", "kernel_variance",
+        "noise_variance")``) that :meth:`fit` sets by maximizing the
+        feature-space log marginal likelihood (see docs/math/gp.rst,
+        feature-space GP): L-BFGS with analytic gradients in Rust, the same
+        optimizer as :class:`ExactGPR` (restarts, coarse to fine), every
+        evaluation streamed over ``chunk_size`` rows (``O(N D^2)`` time,
+        ``O(D^2 + chunk_size D)`` memory). The random draw of the fitted
+        transformer stays fixed: the frequencies of
+        :class:`~randfeat_rs.RandomFourierFeatures` are rescaled by the
+        length scale, the inputs of :class:`~randfeat_rs.MaclaurinFeatures`
+        are (its allocation and sketches stay). The fit starts from the
+        transformer's ``length_scale`` and ``kernel_variance`` and from
+        ``noise_variance``; the others stay fixed. Other transformers raise
+        :class:`~randfeat_rs.InvalidInputError`. ``None``: no fit, the
+        transformer's kernel as given. The fit runs on the CPU in float64;
+        :meth:`partial_fit` adds rows at the fitted hyperparameters.
+    n_restarts : int, default=2
+        Random restarts of the optimizer after the run from the
+        initialization (within a factor 10 of it), as in :class:`ExactGPR`.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the restart draws.
     verbose : bool, default=False
-        Print progress (rows accumulated) to ``sys.stderr``.
+        Print progress (rows accumulated, optimizer runs) to ``sys.stderr``.
     device : {"cpu", "gpu", "auto"}, default="cpu"
         Where the statistics are accumulated. ``"gpu"``: when ``features``
         is this library's :class:`~randfeat_rs.RandomFourierFeatures`,
@@ -630,11 +684,14 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
     stats_ : SufficientStatistics
         The accumulated statistics.
     noise_variance_ : float
-        The noise variance used.
+        The noise variance used (fitted when ``optimize`` names it).
     length_scale_, kernel_variance_ : float, ndarray or None
         The kernel the transformer approximates, when it says (its
         ``length_scale``/``kernel_variance``, or ``1/sqrt(2 gamma)`` and 1
-        for ``RBFSampler``); ``None`` otherwise.
+        for ``RBFSampler``); ``None`` otherwise. With ``optimize``, the
+        fitted values (``features_`` is the transformer at them).
+    n_iter_ : int
+        L-BFGS iterations spent over all runs (0 without ``optimize``).
     L_ : ndarray of shape (D, D)
         Lower Cholesky factor of ``A`` (column-major, as the solves read it).
     coef_ : ndarray of shape (D,)
@@ -659,6 +716,15 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
     >>> mean, std = gp.predict(np.array([[0.5]]), return_std=True)
     >>> bool(abs(mean[0] - np.sin(0.5)) < 0.05)
     True
+
+    The hyperparameters fitted by the marginal likelihood:
+
+    >>> from randfeat_rs import RandomFourierFeatures
+    >>> rff = RandomFourierFeatures(256, random_state=0)
+    >>> gp = RandomFeatureGPR(rff, optimize=("length_scale", "kernel_variance",
+    ...                                      "noise_variance"), random_state=0).fit(X, y)
+    >>> bool(0.005 < gp.noise_variance_ < 0.02)
+    True
     """
 
     _parameter_constraints: dict = {  # noqa: RUF012
@@ -666,6 +732,9 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         "noise_variance": [None, Interval(Real, 0, None, closed="neither")],
         "chunk_size": [Interval(Integral, 1, None, closed="left")],
         "center_y": ["boolean"],
+        "optimize": [None, tuple, list],
+        "n_restarts": [Interval(Integral, 0, None, closed="left")],
+        "random_state": ["random_state"],
         "verbose": ["verbose"],
         "device": [StrOptions(set(DEVICES))],
     }
@@ -677,6 +746,9 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         noise_variance: Optional[float] = None,
         chunk_size: int = 2048,
         center_y: bool = True,
+        optimize: Any = None,
+        n_restarts: int = 2,
+        random_state: Any = None,
         verbose: bool = False,
         device: str = "cpu",
     ) -> None:
@@ -684,6 +756,9 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         self.noise_variance = noise_variance
         self.chunk_size = chunk_size
         self.center_y = center_y
+        self.optimize = optimize
+        self.n_restarts = n_restarts
+        self.random_state = random_state
         self.verbose = verbose
         self.device = device
 
@@ -775,9 +850,43 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         self._resolve_device()
         self.stats_ = None
         self._init_noise(y)
-        self._accumulate(X, y)
+        self.n_iter_ = 0
+        if self.optimize is None:
+            self._accumulate(X, y)
+        else:
+            self._optimize(X, y)
         self._solve()
         return self
+
+    def _optimize(self, X: np.ndarray, y: np.ndarray) -> None:
+        """Fit the hyperparameters in ``optimize`` in Rust; keep the transformer
+        at the optimum and the statistics of all rows there."""
+        names = _optimize_names(self.optimize)
+        f = self.features_
+        if not isinstance(f, (RandomFourierFeatures, MaclaurinFeatures)):
+            raise InvalidInputError(
+                "`optimize` needs a feature map whose hyperparameters can move with its random "
+                "draw fixed: randfeat_rs.RandomFourierFeatures or MaclaurinFeatures, got "
+                f"{type(f).__name__}"
+            )
+        with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
+            ls, kv, nv, frequencies, stats, n_iter = _core.feature_gp_optimize(
+                f._feature_map(),
+                np.ascontiguousarray(X, dtype=np.float64),
+                y,
+                length_scale=float(f.length_scale),
+                noise_variance=None if self.noise_variance is None else self.noise_variance_,
+                optimize=names,
+                n_restarts=int(self.n_restarts),
+                seed=seed_from_random_state(self.random_state),
+                center=bool(self.center_y),
+                chunk_size=int(self.chunk_size),
+                progress=progress,
+            )
+        self.features_ = _at_hyperparameters(f, float(ls), float(kv), frequencies)
+        self.stats_ = SufficientStatistics._wrap(stats)
+        self.noise_variance_ = float(nv)
+        self.n_iter_ = int(n_iter)
 
     def partial_fit(self, X: Any, y: Any) -> RandomFeatureGPR:
         """Add rows to the fit (the first call also fits the transformer clone).
@@ -785,7 +894,9 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         The statistics of all rows seen so far are kept, so the model after
         several calls equals one fit on the concatenated rows (with the
         transformer fitted on the first batch, and, when ``noise_variance``
-        is None, the noise initialized from the first batch).
+        is None, the noise initialized from the first batch). ``optimize``
+        does not apply here: the rows are added at the hyperparameters of
+        ``features_`` (those fitted by a previous :meth:`fit`, if any).
 
         Returns
         -------
@@ -800,6 +911,7 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
             self._resolve_device()
             self.stats_ = None
             self._init_noise(y)
+            self.n_iter_ = 0
         self._accumulate(X, y)
         self._solve()
         return self
@@ -847,6 +959,7 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         model.noise_variance_ = float(noise_variance)
         n_in = n_features_in if n_features_in is not None else features.n_features_in_
         model.n_features_in_ = int(n_in)
+        model.n_iter_ = 0
         model._solve()
         return model
 

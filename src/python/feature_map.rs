@@ -27,7 +27,7 @@ use crate::threads::Parallelism;
 /// or Nyström features).
 #[pyclass(name = "FeatureMap", module = "randfeat_rs._core", frozen)]
 pub(super) struct PyFeatureMap {
-    inner: AnyFeatureMap,
+    pub(super) inner: AnyFeatureMap,
 }
 
 fn device(py: Python<'_>, name: &str) -> PyResult<Device> {

@@ -9,10 +9,15 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2}
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
 
+use super::feature_map::PyFeatureMap;
 use super::ffi;
+use crate::feature_map::AnyFeatureMap;
 use crate::gp::exact::{check_exact_size, log_marginal_likelihood, predict_exact};
+use crate::gp::feature_lml::FeatureLml;
 use crate::gp::features::predict_features;
+use crate::gp::optimize::{LogParams, Objective, HYPER_NAMES};
 use crate::gp::OptimizerConfig;
+use crate::gp::{check_positive, fit_feature_gp, FeatureLmlConfig, HyperMap};
 use crate::gp::{fit_exact, metrics, ExactGpConfig, FeatureGp, Hyper, HyperInit};
 use crate::kernels::{Kernel, StationaryKernel};
 use crate::linalg::{as_faer, check_factor, Cholesky};
@@ -48,13 +53,7 @@ fn exact_gp_fit<'py>(
     kernel: &str,
 ) -> PyResult<(Arr1<'py>, f64, f64, f64, f64, Arr1<'py>, Arr2<'py>, u64)> {
     let kernel = ffi::map_result(py, Kernel::from_name(kernel))?;
-    let optimize = ffi::map_result(
-        py,
-        optimize
-            .iter()
-            .map(|s| Hyper::from_name(s))
-            .collect::<crate::Result<Vec<_>>>(),
-    )?;
+    let optimize = parse_optimize(py, &optimize)?;
     let cfg = ExactGpConfig {
         kernel,
         hyper: HyperInit {
@@ -167,6 +166,116 @@ fn exact_gp_lml<'py>(
         )
     })?;
     Ok((e.lml, Array1::from(e.grad).into_pyarray(py)))
+}
+
+fn parse_optimize(py: Python<'_>, optimize: &[String]) -> PyResult<Vec<Hyper>> {
+    ffi::map_result(
+        py,
+        optimize
+            .iter()
+            .map(|s| Hyper::from_name(s))
+            .collect::<crate::Result<Vec<_>>>(),
+    )
+}
+
+/// Fits the length scale, kernel variance and noise variance of the
+/// feature-space GP of a fitted random Fourier or Maclaurin map by
+/// maximizing its log marginal likelihood (docs/math/gp.rst, feature-space
+/// GP), the random draw fixed. `length_scale` is the one the Fourier map
+/// was drawn at (the Maclaurin map knows its own). Returns
+/// `(length_scale, kernel_variance, noise_variance, frequencies, stats,
+/// n_iter)`: the dense frequencies of the Fourier map at the optimum (None
+/// for the Maclaurin map) and the statistics of all rows there.
+#[pyfunction]
+#[pyo3(signature = (features, x, y, *, length_scale, noise_variance, optimize, n_restarts, seed, center, chunk_size, progress=None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn feature_gp_optimize<'py>(
+    py: Python<'py>,
+    features: PyRef<'py, PyFeatureMap>,
+    x: PyReadonlyArray2<'py, f64>,
+    y: PyReadonlyArray1<'py, f64>,
+    length_scale: f64,
+    noise_variance: Option<f64>,
+    optimize: Vec<String>,
+    n_restarts: usize,
+    seed: u64,
+    center: bool,
+    chunk_size: usize,
+    progress: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(f64, f64, f64, Option<Arr2<'py>>, PyFeatureStats, u64)> {
+    let optimize = parse_optimize(py, &optimize)?;
+    let map = ffi::map_result(
+        py,
+        HyperMap::new(features.inner.clone(), vec![length_scale]),
+    )?;
+    let cfg = FeatureLmlConfig {
+        noise_variance,
+        ard: false,
+        optimize,
+        optimizer: OptimizerConfig {
+            n_restarts,
+            seed,
+            ..OptimizerConfig::default()
+        },
+        center,
+        chunk_rows: chunk_size,
+    };
+    let (xv, yv) = (x.as_array(), y.as_array());
+    let fit = ffi::call_monitored(py, progress, |monitor| {
+        fit_feature_gp(&map, xv, yv, &cfg, Parallelism::Rayon, monitor)
+    })?;
+    let frequencies = match &fit.map {
+        AnyFeatureMap::Fourier(f) => Some(f.frequencies().into_pyarray(py)),
+        _ => None,
+    };
+    Ok((
+        fit.length_scale[0],
+        fit.kernel_variance,
+        fit.gp.noise_variance,
+        frequencies,
+        PyFeatureStats { inner: fit.stats },
+        fit.n_iter,
+    ))
+}
+
+/// One evaluation of the feature-space log marginal likelihood of a fitted
+/// random Fourier or Maclaurin map (drawn at `drawn_length_scale`; the
+/// Maclaurin map knows its own) at `(length_scale, kernel_variance,
+/// noise_variance)`, the random draw fixed, and its gradient with respect
+/// to `(ln l, ln σ², ln σ_n²)` (docs/math/gp.rst, feature-space GP).
+#[pyfunction]
+#[pyo3(signature = (features, x, y, *, drawn_length_scale, length_scale, kernel_variance, noise_variance, center, chunk_size))]
+#[allow(clippy::too_many_arguments)]
+fn feature_gp_lml<'py>(
+    py: Python<'py>,
+    features: PyRef<'py, PyFeatureMap>,
+    x: PyReadonlyArray2<'py, f64>,
+    y: PyReadonlyArray1<'py, f64>,
+    drawn_length_scale: f64,
+    length_scale: f64,
+    kernel_variance: f64,
+    noise_variance: f64,
+    center: bool,
+    chunk_size: usize,
+) -> PyResult<(f64, Arr1<'py>)> {
+    let map = ffi::map_result(
+        py,
+        HyperMap::new(features.inner.clone(), vec![drawn_length_scale]),
+    )?;
+    let (xv, yv) = (x.as_array(), y.as_array());
+    let e = ffi::call_monitored(py, None, |monitor| {
+        let params = LogParams {
+            values: vec![length_scale, kernel_variance, noise_variance],
+            free: vec![0, 1, 2],
+        };
+        for (&name, &v) in HYPER_NAMES.iter().zip(&params.values) {
+            check_positive(name, v)?;
+        }
+        let theta = params.start();
+        let obj = FeatureLml::new(&map, xv, yv, params, center, chunk_size, Parallelism::Rayon)?;
+        obj.evaluate(&theta, monitor)
+    })?;
+    Ok((e.value, Array1::from(e.grad).into_pyarray(py)))
 }
 
 /// Sufficient statistics of a feature-space GP (ALGORITHMS.md 7.2),
@@ -410,6 +519,8 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(exact_gp_predict, m)?)?;
     m.add_function(wrap_pyfunction!(exact_gp_lml, m)?)?;
     m.add_function(wrap_pyfunction!(feature_gp_predict, m)?)?;
+    m.add_function(wrap_pyfunction!(feature_gp_optimize, m)?)?;
+    m.add_function(wrap_pyfunction!(feature_gp_lml, m)?)?;
     m.add_function(wrap_pyfunction!(kl_divergence, m)?)?;
     m.add_function(wrap_pyfunction!(rmse, m)?)?;
     m.add_function(wrap_pyfunction!(mean_nll, m)?)?;
