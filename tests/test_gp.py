@@ -39,7 +39,9 @@ def deterministic_features(d_in: int, d_out: int, seed: int = 0) -> FunctionTran
 
 
 def test_three_point_lml_and_gradient_oracle():
-    lml, grad = _core.exact_gp_lml(X3, Y3, [1.0], 1.0, 0.1, True)
+    lml, grad = _core.exact_gp_lml(
+        X3, Y3, length_scale=[1.0], kernel_variance=1.0, noise_variance=0.1, eval_gradient=True
+    )
     assert lml == pytest.approx(-3.493578023553, abs=1e-9)
     np.testing.assert_allclose(
         grad, [-0.844481859005, -0.560780034555, 0.052045961570], rtol=0, atol=1e-9
@@ -74,7 +76,12 @@ def test_gradients_match_central_differences(yacht_subset, ard):
     def f(t):
         k = t.size - 2
         return _core.exact_gp_lml(
-            X, y, list(np.exp(t[:k])), float(np.exp(t[k])), float(np.exp(t[k + 1])), True
+            X,
+            y,
+            length_scale=list(np.exp(t[:k])),
+            kernel_variance=float(np.exp(t[k])),
+            noise_variance=float(np.exp(t[k + 1])),
+            eval_gradient=True,
         )
 
     _, grad = f(theta)
@@ -103,7 +110,12 @@ def test_lml_optimum_matches_scipy_lbfgsb_on_the_same_objective(yacht_subset, ar
     def neg(t):
         k = t.size - 2
         lml, g = _core.exact_gp_lml(
-            X, yc, list(np.exp(t[:k])), float(np.exp(t[k])), float(np.exp(t[k + 1])), True
+            X,
+            yc,
+            length_scale=list(np.exp(t[:k])),
+            kernel_variance=float(np.exp(t[k])),
+            noise_variance=float(np.exp(t[k + 1])),
+            eval_gradient=True,
         )
         return -lml, -g
 
@@ -173,7 +185,14 @@ def test_coarse_to_fine_fit_reaches_scipys_optimum_on_1100_rows():
     t0 = np.log([med, yc.var(), 0.1 * yc.var()])
 
     def neg(t):
-        lml, g = _core.exact_gp_lml(X, yc, [float(np.exp(t[0]))], *map(float, np.exp(t[1:])), True)
+        lml, g = _core.exact_gp_lml(
+            X,
+            yc,
+            length_scale=[float(np.exp(t[0]))],
+            kernel_variance=float(np.exp(t[1])),
+            noise_variance=float(np.exp(t[2])),
+            eval_gradient=True,
+        )
         return -lml, -g
 
     def lbfgsb(start):
@@ -258,9 +277,16 @@ def test_every_kernel_fits_to_a_stationary_point(yacht_subset, kernel):
     assert lml == pytest.approx(gp.log_marginal_likelihood_, rel=1e-12)
     # The gradient of -LML/N that L-BFGS stops on is below 1e-4 per row.
     assert np.linalg.norm(grad) < 1e-4 * X.shape[0]
-    # A pickled model predicts with its kernel.
+    # A pickled model keeps its kernel: the handle's, and the same
+    # predictions and LML at other hyperparameters (a Gaussian kernel would
+    # change both).
     back = pickle.loads(pickle.dumps(gp))
+    assert back._gp.kernel == kernel
     np.testing.assert_array_equal(back.predict(X[:7]), gp.predict(X[:7]))
+    assert back.log_marginal_likelihood(theta + 0.3) == gp.log_marginal_likelihood(theta + 0.3)
+    assert gp.log_marginal_likelihood(theta + 0.3) != ExactGPR(n_restarts=0).fit(
+        X, y
+    ).log_marginal_likelihood(theta + 0.3)
 
 
 def test_unknown_kernel_is_a_clear_error(yacht_subset):
@@ -268,7 +294,9 @@ def test_unknown_kernel_is_a_clear_error(yacht_subset):
     with pytest.raises(ValueError, match="kernel"):
         ExactGPR(kernel="rbf").fit(X, y)
     with pytest.raises(InvalidInputError, match=r"unknown kernel .rbf.*matern52"):
-        _core.exact_gp_lml(X, y, [1.0], 1.0, 0.1, False, kernel="rbf")
+        _core.exact_gp_lml(
+            X, y, length_scale=[1.0], kernel_variance=1.0, noise_variance=0.1, kernel="rbf"
+        )
 
 
 def test_optimize_subset_keeps_the_rest_fixed(yacht_subset):
@@ -461,8 +489,9 @@ def test_bad_inputs(yacht_subset):
 
 
 def test_a_corrupted_stored_factor_is_a_clear_error(yacht_subset):
-    # The predictions read the stored factor L_ as given (no copy): a zero or
-    # NaN diagonal entry, or a non-square factor, must be refused, not solved.
+    # Assigning L_ replaces the factor the predictions use (it lives in the
+    # fitted Rust handle and is checked there): a zero or NaN diagonal entry,
+    # or a non-square factor, must be refused, never solved with.
     X, y = yacht_subset(30)
     for est in (
         ExactGPR(n_restarts=0),
@@ -470,14 +499,16 @@ def test_a_corrupted_stored_factor_is_a_clear_error(yacht_subset):
     ):
         est.fit(X, y)
         good = est.L_.copy()
+        want = est.predict(X, return_std=True)
         for bad in (0.0, np.nan, -1.0):
-            est.L_ = good.copy()
-            est.L_[2, 2] = bad
+            corrupted = good.copy()
+            corrupted[2, 2] = bad
             with pytest.raises(InvalidInputError, match="diagonal entry 2 of the Cholesky"):
-                est.predict(X, return_std=True)
-        est.L_ = good[:, :-1]
+                est.L_ = corrupted
         with pytest.raises(ValueError, match="square"):
-            est.predict(X, return_std=True)
+            est.L_ = good[:, :-1]
+        # The refused factors left the fitted one in place.
+        np.testing.assert_array_equal(est.predict(X, return_std=True)[1], want[1])
         est.L_ = good
         assert np.all(np.isfinite(est.predict(X, return_std=True)[1]))
 

@@ -258,7 +258,9 @@ impl MaclaurinMap {
                 if n < 2 {
                     return Err(Error::invalid(
                         "X",
-                        "the optimized allocation needs at least 2 rows",
+                        format!(
+                            "the optimized allocation needs at least 2 rows, got n_samples = {n}"
+                        ),
                     ));
                 }
                 let n_s = n.min(config.n_subsample);

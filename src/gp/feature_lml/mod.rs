@@ -486,7 +486,8 @@ impl Objective for FeatureLml<'_> {
 /// What [`fit_feature_gp`] fits and how.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FeatureLmlConfig {
-    /// Fixed or initial noise variance. `None`: `0.1 var(y)`.
+    /// Fixed or initial noise variance. `None`:
+    /// [`super::initial_noise_variance`], `0.1 var(y)`.
     pub noise_variance: Option<f64>,
     /// One length scale per input dimension (random Fourier features only).
     pub ard: bool,
@@ -537,8 +538,8 @@ pub struct FittedFeatureGp {
 /// Fits the hyperparameters of the feature-space GP on `map` by maximizing
 /// its log marginal likelihood ([`FeatureLml`], [`optimize::maximize`]):
 /// from the map's own length scale(s) and kernel variance and the given (or
-/// `0.1 var(y)`) noise variance, then `n_restarts` starts within a factor 10
-/// of them, each run coarse to fine. The best evaluation's GP and
+/// [`super::initial_noise_variance`]) noise variance, then `n_restarts`
+/// starts within a factor 10 of them, each run coarse to fine. The best evaluation's GP and
 /// statistics are returned with the map at the optimum (no refit).
 ///
 /// `monitor` gets the stage "optimizer runs" and one message per run and
