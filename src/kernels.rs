@@ -22,12 +22,14 @@
 //! exponential kernel in the Euclidean norm; `laplacian` uses the `ℓ1`
 //! norm, whose density factorizes over coordinates.
 
-use ndarray::{Array2, ArrayView2, ArrayViewMut2};
+use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2, Axis};
 use rand::Rng;
 use rand_distr::{ChiSquared, Distribution, Open01, StandardNormal};
+use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::linalg::gemm;
+use crate::threads::Parallelism;
 
 /// A normalized stationary kernel (see the module table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,6 +114,77 @@ impl Kernel {
         matches!(self, Kernel::Laplacian)
     }
 
+    /// The kernel's distance `ρ` of already scaled inputs `u = x/l`,
+    /// `w = y/l` (per-dimension length scales allowed): `Σ_a (u_a − w_a)²`
+    /// for the Euclidean kernels, `Σ_a |u_a − w_a|` for the Laplacian, so
+    /// that `k = profile(ρ)`.
+    pub fn distance(self, u: &[f64], w: &[f64]) -> f64 {
+        if self.uses_l1() {
+            u.iter().zip(w).map(|(a, b)| (a - b).abs()).sum()
+        } else {
+            u.iter().zip(w).map(|(a, b)| (a - b) * (a - b)).sum()
+        }
+    }
+
+    /// `ψ(ρ) = −dκ/dρ`, the slope of [`Kernel::profile`] `κ` in the
+    /// distance `ρ` it takes, with `r = √ρ` for the Euclidean kernels:
+    ///
+    /// | kernel | `κ(ρ)` | `ψ(ρ)` |
+    /// |---|---|---|
+    /// | `gaussian` | `exp(−ρ/2)` | `exp(−ρ/2)/2` |
+    /// | `laplacian` | `exp(−ρ)` | `exp(−ρ)` |
+    /// | `matern12` | `exp(−r)` | `exp(−r)/(2r)` |
+    /// | `matern32` | `(1 + √3 r) exp(−√3 r)` | `(3/2) exp(−√3 r)` |
+    /// | `matern52` | `(1 + √5 r + 5r²/3) exp(−√5 r)` | `(5/6)(1 + √5 r) exp(−√5 r)` |
+    ///
+    /// With `δ = (x − y)/l` and [`Kernel::distance_slope`] `e'(δ_a)` (the
+    /// derivative of the distance's per-dimension term `e(δ_a)`, `δ_a²` or
+    /// `|δ_a|`), the derivatives of `k(x, y) = κ(ρ)` are
+    ///
+    /// `∂k/∂ln l_a = ψ(ρ) δ_a e'(δ_a)` and `∂k/∂y_a = −∂k/∂x_a = ψ(ρ) e'(δ_a) / l_a`
+    ///
+    /// (one shared length scale: the sum over `a` of the first). Matérn 1/2
+    /// has no derivative at `ρ = 0`, where `ψ` is infinite; there this
+    /// returns 0, the limit of `ψ δ_a e'(δ_a)` (and a subgradient in the
+    /// inputs).
+    pub fn profile_slope(self, dist: f64) -> f64 {
+        match self {
+            Kernel::Gaussian => 0.5 * (-0.5 * dist).exp(),
+            Kernel::Laplacian => (-dist).exp(),
+            Kernel::Matern12 => {
+                if dist > 0.0 {
+                    let r = dist.sqrt();
+                    (-r).exp() / (2.0 * r)
+                } else {
+                    0.0
+                }
+            }
+            Kernel::Matern32 => 1.5 * (-(3.0 * dist).sqrt()).exp(),
+            Kernel::Matern52 => {
+                let a = (5.0 * dist).sqrt();
+                5.0 / 6.0 * (1.0 + a) * (-a).exp()
+            }
+        }
+    }
+
+    /// `e'(δ)`, the derivative of the per-dimension term of
+    /// [`Kernel::distance`] in the scaled difference `δ`: `2δ` for the
+    /// Euclidean kernels, `sign(δ)` (0 at 0) for the Laplacian. See
+    /// [`Kernel::profile_slope`].
+    pub fn distance_slope(self, delta: f64) -> f64 {
+        if self.uses_l1() {
+            if delta > 0.0 {
+                1.0
+            } else if delta < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }
+        } else {
+            2.0 * delta
+        }
+    }
+
     /// The normalized kernel `k(x, y)` with length scale `l`.
     pub fn eval(self, x: &[f64], y: &[f64], l: f64) -> f64 {
         let dist = if self.uses_l1() {
@@ -148,6 +221,118 @@ impl Kernel {
                 out.iter_mut().for_each(|o| *o *= f);
             }
         }
+    }
+}
+
+/// A kernel of the module table with its hyperparameters:
+/// `k(x, y) = σ² κ(ρ)`, `ρ` the kernel's distance ([`Kernel::distance`]) of
+/// the inputs divided by one length scale (`length_scale.len() == 1`) or by
+/// one per dimension (ARD, `length_scale.len() == d`). With `δ = (x − y)/l`
+/// its derivatives are `∂k/∂ln l_a = σ² ψ(ρ) δ_a e'(δ_a)` and
+/// `∂k/∂ln σ² = k` ([`Kernel::profile_slope`], [`Kernel::distance_slope`]).
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct StationaryKernel {
+    /// The normalized kernel `κ`.
+    pub kernel: Kernel,
+    /// Length scales: one value, or one per input dimension.
+    pub length_scale: Vec<f64>,
+    /// The kernel (signal) variance `σ²`.
+    pub variance: f64,
+}
+
+impl StationaryKernel {
+    /// The Gaussian kernel with these hyperparameters.
+    pub fn gaussian(length_scale: Vec<f64>, variance: f64) -> Self {
+        Self {
+            kernel: Kernel::Gaussian,
+            length_scale,
+            variance,
+        }
+    }
+
+    /// Checks the parameters against an input dimension `d`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `length_scale` (a count other than
+    /// 1 or `d`, or a value that is not finite and `> 0`) or
+    /// `kernel_variance`.
+    pub fn validate(&self, d: usize) -> Result<()> {
+        let k = self.length_scale.len();
+        if k != 1 && k != d {
+            return Err(Error::invalid(
+                "length_scale",
+                format!("needs 1 value or one per input dimension ({d}), got {k}"),
+            ));
+        }
+        let positive = |name: &'static str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(Error::invalid(
+                    name,
+                    format!("must be finite and > 0, got {v}"),
+                ))
+            }
+        };
+        for &l in &self.length_scale {
+            positive("length_scale", l)?;
+        }
+        positive("kernel_variance", self.variance)
+    }
+
+    /// The length scale of dimension `a`.
+    pub fn length_scale_of(&self, a: usize) -> f64 {
+        self.length_scale[if self.length_scale.len() == 1 { 0 } else { a }]
+    }
+
+    /// The input divided by the length scale(s): `u = x / l`.
+    pub fn scale(&self, x: ArrayView2<'_, f64>) -> Array2<f64> {
+        let inv: Vec<f64> = (0..x.ncols())
+            .map(|a| 1.0 / self.length_scale_of(a))
+            .collect();
+        let mut u = x.to_owned();
+        for mut row in u.rows_mut() {
+            for (v, s) in row.iter_mut().zip(&inv) {
+                *v *= s;
+            }
+        }
+        u
+    }
+
+    /// The cross-covariance `k(A, B)` (`|A| × |B|`, row-major), computed
+    /// pairwise from the scaled inputs (no `‖a‖² + ‖b‖² − 2aᵀb`
+    /// cancellation), rows in parallel.
+    pub fn cross(
+        &self,
+        a: ArrayView2<'_, f64>,
+        b: ArrayView2<'_, f64>,
+        par: Parallelism,
+    ) -> Array2<f64> {
+        let ua = self.scale(a);
+        let ub = self.scale(b);
+        let (kernel, variance) = (self.kernel, self.variance);
+        let mut k = Array2::<f64>::zeros((ua.nrows(), ub.nrows()));
+        let fill = |(mut row, ui): (ArrayViewMut1<'_, f64>, ArrayView1<'_, f64>)| {
+            for (kj, vj) in row.iter_mut().zip(ub.rows()) {
+                let rho = match (ui.as_slice(), vj.as_slice()) {
+                    (Some(p), Some(q)) => kernel.distance(p, q),
+                    _ => kernel.distance(&ui.to_vec(), &vj.to_vec()),
+                };
+                *kj = variance * kernel.profile(rho);
+            }
+        };
+        if par.is_parallel() {
+            k.axis_iter_mut(Axis(0))
+                .into_par_iter()
+                .zip(ua.axis_iter(Axis(0)))
+                .for_each(fill);
+        } else {
+            k.axis_iter_mut(Axis(0))
+                .zip(ua.axis_iter(Axis(0)))
+                .for_each(fill);
+        }
+        k
     }
 }
 
@@ -194,5 +379,82 @@ pub(crate) fn kernel_block(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [Kernel; 5] = [
+        Kernel::Gaussian,
+        Kernel::Laplacian,
+        Kernel::Matern12,
+        Kernel::Matern32,
+        Kernel::Matern52,
+    ];
+
+    /// `k(x, y)` with one length scale per dimension, through
+    /// [`Kernel::distance`] of the scaled inputs.
+    fn k_ard(kernel: Kernel, x: &[f64], y: &[f64], l: &[f64]) -> f64 {
+        let u: Vec<f64> = x.iter().zip(l).map(|(a, s)| a / s).collect();
+        let w: Vec<f64> = y.iter().zip(l).map(|(a, s)| a / s).collect();
+        kernel.profile(kernel.distance(&u, &w))
+    }
+
+    #[test]
+    fn distance_of_scaled_inputs_is_eval() {
+        let (x, y) = ([0.3, -1.2, 0.7], [1.1, 0.4, -0.2]);
+        for kernel in ALL {
+            let l = 0.8;
+            assert!(
+                (k_ard(kernel, &x, &y, &[l; 3]) - kernel.eval(&x, &y, l)).abs() < 1e-15,
+                "{kernel:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn slopes_match_central_differences() {
+        // Derivatives in ln l_a and y_a of the ARD kernel against central
+        // differences (step h: truncation O(h²) ~ 1e-10, rounding ~1e-16/h).
+        let x = [0.3, -1.2, 0.7];
+        let y = [1.1, 0.4, -0.2];
+        let l = [0.8, 1.7, 0.6];
+        let h = 1e-5_f64;
+        for kernel in ALL {
+            let u: Vec<f64> = x.iter().zip(&l).map(|(a, s)| a / s).collect();
+            let w: Vec<f64> = y.iter().zip(&l).map(|(a, s)| a / s).collect();
+            let psi = kernel.profile_slope(kernel.distance(&u, &w));
+            for a in 0..3 {
+                let delta = u[a] - w[a];
+                let e1 = kernel.distance_slope(delta);
+                let (mut lp, mut lm) = (l, l);
+                lp[a] *= h.exp();
+                lm[a] *= (-h).exp();
+                let fd = (k_ard(kernel, &x, &y, &lp) - k_ard(kernel, &x, &y, &lm)) / (2.0 * h);
+                let an = psi * delta * e1;
+                assert!((fd - an).abs() < 1e-9, "{kernel:?} ln l_{a}: {fd} vs {an}");
+                let (mut yp, mut ym) = (y, y);
+                yp[a] += h;
+                ym[a] -= h;
+                let fd = (k_ard(kernel, &x, &yp, &l) - k_ard(kernel, &x, &ym, &l)) / (2.0 * h);
+                let an = psi * e1 / l[a];
+                assert!((fd - an).abs() < 1e-9, "{kernel:?} y_{a}: {fd} vs {an}");
+            }
+        }
+    }
+
+    #[test]
+    fn slope_at_zero_distance() {
+        // Smooth kernels: ψ(0) = −κ'(0); Matérn 1/2 reports 0 (see the docs).
+        assert_eq!(Kernel::Gaussian.profile_slope(0.0), 0.5);
+        assert_eq!(Kernel::Laplacian.profile_slope(0.0), 1.0);
+        assert_eq!(Kernel::Matern12.profile_slope(0.0), 0.0);
+        assert_eq!(Kernel::Matern32.profile_slope(0.0), 1.5);
+        assert_eq!(Kernel::Matern52.profile_slope(0.0), 5.0 / 6.0);
+        assert_eq!(Kernel::Laplacian.distance_slope(0.0), 0.0);
+        assert_eq!(Kernel::Laplacian.distance_slope(-0.1), -1.0);
+        assert_eq!(Kernel::Gaussian.distance_slope(-0.1), -0.2);
     }
 }

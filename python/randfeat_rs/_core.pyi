@@ -26,6 +26,8 @@ __all__ = [
     "_sobol_points",
     "exact_gp_lml",
     "expected_softmax",
+    "feature_gp_lml",
+    "feature_gp_optimize",
     "fwht",
     "fwht_inplace",
     "fwht_into",
@@ -114,7 +116,34 @@ def exact_gp_lml(
     kernel_variance: float,
     noise_variance: float,
     eval_gradient: bool = False,
+    kernel: str = "gaussian",
 ) -> tuple[float, NDArray[np.float64]]: ...
+def feature_gp_lml(
+    features: FeatureMap,
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    *,
+    drawn_length_scale: float,
+    length_scale: float,
+    kernel_variance: float,
+    noise_variance: float,
+    center: bool,
+    chunk_size: int,
+) -> tuple[float, NDArray[np.float64]]: ...
+def feature_gp_optimize(
+    features: FeatureMap,
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    *,
+    length_scale: float,
+    noise_variance: float | None,
+    optimize: list[str],
+    n_restarts: int,
+    seed: int,
+    center: bool,
+    chunk_size: int,
+    progress: _Progress | None = None,
+) -> tuple[float, float, float, FeatureMap, FeatureStats, int]: ...
 def kl_divergence(
     mean_p: NDArray[np.float64],
     var_p: NDArray[np.float64],
@@ -145,8 +174,11 @@ class ExactGp:
         max_iter: int,
         center_y: bool,
         seed: int,
+        kernel: str = "gaussian",
         progress: _Progress | None = None,
     ) -> ExactGp: ...
+    @property
+    def kernel(self) -> str: ...
     @property
     def length_scale(self) -> NDArray[np.float64]: ...
     @property

@@ -1,8 +1,9 @@
 """Gaussian-process regressors (docs/math/gp.rst).
 
-:class:`ExactGPR` is the exact GP with the Gaussian kernel and a
-log-marginal-likelihood hyperparameter fit (L-BFGS in Rust); it is the
-reference every approximation is judged against. :class:`RandomFeatureGPR`
+:class:`ExactGPR` is the exact GP with the kernels of
+:class:`~randfeat_rs.RandomFourierFeatures` and a log-marginal-likelihood
+hyperparameter fit (L-BFGS in Rust); it is the reference every
+approximation is judged against. :class:`RandomFeatureGPR`
 is the feature-space GP over any fitted transformer: it streams row chunks
 through the transformer and accumulates ``Phi^T Phi`` and ``Phi^T y`` in
 Rust (never an ``N x D`` matrix), so its :class:`SufficientStatistics`
@@ -11,16 +12,19 @@ merge exactly across chunks, calls and machines.
 
 from __future__ import annotations
 
+import copy
 from numbers import Integral, Real
 from typing import Any, Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin
+from ._fourier import KERNELS, RandomFourierFeatures
+from ._maclaurin import MaclaurinFeatures
 from ._progress import ProgressPrinter, progress_printer
 from .exceptions import InvalidInputError
 
@@ -130,11 +134,15 @@ class ExactGPR(
     RegressorMixin,
     BaseEstimator,
 ):
-    """Exact Gaussian-process regression with the Gaussian kernel.
+    """Exact Gaussian-process regression with a stationary kernel.
 
-    The kernel is ``k(x, x') = kernel_variance * exp(-sum_a (x_a - x'_a)**2 /
-    (2 l_a**2))`` with one length scale (``ard=False``) or one per input
-    dimension (``ard=True``), plus ``noise_variance`` on the diagonal. The
+    The kernel is ``k(x, x') = kernel_variance * kappa(rho)`` with ``kappa``
+    one of the kernels of :class:`~randfeat_rs.RandomFourierFeatures` and
+    ``rho`` the distance of the inputs divided by one length scale
+    (``ard=False``) or by one per input dimension (``ard=True``): for the
+    Gaussian kernel ``exp(-sum_a (x_a - x'_a)**2 / (2 l_a**2))``; the
+    approximate models with the same kernel are judged against this one.
+    ``noise_variance`` is added on the diagonal. The
     targets are centered by their training mean (zero prior mean on the
     rest). Hyperparameters listed in ``optimize`` maximize the log marginal
     likelihood (L-BFGS over their logarithms, with analytic gradients, in
@@ -151,6 +159,16 @@ class ExactGPR(
 
     Parameters
     ----------
+    kernel : {"gaussian", "laplacian", "matern12", "matern32", "matern52"}, default="gaussian"
+        With ``r`` the Euclidean distance of the scaled inputs
+        ``x_a / l_a``: ``"gaussian"`` ``exp(-r^2/2)``; ``"laplacian"``
+        ``exp(-sum_a |x_a - x'_a| / l_a)``; ``"matern12"`` ``exp(-r)``,
+        ``"matern32"`` ``(1 + sqrt(3) r) exp(-sqrt(3) r)``, ``"matern52"``
+        ``(1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)``: the kernels of
+        :class:`~randfeat_rs.RandomFourierFeatures`, so every approximation
+        has its exact reference. The log marginal likelihood has analytic
+        gradients for each (at zero distance, e.g. repeated inputs, the
+        length-scale derivative of every kernel is 0).
     length_scale : float or array-like of shape (n_features,), default=None
         Fixed (when not optimized) or initial length scale(s). ``None``: the
         median pairwise distance of (a subsample of) the training inputs.
@@ -242,6 +260,7 @@ class ExactGPR(
     """
 
     _parameter_constraints: dict = {  # noqa: RUF012
+        "kernel": [StrOptions(set(KERNELS))],
         "length_scale": [None, Interval(Real, 0, None, closed="neither"), "array-like"],
         "kernel_variance": [None, Interval(Real, 0, None, closed="neither")],
         "noise_variance": [None, Interval(Real, 0, None, closed="neither")],
@@ -258,6 +277,7 @@ class ExactGPR(
     def __init__(
         self,
         *,
+        kernel: str = "gaussian",
         length_scale: Any = None,
         kernel_variance: Optional[float] = None,
         noise_variance: Optional[float] = None,
@@ -270,6 +290,7 @@ class ExactGPR(
         verbose: bool = False,
         device: str = "cpu",
     ) -> None:
+        self.kernel = kernel
         self.length_scale = length_scale
         self.kernel_variance = kernel_variance
         self.noise_variance = noise_variance
@@ -317,6 +338,7 @@ class ExactGPR(
                 max_iter=int(self.max_iter),
                 center_y=bool(self.center_y),
                 seed=self._fit_seed(),
+                kernel=self.kernel,
                 progress=progress,
             )
         return self
@@ -475,6 +497,13 @@ class SufficientStatistics:
         self._stats.merge(other._stats)
         return self
 
+    @classmethod
+    def _wrap(cls, stats: Any) -> SufficientStatistics:
+        """Statistics around a ``_core.FeatureStats`` (not copied)."""
+        new = cls.__new__(cls)
+        new._stats = stats
+        return new
+
     def copy(self) -> SufficientStatistics:
         """An independent copy."""
         new = SufficientStatistics.__new__(SufficientStatistics)
@@ -556,6 +585,32 @@ def _features_chunk(features: Any, X: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(phi)
 
 
+def _optimize_names(optimize: Any) -> list[str]:
+    """The hyperparameter names of an ``optimize`` parameter, checked."""
+    names = [str(n) for n in optimize]
+    for n in names:
+        if n not in _HYPERPARAMETERS:
+            raise InvalidInputError(
+                f"`optimize` contains {n!r}; expected a subset of {list(_HYPERPARAMETERS)}"
+            )
+    return names
+
+
+def _at_hyperparameters(
+    features: Any, length_scale: float, kernel_variance: float, feature_map: Any
+) -> Any:
+    """A copy of a fitted RandomFourierFeatures or MaclaurinFeatures holding
+    ``feature_map``, the ``_core.FeatureMap`` Rust formed at other kernel
+    hyperparameters with the random draw kept (the Fourier frequencies
+    rescaled, the structured sampler keeping its signs; the Maclaurin map
+    rebuilt from its allocation, center and seed at the new settings)."""
+    new = copy.copy(features)
+    new.length_scale = length_scale
+    new.kernel_variance = kernel_variance
+    new._set_map(feature_map)
+    return new
+
+
 def _kernel_from_features(features: Any) -> tuple[Any, Optional[float]]:
     """The (length_scale, kernel_variance) a fitted transformer approximates, if it says."""
     ls = getattr(features, "length_scale_", getattr(features, "length_scale", None))
@@ -571,7 +626,12 @@ def _kernel_from_features(features: Any) -> tuple[Any, Optional[float]]:
 
 
 class RandomFeatureGPR(
-    GaussianPredictionMixin, FittedGpMixin, DeviceMixin, RegressorMixin, BaseEstimator
+    GaussianPredictionMixin,
+    FittedGpMixin,
+    RandomStateMixin,
+    DeviceMixin,
+    RegressorMixin,
+    BaseEstimator,
 ):
     """Feature-space GP regression over any transformer (docs/math/gp.rst, "Feature-space GP").
 
@@ -599,8 +659,30 @@ class RandomFeatureGPR(
         Rows transformed and accumulated at a time.
     center_y : bool, default=True
         Subtract the training-target mean (zero prior mean on the rest).
+    optimize : tuple of str or None, default=None
+        Hyperparameters (a subset of ``("length_scale", "kernel_variance",
+        "noise_variance")``) that :meth:`fit` sets by maximizing the
+        feature-space log marginal likelihood (see docs/math/gp.rst,
+        feature-space GP): L-BFGS with analytic gradients in Rust, the same
+        optimizer as :class:`ExactGPR` (restarts, coarse to fine), every
+        evaluation streamed over ``chunk_size`` rows (``O(N D^2)`` time,
+        ``O(D^2 + chunk_size D)`` memory). The random draw of the fitted
+        transformer stays fixed: the frequencies of
+        :class:`~randfeat_rs.RandomFourierFeatures` are rescaled by the
+        length scale, the inputs of :class:`~randfeat_rs.MaclaurinFeatures`
+        are (its allocation and sketches stay). The fit starts from the
+        transformer's ``length_scale`` and ``kernel_variance`` and from
+        ``noise_variance``; the others stay fixed. Other transformers raise
+        :class:`~randfeat_rs.InvalidInputError`. ``None``: no fit, the
+        transformer's kernel as given. The fit runs on the CPU in float64;
+        :meth:`partial_fit` adds rows at the fitted hyperparameters.
+    n_restarts : int, default=2
+        Random restarts of the optimizer after the run from the
+        initialization (within a factor 10 of it), as in :class:`ExactGPR`.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the restart draws.
     verbose : bool, default=False
-        Print progress (rows accumulated) to ``sys.stderr``.
+        Print progress (rows accumulated, optimizer runs) to ``sys.stderr``.
     device : {"cpu", "gpu", "auto"}, default="cpu"
         Where the statistics are accumulated. ``"gpu"``: when ``features``
         is this library's :class:`~randfeat_rs.RandomFourierFeatures`,
@@ -623,11 +705,17 @@ class RandomFeatureGPR(
     stats_ : SufficientStatistics
         The accumulated statistics.
     noise_variance_ : float
-        The noise variance used.
+        The noise variance used (fitted when ``optimize`` names it).
     length_scale_, kernel_variance_ : float, ndarray or None
         The kernel the transformer approximates, when it says (its
         ``length_scale``/``kernel_variance``, or ``1/sqrt(2 gamma)`` and 1
-        for ``RBFSampler``); ``None`` otherwise.
+        for ``RBFSampler``); ``None`` otherwise. With ``optimize``, the
+        fitted values (``features_`` is the transformer at them).
+    n_iter_ : int
+        L-BFGS iterations spent over all runs (0 without ``optimize``).
+    seed_ : int
+        With ``optimize``: the 64-bit seed drawn from ``random_state`` (the
+        restart draws).
     L_ : ndarray of shape (D, D)
         Lower Cholesky factor of ``A`` (column-major, as the solves read it).
         Assigning a factor replaces the one predictions use (checked:
@@ -654,6 +742,15 @@ class RandomFeatureGPR(
     >>> mean, std = gp.predict(np.array([[0.5]]), return_std=True)
     >>> bool(abs(mean[0] - np.sin(0.5)) < 0.05)
     True
+
+    The hyperparameters fitted by the marginal likelihood:
+
+    >>> from randfeat_rs import RandomFourierFeatures
+    >>> rff = RandomFourierFeatures(256, random_state=0)
+    >>> gp = RandomFeatureGPR(rff, optimize=("length_scale", "kernel_variance",
+    ...                                      "noise_variance"), random_state=0).fit(X, y)
+    >>> bool(0.005 < gp.noise_variance_ < 0.02)
+    True
     """
 
     _parameter_constraints: dict = {  # noqa: RUF012
@@ -661,6 +758,9 @@ class RandomFeatureGPR(
         "noise_variance": [None, Interval(Real, 0, None, closed="neither")],
         "chunk_size": [Interval(Integral, 1, None, closed="left")],
         "center_y": ["boolean"],
+        "optimize": [None, tuple, list],
+        "n_restarts": [Interval(Integral, 0, None, closed="left")],
+        "random_state": ["random_state"],
         "verbose": ["verbose"],
         "device": DeviceMixin._device_constraint,
     }
@@ -672,6 +772,9 @@ class RandomFeatureGPR(
         noise_variance: Optional[float] = None,
         chunk_size: int = 2048,
         center_y: bool = True,
+        optimize: Any = None,
+        n_restarts: int = 2,
+        random_state: Any = None,
         verbose: bool = False,
         device: str = "cpu",
     ) -> None:
@@ -679,6 +782,9 @@ class RandomFeatureGPR(
         self.noise_variance = noise_variance
         self.chunk_size = chunk_size
         self.center_y = center_y
+        self.optimize = optimize
+        self.n_restarts = n_restarts
+        self.random_state = random_state
         self.verbose = verbose
         self.device = device
 
@@ -711,7 +817,9 @@ class RandomFeatureGPR(
         statistics and set the noise variance (from ``y`` when None)."""
         self.features_ = clone(self.features).fit(X)
         self._resolve_features_device()
+        self.__dict__.pop("seed_", None)
         self.stats_ = None
+        self.n_iter_ = 0
         if self.noise_variance is None:
             self.noise_variance_ = float(_core.initial_noise_variance(y))
         else:
@@ -769,9 +877,42 @@ class RandomFeatureGPR(
         """
         X, y = self._validate_xy(X, y, reset=True)
         self._start(X, y)
-        self._accumulate(X, y)
+        if self.optimize is None:
+            self._accumulate(X, y)
+        else:
+            self._optimize(X, y)
         self._solve()
         return self
+
+    def _optimize(self, X: np.ndarray, y: np.ndarray) -> None:
+        """Fit the hyperparameters in ``optimize`` in Rust; keep the transformer
+        at the optimum and the statistics of all rows there."""
+        names = _optimize_names(self.optimize)
+        f = self.features_
+        if not isinstance(f, (RandomFourierFeatures, MaclaurinFeatures)):
+            raise InvalidInputError(
+                "`optimize` needs a feature map whose hyperparameters can move with its random "
+                "draw fixed: randfeat_rs.RandomFourierFeatures or MaclaurinFeatures, got "
+                f"{type(f).__name__}"
+            )
+        with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
+            ls, kv, nv, fmap, stats, n_iter = _core.feature_gp_optimize(
+                f._feature_map(),
+                np.ascontiguousarray(X, dtype=np.float64),
+                y,
+                length_scale=float(f.length_scale),
+                noise_variance=None if self.noise_variance is None else self.noise_variance_,
+                optimize=names,
+                n_restarts=int(self.n_restarts),
+                seed=self._fit_seed(),
+                center=bool(self.center_y),
+                chunk_size=int(self.chunk_size),
+                progress=progress,
+            )
+        self.features_ = _at_hyperparameters(f, float(ls), float(kv), fmap)
+        self.stats_ = SufficientStatistics._wrap(stats)
+        self.noise_variance_ = float(nv)
+        self.n_iter_ = int(n_iter)
 
     @_fit_context(prefer_skip_nested_validation=False)
     def partial_fit(self, X: Any, y: Any) -> RandomFeatureGPR:
@@ -780,7 +921,9 @@ class RandomFeatureGPR(
         The statistics of all rows seen so far are kept, so the model after
         several calls equals one fit on the concatenated rows (with the
         transformer fitted on the first batch, and, when ``noise_variance``
-        is None, the noise initialized from the first batch).
+        is None, the noise initialized from the first batch). ``optimize``
+        does not apply here: the rows are added at the hyperparameters of
+        ``features_`` (those fitted by a previous :meth:`fit`, if any).
 
         Parameters
         ----------
@@ -845,6 +988,7 @@ class RandomFeatureGPR(
         model.noise_variance_ = float(noise_variance)
         n_in = n_features_in if n_features_in is not None else features.n_features_in_
         model.n_features_in_ = int(n_in)
+        model.n_iter_ = 0
         model._solve()
         return model
 

@@ -14,16 +14,19 @@
 pub(crate) mod cluster;
 pub mod dirichlet;
 pub mod exact;
+pub mod feature_lml;
 pub mod features;
 pub mod localized;
 pub mod metrics;
 pub mod optimize;
 
 pub use dirichlet::{DirichletGpc, ExactGpc};
-pub use exact::{ExactGp, GaussianKernel, LmlEval};
+pub use exact::{fit_exact, ExactGpConfig};
+pub use exact::{ExactGp, LmlEval};
+pub use feature_lml::{fit_feature_gp, FeatureLmlConfig, FittedFeatureGp, HyperMap};
 pub use features::FeatureGp;
 pub use localized::{LocalizedConfig, LocalizedMaclaurinGp, ThresholdSearch};
-pub use optimize::{ExactGpConfig, Hyper};
+pub use optimize::{Hyper, HyperInit, OptimizerConfig};
 
 use ndarray::ArrayView1;
 

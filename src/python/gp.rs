@@ -2,19 +2,25 @@
 //! fitted exact GP (`_core.ExactGp`) and feature-space GP
 //! (`_core.FeatureGp`), the mergeable sufficient statistics
 //! (`_core.FeatureStats`), each pickled by value; the default noise
-//! variance; the exact-GP log marginal likelihood of given data; and the
-//! metrics.
+//! variance; the exact-GP log marginal likelihood of given data; the
+//! marginal-likelihood fit of a feature map's hyperparameters and one
+//! evaluation of it; and the metrics.
 
 use ndarray::Array1;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::{PyAny, PyType};
 
+use super::feature_map::PyFeatureMap;
 use super::ffi::{self, with_float_view, FloatArray2};
 use crate::error::Error;
 use crate::gp::exact::{check_exact_size, log_marginal_likelihood};
-use crate::gp::optimize::fit_exact;
-use crate::gp::{self, metrics, ExactGp, ExactGpConfig, FeatureGp, GaussianKernel, Hyper};
+use crate::gp::feature_lml::FeatureLml;
+use crate::gp::optimize::{LogParams, Objective, HYPER_NAMES};
+use crate::gp::OptimizerConfig;
+use crate::gp::{self, metrics, ExactGp, ExactGpConfig, FeatureGp, Hyper, HyperInit};
+use crate::gp::{check_positive, fit_exact, fit_feature_gp, FeatureLmlConfig, HyperMap};
+use crate::kernels::{Kernel, StationaryKernel};
 use crate::linalg::Cholesky;
 use crate::stats::FeatureStats;
 use crate::system::available_memory_bytes;
@@ -75,16 +81,16 @@ pub(super) fn prediction<'py>(
     (mean.into_pyarray(py), std)
 }
 
-fn hyper(name: &str) -> crate::Result<Hyper> {
-    match name {
-        "length_scale" => Ok(Hyper::LengthScale),
-        "kernel_variance" => Ok(Hyper::KernelVariance),
-        "noise_variance" => Ok(Hyper::NoiseVariance),
-        other => Err(Error::invalid(
-            "optimize",
-            format!("unknown hyperparameter {other:?}; expected \"length_scale\", \"kernel_variance\" or \"noise_variance\""),
-        )),
-    }
+/// The hyperparameters named in `optimize=` ("length_scale",
+/// "kernel_variance", "noise_variance").
+fn parse_optimize(py: Python<'_>, optimize: &[String]) -> PyResult<Vec<Hyper>> {
+    ffi::map_result(
+        py,
+        optimize
+            .iter()
+            .map(|s| Hyper::from_name(s))
+            .collect::<crate::Result<Vec<_>>>(),
+    )
 }
 
 /// The default noise variance of the GP regressors for targets `y`: 0.1
@@ -103,8 +109,8 @@ struct ExactGpState {
     y_train: Array1<f64>,
 }
 
-/// A fitted exact GP with the Gaussian kernel (docs/math/gp.rst, section
-/// Exact GP), pickled by value.
+/// A fitted exact GP with a stationary kernel (docs/math/gp.rst, section
+/// Exact GP), pickled by value with its kernel.
 #[pyclass(name = "ExactGp", module = "randfeat_rs._core", frozen)]
 pub(super) struct PyExactGp {
     inner: ExactGpState,
@@ -115,12 +121,14 @@ impl PyExactGp {
     /// Fits the hyperparameters in `optimize` by the log marginal
     /// likelihood (from the given values, or the initialization of
     /// docs/math/gp.rst, section Exact GP, for those that are None) and the
-    /// GP. `progress`, when given, is called as
-    /// `progress(stage, done, total, messages)` while the fit runs.
+    /// GP with the stationary kernel named `kernel` ("gaussian",
+    /// "laplacian", "matern12", "matern32", "matern52"). `progress`, when
+    /// given, is called as `progress(stage, done, total, messages)` while
+    /// the fit runs.
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (x, y, *, length_scale, kernel_variance, noise_variance, ard, optimize,
-                        n_restarts, max_iter, center_y, seed, progress=None))]
+                        n_restarts, max_iter, center_y, seed, kernel="gaussian", progress=None))]
     fn fit(
         py: Python<'_>,
         x: PyReadonlyArray2<'_, f64>,
@@ -134,27 +142,28 @@ impl PyExactGp {
         max_iter: u64,
         center_y: bool,
         seed: u64,
+        kernel: &str,
         progress: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let optimize = ffi::map_result(
-            py,
-            optimize
-                .iter()
-                .map(|s| hyper(s))
-                .collect::<crate::Result<Vec<_>>>(),
-        )?;
+        let kernel = ffi::map_result(py, Kernel::from_name(kernel))?;
+        let optimize = parse_optimize(py, &optimize)?;
         let cfg = ExactGpConfig {
-            length_scale,
-            kernel_variance,
-            noise_variance,
-            ard,
-            optimize,
-            n_restarts,
-            seed,
-            max_iter,
+            kernel,
+            hyper: HyperInit {
+                length_scale,
+                kernel_variance,
+                noise_variance,
+                ard,
+                optimize,
+            },
+            optimizer: OptimizerConfig {
+                n_restarts,
+                seed,
+                max_iter,
+                ..OptimizerConfig::default()
+            },
             center: center_y,
             memory_budget: Some(available_memory_bytes()),
-            ..ExactGpConfig::default()
         };
         let (xv, yv) = (x.as_array(), y.as_array());
         let gp = ffi::call_monitored(py, progress, |monitor| {
@@ -166,6 +175,13 @@ impl PyExactGp {
                 y_train: yv.to_owned(),
             },
         })
+    }
+
+    /// The kernel's name ("gaussian", "laplacian", "matern12", "matern32"
+    /// or "matern52").
+    #[getter]
+    fn kernel(&self) -> &'static str {
+        self.inner.gp.kernel.kernel.name()
     }
 
     /// The length scale(s): one value, or one per input dimension.
@@ -275,7 +291,8 @@ impl PyExactGp {
                     let reason = format!("must have length 3 or {}, got {}", d + 2, t.len());
                     return Err(ffi::to_pyerr(py, Error::invalid("theta", reason)));
                 }
-                let kernel = GaussianKernel {
+                let kernel = StationaryKernel {
+                    kernel: gp.kernel.kernel,
                     length_scale: t[..k].iter().map(|v| v.exp()).collect(),
                     variance: t[k].exp(),
                 };
@@ -306,9 +323,12 @@ impl PyExactGp {
 }
 
 /// The exact-GP log marginal likelihood of `y` (as given, not centered) on
-/// `x` and its gradient with respect to `(ln l.., ln sigma^2, ln sigma_n^2)`.
+/// `x` with the stationary kernel named `kernel` and its gradient with
+/// respect to `(ln l.., ln sigma^2, ln sigma_n^2)`.
 #[pyfunction]
-#[pyo3(signature = (x, y, *, length_scale, kernel_variance, noise_variance, eval_gradient=false))]
+#[pyo3(signature = (x, y, *, length_scale, kernel_variance, noise_variance, eval_gradient=false,
+                    kernel="gaussian"))]
+#[allow(clippy::too_many_arguments)]
 fn exact_gp_lml<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
@@ -317,8 +337,10 @@ fn exact_gp_lml<'py>(
     kernel_variance: f64,
     noise_variance: f64,
     eval_gradient: bool,
+    kernel: &str,
 ) -> PyResult<(f64, Arr1<'py>)> {
-    let kernel = GaussianKernel {
+    let kernel = StationaryKernel {
+        kernel: ffi::map_result(py, Kernel::from_name(kernel))?,
         length_scale,
         variance: kernel_variance,
     };
@@ -335,6 +357,102 @@ fn exact_gp_lml<'py>(
         )
     })?;
     Ok((e.lml, Array1::from(e.grad).into_pyarray(py)))
+}
+
+/// Fits the length scale, kernel variance and noise variance of the
+/// feature-space GP of a fitted random Fourier or Maclaurin map by
+/// maximizing its log marginal likelihood (docs/math/gp.rst, feature-space
+/// GP), the random draw fixed. `length_scale` is the one the Fourier map
+/// was drawn at (the Maclaurin map knows its own). Returns
+/// `(length_scale, kernel_variance, noise_variance, feature_map, stats,
+/// n_iter)`: the map at the optimum (its random draw kept) and the
+/// statistics of all rows there.
+#[pyfunction]
+#[pyo3(signature = (features, x, y, *, length_scale, noise_variance, optimize, n_restarts, seed, center, chunk_size, progress=None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn feature_gp_optimize<'py>(
+    py: Python<'py>,
+    features: PyRef<'py, PyFeatureMap>,
+    x: PyReadonlyArray2<'py, f64>,
+    y: PyReadonlyArray1<'py, f64>,
+    length_scale: f64,
+    noise_variance: Option<f64>,
+    optimize: Vec<String>,
+    n_restarts: usize,
+    seed: u64,
+    center: bool,
+    chunk_size: usize,
+    progress: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(f64, f64, f64, PyFeatureMap, PyFeatureStats, u64)> {
+    let optimize = parse_optimize(py, &optimize)?;
+    let map = ffi::map_result(
+        py,
+        HyperMap::new(features.inner.clone(), vec![length_scale]),
+    )?;
+    let cfg = FeatureLmlConfig {
+        noise_variance,
+        ard: false,
+        optimize,
+        optimizer: OptimizerConfig {
+            n_restarts,
+            seed,
+            ..OptimizerConfig::default()
+        },
+        center,
+        chunk_rows: chunk_size,
+    };
+    let (xv, yv) = (x.as_array(), y.as_array());
+    let fit = ffi::call_monitored(py, progress, |monitor| {
+        fit_feature_gp(&map, xv, yv, &cfg, Parallelism::Rayon, monitor)
+    })?;
+    Ok((
+        fit.length_scale[0],
+        fit.kernel_variance,
+        fit.gp.noise_variance,
+        PyFeatureMap { inner: fit.map },
+        PyFeatureStats { inner: fit.stats },
+        fit.n_iter,
+    ))
+}
+
+/// One evaluation of the feature-space log marginal likelihood of a fitted
+/// random Fourier or Maclaurin map (drawn at `drawn_length_scale`; the
+/// Maclaurin map knows its own) at `(length_scale, kernel_variance,
+/// noise_variance)`, the random draw fixed, and its gradient with respect
+/// to `(ln l, ln σ², ln σ_n²)` (docs/math/gp.rst, feature-space GP).
+#[pyfunction]
+#[pyo3(signature = (features, x, y, *, drawn_length_scale, length_scale, kernel_variance, noise_variance, center, chunk_size))]
+#[allow(clippy::too_many_arguments)]
+fn feature_gp_lml<'py>(
+    py: Python<'py>,
+    features: PyRef<'py, PyFeatureMap>,
+    x: PyReadonlyArray2<'py, f64>,
+    y: PyReadonlyArray1<'py, f64>,
+    drawn_length_scale: f64,
+    length_scale: f64,
+    kernel_variance: f64,
+    noise_variance: f64,
+    center: bool,
+    chunk_size: usize,
+) -> PyResult<(f64, Arr1<'py>)> {
+    let map = ffi::map_result(
+        py,
+        HyperMap::new(features.inner.clone(), vec![drawn_length_scale]),
+    )?;
+    let (xv, yv) = (x.as_array(), y.as_array());
+    let e = ffi::call_monitored(py, None, |monitor| {
+        let params = LogParams {
+            values: vec![length_scale, kernel_variance, noise_variance],
+            free: vec![0, 1, 2],
+        };
+        for (&name, &v) in HYPER_NAMES.iter().zip(&params.values) {
+            check_positive(name, v)?;
+        }
+        let theta = params.start();
+        let obj = FeatureLml::new(&map, xv, yv, params, center, chunk_size, Parallelism::Rayon)?;
+        obj.evaluate(&theta, monitor)
+    })?;
+    Ok((e.value, Array1::from(e.grad).into_pyarray(py)))
 }
 
 /// Sufficient statistics of a feature-space GP (`docs/math/gp.rst`, "Feature-space GP"),
@@ -596,6 +714,8 @@ fn relative_frobenius_error(
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(initial_noise_variance, m)?)?;
     m.add_function(wrap_pyfunction!(exact_gp_lml, m)?)?;
+    m.add_function(wrap_pyfunction!(feature_gp_optimize, m)?)?;
+    m.add_function(wrap_pyfunction!(feature_gp_lml, m)?)?;
     m.add_function(wrap_pyfunction!(kl_divergence, m)?)?;
     m.add_function(wrap_pyfunction!(rmse, m)?)?;
     m.add_function(wrap_pyfunction!(mean_nll, m)?)?;

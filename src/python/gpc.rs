@@ -11,7 +11,7 @@ use pyo3::types::PyType;
 use super::ffi::{self, with_float_view, FloatArray2};
 use crate::error::Error;
 use crate::gp::dirichlet::{expected_softmax as softmax, ClassStats, DirichletGpc, ExactGpc};
-use crate::gp::GaussianKernel;
+use crate::kernels::StationaryKernel;
 use crate::system::available_memory_bytes;
 use crate::threads::Parallelism;
 
@@ -117,7 +117,8 @@ impl PyDirichletGpc {
     ) -> PyResult<Self> {
         let codes = labels(py, &y)?;
         let xv = x.as_array();
-        let kernel = GaussianKernel {
+        let kernel = StationaryKernel {
+            kernel: crate::kernels::Kernel::Gaussian,
             length_scale,
             variance: kernel_variance,
         };

@@ -7,7 +7,8 @@ use ndarray::{Array1, Array2, ArrayView2};
 
 use super::{check_labels, stack_classes, LabelTransform, LatentGp, LN_2PI};
 use crate::error::{Error, Result};
-use crate::gp::exact::{check_training_data, predict_exact, GaussianKernel};
+use crate::gp::exact::{check_training_data, predict_exact};
+use crate::kernels::StationaryKernel;
 use crate::linalg::{as_faer, Cholesky};
 use crate::threads::Parallelism;
 
@@ -19,7 +20,7 @@ pub struct ExactGpc {
     /// Training inputs (`N × d`).
     pub x_train: Array2<f64>,
     /// The kernel.
-    pub kernel: GaussianKernel,
+    pub kernel: StationaryKernel,
     /// The label transform.
     pub transform: LabelTransform,
     /// The class latents, in class order.
@@ -40,7 +41,7 @@ impl ExactGpc {
         x: ArrayView2<'_, f64>,
         labels: &[usize],
         n_classes: usize,
-        kernel: GaussianKernel,
+        kernel: StationaryKernel,
         alpha_epsilon: f64,
         memory_bytes: u64,
         par: Parallelism,

@@ -3,8 +3,8 @@ use rand::Rng as _;
 use rand_distr::{Distribution, StandardNormal};
 
 use super::*;
-use crate::gp::exact::GaussianKernel;
 use crate::kernels::Kernel;
+use crate::kernels::StationaryKernel;
 use crate::nystroem::NystroemFeatures;
 
 const PAR: Parallelism = Parallelism::Rayon;
@@ -112,7 +112,8 @@ fn one_pass_grams_equal_separate_weighted_passes() {
 #[test]
 fn exact_classifier_matches_the_oracle() {
     let x = array![[0.0], [1.0], [2.0], [3.0]];
-    let kernel = GaussianKernel {
+    let kernel = StationaryKernel {
+        kernel: crate::kernels::Kernel::Gaussian,
         length_scale: vec![1.0],
         variance: 1.0,
     };
@@ -157,7 +158,8 @@ fn nystroem_features_of_every_point_reproduce_the_exact_classifier() {
     let l = 0.8;
     let all = ndarray::concatenate(Axis(0), &[x.view(), xs.view()]).unwrap();
     let (map, _) = NystroemFeatures::fit(all.view(), all.nrows(), Kernel::Gaussian, l, 0).unwrap();
-    let kernel = GaussianKernel {
+    let kernel = StationaryKernel {
+        kernel: crate::kernels::Kernel::Gaussian,
         length_scale: vec![l],
         variance: 1.0,
     };
@@ -288,7 +290,8 @@ fn expected_softmax_is_exact_without_variance_and_symmetric() {
 #[test]
 fn bad_inputs_are_refused() {
     let x = random(6, 2, 7);
-    let kernel = GaussianKernel {
+    let kernel = StationaryKernel {
+        kernel: crate::kernels::Kernel::Gaussian,
         length_scale: vec![1.0],
         variance: 1.0,
     };
