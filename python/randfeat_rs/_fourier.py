@@ -12,6 +12,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
 from ._base import DenseFeaturesBase, map_param
+from ._validation import real_array, real_scalar
+from .exceptions import InvalidInputError
 
 KERNELS = ("gaussian", "laplacian", "matern12", "matern32", "matern52")
 SAMPLERS = ("mc", "antithetic", "orthogonal", "structured", "moment_matching", "qmc")
@@ -312,6 +314,7 @@ def kernel_matrix(
     Parameters
     ----------
     X : array_like of shape (n, d)
+        Dense real data (float or integer dtype).
     Y : array_like of shape (n_y, d), optional
         Defaults to ``X``.
     kernel : str, default="gaussian"
@@ -322,13 +325,21 @@ def kernel_matrix(
     Returns
     -------
     ndarray of shape (n, n_y)
-    """
-    from .exceptions import InvalidInputError
 
-    if not (np.isfinite(length_scale) and length_scale > 0):
+    Raises
+    ------
+    InvalidDtypeError
+        If ``X`` or ``Y`` is a scipy.sparse matrix or holds no real numbers
+        (complex, bool, object, strings), or ``length_scale`` is not a real
+        number (a :class:`TypeError` naming the argument).
+    InvalidInputError
+        If ``X`` or ``Y`` is ragged or not 2-D, their widths differ, a value
+        is not finite, ``length_scale`` is not finite and > 0 or the kernel
+        is unknown (a :class:`ValueError`).
+    """
+    ls = real_scalar(length_scale, "length_scale")
+    if not (np.isfinite(ls) and ls > 0):
         raise InvalidInputError(f"`length_scale` must be a finite number > 0, got {length_scale}")
-    x = np.ascontiguousarray(X, dtype=np.float64)
-    y = x if Y is None else np.ascontiguousarray(Y, dtype=np.float64)
-    if x.ndim != 2 or y.ndim != 2:
-        raise InvalidInputError("`X` and `Y` must be 2-D")
-    return _core.kernel_matrix(x, y, kernel, float(length_scale))
+    x = real_array(X, "X", (2,))
+    y = x if Y is None else real_array(Y, "Y", (2,))
+    return _core.kernel_matrix(x, y, kernel, ls)

@@ -5,13 +5,12 @@ from __future__ import annotations
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
-import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
 from ._base import DenseFeaturesBase, map_param
-from .exceptions import InvalidInputError
+from ._validation import real_array
 
 SKETCHES = ("gaussian", "rademacher", "tensor_srht", "tensor_sketch")
 
@@ -175,7 +174,8 @@ def sketch_variance(
     Parameters
     ----------
     x, y : array_like of shape (d,)
-        The pair (converted to float64); finite.
+        The pair: real numbers (float or integer dtype, converted to
+        float64), finite.
     degree : int
         Kernel degree >= 1.
     n_components : int
@@ -194,6 +194,15 @@ def sketch_variance(
     float
         The variance.
 
+    Raises
+    ------
+    InvalidDtypeError
+        If ``x`` or ``y`` is a scipy.sparse matrix or holds no real numbers
+        (complex, bool, object, strings; a :class:`TypeError` naming it).
+    InvalidInputError
+        If ``x`` or ``y`` is not 1-D or a parameter is out of range (a
+        :class:`ValueError`).
+
     Examples
     --------
     >>> from randfeat_rs import sketch_variance
@@ -201,10 +210,8 @@ def sketch_variance(
     ...                       sketch="rademacher"), 6)
     2.5
     """
-    xa = np.ascontiguousarray(x, dtype=np.float64)
-    ya = np.ascontiguousarray(y, dtype=np.float64)
-    if xa.ndim != 1 or ya.ndim != 1:
-        raise InvalidInputError("`x` and `y` must be 1-D arrays")
+    xa = real_array(x, "x", (1,))
+    ya = real_array(y, "y", (1,))
     return _core.sketch_variance(
         xa,
         ya,
