@@ -34,7 +34,7 @@ class RandomFourierFeatures(DenseFeaturesBase):
     Parameters
     ----------
     n_components : int, default=100
-        Output width ``D`` (>= 1; >= 2 for ``variant="cos_sin"``).
+        Output width ``D`` (>= 1).
     kernel : {"gaussian", "laplacian", "matern12", "matern32", "matern52"}, default="gaussian"
         With ``r = ||x - y||_2 / length_scale``: ``"gaussian"`` is
         ``exp(-r^2/2)`` (frequencies ``N(0, I / l^2)``); ``"laplacian"`` is
@@ -69,6 +69,10 @@ default="mc"
         ``sigma [cos(W x) | sin(W x)] / sqrt(m)`` (a trailing zero column
         when ``D`` is odd). ``"cos_bias"``: ``D`` frequencies and phases
         ``b ~ U[0, 2 pi)``, columns ``sigma sqrt(2 / D) cos(W x + b)``.
+        ``D = 1`` holds no cosine/sine pair: ``"cos_sin"`` then draws the
+        ``"cos_bias"`` feature ``sigma sqrt(2) cos(w . x + b)`` (one
+        frequency, one phase), whose estimate stays unbiased
+        (docs/math/fourier.rst, "Edge cases and cost").
     random_state : int, RandomState instance or None, default=None
         Seeds the draw of every random parameter.
     device : {"cpu", "gpu", "auto"}, default="cpu"
@@ -88,11 +92,13 @@ default="mc"
         The frequencies ``W`` (for ``"structured"``, formed for inspection;
         the transform uses ``sorf_signs_``).
     phases_ : ndarray of shape (n_frequencies,) or None
-        The ``cos_bias`` phases; ``None`` for ``cos_sin``.
+        The ``cos_bias`` phases; ``None`` for ``cos_sin`` with
+        ``n_components >= 2``.
     sorf_signs_ : ndarray of shape (3 * n_blocks, d_padded) or None
         The ``D1, D2, D3`` sign vectors of each SORF block; ``None`` otherwise.
     n_frequencies_ : int
-        ``m``: ``n_components // 2`` for ``cos_sin``, ``n_components`` for ``cos_bias``.
+        ``m``: ``n_components // 2`` for ``cos_sin``, ``n_components`` for
+        ``cos_bias`` and for ``n_components = 1``.
     scale_ : float
         The column scale ``sigma * sqrt(2 / D)`` or ``sigma / sqrt(m)``.
     n_features_in_ : int
