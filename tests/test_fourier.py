@@ -303,43 +303,39 @@ def test_fitted_attributes_shapes_and_dtypes(dtype, sampler, variant):
     np.testing.assert_allclose(phi, ref, atol=1e-5 if dtype == np.float32 else 0)
 
 
+@pytest.mark.parametrize("sampler", ["mc", "orthogonal", "qmc"])
+def test_one_cos_sin_component_is_the_cos_bias_feature(sampler):
+    """docs/math/fourier.rst, "Edge cases and cost": D = 1 has no cos/sin pair."""
+    kw = {"sampler": sampler, "length_scale": L, "random_state": 3}
+    one = RandomFourierFeatures(1, **kw).fit(XP)
+    ref = RandomFourierFeatures(1, variant="cos_bias", **kw).fit(XP)
+    assert one.n_frequencies_ == 1 and one.phases_.shape == (1,)
+    np.testing.assert_array_equal(one.frequencies_, ref.frequencies_)
+    np.testing.assert_array_equal(one.transform(XP), ref.transform(XP))
+    assert one.transform(XP).shape == (2, 1)
+
+
+def test_one_cos_sin_component_is_unbiased():
+    """Mean k and the cos_bias variance 1 + k^4 / 2 - k^2 at D = 1."""
+    v = _estimates(4000, n_components=1)
+    _check_mean_var(v, K, 1 + K**4 / 2 - K**2)
+
+
 def test_odd_n_components_cos_sin_has_zero_column():
     phi = RandomFourierFeatures(9, random_state=0).fit_transform(XP)
     assert phi.shape == (2, 9)
     np.testing.assert_array_equal(phi[:, 8], 0)
 
 
-# sklearn forces ``n_components = 1`` in these checks; the cos_sin variant
-# needs at least 2 columns (one frequency gives a cosine and a sine column;
-# docs/math/fourier.rst, "Edge cases and cost" makes D = 1 an error), so they
-# cannot apply to cos_sin instances. The cos_bias instance runs every check.
-_COS_SIN_N1 = {
-    name: "cos_sin needs n_components >= 2; sklearn sets n_components = 1"
-    for name in (
-        "check_dont_overwrite_parameters",
-        "check_fit2d_predict1d",
-        "check_methods_subset_invariance",
-        "check_methods_sample_order_invariance",
-        "check_fit2d_1sample",
-        "check_fit2d_1feature",
-    )
-}
-
-
-def _expected_failures(est):
-    if isinstance(est, RandomFourierFeatures) and est.variant == "cos_sin":
-        return _COS_SIN_N1
-    return {}
-
-
 @parametrize_with_checks(
     [
         RandomFourierFeatures(),
         RandomFourierFeatures(64, sampler="orthogonal", variant="cos_bias", kernel="matern52"),
-        RandomFourierFeatures(64, sampler="antithetic", kernel="laplacian"),
+        # The checks set n_components = 1, which the antithetic sampler (pairs
+        # w, -w) cannot fill; its cos_sin path is covered by the oracles above.
+        RandomFourierFeatures(64, sampler="qmc", kernel="laplacian"),
         NystroemFeatures(),
-    ],
-    expected_failed_checks=_expected_failures,
+    ]
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
@@ -352,7 +348,7 @@ def test_sklearn_compatible(estimator, check):
         ({"length_scale": -1.0}, "length_scale"),
         ({"kernel_variance": 0.0}, "kernel_variance"),
         ({"n_components": 0}, "n_components"),
-        ({"n_components": 1}, "n_components"),
+        ({"n_components": 0, "variant": "cos_bias"}, "n_components"),
         ({"kernel": "rbf"}, "kernel"),
         ({"sampler": "sobol"}, "sampler"),
         ({"variant": "cos"}, "variant"),

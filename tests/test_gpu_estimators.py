@@ -455,13 +455,13 @@ def test_exact_gpr_device_is_cpu_only():
 
 
 # The GPU path keeps the scikit-learn contract (dtype, subset and order
-# invariance: every row is computed independently on the device). cos_bias:
-# some checks force n_components = 1, which cos_sin rejects.
+# invariance: every row is computed independently on the device).
 @parametrize_with_checks(
     [
         MaclaurinFeatures(16, allocation="random", device="gpu", random_state=0),
         PolynomialSketch(16, degree=3, bias=1.0, device="gpu", random_state=0),
         PolynomialSketch(15, sketch="gaussian", device="gpu", random_state=0),
+        RandomFourierFeatures(16, device="gpu", random_state=0),
         RandomFourierFeatures(16, variant="cos_bias", device="gpu", random_state=0),
     ]
 )

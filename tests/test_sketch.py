@@ -215,6 +215,22 @@ def test_errors_name_the_argument():
         sketch_variance([np.nan, 1.0], x, degree=2, n_components=4, sketch="rademacher")
 
 
+@pytest.mark.parametrize("sketch", ["tensor_srht", "rademacher", "gaussian", "tensor_sketch"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_degree_is_bounded(sketch, dtype):
+    """Degrees up to 32 give finite features for ||x'|| about 1; above, a clear error."""
+    X = (np.random.default_rng(0).standard_normal((5, 4)) / 2).astype(dtype)
+    top = _core.MAX_POLYNOMIAL_DEGREE
+    assert top == 32
+    Z = PolynomialSketch(16, degree=top, sketch=sketch, random_state=0).fit_transform(X)
+    assert Z.dtype == dtype and np.isfinite(Z).all()
+    for degree in (top + 1, 10**6, 10**12):
+        with pytest.raises(ValueError, match=r"'degree' parameter .* range \[1, 32\]"):
+            PolynomialSketch(16, degree=degree, sketch=sketch).fit(X)
+        with pytest.raises(InvalidInputError, match=r"degree.*between 1 and 32.*overflow"):
+            sketch_variance(X[0], X[1], degree=degree, n_components=16, sketch=sketch)
+
+
 # Complex weights need n_components >= 2 (two real columns per feature), but
 # several sklearn checks force n_components = 1, so the complex variant is
 # covered by the tests above instead of here.

@@ -10,6 +10,7 @@ _Progress = Callable[[str, int, int, list[str]], object]
 
 # Keep in step with the functions registered in src/python/ (stubtest checks it).
 __all__ = [
+    "MAX_POLYNOMIAL_DEGREE",
     "BinningMap",
     "DirichletClassStats",
     "DirichletGPC",
@@ -316,6 +317,8 @@ def gpu_rff(
 ) -> NDArray[np.floating]: ...
 
 # Polynomial sketches (src/python/sketch.rs).
+MAX_POLYNOMIAL_DEGREE: int
+
 def sketch_variance(
     x: NDArray[np.float64],
     y: NDArray[np.float64],

@@ -12,6 +12,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
 from ._base import DenseFeaturesBase, map_param
+from ._validation import real_array, real_scalar
+from .exceptions import InvalidInputError
 
 KERNELS = ("gaussian", "laplacian", "matern12", "matern32", "matern52")
 SAMPLERS = ("mc", "antithetic", "orthogonal", "structured", "moment_matching", "qmc")
@@ -32,7 +34,7 @@ class RandomFourierFeatures(DenseFeaturesBase):
     Parameters
     ----------
     n_components : int, default=100
-        Output width ``D`` (>= 1; >= 2 for ``variant="cos_sin"``).
+        Output width ``D`` (>= 1).
     kernel : {"gaussian", "laplacian", "matern12", "matern32", "matern52"}, default="gaussian"
         With ``r = ||x - y||_2 / length_scale``: ``"gaussian"`` is
         ``exp(-r^2/2)`` (frequencies ``N(0, I / l^2)``); ``"laplacian"`` is
@@ -67,6 +69,10 @@ default="mc"
         ``sigma [cos(W x) | sin(W x)] / sqrt(m)`` (a trailing zero column
         when ``D`` is odd). ``"cos_bias"``: ``D`` frequencies and phases
         ``b ~ U[0, 2 pi)``, columns ``sigma sqrt(2 / D) cos(W x + b)``.
+        ``D = 1`` holds no cosine/sine pair: ``"cos_sin"`` then draws the
+        ``"cos_bias"`` feature ``sigma sqrt(2) cos(w . x + b)`` (one
+        frequency, one phase), whose estimate stays unbiased
+        (docs/math/fourier.rst, "Edge cases and cost").
     random_state : int, RandomState instance or None, default=None
         Seeds the draw of every random parameter.
     device : {"cpu", "gpu", "auto"}, default="cpu"
@@ -86,11 +92,13 @@ default="mc"
         The frequencies ``W`` (for ``"structured"``, formed for inspection;
         the transform uses ``sorf_signs_``).
     phases_ : ndarray of shape (n_frequencies,) or None
-        The ``cos_bias`` phases; ``None`` for ``cos_sin``.
+        The ``cos_bias`` phases; ``None`` for ``cos_sin`` with
+        ``n_components >= 2``.
     sorf_signs_ : ndarray of shape (3 * n_blocks, d_padded) or None
         The ``D1, D2, D3`` sign vectors of each SORF block; ``None`` otherwise.
     n_frequencies_ : int
-        ``m``: ``n_components // 2`` for ``cos_sin``, ``n_components`` for ``cos_bias``.
+        ``m``: ``n_components // 2`` for ``cos_sin``, ``n_components`` for
+        ``cos_bias`` and for ``n_components = 1``.
     scale_ : float
         The column scale ``sigma * sqrt(2 / D)`` or ``sigma / sqrt(m)``.
     n_features_in_ : int
@@ -312,6 +320,7 @@ def kernel_matrix(
     Parameters
     ----------
     X : array_like of shape (n, d)
+        Dense real data (float or integer dtype).
     Y : array_like of shape (n_y, d), optional
         Defaults to ``X``.
     kernel : str, default="gaussian"
@@ -322,13 +331,21 @@ def kernel_matrix(
     Returns
     -------
     ndarray of shape (n, n_y)
-    """
-    from .exceptions import InvalidInputError
 
-    if not (np.isfinite(length_scale) and length_scale > 0):
+    Raises
+    ------
+    InvalidDtypeError
+        If ``X`` or ``Y`` is a scipy.sparse matrix or holds no real numbers
+        (complex, bool, object, strings), or ``length_scale`` is not a real
+        number (a :class:`TypeError` naming the argument).
+    InvalidInputError
+        If ``X`` or ``Y`` is ragged or not 2-D, their widths differ, a value
+        is not finite, ``length_scale`` is not finite and > 0 or the kernel
+        is unknown (a :class:`ValueError`).
+    """
+    ls = real_scalar(length_scale, "length_scale")
+    if not (np.isfinite(ls) and ls > 0):
         raise InvalidInputError(f"`length_scale` must be a finite number > 0, got {length_scale}")
-    x = np.ascontiguousarray(X, dtype=np.float64)
-    y = x if Y is None else np.ascontiguousarray(Y, dtype=np.float64)
-    if x.ndim != 2 or y.ndim != 2:
-        raise InvalidInputError("`X` and `Y` must be 2-D")
-    return _core.kernel_matrix(x, y, kernel, float(length_scale))
+    x = real_array(X, "X", (2,))
+    y = x if Y is None else real_array(Y, "Y", (2,))
+    return _core.kernel_matrix(x, y, kernel, ls)

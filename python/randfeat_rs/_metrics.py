@@ -7,18 +7,13 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from .exceptions import InvalidInputError
+from ._validation import real_array
 
 __all__ = ["kl_divergence", "mean_nll", "relative_frobenius_error", "rmse"]
 
 
 def _vector(x: Any, name: str) -> np.ndarray:
-    arr = np.asarray(x, dtype=np.float64)
-    if arr.ndim == 0:
-        arr = arr.reshape(1)
-    if arr.ndim != 1:
-        raise InvalidInputError(f"`{name}` must be 1-D, got {arr.ndim}-D")
-    return np.ascontiguousarray(arr)
+    return real_array(x, name, (0, 1)).reshape(-1)
 
 
 def kl_divergence(mean_p: Any, var_p: Any, mean_q: Any, var_q: Any) -> float:
@@ -40,6 +35,15 @@ def kl_divergence(mean_p: Any, var_p: Any, mean_q: Any, var_q: Any) -> float:
     Returns
     -------
     float
+
+    Raises
+    ------
+    InvalidDtypeError
+        If an argument is a scipy.sparse matrix or holds no real numbers
+        (complex, bool, object, strings: a :class:`TypeError` naming it).
+    InvalidInputError
+        If an argument is ragged, has the wrong number of dimensions, the
+        lengths differ or a value is not finite (a :class:`ValueError`).
 
     Examples
     --------
@@ -67,6 +71,15 @@ def rmse(y_true: Any, y_pred: Any) -> float:
     Returns
     -------
     float
+
+    Raises
+    ------
+    InvalidDtypeError
+        If an argument is a scipy.sparse matrix or holds no real numbers
+        (complex, bool, object, strings: a :class:`TypeError` naming it).
+    InvalidInputError
+        If an argument is ragged, has the wrong number of dimensions, the
+        lengths differ or a value is not finite (a :class:`ValueError`).
     """
     return float(_core.rmse(_vector(y_true, "y_true"), _vector(y_pred, "y_pred")))
 
@@ -84,6 +97,15 @@ def mean_nll(y_true: Any, mean: Any, var: Any) -> float:
     Returns
     -------
     float
+
+    Raises
+    ------
+    InvalidDtypeError
+        If an argument is a scipy.sparse matrix or holds no real numbers
+        (complex, bool, object, strings: a :class:`TypeError` naming it).
+    InvalidInputError
+        If an argument is ragged, has the wrong number of dimensions, the
+        lengths differ or a value is not finite (a :class:`ValueError`).
     """
     return float(
         _core.mean_nll(_vector(y_true, "y_true"), _vector(mean, "mean"), _vector(var, "var"))
@@ -100,10 +122,16 @@ def relative_frobenius_error(K_approx: Any, K_exact: Any) -> float:
     Returns
     -------
     float
+
+    Raises
+    ------
+    InvalidDtypeError
+        If an argument is a scipy.sparse matrix or holds no real numbers
+        (complex, bool, object, strings: a :class:`TypeError` naming it).
+    InvalidInputError
+        If an argument is ragged, has the wrong number of dimensions, the
+        lengths differ or a value is not finite (a :class:`ValueError`).
     """
-    a = np.ascontiguousarray(np.asarray(K_approx, dtype=np.float64))
-    b = np.ascontiguousarray(np.asarray(K_exact, dtype=np.float64))
-    for name, m in (("K_approx", a), ("K_exact", b)):
-        if m.ndim != 2:
-            raise InvalidInputError(f"`{name}` must be 2-D, got {m.ndim}-D")
+    a = real_array(K_approx, "K_approx", (2,))
+    b = real_array(K_exact, "K_exact", (2,))
     return float(_core.relative_frobenius_error(a, b))

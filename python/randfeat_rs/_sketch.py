@@ -5,13 +5,12 @@ from __future__ import annotations
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
-import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
 from ._base import DenseFeaturesBase, map_param
-from .exceptions import InvalidInputError
+from ._validation import real_array
 
 SKETCHES = ("gaussian", "rademacher", "tensor_srht", "tensor_sketch")
 
@@ -30,7 +29,15 @@ class PolynomialSketch(DenseFeaturesBase):
     n_components : int
         Number of output columns D (>= 1; >= 2 with complex weights).
     degree : int, default=2
-        Kernel degree n >= 1.
+        Kernel degree ``1 <= n <= 32`` (``_core.MAX_POLYNOMIAL_DEGREE``).
+        Each feature is a product of ``n`` random projections of
+        ``x' = (sqrt(c), x / l)``, of magnitude about ``||x'||**n``, and the
+        relative variance of the estimate grows like ``3**n / D``
+        (docs/math/sketches.rst, "Variances"): at ``n = 32`` float32
+        features stay finite for ``||x'||**2 <= 16`` and a usable estimate
+        of dense inputs already needs about ``3**32`` features, so higher
+        degrees are refused. Scale the inputs (``length_scale``) so that
+        ``||x'||`` is about 1 for high degrees.
     bias : float, default=0.0
         Kernel bias c >= 0.
     length_scale : float, default=1.0
@@ -84,7 +91,7 @@ class PolynomialSketch(DenseFeaturesBase):
 
     _parameter_constraints: ClassVar[dict] = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "degree": [Interval(Integral, 1, None, closed="left")],
+        "degree": [Interval(Integral, 1, _core.MAX_POLYNOMIAL_DEGREE, closed="both")],
         "bias": [Interval(Real, 0, None, closed="left")],
         "length_scale": [Interval(Real, 0, None, closed="neither")],
         "sketch": [StrOptions(set(SKETCHES))],
@@ -175,9 +182,10 @@ def sketch_variance(
     Parameters
     ----------
     x, y : array_like of shape (d,)
-        The pair (converted to float64); finite.
+        The pair: real numbers (float or integer dtype, converted to
+        float64), finite.
     degree : int
-        Kernel degree >= 1.
+        Kernel degree ``1 <= degree <= 32`` (see :class:`PolynomialSketch`).
     n_components : int
         Output columns of the transformer (>= 1; >= 2 with complex weights).
     sketch : {"gaussian", "rademacher", "tensor_srht", "tensor_sketch"}
@@ -194,6 +202,15 @@ def sketch_variance(
     float
         The variance.
 
+    Raises
+    ------
+    InvalidDtypeError
+        If ``x`` or ``y`` is a scipy.sparse matrix or holds no real numbers
+        (complex, bool, object, strings; a :class:`TypeError` naming it).
+    InvalidInputError
+        If ``x`` or ``y`` is not 1-D or a parameter is out of range, such as
+        a degree above 32 (a :class:`ValueError`).
+
     Examples
     --------
     >>> from randfeat_rs import sketch_variance
@@ -201,10 +218,8 @@ def sketch_variance(
     ...                       sketch="rademacher"), 6)
     2.5
     """
-    xa = np.ascontiguousarray(x, dtype=np.float64)
-    ya = np.ascontiguousarray(y, dtype=np.float64)
-    if xa.ndim != 1 or ya.ndim != 1:
-        raise InvalidInputError("`x` and `y` must be 1-D arrays")
+    xa = real_array(x, "x", (1,))
+    ya = real_array(y, "y", (1,))
     return _core.sketch_variance(
         xa,
         ya,

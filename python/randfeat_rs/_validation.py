@@ -2,13 +2,41 @@
 
 from __future__ import annotations
 
+from numbers import Real
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 
 from .exceptions import InvalidDtypeError, InvalidInputError
 
 FLOAT_DTYPES = (np.float64, np.float32)
+
+#: The dtype kinds that hold real numbers: floats, signed and unsigned
+#: integers. Complex (``"c"``), bool (``"b"``), object, strings, bytes,
+#: datetimes and structured dtypes hold no real number to compute with.
+_REAL_KINDS = "fiu"
+
+
+def _dense(x: Any, name: str) -> np.ndarray:
+    """``np.asarray(x)``, refusing sparse matrices and ragged sequences by name."""
+    if scipy.sparse.issparse(x):
+        raise InvalidDtypeError(
+            f"`{name}` must be a dense array, got a scipy.sparse {type(x).__name__}; "
+            "convert it with `.toarray()`"
+        )
+    try:
+        return np.asarray(x)
+    except (ValueError, TypeError) as e:
+        raise InvalidInputError(
+            f"`{name}` must be an array of numbers (a rectangular nested sequence): {e}"
+        ) from None
+
+
+def _check_ndim(arr: np.ndarray, name: str, ndims: tuple[int, ...]) -> None:
+    if arr.ndim not in ndims:
+        expected = " or ".join(f"{d}-D" for d in ndims)
+        raise InvalidInputError(f"`{name}` must be {expected}, got {arr.ndim}-D")
 
 
 def float_array(x: Any, name: str, ndims: tuple[int, ...] = (1, 2)) -> np.ndarray:
@@ -17,17 +45,55 @@ def float_array(x: Any, name: str, ndims: tuple[int, ...] = (1, 2)) -> np.ndarra
     Raises
     ------
     InvalidDtypeError
-        If the dtype is not float32 or float64.
+        If ``x`` is a scipy.sparse matrix or its dtype is not float32 or
+        float64 (a :class:`TypeError`).
     InvalidInputError
-        If the number of dimensions is not one of ``ndims``.
+        If ``x`` is ragged or the number of dimensions is not one of ``ndims``.
     """
-    arr = np.asarray(x)
+    arr = _dense(x, name)
     if arr.dtype not in FLOAT_DTYPES:
         raise InvalidDtypeError(f"`{name}` must have dtype float32 or float64, got {arr.dtype}")
-    if arr.ndim not in ndims:
-        expected = " or ".join(f"{d}-D" for d in ndims)
-        raise InvalidInputError(f"`{name}` must be {expected}, got {arr.ndim}-D")
+    _check_ndim(arr, name, ndims)
     return arr
+
+
+def real_array(x: Any, name: str, ndims: tuple[int, ...] = (1, 2)) -> np.ndarray:
+    """Return ``x`` as a C-contiguous float64 ndarray, refusing non-real data.
+
+    Floating and integer dtypes are converted (without a copy when ``x`` is
+    already C-contiguous float64); every other dtype is refused instead of
+    being cast, so complex data is never silently truncated to its real part.
+
+    Raises
+    ------
+    InvalidDtypeError
+        If ``x`` is a scipy.sparse matrix, or its dtype is complex, bool,
+        object, a string or any other dtype without real numbers (a
+        :class:`TypeError` naming the argument).
+    InvalidInputError
+        If ``x`` is ragged or the number of dimensions is not one of ``ndims``.
+    """
+    arr = _dense(x, name)
+    if arr.dtype.kind not in _REAL_KINDS:
+        raise InvalidDtypeError(
+            f"`{name}` must hold real numbers (a float or integer dtype), got dtype {arr.dtype}"
+        )
+    _check_ndim(arr, name, ndims)
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
+def real_scalar(v: Any, name: str) -> float:
+    """Return the real number ``v`` as a float.
+
+    Raises
+    ------
+    InvalidDtypeError
+        If ``v`` is not a real number (a string, complex, bool, None, an
+        array...; a :class:`TypeError` naming the argument).
+    """
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, Real):
+        raise InvalidDtypeError(f"`{name}` must be a real number, got {type(v).__name__} {v!r}")
+    return float(v)
 
 
 def seed_from_random_state(random_state: Any) -> int:

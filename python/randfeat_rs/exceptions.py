@@ -27,7 +27,9 @@ class InvalidInputError(RandfeatError, ValueError):
 
 
 class InvalidDtypeError(RandfeatError, TypeError):
-    """An array has a dtype the function does not accept."""
+    """An argument has a type or dtype the function does not accept (complex
+    or other non-real data, a scipy.sparse matrix where a dense array is
+    needed, a string where a number is needed)."""
 
 
 class NotPositiveDefiniteError(RandfeatError, ValueError):

@@ -33,7 +33,8 @@ pub enum Variant {
     /// `φ_j(x) = σ √(2/D) cos(w_jᵀx + b_j)`, `D` frequencies, phases `b_j ~ U[0, 2π)`.
     CosBias,
     /// `φ(x) = σ [cos(Wx) | sin(Wx) | (0)] / √m`, `m = ⌊D/2⌋` frequencies;
-    /// odd `D` gets a trailing zero column.
+    /// odd `D` gets a trailing zero column. `D = 1` has no frequency pair
+    /// and is drawn as `CosBias` (see [`Variant::for_width`]).
     CosSin,
 }
 
@@ -50,6 +51,19 @@ impl Variant {
                 "variant",
                 format!("unknown variant {name:?}; expected one of {VARIANT_NAMES:?}"),
             )),
+        }
+    }
+
+    /// The variant that is drawn for `n_components = D` columns: itself,
+    /// except `CosSin` with `D = 1`, which has no cosine/sine pair to fill
+    /// and becomes the one unbiased feature `σ √2 cos(wᵀx + b)` of
+    /// `CosBias` (`docs/math/fourier.rst`, "Edge cases and cost"). With `D ≥ 2`
+    /// `CosSin` keeps `⌊D/2⌋ ≥ 1` pairs, whose estimate is unbiased, and the
+    /// zero column of an odd `D` adds nothing to it.
+    pub fn for_width(self, n_components: usize) -> Self {
+        match self {
+            Variant::CosSin if n_components == 1 => Variant::CosBias,
+            v => v,
         }
     }
 
@@ -136,29 +150,14 @@ impl FourierConfig {
                 "X must have at least one column",
             ));
         }
-        let min = match self.variant {
-            Variant::CosBias => 1,
-            Variant::CosSin => 2,
-        };
-        if self.n_components < min {
-            return Err(Error::invalid(
-                "n_components",
-                format!(
-                    "must be >= {min} for variant {:?}, got {}",
-                    variant_name(self.variant),
-                    self.n_components
-                ),
-            ));
+        if self.n_components == 0 {
+            return Err(Error::invalid("n_components", "must be >= 1, got 0"));
         }
-        let m = self.variant.n_frequencies(self.n_components);
+        let m = self
+            .variant
+            .for_width(self.n_components)
+            .n_frequencies(self.n_components);
         self.sampler.check(self.kernel, m, n_features)
-    }
-}
-
-fn variant_name(v: Variant) -> &'static str {
-    match v {
-        Variant::CosBias => "cos_bias",
-        Variant::CosSin => "cos_sin",
     }
 }
 
@@ -248,8 +247,9 @@ impl FourierFeatures {
     pub fn fit(config: &FourierConfig, n_features: usize, seed: u64) -> Result<Self> {
         config.validate(n_features)?;
         let (d, l, kernel) = (n_features, config.length_scale, config.kernel);
-        let m = config.variant.n_frequencies(config.n_components);
-        let with_phase = config.variant == Variant::CosBias;
+        let variant = config.variant.for_width(config.n_components);
+        let m = variant.n_frequencies(config.n_components);
+        let with_phase = variant == Variant::CosBias;
         let mut rng = substream(seed, 0);
         let mut qmc_phases = None;
         let projection = match config.sampler {
@@ -300,7 +300,7 @@ impl FourierFeatures {
         Self::from_parts(
             projection,
             phases,
-            config.variant,
+            variant,
             config.n_components,
             config.kernel_variance,
         )

@@ -109,6 +109,21 @@ fn plain_rff_unbiased_with_closed_form_variances() {
 }
 
 #[test]
+fn cos_sin_of_width_one_is_the_unbiased_cos_bias_feature() {
+    // docs/math/fourier.rst, "Edge cases and cost": no cosine/sine pair fits
+    // in one column, so the map is the cos_bias one, `σ √2 cos(wᵀx + b)`.
+    let one = config(1, Kernel::Gaussian, Sampler::Mc, Variant::CosSin);
+    let bias = config(1, Kernel::Gaussian, Sampler::Mc, Variant::CosBias);
+    let map = FourierFeatures::fit(&one, 3, 7).unwrap();
+    assert_eq!(map, FourierFeatures::fit(&bias, 3, 7).unwrap());
+    assert_eq!((map.variant, map.n_frequencies()), (Variant::CosBias, 1));
+    // Unbiased, with the cos_bias variance (1 + k⁴/2 − k²)/D at D = 1.
+    let k2 = K_ORACLE * K_ORACLE;
+    let (re, _) = estimates(&one, 20_000, 3_000_000);
+    assert_mean_var(&re, Some(K_ORACLE), 1.0 + 0.5 * k2 * k2 - k2, "cos_sin D=1");
+}
+
+#[test]
 fn antithetic_oracle_and_identity() {
     let k2 = K_ORACLE * K_ORACLE;
     let cfg = config(8, Kernel::Gaussian, Sampler::Antithetic, Variant::CosSin);
@@ -384,7 +399,7 @@ fn bad_inputs_are_errors() {
         ),
         (
             FourierConfig {
-                n_components: 1,
+                n_components: 0,
                 ..good.clone()
             },
             "n_components",

@@ -11,7 +11,9 @@ use super::ffi;
 use crate::error::Error;
 use crate::sketch::estimates::pair_estimates;
 use crate::sketch::variance::polynomial_kernel_variance;
-use crate::sketch::{sketch_features_for, PolySketch, SketchKind, SketchParams};
+use crate::sketch::{
+    check_degree, sketch_features_for, PolySketch, SketchKind, SketchParams, MAX_DEGREE,
+};
 
 /// The random parameters of `sketch` as a dict of NumPy arrays: "weights"
 /// (`degree x features x dim`) of the dense sketches, "sign_codes" and
@@ -74,10 +76,11 @@ fn count(py: Python<'_>, name: &'static str, v: i64, min: i64) -> PyResult<usize
     usize::try_from(v).map_err(|_| ffi::to_pyerr(py, Error::invalid(name, "too large")))
 }
 
-/// The kernel degree argument (`>= 1`).
+/// The kernel degree argument (`1 ..= MAX_DEGREE`, [`check_degree`]).
 fn degree(py: Python<'_>, v: i64) -> PyResult<u32> {
-    let d = count(py, "degree", v, 1)?;
-    u32::try_from(d).map_err(|_| ffi::to_pyerr(py, Error::invalid("degree", "too large")))
+    let d = u32::try_from(count(py, "degree", v, 1)?).unwrap_or(u32::MAX);
+    ffi::map_result(py, check_degree(d))?;
+    Ok(d)
 }
 
 /// The sketch kind and its number of features for `n_components` real
@@ -169,6 +172,7 @@ fn _sketch_estimates<'py>(
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("MAX_POLYNOMIAL_DEGREE", MAX_DEGREE)?;
     m.add_function(wrap_pyfunction!(sketch_variance, m)?)?;
     m.add_function(wrap_pyfunction!(_sketch_estimates, m)?)?;
     Ok(())

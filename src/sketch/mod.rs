@@ -387,6 +387,35 @@ pub fn check_kernel_params(bias: f64, length_scale: f64) -> Result<()> {
     Ok(())
 }
 
+/// The largest degree `n` of the polynomial kernel `(xᵀy/l² + c)^n` that
+/// [`PolynomialFeatures::draw`] and [`variance::polynomial_kernel_variance`]
+/// accept.
+///
+/// Each feature is a product of `n` random projections of `x' = (√c, x/l)`,
+/// of magnitude about `‖x'‖ⁿ`, and the relative variance of the estimate
+/// grows like `3ⁿ / D` for the dense sketches (`docs/math/sketches.rst`,
+/// "Variances"). At `n = 32` the features of float32 data stay finite for
+/// `‖x'‖² ≤ 16` (`16³² = 2¹²⁸` is the float32 range), and a relative
+/// standard deviation of 1 already takes `D ≈ 3³² ≈ 2·10¹⁵` features for
+/// dense inputs: higher degrees overflow or cannot be estimated.
+pub const MAX_DEGREE: u32 = 32;
+
+/// Checks the degree `n` of the polynomial kernel: `1 ≤ n ≤` [`MAX_DEGREE`].
+pub fn check_degree(degree: u32) -> Result<()> {
+    if degree == 0 || degree > MAX_DEGREE {
+        return Err(Error::invalid(
+            "degree",
+            format!(
+                "must be between 1 and {MAX_DEGREE}, got {degree}: the features are products of \
+                 `degree` projections, so higher degrees overflow the float range (the \
+                 kernel's own value is (x.y/l^2 + c)^degree) and their variance grows like \
+                 3^degree / n_components; scale the inputs or lower the degree"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The sketch input dimension for `d` input columns: `d + 1` when the bias
 /// coordinate `√c` is prepended (`c > 0`, `docs/math/sketches.rst`, "Target
 /// kernels"), else `d`.

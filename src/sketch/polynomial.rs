@@ -7,7 +7,10 @@
 
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2};
 
-use super::{augmented_dim, check_kernel_params, polynomial_features_into, PolySketch, SketchKind};
+use super::{
+    augmented_dim, check_degree, check_kernel_params, polynomial_features_into, PolySketch,
+    SketchKind,
+};
 use crate::error::{Error, Result};
 use crate::real::Real;
 use crate::threads::Parallelism;
@@ -94,9 +97,11 @@ impl PolynomialFeatures {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for invalid settings (see
-    /// [`sketch_features_for`], [`PolySketch::draw`] and [`Self::new`]).
+    /// [`sketch_features_for`], [`super::check_degree`],
+    /// [`PolySketch::draw`] and [`Self::new`]).
     pub fn draw(config: &PolynomialConfig, n_features_in: usize, seed: u64) -> Result<Self> {
         let n_features = sketch_features_for(config.n_components, config.complex)?;
+        check_degree(config.degree)?;
         check_kernel_params(config.bias, config.length_scale)?;
         let sketch = PolySketch::draw(
             config.sketch,

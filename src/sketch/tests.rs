@@ -513,3 +513,33 @@ fn polynomial_features_are_the_augmented_sketch_then_zero_columns() {
         Err(Error::ShapeMismatch { .. })
     ));
 }
+
+#[test]
+fn degree_above_the_bound_is_refused() {
+    let cfg = |degree| PolynomialConfig {
+        n_components: 8,
+        degree,
+        bias: 0.0,
+        length_scale: 1.0,
+        sketch: SketchKind::Gaussian,
+        complex: false,
+    };
+    assert!(PolynomialFeatures::draw(&cfg(MAX_DEGREE), 3, 0).is_ok());
+    for degree in [0, MAX_DEGREE + 1, u32::MAX] {
+        let e = PolynomialFeatures::draw(&cfg(degree), 3, 0).unwrap_err();
+        assert!(e.to_string().contains("degree"), "{e}");
+        let (x, y) = ([1.0, 0.5], [0.5, 1.0]);
+        let e = super::variance::polynomial_kernel_variance(
+            SketchKind::Gaussian,
+            false,
+            degree,
+            8,
+            &x,
+            &y,
+            0.0,
+            1.0,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("degree"), "{e}");
+    }
+}

@@ -192,8 +192,8 @@ pub fn sketch_variance(
 /// (`docs/math/sketches.rst`, "Target kernels" and "Variances") by a sketch
 /// with `n_features` (real or complex) features: the pair statistics are those
 /// of the augmented vectors `(√c, x/l)`, and `d'` is the padded augmented
-/// dimension. Errors: lengths differ, NaN or infinite entries, bad bias or
-/// length scale, and those of
+/// dimension. Errors: lengths differ, NaN or infinite entries, a degree
+/// outside `1..=`[`super::MAX_DEGREE`], bad bias or length scale, and those of
 /// [`sketch_variance`].
 #[allow(clippy::too_many_arguments)]
 pub fn polynomial_kernel_variance(
@@ -213,6 +213,7 @@ pub fn polynomial_kernel_variance(
             got: y.len(),
         });
     }
+    super::check_degree(degree)?;
     super::check_kernel_params(bias, length_scale)?;
     if x.iter().any(|v| !v.is_finite()) {
         return Err(Error::NonFinite { name: "x" });

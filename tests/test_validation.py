@@ -1,0 +1,128 @@
+"""Every public function refuses what it cannot compute with, by name.
+
+Complex data is never truncated to its real part, non-real dtypes (bool,
+object, strings, datetimes) and scipy.sparse matrices get a TypeError that
+names the argument, and non-numbers where numbers are expected say what was
+expected.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+import scipy.sparse
+
+import randfeat_rs as rf
+from randfeat_rs import InvalidDtypeError, InvalidInputError
+
+RNG = np.random.default_rng(0)
+M = RNG.standard_normal((4, 3))
+V = RNG.standard_normal(4)
+VAR = 1.0 + RNG.random(4)
+K = rf.kernel_matrix(M)
+
+# (function, its valid keyword arguments, the array arguments to spoil).
+CALLS: list[tuple[Callable[..., Any], dict[str, Any]]] = [
+    (lambda X, Y: rf.kernel_matrix(X, Y), {"X": M, "Y": M}),
+    (rf.rmse, {"y_true": V, "y_pred": V}),
+    (rf.mean_nll, {"y_true": V, "mean": V, "var": VAR}),
+    (rf.kl_divergence, {"mean_p": V, "var_p": VAR, "mean_q": V, "var_q": VAR}),
+    (rf.relative_frobenius_error, {"K_approx": K, "K_exact": K}),
+    (
+        lambda x, y: rf.sketch_variance(x, y, degree=2, n_components=8, sketch="gaussian"),
+        {"x": V, "y": V},
+    ),
+    (lambda x: rf.fwht(x), {"x": V}),
+]
+CASES = [(f, kw, name) for f, kw in CALLS for name in kw]
+IDS = [f"{getattr(f, '__name__', 'fn')}-{name}" for f, _, name in CASES]
+
+
+def _spoiled(kw: dict[str, Any], name: str, value: Any) -> dict[str, Any]:
+    return {**kw, name: value}
+
+
+def test_public_functions_are_covered() -> None:
+    """Every module-level function of ``__all__`` that takes data is listed above."""
+    functions = {
+        n for n in rf.__all__ if callable(getattr(rf, n)) and not isinstance(getattr(rf, n), type)
+    }
+    without_data = {"get_num_threads", "gpu_info", "set_num_threads"}
+    covered = {
+        "kernel_matrix",
+        "rmse",
+        "mean_nll",
+        "kl_divergence",
+        "relative_frobenius_error",
+        "sketch_variance",
+        "fwht",
+    }
+    assert functions == covered | without_data
+
+
+@pytest.mark.parametrize(("f", "kw", "name"), CASES, ids=IDS)
+def test_valid_call_runs(f: Callable[..., Any], kw: dict[str, Any], name: str) -> None:
+    f(**kw)
+
+
+@pytest.mark.parametrize(("f", "kw", "name"), CASES, ids=IDS)
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda a: a + 1j,
+        lambda a: a.astype(np.complex64),
+        lambda a: a > 0,
+        lambda a: a.astype(object),
+        lambda a: a.astype(str),
+        lambda a: np.zeros(a.shape, dtype="datetime64[s]"),
+    ],
+    ids=["complex128", "complex64", "bool", "object", "str", "datetime"],
+)
+def test_non_real_dtype_is_a_type_error_naming_the_argument(
+    f: Callable[..., Any], kw: dict[str, Any], name: str, spoil: Callable[[Any], Any]
+) -> None:
+    with pytest.raises(InvalidDtypeError, match=f"`{name}`"):
+        f(**_spoiled(kw, name, spoil(kw[name])))
+
+
+def test_complex_is_not_truncated() -> None:
+    """The defect that was: ``rmse(y + 1j, y)`` returned 0.0."""
+    with pytest.raises(TypeError, match=r"`y_true`.*complex128"):
+        rf.rmse(V + 1j, V)
+
+
+@pytest.mark.parametrize(("f", "kw", "name"), CASES, ids=IDS)
+def test_sparse_is_refused_with_what_was_expected(
+    f: Callable[..., Any], kw: dict[str, Any], name: str
+) -> None:
+    arr = np.atleast_2d(kw[name])
+    with pytest.raises(InvalidDtypeError, match=rf"`{name}` must be a dense array.*toarray"):
+        f(**_spoiled(kw, name, scipy.sparse.csr_matrix(arr)))
+
+
+@pytest.mark.parametrize(("f", "kw", "name"), CASES, ids=IDS)
+def test_ragged_is_refused_by_name(f: Callable[..., Any], kw: dict[str, Any], name: str) -> None:
+    with pytest.raises(InvalidInputError, match=f"`{name}` must be an array of numbers"):
+        f(**_spoiled(kw, name, [[1.0, 2.0], [3.0]]))
+
+
+@pytest.mark.parametrize("value", ["abc", None, 1j, True, [1.0]])
+def test_kernel_matrix_length_scale_must_be_a_real_number(value: Any) -> None:
+    with pytest.raises(InvalidDtypeError, match="`length_scale` must be a real number"):
+        rf.kernel_matrix(M, length_scale=value)
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, np.inf, np.nan])
+def test_kernel_matrix_length_scale_range(value: float) -> None:
+    with pytest.raises(InvalidInputError, match="`length_scale` must be a finite number > 0"):
+        rf.kernel_matrix(M, length_scale=value)
+
+
+def test_integer_data_is_accepted_as_real() -> None:
+    """Integer dtypes hold real numbers: converted, not refused."""
+    xi = np.arange(6).reshape(3, 2)
+    np.testing.assert_array_equal(rf.kernel_matrix(xi), rf.kernel_matrix(xi.astype(float)))
+    assert rf.rmse(np.array([0, 0]), np.array([3, 4])) == pytest.approx(np.sqrt(12.5))
+    assert rf.kernel_matrix(M, length_scale=np.float32(2.0)).shape == (4, 4)
