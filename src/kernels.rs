@@ -1,7 +1,10 @@
 //! Stationary kernels and their spectral densities (ALGORITHMS.md 5.1), and
 //! exact kernel matrices ([`kernel_matrix`]). The random Fourier features
 //! ([`crate::fourier`]) sample the spectral densities; the Nyström features
-//! ([`crate::nystroem`]) evaluate the kernels.
+//! ([`crate::nystroem`]) evaluate the kernels; the GP models differentiate
+//! them in the length scale(s) and the inputs ([`Kernel::profile_slope`],
+//! [`Kernel::distance_slope`]; per-dimension length scales through
+//! [`Kernel::distance`] of scaled inputs).
 //!
 //! Every kernel is normalized, `k(0) = 1`; the kernel variance `σ²` scales it
 //! (features are multiplied by `σ`). With `l` the length scale and
@@ -112,6 +115,77 @@ impl Kernel {
         matches!(self, Kernel::Laplacian)
     }
 
+    /// The kernel's distance `ρ` of already scaled inputs `u = x/l`,
+    /// `w = y/l` (per-dimension length scales allowed): `Σ_a (u_a − w_a)²`
+    /// for the Euclidean kernels, `Σ_a |u_a − w_a|` for the Laplacian, so
+    /// that `k = profile(ρ)`.
+    pub fn distance(self, u: &[f64], w: &[f64]) -> f64 {
+        if self.uses_l1() {
+            u.iter().zip(w).map(|(a, b)| (a - b).abs()).sum()
+        } else {
+            u.iter().zip(w).map(|(a, b)| (a - b) * (a - b)).sum()
+        }
+    }
+
+    /// `ψ(ρ) = −dκ/dρ`, the slope of [`Kernel::profile`] `κ` in the
+    /// distance `ρ` it takes, with `r = √ρ` for the Euclidean kernels:
+    ///
+    /// | kernel | `κ(ρ)` | `ψ(ρ)` |
+    /// |---|---|---|
+    /// | `gaussian` | `exp(−ρ/2)` | `exp(−ρ/2)/2` |
+    /// | `laplacian` | `exp(−ρ)` | `exp(−ρ)` |
+    /// | `matern12` | `exp(−r)` | `exp(−r)/(2r)` |
+    /// | `matern32` | `(1 + √3 r) exp(−√3 r)` | `(3/2) exp(−√3 r)` |
+    /// | `matern52` | `(1 + √5 r + 5r²/3) exp(−√5 r)` | `(5/6)(1 + √5 r) exp(−√5 r)` |
+    ///
+    /// With `δ = (x − y)/l` and [`Kernel::distance_slope`] `e'(δ_a)` (the
+    /// derivative of the distance's per-dimension term `e(δ_a)`, `δ_a²` or
+    /// `|δ_a|`), the derivatives of `k(x, y) = κ(ρ)` are
+    ///
+    /// `∂k/∂ln l_a = ψ(ρ) δ_a e'(δ_a)` and `∂k/∂y_a = −∂k/∂x_a = ψ(ρ) e'(δ_a) / l_a`
+    ///
+    /// (one shared length scale: the sum over `a` of the first). Matérn 1/2
+    /// has no derivative at `ρ = 0`, where `ψ` is infinite; there this
+    /// returns 0, the limit of `ψ δ_a e'(δ_a)` (and a subgradient in the
+    /// inputs).
+    pub fn profile_slope(self, dist: f64) -> f64 {
+        match self {
+            Kernel::Gaussian => 0.5 * (-0.5 * dist).exp(),
+            Kernel::Laplacian => (-dist).exp(),
+            Kernel::Matern12 => {
+                if dist > 0.0 {
+                    let r = dist.sqrt();
+                    (-r).exp() / (2.0 * r)
+                } else {
+                    0.0
+                }
+            }
+            Kernel::Matern32 => 1.5 * (-(3.0 * dist).sqrt()).exp(),
+            Kernel::Matern52 => {
+                let a = (5.0 * dist).sqrt();
+                5.0 / 6.0 * (1.0 + a) * (-a).exp()
+            }
+        }
+    }
+
+    /// `e'(δ)`, the derivative of the per-dimension term of
+    /// [`Kernel::distance`] in the scaled difference `δ`: `2δ` for the
+    /// Euclidean kernels, `sign(δ)` (0 at 0) for the Laplacian. See
+    /// [`Kernel::profile_slope`].
+    pub fn distance_slope(self, delta: f64) -> f64 {
+        if self.uses_l1() {
+            if delta > 0.0 {
+                1.0
+            } else if delta < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }
+        } else {
+            2.0 * delta
+        }
+    }
+
     /// The normalized kernel `k(x, y)` with length scale `l`.
     pub fn eval(self, x: &[f64], y: &[f64], l: f64) -> f64 {
         let dist = if self.uses_l1() {
@@ -194,5 +268,82 @@ pub(crate) fn kernel_block(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [Kernel; 5] = [
+        Kernel::Gaussian,
+        Kernel::Laplacian,
+        Kernel::Matern12,
+        Kernel::Matern32,
+        Kernel::Matern52,
+    ];
+
+    /// `k(x, y)` with one length scale per dimension, through
+    /// [`Kernel::distance`] of the scaled inputs.
+    fn k_ard(kernel: Kernel, x: &[f64], y: &[f64], l: &[f64]) -> f64 {
+        let u: Vec<f64> = x.iter().zip(l).map(|(a, s)| a / s).collect();
+        let w: Vec<f64> = y.iter().zip(l).map(|(a, s)| a / s).collect();
+        kernel.profile(kernel.distance(&u, &w))
+    }
+
+    #[test]
+    fn distance_of_scaled_inputs_is_eval() {
+        let (x, y) = ([0.3, -1.2, 0.7], [1.1, 0.4, -0.2]);
+        for kernel in ALL {
+            let l = 0.8;
+            assert!(
+                (k_ard(kernel, &x, &y, &[l; 3]) - kernel.eval(&x, &y, l)).abs() < 1e-15,
+                "{kernel:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn slopes_match_central_differences() {
+        // Derivatives in ln l_a and y_a of the ARD kernel against central
+        // differences (step h: truncation O(h²) ~ 1e-10, rounding ~1e-16/h).
+        let x = [0.3, -1.2, 0.7];
+        let y = [1.1, 0.4, -0.2];
+        let l = [0.8, 1.7, 0.6];
+        let h = 1e-5_f64;
+        for kernel in ALL {
+            let u: Vec<f64> = x.iter().zip(&l).map(|(a, s)| a / s).collect();
+            let w: Vec<f64> = y.iter().zip(&l).map(|(a, s)| a / s).collect();
+            let psi = kernel.profile_slope(kernel.distance(&u, &w));
+            for a in 0..3 {
+                let delta = u[a] - w[a];
+                let e1 = kernel.distance_slope(delta);
+                let (mut lp, mut lm) = (l, l);
+                lp[a] *= h.exp();
+                lm[a] *= (-h).exp();
+                let fd = (k_ard(kernel, &x, &y, &lp) - k_ard(kernel, &x, &y, &lm)) / (2.0 * h);
+                let an = psi * delta * e1;
+                assert!((fd - an).abs() < 1e-9, "{kernel:?} ln l_{a}: {fd} vs {an}");
+                let (mut yp, mut ym) = (y, y);
+                yp[a] += h;
+                ym[a] -= h;
+                let fd = (k_ard(kernel, &x, &yp, &l) - k_ard(kernel, &x, &ym, &l)) / (2.0 * h);
+                let an = psi * e1 / l[a];
+                assert!((fd - an).abs() < 1e-9, "{kernel:?} y_{a}: {fd} vs {an}");
+            }
+        }
+    }
+
+    #[test]
+    fn slope_at_zero_distance() {
+        // Smooth kernels: ψ(0) = −κ'(0); Matérn 1/2 reports 0 (see the docs).
+        assert_eq!(Kernel::Gaussian.profile_slope(0.0), 0.5);
+        assert_eq!(Kernel::Laplacian.profile_slope(0.0), 1.0);
+        assert_eq!(Kernel::Matern12.profile_slope(0.0), 0.0);
+        assert_eq!(Kernel::Matern32.profile_slope(0.0), 1.5);
+        assert_eq!(Kernel::Matern52.profile_slope(0.0), 5.0 / 6.0);
+        assert_eq!(Kernel::Laplacian.distance_slope(0.0), 0.0);
+        assert_eq!(Kernel::Laplacian.distance_slope(-0.1), -1.0);
+        assert_eq!(Kernel::Gaussian.distance_slope(-0.1), -0.2);
     }
 }
