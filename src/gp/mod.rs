@@ -4,7 +4,8 @@
 //! from the mergeable sufficient statistics of [`crate::stats`]
 //! ([`features`]); the metrics of 7.3 ([`metrics`]); and the localized
 //! Maclaurin GP of section 8 ([`localized`], with the farthest-point
-//! clustering of 8.2 in `cluster`).
+//! clustering of 8.2 in `cluster`); and the sparse GP with inducing inputs,
+//! VFE or FITC ([`sparse`]).
 //!
 //! Every model has zero prior mean on targets centered by their training
 //! mean; predictions add the mean back (ALGORITHMS.md 7).
@@ -15,11 +16,13 @@ pub mod features;
 pub mod localized;
 pub mod metrics;
 pub mod optimize;
+pub mod sparse;
 
 pub use exact::{ExactGp, GaussianKernel, LmlEval};
 pub use features::FeatureGp;
 pub use localized::{LocalizedConfig, LocalizedMaclaurinGp};
 pub use optimize::{ExactGpConfig, Hyper};
+pub use sparse::SparseGp;
 
 pub(crate) use crate::error::check_finite;
 use crate::error::{Error, Result};
