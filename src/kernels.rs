@@ -25,12 +25,14 @@
 //! exponential kernel in the Euclidean norm; `laplacian` uses the `ℓ1`
 //! norm, whose density factorizes over coordinates.
 
-use ndarray::{Array2, ArrayView2, ArrayViewMut2};
+use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2, Axis};
 use rand::Rng;
 use rand_distr::{ChiSquared, Distribution, Open01, StandardNormal};
+use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::linalg::gemm;
+use crate::threads::Parallelism;
 
 /// A normalized stationary kernel (see the module table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -239,6 +241,118 @@ impl Kernel {
                 out.iter_mut().for_each(|o| *o *= f);
             }
         }
+    }
+}
+
+/// A kernel of the module table with its hyperparameters:
+/// `k(x, y) = σ² κ(ρ)`, `ρ` the kernel's distance ([`Kernel::distance`]) of
+/// the inputs divided by one length scale (`length_scale.len() == 1`) or by
+/// one per dimension (ARD, `length_scale.len() == d`). With `δ = (x − y)/l`
+/// its derivatives are `∂k/∂ln l_a = σ² ψ(ρ) δ_a e'(δ_a)` and
+/// `∂k/∂ln σ² = k` ([`Kernel::profile_slope`], [`Kernel::distance_slope`]).
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct StationaryKernel {
+    /// The normalized kernel `κ`.
+    pub kernel: Kernel,
+    /// Length scales: one value, or one per input dimension.
+    pub length_scale: Vec<f64>,
+    /// The kernel (signal) variance `σ²`.
+    pub variance: f64,
+}
+
+impl StationaryKernel {
+    /// The Gaussian kernel with these hyperparameters.
+    pub fn gaussian(length_scale: Vec<f64>, variance: f64) -> Self {
+        Self {
+            kernel: Kernel::Gaussian,
+            length_scale,
+            variance,
+        }
+    }
+
+    /// Checks the parameters against an input dimension `d`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `length_scale` (a count other than
+    /// 1 or `d`, or a value that is not finite and `> 0`) or
+    /// `kernel_variance`.
+    pub fn validate(&self, d: usize) -> Result<()> {
+        let k = self.length_scale.len();
+        if k != 1 && k != d {
+            return Err(Error::invalid(
+                "length_scale",
+                format!("needs 1 value or one per input dimension ({d}), got {k}"),
+            ));
+        }
+        let positive = |name: &'static str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(Error::invalid(
+                    name,
+                    format!("must be finite and > 0, got {v}"),
+                ))
+            }
+        };
+        for &l in &self.length_scale {
+            positive("length_scale", l)?;
+        }
+        positive("kernel_variance", self.variance)
+    }
+
+    /// The length scale of dimension `a`.
+    pub fn length_scale_of(&self, a: usize) -> f64 {
+        self.length_scale[if self.length_scale.len() == 1 { 0 } else { a }]
+    }
+
+    /// The input divided by the length scale(s): `u = x / l`.
+    pub fn scale(&self, x: ArrayView2<'_, f64>) -> Array2<f64> {
+        let inv: Vec<f64> = (0..x.ncols())
+            .map(|a| 1.0 / self.length_scale_of(a))
+            .collect();
+        let mut u = x.to_owned();
+        for mut row in u.rows_mut() {
+            for (v, s) in row.iter_mut().zip(&inv) {
+                *v *= s;
+            }
+        }
+        u
+    }
+
+    /// The cross-covariance `k(A, B)` (`|A| × |B|`, row-major), computed
+    /// pairwise from the scaled inputs (no `‖a‖² + ‖b‖² − 2aᵀb`
+    /// cancellation), rows in parallel.
+    pub fn cross(
+        &self,
+        a: ArrayView2<'_, f64>,
+        b: ArrayView2<'_, f64>,
+        par: Parallelism,
+    ) -> Array2<f64> {
+        let ua = self.scale(a);
+        let ub = self.scale(b);
+        let (kernel, variance) = (self.kernel, self.variance);
+        let mut k = Array2::<f64>::zeros((ua.nrows(), ub.nrows()));
+        let fill = |(mut row, ui): (ArrayViewMut1<'_, f64>, ArrayView1<'_, f64>)| {
+            for (kj, vj) in row.iter_mut().zip(ub.rows()) {
+                let rho = match (ui.as_slice(), vj.as_slice()) {
+                    (Some(p), Some(q)) => kernel.distance(p, q),
+                    _ => kernel.distance(&ui.to_vec(), &vj.to_vec()),
+                };
+                *kj = variance * kernel.profile(rho);
+            }
+        };
+        if par.is_parallel() {
+            k.axis_iter_mut(Axis(0))
+                .into_par_iter()
+                .zip(ua.axis_iter(Axis(0)))
+                .for_each(fill);
+        } else {
+            k.axis_iter_mut(Axis(0))
+                .zip(ua.axis_iter(Axis(0)))
+                .for_each(fill);
+        }
+        k
     }
 }
 

@@ -9,10 +9,11 @@ use serde::Serialize;
 
 use crate::feature_map::{self, AnyFeatureMap, FeatureMap};
 use crate::fourier::{FourierConfig, FourierFeatures, Sampler, Variant};
-use crate::gp::exact::{ExactGp, GaussianKernel};
+use crate::gp::exact::ExactGp;
 use crate::gp::{FeatureGp, LocalizedConfig, LocalizedMaclaurinGp};
 use crate::gpu::Device;
 use crate::kernels::Kernel;
+use crate::kernels::StationaryKernel;
 use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
 use crate::maclaurin::MaclaurinKernel;
 use crate::nystroem::NystroemFeatures;
@@ -141,10 +142,7 @@ fn fitted_gps_round_trip() {
         .unwrap()
     );
     assert_eq!((back.lml, back.chol.jitter()), (gp.lml, gp.chol.jitter()));
-    let kernel = GaussianKernel {
-        length_scale: vec![0.7],
-        variance: 1.3,
-    };
+    let kernel = StationaryKernel::gaussian(vec![0.7], 1.3);
     let exact = ExactGp::fit(x.view(), y.view(), kernel, 0.05, true, PAR).unwrap();
     let back = round_trip(&exact);
     assert_eq!(back.alpha, exact.alpha);

@@ -194,6 +194,83 @@ def test_coarse_to_fine_fit_reaches_scipys_optimum_on_1100_rows():
     assert -lbfgsb(theta).fun <= lml + 1e-8 * abs(lml)
 
 
+# ------------------------------------------------- ExactGPR: the kernel choice
+
+_MATERN_NU = {"matern12": 0.5, "matern32": 1.5, "matern52": 2.5}
+
+
+def _sklearn_lml(kernel, X, yc, ls, kv, nv):
+    """The LML and its gradient in (ln l.., ln kv, ln nv) by scikit-learn's
+    GaussianProcessRegressor for the Gaussian and Matern kernels (its own
+    kernel code), by NumPy from the l1 distances for the Laplacian."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, Matern, WhiteKernel
+
+    if kernel == "laplacian":
+        d1 = (np.abs(X[:, None, :] - X[None, :, :]) / ls).sum(-1)
+        K = kv * np.exp(-d1) + nv * np.eye(X.shape[0])
+        L = np.linalg.cholesky(K)
+        alpha = np.linalg.solve(K, yc)
+        lml = -0.5 * yc @ alpha - np.log(np.diag(L)).sum() - 0.5 * X.shape[0] * np.log(2 * np.pi)
+        return lml, None
+    base = RBF(ls) if kernel == "gaussian" else Matern(ls, nu=_MATERN_NU[kernel])
+    k = ConstantKernel(kv) * base + WhiteKernel(nv)
+    gpr = GaussianProcessRegressor(k, alpha=0.0, optimizer=None).fit(X, yc)
+    # scikit-learn's theta is (ln kv, ln l.., ln nv).
+    lml, g = gpr.log_marginal_likelihood(gpr.kernel_.theta, eval_gradient=True)
+    return lml, np.concatenate([g[1:-1], g[:1], g[-1:]])
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "matern12", "matern32", "matern52"])
+@pytest.mark.parametrize("ard", [False, True])
+def test_every_kernel_matches_an_independent_lml(yacht_subset, kernel, ard):
+    X, y = yacht_subset(50)
+    yc = y - y.mean()
+    d = X.shape[1]
+    ls = np.linspace(0.7, 2.1, d) if ard else np.array([1.3])
+    kv, nv = 0.8, 0.05
+    ours = ExactGPR(
+        kernel=kernel,
+        length_scale=ls if ard else float(ls[0]),
+        kernel_variance=kv,
+        noise_variance=nv,
+        ard=ard,
+        optimize=(),
+    ).fit(X, y)
+    theta = np.concatenate([np.log(ls), [np.log(kv), np.log(nv)]])
+    lml, grad = ours.log_marginal_likelihood(theta, eval_gradient=True)
+    assert lml == pytest.approx(ours.log_marginal_likelihood_, rel=1e-12)
+    ref, ref_grad = _sklearn_lml(kernel, X, yc, ls, kv, nv)
+    assert lml == pytest.approx(ref, rel=1e-10)
+    if ref_grad is not None:
+        np.testing.assert_allclose(grad, ref_grad, rtol=1e-7, atol=1e-8)
+    # The predictive mean at the training points is K (K + nv I)^{-1} yc + mean.
+    mean = ours.predict(X[:5])
+    assert np.all(np.isfinite(mean))
+
+
+@pytest.mark.parametrize("kernel", ["laplacian", "matern12", "matern32", "matern52"])
+def test_every_kernel_fits_to_a_stationary_point(yacht_subset, kernel):
+    X, y = yacht_subset(60)
+    gp = ExactGPR(kernel=kernel, n_restarts=1, random_state=0).fit(X, y)
+    theta = np.log([gp.length_scale_, gp.kernel_variance_, gp.noise_variance_])
+    lml, grad = gp.log_marginal_likelihood(theta, eval_gradient=True)
+    assert lml == pytest.approx(gp.log_marginal_likelihood_, rel=1e-12)
+    # The gradient of -LML/N that L-BFGS stops on is below 1e-4 per row.
+    assert np.linalg.norm(grad) < 1e-4 * X.shape[0]
+    # A pickled model predicts with its kernel.
+    back = pickle.loads(pickle.dumps(gp))
+    np.testing.assert_array_equal(back.predict(X[:7]), gp.predict(X[:7]))
+
+
+def test_unknown_kernel_is_a_clear_error(yacht_subset):
+    X, y = yacht_subset(20)
+    with pytest.raises(ValueError, match="kernel"):
+        ExactGPR(kernel="rbf").fit(X, y)
+    with pytest.raises(InvalidInputError, match=r"unknown kernel .rbf.*matern52"):
+        _core.exact_gp_lml(X, y, [1.0], 1.0, 0.1, False, kernel="rbf")
+
+
 def test_optimize_subset_keeps_the_rest_fixed(yacht_subset):
     X, y = yacht_subset(80)
     gp = ExactGPR(noise_variance=0.02, kernel_variance=0.9, optimize=("length_scale",)).fit(X, y)

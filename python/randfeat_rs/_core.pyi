@@ -108,6 +108,8 @@ def exact_gp_fit(
     max_iter: int,
     progress: _Progress | None,
     center: bool,
+    *,
+    kernel: str = "gaussian",
 ) -> tuple[
     NDArray[np.float64],
     float,
@@ -127,6 +129,8 @@ def exact_gp_predict(
     kernel_variance: float,
     x: NDArray[np.float64],
     return_var: bool,
+    *,
+    kernel: str = "gaussian",
 ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]: ...
 def exact_gp_lml(
     x: NDArray[np.float64],
@@ -135,6 +139,8 @@ def exact_gp_lml(
     kernel_variance: float,
     noise_variance: float,
     eval_gradient: bool,
+    *,
+    kernel: str = "gaussian",
 ) -> tuple[float, NDArray[np.float64]]: ...
 def feature_gp_predict(
     chol: NDArray[np.float64],

@@ -1,8 +1,9 @@
 """Gaussian-process regressors (ALGORITHMS.md section 7).
 
-:class:`ExactGPR` is the exact GP with the Gaussian kernel and a
-log-marginal-likelihood hyperparameter fit (L-BFGS in Rust); it is the
-reference every approximation is judged against. :class:`RandomFeatureGPR`
+:class:`ExactGPR` is the exact GP with the kernels of
+:class:`~randfeat_rs.RandomFourierFeatures` and a log-marginal-likelihood
+hyperparameter fit (L-BFGS in Rust); it is the reference every
+approximation is judged against. :class:`RandomFeatureGPR`
 is the feature-space GP over any fitted transformer: it streams row chunks
 through the transformer and accumulates ``Phi^T Phi`` and ``Phi^T y`` in
 Rust (never an ``N x D`` matrix), so its :class:`SufficientStatistics`
@@ -21,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 from ._base import RandomFeaturesBase
+from ._fourier import KERNELS
 from ._progress import ProgressPrinter, progress_printer
 from ._validation import seed_from_random_state
 from .exceptions import InvalidInputError
@@ -102,11 +104,15 @@ EXACT_GP_CPU_ONLY = (
 
 
 class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
-    """Exact Gaussian-process regression with the Gaussian kernel.
+    """Exact Gaussian-process regression with a stationary kernel.
 
-    The kernel is ``k(x, x') = kernel_variance * exp(-sum_a (x_a - x'_a)**2 /
-    (2 l_a**2))`` with one length scale (``ard=False``) or one per input
-    dimension (``ard=True``), plus ``noise_variance`` on the diagonal. The
+    The kernel is ``k(x, x') = kernel_variance * kappa(rho)`` with ``kappa``
+    one of the kernels of :class:`~randfeat_rs.RandomFourierFeatures` and
+    ``rho`` the distance of the inputs divided by one length scale
+    (``ard=False``) or by one per input dimension (``ard=True``): for the
+    Gaussian kernel ``exp(-sum_a (x_a - x'_a)**2 / (2 l_a**2))``; the
+    approximate models with the same kernel are judged against this one.
+    ``noise_variance`` is added on the diagonal. The
     targets are centered by their training mean (zero prior mean on the
     rest). Hyperparameters listed in ``optimize`` maximize the log marginal
     likelihood (L-BFGS over their logarithms, with analytic gradients, in
@@ -123,6 +129,16 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
 
     Parameters
     ----------
+    kernel : {"gaussian", "laplacian", "matern12", "matern32", "matern52"}, default="gaussian"
+        With ``r`` the Euclidean distance of the scaled inputs
+        ``x_a / l_a``: ``"gaussian"`` ``exp(-r^2/2)``; ``"laplacian"``
+        ``exp(-sum_a |x_a - x'_a| / l_a)``; ``"matern12"`` ``exp(-r)``,
+        ``"matern32"`` ``(1 + sqrt(3) r) exp(-sqrt(3) r)``, ``"matern52"``
+        ``(1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)``: the kernels of
+        :class:`~randfeat_rs.RandomFourierFeatures`, so every approximation
+        has its exact reference. The log marginal likelihood has analytic
+        gradients for each (at zero distance, e.g. repeated inputs, the
+        length-scale derivative of every kernel is 0).
     length_scale : float or array-like of shape (n_features,), default=None
         Fixed (when not optimized) or initial length scale(s). ``None``: the
         median pairwise distance of (a subsample of) the training inputs.
@@ -207,6 +223,7 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {  # noqa: RUF012
+        "kernel": [StrOptions(set(KERNELS))],
         "length_scale": [None, Interval(Real, 0, None, closed="neither"), "array-like"],
         "kernel_variance": [None, Interval(Real, 0, None, closed="neither")],
         "noise_variance": [None, Interval(Real, 0, None, closed="neither")],
@@ -223,6 +240,7 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
     def __init__(
         self,
         *,
+        kernel: str = "gaussian",
         length_scale: Any = None,
         kernel_variance: Optional[float] = None,
         noise_variance: Optional[float] = None,
@@ -235,6 +253,7 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         verbose: bool = False,
         device: str = "cpu",
     ) -> None:
+        self.kernel = kernel
         self.length_scale = length_scale
         self.kernel_variance = kernel_variance
         self.noise_variance = noise_variance
@@ -292,6 +311,7 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
                 int(self.max_iter),
                 progress,
                 bool(self.center_y),
+                kernel=self.kernel,
             )
         self.length_scale_ = ls_ if self.ard else float(ls_[0])
         self.kernel_variance_ = float(kv)
@@ -317,6 +337,7 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
             self.kernel_variance_,
             X,
             return_var,
+            kernel=self.kernel,
         )
 
     def log_marginal_likelihood(self, theta: Any = None, eval_gradient: bool = False) -> Any:
@@ -359,6 +380,7 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
             float(np.exp(theta[k])),
             float(np.exp(theta[k + 1])),
             bool(eval_gradient),
+            kernel=self.kernel,
         )
         return (lml, grad) if eval_gradient else lml
 

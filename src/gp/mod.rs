@@ -18,10 +18,11 @@ pub mod metrics;
 pub mod optimize;
 pub mod sparse;
 
-pub use exact::{ExactGp, GaussianKernel, LmlEval};
+pub use exact::{fit_exact, ExactGpConfig};
+pub use exact::{ExactGp, LmlEval};
 pub use features::FeatureGp;
 pub use localized::{LocalizedConfig, LocalizedMaclaurinGp};
-pub use optimize::{ExactGpConfig, Hyper};
+pub use optimize::{Hyper, HyperInit, OptimizerConfig};
 pub use sparse::SparseGp;
 
 pub(crate) use crate::error::check_finite;

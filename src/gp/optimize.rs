@@ -1,39 +1,43 @@
-//! Hyperparameter fitting of the exact GP (ALGORITHMS.md 7.1): maximize the
-//! log marginal likelihood over the log parameters with L-BFGS (argmin's
-//! `LBFGS` with the Moré–Thuente line search) from the initialization of
-//! 7.1 and `n_restarts` random starts; the best optimum wins.
+//! Hyperparameter fitting of the GP models (see docs/math/gp.rst): maximize
+//! a log marginal likelihood (or a bound on it) over the logs of the
+//! hyperparameters with L-BFGS (argmin's `LBFGS` with the Moré–Thuente
+//! line search) from an initialization and `n_restarts` random starts; the
+//! best optimum wins.
 //!
-//! Coarse to fine: from [`COARSE_MIN_ROWS`] rows on, a run first fits every
+//! A model implements [`Objective`]: the value and its gradient with
+//! respect to the optimizer's coordinates `θ` (the logs of the free
+//! hyperparameters, see [`LogParams`]) and what a fitted model keeps from
+//! an evaluation; [`maximize`] does the rest.
+//!
+//! Coarse to fine: from [`OptimizerConfig::coarse_min_rows`] rows on (and for
+//! objectives that offer [`Objective::subsample`]), a run first fits every
 //! fourth row (recursively) and continues on all rows from that optimum in
 //! variables preconditioned by the subsample's Hessian (see
-//! `run_coarse_to_fine`); the fitted model keeps the factor of its best
-//! evaluation (no refit).
+//! `run_coarse_to_fine`); the result keeps the fit of its best evaluation
+//! (no refit).
 //!
-//! The objective handed to L-BFGS is `−LML / N` (the same optimum; the
+//! The objective handed to L-BFGS is `−value / N` (the same optimum; the
 //! scaling keeps the first, unscaled steepest-descent step of L-BFGS short
 //! in log space). Every evaluation computes the value and the gradient
-//! together (one Cholesky) and caches them for the line search. The best
-//! point ever evaluated is kept, so a run that stops on a line-search
-//! failure near the optimum still contributes its best point.
+//! together and caches them for the line search. The best point ever
+//! evaluated is kept, so a run that stops on a line-search failure near the
+//! optimum still contributes its best point.
 
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use argmin::core::{CostFunction, Executor, Gradient, State, TerminationReason};
 use argmin::solver::linesearch::MoreThuenteLineSearch;
 use argmin::solver::quasinewton::LBFGS;
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rand::Rng as _;
 
 use super::check_positive;
-use super::exact::{
-    check_exact_size, check_training_data, lml_and_factor, ExactGp, GaussianKernel, Workspace,
-};
 use crate::error::{Error, Result};
-use crate::linalg::Cholesky;
 use crate::progress::Monitor;
-use crate::threads::Parallelism;
 
-/// A hyperparameter of the exact GP.
+/// A hyperparameter of the stationary-kernel GP models.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Hyper {
     /// The length scale(s) `l`.
@@ -44,11 +48,139 @@ pub enum Hyper {
     NoiseVariance,
 }
 
-/// What [`fit_exact`] fits and where it starts.
+/// The names [`Hyper::from_name`] accepts, in the order of the parameter
+/// vector `(l.., σ², σ_n²)`.
+pub const HYPER_NAMES: [&str; 3] = ["length_scale", "kernel_variance", "noise_variance"];
+
+impl Hyper {
+    /// Parses a hyperparameter name (one of [`HYPER_NAMES`]).
+    pub fn from_name(name: &str) -> Result<Self> {
+        match name {
+            "length_scale" => Ok(Hyper::LengthScale),
+            "kernel_variance" => Ok(Hyper::KernelVariance),
+            "noise_variance" => Ok(Hyper::NoiseVariance),
+            other => Err(Error::invalid(
+                "optimize",
+                format!("unknown hyperparameter {other:?}; expected one of {HYPER_NAMES:?}"),
+            )),
+        }
+    }
+}
+
+/// A function of hyperparameters to maximize (a log marginal likelihood or
+/// a bound on it), in the optimizer's coordinates `θ` (for the GP models
+/// the logs of the free hyperparameters, see [`LogParams`]).
+pub trait Objective: Sync {
+    /// What an evaluation leaves behind that a fitted model keeps (e.g. the
+    /// exact GP's Cholesky factor), so the best evaluation needs no refit.
+    type Fit: Send;
+
+    /// The number of rows `N`: the optimizer minimizes `−value / N`.
+    fn n_rows(&self) -> usize;
+
+    /// The value at `θ` and its gradient with respect to `θ` (one entry per
+    /// coordinate), with the fit. Long evaluations check `monitor` between
+    /// their pieces of work.
+    ///
+    /// # Errors
+    /// Any error of the model (e.g. a failed factorization, or `θ` out of
+    /// range); [`Error::Interrupted`] once `monitor` is cancelled.
+    fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<Self::Fit>>;
+
+    /// The same objective on the rows `rows` (strictly increasing), for the
+    /// coarse levels of a run; `None` (the default) when the objective has
+    /// no coarse level.
+    ///
+    /// # Errors
+    /// As the objective's construction.
+    fn subsample(&self, rows: &[usize]) -> Result<Option<Self>>
+    where
+        Self: Sized,
+    {
+        let _ = rows;
+        Ok(None)
+    }
+}
+
+/// One evaluation of an [`Objective`].
 #[derive(Clone, Debug)]
-pub struct ExactGpConfig {
+pub struct Evaluation<F> {
+    /// The value (e.g. the log marginal likelihood).
+    pub value: f64,
+    /// Its gradient with respect to `θ`.
+    pub grad: Vec<f64>,
+    /// What a fitted model keeps.
+    pub fit: F,
+}
+
+/// Log parameters beyond this magnitude are refused (`e^±40` spans any
+/// sensible scale).
+const MAX_ABS_LOG: f64 = 40.0;
+
+/// The hyperparameters `(l.., σ², σ_n²)` of a stationary-kernel GP and which
+/// of them are free: the optimizer's coordinates are `θ = ln values[free]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogParams {
+    /// All hyperparameters, natural scale: the fixed ones are used as given
+    /// (no `exp(ln v)` rounding), the free ones are the start.
+    pub values: Vec<f64>,
+    /// Indices of the free entries of `values`, ascending.
+    pub free: Vec<usize>,
+}
+
+impl LogParams {
+    /// The number of length scales (`values.len() − 2`).
+    pub fn n_length_scales(&self) -> usize {
+        self.values.len() - 2
+    }
+
+    /// The start `θ₀ = ln values[free]`.
+    pub fn start(&self) -> Vec<f64> {
+        self.free.iter().map(|&i| self.values[i].ln()).collect()
+    }
+
+    /// All hyperparameters at `θ`: the free ones `exp(θ)`, the fixed ones as
+    /// given.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] when a coordinate is not finite or beyond
+    /// `±40` (the optimizer left the range `e^−40..e^40`).
+    pub fn at(&self, theta: &[f64]) -> Result<Vec<f64>> {
+        if theta.len() != self.free.len() {
+            return Err(Error::ShapeMismatch {
+                name: "number of free hyperparameters",
+                expected: self.free.len(),
+                got: theta.len(),
+            });
+        }
+        if theta
+            .iter()
+            .any(|v| !v.is_finite() || v.abs() > MAX_ABS_LOG)
+        {
+            return Err(Error::invalid(
+                "hyperparameters",
+                "the optimizer left the range e^-40..e^40",
+            ));
+        }
+        let mut v = self.values.clone();
+        for (&i, &t) in self.free.iter().zip(theta) {
+            v[i] = t.exp();
+        }
+        Ok(v)
+    }
+
+    /// `g[free]` of a gradient `g` over all hyperparameters.
+    pub fn select(&self, grad: &[f64]) -> Vec<f64> {
+        self.free.iter().map(|&i| grad[i]).collect()
+    }
+}
+
+/// Where the hyperparameters of a stationary-kernel GP start and which are
+/// fitted (the initialization of docs/math/gp.rst, exact GP).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HyperInit {
     /// Fixed or initial length scale(s): one value, or one per dimension
-    /// with `ard`. `None`: the median pairwise distance (7.1).
+    /// with `ard`. `None`: the median pairwise distance.
     pub length_scale: Option<Vec<f64>>,
     /// Fixed or initial kernel variance. `None`: `var(y)`.
     pub kernel_variance: Option<f64>,
@@ -58,25 +190,9 @@ pub struct ExactGpConfig {
     pub ard: bool,
     /// The hyperparameters that are optimized; the others stay fixed.
     pub optimize: Vec<Hyper>,
-    /// Random restarts after the run from the initialization.
-    pub n_restarts: usize,
-    /// Seed of the restart draws.
-    pub seed: u64,
-    /// Maximum L-BFGS iterations per run.
-    pub max_iter: u64,
-    /// Subtract the training-target mean (ALGORITHMS.md 7).
-    pub center: bool,
-    /// From this many training rows on, every run first fits a strided
-    /// quarter of the rows (recursively) and starts from that optimum with
-    /// its Hessian as preconditioner (see `run_coarse_to_fine`);
-    /// `usize::MAX` fits on all rows directly.
-    pub coarse_min_rows: usize,
-    /// Bytes the `N × N` matrices may take ([`check_exact_size`]); `None`
-    /// does not check.
-    pub memory_budget: Option<u64>,
 }
 
-impl Default for ExactGpConfig {
+impl Default for HyperInit {
     fn default() -> Self {
         Self {
             length_scale: None,
@@ -88,13 +204,65 @@ impl Default for ExactGpConfig {
                 Hyper::KernelVariance,
                 Hyper::NoiseVariance,
             ],
-            n_restarts: 2,
-            seed: 0,
-            max_iter: 500,
-            center: true,
-            coarse_min_rows: COARSE_MIN_ROWS,
-            memory_budget: None,
         }
+    }
+}
+
+impl HyperInit {
+    /// The hyperparameters for training data `(x, y)`: the given values, the
+    /// defaults for the missing ones (median pairwise distance of `x`,
+    /// `var(y)` and `0.1 var(y)`, with `var(y) = 1` for constant targets),
+    /// and the free indices of `optimize`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a length-scale count other than 1 (or
+    /// `d` with `ard`) and for values that are not finite and `> 0`.
+    pub fn resolve(&self, x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>) -> Result<LogParams> {
+        let (n, d) = x.dim();
+        let y_avg = y.sum() / n.max(1) as f64;
+        let var_y = y.iter().map(|v| (v - y_avg) * (v - y_avg)).sum::<f64>() / n.max(1) as f64;
+        let var_y = if var_y > 0.0 { var_y } else { 1.0 };
+        let n_ls = if self.ard { d } else { 1 };
+        let ls = match &self.length_scale {
+            None => vec![median_pairwise_distance(x); n_ls],
+            Some(v) if v.len() == n_ls => v.clone(),
+            Some(v) if v.len() == 1 => vec![v[0]; n_ls],
+            Some(v) => {
+                return Err(Error::invalid(
+                    "length_scale",
+                    format!(
+                        "needs 1 value{}, got {}",
+                        if self.ard {
+                            format!(" or one per input dimension ({d})")
+                        } else {
+                            " (set ard=True for one per dimension)".into()
+                        },
+                        v.len()
+                    ),
+                ))
+            }
+        };
+        for &l in &ls {
+            check_positive("length_scale", l)?;
+        }
+        let kv = self.kernel_variance.unwrap_or(var_y);
+        let nv = self.noise_variance.unwrap_or(0.1 * var_y);
+        check_positive("kernel_variance", kv)?;
+        check_positive("noise_variance", nv)?;
+        let mut values = ls;
+        values.push(kv);
+        values.push(nv);
+        let mut free = Vec::new();
+        if self.optimize.contains(&Hyper::LengthScale) {
+            free.extend(0..n_ls);
+        }
+        if self.optimize.contains(&Hyper::KernelVariance) {
+            free.push(n_ls);
+        }
+        if self.optimize.contains(&Hyper::NoiseVariance) {
+            free.push(n_ls + 1);
+        }
+        Ok(LogParams { values, free })
     }
 }
 
@@ -132,81 +300,102 @@ pub fn median_pairwise_distance(x: ArrayView2<'_, f64>) -> f64 {
     }
 }
 
-/// One cached evaluation: `(point, cost, gradient)`.
-type Evaluation = (Vec<f64>, f64, Vec<f64>);
-
-struct Objective<'a> {
-    x: ArrayView2<'a, f64>,
-    y: ArrayView1<'a, f64>,
-    /// The hyperparameters `(l.., σ², σ_n²)`; the fixed ones are used as
-    /// given (no `exp(ln v)` rounding), the free ones replaced by `exp(θ)`.
-    values: Vec<f64>,
-    /// Indices of the free entries of `values`.
-    free: Vec<usize>,
-    /// The optimizer's variables `p` map to the free log parameters as
-    /// `origin + C p` (`C` row-major, `free × free`; `None`: `p` itself).
-    /// With `C Cᵀ ≈ H^{−1}`, L-BFGS's first step is a Newton step.
-    precond: Option<(Vec<f64>, Array2<f64>)>,
-    par: Parallelism,
-    /// Checked before every evaluation that is not cached.
-    monitor: &'a Monitor,
-    /// The last [`CACHE_LEN`] evaluations `(point, cost, gradient)`.
-    cache: Mutex<std::collections::VecDeque<Evaluation>>,
-    /// Number of LML evaluations (each one Cholesky and one inverse).
-    evals: std::sync::atomic::AtomicU64,
-    /// The best point of the current L-BFGS segment `(cost, p)`.
-    best: Mutex<Option<(f64, Vec<f64>)>>,
-    /// The best evaluation ever, with its factor (see [`BestFit`]).
-    best_fit: Mutex<Option<BestFit>>,
-    /// The `N × N` buffers every evaluation reuses (see [`Workspace`]).
-    workspace: Mutex<Workspace>,
+/// How [`maximize`] runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OptimizerConfig {
+    /// Random restarts after the run from the initialization, drawn
+    /// uniformly within a factor 10 of it in each coordinate (`±ln 10`).
+    pub n_restarts: usize,
+    /// Seed of the restart draws.
+    pub seed: u64,
+    /// Maximum L-BFGS iterations per run.
+    pub max_iter: u64,
+    /// From this many rows on, every run first fits a strided quarter of
+    /// the rows (recursively) and starts from that optimum with its Hessian
+    /// as preconditioner (see `run_coarse_to_fine`); `usize::MAX` fits on
+    /// all rows directly.
+    pub coarse_min_rows: usize,
 }
 
-/// The best evaluation of an [`Objective`] with what a fitted [`ExactGp`]
-/// keeps (the factor of `K_y` and `α`), so the fit needs no final refit.
-struct BestFit {
+impl Default for OptimizerConfig {
+    fn default() -> Self {
+        Self {
+            n_restarts: 2,
+            seed: 0,
+            max_iter: 500,
+            coarse_min_rows: COARSE_MIN_ROWS,
+        }
+    }
+}
+
+/// Default of [`OptimizerConfig::coarse_min_rows`]: below 1,024 rows a fit
+/// is cheap and the quarter-size subsample (< 256 rows) too small to say
+/// much.
+pub const COARSE_MIN_ROWS: usize = 1024;
+
+/// The best run of [`maximize`].
+#[derive(Clone, Debug)]
+pub struct Optimum<F> {
+    /// The optimizer's coordinates at the optimum.
+    pub theta: Vec<f64>,
+    /// The value there.
+    pub value: f64,
+    /// The fit of that evaluation.
+    pub fit: F,
+    /// L-BFGS iterations spent, over all runs and levels.
+    pub n_iter: u64,
+}
+
+/// One cached evaluation: `(point, cost, gradient)`.
+type Cached = (Vec<f64>, f64, Vec<f64>);
+
+/// An [`Objective`] as L-BFGS sees it: `−value/N` in (optionally
+/// preconditioned) variables `p`, with a cache for the line search, an
+/// evaluation count and the best evaluation.
+struct Tracked<'a, O: Objective> {
+    obj: &'a O,
+    /// The optimizer's variables `p` map to `θ` as `origin + C p` (`C`
+    /// row-major, square; `None`: `p` itself). With `C Cᵀ ≈ H^{−1}`,
+    /// L-BFGS's first step is a Newton step.
+    precond: Option<(Vec<f64>, Array2<f64>)>,
+    /// Checked before every evaluation that is not cached.
+    monitor: &'a Monitor,
+    /// The last [`CACHE_LEN`] evaluations.
+    cache: Mutex<VecDeque<Cached>>,
+    /// Number of evaluations of the objective.
+    evals: AtomicU64,
+    /// The best point of the current L-BFGS segment `(cost, p)`.
+    best: Mutex<Option<(f64, Vec<f64>)>>,
+    /// The best evaluation ever, with its fit.
+    best_fit: Mutex<Option<BestFit<O::Fit>>>,
+}
+
+/// The best evaluation of a [`Tracked`] objective.
+struct BestFit<F> {
     cost: f64,
     /// The optimizer's variables.
     p: Vec<f64>,
-    lml: f64,
-    chol: Cholesky,
-    alpha: Vec<f64>,
+    value: f64,
+    fit: F,
 }
 
 /// Evaluations remembered for the line search's repeated requests.
 const CACHE_LEN: usize = 8;
 
-/// Log parameters beyond this magnitude are refused (`e^±40` spans any
-/// sensible scale).
-const MAX_ABS_LOG: f64 = 40.0;
-
-impl<'a> Objective<'a> {
-    fn new(
-        x: ArrayView2<'a, f64>,
-        y: ArrayView1<'a, f64>,
-        values: Vec<f64>,
-        free: Vec<usize>,
-        precond: Option<(Vec<f64>, Array2<f64>)>,
-        par: Parallelism,
-        monitor: &'a Monitor,
-    ) -> Self {
+impl<'a, O: Objective> Tracked<'a, O> {
+    fn new(obj: &'a O, precond: Option<(Vec<f64>, Array2<f64>)>, monitor: &'a Monitor) -> Self {
         Self {
-            x,
-            y,
-            values,
-            free,
+            obj,
             precond,
-            par,
             monitor,
-            cache: Mutex::new(std::collections::VecDeque::with_capacity(CACHE_LEN)),
-            evals: std::sync::atomic::AtomicU64::new(0),
+            cache: Mutex::new(VecDeque::with_capacity(CACHE_LEN)),
+            evals: AtomicU64::new(0),
             best: Mutex::new(None),
             best_fit: Mutex::new(None),
-            workspace: Mutex::new(Workspace::default()),
         }
     }
 
-    /// The free log parameters at the optimizer's variables `p`.
+    /// `θ` at the optimizer's variables `p`.
     fn theta(&self, p: &[f64]) -> Vec<f64> {
         match &self.precond {
             None => p.to_vec(),
@@ -216,15 +405,6 @@ impl<'a> Objective<'a> {
                 .map(|(o, row)| o + row.iter().zip(p).map(|(a, b)| a * b).sum::<f64>())
                 .collect(),
         }
-    }
-
-    /// All hyperparameters `(l.., σ², σ_n²)` with the free ones `exp(θ)`.
-    fn params(&self, theta: &[f64]) -> Vec<f64> {
-        let mut v = self.values.clone();
-        for (&i, &t) in self.free.iter().zip(theta) {
-            v[i] = t.exp();
-        }
-        v
     }
 
     fn eval(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
@@ -239,43 +419,15 @@ impl<'a> Objective<'a> {
         }
         self.monitor.check()?;
         let theta = self.theta(p);
-        if theta
-            .iter()
-            .any(|v| !v.is_finite() || v.abs() > MAX_ABS_LOG)
-        {
-            return Err(Error::invalid(
-                "hyperparameters",
-                "the optimizer left the range e^-40..e^40",
-            ));
-        }
-        let v = self.params(&theta);
-        let k = v.len() - 2;
-        let kernel = GaussianKernel {
-            length_scale: v[..k].to_vec(),
-            variance: v[k],
-        };
-        let (e, chol, alpha) = {
-            let mut ws = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
-            lml_and_factor(
-                self.x,
-                self.y,
-                &kernel,
-                v[k + 1],
-                true,
-                self.par,
-                self.monitor,
-                &mut ws,
-            )?
-        };
-        let n = self.x.nrows() as f64;
-        let cost = -e.lml / n;
-        let mut grad: Vec<f64> = self.free.iter().map(|&i| -e.grad[i] / n).collect();
+        let e = self.obj.evaluate(&theta, self.monitor)?;
+        let n = self.obj.n_rows() as f64;
+        let cost = -e.value / n;
+        let mut grad: Vec<f64> = e.grad.iter().map(|g| -g / n).collect();
         if let Some((_, c)) = &self.precond {
             // The chain rule through θ = origin + C p: ∇_p = Cᵀ ∇_θ.
             grad = c.t().dot(&Array1::from(grad)).to_vec();
         }
-        self.evals
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.evals.fetch_add(1, Ordering::Relaxed);
         {
             let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
             if cache.len() == CACHE_LEN {
@@ -292,18 +444,17 @@ impl<'a> Objective<'a> {
             *best_fit = Some(BestFit {
                 cost,
                 p: p.to_vec(),
-                lml: e.lml,
-                chol,
-                alpha,
+                value: e.value,
+                fit: e.fit,
             });
         }
         Ok((cost, grad))
     }
 }
 
-struct Problem<'a, 'b>(&'b Objective<'a>);
+struct Problem<'a, 'b, O: Objective>(&'b Tracked<'a, O>);
 
-impl CostFunction for Problem<'_, '_> {
+impl<O: Objective> CostFunction for Problem<'_, '_, O> {
     type Param = Vec<f64>;
     type Output = f64;
     fn cost(&self, p: &Vec<f64>) -> std::result::Result<f64, argmin::core::Error> {
@@ -311,7 +462,7 @@ impl CostFunction for Problem<'_, '_> {
     }
 }
 
-impl Gradient for Problem<'_, '_> {
+impl<O: Objective> Gradient for Problem<'_, '_, O> {
     type Param = Vec<f64>;
     type Gradient = Vec<f64>;
     fn gradient(&self, p: &Vec<f64>) -> std::result::Result<Vec<f64>, argmin::core::Error> {
@@ -319,8 +470,8 @@ impl Gradient for Problem<'_, '_> {
     }
 }
 
-/// L-BFGS stops when the gradient norm of `−LML/N` falls below this, or
-/// when an iteration changes `−LML/N` by less than [`TOL_COST`]. Both sit
+/// L-BFGS stops when the gradient norm of `−value/N` falls below this, or
+/// when an iteration changes `−value/N` by less than [`TOL_COST`]. Both sit
 /// above the rounding noise of the LML of an ill-conditioned `K_y` (about
 /// 1e−11 relative), where further iterations only burn evaluations.
 const TOL_GRAD: f64 = 1e-7;
@@ -332,8 +483,8 @@ const TOL_COST: f64 = 1e-12;
 const MAX_SEGMENTS: usize = 20;
 
 /// Runs L-BFGS from `start`; returns the best point evaluated (objective
-/// `−LML/N`, free log parameters) and the iteration count, or the error of
-/// the first evaluation when not even the start could be evaluated.
+/// `−value/N`, optimizer variables) and the iteration count, or the error
+/// of the first evaluation when not even the start could be evaluated.
 ///
 /// argmin's L-BFGS ends a run when its line search fails (e.g. on a
 /// non-descent direction from stale curvature pairs), which can happen far
@@ -341,7 +492,11 @@ const MAX_SEGMENTS: usize = 20;
 /// point with fresh memory; it ends when a segment converges (gradient below
 /// [`TOL_GRAD`] or a cost change below [`TOL_COST`]), brings no decrease, or
 /// `max_iter` iterations are spent.
-fn run_lbfgs(obj: &Objective<'_>, start: Vec<f64>, max_iter: u64) -> Result<(f64, Vec<f64>, u64)> {
+fn run_lbfgs<O: Objective>(
+    obj: &Tracked<'_, O>,
+    start: Vec<f64>,
+    max_iter: u64,
+) -> Result<(f64, Vec<f64>, u64)> {
     let (mut best_c, mut g) = obj.eval(&start)?;
     let mut best_p = start;
     let mut total = 0u64;
@@ -388,10 +543,6 @@ fn run_lbfgs(obj: &Objective<'_>, start: Vec<f64>, max_iter: u64) -> Result<(f64
     Ok((best_c, best_p, total))
 }
 
-/// Default of [`ExactGpConfig::coarse_min_rows`]: below 1,024 rows a fit is
-/// cheap and the quarter-size subsample (< 256 rows) too small to say much.
-pub const COARSE_MIN_ROWS: usize = 1024;
-
 /// Step of the forward differences of the subsample's gradient that give
 /// its Hessian (in log parameters; the gradient is exact, so the error is
 /// `O(h)` times the third derivative, ample for a preconditioner).
@@ -402,77 +553,68 @@ const HESSIAN_STEP: f64 = 1e-4;
 /// otherwise get unbounded steps).
 const HESSIAN_FLOOR: f64 = 1e-4;
 
-/// What every run of one fit shares.
-struct RunSpec<'a> {
-    /// The hyperparameters `(l.., σ², σ_n²)` (the fixed ones' values).
-    values: &'a [f64],
-    free: &'a [usize],
-    max_iter: u64,
-    coarse_min_rows: usize,
-    par: Parallelism,
-    /// Receives one message per level and run, and the cancellation.
-    monitor: &'a Monitor,
-}
-
 /// The result of one optimizer run.
-struct Run {
-    /// `−LML/N` at `theta`.
+struct Run<F> {
+    /// `−value/N` at `theta`.
     cost: f64,
-    /// The free log parameters.
+    /// The optimizer's coordinates.
     theta: Vec<f64>,
     /// L-BFGS iterations, over all levels.
     iters: u64,
-    /// The LML, factor and `α` at `theta` (all rows).
-    fit: BestFit,
+    /// The best evaluation (all rows).
+    fit: BestFit<F>,
 }
 
-/// One optimizer run from `start` (free log parameters), coarse to fine.
+/// One optimizer run from `start` (coordinates `θ`), coarse to fine.
 ///
-/// With at least `coarse_min_rows` rows it first runs (recursively) on the
-/// strided subsample of every fourth row (`1/64` of the cost per
-/// evaluation), takes the Hessian `H` of that subsample's `−LML/m` at its
-/// optimum (forward differences of the analytic gradient, one subsample
-/// evaluation per free parameter) and runs L-BFGS on all rows from that
-/// optimum in the variables `p` with `θ = θ_sub + H^{−1/2} p`: the
-/// per-row LML of a subsample has nearly the same optimum and curvature as
-/// the full one, so L-BFGS's first step is close to a Newton step and a few
-/// full-size evaluations converge. If the subsample fails (e.g. its
-/// Cholesky), the run starts from `start` on all rows as before.
-fn run_coarse_to_fine<'a>(
-    spec: &RunSpec<'_>,
-    x: ArrayView2<'a, f64>,
-    y: ArrayView1<'a, f64>,
+/// With at least `coarse_min_rows` rows (and an objective with a
+/// subsample) it first runs (recursively) on the strided subsample of every
+/// fourth row (`1/64` of the cost per evaluation of an `O(N³)` objective),
+/// takes the Hessian `H` of that subsample's `−value/m` at its optimum
+/// (forward differences of the analytic gradient, one subsample evaluation
+/// per coordinate) and runs L-BFGS on all rows from that optimum in the
+/// variables `p` with `θ = θ_sub + H^{−1/2} p`: the per-row value of a
+/// subsample has nearly the same optimum and curvature as the full one, so
+/// L-BFGS's first step is close to a Newton step and a few full-size
+/// evaluations converge. If the subsample fails (e.g. its Cholesky), the run
+/// starts from `start` on all rows.
+fn run_coarse_to_fine<O: Objective>(
+    obj: &O,
     start: Vec<f64>,
-) -> Result<Run> {
-    let n = x.nrows();
+    cfg: &OptimizerConfig,
+    monitor: &Monitor,
+) -> Result<Run<O::Fit>> {
+    let n = obj.n_rows();
     let mut iters = 0;
     let mut precond = None;
-    if n >= spec.coarse_min_rows.max(4) {
+    if n >= cfg.coarse_min_rows.max(4) {
         let rows: Vec<usize> = (0..n / 4).map(|i| 4 * i).collect();
-        let xs = x.select(Axis(0), &rows);
-        let ys = y.select(Axis(0), &rows);
-        let coarse =
-            run_coarse_to_fine(spec, xs.view(), ys.view(), start.clone()).and_then(|run| {
-                let c = hessian_inverse_root(spec, xs.view(), ys.view(), &run.theta)?;
-                Ok((run, c))
-            });
+        let coarse = obj.subsample(&rows).and_then(|sub| {
+            let Some(sub) = sub else {
+                return Ok(None);
+            };
+            let run = run_coarse_to_fine(&sub, start.clone(), cfg, monitor)?;
+            let c = hessian_inverse_root(&sub, &run.theta, monitor)?;
+            Ok(Some((run, c)))
+        });
         match coarse {
-            Ok((run, c)) => {
-                spec.monitor.message(format!(
+            Ok(None) => {}
+            Ok(Some((run, c))) => {
+                monitor.message(format!(
                     "  {} rows: LML = {:.6} after {} L-BFGS iterations; \
                      {} rows: {} LML evaluations for its Hessian",
                     rows.len(),
                     -run.cost * rows.len() as f64,
                     run.iters,
                     rows.len(),
-                    spec.free.len() + 1
+                    start.len() + 1
                 ));
                 iters += run.iters;
                 precond = c.map(|c| (run.theta, c));
             }
             Err(Error::Interrupted) => return Err(Error::Interrupted),
             Err(e) => {
-                spec.monitor.message(format!(
+                monitor.message(format!(
                     "  {} rows failed ({e}); starting on all rows",
                     rows.len()
                 ));
@@ -483,23 +625,15 @@ fn run_coarse_to_fine<'a>(
         Some((origin, _)) => vec![0.0; origin.len()],
         None => start,
     };
-    let obj = Objective::new(
-        x.view(),
-        y.view(),
-        spec.values.to_vec(),
-        spec.free.to_vec(),
-        precond,
-        spec.par,
-        spec.monitor,
-    );
-    let (_, _, it) = run_lbfgs(&obj, p0, spec.max_iter)?;
-    spec.monitor.message(format!(
+    let tracked = Tracked::new(obj, precond, monitor);
+    let (_, _, it) = run_lbfgs(&tracked, p0, cfg.max_iter)?;
+    monitor.message(format!(
         "  {n} rows: {} LML evaluations",
-        obj.evals.load(std::sync::atomic::Ordering::Relaxed)
+        tracked.evals.load(Ordering::Relaxed)
     ));
     // The best point evaluated (what run_lbfgs returns, or an evaluation
-    // below its tolerance-sized improvement threshold), with its factor.
-    let fit = obj
+    // below its tolerance-sized improvement threshold), with its fit.
+    let fit = tracked
         .best_fit
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -507,38 +641,28 @@ fn run_coarse_to_fine<'a>(
         .ok_or_else(|| Error::Internal("an L-BFGS run without evaluations".into()))?;
     Ok(Run {
         cost: fit.cost,
-        theta: obj.theta(&fit.p),
+        theta: tracked.theta(&fit.p),
         iters: iters + it,
         fit,
     })
 }
 
-/// `C = V Λ^{−1/2}` for the Hessian `H = V Λ Vᵀ` of `−LML/m` on `(x, y)` at
-/// the free log parameters `theta` (so `C Cᵀ = H^{−1}`), eigenvalues floored
-/// at [`HESSIAN_FLOOR`] times the largest; `None` when `H` has no positive
-/// curvature at all.
-fn hessian_inverse_root<'a>(
-    spec: &RunSpec<'_>,
-    x: ArrayView2<'a, f64>,
-    y: ArrayView1<'a, f64>,
+/// `C = V Λ^{−1/2}` for the Hessian `H = V Λ Vᵀ` of `−value/m` of `obj` at
+/// `theta` (so `C Cᵀ = H^{−1}`), eigenvalues floored at [`HESSIAN_FLOOR`]
+/// times the largest; `None` when `H` has no positive curvature at all.
+fn hessian_inverse_root<O: Objective>(
+    obj: &O,
     theta: &[f64],
+    monitor: &Monitor,
 ) -> Result<Option<Array2<f64>>> {
-    let obj = Objective::new(
-        x.view(),
-        y.view(),
-        spec.values.to_vec(),
-        spec.free.to_vec(),
-        None,
-        spec.par,
-        spec.monitor,
-    );
+    let tracked = Tracked::new(obj, None, monitor);
     let k = theta.len();
-    let g0 = obj.eval(theta)?.1;
+    let g0 = tracked.eval(theta)?.1;
     let mut h = faer::Mat::<f64>::zeros(k, k);
     for j in 0..k {
         let mut t = theta.to_vec();
         t[j] += HESSIAN_STEP;
-        let g = obj.eval(&t)?.1;
+        let g = tracked.eval(&t)?.1;
         for i in 0..k {
             h[(i, j)] = (g[i] - g0[i]) / HESSIAN_STEP;
         }
@@ -558,115 +682,48 @@ fn hessian_inverse_root<'a>(
     })))
 }
 
-/// Fits the exact GP: initialization of ALGORITHMS.md 7.1, L-BFGS on the
-/// log marginal likelihood over the hyperparameters in `cfg.optimize`
-/// (from the initialization, then `cfg.n_restarts` starts drawn uniformly
-/// within a factor 10 of it in each free parameter), the best run kept.
+/// Maximizes `obj` with L-BFGS from `start` (the optimizer's coordinates)
+/// and then from `cfg.n_restarts` starts drawn uniformly within `±ln 10` of
+/// it in each coordinate (seeded by `cfg.seed`), each run coarse to fine;
+/// returns the best run.
 ///
 /// `monitor` gets the stage "optimizer runs" (one unit per run) and one
-/// message per run and subsample level; every LML evaluation checks it
-/// (before it starts and between its factorization, inverse and gradient).
-pub fn fit_exact(
-    x: ArrayView2<'_, f64>,
-    y: ArrayView1<'_, f64>,
-    cfg: &ExactGpConfig,
-    par: Parallelism,
+/// message per run and subsample level; every evaluation checks it.
+///
+/// # Errors
+/// [`Error::Interrupted`] once `monitor` is cancelled; the first run's error
+/// when every run failed.
+pub fn maximize<O: Objective>(
+    obj: &O,
+    start: &[f64],
+    cfg: &OptimizerConfig,
     monitor: &Monitor,
-) -> Result<ExactGp> {
-    check_training_data(x, y)?;
-    if let Some(bytes) = cfg.memory_budget {
-        check_exact_size(x.nrows(), bytes)?;
-    }
-    let (n, d) = x.dim();
-    let y_mean = if cfg.center { y.sum() / n as f64 } else { 0.0 };
-    let yc: Array1<f64> = y.mapv(|v| v - y_mean);
-    let y_avg = y.sum() / n as f64;
-    let var_y = y.iter().map(|v| (v - y_avg) * (v - y_avg)).sum::<f64>() / n as f64;
-    let var_y = if var_y > 0.0 { var_y } else { 1.0 };
-    let n_ls = if cfg.ard { d } else { 1 };
-    let ls = match &cfg.length_scale {
-        None => vec![median_pairwise_distance(x); n_ls],
-        Some(v) if v.len() == n_ls => v.clone(),
-        Some(v) if v.len() == 1 => vec![v[0]; n_ls],
-        Some(v) => {
-            return Err(Error::invalid(
-                "length_scale",
-                format!(
-                    "needs 1 value{}, got {}",
-                    if cfg.ard {
-                        format!(" or one per input dimension ({d})")
-                    } else {
-                        " (set ard=True for one per dimension)".into()
-                    },
-                    v.len()
-                ),
-            ))
-        }
-    };
-    for &l in &ls {
-        check_positive("length_scale", l)?;
-    }
-    let kv = cfg.kernel_variance.unwrap_or(var_y);
-    let nv = cfg.noise_variance.unwrap_or(0.1 * var_y);
-    check_positive("kernel_variance", kv)?;
-    check_positive("noise_variance", nv)?;
-    // Fixed parameters keep their exact values (no exp(ln v) rounding).
-    let mut values: Vec<f64> = ls;
-    values.push(kv);
-    values.push(nv);
-    let mut free = Vec::new();
-    if cfg.optimize.contains(&Hyper::LengthScale) {
-        free.extend(0..n_ls);
-    }
-    if cfg.optimize.contains(&Hyper::KernelVariance) {
-        free.push(n_ls);
-    }
-    if cfg.optimize.contains(&Hyper::NoiseVariance) {
-        free.push(n_ls + 1);
-    }
-    let k = values.len() - 2;
-    if free.is_empty() {
-        let kernel = GaussianKernel {
-            length_scale: values[..k].to_vec(),
-            variance: values[k],
-        };
-        monitor.check()?;
-        return ExactGp::fit(x, y, kernel, values[k + 1], cfg.center, par);
-    }
-    let start0: Vec<f64> = free.iter().map(|&i| values[i].ln()).collect();
+) -> Result<Optimum<O::Fit>> {
     let mut rng = crate::rng::seeded(cfg.seed);
-    let mut best: Option<Run> = None;
+    let mut best: Option<Run<O::Fit>> = None;
     let mut first_err = None;
     let mut n_iter = 0u64;
-    let spec = RunSpec {
-        values: &values,
-        free: &free,
-        max_iter: cfg.max_iter,
-        coarse_min_rows: cfg.coarse_min_rows,
-        par,
-        monitor,
-    };
     let runs = cfg.n_restarts + 1;
     monitor.stage("optimizer runs", runs as u64);
     for r in 0..runs {
         let start: Vec<f64> = if r == 0 {
-            start0.clone()
+            start.to_vec()
         } else {
-            start0
+            start
                 .iter()
                 .map(|v| v + std::f64::consts::LN_10 * rng.random_range(-1.0..=1.0))
                 .collect()
         };
-        match run_coarse_to_fine(&spec, x.view(), yc.view(), start) {
+        match run_coarse_to_fine(obj, start, cfg, monitor) {
             Ok(run) => {
                 n_iter += run.iters;
                 monitor.message(format!(
                     "run {}/{runs}: LML = {:.6} after {} L-BFGS iterations",
                     r + 1,
-                    run.fit.lml,
+                    run.fit.value,
                     run.iters,
                 ));
-                // Only the best run's factor is kept (bounds the memory).
+                // Only the best run's fit is kept (bounds the memory).
                 if best.as_ref().is_none_or(|b| run.cost < b.cost) {
                     best = Some(run);
                 }
@@ -682,188 +739,137 @@ pub fn fit_exact(
     let Some(run) = best else {
         return Err(first_err.unwrap_or_else(|| Error::Internal("no optimizer run".into())));
     };
-    for (&i, t) in free.iter().zip(&run.theta) {
-        values[i] = t.exp();
-    }
-    // The best evaluation's own factor: the same values, targets and
-    // formulas as ExactGp::fit, so no refit is needed.
-    Ok(ExactGp {
-        x_train: x.to_owned(),
-        kernel: GaussianKernel {
-            length_scale: values[..k].to_vec(),
-            variance: values[k],
-        },
-        noise_variance: values[k + 1],
-        y_mean,
-        alpha: Array1::from(run.fit.alpha),
-        chol: run.fit.chol,
-        lml: run.fit.lml,
+    Ok(Optimum {
+        theta: run.theta,
+        value: run.fit.value,
+        fit: run.fit.fit,
         n_iter,
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::exact::log_marginal_likelihood;
     use super::*;
+    use crate::gp::exact::data_for_tests as data;
+    use crate::gp::exact::fit::{fit_exact, ExactGpConfig, ExactLml};
+    use crate::threads::Parallelism;
 
-    /// `n` rows of a smooth function of 2 inputs in `[-2, 2)` with noise
-    /// (deterministic: the inputs are a scrambled grid, the noise a residue
-    /// pattern).
-    fn data(n: usize) -> (Array2<f64>, Array1<f64>) {
-        let x = Array2::from_shape_fn((n, 2), |(i, j)| {
-            ((i * 37 + j * 101) % (n - 1)) as f64 * 4.0 / n as f64 - 2.0
-        });
-        let y = x
-            .rows()
-            .into_iter()
-            .enumerate()
-            .map(|(i, r)| {
-                (1.3 * r[0]).sin() * (0.7 * r[1]).cos() + 0.1 * (((i * 13) % 11) as f64 - 5.0) / 5.0
+    /// `value = −½ Σ_i w_i (θ_i − c_i)²` summed over `n` rows (`n` copies):
+    /// a quadratic with its maximum at `c`.
+    struct Quadratic {
+        c: Vec<f64>,
+        w: Vec<f64>,
+        n: usize,
+        subsampled: bool,
+    }
+
+    impl Objective for Quadratic {
+        type Fit = usize;
+        fn n_rows(&self) -> usize {
+            self.n
+        }
+        fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<usize>> {
+            monitor.check()?;
+            let n = self.n as f64;
+            let value = -0.5
+                * n
+                * theta
+                    .iter()
+                    .zip(&self.c)
+                    .zip(&self.w)
+                    .map(|((t, c), w)| w * (t - c) * (t - c))
+                    .sum::<f64>();
+            let grad = theta
+                .iter()
+                .zip(&self.c)
+                .zip(&self.w)
+                .map(|((t, c), w)| -n * w * (t - c))
+                .collect();
+            Ok(Evaluation {
+                value,
+                grad,
+                fit: self.n,
             })
-            .collect();
-        (x, y)
-    }
-
-    #[test]
-    fn optimum_has_zero_gradient_and_beats_restarts() {
-        let (x, y) = data(40);
-        for ard in [false, true] {
-            let cfg = ExactGpConfig {
-                ard,
-                n_restarts: 2,
-                seed: 3,
-                ..Default::default()
-            };
-            let gp = fit_exact(
-                x.view(),
-                y.view(),
-                &cfg,
-                Parallelism::Rayon,
-                &Monitor::default(),
-            )
-            .unwrap();
-            let yc = y.mapv(|v| v - gp.y_mean);
-            let e = log_marginal_likelihood(
-                x.view(),
-                yc.view(),
-                &gp.kernel,
-                gp.noise_variance,
-                true,
-                Parallelism::Rayon,
-            )
-            .unwrap();
-            assert!((e.lml - gp.lml).abs() < 1e-9);
-            let gnorm = e.grad.iter().map(|g| g * g).sum::<f64>().sqrt();
-            assert!(
-                gnorm < 1e-4 * x.nrows() as f64,
-                "ard {ard}: |grad| = {gnorm}"
-            );
-            assert_eq!(gp.kernel.length_scale.len(), if ard { 2 } else { 1 });
+        }
+        fn subsample(&self, rows: &[usize]) -> Result<Option<Self>> {
+            Ok(self.subsampled.then(|| Quadratic {
+                c: self.c.clone(),
+                w: self.w.clone(),
+                n: rows.len(),
+                subsampled: true,
+            }))
         }
     }
 
     #[test]
-    fn coarse_to_fine_reaches_the_direct_optimum() {
-        let (x, y) = data(240);
-        for ard in [false, true] {
-            let direct = ExactGpConfig {
-                ard,
-                n_restarts: 0,
-                coarse_min_rows: usize::MAX,
-                ..Default::default()
+    fn a_quadratic_is_maximized_with_and_without_coarse_levels() {
+        for subsampled in [false, true] {
+            let obj = Quadratic {
+                c: vec![0.3, -1.2, 2.0],
+                w: vec![1.0, 30.0, 0.2],
+                n: 5000,
+                subsampled,
             };
-            // 240 -> 60 rows (60 < 64 stops the recursion): one coarse level.
-            let coarse = ExactGpConfig {
-                coarse_min_rows: 64,
-                ..direct.clone()
-            };
-            let a = fit_exact(
-                x.view(),
-                y.view(),
-                &direct,
-                Parallelism::Rayon,
-                &Monitor::default(),
-            )
-            .unwrap();
-            let b = fit_exact(
-                x.view(),
-                y.view(),
-                &coarse,
-                Parallelism::Rayon,
-                &Monitor::default(),
-            )
-            .unwrap();
-            // The same optimum: LMLs agree to the optimizer's tolerance, and
-            // the coarse-to-fine one is a stationary point of the full LML.
-            assert!(
-                (a.lml - b.lml).abs() < 1e-8 * a.lml.abs(),
-                "ard {ard}: {} vs {}",
-                a.lml,
-                b.lml
-            );
-            let yc = y.mapv(|v| v - b.y_mean);
-            let e = log_marginal_likelihood(
-                x.view(),
-                yc.view(),
-                &b.kernel,
-                b.noise_variance,
-                true,
-                Parallelism::Rayon,
-            )
-            .unwrap();
-            let gnorm = e.grad.iter().map(|g| g * g).sum::<f64>().sqrt();
-            assert!(
-                gnorm < 1e-4 * x.nrows() as f64,
-                "ard {ard}: |grad| = {gnorm}"
-            );
-        }
-    }
-
-    #[test]
-    fn kept_factor_equals_a_refit() {
-        // The fit keeps its best evaluation's factor instead of refitting:
-        // it must be the refit's, bit for bit, fixed parameters included.
-        let (x, y) = data(240);
-        for (ard, optimize) in [
-            (false, ExactGpConfig::default().optimize),
-            (true, vec![Hyper::LengthScale, Hyper::NoiseVariance]),
-        ] {
-            let cfg = ExactGpConfig {
-                ard,
-                optimize,
-                kernel_variance: Some(0.7),
+            let monitor = Monitor::new();
+            let cfg = OptimizerConfig {
                 n_restarts: 1,
-                coarse_min_rows: 64,
                 ..Default::default()
             };
-            let gp = fit_exact(
-                x.view(),
-                y.view(),
-                &cfg,
-                Parallelism::Rayon,
-                &Monitor::default(),
-            )
-            .unwrap();
-            let refit = ExactGp::fit(
-                x.view(),
-                y.view(),
-                gp.kernel.clone(),
-                gp.noise_variance,
-                true,
-                Parallelism::Rayon,
-            )
-            .unwrap();
-            assert_eq!(gp.lml, refit.lml);
-            assert_eq!(gp.alpha, refit.alpha);
-            assert_eq!(gp.chol.l_array(), refit.chol.l_array());
-            assert_eq!(gp.y_mean, refit.y_mean);
-            if !ard {
-                assert_ne!(gp.kernel.variance, 0.7);
-            } else {
-                assert_eq!(gp.kernel.variance, 0.7);
+            let opt = maximize(&obj, &[0.0, 0.0, 0.0], &cfg, &monitor).unwrap();
+            for (t, c) in opt.theta.iter().zip(&obj.c) {
+                assert!((t - c).abs() < 1e-5, "{:?}", opt.theta);
             }
+            // The fit of the best evaluation is the one on all rows.
+            assert_eq!(opt.fit, 5000);
+            let messages = monitor.take_messages();
+            // Coarse levels: 5000 -> 1250 -> 312 rows (312 < 1024 stops).
+            let levels = if subsampled { 3 } else { 1 };
+            // Per run: one message per level's evaluations, one per coarse
+            // optimum and the run's summary.
+            assert_eq!(messages.len(), 2 * 2 * levels, "{messages:?}");
         }
+    }
+
+    #[test]
+    fn log_params_map_the_free_coordinates_and_refuse_the_range() {
+        let p = LogParams {
+            values: vec![0.5, 2.0, 0.1],
+            free: vec![0, 2],
+        };
+        assert_eq!(p.n_length_scales(), 1);
+        let t = p.start();
+        assert_eq!(t, vec![0.5f64.ln(), 0.1f64.ln()]);
+        let v = p.at(&[0.0, 1.0]).unwrap();
+        assert_eq!(v, vec![1.0, 2.0, 1.0f64.exp()]);
+        assert_eq!(p.select(&[1.0, 2.0, 3.0]), vec![1.0, 3.0]);
+        assert!(p.at(&[41.0, 0.0]).is_err());
+        assert!(p.at(&[f64::NAN, 0.0]).is_err());
+        assert!(p.at(&[0.0]).is_err());
+    }
+
+    #[test]
+    fn init_resolves_defaults_and_names() {
+        let x = ndarray::array![[0.0, 0.0], [1.0, 0.0], [3.0, 0.0]];
+        let y = ndarray::array![1.0, 2.0, 3.0];
+        let p = HyperInit::default().resolve(x.view(), y.view()).unwrap();
+        let var = 2.0 / 3.0;
+        assert_eq!(p.values, vec![2.0, var, 0.1 * var]);
+        assert_eq!(p.free, vec![0, 1, 2]);
+        let ard = HyperInit {
+            ard: true,
+            length_scale: Some(vec![0.5]),
+            optimize: vec![Hyper::NoiseVariance],
+            ..Default::default()
+        };
+        let p = ard.resolve(x.view(), y.view()).unwrap();
+        assert_eq!(p.values[..2], [0.5, 0.5]);
+        assert_eq!(p.free, vec![3]);
+        assert_eq!(
+            Hyper::from_name("kernel_variance"),
+            Ok(Hyper::KernelVariance)
+        );
+        let e = Hyper::from_name("lengthscale").unwrap_err().to_string();
+        assert!(e.contains("optimize") && e.contains("length_scale"), "{e}");
     }
 
     #[test]
@@ -871,7 +877,10 @@ mod tests {
         let (x, y) = data(240);
         // At the LML optimum, where the Hessian of −LML/N is positive definite.
         let cfg = ExactGpConfig {
-            n_restarts: 0,
+            optimizer: OptimizerConfig {
+                n_restarts: 0,
+                ..Default::default()
+            },
             ..Default::default()
         };
         let gp = fit_exact(
@@ -891,28 +900,20 @@ mod tests {
         let theta: Vec<f64> = values.iter().map(|v| v.ln()).collect();
         let free = vec![0, 1, 2];
         let monitor = Monitor::default();
-        let spec = RunSpec {
-            values: &values,
-            free: &free,
-            max_iter: 100,
-            coarse_min_rows: usize::MAX,
-            par: Parallelism::Sequential,
-            monitor: &monitor,
-        };
-        let c = hessian_inverse_root(&spec, x.view(), yc.view(), &theta)
+        let params = LogParams { values, free };
+        let lml = ExactLml::new(
+            x.view(),
+            yc.view(),
+            crate::kernels::Kernel::Gaussian,
+            params,
+            Parallelism::Sequential,
+        );
+        let c = hessian_inverse_root(&lml, &theta, &monitor)
             .unwrap()
             .unwrap();
         // Cᵀ H C = I for the central-difference Hessian H (to the O(h)
         // error of the forward differences behind C).
-        let obj = Objective::new(
-            x.view(),
-            yc.view(),
-            values.clone(),
-            free.clone(),
-            None,
-            Parallelism::Sequential,
-            &monitor,
-        );
+        let obj = Tracked::new(&lml, None, &monitor);
         let h = 1e-5;
         let mut hess = Array2::<f64>::zeros((3, 3));
         for j in 0..3 {
@@ -932,146 +933,6 @@ mod tests {
                 assert!((id[(i, j)] - want).abs() < 1e-3, "{id}");
             }
         }
-    }
-
-    #[test]
-    fn fixed_parameters_stay_fixed() {
-        let (x, y) = data(40);
-        let cfg = ExactGpConfig {
-            noise_variance: Some(0.05),
-            kernel_variance: Some(2.0),
-            optimize: vec![Hyper::LengthScale],
-            n_restarts: 0,
-            ..Default::default()
-        };
-        let gp = fit_exact(
-            x.view(),
-            y.view(),
-            &cfg,
-            Parallelism::Rayon,
-            &Monitor::default(),
-        )
-        .unwrap();
-        assert_eq!(gp.noise_variance, 0.05);
-        assert_eq!(gp.kernel.variance, 2.0);
-        let none = ExactGpConfig {
-            length_scale: Some(vec![0.7]),
-            optimize: vec![],
-            ..Default::default()
-        };
-        let gp = fit_exact(
-            x.view(),
-            y.view(),
-            &none,
-            Parallelism::Rayon,
-            &Monitor::default(),
-        )
-        .unwrap();
-        assert_eq!(gp.kernel.length_scale, vec![0.7]);
-        let bad = ExactGpConfig {
-            length_scale: Some(vec![0.7, 0.2, 0.1]),
-            ..Default::default()
-        };
-        assert!(fit_exact(
-            x.view(),
-            y.view(),
-            &bad,
-            Parallelism::Rayon,
-            &Monitor::default()
-        )
-        .unwrap_err()
-        .to_string()
-        .contains("length_scale"));
-    }
-
-    #[test]
-    fn runs_are_reported_and_a_cancel_stops_the_fit() {
-        let (x, y) = data(240);
-        let cfg = ExactGpConfig {
-            n_restarts: 1,
-            coarse_min_rows: 64,
-            ..Default::default()
-        };
-        let monitor = Monitor::new();
-        fit_exact(x.view(), y.view(), &cfg, Parallelism::Rayon, &monitor).unwrap();
-        assert_eq!(monitor.snapshot(), ("optimizer runs".to_string(), 2, 2));
-        let messages = monitor.take_messages();
-        // Per run: the subsample's evaluations, its optimum, the full level.
-        assert_eq!(messages.len(), 8, "{messages:?}");
-        assert!(messages[0].starts_with("  60 rows: ") && messages[0].ends_with("LML evaluations"));
-        assert!(messages[1].starts_with("  60 rows: LML = "));
-        assert!(messages[2].starts_with("  240 rows: "));
-        assert!(messages[3].starts_with("run 1/2: LML = "));
-        assert!(messages[7].starts_with("run 2/2: LML = "));
-        // Cancelled before the start, on the coarse-to-fine and the direct
-        // path, and with nothing to optimize.
-        let none = ExactGpConfig {
-            optimize: vec![],
-            ..cfg.clone()
-        };
-        for c in [
-            &cfg,
-            &ExactGpConfig {
-                coarse_min_rows: usize::MAX,
-                ..cfg.clone()
-            },
-            &none,
-        ] {
-            let cancelled = Monitor::new();
-            cancelled.cancel();
-            let r = fit_exact(x.view(), y.view(), c, Parallelism::Rayon, &cancelled);
-            assert_eq!(r.unwrap_err(), Error::Interrupted);
-        }
-        // Cancelled from another thread once the first of many runs is done:
-        // the fit stops with the error instead of returning the runs so far.
-        let many = ExactGpConfig {
-            n_restarts: 200,
-            ..cfg
-        };
-        let monitor = Monitor::new();
-        let r = std::thread::scope(|s| {
-            s.spawn(|| {
-                while monitor.snapshot().1 == 0 {
-                    std::thread::sleep(std::time::Duration::from_millis(1));
-                }
-                monitor.cancel();
-            });
-            fit_exact(x.view(), y.view(), &many, Parallelism::Rayon, &monitor)
-        });
-        assert_eq!(r.unwrap_err(), Error::Interrupted);
-        assert!(monitor.snapshot().1 < 201);
-    }
-
-    #[test]
-    fn the_memory_budget_refuses_a_fit_that_would_not_fit() {
-        let (x, y) = data(40);
-        let small = ExactGpConfig {
-            memory_budget: Some(40 * 40 * 8),
-            ..Default::default()
-        };
-        let msg = fit_exact(
-            x.view(),
-            y.view(),
-            &small,
-            Parallelism::Rayon,
-            &Monitor::default(),
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(msg.contains("RandomFeatureGPR"), "{msg}");
-        let ample = ExactGpConfig {
-            memory_budget: Some(1 << 30),
-            n_restarts: 0,
-            ..Default::default()
-        };
-        assert!(fit_exact(
-            x.view(),
-            y.view(),
-            &ample,
-            Parallelism::Rayon,
-            &Monitor::default()
-        )
-        .is_ok());
     }
 
     #[test]

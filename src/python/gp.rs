@@ -10,11 +10,11 @@ use pyo3::prelude::*;
 use pyo3::types::PyAny;
 
 use super::ffi;
-use crate::error::Error;
 use crate::gp::exact::{check_exact_size, log_marginal_likelihood, predict_exact};
 use crate::gp::features::predict_features;
-use crate::gp::optimize::fit_exact;
-use crate::gp::{metrics, ExactGpConfig, FeatureGp, GaussianKernel, Hyper};
+use crate::gp::OptimizerConfig;
+use crate::gp::{fit_exact, metrics, ExactGpConfig, FeatureGp, Hyper, HyperInit};
+use crate::kernels::{Kernel, StationaryKernel};
 use crate::linalg::{as_faer, check_factor, Cholesky};
 use crate::real::Real;
 use crate::stats::FeatureStats;
@@ -24,24 +24,12 @@ use crate::threads::Parallelism;
 type Arr1<'py> = Bound<'py, PyArray1<f64>>;
 type Arr2<'py> = Bound<'py, PyArray2<f64>>;
 
-fn hyper(name: &str) -> crate::Result<Hyper> {
-    match name {
-        "length_scale" => Ok(Hyper::LengthScale),
-        "kernel_variance" => Ok(Hyper::KernelVariance),
-        "noise_variance" => Ok(Hyper::NoiseVariance),
-        other => Err(Error::invalid(
-            "optimize",
-            format!("unknown hyperparameter {other:?}; expected \"length_scale\", \"kernel_variance\" or \"noise_variance\""),
-        )),
-    }
-}
-
 /// Fits the exact GP (ALGORITHMS.md 7.1). Returns `(length_scale,
 /// kernel_variance, noise_variance, y_mean, lml, alpha, chol, n_iter)`.
 /// `progress`, when not None, is called as `progress(stage, done, total,
 /// messages)` while the fit runs.
 #[pyfunction]
-#[pyo3(signature = (x, y, length_scale, kernel_variance, noise_variance, ard, optimize, n_restarts, seed, max_iter, progress, center))]
+#[pyo3(signature = (x, y, length_scale, kernel_variance, noise_variance, ard, optimize, n_restarts, seed, max_iter, progress, center, *, kernel="gaussian"))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn exact_gp_fit<'py>(
     py: Python<'py>,
@@ -57,26 +45,33 @@ fn exact_gp_fit<'py>(
     max_iter: u64,
     progress: Option<&Bound<'py, PyAny>>,
     center: bool,
+    kernel: &str,
 ) -> PyResult<(Arr1<'py>, f64, f64, f64, f64, Arr1<'py>, Arr2<'py>, u64)> {
+    let kernel = ffi::map_result(py, Kernel::from_name(kernel))?;
     let optimize = ffi::map_result(
         py,
         optimize
             .iter()
-            .map(|s| hyper(s))
+            .map(|s| Hyper::from_name(s))
             .collect::<crate::Result<Vec<_>>>(),
     )?;
     let cfg = ExactGpConfig {
-        length_scale,
-        kernel_variance,
-        noise_variance,
-        ard,
-        optimize,
-        n_restarts,
-        seed,
-        max_iter,
+        kernel,
+        hyper: HyperInit {
+            length_scale,
+            kernel_variance,
+            noise_variance,
+            ard,
+            optimize,
+        },
+        optimizer: OptimizerConfig {
+            n_restarts,
+            seed,
+            max_iter,
+            ..OptimizerConfig::default()
+        },
         center,
         memory_budget: Some(available_memory_bytes()),
-        ..ExactGpConfig::default()
     };
     let (xv, yv) = (x.as_array(), y.as_array());
     let gp = ffi::call_monitored(py, progress, |monitor| {
@@ -98,7 +93,7 @@ fn exact_gp_fit<'py>(
 /// Exact-GP prediction from stored fitted arrays: `(mean, latent variance
 /// or None)`.
 #[pyfunction]
-#[pyo3(signature = (x_train, chol, alpha, y_mean, length_scale, kernel_variance, x, return_var))]
+#[pyo3(signature = (x_train, chol, alpha, y_mean, length_scale, kernel_variance, x, return_var, *, kernel="gaussian"))]
 #[allow(clippy::too_many_arguments)]
 fn exact_gp_predict<'py>(
     py: Python<'py>,
@@ -110,8 +105,10 @@ fn exact_gp_predict<'py>(
     kernel_variance: f64,
     x: PyReadonlyArray2<'py, f64>,
     return_var: bool,
+    kernel: &str,
 ) -> PyResult<(Arr1<'py>, Option<Arr1<'py>>)> {
-    let kernel = GaussianKernel {
+    let kernel = StationaryKernel {
+        kernel: ffi::map_result(py, Kernel::from_name(kernel))?,
         length_scale,
         variance: kernel_variance,
     };
@@ -140,7 +137,8 @@ fn exact_gp_predict<'py>(
 /// The exact-GP log marginal likelihood of `y` (as given, not centered) and
 /// its gradient with respect to `(ln l.., ln σ², ln σ_n²)`.
 #[pyfunction]
-#[pyo3(signature = (x, y, length_scale, kernel_variance, noise_variance, eval_gradient))]
+#[pyo3(signature = (x, y, length_scale, kernel_variance, noise_variance, eval_gradient, *, kernel="gaussian"))]
+#[allow(clippy::too_many_arguments)]
 fn exact_gp_lml<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
@@ -149,8 +147,10 @@ fn exact_gp_lml<'py>(
     kernel_variance: f64,
     noise_variance: f64,
     eval_gradient: bool,
+    kernel: &str,
 ) -> PyResult<(f64, Arr1<'py>)> {
-    let kernel = GaussianKernel {
+    let kernel = StationaryKernel {
+        kernel: ffi::map_result(py, Kernel::from_name(kernel))?,
         length_scale,
         variance: kernel_variance,
     };

@@ -21,7 +21,7 @@ use faer::{Accum, MatMut, MatRef};
 use ndarray::{Array2, ArrayView1, ArrayView2};
 
 use super::bound::{frobenius, Adjoint};
-use super::kernel_blocks::{contract, cross_block, fold_length_scales};
+use super::kernel_blocks::{contract, cross_block, fold_length_scales, scaled_t};
 use super::prior::InducingPrior;
 use super::stats::{check_chunk, Method};
 use crate::error::{Error, Result};
@@ -134,7 +134,7 @@ pub fn accumulate_gradient(
     let (kb, rest) = scratch.split_at_mut(m * n);
     let (sl, rest) = rest.split_at_mut(m * n);
     let (wb, rest) = rest.split_at_mut(m * n);
-    let ut = prior.params.scaled_t(x);
+    let ut = scaled_t(&prior.params, x);
     cross_block(&prior.params, prior.w.view(), ut.view(), kb, Some(sl), par);
     let yc: Vec<f64> = y.iter().map(|v| v - y_offset).collect();
     let kr = MatRef::from_row_major_slice(kb, m, n);

@@ -13,9 +13,10 @@
 use ndarray::{Array2, ArrayView2, Axis};
 use rand::Rng as _;
 
-use super::kernel_blocks::{cross_block, KernelParams};
+use super::kernel_blocks::{cross_block, scaled_t};
 use crate::error::{check_finite, Error, Result};
 use crate::gp::cluster::{nearest, sq_dists_t};
+use crate::kernels::StationaryKernel;
 use crate::progress::Monitor;
 use crate::rng::substream;
 use crate::threads::Parallelism;
@@ -86,7 +87,7 @@ pub fn select_inducing(
     x: ArrayView2<'_, f64>,
     n_inducing: usize,
     init: &InducingInit,
-    params: &KernelParams,
+    params: &StationaryKernel,
     seed: u64,
     par: Parallelism,
     monitor: &Monitor,
@@ -149,14 +150,14 @@ fn candidates(rng: &mut crate::rng::Rng, n: usize, c: usize) -> Vec<usize> {
 fn greedy_variance(
     x: ArrayView2<'_, f64>,
     m: usize,
-    params: &KernelParams,
+    params: &StationaryKernel,
     par: Parallelism,
     monitor: &Monitor,
 ) -> Result<Array2<f64>> {
     let n = x.nrows();
     monitor.stage("inducing inputs", m as u64);
-    let ut = params.scaled_t(x);
-    let w = params.scaled(x);
+    let ut = scaled_t(params, x);
+    let w = params.scale(x);
     let v = params.variance;
     let mut resid = vec![v; n];
     let mut rows: Vec<Vec<f64>> = Vec::with_capacity(m);

@@ -11,72 +11,20 @@
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
-use crate::error::{Error, Result};
-use crate::gp::check_positive;
 use crate::gp::cluster::sq_dists_t;
-use crate::kernels::Kernel;
+use crate::kernels::{Kernel, StationaryKernel};
 use crate::threads::Parallelism;
 
-/// A stationary kernel with its hyperparameters:
-/// `k(x, y) = σ² κ(ρ((x − y)/l))` with one length scale for all dimensions
-/// (`length_scale.len() == 1`) or one per dimension (ARD).
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct KernelParams {
-    /// The normalized kernel `κ`.
-    pub kernel: Kernel,
-    /// Length scales: one value, or one per input dimension.
-    pub length_scale: Vec<f64>,
-    /// The kernel (signal) variance `σ²`.
-    pub variance: f64,
-}
-
-impl KernelParams {
-    /// Checks the parameters against an input dimension `d`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidParameter`] naming `length_scale` (count other than
-    /// 1 or `d`, a value not finite and `> 0`) or `kernel_variance`.
-    pub fn validate(&self, d: usize) -> Result<()> {
-        let k = self.length_scale.len();
-        if k != 1 && k != d {
-            return Err(Error::invalid(
-                "length_scale",
-                format!("needs 1 value or one per input dimension ({d}), got {k}"),
-            ));
-        }
-        for &l in &self.length_scale {
-            check_positive("length_scale", l)?;
-        }
-        check_positive("kernel_variance", self.variance)
+/// `(x / l)ᵀ`, `d × n` row-major: dimension `a` of every row contiguous,
+/// the layout [`cross_block`] reads.
+pub(crate) fn scaled_t(params: &StationaryKernel, x: ArrayView2<'_, f64>) -> Array2<f64> {
+    let (n, d) = x.dim();
+    let mut ut = Array2::<f64>::zeros((d, n));
+    for (a, mut row) in ut.rows_mut().into_iter().enumerate() {
+        let inv = 1.0 / params.length_scale_of(a);
+        row.zip_mut_with(&x.column(a), |o, &v| *o = v * inv);
     }
-
-    /// The length scale of dimension `a`.
-    pub fn length_scale_of(&self, a: usize) -> f64 {
-        self.length_scale[if self.length_scale.len() == 1 { 0 } else { a }]
-    }
-
-    /// `x / l` (rows of `x` scaled per dimension), `n × d`.
-    pub fn scaled(&self, x: ArrayView2<'_, f64>) -> Array2<f64> {
-        let mut u = x.to_owned();
-        for (a, mut col) in u.columns_mut().into_iter().enumerate() {
-            let inv = 1.0 / self.length_scale_of(a);
-            col.mapv_inplace(|v| v * inv);
-        }
-        u
-    }
-
-    /// `(x / l)ᵀ`, `d × n` row-major: dimension `a` of every row contiguous,
-    /// the layout [`cross_block`] reads.
-    pub fn scaled_t(&self, x: ArrayView2<'_, f64>) -> Array2<f64> {
-        let (n, d) = x.dim();
-        let mut ut = Array2::<f64>::zeros((d, n));
-        for (a, mut row) in ut.rows_mut().into_iter().enumerate() {
-            let inv = 1.0 / self.length_scale_of(a);
-            row.zip_mut_with(&x.column(a), |o, &v| *o = v * inv);
-        }
-        ut
-    }
+    ut
 }
 
 /// The distances `ρ` of the scaled points `ut` (`d × n` row-major, `n` =
@@ -232,10 +180,10 @@ fn for_rows(
 
 /// The block `out[m·n + i] = k(x_i, z_m)` (`M × n` row-major) from the
 /// scaled inducing inputs `w` (`M × d`) and the scaled chunk `ut` (`d × n`
-/// row-major, [`KernelParams::scaled_t`]); with `slope`, also
+/// row-major, [`scaled_t`]); with `slope`, also
 /// `slope[m·n + i] = σ² ψ(ρ_mi)`. Parallel over inducing inputs.
 pub(crate) fn cross_block(
-    params: &KernelParams,
+    params: &StationaryKernel,
     w: ArrayView2<'_, f64>,
     ut: ArrayView2<'_, f64>,
     out: &mut [f64],
@@ -326,7 +274,7 @@ widest_simd! {
 /// over inducing inputs; `by_ls` is summed over them in order (the same
 /// bits for any thread count).
 pub(crate) fn contract(
-    params: &KernelParams,
+    params: &StationaryKernel,
     w: ArrayView2<'_, f64>,
     ut: ArrayView2<'_, f64>,
     g: &[f64],
@@ -374,7 +322,7 @@ pub(crate) fn contract(
 
 /// `Σ_a by_ls[a]` for one shared length scale, `by_ls` itself for one per
 /// dimension: the gradient with respect to the model's log length scales.
-pub(crate) fn fold_length_scales(params: &KernelParams, by_ls: &[f64]) -> Vec<f64> {
+pub(crate) fn fold_length_scales(params: &StationaryKernel, by_ls: &[f64]) -> Vec<f64> {
     if params.length_scale.len() == 1 {
         vec![by_ls.iter().sum()]
     } else {
@@ -384,19 +332,19 @@ pub(crate) fn fold_length_scales(params: &KernelParams, by_ls: &[f64]) -> Vec<f6
 
 /// `k(a, b)` (`|a| × |b|`) of unscaled inputs.
 pub fn kernel_matrix(
-    params: &KernelParams,
+    params: &StationaryKernel,
     a: ArrayView2<'_, f64>,
     b: ArrayView2<'_, f64>,
     par: Parallelism,
 ) -> Array2<f64> {
-    let wa = params.scaled(a);
-    let ubt = params.scaled_t(b);
+    let wa = params.scale(a);
+    let ubt = scaled_t(params, b);
     let mut out = vec![0.0; a.nrows() * b.nrows()];
     cross_block(params, wa.view(), ubt.view(), &mut out, None, par);
     Array2::from_shape_vec((a.nrows(), b.nrows()), out).unwrap_or_default()
 }
 
 /// The diagonal `k(x, x) = σ²` of a stationary kernel, summed over `n` rows.
-pub(crate) fn diag_sum(params: &KernelParams, n: usize) -> f64 {
+pub(crate) fn diag_sum(params: &StationaryKernel, n: usize) -> f64 {
     params.variance * n as f64
 }

@@ -36,7 +36,7 @@ mod tests;
 pub use bound::{bound, Adjoint, Bound};
 pub use gradient::{accumulate_gradient, finish, Gradient, GradientSums};
 pub use inducing::{select_inducing, InducingInit, INDUCING_NAMES};
-pub use kernel_blocks::{kernel_matrix, KernelParams};
+pub use kernel_blocks::kernel_matrix;
 pub use model::SparseGp;
 pub use objective::{default_chunk_rows, evaluate, SparseEval};
 pub use prior::InducingPrior;

@@ -10,10 +10,11 @@ use faer::MatMut;
 use ndarray::{s, Array1, Array2, ArrayView2};
 
 use super::bound::Bound;
-use super::kernel_blocks::{cross_block, KernelParams};
+use super::kernel_blocks::{cross_block, scaled_t};
 use super::prior::InducingPrior;
 use super::stats::Method;
 use crate::error::{check_finite, Error, Result};
+use crate::kernels::StationaryKernel;
 use crate::linalg::Cholesky;
 use crate::threads::Parallelism;
 
@@ -24,7 +25,7 @@ pub struct SparseGp {
     /// The approximation.
     pub method: Method,
     /// The kernel and its hyperparameters.
-    pub params: KernelParams,
+    pub params: StationaryKernel,
     /// The noise variance `σ_n²`.
     pub noise_variance: f64,
     /// The inducing inputs `Z` (`M × d`).
@@ -112,7 +113,7 @@ impl SparseGp {
         let (m, d) = self.inducing.dim();
         Error::check_n_features(d, xs.ncols())?;
         check_finite("X", xs.iter())?;
-        let w = self.params.scaled(self.inducing.view());
+        let w = self.params.scale(self.inducing.view());
         let rows = xs.nrows();
         let mut mean = Array1::<f64>::zeros(rows);
         let mut var = want_var.then(|| Array1::<f64>::zeros(rows));
@@ -120,7 +121,7 @@ impl SparseGp {
         for start in (0..rows).step_by(PREDICT_BLOCK) {
             let stop = (start + PREDICT_BLOCK).min(rows);
             let b = stop - start;
-            let ut = self.params.scaled_t(xs.slice(s![start..stop, ..]));
+            let ut = scaled_t(&self.params, xs.slice(s![start..stop, ..]));
             kb.resize(m * b, 0.0);
             cross_block(&self.params, w.view(), ut.view(), &mut kb, None, par);
             let kv =

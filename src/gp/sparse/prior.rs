@@ -4,9 +4,10 @@
 
 use ndarray::{Array2, ArrayView2};
 
-use super::kernel_blocks::{kernel_matrix, KernelParams};
+use super::kernel_blocks::kernel_matrix;
 use crate::error::{check_finite, Error, Result};
 use crate::gp::check_positive;
+use crate::kernels::StationaryKernel;
 use crate::linalg::{as_faer, Cholesky, JITTER_LADDER};
 use crate::threads::Parallelism;
 
@@ -19,7 +20,7 @@ use crate::threads::Parallelism;
 #[derive(Clone, Debug)]
 pub struct InducingPrior {
     /// The kernel and its hyperparameters.
-    pub params: KernelParams,
+    pub params: StationaryKernel,
     /// The noise variance `σ_n²`.
     pub noise_variance: f64,
     /// The inducing inputs `Z` (`M × d`).
@@ -41,7 +42,7 @@ impl InducingPrior {
     /// not match `Z`'s width, [`Error::NonFinite`] for NaN in `Z`, and
     /// [`Error::InducingNotPositiveDefinite`] when the last jitter fails.
     pub fn new(
-        params: KernelParams,
+        params: StationaryKernel,
         noise_variance: f64,
         z: ArrayView2<'_, f64>,
         par: Parallelism,
@@ -56,7 +57,7 @@ impl InducingPrior {
         params.validate(d)?;
         check_positive("noise_variance", noise_variance)?;
         check_finite("inducing", z.iter())?;
-        let w = params.scaled(z);
+        let w = params.scale(z);
         let mut kuu = kernel_matrix(&params, z, z, par);
         let chol = factor_kuu(&kuu, params.variance, par)?;
         let jitter = chol.jitter();

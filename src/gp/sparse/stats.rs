@@ -17,7 +17,7 @@
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 
-use super::kernel_blocks::{cross_block, diag_sum};
+use super::kernel_blocks::{cross_block, diag_sum, scaled_t};
 use super::prior::InducingPrior;
 use crate::error::{check_finite, Error, Result};
 use crate::linalg::{mirror_lower, syrk};
@@ -146,7 +146,7 @@ impl SparseStats {
             self.y_shift = y.sum() / n as f64;
         }
         let yc: Vec<f64> = y.iter().map(|v| v - self.y_shift).collect();
-        let ut = prior.params.scaled_t(x);
+        let ut = scaled_t(&prior.params, x);
         let need = if self.method == Method::Fitc {
             2 * m * n
         } else {

@@ -8,8 +8,8 @@ use rand::Rng as _;
 
 use super::*;
 use crate::error::Error;
-use crate::gp::exact::{log_marginal_likelihood, GaussianKernel};
-use crate::kernels::Kernel;
+use crate::gp::exact::log_marginal_likelihood;
+use crate::kernels::{Kernel, StationaryKernel};
 use crate::linalg::{as_faer, Cholesky};
 use crate::progress::Monitor;
 use crate::threads::Parallelism;
@@ -24,21 +24,21 @@ const KERNELS: [Kernel; 5] = [
 
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
-fn params(kernel: Kernel, ls: &[f64], variance: f64) -> KernelParams {
-    KernelParams {
+fn params(kernel: Kernel, ls: &[f64], variance: f64) -> StationaryKernel {
+    StationaryKernel {
         kernel,
         length_scale: ls.to_vec(),
         variance,
     }
 }
 
-fn prior(p: &KernelParams, noise: f64, z: ArrayView2<'_, f64>) -> InducingPrior {
+fn prior(p: &StationaryKernel, noise: f64, z: ArrayView2<'_, f64>) -> InducingPrior {
     InducingPrior::new(p.clone(), noise, z, Parallelism::Rayon).unwrap()
 }
 
 /// The objective (and gradient) in one chunk, without centering.
 fn eval(
-    p: &KernelParams,
+    p: &StationaryKernel,
     noise: f64,
     z: ArrayView2<'_, f64>,
     method: Method,
@@ -82,7 +82,12 @@ fn log_normal(c: &Array2<f64>, y: ArrayView1<'_, f64>) -> f64 {
 }
 
 /// The exact LML with any kernel, from its dense `N × N` covariance.
-fn exact_lml(p: &KernelParams, noise: f64, x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>) -> f64 {
+fn exact_lml(
+    p: &StationaryKernel,
+    noise: f64,
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+) -> f64 {
     let mut k = kernel_matrix(p, x, x, Parallelism::Sequential);
     k.diag_mut().mapv_inplace(|v| v + noise);
     log_normal(&k, y)
@@ -92,7 +97,7 @@ fn exact_lml(p: &KernelParams, noise: f64, x: ArrayView2<'_, f64>, y: ArrayView1
 /// `Q = K_fu K_uu^{−1} K_uf`; VFE `ln N(y | 0, Q + σ_n² I) − tr(K − Q)/(2σ_n²)`,
 /// FITC `ln N(y | 0, Q + diag(K − Q) + σ_n² I)`.
 fn dense_objective(
-    p: &KernelParams,
+    p: &StationaryKernel,
     noise: f64,
     z: ArrayView2<'_, f64>,
     method: Method,
@@ -189,10 +194,7 @@ fn inducing_at_the_data_is_the_exact_gp() {
     let xs = random(6, 2, 2);
     for ls in [vec![0.9], vec![0.7, 1.3]] {
         let p = params(Kernel::Gaussian, &ls, 1.4);
-        let gk = GaussianKernel {
-            length_scale: ls.clone(),
-            variance: 1.4,
-        };
+        let gk = p.clone();
         let exact =
             log_marginal_likelihood(x.view(), y.view(), &gk, 0.05, true, Parallelism::Rayon)
                 .unwrap();
@@ -720,4 +722,62 @@ fn coinciding_inducing_inputs_get_a_recorded_jitter() {
     assert!(e.bound.value.is_finite());
     let gp = SparseGp::from_bound(Method::Vfe, pr.clone(), e.bound, 0);
     assert_eq!(gp.jitter(), pr.jitter());
+}
+
+/// One bound-and-gradient evaluation at N rows, d = 8, M = 1,024 (VFE),
+/// split into its passes. Run by hand:
+/// `cargo test --release --lib sparse_eval_timing -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn sparse_eval_timing() {
+    use std::time::Instant;
+    let n: usize = std::env::var("SPARSE_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let m = 1024;
+    let x = random(n, 8, 1);
+    let y = targets(&x);
+    let z = x.slice(s![..m, ..]).to_owned();
+    let p = params(Kernel::Gaussian, &[1.5], 1.0);
+    let pr = prior(&p, 0.1, z.view());
+    let chunk = default_chunk_rows(m);
+    for _ in 0..3 {
+        let t0 = Instant::now();
+        let e = evaluate(
+            &pr,
+            Method::Vfe,
+            x.view(),
+            y.view(),
+            true,
+            chunk,
+            false,
+            Parallelism::Rayon,
+            &Monitor::default(),
+        )
+        .unwrap();
+        let t1 = Instant::now();
+        let g = evaluate(
+            &pr,
+            Method::Vfe,
+            x.view(),
+            y.view(),
+            true,
+            chunk,
+            true,
+            Parallelism::Rayon,
+            &Monitor::default(),
+        )
+        .unwrap();
+        let t2 = Instant::now();
+        let flops = (n * m * m) as f64;
+        println!(
+            "N = {n}: value {:.3} s, value + gradient {:.3} s ({:.1} G N·M² multiply-adds/s); {} {}",
+            (t1 - t0).as_secs_f64(),
+            (t2 - t1).as_secs_f64(),
+            flops / (t2 - t1).as_secs_f64() / 1e9,
+            e.bound.value,
+            g.bound.value
+        );
+    }
 }

@@ -1,110 +1,28 @@
 //! The exact GP with the Gaussian kernel (ALGORITHMS.md 7.1): kernel
 //! matrices, the log marginal likelihood with its analytic gradients
 //! (scalar or per-dimension length scales), and the predictive mean and
-//! variances. The only place in the crate that builds an `N × N` matrix.
+//! variances; the hyperparameter fit is in [`fit`]. The only place in the
+//! crate that builds an `N × N` matrix.
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::{Mat, MatMut, MatRef};
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
 use super::{check_finite, check_positive};
 use crate::error::{Error, Result};
+use crate::kernels::{Kernel, StationaryKernel};
 use crate::linalg::{faer_par, Cholesky};
 use crate::progress::Monitor;
 use crate::threads::Parallelism;
 use crate::vexp;
 
+pub mod fit;
+
+pub use fit::{fit_exact, ExactGpConfig};
+
 /// `ln 2π`.
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
-
-/// The Gaussian kernel `k(x, x') = σ² exp(−½ Σ_a (x_a − x'_a)² / l_a²)`
-/// with one length scale for all dimensions (`length_scale.len() == 1`) or
-/// one per dimension (ARD, `length_scale.len() == d`).
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct GaussianKernel {
-    /// Length scales: one value, or one per input dimension.
-    pub length_scale: Vec<f64>,
-    /// The kernel (signal) variance `σ²`.
-    pub variance: f64,
-}
-
-impl GaussianKernel {
-    /// Checks the parameters against an input dimension `d`.
-    pub fn validate(&self, d: usize) -> Result<()> {
-        let k = self.length_scale.len();
-        if k != 1 && k != d {
-            return Err(Error::invalid(
-                "length_scale",
-                format!("needs 1 value or one per input dimension ({d}), got {k}"),
-            ));
-        }
-        for &l in &self.length_scale {
-            check_positive("length_scale", l)?;
-        }
-        check_positive("kernel_variance", self.variance)
-    }
-
-    /// The input divided by the length scale(s): `u = x / l`.
-    pub fn scale(&self, x: ArrayView2<'_, f64>) -> Array2<f64> {
-        let d = x.ncols();
-        let inv: Vec<f64> = (0..d)
-            .map(|a| 1.0 / self.length_scale[if self.length_scale.len() == 1 { 0 } else { a }])
-            .collect();
-        let mut u = x.to_owned();
-        for mut row in u.rows_mut() {
-            for (v, s) in row.iter_mut().zip(&inv) {
-                *v *= s;
-            }
-        }
-        u
-    }
-
-    /// The cross-covariance `k(A, B)` (`|A| × |B|`, row-major), computed
-    /// pairwise (no `‖a‖² + ‖b‖² − 2aᵀb` cancellation) in parallel over rows.
-    pub fn cross(
-        &self,
-        a: ArrayView2<'_, f64>,
-        b: ArrayView2<'_, f64>,
-        par: Parallelism,
-    ) -> Array2<f64> {
-        let ua = self.scale(a);
-        let ub = self.scale(b);
-        cross_scaled(ua.view(), ub.view(), self.variance, par)
-    }
-}
-
-/// `σ² exp(−½ ‖u_i − v_j‖²)` for already scaled rows.
-fn cross_scaled(
-    ua: ArrayView2<'_, f64>,
-    ub: ArrayView2<'_, f64>,
-    variance: f64,
-    par: Parallelism,
-) -> Array2<f64> {
-    let mut k = Array2::<f64>::zeros((ua.nrows(), ub.nrows()));
-    let fill = |(mut row, ui): (ndarray::ArrayViewMut1<'_, f64>, ArrayView1<'_, f64>)| {
-        for (kj, vj) in row.iter_mut().zip(ub.rows()) {
-            let r2: f64 = ui
-                .iter()
-                .zip(vj.iter())
-                .map(|(p, q)| (p - q) * (p - q))
-                .sum();
-            *kj = variance * (-0.5 * r2).exp();
-        }
-    };
-    if par.is_parallel() {
-        k.axis_iter_mut(Axis(0))
-            .into_par_iter()
-            .zip(ua.axis_iter(Axis(0)))
-            .for_each(fill);
-    } else {
-        k.axis_iter_mut(Axis(0))
-            .zip(ua.axis_iter(Axis(0)))
-            .for_each(fill);
-    }
-    k
-}
 
 /// Number of `N × N` float64 matrices the exact GP holds at once during a
 /// fit with gradients (an evaluation's kernel, factor, inverse and the
@@ -178,51 +96,106 @@ struct Factored {
 
 /// `u = x / l`, transposed to `d × N` so the pair loops below run over
 /// contiguous memory.
-fn scaled_transposed(x: ArrayView2<'_, f64>, kernel: &GaussianKernel) -> Array2<f64> {
+fn scaled_transposed(x: ArrayView2<'_, f64>, kernel: &StationaryKernel) -> Array2<f64> {
     let u = kernel.scale(x);
     u.t().as_standard_layout().into_owned()
 }
 
-/// Column `j` of the lower triangle of `K = σ² exp(−½ ‖u_i − u_j‖²)`
-/// (`col.len() == n − j`, rows `i ≥ j`): pairwise differences, one
-/// contiguous pass per dimension (no `‖a‖² + ‖b‖² − 2aᵀb` cancellation),
-/// then the vectorizable [`vexp::exp`]. Inlined into the per-instruction-set
-/// copies of [`kernel_column`]; no FMA contraction, so every copy gives the
-/// same bits.
+/// `out[i − lo] = ρ(u_i, u_j)` for the rows `i ≥ lo` (`out.len() == n −
+/// lo`): the squared Euclidean distance, or the `ℓ1` distance with `l1`, of
+/// the scaled inputs, one contiguous pass per dimension (no `‖a‖² + ‖b‖² −
+/// 2aᵀb` cancellation).
 #[inline(always)]
-fn kernel_column_body(ut: &[f64], n: usize, j: usize, variance: f64, col: &mut [f64]) {
-    col.fill(0.0);
+fn distance_rows(ut: &[f64], n: usize, j: usize, lo: usize, l1: bool, out: &mut [f64]) {
+    out.fill(0.0);
     for row in ut.chunks_exact(n) {
         let c = row[j];
-        for (r, &v) in col.iter_mut().zip(&row[j..]) {
-            let t = v - c;
-            *r += t * t;
+        if l1 {
+            for (r, &v) in out.iter_mut().zip(&row[lo..]) {
+                *r += (v - c).abs();
+            }
+        } else {
+            for (r, &v) in out.iter_mut().zip(&row[lo..]) {
+                let t = v - c;
+                *r += t * t;
+            }
         }
     }
-    for v in col.iter_mut() {
-        *v = variance * vexp::exp(-0.5 * *v);
+}
+
+/// Column `j` of the lower triangle of `K = σ² κ(ρ(u_i, u_j))`
+/// (`col.len() == n − j`, rows `i ≥ j`): the distances of
+/// [`distance_rows`], then the profile of the kernel table of
+/// [`crate::kernels`] through the vectorizable [`vexp::exp`]. Inlined into
+/// the per-instruction-set copies of [`kernel_column`]; no FMA contraction,
+/// so every copy gives the same bits.
+#[inline(always)]
+fn kernel_column_body(
+    ut: &[f64],
+    n: usize,
+    j: usize,
+    kernel: Kernel,
+    variance: f64,
+    col: &mut [f64],
+) {
+    distance_rows(ut, n, j, j, kernel.uses_l1(), col);
+    match kernel {
+        Kernel::Gaussian => {
+            for v in col.iter_mut() {
+                *v = variance * vexp::exp(-0.5 * *v);
+            }
+        }
+        Kernel::Laplacian => {
+            for v in col.iter_mut() {
+                *v = variance * vexp::exp(-*v);
+            }
+        }
+        Kernel::Matern12 => {
+            for v in col.iter_mut() {
+                *v = variance * vexp::exp(-v.sqrt());
+            }
+        }
+        Kernel::Matern32 => {
+            for v in col.iter_mut() {
+                let a = (3.0 * *v).sqrt();
+                *v = variance * (1.0 + a) * vexp::exp(-a);
+            }
+        }
+        Kernel::Matern52 => {
+            for v in col.iter_mut() {
+                let a = (5.0 * *v).sqrt();
+                *v = variance * (1.0 + a + a * a / 3.0) * vexp::exp(-a);
+            }
+        }
     }
 }
 
 widest_simd! {
     /// [`kernel_column_body`] with the widest SIMD the CPU offers (`ut` is the
     /// row-major `d × n` matrix of scaled inputs).
-    fn kernel_column(ut: &[f64], n: usize, j: usize, variance: f64, col: &mut [f64]) =
+    fn kernel_column(ut: &[f64], n: usize, j: usize, kernel: Kernel, variance: f64, col: &mut [f64]) =
         kernel_column_body;
 }
 
-/// The lower triangle of `K = σ² exp(−½ ‖u_i − u_j‖²)` column by column
-/// (columns in parallel, each by [`kernel_column`]) into `k`, resized to
-/// `N²`, column-major: column `j` is `k[j N + j .. (j + 1) N]` (the strict
-/// upper triangle is left as it was and never read).
-fn kernel_lower(ut: &Array2<f64>, variance: f64, par: Parallelism, k: &mut Vec<f64>) {
+/// The lower triangle of `K = σ² κ(ρ(u_i, u_j))` column by column (columns
+/// in parallel, each by [`kernel_column`]) into `k`, resized to `N²`,
+/// column-major: column `j` is `k[j N + j .. (j + 1) N]` (the strict upper
+/// triangle is left as it was and never read).
+fn kernel_lower(
+    ut: &Array2<f64>,
+    kernel: Kernel,
+    variance: f64,
+    par: Parallelism,
+    k: &mut Vec<f64>,
+) {
     let n = ut.ncols();
     k.resize(n * n, 0.0);
     if n == 0 {
         return;
     }
     let u = ut.as_slice().unwrap_or_default();
-    let fill = |(j, col): (usize, &mut [f64])| kernel_column(u, n, j, variance, &mut col[j..]);
+    let fill =
+        |(j, col): (usize, &mut [f64])| kernel_column(u, n, j, kernel, variance, &mut col[j..]);
     if par.is_parallel() {
         k.par_chunks_mut(n).enumerate().for_each(fill);
     } else {
@@ -275,14 +248,14 @@ impl Workspace {
 fn factor(
     x: ArrayView2<'_, f64>,
     y: ArrayView1<'_, f64>,
-    kernel: &GaussianKernel,
+    kernel: &StationaryKernel,
     noise_variance: f64,
     par: Parallelism,
     k: &mut Vec<f64>,
 ) -> Result<Factored> {
     let n = x.nrows();
     let ut = scaled_transposed(x, kernel);
-    kernel_lower(&ut, kernel.variance, par, k);
+    kernel_lower(&ut, kernel.kernel, kernel.variance, par, k);
     let chol = Cholesky::shifted(
         MatRef::from_column_major_slice(k, n, n),
         noise_variance,
@@ -341,47 +314,116 @@ fn sum8(a: &[f64]) -> f64 {
     acc.iter().sum::<f64>() + tail
 }
 
-/// Column `j` of the gradient's traces: `m_i = (α_i α_j − W_ij) K_ij` for
-/// the rows `i > j` (into `m`, `m.len() == n − j − 1`), `per_dim[a] =
-/// Σ_i m_i (u_ia − u_ja)²`; returns `Σ_i m_i`. Inlined into the
-/// per-instruction-set copies of [`grad_column`] (no FMA contraction: the
-/// same bits in each).
+/// `Σ_i a_i |c_i − v|` with eight independent partial sums (as [`dot_sq`]).
 #[inline(always)]
-fn grad_column_body(c: GradColumn<'_>, m: &mut [f64], per_dim: &mut [f64]) -> f64 {
+fn dot_abs(a: &[f64], c: &[f64], v: f64) -> f64 {
+    let mut acc = [0.0; 8];
+    let (ca, cc) = (a.chunks_exact(8), c.chunks_exact(8));
+    let (ra, rc) = (ca.remainder(), cc.remainder());
+    for (x, y) in ca.zip(cc) {
+        for l in 0..8 {
+            acc[l] += x[l] * (y[l] - v).abs();
+        }
+    }
+    let tail: f64 = ra.iter().zip(rc).map(|(x, y)| x * (y - v).abs()).sum();
+    acc.iter().sum::<f64>() + tail
+}
+
+/// Column `j` of the gradient's traces, for the rows `i > j` (`m`, `rho`:
+/// scratch of length `n − j − 1`). With `a_i = α_i α_j − W_ij` and
+/// `∂K_ij/∂ln l_a = g_ij t(δ_a)` (`δ = u_i − u_j`, `t(δ) = δ²`, or `|δ|`
+/// for the Laplacian):
+///
+/// - returns `Σ_i a_i K_ij` (the kernel variance's trace, `∂K/∂ln σ² = K`);
+/// - `per_dim[a] = Σ_i a_i g_ij t(δ_ia)`.
+///
+/// `g = 2σ²ψ(ρ)` (`σ²ψ` for the Laplacian, [`Kernel::profile_slope`]) is
+/// formed from `K_ij` itself, without a second exponential: `K` for the
+/// Gaussian and the Laplacian, `K/r` for Matérn 1/2 (0 at `r = 0`, where
+/// every `t` vanishes as well), `3K/(1 + a)` with `a = √3 r` for Matérn 3/2
+/// and `(5/3) K (1 + a)/(1 + a + a²/3)` with `a = √5 r` for Matérn 5/2.
+/// Inlined into the per-instruction-set copies of [`grad_column`] (no FMA
+/// contraction: the same bits in each).
+#[inline(always)]
+fn grad_column_body(
+    c: GradColumn<'_>,
+    kernel: Kernel,
+    m: &mut [f64],
+    rho: &mut [f64],
+    per_dim: &mut [f64],
+) -> f64 {
     let lo = c.j + 1;
     let aj = c.alpha[c.j];
     for (((mi, k), w), a) in m.iter_mut().zip(c.k).zip(c.w).zip(&c.alpha[lo..]) {
         *mi = (aj * a - w) * k;
     }
-    for (pd, row) in per_dim.iter_mut().zip(c.ut.chunks_exact(c.n)) {
-        *pd = dot_sq(m, &row[lo..], row[c.j]);
+    let trace_k = sum8(m);
+    match kernel {
+        Kernel::Gaussian | Kernel::Laplacian => {}
+        Kernel::Matern12 => {
+            distance_rows(c.ut, c.n, c.j, lo, false, rho);
+            for (mi, &r) in m.iter_mut().zip(rho.iter()) {
+                *mi = if r > 0.0 { *mi / r.sqrt() } else { 0.0 };
+            }
+        }
+        Kernel::Matern32 => {
+            distance_rows(c.ut, c.n, c.j, lo, false, rho);
+            for (mi, &r) in m.iter_mut().zip(rho.iter()) {
+                *mi *= 3.0 / (1.0 + (3.0 * r).sqrt());
+            }
+        }
+        Kernel::Matern52 => {
+            distance_rows(c.ut, c.n, c.j, lo, false, rho);
+            for (mi, &r) in m.iter_mut().zip(rho.iter()) {
+                let a = (5.0 * r).sqrt();
+                *mi *= 5.0 / 3.0 * (1.0 + a) / (1.0 + a + a * a / 3.0);
+            }
+        }
     }
-    sum8(m)
+    let l1 = kernel.uses_l1();
+    for (pd, row) in per_dim.iter_mut().zip(c.ut.chunks_exact(c.n)) {
+        *pd = if l1 {
+            dot_abs(m, &row[lo..], row[c.j])
+        } else {
+            dot_sq(m, &row[lo..], row[c.j])
+        };
+    }
+    trace_k
 }
 
 widest_simd! {
     /// [`grad_column_body`] with the widest SIMD the CPU offers.
-    fn grad_column(c: GradColumn<'_>, m: &mut [f64], per_dim: &mut [f64]) -> f64 =
-        grad_column_body;
+    fn grad_column(
+        c: GradColumn<'_>,
+        kernel: Kernel,
+        m: &mut [f64],
+        rho: &mut [f64],
+        per_dim: &mut [f64],
+    ) -> f64 = grad_column_body;
 }
 
 /// The log marginal likelihood of centered targets `y` under the GP with
 /// `kernel` and `noise_variance`, with its analytic gradient when
 /// `want_grad` (ALGORITHMS.md 7.1):
 ///
-/// `∂LML/∂θ = ½ tr[(ααᵀ − K_y^{−1}) ∂K_y/∂θ]` with `∂K_y/∂ln l_a = K ⊙ R_a`,
-/// `R_a,ij = (x_ia − x_ja)²/l_a²` (summed over `a` for a scalar length scale),
-/// `∂K_y/∂ln σ² = K`, `∂K_y/∂ln σ_n² = σ_n² I`.
+/// `∂LML/∂θ = ½ tr[(ααᵀ − K_y^{−1}) ∂K_y/∂θ]` with
+/// `∂K_ij/∂ln l_a = σ² ψ(ρ_ij) δ_a e'(δ_a)` for `δ = (x_i − x_j)/l`
+/// ([`StationaryKernel`]; for the Gaussian kernel `K ⊙ R_a`,
+/// `R_a,ij = (x_ia − x_ja)²/l_a²`; summed over `a` for a scalar length
+/// scale), `∂K_y/∂ln σ² = K`, `∂K_y/∂ln σ_n² = σ_n² I`. At zero distance
+/// (the diagonal, repeated inputs) every length-scale derivative is 0, the
+/// Matérn 1/2 one included (its kernel is not differentiable in the inputs
+/// there, but is constant in `l`).
 ///
 /// Cost: one kernel matrix (lower triangle, `N²/2` exponentials), one
 /// Cholesky (`N³/3` flops), and for the gradient the lower triangle of
 /// `K_y^{−1}` (`⅔ N³`); the traces are elementwise sums over the lower
-/// triangle of `M = (ααᵀ − K_y^{−1}) ⊙ K` (symmetric), no further `N³`
-/// products.
+/// triangle of `(ααᵀ − K_y^{−1}) ⊙ ∂K/∂θ` (symmetric, `∂K/∂θ` formed from
+/// `K` and the distances), no further `N³` products.
 pub fn log_marginal_likelihood(
     x: ArrayView2<'_, f64>,
     y: ArrayView1<'_, f64>,
-    kernel: &GaussianKernel,
+    kernel: &StationaryKernel,
     noise_variance: f64,
     want_grad: bool,
     par: Parallelism,
@@ -410,7 +452,7 @@ pub fn log_marginal_likelihood(
 pub(crate) fn lml_and_factor(
     x: ArrayView2<'_, f64>,
     y: ArrayView1<'_, f64>,
-    kernel: &GaussianKernel,
+    kernel: &StationaryKernel,
     noise_variance: f64,
     want_grad: bool,
     par: Parallelism,
@@ -444,7 +486,8 @@ pub(crate) fn lml_and_factor(
     let u = f.ut.as_slice().unwrap_or_default();
     // Column j of the strict lower triangle (see `grad_column_body`), with a
     // scratch buffer per rayon job.
-    let column = |m: &mut Vec<f64>, j: usize| -> (Vec<f64>, f64) {
+    let kind = kernel.kernel;
+    let column = |(m, rho): &mut (Vec<f64>, Vec<f64>), j: usize| -> (Vec<f64>, f64) {
         let lo = j + 1;
         let mut per_dim = vec![0.0; d];
         let s = grad_column(
@@ -456,21 +499,22 @@ pub(crate) fn lml_and_factor(
                 w: &inv.col_as_slice(j)[lo..],
                 alpha,
             },
+            kind,
             &mut m[..n - lo],
+            &mut rho[..n - lo],
             &mut per_dim,
         );
         (per_dim, s)
     };
+    // Scratch of a job: the trace terms and (Matérn) the distances.
+    let scratch = || (vec![0.0; n], vec![0.0; n]);
     // Per-column terms in parallel, summed in column order: the result does
     // not depend on the number of threads.
     let cols: Vec<(Vec<f64>, f64)> = if par.is_parallel() {
-        (0..n)
-            .into_par_iter()
-            .map_init(|| vec![0.0; n], column)
-            .collect()
+        (0..n).into_par_iter().map_init(scratch, column).collect()
     } else {
-        let mut m = vec![0.0; n];
-        (0..n).map(|j| column(&mut m, j)).collect()
+        let mut buf = scratch();
+        (0..n).map(|j| column(&mut buf, j)).collect()
     };
     let mut per_dim = vec![0.0; d];
     let mut m_lower = 0.0;
@@ -504,7 +548,7 @@ pub struct ExactGp {
     /// Training inputs (`N × d`).
     pub x_train: Array2<f64>,
     /// The kernel.
-    pub kernel: GaussianKernel,
+    pub kernel: StationaryKernel,
     /// The noise variance `σ_n²`.
     pub noise_variance: f64,
     /// The training-target mean `ȳ` added back to predictions (0 without centering).
@@ -526,7 +570,7 @@ impl ExactGp {
     pub fn fit(
         x: ArrayView2<'_, f64>,
         y: ArrayView1<'_, f64>,
-        kernel: GaussianKernel,
+        kernel: StationaryKernel,
         noise_variance: f64,
         center: bool,
         par: Parallelism,
@@ -586,7 +630,7 @@ pub fn predict_exact(
     chol: &Cholesky,
     alpha: ArrayView1<'_, f64>,
     y_mean: f64,
-    kernel: &GaussianKernel,
+    kernel: &StationaryKernel,
     xs: ArrayView2<'_, f64>,
     want_var: bool,
     par: Parallelism,
@@ -640,16 +684,36 @@ pub fn predict_exact(
 }
 
 #[cfg(test)]
+/// Test data: `n` rows of a smooth function of 2 inputs in `[-2, 2)` with noise
+/// (deterministic: the inputs are a scrambled grid, the noise a residue
+/// pattern).
+pub(crate) fn data_for_tests(n: usize) -> (Array2<f64>, Array1<f64>) {
+    let x = Array2::from_shape_fn((n, 2), |(i, j)| {
+        ((i * 37 + j * 101) % (n - 1)) as f64 * 4.0 / n as f64 - 2.0
+    });
+    let y = x
+        .rows()
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            (1.3 * r[0]).sin() * (0.7 * r[1]).cos() + 0.1 * (((i * 13) % 11) as f64 - 5.0) / 5.0
+        })
+        .collect();
+    (x, y)
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::linalg::as_faer;
     use ndarray::array;
 
-    fn oracle() -> (Array2<f64>, Array1<f64>, GaussianKernel) {
+    fn oracle() -> (Array2<f64>, Array1<f64>, StationaryKernel) {
         (
             array![[0.0], [1.0], [2.0]],
             array![0.0, 1.0, 0.0],
-            GaussianKernel {
+            StationaryKernel {
+                kernel: Kernel::Gaussian,
                 length_scale: vec![1.0],
                 variance: 1.0,
             },
@@ -695,9 +759,18 @@ mod tests {
         assert!((v + 0.1 - 0.182395236285).abs() < 1e-9);
     }
 
-    fn lml_at(x: &Array2<f64>, y: &Array1<f64>, theta: &[f64]) -> f64 {
+    const KERNELS: [Kernel; 5] = [
+        Kernel::Gaussian,
+        Kernel::Laplacian,
+        Kernel::Matern12,
+        Kernel::Matern32,
+        Kernel::Matern52,
+    ];
+
+    fn lml_at(kind: Kernel, x: &Array2<f64>, y: &Array1<f64>, theta: &[f64]) -> f64 {
         let k = theta.len() - 2;
-        let kernel = GaussianKernel {
+        let kernel = StationaryKernel {
+            kernel: kind,
             length_scale: theta[..k].iter().map(|t| t.exp()).collect(),
             variance: theta[k].exp(),
         };
@@ -714,53 +787,99 @@ mod tests {
     }
 
     #[test]
-    fn gradients_match_central_differences_scalar_and_ard() {
-        let x = Array2::from_shape_fn((23, 3), |(i, j)| {
+    fn gradients_match_central_differences_every_kernel_scalar_and_ard() {
+        // Rows 23 and 24 repeat rows 0 and 5: pairs at zero distance, where
+        // the Matérn 1/2 kernel is not differentiable in the inputs.
+        let mut x = Array2::from_shape_fn((25, 3), |(i, j)| {
             ((i * 7 + j * 11) % 13) as f64 / 6.0 - 1.0 + 0.01 * i as f64
         });
+        for (dup, src) in [(23, 0), (24, 5)] {
+            let row = x.row(src).to_owned();
+            x.row_mut(dup).assign(&row);
+        }
         let y: Array1<f64> = x
             .rows()
             .into_iter()
             .map(|r| (2.0 * r[0]).sin() + 0.5 * r[1] * r[2])
             .collect();
-        for theta in [
-            vec![0.3_f64.ln(), 1.2_f64.ln(), 0.05_f64.ln()],
-            vec![
-                0.4_f64.ln(),
-                1.5_f64.ln(),
-                0.9_f64.ln(),
-                0.8_f64.ln(),
-                0.02_f64.ln(),
-            ],
-        ] {
-            let k = theta.len() - 2;
-            let kernel = GaussianKernel {
-                length_scale: theta[..k].iter().map(|t| t.exp()).collect(),
-                variance: theta[k].exp(),
-            };
-            let e = log_marginal_likelihood(
-                x.view(),
-                y.view(),
-                &kernel,
-                theta[k + 1].exp(),
-                true,
-                Parallelism::Rayon,
-            )
-            .unwrap();
-            assert_eq!(e.grad.len(), theta.len());
-            let h = 1e-5;
-            for p in 0..theta.len() {
-                let mut tp = theta.clone();
-                tp[p] += h;
-                let mut tm = theta.clone();
-                tm[p] -= h;
-                let fd = (lml_at(&x, &y, &tp) - lml_at(&x, &y, &tm)) / (2.0 * h);
-                // Central differences err by O(h²·f''') + O(eps·|f|/h).
-                assert!(
-                    (fd - e.grad[p]).abs() < 1e-6 * (1.0 + fd.abs()),
-                    "param {p}: fd {fd} vs {}",
-                    e.grad[p]
-                );
+        for kind in KERNELS {
+            for theta in [
+                vec![0.3_f64.ln(), 1.2_f64.ln(), 0.05_f64.ln()],
+                vec![
+                    0.4_f64.ln(),
+                    1.5_f64.ln(),
+                    0.9_f64.ln(),
+                    0.8_f64.ln(),
+                    0.02_f64.ln(),
+                ],
+            ] {
+                let k = theta.len() - 2;
+                let kernel = StationaryKernel {
+                    kernel: kind,
+                    length_scale: theta[..k].iter().map(|t| t.exp()).collect(),
+                    variance: theta[k].exp(),
+                };
+                let e = log_marginal_likelihood(
+                    x.view(),
+                    y.view(),
+                    &kernel,
+                    theta[k + 1].exp(),
+                    true,
+                    Parallelism::Rayon,
+                )
+                .unwrap();
+                assert_eq!(e.grad.len(), theta.len());
+                let h = 1e-5;
+                for p in 0..theta.len() {
+                    let mut tp = theta.clone();
+                    tp[p] += h;
+                    let mut tm = theta.clone();
+                    tm[p] -= h;
+                    let fd = (lml_at(kind, &x, &y, &tp) - lml_at(kind, &x, &y, &tm)) / (2.0 * h);
+                    // Central differences err by O(h²·f''') + O(eps·|f|/h).
+                    assert!(
+                        (fd - e.grad[p]).abs() < 1e-6 * (1.0 + fd.abs()),
+                        "{kind:?} param {p}: fd {fd} vs {}",
+                        e.grad[p]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn kernel_matrices_equal_the_pairwise_kernel_and_its_cross_covariance() {
+        let x = Array2::from_shape_fn((40, 3), |(i, j)| ((i * 5 + j * 3) % 11) as f64 / 4.0 - 1.0);
+        for kind in KERNELS {
+            for ls in [vec![0.7], vec![0.7, 1.9, 0.4]] {
+                let kernel = StationaryKernel {
+                    kernel: kind,
+                    length_scale: ls.clone(),
+                    variance: 1.7,
+                };
+                let ut = scaled_transposed(x.view(), &kernel);
+                let mut k = Vec::new();
+                kernel_lower(&ut, kind, 1.7, Parallelism::Rayon, &mut k);
+                let cross = kernel.cross(x.view(), x.view(), Parallelism::Sequential);
+                let n = x.nrows();
+                let scaled = |i: usize| -> Vec<f64> {
+                    (0..3)
+                        .map(|a| x[(i, a)] / kernel.length_scale_of(a))
+                        .collect()
+                };
+                for j in 0..n {
+                    for i in j..n {
+                        // The definition: σ² κ of the distance of (x_i − x_j)/l.
+                        let want = 1.7 * kind.profile(kind.distance(&scaled(i), &scaled(j)));
+                        assert!((k[j * n + i] - want).abs() < 1e-14, "{kind:?}");
+                        assert!((cross[(i, j)] - want).abs() < 1e-14, "{kind:?}");
+                        if ls.len() == 1 {
+                            let (a, b) = (x.row(i).to_vec(), x.row(j).to_vec());
+                            let e = 1.7 * kind.eval(&a, &b, 0.7);
+                            assert!((e - want).abs() < 1e-14, "{kind:?}");
+                        }
+                    }
+                }
             }
         }
     }
@@ -783,7 +902,8 @@ mod tests {
         let err = log_marginal_likelihood(x.view(), y.view(), &k, 0.0, false, Parallelism::Rayon)
             .unwrap_err();
         assert!(err.to_string().contains("noise_variance"));
-        let bad = GaussianKernel {
+        let bad = StationaryKernel {
+            kernel: Kernel::Gaussian,
             length_scale: vec![-1.0],
             variance: 1.0,
         };
@@ -793,7 +913,8 @@ mod tests {
                 .to_string()
                 .contains("length_scale")
         );
-        let two = GaussianKernel {
+        let two = StationaryKernel {
+            kernel: Kernel::Gaussian,
             length_scale: vec![1.0, 2.0],
             variance: 1.0,
         };
@@ -837,28 +958,33 @@ mod tests {
         let u = ut.as_slice().unwrap();
         let alpha: Vec<f64> = (0..n).map(|i| ((i * 13) % 17) as f64 / 7.0 - 1.0).collect();
         let w: Vec<f64> = (0..n).map(|i| ((i * 5) % 23) as f64 / 11.0).collect();
-        for j in [0, 1, 7, 100, n - 2, n - 1] {
-            let (mut a, mut b) = (vec![0.0; n - j], vec![0.0; n - j]);
-            kernel_column(u, n, j, 1.3, &mut a);
-            kernel_column_body(u, n, j, 1.3, &mut b);
-            assert_eq!(a, b);
-            assert_eq!(a[0], 1.3);
-            let c = || GradColumn {
-                ut: u,
-                n,
-                j,
-                k: &a[1..],
-                w: &w[j + 1..],
-                alpha: &alpha,
-            };
-            let (mut m1, mut m2) = (vec![0.0; n - j - 1], vec![0.0; n - j - 1]);
-            let (mut p1, mut p2) = (vec![0.0; d], vec![0.0; d]);
-            let s1 = grad_column(c(), &mut m1, &mut p1);
-            let s2 = grad_column_body(c(), &mut m2, &mut p2);
-            assert_eq!((s1, &m1, &p1), (s2, &m2, &p2));
-            // And the plain sums they stand for.
-            let want: f64 = m1.iter().sum();
-            assert!((s1 - want).abs() <= 1e-12 * (1.0 + want.abs()));
+        for kernel in KERNELS {
+            for j in [0, 1, 7, 100, n - 2, n - 1] {
+                let (mut a, mut b) = (vec![0.0; n - j], vec![0.0; n - j]);
+                kernel_column(u, n, j, kernel, 1.3, &mut a);
+                kernel_column_body(u, n, j, kernel, 1.3, &mut b);
+                assert_eq!(a, b);
+                assert_eq!(a[0], 1.3);
+                let c = || GradColumn {
+                    ut: u,
+                    n,
+                    j,
+                    k: &a[1..],
+                    w: &w[j + 1..],
+                    alpha: &alpha,
+                };
+                let (mut m1, mut m2) = (vec![0.0; n - j - 1], vec![0.0; n - j - 1]);
+                let (mut r1, mut r2) = (m1.clone(), m2.clone());
+                let (mut p1, mut p2) = (vec![0.0; d], vec![0.0; d]);
+                let s1 = grad_column(c(), kernel, &mut m1, &mut r1, &mut p1);
+                let s2 = grad_column_body(c(), kernel, &mut m2, &mut r2, &mut p2);
+                assert_eq!((s1, &m1, &p1), (s2, &m2, &p2));
+                // And the plain sums they stand for.
+                let want: f64 = (j + 1..n)
+                    .map(|i| (alpha[j] * alpha[i] - w[i]) * a[i - j])
+                    .sum();
+                assert!((s1 - want).abs() <= 1e-12 * (1.0 + want.abs()));
+            }
         }
     }
 
@@ -882,7 +1008,8 @@ mod tests {
                         + (r[5] + r[6] - r[7]).cos()
                 })
                 .collect();
-            let kernel = GaussianKernel {
+            let kernel = StationaryKernel {
+                kernel: Kernel::Gaussian,
                 length_scale: vec![1.8],
                 variance: 1.0,
             };
@@ -896,7 +1023,7 @@ mod tests {
                 let t0 = Instant::now();
                 let ut = scaled_transposed(x.view(), &kernel);
                 let mut k = Vec::new();
-                kernel_lower(&ut, kernel.variance, par, &mut k);
+                kernel_lower(&ut, kernel.kernel, kernel.variance, par, &mut k);
                 let t1 = Instant::now();
                 let chol = Cholesky::shifted(MatRef::from_column_major_slice(&k, n, n), 0.01, par)
                     .unwrap();
