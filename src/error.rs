@@ -45,10 +45,12 @@ pub enum Error {
         index: usize,
     },
     /// The kernel matrix of a sparse GP's inducing inputs `K_uu` is not
-    /// positive definite even with the largest jitter of the ladder.
+    /// positive definite even with the largest jitter of the ladder, or is
+    /// numerically singular with its jitter (VFE's Nyström trace exceeds
+    /// the kernel's).
     #[error(
-        "the kernel matrix of the M = {m} inducing inputs is not positive definite even with \
-         jitter {jitter:e} added to its diagonal (the largest of the jitter ladder); inducing \
+        "the kernel matrix of the M = {m} inducing inputs is not positive definite (or \
+         numerically singular) with jitter {jitter:e} added to its diagonal; inducing \
          inputs that (nearly) coincide, or a length scale long against their spacing, make it \
          singular: re-initialize with fewer inducing inputs (n_inducing), with \
          inducing=\"greedy_variance\" (it skips inputs the others already explain), or with a \

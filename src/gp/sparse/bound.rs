@@ -127,6 +127,11 @@ fn solve_vec(
     x
 }
 
+/// The excess of `tr(Q_ff)` over `Σ k_ff` that [`bound`] accepts as
+/// rounding, in the bound's units per row (`excess / 2σ_n²` nats over
+/// `N`).
+const TRACE_TOL: f64 = 1e-4;
+
 /// The objective of `stats` under `prior` (and, with `want_grad`, its
 /// adjoints). `center` subtracts the training mean of the targets.
 ///
@@ -134,7 +139,10 @@ fn solve_vec(
 /// [`Error::ShapeMismatch`] when the statistics have another `M`;
 /// [`Error::InvalidParameter`] when they hold no row;
 /// [`Error::NotPositiveDefinite`] when `B` cannot be factored (only for
-/// non-finite statistics, `B ⪰ I` otherwise).
+/// non-finite statistics, `B ⪰ I` otherwise);
+/// [`Error::InducingNotPositiveDefinite`] when VFE's `tr(Q_ff)` exceeds
+/// `Σ k_ff` by more than `2σ_n² · 1e−4 N` (`K_uu` numerically singular at
+/// its jitter: an optimizer then backs off).
 pub fn bound(
     stats: &SparseStats,
     prior: &InducingPrior,
@@ -171,6 +179,16 @@ pub fn bound(
     let scale = if vfe { 1.0 / s } else { 1.0 };
     let e = solve_vec(l, b.view(), true, par);
     let c = solve_vec(&chol_b, e.view(), true, par) * scale;
+    // tr(Q_ff) = σ_n² tr(C) ≤ Σ k_ff in exact arithmetic. Past that (by
+    // more than rounding), L^{−1} has lost the accuracy the trace term
+    // needs (K_uu numerically singular for its own jitter), and the
+    // negative trace term would reward the rounding error by 1/σ_n².
+    if vfe && (s * cmat.diag().sum() - stats.kff_sum) / (2.0 * s) > TRACE_TOL * n {
+        return Err(Error::InducingNotPositiveDefinite {
+            m,
+            jitter: prior.jitter(),
+        });
+    }
     let half_log_det_b = 0.5 * chol_b.log_det();
     let ctc = c.dot(&c);
     let value = if vfe {

@@ -19,9 +19,11 @@
 //! - [`gradient`]: the gradient's second pass over the rows and its
 //!   completion;
 //! - [`objective`]: both passes over in-memory data;
+//! - [`fit`]: the hyperparameter (and inducing-input) fit by L-BFGS;
 //! - [`model`]: the fitted model and its predictions.
 
 pub mod bound;
+pub mod fit;
 pub mod gradient;
 pub mod inducing;
 pub mod kernel_blocks;
@@ -34,6 +36,7 @@ pub mod stats;
 mod tests;
 
 pub use bound::{bound, Adjoint, Bound};
+pub use fit::{fit_sparse, SparseGpConfig};
 pub use gradient::{accumulate_gradient, finish, Gradient, GradientSums};
 pub use inducing::{select_inducing, InducingInit, INDUCING_NAMES};
 pub use kernel_blocks::kernel_matrix;
