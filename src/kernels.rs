@@ -155,7 +155,7 @@ impl Kernel {
     }
 
     /// `(κ(ρ), ψ(ρ))` of [`Kernel::profile`] and [`Kernel::profile_slope`]
-    /// together, through the vectorizable [`crate::vexp::exp`] (within 2 ulp
+    /// together, through the vectorizable `vexp::exp` (within 2 ulp
     /// of `f64::exp`), so that a loop over a slice of distances vectorizes
     /// when the kernel is a constant of the loop.
     #[inline(always)]

@@ -1,5 +1,5 @@
 //! The gradient's second pass over the rows (see docs/math/sparse_gp.rst,
-//! section Gradients): with the adjoints of [`super::bound`] fixed, every
+//! section Gradients): with the adjoints of [`fn@super::bound`] fixed, every
 //! row chunk contributes `Σ_{m,i} (∂F/∂K_fu)_im ∂k(x_i, z_m)/∂θ` to the
 //! gradient in the log length scales and the inducing inputs (and, for
 //! FITC, the per-row terms of `Λ_i`). The sums of [`GradientSums`] add up

@@ -15,7 +15,7 @@
 //! - [`prior`]: `K_uu` and its factor with the jitter ladder;
 //! - [`stats`]: the streamed statistics, mergeable across chunks and
 //!   machines;
-//! - [`bound`]: the objective and its adjoints from the statistics;
+//! - [`mod@bound`]: the objective and its adjoints from the statistics;
 //! - [`gradient`]: the gradient's second pass over the rows and its
 //!   completion;
 //! - [`objective`]: both passes over in-memory data;
