@@ -46,7 +46,7 @@ def main() -> None:
     alloc = {k: int(v) for k, v in enumerate(mf.allocation_) if v}
     print(machine_line())
     print(f"N = {n}, d = {d}, D = {D}, TensorSRHT, Gaussian kernel l = {ell:g}, float32")
-    print(f"chosen degree p = {mf.degree_}, features per degree {alloc}")
+    print(f"chosen degree p = {mf.truncation_degree_}, features per degree {alloc}")
     print("| step | randfeat_rs (s) | papers' PyTorch (s) | speed-up |")
     print("|---|---|---|---|")
     print(

@@ -1,11 +1,11 @@
-//! The hardware floor under issue 4's float32 goal (`RandomFourierFeatures`,
-//! N = 100,000, d = 64, D = 4,096, `cos_bias`: 3x faster than scikit-learn's
-//! `RBFSampler`). Any transform of that size must do `N·D·d` = 2.6e10
-//! multiply-adds and write a fresh 1.64 GB output (NumPy hands out new
-//! pages, which the kernel zeroes on first touch, as huge pages: NumPy
-//! advises `MADV_HUGEPAGE`). This bench does exactly that work and nothing
-//! else, on 2 threads in 96-row items as the fused kernel does: 64
-//! independent-chain `f32` FMAs per 16 output values, register-only (no
+//! The hardware floor under the float32 goal of `RandomFourierFeatures`
+//! (N = 100,000, d = 64, D = 4,096, `cos_bias`: 3x faster than
+//! scikit-learn's `RBFSampler`). Any transform of that size must do
+//! `N·D·d` = 2.6e10 multiply-adds and write a fresh 1.64 GB output (NumPy
+//! hands out new pages, which the kernel zeroes on first touch, as huge
+//! pages: NumPy advises `MADV_HUGEPAGE`). This bench does exactly that work
+//! and nothing else, on 2 threads in 96-row items as the fused kernel does:
+//! 64 independent-chain `f32` FMAs per 16 output values, register-only (no
 //! loads, no cosine), then one store.
 //!
 //! - `touched`: into an output written before (the compute floor: the
@@ -22,7 +22,7 @@
 //! Also `f64_fma_peak`: the `f64` multiply-add rate of 2 threads (12
 //! independent 8-lane FMA chains each, register-only), in elements (lane
 //! multiply-adds) per second: the ceiling of every Gram kernel, from which
-//! BENCHMARKS.md derives the floor under issue 7's localized-GP goal.
+//! BENCHMARKS.md derives the floor under the localized-GP goal.
 //!
 //! Run with `make bench` (x86-64 with AVX-512F, Linux).
 
@@ -43,6 +43,7 @@ mod work {
     use rand_chacha::ChaCha8Rng;
     use rand_distr::{Distribution, StandardNormal};
     use randfeat_rs::fourier::{FourierConfig, FourierFeatures, Variant};
+    use randfeat_rs::simd::Isa;
     use randfeat_rs::Parallelism;
     use rayon::prelude::*;
     use std::arch::x86_64::*;
@@ -158,7 +159,7 @@ mod work {
     }
 
     pub fn bench(c: &mut Criterion) {
-        if !is_x86_feature_detected!("avx512f") {
+        if Isa::detect() != Isa::Avx512 {
             eprintln!("floor: needs AVX-512F; skipped");
             return;
         }

@@ -1,4 +1,4 @@
-//! FWHT benchmarks (issue: foundation). Run with `make bench`.
+//! FWHT benchmarks. Run with `make bench`.
 //!
 //! - single vectors (2^10, 2^14, 2^20), one thread: throughput is reported in
 //!   "elements" = n * log2(n), so 1 / (Gelem/s) is ns per element per log2 n,
@@ -8,12 +8,13 @@
 //!   a 64-byte-aligned buffer (FFHT's AVX code is meant for aligned arrays,
 //!   its Python wrapper ships `create_aligned`: the like-for-like case of
 //!   its reference figures);
-//! - the 10,000 x 1,024 batch on all threads and its memcpy baseline;
+//! - the 10,000 x 1,024 batch on all threads, in place and out of place
+//!   (into an output written before), and its memcpy baseline;
 //! - thread scaling on a cache-resident 256 x 1,024 batch (1 vs 2 threads).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use ndarray::Array2;
-use randfeat_rs::fwht::{fwht, fwht_rows};
+use randfeat_rs::fwht::{fwht, fwht_rows, fwht_rows_into};
 use randfeat_rs::{Parallelism, Real};
 use std::hint::black_box;
 
@@ -51,6 +52,18 @@ fn batch<T: Real>(c: &mut Criterion) {
     let src = x.clone();
     g.bench_function("fwht_rows_inplace", |b| {
         b.iter(|| fwht_rows(black_box(x.view_mut()), false, Parallelism::Rayon).unwrap())
+    });
+    let mut dst = x.clone();
+    g.bench_function("fwht_rows_into", |b| {
+        b.iter(|| {
+            fwht_rows_into(
+                black_box(src.view()),
+                dst.view_mut(),
+                false,
+                Parallelism::Rayon,
+            )
+            .unwrap()
+        })
     });
     g.bench_function("memcpy_same_array", |b| {
         b.iter(|| {

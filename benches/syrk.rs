@@ -1,8 +1,8 @@
 //! The packed Gram kernel of the GP hot paths (`src/linalg/syrk.rs`) against
 //! faer's triangular matmul on the same data. Run with `make bench`.
 //! Throughput is in multiply-adds of the lower triangle (`D(D+1)/2 · K`), so
-//! GFLOP/s = 2 · Gelem/s; this VM's measured `f64` FMA peak is 58.6 GFLOP/s
-//! per core (29.3 Gelem/s), 117 GFLOP/s on 2 cores.
+//! GFLOP/s = 2 · Gelem/s; the ceiling is the machine's `f64` FMA peak
+//! (`f64_fma_peak` of `benches/floor.rs`, in the same unit).
 //!
 //! - localized GP centroid blocks, one thread, feature-major rows (`Φᵀ`):
 //!   `D = 64, K = 256`, `D = 256, K = 128`, `D = 256, K = 512`;
@@ -22,8 +22,7 @@ fn data(n: usize) -> Vec<f64> {
         .collect()
 }
 
-/// `lower(G) += A Aᵀ` through faer's triangular GEMM (what the library used
-/// before the packed kernel).
+/// `lower(G) += A Aᵀ` through faer's triangular GEMM (the library baseline).
 fn faer_lower(g: MatMut<'_, f64>, a: MatRef<'_, f64>, par: Par) {
     matmul(
         g,

@@ -1,7 +1,11 @@
 //! The scalar trait that lets one generic function serve `f32` and `f64`.
 
+use std::any::TypeId;
 use std::fmt::{Debug, Display};
 use std::iter::Sum;
+use std::mem::ManuallyDrop;
+
+use ndarray::{ArrayView, ArrayViewMut, Dimension};
 
 /// A real floating-point scalar: implemented for `f32` and `f64` only.
 ///
@@ -51,6 +55,65 @@ impl Real for f64 {
     fn to_f64_exact(self) -> f64 {
         self
     }
+}
+
+/// Whether `T` and `U` are the same type (for a generic `T: Real`: whether
+/// it is `f32`, or `f64`).
+#[inline(always)]
+pub(crate) fn same_type<T: 'static, U: 'static>() -> bool {
+    TypeId::of::<T>() == TypeId::of::<U>()
+}
+
+/// `x` as a `B` when `T` and `U` are the same type, else `None`: the one
+/// reinterpretation behind the typed casts below, which hand a generic
+/// `T: Real` to code written for `f32` or `f64`.
+///
+/// # Safety
+/// `B` must be `A` with `T` replaced by `U` (`A = &'a [T]`, `B = &'a [U]`;
+/// `A = ArrayView2<'a, T>`, `B = ArrayView2<'a, U>`), so that `A` and `B`
+/// are one type whenever `T` and `U` are.
+#[inline(always)]
+unsafe fn recast<T: 'static, U: 'static, A, B>(x: A) -> Option<B> {
+    if !same_type::<T, U>() {
+        return None;
+    }
+    let x = ManuallyDrop::new(x);
+    // SAFETY: `T` is `U`, so `A` is `B` (the caller's contract): this moves
+    // the value out as its own type (`x` is never dropped).
+    Some(unsafe { std::mem::transmute_copy::<ManuallyDrop<A>, B>(&x) })
+}
+
+/// `x` as `&[U]` when `T` is `U`.
+#[inline(always)]
+pub(crate) fn cast_slice<T: 'static, U: 'static>(x: &[T]) -> Option<&[U]> {
+    // SAFETY: `&[U]` is `&[T]` with `T` replaced by `U`.
+    unsafe { recast::<T, U, _, _>(x) }
+}
+
+/// `x` as `&mut [U]` when `T` is `U`.
+#[inline(always)]
+pub(crate) fn cast_slice_mut<T: 'static, U: 'static>(x: &mut [T]) -> Option<&mut [U]> {
+    // SAFETY: `&mut [U]` is `&mut [T]` with `T` replaced by `U`.
+    unsafe { recast::<T, U, _, _>(x) }
+}
+
+/// `x` as an array view of `U` when `T` is `U`.
+#[inline(always)]
+pub(crate) fn cast_view<T: 'static, U: 'static, D: Dimension>(
+    x: ArrayView<'_, T, D>,
+) -> Option<ArrayView<'_, U, D>> {
+    // SAFETY: `ArrayView<U, D>` is `ArrayView<T, D>` with `T` replaced by `U`.
+    unsafe { recast::<T, U, _, _>(x) }
+}
+
+/// `x` as a mutable array view of `U` when `T` is `U`.
+#[inline(always)]
+pub(crate) fn cast_view_mut<T: 'static, U: 'static, D: Dimension>(
+    x: ArrayViewMut<'_, T, D>,
+) -> Option<ArrayViewMut<'_, U, D>> {
+    // SAFETY: `ArrayViewMut<U, D>` is `ArrayViewMut<T, D>` with `T` replaced
+    // by `U`.
+    unsafe { recast::<T, U, _, _>(x) }
 }
 
 /// Elements per parallel task of [`all_finite`].
@@ -130,6 +193,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn casts_succeed_exactly_for_the_same_type() {
+        let mut v = vec![1.0_f64, 2.0, 3.0];
+        assert!(same_type::<f64, f64>() && !same_type::<f64, f32>());
+        assert_eq!(cast_slice::<f64, f64>(&v), Some(&[1.0, 2.0, 3.0][..]));
+        assert!(cast_slice::<f64, f32>(&v).is_none());
+        cast_slice_mut::<f64, f64>(&mut v).unwrap()[1] = 5.0;
+        assert!(cast_slice_mut::<f64, f32>(&mut v).is_none());
+        assert_eq!(v, [1.0, 5.0, 3.0]);
+        let a = Array2::from_shape_fn((3, 4), |(i, j)| (10 * i + j) as f32);
+        let t = cast_view::<f32, f32, _>(a.t()).unwrap();
+        assert_eq!(t, a.t());
+        assert!(std::ptr::eq(t.as_ptr(), a.as_ptr()));
+        assert!(cast_view::<f32, f64, _>(a.view()).is_none());
+        let mut b = a.clone();
+        cast_view_mut::<f32, f32, _>(b.slice_mut(s![1.., ..;2]))
+            .unwrap()
+            .fill(-1.0);
+        assert!(cast_view_mut::<f32, f64, _>(b.view_mut()).is_none());
+        assert_eq!(b[(2, 2)], -1.0);
+        assert_eq!(b[(2, 1)], a[(2, 1)]);
     }
 
     #[test]

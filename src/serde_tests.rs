@@ -142,14 +142,23 @@ fn fitted_gps_round_trip() {
         .unwrap()
     );
     assert_eq!((back.lml, back.chol.jitter()), (gp.lml, gp.chol.jitter()));
-    let kernel = StationaryKernel::gaussian(vec![0.7], 1.3);
-    let exact = ExactGp::fit(x.view(), y.view(), kernel, 0.05, true, PAR).unwrap();
-    let back = round_trip(&exact);
-    assert_eq!(back.alpha, exact.alpha);
-    assert_eq!(
-        back.predict(xs.view(), true, PAR).unwrap(),
-        exact.predict(xs.view(), true, PAR).unwrap()
-    );
+    // The exact GP keeps its kernel (a Matérn one predicts differently from
+    // the Gaussian at the same hyperparameters).
+    for kernel in [Kernel::Gaussian, Kernel::Matern32] {
+        let kernel = StationaryKernel {
+            kernel,
+            length_scale: vec![0.7],
+            variance: 1.3,
+        };
+        let exact = ExactGp::fit(x.view(), y.view(), kernel, 0.05, true, PAR).unwrap();
+        let back = round_trip(&exact);
+        assert_eq!(back.kernel, exact.kernel);
+        assert_eq!(back.alpha, exact.alpha);
+        assert_eq!(
+            back.predict(xs.view(), true, PAR).unwrap(),
+            exact.predict(xs.view(), true, PAR).unwrap()
+        );
+    }
 }
 
 #[test]
@@ -215,4 +224,69 @@ fn the_localized_gp_round_trips_without_a_refit() {
     ciborium::into_writer(&value, &mut broken).unwrap();
     let err = ciborium::from_reader::<LocalizedMaclaurinGp, _>(broken.as_slice()).unwrap_err();
     assert!(err.to_string().contains("centroid GPs"), "{err}");
+}
+
+#[test]
+fn binning_maps_round_trip_and_check_their_parts() {
+    use crate::binning::{kernel_by_name, BinColumns, BinningGrids, BinningMap};
+
+    let x = random(50, 3, 12) * 4.0;
+    let xs = random(20, 3, 13) * 4.0;
+    let kernel = kernel_by_name("laplacian", 0.8).unwrap();
+    for hashing in [None, Some(97)] {
+        let grids = BinningGrids::draw(kernel.as_ref(), 6, 3, 14).unwrap();
+        let (map, _) = BinningMap::fit(grids, x.view(), hashing, PAR).unwrap();
+        let back = round_trip(&map);
+        assert_eq!(back.grids(), map.grids());
+        assert_eq!(back.n_columns(), map.n_columns());
+        // Seen and unseen rows: the vocabulary's lookup tables are rebuilt.
+        for rows in [&x, &xs] {
+            assert_eq!(
+                back.transform(rows.view(), PAR).unwrap(),
+                map.transform(rows.view(), PAR).unwrap()
+            );
+        }
+        assert_eq!(
+            matches!(back.columns(), BinColumns::Hashed(97)),
+            hashing.is_some()
+        );
+    }
+    // Stored parts are checked as from_parts checks them: a negative pitch,
+    // and vocabulary offsets that do not end at the number of keys.
+    let grids = BinningGrids::draw(kernel.as_ref(), 2, 3, 15).unwrap();
+    let (map, _) = BinningMap::fit(grids, x.view(), None, PAR).unwrap();
+    let corrupt = |name: &str, f: &dyn Fn(&mut ciborium::Value)| {
+        let mut bytes = Vec::new();
+        ciborium::into_writer(&map, &mut bytes).unwrap();
+        let mut value: ciborium::Value = ciborium::from_reader(bytes.as_slice()).unwrap();
+        f(&mut value);
+        let mut broken = Vec::new();
+        ciborium::into_writer(&value, &mut broken).unwrap();
+        let err = ciborium::from_reader::<BinningMap, _>(broken.as_slice()).unwrap_err();
+        assert!(err.to_string().contains(name), "{name}: {err}");
+    };
+    fn field<'a>(v: &'a mut ciborium::Value, name: &str) -> &'a mut ciborium::Value {
+        match v {
+            ciborium::Value::Map(fields) => {
+                &mut fields
+                    .iter_mut()
+                    .find(|(k, _)| k.as_text() == Some(name))
+                    .unwrap()
+                    .1
+            }
+            other => panic!("not a map: {other:?}"),
+        }
+    }
+    corrupt("pitches", &|v| {
+        let data = field(field(field(v, "grids"), "pitches"), "data");
+        if let ciborium::Value::Array(values) = data {
+            values[0] = ciborium::Value::Float(-1.0);
+        }
+    });
+    corrupt("offsets", &|v| {
+        let vocab = field(field(v, "columns"), "Vocabulary");
+        if let ciborium::Value::Array(offsets) = field(vocab, "offsets") {
+            offsets.push(ciborium::Value::Integer(1_000_000.into()));
+        }
+    });
 }

@@ -61,7 +61,9 @@ def test_hat_kernel_given_pitch():
     rng = np.random.default_rng(5)
     pitches = np.ones((p, 1))
     shifts = rng.uniform(0, 1, (p, 1))
-    _, _, csr = _core.binning_fit(np.array([[0.2], [0.5]]), pitches, shifts, 7)
+    _, csr = _core.BinningMap.fit_grids(
+        np.array([[0.2], [0.5]]), pitches=pitches, shifts=shifts, hash_seed=7
+    )
     Z = _to_csr(csr, 2)
     rate = (Z[0] @ Z[1].T).toarray()[0, 0]
     assert abs(rate - 0.7) < 4 * math.sqrt(0.7 * 0.3 / p)
@@ -199,8 +201,7 @@ def test_hashing_structure(dtype):
 
 def test_arrays_come_from_rust_without_copy():
     X = np.random.default_rng(5).standard_normal((50, 3))
-    pitches, shifts, seed = _core.binning_draw("laplacian", 1.0, 6, 3, 0)
-    _, _, csr = _core.binning_fit(X, pitches, shifts, seed)
+    _, csr = _core.BinningMap.fit(X, n_grids=6, kernel="laplacian", length_scale=1.0, seed=0)
     Z = _to_csr(csr, 50)
     for got, made in zip((Z.data, Z.indices, Z.indptr), csr[:3]):
         assert np.shares_memory(got, made)
@@ -303,12 +304,16 @@ def test_non_finite_length_scale(length_scale):
     with pytest.raises(ValueError, match="length_scale"):
         RandomBinningFeatures(4, length_scale=length_scale).fit(np.zeros((3, 2)))
     # The core rejects it too, and every other bad argument of the draw.
+    X = np.zeros((3, 2))
+    draw = dict(n_grids=4, kernel="laplacian", length_scale=1.0, seed=0)
     with pytest.raises(InvalidInputError, match="length_scale"):
-        _core.binning_draw("laplacian", length_scale, 4, 2, 0)
+        _core.BinningMap.fit(X, **{**draw, "length_scale": length_scale})
     with pytest.raises(InvalidInputError, match="n_grids"):
-        _core.binning_draw("laplacian", 1.0, 0, 2, 0)
+        _core.BinningMap.fit(X, **{**draw, "n_grids": 0})
     with pytest.raises(InvalidInputError, match="kernel"):
-        _core.binning_draw("gaussian", 1.0, 4, 2, 0)
+        _core.BinningMap.fit(X, **{**draw, "kernel": "gaussian"})
+    with pytest.raises(InvalidInputError, match="hashing"):
+        _core.BinningMap.fit(X, **draw, hashing=0)
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
@@ -316,10 +321,18 @@ def test_non_finite_input_in_the_core(bad):
     # The estimator's errors: test_common.py.
     X = np.zeros((4, 3))
     X[1, 2] = bad
-    est = RandomBinningFeatures(4, random_state=0).fit(np.zeros((4, 3)))
     # The core checks too (for callers that bypass scikit-learn's validation).
-    with pytest.raises(InvalidInputError, match="`X` contains NaN or infinite"):
-        _core.binning_transform_hashed(X, est.pitches_, est.shifts_, est.hash_seed_, 100)
+    for hashing in (None, 100):
+        fitted, _ = _core.BinningMap.fit(
+            np.zeros((4, 3)),
+            n_grids=4,
+            kernel="laplacian",
+            length_scale=1.0,
+            seed=0,
+            hashing=hashing,
+        )
+        with pytest.raises(InvalidInputError, match="`X` contains NaN or infinite"):
+            fitted.transform(X)
 
 
 @pytest.mark.parametrize("hashing", [None, 1000])
@@ -337,13 +350,8 @@ def test_bin_coordinate_overflow(hashing):
 
 def test_wrong_width_in_the_core():
     # The estimator's errors (and not fitted): test_common.py.
-    est = RandomBinningFeatures(4, random_state=0).fit(np.zeros((5, 3)))
+    fitted, _ = _core.BinningMap.fit(
+        np.zeros((5, 3)), n_grids=4, kernel="laplacian", length_scale=1.0, seed=0
+    )
     with pytest.raises(InvalidInputError, match="number of features of X: expected 3, got 4"):
-        _core.binning_transform(
-            np.zeros((2, 4)),
-            est.pitches_,
-            est.shifts_,
-            est.hash_seed_,
-            est.vocabulary_,
-            est.grid_offsets_,
-        )
+        fitted.transform(np.zeros((2, 4)))

@@ -338,9 +338,11 @@ def _outputs(est: Any, X: Any) -> list[Any]:
 
 
 def _fitted_attributes(est: Any) -> dict[str, Any]:
-    """The public fitted attributes (names ending in ``_``), properties included."""
+    """The public fitted attributes (names ending in ``_``), properties included
+    (a property of the class that this configuration does not have, e.g. the
+    vocabulary of a hashing binning map, raises ``AttributeError``)."""
     names = [n for n in dir(est) if n.endswith("_") and not n.startswith("_")]
-    return {n: getattr(est, n) for n in names}
+    return {n: getattr(est, n) for n in names if hasattr(est, n)}
 
 
 def _assert_same(a: Any, b: Any, what: str = "") -> None:

@@ -90,3 +90,43 @@ def test_forked_child_does_not_deadlock():
     n = 1 << 17
     assert first == n * (n - 1) / 2
     assert batch_first == 28.0
+
+
+def _fitted_map():
+    X = np.random.default_rng(0).standard_normal((20, 3))
+    return X, rf.RandomFourierFeatures(16, random_state=0).fit(X)._feature_map()
+
+
+@pytest.mark.parametrize(
+    "make, got",
+    [
+        (lambda X: X.astype(np.int64), "a 2-D int64 array"),
+        (lambda X: X.astype(np.float16), "a 2-D float16 array"),
+        (lambda X: X[0], "a 1-D float64 array"),
+        (lambda X: X.tolist(), "list"),
+    ],
+)
+def test_the_float_extractor_names_what_it_got(make, got):
+    # The one float32/float64 argument type of the bindings: anything else is
+    # a TypeError naming the argument, the accepted types and what came.
+    X, fmap = _fitted_map()
+    want = f"argument 'x': expected a 2-D float32 or float64 array, got {got}"
+    with pytest.raises(TypeError, match=want):
+        fmap.transform(make(X), "cpu")
+
+
+def test_pickled_state_is_checked_before_it_is_read():
+    X, fmap = _fitted_map()
+    load, (state,) = fmap.__reduce__()
+    assert state.startswith(b"RFRS\x01\x00")
+    np.testing.assert_array_equal(load(state).transform(X, "cpu"), fmap.transform(X, "cpu"))
+    for bad, message in [
+        (state[:4] + b"\x02\x00" + state[6:], "pickled with state version 2; .* reads version 1"),
+        (b"junk", "not a pickled randfeat_rs object"),
+        (state[:5], "truncated"),
+        (state[:-5], "cannot be read as a FeatureMap"),
+    ]:
+        with pytest.raises(rf.InvalidInputError, match=message):
+            _core.FeatureMap._from_state(bad)
+    with pytest.raises(rf.InvalidInputError, match="holds a FeatureMap, not a BinningMap"):
+        _core.BinningMap._from_state(state)

@@ -152,13 +152,11 @@ def test_gpr_gpu_statistics_match_cpu(features, dtype):
     s_gpu, s_ref = gp.stats_, ref.stats_
     assert s_gpu.n_samples == s_ref.n_samples == 300
     assert np.all(np.abs(s_gpu.gram - s_ref.gram) <= gamma(64) * (a.T @ a) + 1e-300)
-    yc = y - gp.stats_._stats.y_shift
+    yc = y - gp.stats_.y_shift
     bound_y = gamma(64) * (a.T @ np.abs(yc))
-    ref_phi_y = s_ref._stats.phi_y + (s_ref._stats.y_shift - s_gpu._stats.y_shift) * (
-        s_ref._stats.phi_sum
-    )
-    assert np.all(np.abs(s_gpu._stats.phi_y - ref_phi_y) <= bound_y + 1e-300)
-    assert np.all(np.abs(s_gpu._stats.phi_sum - s_ref._stats.phi_sum) <= gamma(64) * a.sum(0))
+    ref_phi_y = s_ref.phi_y_shifted + (s_ref.y_shift - s_gpu.y_shift) * (s_ref.phi_sum)
+    assert np.all(np.abs(s_gpu.phi_y_shifted - ref_phi_y) <= bound_y + 1e-300)
+    assert np.all(np.abs(s_gpu.phi_sum - s_ref.phi_sum) <= gamma(64) * a.sum(0))
     # partial_fit on the GPU merges exactly like the CPU path (the features
     # are fitted on the first batch: MaclaurinFeatures' center and allocation
     # depend on it, so the reference is fitted the same way).
@@ -373,7 +371,7 @@ def localized_bound(gp_cpu, X, y, Xt, n_components, noise, seed, max_degree):
     yc = y - gp_cpu.y_mean_
     g64 = gamma(64)
     out_mu, out_v = np.zeros(len(Xt)), np.zeros(len(Xt))
-    cutoff_sq = gp_cpu._handle.cutoff_sq
+    cutoff_sq = gp_cpu.cutoff_sq_
     for k, c in enumerate(cents):
         near = ((X - c) ** 2).sum(axis=1) < cutoff_sq
         phi = mf.transform_centered(X[near], c)
@@ -427,7 +425,7 @@ def test_localized_gpu_matches_cpu():
     cpu_s = LocalizedMaclaurinGPR(24, **kw_skip).fit(X, y)
     gpu_s = LocalizedMaclaurinGPR(24, device="gpu", **kw_skip).fit(X, y)
     d2 = ((X[None, :, :] - cpu_s.centroids_[:, None, :]) ** 2).sum(-1)
-    used = (d2 < cpu_s._handle.cutoff_sq).sum(axis=1)
+    used = (d2 < cpu_s.cutoff_sq_).sum(axis=1)
     assert used.min() > 0 and used.max() < len(X), "the cutoff must drop rows"
     bound_mu, bound_v = localized_bound(cpu_s, X, y, Xt, 24, 0.05, 4, 4)
     mu_gs, sd_gs = gpu_s.predict(Xt, return_std=True)

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import pytest
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+import randfeat_rs._localized_gp
 from randfeat_rs import (
     InvalidInputError,
     LocalizedMaclaurinGPR,
     MaclaurinFeatures,
     RandomFeatureGPR,
+    _core,
 )
 
 
@@ -145,8 +148,8 @@ def test_skipping_negligible_rows_matches_the_untruncated_fit(centers):
     kw = dict(threshold=2.0, centers=centers, random_state=4, **SETTINGS)
     cut = LocalizedMaclaurinGPR(32, **kw).fit(X, y)
     full = LocalizedMaclaurinGPR(32, tol=0.0, **kw).fit(X, y)
-    assert math.isfinite(cut._handle.cutoff_sq) and math.isinf(full._handle.cutoff_sq)
-    assert cut._handle.cutoff_sq < 100.0  # far below the data's squared diameter (~3600)
+    assert math.isfinite(cut.cutoff_sq_) and math.isinf(full.cutoff_sq_)
+    assert cut.cutoff_sq_ < 100.0  # far below the data's squared diameter (~3600)
     m1, s1 = cut.predict(Xt, return_std=True)
     m0, s0 = full.predict(Xt, return_std=True)
     np.testing.assert_allclose(m1, m0, rtol=0, atol=1e-8)
@@ -212,12 +215,56 @@ def test_bad_input():
     ]:
         with pytest.raises(InvalidParameterError, match=name):
             LocalizedMaclaurinGPR(16, **kw).fit(X, y)
-    gp = LocalizedMaclaurinGPR(16, threshold=1.0, random_state=0, **SETTINGS).fit(X, y)
     # The core refuses what the Python layer would otherwise let through.
+    core = dict(
+        n_components=16,
+        length_scale=0.8,
+        kernel_variance=1.7,
+        noise_variance=0.05,
+        threshold=1.0,
+        n_clusters=None,
+        sketch="tensor_srht",
+        complex_weights=False,
+        max_degree=10,
+        n_subsample=2000,
+        tol=1e-12,
+        center_y=True,
+        seed=0,
+    )
+    _core.LocalizedMaclaurinGp.fit(X, y, **core)
     with pytest.raises(InvalidInputError, match="threshold"):
-        gp._core_fit(X, y, -1.0, None)
+        _core.LocalizedMaclaurinGp.fit(X, y, **{**core, "threshold": -1.0})
+    with pytest.raises(InvalidInputError, match="threshold"):
+        _core.LocalizedMaclaurinGp.fit(X, y, **{**core, "threshold": "sometimes"})
     with pytest.raises(InvalidInputError, match="noise_variance"):
-        gp.set_params(noise_variance=-1.0)._core_fit(X, y, None, None)
+        _core.LocalizedMaclaurinGp.fit(X, y, **{**core, "noise_variance": -1.0})
+
+
+class _NoCore:
+    """Stands in for the compiled core: any use of it is an error."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"_core.{name} used after unpickling")
+
+
+@pytest.mark.parametrize("threshold", [1.0, "auto"])
+def test_unpickled_model_predicts_without_the_data_or_a_refit(threshold, monkeypatch):
+    # The fitted model pickles by value: the estimator keeps no training
+    # data of its own, and unpickling neither fits nor touches the data again.
+    X, y = _data(seed=19)
+    Xt, _ = _data(n=15, seed=20)
+    gp = LocalizedMaclaurinGPR(16, threshold=threshold, random_state=3, **SETTINGS).fit(X, y)
+    want = gp.predict(Xt, return_std=True)
+    arrays = [v for v in vars(gp).values() if isinstance(v, np.ndarray)]
+    assert not any(a.size >= y.size for a in arrays), "the estimator stores training data"
+    blob = pickle.dumps(gp)
+    monkeypatch.setattr(randfeat_rs._localized_gp, "_core", _NoCore())
+    back = pickle.loads(blob)
+    got = back.predict(Xt, return_std=True)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    if threshold == "auto":
+        assert back.auto_scores_ == gp.auto_scores_ and back.threshold_ == gp.threshold_
 
 
 @parametrize_with_checks([LocalizedMaclaurinGPR(16, threshold=1.0, random_state=0)])

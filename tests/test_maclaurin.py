@@ -44,7 +44,7 @@ def test_fitted_attributes_and_dtypes(dtype):
     assert Z.dtype == dtype and Z.shape == (60, 64)
     assert mf.allocation_.dtype == np.int64
     assert mf.allocation_[0] == 1 and mf.allocation_.sum() == 64
-    assert mf.degree_ == len(mf.allocation_) - 1 and mf.degree_ >= 2
+    assert mf.truncation_degree_ == len(mf.allocation_) - 1 and mf.truncation_degree_ >= 2
     assert np.isfinite(mf.objective_) and mf.objective_ > 0
     np.testing.assert_allclose(mf.center_, X.astype(np.float64).mean(axis=0), rtol=1e-6)
     # Constant column: sigma * g(x) (Gaussian kernel, a_0 = 1).
@@ -74,7 +74,7 @@ def test_explicit_allocation_roundtrip_and_random():
     np.testing.assert_array_equal(again.transform(X), mf.transform(X))
     assert np.isnan(again.objective_)
     rnd = MaclaurinFeatures(64, allocation="random", max_degree=6, random_state=0).fit(X)
-    assert rnd.allocation_.sum() == 64 and rnd.degree_ <= 6
+    assert rnd.allocation_.sum() == 64 and rnd.truncation_degree_ <= 6
 
 
 def test_localized_centers_exact():

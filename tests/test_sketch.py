@@ -25,18 +25,17 @@ def kernel(x, y, degree, bias=0.0, length_scale=1.0):
 
 
 def estimates(x, y, degree, n_components, sketch, complex_weights, bias, length_scale, seed, reps):
-    nf = n_components // 2 if complex_weights else n_components
     return _core._sketch_estimates(
         np.asarray(x, float),
         np.asarray(y, float),
-        degree,
-        nf,
-        sketch,
-        complex_weights,
-        bias,
-        length_scale,
-        seed,
-        reps,
+        degree=degree,
+        n_components=n_components,
+        sketch=sketch,
+        complex_weights=complex_weights,
+        bias=bias,
+        length_scale=length_scale,
+        seed=seed,
+        reps=reps,
     )
 
 

@@ -6,6 +6,7 @@ import warnings
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
+import numpy as np
 import scipy.sparse
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -66,6 +67,9 @@ class RandomBinningFeatures(RandomFeaturesBase):
 
     Attributes
     ----------
+    seed_ : int
+        The 64-bit seed drawn from ``random_state`` at ``fit``; the grids
+        were drawn from it.
     pitches_ : ndarray of shape (n_grids, n_features_in_), float64
         Grid pitches ``delta``.
     shifts_ : ndarray of shape (n_grids, n_features_in_), float64
@@ -73,10 +77,11 @@ class RandomBinningFeatures(RandomFeaturesBase):
     hash_seed_ : int
         Seed of the 64-bit bin hash.
     vocabulary_ : ndarray of shape (n_columns,), uint64
-        Vocabulary mode only: the hash of the bin behind each column.
+        Vocabulary mode only (absent in hashing mode): the hash of the bin
+        behind each column.
     grid_offsets_ : ndarray of shape (n_grids + 1,), uint64
-        Vocabulary mode only: grid ``p`` owns columns
-        ``grid_offsets_[p]:grid_offsets_[p + 1]``.
+        Vocabulary mode only (absent in hashing mode): grid ``p`` owns
+        columns ``grid_offsets_[p]:grid_offsets_[p + 1]``.
     n_features_in_ : int
         Number of input features.
 
@@ -115,25 +120,56 @@ class RandomBinningFeatures(RandomFeaturesBase):
         self.hashing = hashing
         self.random_state = random_state
 
+    @property
+    def pitches_(self) -> np.ndarray:
+        """Grid pitches ``delta``, shape (n_grids, n_features_in_)."""
+        return self._fitted_map().pitches
+
+    @property
+    def shifts_(self) -> np.ndarray:
+        """Grid shifts ``u``, shape (n_grids, n_features_in_)."""
+        return self._fitted_map().shifts
+
+    @property
+    def hash_seed_(self) -> int:
+        """Seed of the 64-bit bin hash."""
+        return self._fitted_map().hash_seed
+
+    @property
+    def vocabulary_(self) -> np.ndarray:
+        """The hash of the bin behind each column (vocabulary mode)."""
+        return self._vocabulary_part("vocabulary")
+
+    @property
+    def grid_offsets_(self) -> np.ndarray:
+        """The first column of each grid, then the total (vocabulary mode)."""
+        return self._vocabulary_part("grid_offsets")
+
+    def _fitted_map(self) -> Any:
+        """The fitted ``_core.BinningMap`` (an ``AttributeError`` before ``fit``)."""
+        if "_map" not in self.__dict__:
+            raise AttributeError("the map is not fitted")
+        return self._map
+
+    def _vocabulary_part(self, name: str) -> np.ndarray:
+        value = getattr(self._fitted_map(), name)
+        if value is None:
+            raise AttributeError(f"{name}_ exists in vocabulary mode only (hashing=None)")
+        return value
+
     def _fit(self, X: Any) -> scipy.sparse.csr_matrix | None:
         """Draw the grids (and learn the vocabulary); return the training features if known."""
         X = self._validate_input(X, reset=True)
-        pitches, shifts, hash_seed = _core.binning_draw(
-            self.kernel, float(self.length_scale), int(self.n_grids), X.shape[1], self._seed()
+        self._map, csr = _core.BinningMap.fit(
+            X,
+            n_grids=int(self.n_grids),
+            kernel=self.kernel,
+            length_scale=float(self.length_scale),
+            seed=self._fit_seed(),
+            hashing=None if self.hashing is None else int(self.hashing),
         )
-        self.pitches_ = pitches
-        self.shifts_ = shifts
-        self.hash_seed_ = hash_seed
-        if self.hashing is None:
-            keys, offsets, csr = _core.binning_fit(X, pitches, shifts, hash_seed)
-            self.vocabulary_ = keys
-            self.grid_offsets_ = offsets
-            self._n_features_out = len(keys)
-            return _to_csr(csr, X.shape[0])
-        for name in ("vocabulary_", "grid_offsets_"):
-            if hasattr(self, name):
-                delattr(self, name)
-        if self.hashing < 100 * self.n_grids:
+        self._n_features_out = int(self._map.n_columns)
+        if self.hashing is not None and self.hashing < 100 * self.n_grids:
             warnings.warn(
                 f"hashing={self.hashing} < 100 * n_grids = {100 * self.n_grids}: hash "
                 "collisions bias the kernel estimate by about n_grids / hashing "
@@ -141,8 +177,7 @@ class RandomBinningFeatures(RandomFeaturesBase):
                 UserWarning,
                 stacklevel=3,
             )
-        self._n_features_out = int(self.hashing)
-        return None
+        return None if csr is None else _to_csr(csr, X.shape[0])
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> RandomBinningFeatures:
@@ -200,13 +235,7 @@ class RandomBinningFeatures(RandomFeaturesBase):
             column); unseen bins (vocabulary mode) store nothing.
         """
         X = self._check_transform_input(X)
-        args = (X, self.pitches_, self.shifts_, self.hash_seed_)
-        vocabulary = getattr(self, "vocabulary_", None)
-        if vocabulary is None:
-            csr = _core.binning_transform_hashed(*args, self._n_features_out)
-        else:
-            csr = _core.binning_transform(*args, vocabulary, self.grid_offsets_)
-        return _to_csr(csr, X.shape[0])
+        return _to_csr(self._map.transform(X), X.shape[0])
 
 
 def _to_csr(csr: tuple, n_rows: int) -> scipy.sparse.csr_matrix:

@@ -10,25 +10,21 @@ _Progress = Callable[[str, int, int, list[str]], object]
 
 # Keep in step with the functions registered in src/python/ (stubtest checks it).
 __all__ = [
+    "BinningMap",
+    "ExactGp",
+    "FeatureGp",
     "FeatureMap",
     "FeatureStats",
     "LocalizedMaclaurinGp",
-    "MaclaurinMap",
-    "PolySketch",
     "__version__",
     "_debug_panic",
     "_debug_wait",
     "_inverse_normal_cdf",
     "_sketch_estimates",
     "_sobol_points",
-    "binning_draw",
-    "binning_fit",
-    "binning_transform",
-    "binning_transform_hashed",
-    "exact_gp_fit",
     "exact_gp_lml",
-    "exact_gp_predict",
-    "feature_gp_predict",
+    "feature_gp_lml",
+    "feature_gp_optimize",
     "fwht",
     "fwht_inplace",
     "fwht_into",
@@ -39,13 +35,12 @@ __all__ = [
     "gpu_info",
     "gpu_rff",
     "gpu_set_chunk_bytes",
+    "initial_noise_variance",
     "kernel_matrix",
     "kl_divergence",
     "mean_nll",
-    "nystroem_fit",
     "relative_frobenius_error",
     "resolve_device",
-    "rff_fit",
     "rmse",
     "set_num_threads",
     "simd_level",
@@ -65,90 +60,87 @@ def fwht_into(
 def fwht_inplace(x: NDArray[np.floating], normalized: bool = False) -> None: ...
 
 # Random binning (src/python/binning.rs). CSR tuples are (data, indices, indptr, n_cols).
-def binning_draw(
-    kernel: str, length_scale: float, n_grids: int, n_features: int, seed: int
-) -> tuple[NDArray[np.float64], NDArray[np.float64], int]: ...
-def binning_fit(
-    x: NDArray[np.floating],
-    pitches: NDArray[np.float64],
-    shifts: NDArray[np.float64],
-    hash_seed: int,
-) -> tuple[
-    NDArray[np.uint64],
-    NDArray[np.uint64],
-    tuple[NDArray[np.floating], NDArray[np.integer], NDArray[np.integer], int],
-]: ...
-def binning_transform(
-    x: NDArray[np.floating],
-    pitches: NDArray[np.float64],
-    shifts: NDArray[np.float64],
-    hash_seed: int,
-    keys: NDArray[np.uint64],
-    offsets: NDArray[np.uint64],
-) -> tuple[NDArray[np.floating], NDArray[np.integer], NDArray[np.integer], int]: ...
-def binning_transform_hashed(
-    x: NDArray[np.floating],
-    pitches: NDArray[np.float64],
-    shifts: NDArray[np.float64],
-    hash_seed: int,
-    n_columns: int,
-) -> tuple[NDArray[np.floating], NDArray[np.integer], NDArray[np.integer], int]: ...
+_Csr = tuple[NDArray[np.floating], NDArray[np.integer], NDArray[np.integer], int]
+
+@final
+class BinningMap:
+    @staticmethod
+    def fit(
+        x: NDArray[np.floating],
+        *,
+        n_grids: int,
+        kernel: str,
+        length_scale: float,
+        seed: int,
+        hashing: int | None = None,
+    ) -> tuple[BinningMap, _Csr | None]: ...
+    @staticmethod
+    def fit_grids(
+        x: NDArray[np.floating],
+        *,
+        pitches: NDArray[np.float64],
+        shifts: NDArray[np.float64],
+        hash_seed: int,
+        hashing: int | None = None,
+    ) -> tuple[BinningMap, _Csr | None]: ...
+    @property
+    def pitches(self) -> NDArray[np.float64]: ...
+    @property
+    def shifts(self) -> NDArray[np.float64]: ...
+    @property
+    def hash_seed(self) -> int: ...
+    @property
+    def vocabulary(self) -> NDArray[np.uint64] | None: ...
+    @property
+    def grid_offsets(self) -> NDArray[np.uint64] | None: ...
+    @property
+    def n_columns(self) -> int: ...
+    def transform(self, x: NDArray[np.floating]) -> _Csr: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> BinningMap: ...
 
 # --- Gaussian processes (src/python/gp.rs) ---
-def exact_gp_fit(
-    x: NDArray[np.float64],
-    y: NDArray[np.float64],
-    length_scale: list[float] | None,
-    kernel_variance: float | None,
-    noise_variance: float | None,
-    ard: bool,
-    optimize: list[str],
-    n_restarts: int,
-    seed: int,
-    max_iter: int,
-    progress: _Progress | None,
-    center: bool,
-    *,
-    kernel: str = "gaussian",
-) -> tuple[
-    NDArray[np.float64],
-    float,
-    float,
-    float,
-    float,
-    NDArray[np.float64],
-    NDArray[np.float64],
-    int,
-]: ...
-def exact_gp_predict(
-    x_train: NDArray[np.float64],
-    chol: NDArray[np.float64],
-    alpha: NDArray[np.float64],
-    y_mean: float,
-    length_scale: list[float],
-    kernel_variance: float,
-    x: NDArray[np.float64],
-    return_var: bool,
-    *,
-    kernel: str = "gaussian",
-) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]: ...
+# A prediction: the mean and, with std="latent" or "noisy", the std.
+_Prediction = tuple[NDArray[np.float64], NDArray[np.float64] | None]
+
+def initial_noise_variance(y: NDArray[np.float64]) -> float: ...
 def exact_gp_lml(
     x: NDArray[np.float64],
     y: NDArray[np.float64],
+    *,
     length_scale: list[float],
     kernel_variance: float,
     noise_variance: float,
-    eval_gradient: bool,
-    *,
+    eval_gradient: bool = False,
     kernel: str = "gaussian",
 ) -> tuple[float, NDArray[np.float64]]: ...
-def feature_gp_predict(
-    chol: NDArray[np.float64],
-    beta: NDArray[np.float64],
-    y_mean: float,
-    phi: NDArray[np.floating],
-    return_var: bool,
-) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]: ...
+def feature_gp_lml(
+    features: FeatureMap,
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    *,
+    drawn_length_scale: float,
+    length_scale: float,
+    kernel_variance: float,
+    noise_variance: float,
+    center: bool,
+    chunk_size: int,
+) -> tuple[float, NDArray[np.float64]]: ...
+def feature_gp_optimize(
+    features: FeatureMap,
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    *,
+    length_scale: float,
+    noise_variance: float | None,
+    optimize: list[str],
+    n_restarts: int,
+    seed: int,
+    center: bool,
+    chunk_size: int,
+    progress: _Progress | None = None,
+) -> tuple[float, float, float, FeatureMap, FeatureStats, int]: ...
 def kl_divergence(
     mean_p: NDArray[np.float64],
     var_p: NDArray[np.float64],
@@ -164,27 +156,68 @@ def relative_frobenius_error(
 ) -> float: ...
 
 @final
+class ExactGp:
+    @staticmethod
+    def fit(
+        x: NDArray[np.float64],
+        y: NDArray[np.float64],
+        *,
+        length_scale: list[float] | None,
+        kernel_variance: float | None,
+        noise_variance: float | None,
+        ard: bool,
+        optimize: list[str],
+        n_restarts: int,
+        max_iter: int,
+        center_y: bool,
+        seed: int,
+        kernel: str = "gaussian",
+        progress: _Progress | None = None,
+    ) -> ExactGp: ...
+    @property
+    def kernel(self) -> str: ...
+    @property
+    def length_scale(self) -> NDArray[np.float64]: ...
+    @property
+    def kernel_variance(self) -> float: ...
+    @property
+    def noise_variance(self) -> float: ...
+    @property
+    def y_mean(self) -> float: ...
+    @property
+    def log_marginal_likelihood_value(self) -> float: ...
+    @property
+    def n_iter(self) -> int: ...
+    @property
+    def alpha(self) -> NDArray[np.float64]: ...
+    @property
+    def chol(self) -> NDArray[np.float64]: ...
+    @property
+    def x_train(self) -> NDArray[np.float64]: ...
+    @property
+    def y_train(self) -> NDArray[np.float64]: ...
+    def with_factor(self, chol: NDArray[np.float64]) -> ExactGp: ...
+    def predict(self, x: NDArray[np.float64], *, std: str | None = None) -> _Prediction: ...
+    def log_marginal_likelihood(
+        self, theta: list[float] | None = None, eval_gradient: bool = False
+    ) -> tuple[float, NDArray[np.float64]]: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> ExactGp: ...
+
+@final
 class FeatureStats:
     def __new__(cls, n_features: int) -> FeatureStats: ...
-    @staticmethod
-    def from_arrays(
-        gram: NDArray[np.float64],
-        phi_y: NDArray[np.float64],
-        phi_sum: NDArray[np.float64],
-        n: int,
-        y_shift: float,
-        y_sum: float,
-        y_sq_sum: float,
-    ) -> FeatureStats: ...
     def accumulate(self, phi: NDArray[np.floating], y: NDArray[np.float64]) -> None: ...
     def merge(self, other: FeatureStats) -> None: ...
-    def fit(
-        self, noise_variance: float, center: bool
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], float, float]: ...
+    def copy(self) -> FeatureStats: ...
+    def fit(self, *, noise_variance: float, center_y: bool) -> FeatureGp: ...
     @property
     def gram(self) -> NDArray[np.float64]: ...
     @property
     def phi_y(self) -> NDArray[np.float64]: ...
+    @property
+    def phi_y_shifted(self) -> NDArray[np.float64]: ...
     @property
     def phi_sum(self) -> NDArray[np.float64]: ...
     @property
@@ -192,26 +225,32 @@ class FeatureStats:
     @property
     def y_shift(self) -> float: ...
     @property
-    def y_sum(self) -> float: ...
-    @property
-    def y_sq_sum(self) -> float: ...
+    def y_mean(self) -> float: ...
     @property
     def n_features(self) -> int: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> FeatureStats: ...
 
-# --- fourier (src/python/fourier.rs) ---
-def rff_fit(
-    n_features: int,
-    n_components: int,
-    kernel: str,
-    length_scale: float,
-    kernel_variance: float,
-    sampler: str,
-    variant: str,
-    seed: int,
-) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, NDArray[np.float64] | None]: ...
-def nystroem_fit(
-    x: NDArray[np.floating], n_components: int, kernel: str, length_scale: float, seed: int
-) -> tuple[NDArray[np.int64], NDArray[np.float64]]: ...
+@final
+class FeatureGp:
+    @property
+    def chol(self) -> NDArray[np.float64]: ...
+    @property
+    def beta(self) -> NDArray[np.float64]: ...
+    @property
+    def y_mean(self) -> float: ...
+    @property
+    def noise_variance(self) -> float: ...
+    @property
+    def log_marginal_likelihood_value(self) -> float: ...
+    def with_factor(self, chol: NDArray[np.float64]) -> FeatureGp: ...
+    def predict(self, phi: NDArray[np.floating], *, std: str | None = None) -> _Prediction: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> FeatureGp: ...
+
+# --- kernels and the QMC sampler (src/python/fourier.rs) ---
 def kernel_matrix(
     x: NDArray[np.float64], y: NDArray[np.float64], kernel: str, length_scale: float
 ) -> NDArray[np.float64]: ...
@@ -232,92 +271,37 @@ def gpu_gram(
 def gpu_rff(
     x: NDArray[np.floating],
     w: NDArray[np.floating],
-    phases: Optional[NDArray[np.floating]],
+    phases: Optional[NDArray[np.floating]] = None,
+    *,
     variant: str,
     scale: float,
 ) -> NDArray[np.floating]: ...
 
 # Polynomial sketches (src/python/sketch.rs).
-@final
-class PolySketch:
-    def __new__(
-        cls, kind: str, complex: bool, degree: int, dim: int, n_features: int, seed: int
-    ) -> PolySketch: ...
-    @property
-    def width(self) -> int: ...
-    @property
-    def dim(self) -> int: ...
-    def transform(
-        self,
-        x: NDArray[np.floating],
-        out: NDArray[np.floating],
-        bias: float,
-        length_scale: float,
-    ) -> None: ...
-    def params(self) -> dict[str, NDArray[np.generic]]: ...
-
 def sketch_variance(
     x: NDArray[np.float64],
     y: NDArray[np.float64],
+    *,
     degree: int,
-    n_features: int,
+    n_components: int,
     sketch: str,
-    complex: bool,
+    complex_weights: bool,
     bias: float,
     length_scale: float,
 ) -> float: ...
 def _sketch_estimates(
     x: NDArray[np.float64],
     y: NDArray[np.float64],
+    *,
     degree: int,
-    n_features: int,
+    n_components: int,
     sketch: str,
-    complex: bool,
+    complex_weights: bool,
     bias: float,
     length_scale: float,
     seed: int,
     reps: int,
 ) -> NDArray[np.float64]: ...
-
-# Maclaurin features (src/python/maclaurin.rs)
-@final
-class MaclaurinMap:
-    @staticmethod
-    def fit(
-        x: NDArray[np.floating],
-        settings: dict[str, Any],
-        allocation: str,
-        explicit: list[int] | None,
-        seed: int,
-        progress: _Progress | None = None,
-    ) -> MaclaurinMap: ...
-    @staticmethod
-    def build(
-        dim: int,
-        counts: list[int],
-        center: list[float] | None,
-        settings: dict[str, Any],
-        allocation: str,
-        seed: int,
-    ) -> MaclaurinMap: ...
-    @property
-    def allocation(self) -> list[int]: ...
-    @property
-    def degree(self) -> int: ...
-    @property
-    def objective(self) -> float | None: ...
-    @property
-    def center(self) -> list[float] | None: ...
-    @property
-    def dropped_pairs(self) -> tuple[int, int]: ...
-    @property
-    def width(self) -> int: ...
-    def transform(
-        self,
-        x: NDArray[np.floating],
-        center: list[float] | None = None,
-        progress: _Progress | None = None,
-    ) -> NDArray[np.floating]: ...
 
 # Localized Maclaurin GP (src/python/localized_gp.rs)
 @final
@@ -326,11 +310,12 @@ class LocalizedMaclaurinGp:
     def fit(
         x: NDArray[np.floating],
         y: NDArray[np.float64],
+        *,
         n_components: int,
         length_scale: float,
         kernel_variance: float,
         noise_variance: float,
-        threshold: float | None,
+        threshold: float | str | None,
         n_clusters: int | None,
         sketch: str,
         complex_weights: bool,
@@ -345,11 +330,15 @@ class LocalizedMaclaurinGp:
     @property
     def centroids(self) -> NDArray[np.float64]: ...
     @property
-    def allocation(self) -> list[int]: ...
+    def allocation(self) -> NDArray[np.int64]: ...
     @property
-    def degree(self) -> int: ...
+    def truncation_degree(self) -> int: ...
     @property
     def y_mean(self) -> float: ...
+    @property
+    def threshold(self) -> float | None: ...
+    @property
+    def threshold_scores(self) -> list[tuple[float | None, float]] | None: ...
     @property
     def timings(self) -> tuple[float, float]: ...
     @property
@@ -358,44 +347,85 @@ class LocalizedMaclaurinGp:
     def predict(
         self,
         x: NDArray[np.floating],
-        return_var: bool,
-        at_test_points: bool,
+        *,
+        std: str | None = None,
+        at_test_points: bool = False,
         progress: _Progress | None = None,
     ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None, int, float, float]: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> LocalizedMaclaurinGp: ...
 
 # Any dense feature map (src/python/feature_map.rs)
 @final
 class FeatureMap:
     @staticmethod
     def fourier(
-        frequencies: NDArray[np.float64],
-        phases: Optional[NDArray[np.float64]],
-        signs: Optional[NDArray[np.float64]],
+        n_features_in: int,
+        *,
+        n_components: int,
+        kernel: str,
         length_scale: float,
         kernel_variance: float,
+        sampler: str,
         variant: str,
-        n_components: int,
+        seed: int,
     ) -> FeatureMap: ...
     @staticmethod
     def polynomial(
-        sketch: PolySketch, bias: float, length_scale: float, n_components: int
+        n_features_in: int,
+        *,
+        n_components: int,
+        degree: int,
+        bias: float,
+        length_scale: float,
+        sketch: str,
+        complex_weights: bool,
+        seed: int,
     ) -> FeatureMap: ...
     @staticmethod
-    def maclaurin(map: MaclaurinMap) -> FeatureMap: ...
+    def maclaurin(
+        x: NDArray[np.floating],
+        *,
+        n_components: int,
+        kernel: str,
+        degree: int | None,
+        bias: float,
+        length_scale: float,
+        kernel_variance: float,
+        sketch: str,
+        complex_weights: bool,
+        allocation: str | NDArray[np.integer] | list[int],
+        min_degree: int,
+        max_degree: int,
+        n_subsample: int,
+        h01: bool,
+        seed: int,
+        progress: _Progress | None = None,
+    ) -> FeatureMap: ...
     @staticmethod
     def nystroem(
-        landmarks: NDArray[np.float64],
-        normalization: NDArray[np.float64],
+        x: NDArray[np.floating],
+        *,
+        n_components: int,
         kernel: str,
         length_scale: float,
-    ) -> FeatureMap: ...
+        seed: int,
+    ) -> tuple[FeatureMap, NDArray[np.int64]]: ...
     @property
     def n_features_in(self) -> int: ...
     @property
     def n_components(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    def param(self, name: str) -> Any: ...
     def resolve_device(self, device: str) -> str: ...
     def transform(
-        self, x: NDArray[np.floating], device: str, center: Optional[list[float]] = None
+        self,
+        x: NDArray[np.floating],
+        device: str,
+        center: Optional[NDArray[np.float64]] = None,
+        progress: _Progress | None = None,
     ) -> NDArray[np.floating]: ...
     def accumulate(
         self,
@@ -405,3 +435,6 @@ class FeatureMap:
         device: str,
         chunk_rows: int,
     ) -> None: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> FeatureMap: ...

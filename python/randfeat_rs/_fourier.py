@@ -11,15 +11,14 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
-from ._base import RandomFeaturesBase
-from .gpu import DEVICES
+from ._base import DenseFeaturesBase, map_param
 
 KERNELS = ("gaussian", "laplacian", "matern12", "matern32", "matern52")
 SAMPLERS = ("mc", "antithetic", "orthogonal", "structured", "moment_matching", "qmc")
 VARIANTS = ("cos_bias", "cos_sin")
 
 
-class RandomFourierFeatures(RandomFeaturesBase):
+class RandomFourierFeatures(DenseFeaturesBase):
     """Random Fourier features of a stationary kernel (Rahimi & Recht).
 
     ``phi(x) . phi(y)`` is an estimate of ``kernel_variance * k(x - y)``. The
@@ -79,6 +78,9 @@ default="mc"
     ----------
     device_ : str
         The device ``transform`` runs on: "cpu" or "gpu".
+    seed_ : int
+        The 64-bit seed drawn from ``random_state`` at ``fit``; every random
+        parameter was drawn from it.
     frequencies_ : ndarray of shape (n_frequencies, n_features_in_), float64
         The frequencies ``W`` (for ``"structured"``, formed for inspection;
         the transform uses ``sorf_signs_``).
@@ -115,8 +117,14 @@ default="mc"
         "sampler": [StrOptions(set(SAMPLERS))],
         "variant": [StrOptions(set(VARIANTS))],
         "random_state": ["random_state"],
-        "device": [StrOptions(set(DEVICES))],
+        "device": DenseFeaturesBase._device_constraint,
     }
+
+    frequencies_ = map_param("frequencies")
+    phases_ = map_param("phases")
+    sorf_signs_ = map_param("sorf_signs")
+    n_frequencies_ = map_param("n_frequencies")
+    scale_ = map_param("scale")
 
     def __init__(
         self,
@@ -155,33 +163,19 @@ default="mc"
         self : RandomFourierFeatures
         """
         X = self._validate_input(X, reset=True)
-        self._fmap = None
         d = X.shape[1]
-        m = self.n_components // 2 if self.variant == "cos_sin" else self.n_components
-        w, b, signs = _core.rff_fit(
+        fmap = _core.FeatureMap.fourier(
             d,
-            int(self.n_components),
-            self.kernel,
-            float(self.length_scale),
-            float(self.kernel_variance),
-            self.sampler,
-            self.variant,
-            self._seed(),
+            n_components=int(self.n_components),
+            kernel=self.kernel,
+            length_scale=float(self.length_scale),
+            kernel_variance=float(self.kernel_variance),
+            sampler=self.sampler,
+            variant=self.variant,
+            seed=self._fit_seed(),
         )
-        self.frequencies_ = w
-        self.phases_ = b
-        self.sorf_signs_ = signs
-        self.n_frequencies_ = int(w.shape[0])
-        scale = np.sqrt(2.0 / self.n_components) if self.variant == "cos_bias" else 1 / np.sqrt(m)
-        self.scale_ = float(np.sqrt(self.kernel_variance) * scale)
-        self._fitted_args = (
-            float(self.length_scale),
-            float(self.kernel_variance),
-            self.variant,
-            int(self.n_components),
-        )
-        self._n_features_out = int(self.n_components)
-        self.device_ = self._feature_map().resolve_device(self.device)
+        self._set_map(fmap)
+        m = int(fmap.param("n_frequencies"))
         if self.sampler == "structured" and 1 << max(d - 1, 0).bit_length() < 16:
             warnings.warn(
                 "sampler='structured' is noticeably biased for fewer than 16 (padded) "
@@ -198,36 +192,8 @@ default="mc"
             )
         return self
 
-    def transform(self, X: Any) -> np.ndarray:
-        """Map ``X`` to random Fourier features.
 
-        Parameters
-        ----------
-        X : array_like of shape (n_samples, n_features_in_)
-            float32 input gives float32 output; anything else is float64.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_components)
-        """
-        X = self._check_transform_input(X)
-        return self._feature_map().transform(X, self.device_)
-
-    def _build_feature_map(self) -> Any:
-        """The fitted map as a ``_core.FeatureMap`` (device choice, GPU paths)."""
-        length_scale, kernel_variance, variant, n_components = self._fitted_args
-        return _core.FeatureMap.fourier(
-            self.frequencies_,
-            self.phases_,
-            self.sorf_signs_,
-            length_scale,
-            kernel_variance,
-            variant,
-            n_components,
-        )
-
-
-class NystroemFeatures(RandomFeaturesBase):
+class NystroemFeatures(DenseFeaturesBase):
     """Nystroem landmark features ``phi(x) = K_mm^{-1/2} k_m(x)``.
 
     ``Phi Phi^T = K_nm K_mm^+ K_mn``, the low-rank Nystroem approximation of
@@ -248,9 +214,18 @@ class NystroemFeatures(RandomFeaturesBase):
         Length scale ``l > 0``.
     random_state : int, RandomState instance or None, default=None
         Seeds the choice of landmarks.
+    device : {"cpu", "gpu", "auto"}, default="cpu"
+        Where ``transform`` runs. Nystroem features have no GPU kernel:
+        ``"gpu"`` raises :class:`~randfeat_rs.InvalidInputError` at ``fit``
+        and ``"auto"`` gives the CPU (the parameter keeps the API of the
+        other feature maps uniform).
 
     Attributes
     ----------
+    device_ : str
+        Always "cpu" (see ``device``).
+    seed_ : int
+        The 64-bit seed drawn from ``random_state`` at ``fit``.
     components_ : ndarray of shape (n_components_, n_features_in_), float64
         The landmarks.
     component_indices_ : ndarray of shape (n_components_,), int64
@@ -278,7 +253,11 @@ class NystroemFeatures(RandomFeaturesBase):
         "kernel": [StrOptions(set(KERNELS))],
         "length_scale": [Interval(Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
+        "device": DenseFeaturesBase._device_constraint,
     }
+
+    components_ = map_param("landmarks")
+    normalization_ = map_param("normalization")
 
     def __init__(
         self,
@@ -287,11 +266,13 @@ class NystroemFeatures(RandomFeaturesBase):
         kernel: str = "gaussian",
         length_scale: float = 1.0,
         random_state: Any = None,
+        device: str = "cpu",
     ) -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.length_scale = length_scale
         self.random_state = random_state
+        self.device = device
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> NystroemFeatures:
@@ -309,39 +290,17 @@ class NystroemFeatures(RandomFeaturesBase):
         self : NystroemFeatures
         """
         X = self._validate_input(X, reset=True)
-        idx, norm = _core.nystroem_fit(
-            X, int(self.n_components), self.kernel, float(self.length_scale), self._seed()
+        fmap, idx = _core.FeatureMap.nystroem(
+            X,
+            n_components=int(self.n_components),
+            kernel=self.kernel,
+            length_scale=float(self.length_scale),
+            seed=self._fit_seed(),
         )
         self.component_indices_ = idx
-        self.components_ = np.ascontiguousarray(X[idx], dtype=np.float64)
-        self.normalization_ = norm
-        self.n_components_ = int(idx.shape[0])
-        self._fitted_args = (self.kernel, float(self.length_scale))
-        self._n_features_out = self.n_components_
-        self._fmap = self._build_feature_map()
+        self.n_components_ = int(fmap.n_components)
+        self._set_map(fmap)
         return self
-
-    def transform(self, X: Any) -> np.ndarray:
-        """Map ``X`` to Nystroem features.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_samples, n_features_in_)
-            float32 input gives float32 output; anything else is float64.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_components_)
-        """
-        X = self._check_transform_input(X)
-        return self._feature_map().transform(X, "cpu")
-
-    def _build_feature_map(self) -> Any:
-        """The fitted map as a ``_core.FeatureMap`` (it has no GPU kernel)."""
-        kernel, length_scale = self._fitted_args
-        return _core.FeatureMap.nystroem(
-            self.components_, self.normalization_, kernel, length_scale
-        )
 
 
 def kernel_matrix(

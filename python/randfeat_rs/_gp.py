@@ -1,4 +1,4 @@
-"""Gaussian-process regressors (ALGORITHMS.md section 7).
+"""Gaussian-process regressors (docs/math/gp.rst).
 
 :class:`ExactGPR` is the exact GP with the kernels of
 :class:`~randfeat_rs.RandomFourierFeatures` and a log-marginal-likelihood
@@ -12,46 +12,36 @@ merge exactly across chunks, calls and machines.
 
 from __future__ import annotations
 
+import copy
 from numbers import Integral, Real
 from typing import Any, Optional
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._base import RandomFeaturesBase
-from ._fourier import KERNELS
+from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin
+from ._fourier import KERNELS, RandomFourierFeatures
+from ._maclaurin import MaclaurinFeatures
 from ._progress import ProgressPrinter, progress_printer
-from ._validation import seed_from_random_state
 from .exceptions import InvalidInputError
-from .gpu import DEVICES, _fitted_device
 
 __all__ = ["ExactGPR", "RandomFeatureGPR", "SufficientStatistics"]
 
 _HYPERPARAMETERS = ("length_scale", "kernel_variance", "noise_variance")
 
 
-def _positive_or_none(value: Any, name: str) -> Optional[float]:
-    if value is None:
-        return None
-    v = float(value)
-    if not (np.isfinite(v) and v > 0):
-        raise InvalidInputError(f"`{name}` must be finite and > 0, got {value!r}")
-    return v
-
-
 class GaussianPredictionMixin:
     """``predict`` and ``predict_noisy`` of the GP regressors.
 
-    A regressor supplies ``_predict(X, return_var) -> (mean, var or None)``
-    (the latent variance) and the fitted ``noise_variance_``.
+    A regressor supplies ``_predict(X, std) -> (mean, std or None)``, whose
+    handle computes the standard deviation in Rust: of the latent function
+    for ``std="latent"``, of a noisy observation for ``std="noisy"``.
     """
 
-    noise_variance_: float
-
-    def _predict(self, X: Any, return_var: bool) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    def _predict(self, X: Any, std: Optional[str]) -> tuple[np.ndarray, Any]:
         raise NotImplementedError
 
     def predict(self, X: Any, return_std: bool = False) -> Any:
@@ -72,10 +62,8 @@ class GaussianPredictionMixin:
         std : ndarray of shape (n_samples,), float64
             Only with ``return_std=True``.
         """
-        mean, var = self._predict(X, return_std)
-        if return_std:
-            return mean, np.sqrt(np.maximum(var, 0.0))
-        return mean
+        mean, std = self._predict(X, "latent" if return_std else None)
+        return (mean, std) if return_std else mean
 
     def predict_noisy(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         """Predictive mean and std of a noisy observation ``y = f(x) + eps``.
@@ -91,8 +79,43 @@ class GaussianPredictionMixin:
         std : ndarray of shape (n_samples,), float64
             ``sqrt(var_f + noise_variance_)``.
         """
-        mean, var = self._predict(X, True)
-        return mean, np.sqrt(np.maximum(var, 0.0) + self.noise_variance_)
+        return self._predict(X, "noisy")
+
+
+class FittedGpMixin:
+    """The fitted attributes shared by the regressors whose ``fit`` leaves a
+    GP handle of the compiled core (``_core.ExactGp`` or ``_core.FeatureGp``)
+    in ``_gp``: each reads the handle, and assigning ``L_`` replaces the
+    handle's factor (checked in Rust). The class docstrings say what the
+    factor factorizes.
+    """
+
+    _gp: Any
+
+    def _fitted_gp(self) -> Any:
+        """The fitted GP handle (an ``AttributeError`` before ``fit``)."""
+        if "_gp" not in self.__dict__:
+            raise AttributeError("the GP is not fitted")
+        return self._gp
+
+    @property
+    def L_(self) -> np.ndarray:
+        """Lower Cholesky factor of the fitted system, column-major."""
+        return self._fitted_gp().chol
+
+    @L_.setter
+    def L_(self, value: Any) -> None:
+        self._gp = self._fitted_gp().with_factor(np.asarray(value, dtype=np.float64))
+
+    @property
+    def y_mean_(self) -> float:
+        """Training-target mean added back to predictions."""
+        return float(self._fitted_gp().y_mean)
+
+    @property
+    def log_marginal_likelihood_(self) -> float:
+        """Log marginal likelihood of the (centered) training targets."""
+        return float(self._fitted_gp().log_marginal_likelihood_value)
 
 
 EXACT_GP_CPU_ONLY = (
@@ -103,7 +126,14 @@ EXACT_GP_CPU_ONLY = (
 )
 
 
-class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
+class ExactGPR(
+    GaussianPredictionMixin,
+    FittedGpMixin,
+    RandomStateMixin,
+    DeviceMixin,
+    RegressorMixin,
+    BaseEstimator,
+):
     """Exact Gaussian-process regression with a stationary kernel.
 
     The kernel is ``k(x, x') = kernel_variance * kappa(rho)`` with ``kappa``
@@ -143,10 +173,12 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         Fixed (when not optimized) or initial length scale(s). ``None``: the
         median pairwise distance of (a subsample of) the training inputs.
     kernel_variance : float, default=None
-        Fixed or initial kernel variance. ``None``: the variance of ``y``.
+        Fixed or initial kernel variance. ``None``: the variance of ``y``
+        (1 when all targets are equal).
     noise_variance : float, default=None
         Fixed or initial noise variance. ``None``: 0.1 times the variance
-        of ``y``.
+        of ``y`` (0.1 when all targets are equal; the rule of every GP
+        regressor here).
     ard : bool, default=False
         One length scale per input dimension.
     optimize : tuple of str, default=("length_scale", "kernel_variance", "noise_variance")
@@ -184,6 +216,9 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
     ----------
     device_ : str
         Always "cpu" (see ``device``).
+    seed_ : int
+        The 64-bit seed drawn from ``random_state`` at ``fit`` (the restart
+        draws).
     length_scale_ : float or ndarray of shape (n_features,)
         Fitted length scale(s) (an array with ``ard=True``).
     kernel_variance_ : float
@@ -201,7 +236,9 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         Training targets.
     L_ : ndarray of shape (n_samples, n_samples)
         Lower Cholesky factor of ``K + noise_variance I`` (plus jitter if
-        the factorization needed it), column-major.
+        the factorization needed it), column-major. Assigning a factor
+        replaces the one predictions use (checked: square, with a positive
+        finite diagonal).
     alpha_ : ndarray of shape (n_samples,)
         ``(K + noise_variance I)^{-1} (y - y_mean_)``.
     y_mean_ : float
@@ -234,7 +271,7 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         "random_state": ["random_state"],
         "center_y": ["boolean"],
         "verbose": ["verbose"],
-        "device": [StrOptions(set(DEVICES))],
+        "device": DeviceMixin._device_constraint,
     }
 
     def __init__(
@@ -266,15 +303,7 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         self.verbose = verbose
         self.device = device
 
-    def _optimize_list(self) -> list[str]:
-        names = [str(n) for n in self.optimize]
-        for n in names:
-            if n not in _HYPERPARAMETERS:
-                raise InvalidInputError(
-                    f"`optimize` contains {n!r}; expected a subset of {list(_HYPERPARAMETERS)}"
-                )
-        return names
-
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> ExactGPR:
         """Fit the hyperparameters (those in ``optimize``) and the GP.
 
@@ -290,55 +319,70 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         self : ExactGPR
             The fitted estimator.
         """
-        self._validate_params()
-        self.device_ = _fitted_device(self.device, EXACT_GP_CPU_ONLY)
+        self._resolve_device(unsupported=EXACT_GP_CPU_ONLY)
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
         y = np.ascontiguousarray(y, dtype=np.float64)
-        ls = None
-        if self.length_scale is not None:
-            ls = [float(v) for v in np.atleast_1d(np.asarray(self.length_scale, dtype=np.float64))]
+        ls = self.length_scale
+        if ls is not None:
+            ls = np.atleast_1d(np.asarray(ls, dtype=np.float64)).tolist()
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
-            ls_, kv, nv, y_mean, lml, alpha, chol, n_iter = _core.exact_gp_fit(
+            self._gp = _core.ExactGp.fit(
                 X,
                 y,
-                ls,
-                _positive_or_none(self.kernel_variance, "kernel_variance"),
-                _positive_or_none(self.noise_variance, "noise_variance"),
-                bool(self.ard),
-                self._optimize_list(),
-                int(self.n_restarts),
-                seed_from_random_state(self.random_state),
-                int(self.max_iter),
-                progress,
-                bool(self.center_y),
+                length_scale=ls,
+                kernel_variance=self.kernel_variance,
+                noise_variance=self.noise_variance,
+                ard=bool(self.ard),
+                optimize=[str(n) for n in self.optimize],
+                n_restarts=int(self.n_restarts),
+                max_iter=int(self.max_iter),
+                center_y=bool(self.center_y),
+                seed=self._fit_seed(),
                 kernel=self.kernel,
+                progress=progress,
             )
-        self.length_scale_ = ls_ if self.ard else float(ls_[0])
-        self.kernel_variance_ = float(kv)
-        self.noise_variance_ = float(nv)
-        self.y_mean_ = float(y_mean)
-        self.log_marginal_likelihood_ = float(lml)
-        self.n_iter_ = int(n_iter)
-        self.alpha_ = alpha
-        self.L_ = chol
-        self.X_train_ = X
-        self.y_train_ = y
         return self
 
-    def _predict(self, X: Any, return_var: bool) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    @property
+    def length_scale_(self) -> Any:
+        """Fitted length scale (an array of one per feature with ``ard=True``)."""
+        ls = self._fitted_gp().length_scale
+        return ls if self.ard else float(ls[0])
+
+    @property
+    def kernel_variance_(self) -> float:
+        """Fitted kernel variance."""
+        return float(self._fitted_gp().kernel_variance)
+
+    @property
+    def noise_variance_(self) -> float:
+        """Fitted noise variance."""
+        return float(self._fitted_gp().noise_variance)
+
+    @property
+    def n_iter_(self) -> int:
+        """L-BFGS iterations spent, over all runs."""
+        return int(self._fitted_gp().n_iter)
+
+    @property
+    def alpha_(self) -> np.ndarray:
+        """``(K + noise_variance I)^{-1} (y - y_mean_)``."""
+        return self._fitted_gp().alpha
+
+    @property
+    def X_train_(self) -> np.ndarray:
+        """Training inputs."""
+        return self._fitted_gp().x_train
+
+    @property
+    def y_train_(self) -> np.ndarray:
+        """Training targets."""
+        return self._fitted_gp().y_train
+
+    def _predict(self, X: Any, std: Optional[str]) -> tuple[np.ndarray, Any]:
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
-        return _core.exact_gp_predict(
-            self.X_train_,
-            self.L_,
-            self.alpha_,
-            self.y_mean_,
-            [float(v) for v in np.atleast_1d(self.length_scale_)],
-            self.kernel_variance_,
-            X,
-            return_var,
-            kernel=self.kernel,
-        )
+        return self._gp.predict(X, std=std)
 
     def log_marginal_likelihood(self, theta: Any = None, eval_gradient: bool = False) -> Any:
         """Log marginal likelihood of the centered training targets.
@@ -359,29 +403,9 @@ class ExactGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
             Only with ``eval_gradient=True``.
         """
         check_is_fitted(self)
-        if theta is None:
-            theta = np.concatenate(
-                [
-                    np.log(np.atleast_1d(self.length_scale_)),
-                    [np.log(self.kernel_variance_), np.log(self.noise_variance_)],
-                ]
-            )
-        theta = np.asarray(theta, dtype=np.float64).ravel()
-        k = theta.size - 2
-        if k not in (1, self.n_features_in_):
-            raise InvalidInputError(
-                f"`theta` must have length 3 or {self.n_features_in_ + 2}, got {theta.size}"
-            )
-        yc = self.y_train_ - self.y_mean_
-        lml, grad = _core.exact_gp_lml(
-            self.X_train_,
-            np.ascontiguousarray(yc),
-            [float(v) for v in np.exp(theta[:k])],
-            float(np.exp(theta[k])),
-            float(np.exp(theta[k + 1])),
-            bool(eval_gradient),
-            kernel=self.kernel,
-        )
+        if theta is not None:
+            theta = np.asarray(theta, dtype=np.float64).ravel().tolist()
+        lml, grad = self._gp.log_marginal_likelihood(theta, bool(eval_gradient))
         return (lml, grad) if eval_gradient else lml
 
 
@@ -412,11 +436,7 @@ class SufficientStatistics:
     """
 
     def __init__(self, n_features: int) -> None:
-        if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)):
-            raise InvalidInputError(f"`n_features` must be an integer >= 1, got {n_features!r}")
-        if n_features < 1:
-            raise InvalidInputError(f"`n_features` must be >= 1, got {n_features}")
-        self._stats = _core.FeatureStats(int(n_features))
+        self._stats = _core.FeatureStats(n_features)
 
     @classmethod
     def from_features(
@@ -432,6 +452,10 @@ class SufficientStatistics:
         y : array-like of shape (n_samples,)
         chunk_size : int, default=2048
             Rows transformed at a time.
+
+        Returns
+        -------
+        SufficientStatistics
         """
         X = np.asarray(X)
         y = _as_targets(y, X.shape[0])
@@ -473,10 +497,17 @@ class SufficientStatistics:
         self._stats.merge(other._stats)
         return self
 
+    @classmethod
+    def _wrap(cls, stats: Any) -> SufficientStatistics:
+        """Statistics around a ``_core.FeatureStats`` (not copied)."""
+        new = cls.__new__(cls)
+        new._stats = stats
+        return new
+
     def copy(self) -> SufficientStatistics:
         """An independent copy."""
         new = SufficientStatistics.__new__(SufficientStatistics)
-        new.__setstate__(self.__getstate__())
+        new._stats = self._stats.copy()
         return new
 
     @property
@@ -502,36 +533,24 @@ class SufficientStatistics:
     @property
     def phi_y(self) -> np.ndarray:
         """``Phi^T y`` (uncentered), shape (D,)."""
-        return self._stats.phi_y + self._stats.y_shift * self._stats.phi_sum
+        return self._stats.phi_y
+
+    @property
+    def y_shift(self) -> float:
+        """The shift ``s`` the target sums are kept relative to (the first
+        chunk's target mean; merging re-shifts exactly)."""
+        return float(self._stats.y_shift)
+
+    @property
+    def phi_y_shifted(self) -> np.ndarray:
+        """``Phi^T (y - y_shift)``, shape (D,): the form the statistics keep
+        (``phi_y`` adds ``y_shift * phi_sum`` back)."""
+        return self._stats.phi_y_shifted
 
     @property
     def y_mean(self) -> float:
         """Mean of the accumulated targets (0 when empty)."""
-        n = self._stats.n
-        return float(self._stats.y_shift + self._stats.y_sum / n) if n else 0.0
-
-    def __getstate__(self) -> dict:
-        s = self._stats
-        return {
-            "gram": s.gram,
-            "phi_y": s.phi_y,
-            "phi_sum": s.phi_sum,
-            "n": s.n,
-            "y_shift": s.y_shift,
-            "y_sum": s.y_sum,
-            "y_sq_sum": s.y_sq_sum,
-        }
-
-    def __setstate__(self, state: dict) -> None:
-        self._stats = _core.FeatureStats.from_arrays(
-            np.ascontiguousarray(state["gram"], dtype=np.float64),
-            np.ascontiguousarray(state["phi_y"], dtype=np.float64),
-            np.ascontiguousarray(state["phi_sum"], dtype=np.float64),
-            int(state["n"]),
-            float(state["y_shift"]),
-            float(state["y_sum"]),
-            float(state["y_sq_sum"]),
-        )
+        return float(self._stats.y_mean)
 
     def __repr__(self) -> str:
         return f"SufficientStatistics(n_features={self.n_features}, n_samples={self.n_samples})"
@@ -566,6 +585,32 @@ def _features_chunk(features: Any, X: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(phi)
 
 
+def _optimize_names(optimize: Any) -> list[str]:
+    """The hyperparameter names of an ``optimize`` parameter, checked."""
+    names = [str(n) for n in optimize]
+    for n in names:
+        if n not in _HYPERPARAMETERS:
+            raise InvalidInputError(
+                f"`optimize` contains {n!r}; expected a subset of {list(_HYPERPARAMETERS)}"
+            )
+    return names
+
+
+def _at_hyperparameters(
+    features: Any, length_scale: float, kernel_variance: float, feature_map: Any
+) -> Any:
+    """A copy of a fitted RandomFourierFeatures or MaclaurinFeatures holding
+    ``feature_map``, the ``_core.FeatureMap`` Rust formed at other kernel
+    hyperparameters with the random draw kept (the Fourier frequencies
+    rescaled, the structured sampler keeping its signs; the Maclaurin map
+    rebuilt from its allocation, center and seed at the new settings)."""
+    new = copy.copy(features)
+    new.length_scale = length_scale
+    new.kernel_variance = kernel_variance
+    new._set_map(feature_map)
+    return new
+
+
 def _kernel_from_features(features: Any) -> tuple[Any, Optional[float]]:
     """The (length_scale, kernel_variance) a fitted transformer approximates, if it says."""
     ls = getattr(features, "length_scale_", getattr(features, "length_scale", None))
@@ -580,7 +625,14 @@ def _kernel_from_features(features: Any) -> tuple[Any, Optional[float]]:
     return ls, (float(kv) if isinstance(kv, Real) else None)
 
 
-class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
+class RandomFeatureGPR(
+    GaussianPredictionMixin,
+    FittedGpMixin,
+    RandomStateMixin,
+    DeviceMixin,
+    RegressorMixin,
+    BaseEstimator,
+):
     """Feature-space GP regression over any transformer (ALGORITHMS.md 7.2).
 
     With a feature map ``Phi`` (kernel ``Phi(x)^T Phi(y)``) the GP costs
@@ -601,13 +653,36 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         It is cloned and fitted on the training inputs.
     noise_variance : float, default=None
         Observation noise variance. ``None``: 0.1 times the variance of the
-        targets of the first fit (the initialization of ALGORITHMS.md 7.1).
+        targets of the first fit (the initialization of docs/math/gp.rst, section Exact GP;
+        0.1 when they are all equal), as :class:`ExactGPR`.
     chunk_size : int, default=2048
         Rows transformed and accumulated at a time.
     center_y : bool, default=True
         Subtract the training-target mean (zero prior mean on the rest).
+    optimize : tuple of str or None, default=None
+        Hyperparameters (a subset of ``("length_scale", "kernel_variance",
+        "noise_variance")``) that :meth:`fit` sets by maximizing the
+        feature-space log marginal likelihood (see docs/math/gp.rst,
+        feature-space GP): L-BFGS with analytic gradients in Rust, the same
+        optimizer as :class:`ExactGPR` (restarts, coarse to fine), every
+        evaluation streamed over ``chunk_size`` rows (``O(N D^2)`` time,
+        ``O(D^2 + chunk_size D)`` memory). The random draw of the fitted
+        transformer stays fixed: the frequencies of
+        :class:`~randfeat_rs.RandomFourierFeatures` are rescaled by the
+        length scale, the inputs of :class:`~randfeat_rs.MaclaurinFeatures`
+        are (its allocation and sketches stay). The fit starts from the
+        transformer's ``length_scale`` and ``kernel_variance`` and from
+        ``noise_variance``; the others stay fixed. Other transformers raise
+        :class:`~randfeat_rs.InvalidInputError`. ``None``: no fit, the
+        transformer's kernel as given. The fit runs on the CPU in float64;
+        :meth:`partial_fit` adds rows at the fitted hyperparameters.
+    n_restarts : int, default=2
+        Random restarts of the optimizer after the run from the
+        initialization (within a factor 10 of it), as in :class:`ExactGPR`.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the restart draws.
     verbose : bool, default=False
-        Print progress (rows accumulated) to ``sys.stderr``.
+        Print progress (rows accumulated, optimizer runs) to ``sys.stderr``.
     device : {"cpu", "gpu", "auto"}, default="cpu"
         Where the statistics are accumulated. ``"gpu"``: when ``features``
         is this library's :class:`~randfeat_rs.RandomFourierFeatures`,
@@ -630,13 +705,21 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
     stats_ : SufficientStatistics
         The accumulated statistics.
     noise_variance_ : float
-        The noise variance used.
+        The noise variance used (fitted when ``optimize`` names it).
     length_scale_, kernel_variance_ : float, ndarray or None
         The kernel the transformer approximates, when it says (its
         ``length_scale``/``kernel_variance``, or ``1/sqrt(2 gamma)`` and 1
-        for ``RBFSampler``); ``None`` otherwise.
+        for ``RBFSampler``); ``None`` otherwise. With ``optimize``, the
+        fitted values (``features_`` is the transformer at them).
+    n_iter_ : int
+        L-BFGS iterations spent over all runs (0 without ``optimize``).
+    seed_ : int
+        With ``optimize``: the 64-bit seed drawn from ``random_state`` (the
+        restart draws).
     L_ : ndarray of shape (D, D)
         Lower Cholesky factor of ``A`` (column-major, as the solves read it).
+        Assigning a factor replaces the one predictions use (checked:
+        square, with a positive finite diagonal).
     coef_ : ndarray of shape (D,)
         ``A^{-1} Phi^T (y - y_mean_) / noise_variance``.
     y_mean_ : float
@@ -659,6 +742,15 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
     >>> mean, std = gp.predict(np.array([[0.5]]), return_std=True)
     >>> bool(abs(mean[0] - np.sin(0.5)) < 0.05)
     True
+
+    The hyperparameters fitted by the marginal likelihood:
+
+    >>> from randfeat_rs import RandomFourierFeatures
+    >>> rff = RandomFourierFeatures(256, random_state=0)
+    >>> gp = RandomFeatureGPR(rff, optimize=("length_scale", "kernel_variance",
+    ...                                      "noise_variance"), random_state=0).fit(X, y)
+    >>> bool(0.005 < gp.noise_variance_ < 0.02)
+    True
     """
 
     _parameter_constraints: dict = {  # noqa: RUF012
@@ -666,8 +758,11 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         "noise_variance": [None, Interval(Real, 0, None, closed="neither")],
         "chunk_size": [Interval(Integral, 1, None, closed="left")],
         "center_y": ["boolean"],
+        "optimize": [None, tuple, list],
+        "n_restarts": [Interval(Integral, 0, None, closed="left")],
+        "random_state": ["random_state"],
         "verbose": ["verbose"],
-        "device": [StrOptions(set(DEVICES))],
+        "device": DeviceMixin._device_constraint,
     }
 
     def __init__(
@@ -677,6 +772,9 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         noise_variance: Optional[float] = None,
         chunk_size: int = 2048,
         center_y: bool = True,
+        optimize: Any = None,
+        n_restarts: int = 2,
+        random_state: Any = None,
         verbose: bool = False,
         device: str = "cpu",
     ) -> None:
@@ -684,37 +782,17 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         self.noise_variance = noise_variance
         self.chunk_size = chunk_size
         self.center_y = center_y
+        self.optimize = optimize
+        self.n_restarts = n_restarts
+        self.random_state = random_state
         self.verbose = verbose
         self.device = device
 
     def _feature_map(self) -> Any:
-        """The fitted transformer as a ``_core.FeatureMap``, or None when it is
+        """The fitted transformer's ``_core.FeatureMap``, or None when it is
         not one of this library's dense maps."""
         f = self.features_
-        return f._feature_map() if isinstance(f, RandomFeaturesBase) else None
-
-    def _resolve_device(self) -> None:
-        fmap = self._feature_map()
-        if fmap is None:
-            self.device_ = _fitted_device(
-                self.device,
-                "the transformer must be randfeat_rs.RandomFourierFeatures, PolynomialSketch "
-                f"or MaclaurinFeatures, got {type(self.features_).__name__}",
-            )
-        else:  # the map says which of its configurations have a GPU kernel
-            self.device_ = fmap.resolve_device(self.device)
-
-    def _accumulate_gpu(self, X: np.ndarray, y: np.ndarray) -> None:
-        # Rust computes Phi^T [y - s, 1] on the device (Phi stays there) and
-        # merges the shifted statistics exactly.
-        fmap = self._feature_map()
-        if getattr(self, "stats_", None) is None:
-            self.stats_ = SufficientStatistics(fmap.n_components)
-        fmap.accumulate(self.stats_._stats, X, y, "gpu", int(self.chunk_size))
-        if self.verbose:
-            ProgressPrinter(type(self).__name__).message(
-                f"{X.shape[0]} rows accumulated on the GPU ({self.stats_.n_samples} in total)"
-            )
+        return f._feature_map() if isinstance(f, DenseFeaturesBase) else None
 
     def _validate_xy(self, X: Any, y: Any, reset: bool) -> tuple[np.ndarray, np.ndarray]:
         X, y = validate_data(
@@ -722,38 +800,66 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         )
         return X, np.ascontiguousarray(y, dtype=np.float64)
 
+    def _resolve_features_device(self) -> None:
+        """``device_`` from the fitted transformer's map (which knows its GPU
+        kernels); a transformer of another library has none."""
+        fmap = self._feature_map()
+        unsupported = (
+            None
+            if fmap is not None
+            else "the transformer must be randfeat_rs.RandomFourierFeatures, PolynomialSketch "
+            f"or MaclaurinFeatures, got {type(self.features_).__name__}"
+        )
+        self._resolve_device(fmap, unsupported)
+
+    def _start(self, X: np.ndarray, y: np.ndarray) -> None:
+        """Fit the transformer clone on ``X``, resolve the device, start empty
+        statistics and set the noise variance (from ``y`` when None)."""
+        self.features_ = clone(self.features).fit(X)
+        self._resolve_features_device()
+        self.__dict__.pop("seed_", None)
+        self.stats_ = None
+        self.n_iter_ = 0
+        if self.noise_variance is None:
+            self.noise_variance_ = float(_core.initial_noise_variance(y))
+        else:
+            self.noise_variance_ = float(self.noise_variance)
+
     def _accumulate(self, X: np.ndarray, y: np.ndarray) -> None:
-        if getattr(self, "device_", "cpu") == "gpu" and X.shape[0] > 0:
-            self._accumulate_gpu(X, y)
+        fmap = self._feature_map()
+        if self.device_ == "gpu" and X.shape[0] > 0:
+            # Phi^T [y - s, 1] on the device (Phi stays there), merged in Rust.
+            if self.stats_ is None:
+                self.stats_ = SufficientStatistics(fmap.n_components)
+            fmap.accumulate(self.stats_._stats, X, y, "gpu", int(self.chunk_size))
+            if self.verbose:
+                ProgressPrinter(type(self).__name__).message(
+                    f"{X.shape[0]} rows accumulated on the GPU ({self.stats_.n_samples} in total)"
+                )
             return
         n = X.shape[0]
         step = int(self.chunk_size)
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
             for lo in range(0, n, step):
                 phi = _features_chunk(self.features_, X[lo : lo + step])
-                if getattr(self, "stats_", None) is None:
+                if self.stats_ is None:
                     self.stats_ = SufficientStatistics(phi.shape[1])
                 self.stats_.accumulate(phi, y[lo : lo + step])
                 if progress is not None:
                     progress("rows accumulated", min(lo + step, n), n, [])
 
     def _solve(self) -> None:
-        if self.noise_variance_ is None:
-            raise InvalidInputError("noise_variance could not be initialized")
-        chol, coef, y_mean, lml = self.stats_._stats.fit(self.noise_variance_, bool(self.center_y))
-        self.L_ = chol
-        self.coef_ = coef
-        self.y_mean_ = float(y_mean)
-        self.log_marginal_likelihood_ = float(lml)
+        self._gp = self.stats_._stats.fit(
+            noise_variance=self.noise_variance_, center_y=bool(self.center_y)
+        )
         self.length_scale_, self.kernel_variance_ = _kernel_from_features(self.features_)
 
-    def _init_noise(self, y: np.ndarray) -> None:
-        if self.noise_variance is not None:
-            self.noise_variance_ = float(self.noise_variance)
-        else:
-            var = float(np.var(y)) if y.size > 1 else 0.0
-            self.noise_variance_ = 0.1 * var if var > 0 else 0.1
+    @property
+    def coef_(self) -> np.ndarray:
+        """``A^{-1} Phi^T (y - y_mean_) / noise_variance``."""
+        return self._fitted_gp().beta
 
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X: Any, y: Any) -> RandomFeatureGPR:
         """Fit the transformer clone on ``X``, accumulate the statistics, solve.
 
@@ -769,37 +875,71 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         self : RandomFeatureGPR
             The fitted estimator.
         """
-        self._validate_params()
         X, y = self._validate_xy(X, y, reset=True)
-        self.features_ = clone(self.features).fit(X)
-        self._resolve_device()
-        self.stats_ = None
-        self._init_noise(y)
-        self._accumulate(X, y)
+        self._start(X, y)
+        if self.optimize is None:
+            self._accumulate(X, y)
+        else:
+            self._optimize(X, y)
         self._solve()
         return self
 
+    def _optimize(self, X: np.ndarray, y: np.ndarray) -> None:
+        """Fit the hyperparameters in ``optimize`` in Rust; keep the transformer
+        at the optimum and the statistics of all rows there."""
+        names = _optimize_names(self.optimize)
+        f = self.features_
+        if not isinstance(f, (RandomFourierFeatures, MaclaurinFeatures)):
+            raise InvalidInputError(
+                "`optimize` needs a feature map whose hyperparameters can move with its random "
+                "draw fixed: randfeat_rs.RandomFourierFeatures or MaclaurinFeatures, got "
+                f"{type(f).__name__}"
+            )
+        with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
+            ls, kv, nv, fmap, stats, n_iter = _core.feature_gp_optimize(
+                f._feature_map(),
+                np.ascontiguousarray(X, dtype=np.float64),
+                y,
+                length_scale=float(f.length_scale),
+                noise_variance=None if self.noise_variance is None else self.noise_variance_,
+                optimize=names,
+                n_restarts=int(self.n_restarts),
+                seed=self._fit_seed(),
+                center=bool(self.center_y),
+                chunk_size=int(self.chunk_size),
+                progress=progress,
+            )
+        self.features_ = _at_hyperparameters(f, float(ls), float(kv), fmap)
+        self.stats_ = SufficientStatistics._wrap(stats)
+        self.noise_variance_ = float(nv)
+        self.n_iter_ = int(n_iter)
+
+    @_fit_context(prefer_skip_nested_validation=False)
     def partial_fit(self, X: Any, y: Any) -> RandomFeatureGPR:
         """Add rows to the fit (the first call also fits the transformer clone).
 
         The statistics of all rows seen so far are kept, so the model after
         several calls equals one fit on the concatenated rows (with the
         transformer fitted on the first batch, and, when ``noise_variance``
-        is None, the noise initialized from the first batch).
+        is None, the noise initialized from the first batch). ``optimize``
+        does not apply here: the rows are added at the hyperparameters of
+        ``features_`` (those fitted by a previous :meth:`fit`, if any).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Training targets.
 
         Returns
         -------
         self : RandomFeatureGPR
         """
         first = not hasattr(self, "features_")
-        if first:
-            self._validate_params()
         X, y = self._validate_xy(X, y, reset=first)
         if first:
-            self.features_ = clone(self.features).fit(X)
-            self._resolve_device()
-            self.stats_ = None
-            self._init_noise(y)
+            self._start(X, y)
         self._accumulate(X, y)
         self._solve()
         return self
@@ -843,27 +983,27 @@ class RandomFeatureGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
         )
         model._validate_params()
         model.features_ = features
+        model._resolve_features_device()
         model.stats_ = stats.copy()
         model.noise_variance_ = float(noise_variance)
         n_in = n_features_in if n_features_in is not None else features.n_features_in_
         model.n_features_in_ = int(n_in)
+        model.n_iter_ = 0
         model._solve()
         return model
 
-    def _predict(self, X: Any, return_var: bool) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    def _predict(self, X: Any, std: Optional[str]) -> tuple[np.ndarray, Any]:
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
-        means, variances = [], []
         step = int(self.chunk_size)
-        for lo in range(0, X.shape[0], step):
-            phi = _features_chunk(self.features_, X[lo : lo + step])
-            m, v = _core.feature_gp_predict(self.L_, self.coef_, self.y_mean_, phi, return_var)
-            means.append(m)
-            variances.append(v)
-        if not means:
-            return np.zeros(0), (np.zeros(0) if return_var else None)
-        mean = np.concatenate(means)
-        return mean, (np.concatenate(variances) if return_var else None)
+        parts = [
+            self._gp.predict(_features_chunk(self.features_, X[lo : lo + step]), std=std)
+            for lo in range(0, X.shape[0], step)
+        ]
+        if not parts:
+            return np.zeros(0), (None if std is None else np.zeros(0))
+        mean = np.concatenate([m for m, _ in parts])
+        return mean, (None if std is None else np.concatenate([s for _, s in parts]))
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()

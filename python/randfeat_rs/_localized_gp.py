@@ -6,7 +6,7 @@ shared by every centroid; farthest-point clustering places centroids at most
 its own feature-space GP on the map shifted to it, and each test point is
 predicted by its nearest centroid (or, with ``centers="test"``, by a GP
 centered at the test point itself). The work is in Rust
-(``src/gp/localized.rs``).
+(``src/gp/localized/``).
 """
 
 from __future__ import annotations
@@ -21,22 +21,21 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
+from ._base import DeviceMixin, RandomStateMixin
 from ._gp import GaussianPredictionMixin
-from ._progress import ProgressPrinter, progress_printer
-from ._validation import seed_from_random_state
-from .exceptions import InvalidInputError
-from .gpu import DEVICES, _fitted_device
+from ._progress import progress_printer
 
 __all__ = ["LocalizedMaclaurinGPR"]
 
-#: The ``threshold="auto"`` grid, in units of the length scale; ``None`` is
-#: one cluster (the vanilla optimized Maclaurin GP).
-AUTO_GRID: tuple[Optional[float], ...] = (None, 4.0, 2.0, 1.0, 0.5, 0.25)
-#: Fraction of the training rows held out by ``threshold="auto"``.
-AUTO_VALIDATION_FRACTION = 0.2
+TEST_CENTERS_CPU_ONLY = (
+    "centers='test' builds one GP per test point on the CPU; the GPU path batches the "
+    "cluster centroids (use centers='clusters')"
+)
 
 
-class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimator):
+class LocalizedMaclaurinGPR(
+    GaussianPredictionMixin, RandomStateMixin, DeviceMixin, RegressorMixin, BaseEstimator
+):
     """Localized Maclaurin GP regression with the Gaussian kernel.
 
     The Gaussian kernel ``kernel_variance * exp(-|x - x'|^2 / (2 l^2))`` is
@@ -69,21 +68,23 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
 
     Parameters
     ----------
-    n_components : int
+    n_components : int, default=100
         Feature-map width ``D`` (>= 1).
     length_scale : float, default=1.0
         Kernel length scale ``l > 0``.
     kernel_variance : float, default=1.0
         Kernel variance ``sigma^2 > 0``.
-    noise_variance : float, default=1.0
-        Observation noise variance ``sigma_n^2 > 0``.
+    noise_variance : float, default=None
+        Observation noise variance ``sigma_n^2 > 0``. ``None``: 0.1 times the
+        variance of the targets (0.1 when they are all equal), as
+        :class:`ExactGPR` and :class:`RandomFeatureGPR`.
     threshold : float, "auto" or None, default=None
         Clustering threshold ``theta`` in units of ``length_scale`` (> 0).
         ``None``: one cluster unless ``n_clusters`` is given (then the
-        ``n_clusters`` farthest points). ``"auto"``: chosen from
+        ``n_clusters`` farthest points). ``"auto"``: chosen in Rust from
         ``(one cluster, 4, 2, 1, 0.5, 0.25)`` by the mean predictive log
         likelihood of noisy targets on a held-out 20% of the training rows
-        (split seeded by ``random_state``), then refitted on all rows.
+        (split drawn from the seed), then fitted on all rows.
     n_clusters : int, default=None
         Maximum number of centroids (>= 1).
     centers : {"clusters", "test"}, default="clusters"
@@ -134,13 +135,21 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
     threshold_ : float or None
         ``theta / l`` used; ``math.inf`` when only ``n_clusters`` bounds the
         clustering, ``None`` for one cluster or ``centers="test"``.
-    allocation_ : ndarray of shape (degree_ + 1,), int64
+    allocation_ : ndarray of shape (truncation_degree_ + 1,), int64
         Features per degree of the shared map (index = degree).
-    degree_ : int
-        Truncation degree ``p``.
+    truncation_degree_ : int
+        Truncation degree ``p`` of the shared map.
     auto_scores_ : dict
         Only with ``threshold="auto"``: held-out mean predictive log
         likelihood for every ``theta / l`` of the grid (``None``: one cluster).
+    cutoff_sq_ : float
+        Squared distance from a centroid beyond which a training row's
+        features are negligible (below ``tol``) and skipped; ``inf`` with
+        ``tol=0``.
+    seed_ : int
+        The 64-bit seed drawn from ``random_state`` at ``fit``; the
+        allocation subsample, the sketch weights and the ``"auto"`` split
+        were drawn from it.
     y_mean_ : float
         Target mean added back to predictions (0 with ``center_y=False``).
     device_ : str
@@ -166,7 +175,7 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "length_scale": [Interval(Real, 0, None, closed="neither")],
         "kernel_variance": [Interval(Real, 0, None, closed="neither")],
-        "noise_variance": [Interval(Real, 0, None, closed="neither")],
+        "noise_variance": [None, Interval(Real, 0, None, closed="neither")],
         "threshold": [None, StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "n_clusters": [None, Interval(Integral, 1, None, closed="left")],
         "centers": [StrOptions({"clusters", "test"})],
@@ -178,16 +187,16 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
         "center_y": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
-        "device": [StrOptions(set(DEVICES))],
+        "device": DeviceMixin._device_constraint,
     }
 
     def __init__(
         self,
-        n_components: int = 64,
+        n_components: int = 100,
         *,
         length_scale: float = 1.0,
         kernel_variance: float = 1.0,
-        noise_variance: float = 1.0,
+        noise_variance: Optional[float] = None,
         threshold: Any = None,
         n_clusters: Optional[int] = None,
         centers: str = "clusters",
@@ -218,62 +227,6 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
         self.verbose = verbose
         self.device = device
 
-    def _core_fit(
-        self,
-        X: np.ndarray,
-        y: np.ndarray,
-        threshold: Optional[float],
-        n_clusters: Optional[int],
-        progress: Optional[ProgressPrinter] = None,
-    ) -> Any:
-        return _core.LocalizedMaclaurinGp.fit(
-            X,
-            y,
-            n_components=int(self.n_components),
-            length_scale=float(self.length_scale),
-            kernel_variance=float(self.kernel_variance),
-            noise_variance=float(self.noise_variance),
-            threshold=threshold,
-            n_clusters=n_clusters,
-            sketch=self.sketch,
-            complex_weights=bool(self.complex_weights),
-            max_degree=int(self.max_degree),
-            n_subsample=int(self.n_subsample),
-            tol=float(self.tol),
-            center_y=bool(self.center_y),
-            seed=self._fit_seed,
-            device=self.device_,
-            progress=progress,
-        )
-
-    def _auto_threshold(
-        self, X: np.ndarray, y: np.ndarray, progress: Optional[ProgressPrinter]
-    ) -> Optional[float]:
-        """Pick ``theta / l`` from :data:`AUTO_GRID` on a held-out split."""
-        n = X.shape[0]
-        n_val = max(1, round(AUTO_VALIDATION_FRACTION * n))
-        if n - n_val < 2:
-            self.auto_scores_ = {}
-            return None
-        perm = np.random.default_rng(self._fit_seed).permutation(n)
-        val, train = np.sort(perm[:n_val]), np.sort(perm[n_val:])
-        scores: dict[Optional[float], float] = {}
-        for theta in AUTO_GRID:
-            handle = self._core_fit(X[train], y[train], theta, self.n_clusters, progress)
-            mean, var, *_ = handle.predict(X[val], True, False, progress)
-            var_y = np.maximum(var, 0.0) + float(self.noise_variance)
-            resid = y[val] - mean
-            scores[theta] = float(
-                np.mean(-0.5 * np.log(2 * np.pi * var_y) - resid**2 / (2 * var_y))
-            )
-            if progress is not None:
-                progress.message(
-                    f"threshold {theta}: held-out log predictive density {scores[theta]:.4f}"
-                )
-        self.auto_scores_ = scores
-        # The first best in grid order (fewest clusters first) wins ties.
-        return max(AUTO_GRID, key=lambda t: (scores[t], -AUTO_GRID.index(t)))
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> LocalizedMaclaurinGPR:
         """Allocation, random weights and clustering (GPs are built on use).
@@ -292,68 +245,106 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
         """
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C", y_numeric=True)
         y = np.ascontiguousarray(y, dtype=np.float64)
-        if X.shape[0] < 2:
-            raise InvalidInputError(
-                f"LocalizedMaclaurinGPR needs at least 2 samples, got n_samples = {X.shape[0]}"
-            )
-        self._fit_seed = seed_from_random_state(self.random_state)
-        self.device_ = _fitted_device(
-            self.device,
-            "centers='test' builds one GP per test point on the CPU; the GPU path "
-            "batches the cluster centroids (use centers='clusters')"
-            if self.centers == "test"
-            else None,
-        )
-        n_clusters = None if self.n_clusters is None else int(self.n_clusters)
-        threshold: Optional[float]
-        with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
-            if self.centers == "test":
-                threshold, n_clusters = None, 1
-            elif isinstance(self.threshold, str):
-                threshold = self._auto_threshold(X, y, progress)
-            else:
-                threshold = None if self.threshold is None else float(self.threshold)
-            self._threshold_used = threshold
-            self._n_clusters_used = n_clusters
-            self._X = X
-            self._y = y
-            self._handle = self._core_fit(X, y, threshold, n_clusters, progress)
-        self._set_fitted_attributes()
-        return self
-
-    def _set_fitted_attributes(self) -> None:
-        h = self._handle
+        test = self.centers == "test"
+        self._resolve_device(unsupported=TEST_CENTERS_CPU_ONLY if test else None)
         self.length_scale_ = float(self.length_scale)
         self.kernel_variance_ = float(self.kernel_variance)
-        self.noise_variance_ = float(self.noise_variance)
-        test = self.centers == "test"
-        self.centroids_ = np.zeros((0, self._X.shape[1])) if test else np.asarray(h.centroids)
-        self.n_clusters_ = int(self.centroids_.shape[0])
-        if test or (self._threshold_used is None and self._n_clusters_used is None):
-            self.threshold_ = None
-        elif self._threshold_used is None:
-            self.threshold_ = math.inf
+        if self.noise_variance is None:
+            self.noise_variance_ = float(_core.initial_noise_variance(y))
         else:
-            self.threshold_ = float(self._threshold_used)
-        self.allocation_ = np.asarray(h.allocation, dtype=np.int64)
-        self.degree_ = int(h.degree)
-        self.y_mean_ = float(h.y_mean)
+            self.noise_variance_ = float(self.noise_variance)
+        n_clusters = 1 if test else self.n_clusters
+        with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
+            self._gp = _core.LocalizedMaclaurinGp.fit(
+                X,
+                y,
+                n_components=int(self.n_components),
+                length_scale=self.length_scale_,
+                kernel_variance=self.kernel_variance_,
+                noise_variance=self.noise_variance_,
+                threshold=None if test else self.threshold,
+                n_clusters=None if n_clusters is None else int(n_clusters),
+                sketch=self.sketch,
+                complex_weights=bool(self.complex_weights),
+                max_degree=int(self.max_degree),
+                n_subsample=int(self.n_subsample),
+                tol=float(self.tol),
+                center_y=bool(self.center_y),
+                seed=self._fit_seed(),
+                device=self.device_,
+                progress=progress,
+            )
+        threshold = self._gp.threshold
+        if test or (threshold is None and self.n_clusters is None):
+            self.threshold_ = None
+        else:
+            self.threshold_ = math.inf if threshold is None else float(threshold)
+        return self
 
-    def _predict_raw(self, X: Any, return_var: bool) -> tuple[Any, ...]:
-        """The core's ``(mean, var, n_built, build_s, predict_s)``."""
+    @property
+    def centroids_(self) -> np.ndarray:
+        """The centroids, shape (n_clusters_, n_features_in_)."""
+        if self.centers == "test":
+            return np.zeros((0, self.n_features_in_))
+        return self._fitted_gp().centroids
+
+    @property
+    def n_clusters_(self) -> int:
+        """Number of centroids."""
+        return int(self.centroids_.shape[0])
+
+    @property
+    def allocation_(self) -> np.ndarray:
+        """Features per degree of the shared map (index = degree)."""
+        return self._fitted_gp().allocation
+
+    @property
+    def truncation_degree_(self) -> int:
+        """Truncation degree ``p`` of the shared map."""
+        return int(self._fitted_gp().truncation_degree)
+
+    @property
+    def y_mean_(self) -> float:
+        """Target mean added back to predictions."""
+        return float(self._fitted_gp().y_mean)
+
+    @property
+    def cutoff_sq_(self) -> float:
+        """Squared distance beyond which training rows are skipped."""
+        return float(self._fitted_gp().cutoff_sq)
+
+    @property
+    def auto_scores_(self) -> dict:
+        """Held-out score of every candidate threshold (``threshold="auto"`` only)."""
+        scores = self._fitted_gp().threshold_scores
+        if scores is None:
+            raise AttributeError("auto_scores_ exists with threshold='auto' only")
+        return dict(scores)
+
+    def _fitted_gp(self) -> Any:
+        """The fitted ``_core.LocalizedMaclaurinGp`` (an ``AttributeError``
+        before ``fit``)."""
+        if "_gp" not in self.__dict__:
+            raise AttributeError("the GP is not fitted")
+        return self._gp
+
+    def _predict_raw(self, X: Any, std: Optional[str]) -> tuple[Any, ...]:
+        """The core's ``(mean, std, n_built, build_s, predict_s)``."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
-            return self._handle.predict(X, return_var, self.centers == "test", progress)
+            return self._gp.predict(
+                X, std=std, at_test_points=self.centers == "test", progress=progress
+            )
 
-    def _predict(self, X: Any, return_var: bool) -> tuple[np.ndarray, Optional[np.ndarray]]:
-        mean, var, *_ = self._predict_raw(X, return_var)
-        return mean, var
+    def _predict(self, X: Any, std: Optional[str]) -> tuple[np.ndarray, Any]:
+        mean, std_out, *_ = self._predict_raw(X, std)
+        return mean, std_out
 
     def _predict_timed(self, X: Any) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
-        """Mean, latent variance and the cost split (benchmarks)."""
-        mean, var, n_built, build_s, predict_s = self._predict_raw(X, True)
-        alloc_s, cluster_s = self._handle.timings
+        """Mean, the noisy observation's std and the cost split (benchmarks)."""
+        mean, std, n_built, build_s, predict_s = self._predict_raw(X, "noisy")
+        alloc_s, cluster_s = self._gp.timings
         timings = {
             "allocation": alloc_s,
             "clustering": cluster_s,
@@ -361,21 +352,7 @@ class LocalizedMaclaurinGPR(GaussianPredictionMixin, RegressorMixin, BaseEstimat
             "predict": predict_s,
             "n_built": float(n_built),
         }
-        return mean, var, timings
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state.pop("_handle", None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        if "_X" in state:
-            # The fit is a deterministic function of the data, the settings
-            # and the seed: fitting again gives the same model bit for bit.
-            self._handle = self._core_fit(
-                self._X, self._y, self._threshold_used, self._n_clusters_used
-            )
+        return mean, std, timings
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()

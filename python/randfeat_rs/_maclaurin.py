@@ -11,15 +11,13 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
-from ._base import RandomFeaturesBase
+from ._base import DenseFeaturesBase, map_param
 from ._progress import progress_printer
-from .exceptions import InvalidInputError
-from .gpu import DEVICES
 
 __all__ = ["MaclaurinFeatures"]
 
 
-class MaclaurinFeatures(RandomFeaturesBase):
+class MaclaurinFeatures(DenseFeaturesBase):
     """Random Maclaurin features for the Gaussian and dot-product kernels.
 
     The kernel is written as its Maclaurin series
@@ -36,7 +34,7 @@ class MaclaurinFeatures(RandomFeaturesBase):
 
     Parameters
     ----------
-    n_components : int
+    n_components : int, default=100
         Output width ``D`` (real columns).
     kernel : {"gaussian", "exponential", "polynomial"}, default="gaussian"
         ``sigma^2 exp(-|x - y|^2 / (2 l^2))``, ``sigma^2 exp(x.y / l^2)`` or
@@ -89,14 +87,15 @@ class MaclaurinFeatures(RandomFeaturesBase):
 
     Attributes
     ----------
-    allocation_ : ndarray of shape (degree_ + 1,), dtype int64
+    allocation_ : ndarray of shape (truncation_degree_ + 1,), dtype int64
         Features per degree, index = degree: entry 0 is the constant column
         (1 if the kernel has a constant term), entry 1 in h01 mode the ``d``
         exact linear columns, other entries sketch features (complex
         features with complex weights). For one input feature: one column
         per degree.
-    degree_ : int
-        Truncation degree ``p``.
+    truncation_degree_ : int
+        Truncation degree ``p`` of the series (not the polynomial kernel's
+        ``degree``).
     objective_ : float
         The minimized objective ``sigma^4 J`` (predicted mean squared kernel
         error over pairs of distinct training rows); NaN unless optimized.
@@ -104,6 +103,9 @@ class MaclaurinFeatures(RandomFeaturesBase):
         Training mean (Gaussian kernel); None for dot-product kernels.
     device_ : str
         The device ``transform`` runs on: "cpu" or "gpu".
+    seed_ : int
+        The 64-bit seed drawn from ``random_state`` at ``fit``; the
+        subsample and every sketch were drawn from it.
     n_features_in_ : int
         Number of input features.
 
@@ -118,8 +120,6 @@ class MaclaurinFeatures(RandomFeaturesBase):
     >>> int(mf.allocation_.sum())  # 1 constant + 255 sketch features
     256
     """
-
-    _required_parameters: ClassVar[list[str]] = ["n_components"]
 
     _parameter_constraints: ClassVar[dict] = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
@@ -137,12 +137,17 @@ class MaclaurinFeatures(RandomFeaturesBase):
         "h01": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
-        "device": [StrOptions(set(DEVICES))],
+        "device": DenseFeaturesBase._device_constraint,
     }
+
+    allocation_ = map_param("allocation")
+    truncation_degree_ = map_param("truncation_degree")
+    objective_ = map_param("objective")
+    center_ = map_param("center")
 
     def __init__(
         self,
-        n_components: int,
+        n_components: int = 100,
         *,
         kernel: str = "gaussian",
         length_scale: float = 1.0,
@@ -177,53 +182,6 @@ class MaclaurinFeatures(RandomFeaturesBase):
         self.verbose = verbose
         self.device = device
 
-    def _kernel_args(self) -> tuple[int, float]:
-        """``(q, c)`` for the core, with the kernel/parameter checks."""
-        if self.kernel == "polynomial":
-            if self.degree is None:
-                raise InvalidInputError("`degree` is required for kernel='polynomial'")
-            return int(self.degree), float(self.bias)
-        if self.degree is not None:
-            raise InvalidInputError(
-                f"`degree` applies to kernel='polynomial' only, got degree={self.degree!r} "
-                f"with kernel={self.kernel!r}"
-            )
-        if self.bias != 0.0:
-            raise InvalidInputError(
-                f"`bias` applies to kernel='polynomial' only, got bias={self.bias!r}"
-            )
-        return 1, 0.0
-
-    def _allocation_args(self) -> tuple[str, Optional[list[int]]]:
-        if isinstance(self.allocation, str):
-            return self.allocation, None
-        counts = np.asarray(self.allocation)
-        if counts.ndim != 1 or counts.size == 0 or not np.issubdtype(counts.dtype, np.integer):
-            raise InvalidInputError(
-                "`allocation` must be 'optimized', 'random' or a 1-D array of non-negative "
-                f"integers (features per degree), got {self.allocation!r}"
-            )
-        if (counts < 0).any():
-            raise InvalidInputError("`allocation` entries must be >= 0")
-        return "explicit", [int(c) for c in counts]
-
-    def _core_settings(self) -> dict[str, Any]:
-        q, c = self._kernel_args()
-        return {
-            "n_components": int(self.n_components),
-            "kernel": self.kernel,
-            "degree": q,
-            "bias": c,
-            "length_scale": float(self.length_scale),
-            "kernel_variance": float(self.kernel_variance),
-            "sketch": self.sketch,
-            "complex_weights": bool(self.complex_weights),
-            "min_degree": int(self.min_degree),
-            "max_degree": int(self.max_degree),
-            "n_subsample": int(self.n_subsample),
-            "h01": bool(self.h01),
-        }
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> MaclaurinFeatures:
         """Choose the allocation on a subsample of ``X`` and draw the sketches.
@@ -241,59 +199,33 @@ class MaclaurinFeatures(RandomFeaturesBase):
         self : MaclaurinFeatures
         """
         X = self._validate_input(X, reset=True)
-        settings = self._core_settings()
-        mode, explicit = self._allocation_args()
-        seed = self._seed()
-        if mode == "optimized" and X.shape[0] < 2 and X.shape[1] > 1:
-            raise InvalidInputError(
-                "the optimized allocation needs at least 2 rows, got n_samples=1"
-            )
+        allocation = self.allocation
+        if not isinstance(allocation, str):
+            allocation = np.asarray(allocation)
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
-            fitted = _core.MaclaurinMap.fit(
-                X, settings, allocation=mode, explicit=explicit, seed=seed, progress=progress
+            fmap = _core.FeatureMap.maclaurin(
+                X,
+                n_components=int(self.n_components),
+                kernel=self.kernel,
+                degree=None if self.degree is None else int(self.degree),
+                bias=float(self.bias),
+                length_scale=float(self.length_scale),
+                kernel_variance=float(self.kernel_variance),
+                sketch=self.sketch,
+                complex_weights=bool(self.complex_weights),
+                allocation=allocation,
+                min_degree=int(self.min_degree),
+                max_degree=int(self.max_degree),
+                n_subsample=int(self.n_subsample),
+                h01=bool(self.h01),
+                seed=self._fit_seed(),
+                progress=progress,
             )
-        pairs, dropped = fitted.dropped_pairs
-        if pairs > 0 and dropped > 0.05 * pairs:
-            warnings.warn(
-                f"{dropped} of {pairs} subsample pairs gave non-finite Maclaurin statistics "
-                "and were dropped from the allocation objective; consider a larger "
-                "length_scale",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-        self._map = fitted
-        self._fmap = None
-        self.device_ = self._feature_map().resolve_device(self.device)
-        self._fit_seed = seed
-        self._mode = mode
-        self.allocation_ = np.asarray(fitted.allocation, dtype=np.int64)
-        self.degree_ = int(fitted.degree)
-        obj = fitted.objective
-        self.objective_ = float("nan") if obj is None else float(obj)
-        center = fitted.center
-        self.center_ = None if center is None else np.asarray(center, dtype=np.float64)
-        self._n_features_out = int(fitted.width)
+        message = fmap.param("dropped_pairs_warning")
+        if message is not None:
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+        self._set_map(fmap)
         return self
-
-    def _fitted_map(self) -> Any:
-        fitted = getattr(self, "_map", None)
-        if fitted is None:
-            # After unpickling: the sketches are redrawn from the stored seed,
-            # allocation and center, which reproduces them exactly.
-            fitted = _core.MaclaurinMap.build(
-                self.n_features_in_,
-                [int(c) for c in self.allocation_],
-                None if self.center_ is None else [float(c) for c in self.center_],
-                self._core_settings(),
-                allocation=self._mode,
-                seed=self._fit_seed,
-            )
-            self._map = fitted
-        return fitted
-
-    def _build_feature_map(self) -> Any:
-        """The fitted map as a ``_core.FeatureMap`` (device choice, GPU paths)."""
-        return _core.FeatureMap.maclaurin(self._fitted_map())
 
     def transform(self, X: Any) -> np.ndarray:
         """Map ``X`` to the random features.
@@ -308,10 +240,8 @@ class MaclaurinFeatures(RandomFeaturesBase):
             ``Phi(X)`` with ``Phi(x) . Phi(y)`` an estimate of the truncated kernel.
         """
         X = self._check_transform_input(X)
-        if self.device_ == "gpu":
-            return self._feature_map().transform(X, "gpu")
         with progress_printer(type(self).__name__, bool(self.verbose), delay=0.5) as progress:
-            return self._fitted_map().transform(X, progress=progress)
+            return self._map.transform(X, self.device_, progress=progress)
 
     def transform_centered(self, X: Any, center: Any) -> np.ndarray:
         """Map ``X`` with the expansion centered at ``center`` (Gaussian kernel only).
@@ -330,17 +260,6 @@ class MaclaurinFeatures(RandomFeaturesBase):
         ndarray of shape (n_samples, n_components), dtype of ``X``
         """
         X = self._check_transform_input(X)
-        c = np.asarray(center, dtype=np.float64)
-        if c.shape != (self.n_features_in_,):
-            raise InvalidInputError(
-                f"`center` must have shape ({self.n_features_in_},), got {c.shape}"
-            )
-        if self.device_ == "gpu":
-            return self._feature_map().transform(X, "gpu", [float(v) for v in c])
+        c = np.ascontiguousarray(center, dtype=np.float64)
         with progress_printer(type(self).__name__, bool(self.verbose), delay=0.5) as progress:
-            return self._fitted_map().transform(X, [float(v) for v in c], progress=progress)
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(super().__getstate__())
-        state.pop("_map", None)
-        return state
+            return self._map.transform(X, self.device_, c, progress=progress)

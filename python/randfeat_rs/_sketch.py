@@ -8,37 +8,15 @@ from typing import Any, ClassVar
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import RandomFeaturesBase
+from ._base import DenseFeaturesBase, map_param
 from .exceptions import InvalidInputError
-from .gpu import DEVICES
 
 SKETCHES = ("gaussian", "rademacher", "tensor_srht", "tensor_sketch")
 
 
-def _n_sketch_features(n_components: int, complex_weights: bool) -> int:
-    """Sketch features for ``n_components`` real columns (ALGORITHMS.md 9.2)."""
-    return n_components // 2 if complex_weights else n_components
-
-
-def _check_sketch_options(sketch: str, n_components: int, complex_weights: bool) -> None:
-    if sketch not in SKETCHES:
-        raise InvalidInputError(f"`sketch` must be one of {SKETCHES}, got {sketch!r}")
-    if complex_weights and sketch == "tensor_sketch":
-        raise InvalidInputError(
-            "`complex_weights=True` is not available with sketch='tensor_sketch'; "
-            "use 'gaussian', 'rademacher' or 'tensor_srht'"
-        )
-    if complex_weights and n_components < 2:
-        raise InvalidInputError(
-            "`n_components` must be >= 2 with complex_weights=True "
-            f"(two real columns per complex feature), got {n_components}"
-        )
-
-
-class PolynomialSketch(RandomFeaturesBase):
+class PolynomialSketch(DenseFeaturesBase):
     """Random features for the polynomial kernel ``(x . y / l**2 + c) ** degree``.
 
     A polynomial sketch (ALGORITHMS.md section 2): each feature is a product
@@ -84,9 +62,11 @@ class PolynomialSketch(RandomFeaturesBase):
     n_features_in_ : int
         Number of input columns d.
     seed_ : int
-        The 64-bit seed the parameters were drawn from.
+        The 64-bit seed drawn from ``random_state`` at ``fit``; the
+        parameters were drawn from it.
     n_sketch_features_ : int
-        Number of (complex, with ``complex_weights``) sketch features.
+        Number of (complex, with ``complex_weights``) sketch features:
+        ``n_components``, or ``n_components // 2`` with complex weights.
     random_params_ : dict of ndarray
         The random parameters (weights; or TensorSRHT sign codes and
         permutations; or TensorSketch hashes and signs), computed on access.
@@ -109,8 +89,11 @@ class PolynomialSketch(RandomFeaturesBase):
         "sketch": [StrOptions(set(SKETCHES))],
         "complex_weights": ["boolean"],
         "random_state": ["random_state"],
-        "device": [StrOptions(set(DEVICES))],
+        "device": DenseFeaturesBase._device_constraint,
     }
+
+    n_sketch_features_ = map_param("n_sketch_features")
+    random_params_ = map_param("random_params")
 
     def __init__(
         self,
@@ -149,72 +132,18 @@ class PolynomialSketch(RandomFeaturesBase):
         self : PolynomialSketch
         """
         X = self._validate_input(X, reset=True)
-        _check_sketch_options(self.sketch, self.n_components, self.complex_weights)
-        self._fmap = None
-        self.seed_ = self._seed()
-        self.n_sketch_features_ = _n_sketch_features(self.n_components, self.complex_weights)
-        self._n_features_out = self.n_components
-        self._sketch = self._draw()
-        self.device_ = self._feature_map().resolve_device(self.device)
+        fmap = _core.FeatureMap.polynomial(
+            X.shape[1],
+            n_components=int(self.n_components),
+            degree=int(self.degree),
+            bias=float(self.bias),
+            length_scale=float(self.length_scale),
+            sketch=self.sketch,
+            complex_weights=bool(self.complex_weights),
+            seed=self._fit_seed(),
+        )
+        self._set_map(fmap)
         return self
-
-    def _draw(self) -> Any:
-        dim = self.n_features_in_ + (1 if self.bias > 0 else 0)
-        return _core.PolySketch(
-            self.sketch,
-            bool(self.complex_weights),
-            int(self.degree),
-            dim,
-            self.n_sketch_features_,
-            self.seed_,
-        )
-
-    def _core_sketch(self) -> Any:
-        # Dropped by pickling and re-drawn, bit for bit, from ``seed_``.
-        if getattr(self, "_sketch", None) is None:
-            self._sketch = self._draw()
-        return self._sketch
-
-    def __getstate__(self) -> dict:
-        state = dict(super().__getstate__())
-        state.pop("_sketch", None)
-        return state
-
-    def transform(self, X: Any) -> np.ndarray:
-        """Map ``X`` to the sketch features.
-
-        Parameters
-        ----------
-        X : array_like of shape (n_samples, n_features)
-            float32 or float64 (other dtypes become float64); finite.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, n_components)
-            float32 for float32 input, else float64.
-        """
-        X = self._check_transform_input(X)
-        if self.device_ == "gpu":
-            return self._feature_map().transform(X, "gpu")
-        sk = self._core_sketch()
-        out = np.empty((X.shape[0], self.n_components), dtype=X.dtype)
-        width = sk.width
-        if width < self.n_components:
-            out[:, width:] = 0
-        sk.transform(X, out[:, :width], float(self.bias), float(self.length_scale))
-        return out
-
-    def _build_feature_map(self) -> Any:
-        """The fitted map as a ``_core.FeatureMap`` (device choice, GPU paths)."""
-        return _core.FeatureMap.polynomial(
-            self._core_sketch(), float(self.bias), float(self.length_scale), self.n_components
-        )
-
-    @property
-    def random_params_(self) -> dict:
-        """The random parameters as NumPy arrays (see the class docstring)."""
-        check_is_fitted(self)
-        return dict(self._core_sketch().params())
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()
@@ -271,24 +200,17 @@ def sketch_variance(
     ...                       sketch="rademacher"), 6)
     2.5
     """
-    xa = np.asarray(x, dtype=np.float64)
-    ya = np.asarray(y, dtype=np.float64)
+    xa = np.ascontiguousarray(x, dtype=np.float64)
+    ya = np.ascontiguousarray(y, dtype=np.float64)
     if xa.ndim != 1 or ya.ndim != 1:
         raise InvalidInputError("`x` and `y` must be 1-D arrays")
-    if xa.shape != ya.shape:
-        raise InvalidInputError(f"`y` must have the length of `x` ({xa.size}), got {ya.size}")
-    if not (np.all(np.isfinite(xa)) and np.all(np.isfinite(ya))):
-        raise InvalidInputError("`x` and `y` must be finite (no NaN or inf)")
-    if isinstance(degree, bool) or not isinstance(degree, (int, np.integer)) or degree < 1:
-        raise InvalidInputError(f"`degree` must be an integer >= 1, got {degree!r}")
-    if (
-        isinstance(n_components, bool)
-        or not isinstance(n_components, (int, np.integer))
-        or n_components < 1
-    ):
-        raise InvalidInputError(f"`n_components` must be an integer >= 1, got {n_components!r}")
-    _check_sketch_options(sketch, int(n_components), bool(complex_weights))
-    nf = _n_sketch_features(int(n_components), bool(complex_weights))
     return _core.sketch_variance(
-        xa, ya, int(degree), nf, sketch, bool(complex_weights), float(bias), float(length_scale)
+        xa,
+        ya,
+        degree=degree,
+        n_components=n_components,
+        sketch=sketch,
+        complex_weights=bool(complex_weights),
+        bias=float(bias),
+        length_scale=float(length_scale),
     )

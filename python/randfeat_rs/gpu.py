@@ -103,25 +103,6 @@ def resolve_device(device: str) -> str:
     return _core.resolve_device(device)
 
 
-DEVICES = ("cpu", "gpu", "auto")
-
-
-def _fitted_device(device: str, unsupported: Optional[str] = None) -> str:
-    """The fitted ``device_`` ("cpu" or "gpu") of an estimator's ``device=``.
-
-    ``unsupported`` is None when the estimator's configuration has a GPU
-    kernel, else the reason it has none: then ``"gpu"`` raises
-    :class:`InvalidInputError` and ``"auto"`` gives ``"cpu"``.
-    """
-    if unsupported is not None:
-        if device == "gpu":
-            raise InvalidInputError(f'`device="gpu"` is not available: {unsupported}')
-        if device not in DEVICES:
-            raise InvalidInputError(f'`device` must be "cpu", "gpu" or "auto", got {device!r}')
-        return "cpu"
-    return resolve_device(device)
-
-
 def _require() -> None:
     if not _BUILT:
         raise GpuError(_NOT_BUILT)
@@ -216,4 +197,4 @@ def rff_features(
     xa = float_array(x, "x", (2,))
     wa = _as(float_array(w, "w", (2,)), xa.dtype)
     pa = None if phases is None else _as(float_array(phases, "phases", (1,)), xa.dtype)
-    return _core.gpu_rff(xa, wa, pa, str(variant), float(scale))
+    return _core.gpu_rff(xa, wa, pa, variant=str(variant), scale=float(scale))

@@ -27,7 +27,9 @@
 //!   values add), which biases `E[z(x)ᵀz(y)]` to `k + (1 − k)/B + (P − 1)/B`;
 //!   keep `B ≫ P` (Python warns when `B < 100 P`).
 //!
-//! Output is [`CsrMatrix`] (int32 indices when they fit, int64 otherwise).
+//! [`BinningMap`] holds the grids with either numbering (what the Python
+//! estimator keeps). Output is [`CsrMatrix`] (int32 indices when they fit,
+//! int64 otherwise).
 //! All work is parallel over rows (fit: over grids), and results are
 //! bit-identical for any number of threads. Inputs are `f32` or `f64`; bins
 //! are computed in `f64` (exact widening), values are returned in the input's
@@ -59,6 +61,7 @@
 
 mod csr;
 mod kernel;
+mod map;
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -69,6 +72,7 @@ use rayon::prelude::*;
 
 pub use csr::{CsrIndex, CsrMatrix};
 pub use kernel::{kernel_by_name, Laplacian, PitchDistribution};
+pub use map::{BinColumns, BinningMap};
 
 use crate::error::{Error, Result};
 use crate::real::Real;
@@ -108,8 +112,14 @@ fn floor_i64(t: f64) -> i64 {
 
 /// `P` random grids over `R^d` (ALGORITHMS.md section 6): pitches, shifts and
 /// the seed of the bin-key hash. Drawn once at fit; everything after is
-/// deterministic.
+/// deterministic. Stored (feature "serde") as its pitches, shifts and hash
+/// seed, checked on loading as [`BinningGrids::from_parts`] does.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(into = "GridParts", try_from = "GridParts")
+)]
 pub struct BinningGrids {
     pitches: Array2<f64>,
     shifts: Array2<f64>,
@@ -117,6 +127,35 @@ pub struct BinningGrids {
     // Dimension-major copies (`d × P`) for the row kernel.
     pitches_t: Vec<f64>,
     shifts_t: Vec<f64>,
+}
+
+/// The stored form of [`BinningGrids`].
+#[cfg(feature = "serde")]
+#[derive(serde::Serialize, serde::Deserialize)]
+struct GridParts {
+    pitches: Array2<f64>,
+    shifts: Array2<f64>,
+    hash_seed: u64,
+}
+
+#[cfg(feature = "serde")]
+impl From<BinningGrids> for GridParts {
+    fn from(g: BinningGrids) -> Self {
+        GridParts {
+            pitches: g.pitches,
+            shifts: g.shifts,
+            hash_seed: g.hash_seed,
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<GridParts> for BinningGrids {
+    type Error = Error;
+
+    fn try_from(p: GridParts) -> Result<Self> {
+        BinningGrids::from_parts(p.pitches, p.shifts, p.hash_seed)
+    }
 }
 
 impl BinningGrids {
@@ -326,12 +365,46 @@ type KeyMap = HashMap<u64, u64, BuildHasherDefault<KeyHasher>>;
 /// The occupied bins of the training rows, per grid, numbered in order of
 /// first appearance (vocabulary mode of ALGORITHMS.md section 6). Column `j`
 /// is the bin whose key is `keys()[j]`; grid `p` owns columns
-/// `offsets()[p] .. offsets()[p + 1]`.
+/// `offsets()[p] .. offsets()[p + 1]`. Stored (feature "serde") as its keys
+/// and offsets; the lookup tables are rebuilt on loading
+/// ([`Vocabulary::from_parts`]).
 #[derive(Clone, Debug)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(into = "VocabularyParts", try_from = "VocabularyParts")
+)]
 pub struct Vocabulary {
     keys: Vec<u64>,
     offsets: Vec<u64>,
     tables: Vec<KeyMap>,
+}
+
+/// The stored form of [`Vocabulary`].
+#[cfg(feature = "serde")]
+#[derive(serde::Serialize, serde::Deserialize)]
+struct VocabularyParts {
+    keys: Vec<u64>,
+    offsets: Vec<u64>,
+}
+
+#[cfg(feature = "serde")]
+impl From<Vocabulary> for VocabularyParts {
+    fn from(v: Vocabulary) -> Self {
+        VocabularyParts {
+            keys: v.keys,
+            offsets: v.offsets,
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<VocabularyParts> for Vocabulary {
+    type Error = Error;
+
+    fn try_from(p: VocabularyParts) -> Result<Self> {
+        Vocabulary::from_parts(p.keys, p.offsets)
+    }
 }
 
 impl Vocabulary {

@@ -397,6 +397,84 @@ impl FourierFeatures {
         }
     }
 
+    /// The same random draw at other kernel hyperparameters (see
+    /// docs/math/fourier.rst and docs/math/gp.rst): for a map drawn at
+    /// length scale(s) `from` (one value, or one per input dimension), the
+    /// unit frequencies `Ω = W diag(from)` stay fixed and the frequencies of
+    /// length scale(s) `to` are `W_ja (from_a / to_a)` (a factor of exactly
+    /// 1 where `from_a = to_a`); the phases stay, and the features are scaled
+    /// by `√kernel_variance`. A structured (SORF) map keeps its signs when
+    /// `to` is one value (its own length scale must be `from`) and is formed
+    /// into dense frequencies for per-dimension `to`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a length-scale count other than 1 or
+    /// `d`, non-positive or non-finite values, or a structured map whose
+    /// length scale is not `from`.
+    pub fn with_length_scales(
+        &self,
+        from: &[f64],
+        to: &[f64],
+        kernel_variance: f64,
+    ) -> Result<Self> {
+        let d = self.n_features();
+        for (name, ls) in [("length_scale", from), ("length_scale", to)] {
+            if ls.len() != 1 && ls.len() != d {
+                return Err(Error::invalid(
+                    name,
+                    format!(
+                        "needs 1 value or one per input dimension ({d}), got {}",
+                        ls.len()
+                    ),
+                ));
+            }
+            for &l in ls {
+                check_positive(name, l)?;
+            }
+        }
+        let at = |ls: &[f64], a: usize| ls[if ls.len() == 1 { 0 } else { a }];
+        let projection = match &self.projection {
+            Projection::Structured {
+                signs,
+                n_features,
+                n_frequencies,
+                length_scale,
+            } if to.len() == 1 => {
+                if from.len() != 1 || from[0] != *length_scale {
+                    return Err(Error::invalid(
+                        "length_scale",
+                        format!(
+                            "the structured map was drawn at length scale {length_scale}, not {from:?}"
+                        ),
+                    ));
+                }
+                Projection::Structured {
+                    signs: signs.clone(),
+                    n_features: *n_features,
+                    n_frequencies: *n_frequencies,
+                    length_scale: to[0],
+                }
+            }
+            _ => {
+                let mut w = self.frequencies();
+                for (a, mut col) in w.columns_mut().into_iter().enumerate() {
+                    let factor = at(from, a) / at(to, a);
+                    if factor != 1.0 {
+                        col.mapv_inplace(|v| v * factor);
+                    }
+                }
+                Projection::Dense(w)
+            }
+        };
+        Self::from_parts(
+            projection,
+            self.phases.clone(),
+            self.variant,
+            self.n_components,
+            kernel_variance,
+        )
+    }
+
     /// The overall column scale `σ · (√(2/D) or 1/√m)`.
     pub fn scale(&self) -> f64 {
         self.kernel_variance.sqrt() * self.variant.scale(self.n_components)

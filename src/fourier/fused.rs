@@ -20,15 +20,14 @@
 //! are recomputed element by element through `std` (the vector reduction
 //! loses accuracy far out).
 //!
-//! Instruction sets are chosen at run time ([`Isa::detect`], no
-//! `target-cpu` flags needed): AVX-512 (`6 × 4` registers of 16 `f32` / 8
-//! `f64`) and AVX2 + FMA (`4 × 3` registers), explicit intrinsics for the
-//! accumulation and the vectorized kernels of [`super::sincos`] for the
-//! cosines. Other CPUs use the tile transform of [`super::features`]. Both
-//! instruction sets do the same fused multiply-adds in the same order, so
-//! their results are bit-identical.
-
-use std::any::TypeId;
+//! Instruction sets are chosen at run time through [`crate::simd`]
+//! ([`Isa::detect`], no `target-cpu` flags needed): AVX-512 (`6 × 4`
+//! registers of 16 `f32` / 8 `f64`) and AVX2 + FMA (`4 × 3` registers),
+//! one generic tile over the registers for the accumulation and the
+//! vectorized kernels of [`super::sincos`] for the cosines. Other CPUs use
+//! the tile transform of [`super::features`]. Both instruction sets do the
+//! same fused multiply-adds in the same order, so their results are
+//! bit-identical.
 
 use ndarray::{Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 use num_traits::{Float, Zero};
@@ -36,13 +35,13 @@ use rayon::prelude::*;
 
 use super::features::Variant;
 use super::sincos::{cos_f32, sincos_f32, sincos_fast, FAST_LIMIT};
-use crate::real::Real;
-use crate::simd::{Isa, Vector};
+use crate::real::{cast_slice_mut, cast_view, same_type, Real};
+use crate::simd::{Isa, Simd, Vector, WithSimd};
 use crate::threads::Parallelism;
 
 /// Largest input dimension `d` the fused transform is used for: beyond it
 /// a `d × NR` panel of `W` no longer fits the L1/L2 caches and the library
-/// GEMM (which blocks over `d`) is faster (measured in BENCHMARKS.md).
+/// GEMM (which blocks over `d`) is faster.
 pub const MAX_FUSED_FEATURES: usize = 256;
 
 /// Bytes of packed `W` per column block (a block of panels stays in L2
@@ -114,7 +113,7 @@ impl<T: Real> Plan<T> {
 /// `cos_f32` for `f32`, the `f64` kernel for `f64`.
 #[inline(always)]
 fn cos_fast<T: Real>(a: T) -> T {
-    if TypeId::of::<T>() == TypeId::of::<f32>() {
+    if same_type::<T, f32>() {
         // For T = f32 both conversions are exact (identity).
         T::from_f64_lossy(f64::from(cos_f32(a.to_f64_exact() as f32)))
     } else {
@@ -126,7 +125,7 @@ fn cos_fast<T: Real>(a: T) -> T {
 /// (`|a| ≤ FAST_LIMIT`): `sincos_f32` for `f32`, the `f64` kernel for `f64`.
 #[inline(always)]
 fn sin_cos_fast<T: Real>(a: T) -> (T, T) {
-    if TypeId::of::<T>() == TypeId::of::<f32>() {
+    if same_type::<T, f32>() {
         // For T = f32 all conversions are exact (identity).
         let (s, c) = sincos_f32(a.to_f64_exact() as f32);
         (
@@ -330,81 +329,125 @@ unsafe fn chunk<V: Vector, const MR: usize, const NV: usize, const NR: usize>(
     }
 }
 
+/// The register tile of the fused transform for one register type: `MR`
+/// rows by `NV` registers of `LANES` columns (`NR = NV · LANES`).
+trait Shape: Vector {
+    /// Rows per tile.
+    const MR: usize;
+    /// Columns per panel (`NV · LANES`).
+    const NR: usize;
+    /// [`chunk`] with this register and tile.
+    ///
+    /// # Safety
+    /// The CPU must support the register's instruction set; `plan` was made
+    /// with `NR` columns per panel.
+    unsafe fn chunk(plan: &Plan<Self::T>, x: ArrayView2<Self::T>, out: &mut [Self::T]);
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::*;
+    use super::{chunk, ArrayView2, Plan, Shape};
+    use crate::simd::x86::{F32x16, F32x8, F64x4, F64x8};
 
-    /// [`chunk`] compiled for AVX-512.
-    ///
-    /// # Safety
-    /// The CPU must support AVX-512F, AVX2 and FMA.
-    #[target_feature(enable = "avx512f,avx2,fma")]
-    pub(super) unsafe fn chunk_avx512<
-        V: Vector,
-        const MR: usize,
-        const NV: usize,
-        const NR: usize,
-    >(
-        plan: &Plan<V::T>,
-        x: ArrayView2<V::T>,
-        out: &mut [V::T],
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe { chunk::<V, MR, NV, NR>(plan, x, out) }
+    /// Implements [`Shape`] for a register type: `MR × NV` registers
+    /// per tile, `NR` columns per panel.
+    macro_rules! shape {
+        ($v:ty, $mr:literal, $nv:literal, $nr:literal) => {
+            impl Shape for $v {
+                const MR: usize = $mr;
+                const NR: usize = $nr;
+                #[inline(always)]
+                unsafe fn chunk(plan: &Plan<Self::T>, x: ArrayView2<Self::T>, out: &mut [Self::T]) {
+                    // SAFETY: the caller's contract.
+                    unsafe { chunk::<Self, $mr, $nv, $nr>(plan, x, out) }
+                }
+            }
+        };
     }
 
-    /// [`chunk`] compiled for AVX2 + FMA.
-    ///
-    /// # Safety
-    /// The CPU must support AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn chunk_avx2<
-        V: Vector,
-        const MR: usize,
-        const NV: usize,
-        const NR: usize,
-    >(
-        plan: &Plan<V::T>,
-        x: ArrayView2<V::T>,
-        out: &mut [V::T],
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe { chunk::<V, MR, NV, NR>(plan, x, out) }
+    // AVX-512: 6 × 4 registers of 16 `f32` / 8 `f64`; AVX2: 4 × 3.
+    shape!(F32x16, 6, 4, 64);
+    shape!(F64x8, 6, 4, 32);
+    shape!(F32x8, 4, 3, 24);
+    shape!(F64x4, 4, 3, 12);
+}
+
+/// One work item of [`go`] as an operation of [`crate::simd`]: [`chunk`]
+/// compiled for the instruction set of `V`.
+struct Chunk<'a, 'x, V: Vector> {
+    plan: &'a Plan<V::T>,
+    x: ArrayView2<'x, V::T>,
+    out: &'a mut [V::T],
+}
+
+impl<V: Shape> WithSimd<V::Simd> for Chunk<'_, '_, V> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd(self, _: V::Simd) {
+        // SAFETY: the token proves the register's instruction set; `go`
+        // made the plan with `V::NR` columns per panel.
+        unsafe { V::chunk(self.plan, self.x, self.out) }
     }
+}
 
-    /// A chunk entry point compiled for `V`'s instruction set.
-    pub(super) type Entry<V> =
-        unsafe fn(&Plan<<V as Vector>::T>, ArrayView2<<V as Vector>::T>, &mut [<V as Vector>::T]);
+/// `W`, the phases, the variant, `D` and the scale.
+type PlanArgs<'a> = (
+    &'a Array2<f64>,
+    Option<&'a Array1<f64>>,
+    Variant,
+    usize,
+    f64,
+);
 
-    /// `W`, the phases, the variant, `D` and the scale.
-    pub(super) type PlanArgs<'a> = (
-        &'a Array2<f64>,
-        Option<&'a Array1<f64>>,
-        Variant,
-        usize,
-        f64,
+/// Runs the transform with the register type `V`: the plan, then the
+/// chunks of `x`, each through `simd`.
+fn go<V: Shape>(
+    simd: V::Simd,
+    (w, phases, variant, n_components, scale): PlanArgs,
+    x: ArrayView2<V::T>,
+    out: &mut [V::T],
+    par: Parallelism,
+) {
+    let plan = Plan::<V::T>::new(w, phases, variant, n_components, scale, V::NR);
+    run(
+        V::MR * GROUPS_PER_CHUNK,
+        x,
+        out,
+        n_components,
+        par,
+        |x, out| {
+            simd.vectorize(Chunk::<V> {
+                plan: &plan,
+                x,
+                out,
+            })
+        },
     );
+}
 
-    /// Runs the transform with the register type `V` (`MR × NV` registers
-    /// per tile) through `entry`.
-    pub(super) fn go<V: Vector, const MR: usize, const NV: usize, const NR: usize>(
-        (w, phases, variant, n_components, scale): PlanArgs,
-        x: ArrayView2<V::T>,
-        out: &mut [V::T],
-        par: Parallelism,
-        entry: Entry<V>,
-    ) {
-        let plan = Plan::<V::T>::new(w, phases, variant, n_components, scale, NR);
-        // SAFETY: `entry` is called for a CPU that has its instruction set
-        // (the contract of `transform_dense`) with a plan of NR columns.
-        run(
-            MR * GROUPS_PER_CHUNK,
-            x,
-            out,
-            n_components,
-            par,
-            |xc, oc| unsafe { entry(&plan, xc, oc) },
-        );
+/// The whole fused transform as an operation of [`crate::simd`] (no
+/// portable build).
+struct Dense<'a, 'x, T> {
+    plan: PlanArgs<'a>,
+    x: ArrayView2<'x, T>,
+    out: &'a mut [T],
+    par: Parallelism,
+}
+
+impl<S: Simd, T: Real> WithSimd<S> for Dense<'_, '_, T>
+where
+    S::F32: Shape,
+    S::F64: Shape,
+{
+    type Output = ();
+    #[inline(always)]
+    fn with_simd(self, simd: S) {
+        let Dense { plan, x, out, par } = self;
+        if let (Some(x), Some(out)) = (cast_view(x), cast_slice_mut(out)) {
+            go::<S::F32>(simd, plan, x, out, par);
+        } else if let (Some(x), Some(out)) = (cast_view(x), cast_slice_mut(out)) {
+            go::<S::F64>(simd, plan, x, out, par);
+        }
     }
 }
 
@@ -429,29 +472,11 @@ fn run<T: Real>(
     }
 }
 
-/// `x` and `out` as `U` views when `T` is `U`.
-#[cfg(target_arch = "x86_64")]
-fn cast<'x, 'o, T: Real, U: Real>(
-    x: ArrayView2<'x, T>,
-    out: &'o mut [T],
-) -> Option<(ArrayView2<'x, U>, &'o mut [U])> {
-    if TypeId::of::<T>() != TypeId::of::<U>() {
-        return None;
-    }
-    // SAFETY: T and U are the same type (checked above): same memory,
-    // shape and strides, same lifetime.
-    unsafe {
-        let xv = x.raw_view().cast::<U>().deref_into_view();
-        let o = std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut U, out.len());
-        Some((xv, o))
-    }
-}
-
 /// `φ(x)` of the dense map (`w`: `m × d`, `phases` for `cos_bias`) into
 /// `out` (`n × D`, C-contiguous) by the fused kernel for `isa`, which the
 /// CPU must support (see [`Isa::available`]; does nothing for
-/// [`Isa::Portable`] and on other architectures). Inputs are assumed checked by the caller (shapes,
-/// finiteness).
+/// [`Isa::Portable`] and on other architectures). Inputs are assumed
+/// checked by the caller (shapes, finiteness).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn transform_dense<T: Real>(
     w: &Array2<f64>,
@@ -467,33 +492,12 @@ pub(super) fn transform_dense<T: Real>(
     let Some(out) = out.as_slice_mut() else {
         return;
     };
-    #[cfg(target_arch = "x86_64")]
-    {
-        use crate::simd::x86::{F32x16, F32x8, F64x4, F64x8};
-        use x86::{chunk_avx2, chunk_avx512, go};
-        let p = (w, phases, variant, n_components, scale);
-        if let Some((x, out)) = cast::<T, f32>(x, &mut *out) {
-            match isa {
-                Isa::Avx512 => {
-                    go::<F32x16, 6, 4, 64>(p, x, out, par, chunk_avx512::<F32x16, 6, 4, 64>)
-                }
-                Isa::Avx2 => go::<F32x8, 4, 3, 24>(p, x, out, par, chunk_avx2::<F32x8, 4, 3, 24>),
-                Isa::Portable => {}
-            }
-            return;
-        }
-        if let Some((x, out)) = cast::<T, f64>(x, out) {
-            match isa {
-                Isa::Avx512 => {
-                    go::<F64x8, 6, 4, 32>(p, x, out, par, chunk_avx512::<F64x8, 6, 4, 32>)
-                }
-                Isa::Avx2 => go::<F64x4, 4, 3, 12>(p, x, out, par, chunk_avx2::<F64x4, 4, 3, 12>),
-                Isa::Portable => {}
-            }
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (w, phases, variant, n_components, scale, x, out, par, isa);
+    isa.dispatch_wide(Dense {
+        plan: (w, phases, variant, n_components, scale),
+        x,
+        out,
+        par,
+    });
 }
 
 #[cfg(test)]

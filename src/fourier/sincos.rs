@@ -1,5 +1,6 @@
-//! The hot kernel of random Fourier features: `cos` and `sin` of a whole row
-//! of projections at once, vectorized.
+//! The hot loop of random Fourier features: `cos` and `sin` of a whole row
+//! of projections at once, vectorized (compiled per instruction set through
+//! [`crate::simd`]).
 //!
 //! Method (per element, in `f64`; `f32` data below):
 //! 1. Cody–Waite reduction `r = x − k π/2`, `k = round(2x/π)`, with `π/2`
@@ -33,9 +34,8 @@
 // The fdlibm coefficients are kept digit for digit as published.
 #![allow(clippy::excessive_precision)]
 
-use std::any::TypeId;
-
-use crate::real::Real;
+use crate::real::{cast_slice, cast_slice_mut, Real};
+use crate::simd::{Isa, Simd, WithSimd};
 
 /// Largest `|x|` the vectorized reduction accepts (`k < 2^17`).
 pub const FAST_LIMIT: f64 = 1.0e5;
@@ -245,14 +245,7 @@ fn max_abs<T: Real>(x: &[T]) -> f64 {
 #[inline(always)]
 fn sincos_body<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
     let s = &mut s[..c.len()];
-    if TypeId::of::<T>() == TypeId::of::<f32>() {
-        // SAFETY: T is f32 (checked above), so both slices hold f32 values.
-        let (c, s) = unsafe {
-            (
-                std::slice::from_raw_parts_mut(c.as_mut_ptr() as *mut f32, c.len()),
-                std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut f32, s.len()),
-            )
-        };
+    if let (Some(c), Some(s)) = (cast_slice_mut(c), cast_slice_mut(s)) {
         return sincos_f32_row(c, s, scale as f32);
     }
     if max_abs(c) <= FAST_LIMIT {
@@ -275,14 +268,7 @@ fn sincos_body<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
 #[inline(always)]
 fn cos_shift_body<T: Real>(c: &mut [T], b: &[T], scale: f64) {
     let b = &b[..c.len()];
-    if TypeId::of::<T>() == TypeId::of::<f32>() {
-        // SAFETY: T is f32 (checked above), so both slices hold f32 values.
-        let (c, b) = unsafe {
-            (
-                std::slice::from_raw_parts_mut(c.as_mut_ptr() as *mut f32, c.len()),
-                std::slice::from_raw_parts(b.as_ptr() as *const f32, b.len()),
-            )
-        };
+    if let (Some(c), Some(b)) = (cast_slice_mut(c), cast_slice(b)) {
         return cos_shift_f32(c, b, scale as f32);
     }
     let big = c
@@ -301,25 +287,34 @@ fn cos_shift_body<T: Real>(c: &mut [T], b: &[T], scale: f64) {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    use super::*;
+/// `c[j] <- scale·cos(c[j])`, `s[j] <- scale·sin(c[j])` as an operation
+/// of [`crate::simd`].
+struct SinCos<'a, T> {
+    c: &'a mut [T],
+    s: &'a mut [T],
+    scale: f64,
+}
 
-    #[target_feature(enable = "avx512f,fma")]
-    pub(super) fn sincos_avx512<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
-        sincos_body(c, s, scale)
+impl<S: Simd, T: Real> WithSimd<S> for SinCos<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd(self, _: S) {
+        sincos_body(self.c, self.s, self.scale)
     }
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) fn sincos_avx2<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
-        sincos_body(c, s, scale)
-    }
-    #[target_feature(enable = "avx512f,fma")]
-    pub(super) fn cos_shift_avx512<T: Real>(c: &mut [T], b: &[T], scale: f64) {
-        cos_shift_body(c, b, scale)
-    }
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) fn cos_shift_avx2<T: Real>(c: &mut [T], b: &[T], scale: f64) {
-        cos_shift_body(c, b, scale)
+}
+
+/// `c[j] <- scale·cos(c[j] + b[j])` as an operation of [`crate::simd`].
+struct CosShift<'a, T> {
+    c: &'a mut [T],
+    b: &'a [T],
+    scale: f64,
+}
+
+impl<S: Simd, T: Real> WithSimd<S> for CosShift<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd(self, _: S) {
+        cos_shift_body(self.c, self.b, self.scale)
     }
 }
 
@@ -330,19 +325,14 @@ mod x86 {
 /// # Panics
 /// If `s` is shorter than `c`.
 pub fn sincos_scaled<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
+    sincos_scaled_on(Isa::detect(), c, s, scale)
+}
+
+/// [`sincos_scaled`] with the instruction set `isa` (panics if this CPU
+/// lacks it).
+fn sincos_scaled_on<T: Real>(isa: Isa, c: &mut [T], s: &mut [T], scale: f64) {
     assert!(s.len() >= c.len(), "sincos_scaled: s shorter than c");
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F (checked above).
-            return unsafe { x86::sincos_avx512(c, s, scale) };
-        }
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-            // SAFETY: the CPU supports AVX2 and FMA (checked above).
-            return unsafe { x86::sincos_avx2(c, s, scale) };
-        }
-    }
-    sincos_body(c, s, scale)
+    isa.dispatch(SinCos { c, s, scale })
 }
 
 /// Scaled shifted cosine of a row: `c[j] <- scale·cos(c[j] + b[j])`, the
@@ -351,19 +341,14 @@ pub fn sincos_scaled<T: Real>(c: &mut [T], s: &mut [T], scale: f64) {
 /// # Panics
 /// If `b` is shorter than `c`.
 pub fn cos_shift_scaled<T: Real>(c: &mut [T], b: &[T], scale: f64) {
+    cos_shift_scaled_on(Isa::detect(), c, b, scale)
+}
+
+/// [`cos_shift_scaled`] with the instruction set `isa` (panics if this CPU
+/// lacks it).
+fn cos_shift_scaled_on<T: Real>(isa: Isa, c: &mut [T], b: &[T], scale: f64) {
     assert!(b.len() >= c.len(), "cos_shift_scaled: b shorter than c");
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU supports AVX-512F (checked above).
-            return unsafe { x86::cos_shift_avx512(c, b, scale) };
-        }
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-            // SAFETY: the CPU supports AVX2 and FMA (checked above).
-            return unsafe { x86::cos_shift_avx2(c, b, scale) };
-        }
-    }
-    cos_shift_body(c, b, scale)
+    isa.dispatch(CosShift { c, b, scale })
 }
 
 #[cfg(test)]
@@ -397,6 +382,34 @@ mod tests {
             }
             assert!(err <= tol, "range {range}: max abs error {err:e}");
         }
+    }
+
+    /// Every instruction set of this CPU gives the bits of the portable
+    /// build, `f32` and `f64`, both variants, fast and `std` blocks alike.
+    #[test]
+    fn every_instruction_set_gives_the_same_bits() {
+        fn check<T: Real>() {
+            let n = 5 * RANGE_BLOCK + 11;
+            let mut x: Vec<T> = angles(n, 300.0)
+                .into_iter()
+                .map(T::from_f64_lossy)
+                .collect();
+            x[2 * RANGE_BLOCK + 3] = T::from_f64_lossy(4.0e6);
+            let b: Vec<T> = angles(n, 3.0).into_iter().map(T::from_f64_lossy).collect();
+            let run = |isa: Isa| {
+                let (mut c, mut s) = (x.clone(), vec![T::zero(); n]);
+                sincos_scaled_on(isa, &mut c, &mut s, 0.7);
+                let mut d = x.clone();
+                cos_shift_scaled_on(isa, &mut d, &b, 1.3);
+                (c, s, d)
+            };
+            let want = run(Isa::Portable);
+            for isa in Isa::available() {
+                assert!(run(isa) == want, "{} {isa:?}", T::DTYPE);
+            }
+        }
+        check::<f32>();
+        check::<f64>();
     }
 
     #[test]

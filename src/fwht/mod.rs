@@ -16,18 +16,17 @@
 //! assert_eq!(v, [10.0, -2.0, -4.0, 0.0]);
 //! ```
 
-mod kernel;
+mod butterfly;
 mod simd;
-#[cfg(target_arch = "x86_64")]
 mod wide;
 
-use ndarray::{ArrayView2, ArrayViewMut1, ArrayViewMut2, Axis, Zip};
+use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::real::Real;
 use crate::threads::Parallelism;
-use kernel::{block_len, l2_block_len, strip_width, Strip};
+use butterfly::{block_len, l2_block_len, strip_width, Strip};
 
 /// Vectors at least this long are split over threads internally (blocks in
 /// phase 1, column strips in phase 2).
@@ -94,7 +93,9 @@ pub fn fwht_rows<T: Real>(
 
 /// Out-of-place row-wise transform: `dst[i] <- H src[i]` (normalized on
 /// request). `src` may have any strides and is read once; `dst` must have the
-/// same shape.
+/// same shape. Contiguous rows are read by the first pass of the transform
+/// itself (no copy before it); the results are bit-identical to copying
+/// `src` into `dst` and transforming in place.
 pub fn fwht_rows_into<T: Real>(
     src: ArrayView2<T>,
     mut dst: ArrayViewMut2<T>,
@@ -117,16 +118,14 @@ pub fn fwht_rows_into<T: Real>(
     check_power_of_two(n)?;
     let factor = normalized.then(|| norm_factor::<T>(n));
     if rows_in_parallel(src.nrows(), n, par) {
-        Zip::from(dst.rows_mut())
-            .and(src.rows())
-            .par_for_each(|mut d, s| {
-                d.assign(&s);
-                transform_row(d, factor, Parallelism::Sequential);
-            });
+        dst.axis_iter_mut(Axis(0))
+            .into_par_iter()
+            .zip(src.axis_iter(Axis(0)))
+            .with_min_len((MIN_TASK_ELEMS / n).max(1))
+            .for_each(|(d, s)| transform_row_into(s, d, factor, Parallelism::Sequential));
     } else {
-        for (mut d, s) in dst.rows_mut().into_iter().zip(src.rows()) {
-            d.assign(&s);
-            transform_row(d, factor, par);
+        for (d, s) in dst.axis_iter_mut(Axis(0)).zip(src.axis_iter(Axis(0))) {
+            transform_row_into(s, d, factor, par);
         }
     }
     Ok(())
@@ -142,6 +141,25 @@ fn norm_factor<T: Real>(n: usize) -> T {
 
 fn scale<T: Real>(x: &mut [T], factor: T) {
     x.iter_mut().for_each(|v| *v *= factor);
+}
+
+/// `dst <- H src` for one row: from `src` straight into `dst` when both are
+/// contiguous, else through a copy into `dst` and the in-place transform.
+fn transform_row_into<T: Real>(
+    src: ArrayView1<T>,
+    mut dst: ArrayViewMut1<T>,
+    factor: Option<T>,
+    par: Parallelism,
+) {
+    if let (Some(s), Some(d)) = (src.as_slice(), dst.as_slice_mut()) {
+        transform_from(Some(s), d, par);
+        if let Some(f) = factor {
+            scale(d, f);
+        }
+        return;
+    }
+    dst.assign(&src);
+    transform_row(dst, factor, par);
 }
 
 fn transform_row<T: Real>(mut row: ArrayViewMut1<T>, factor: Option<T>, par: Parallelism) {
@@ -179,34 +197,54 @@ pub(crate) fn signed_transform<T: Real>(buf: &mut [T], x: &[T], mul: &[T]) {
 
 /// The transform of a power-of-two-length vector (length already checked).
 pub(crate) fn transform<T: Real>(x: &mut [T], par: Parallelism) {
+    transform_from(None, x, par)
+}
+
+/// `x <- H src` when `src` is given (of `x`'s length: the first pass of
+/// each L1 block reads its part of `src`), else `x <- H x`.
+fn transform_from<T: Real>(src: Option<&[T]>, x: &mut [T], par: Parallelism) {
     let n = x.len();
     let b = block_len::<T>();
     if n <= b {
-        simd::small(x);
+        small(src, x);
         return;
     }
     let parallel = par.is_parallel() && n >= PARALLEL_LEN;
     let l2 = l2_block_len::<T>();
     if n <= l2 {
-        blocked(x, b, parallel);
+        blocked(src, x, b, parallel);
         return;
     }
+    let run = |(i, c): (usize, &mut [T])| blocked(part(src, i, l2), c, b, false);
     if parallel {
-        x.par_chunks_exact_mut(l2)
-            .for_each(|c| blocked(c, b, false));
+        x.par_chunks_exact_mut(l2).enumerate().for_each(run);
     } else {
-        x.chunks_exact_mut(l2).for_each(|c| blocked(c, b, false));
+        x.chunks_exact_mut(l2).enumerate().for_each(run);
     }
     phase2(x, l2, parallel);
 }
 
-/// Phase 1 (L1 blocks of `b`) and phase 2 (the stages between them) on a
-/// vector of at most [`l2_block_len`] elements.
-fn blocked<T: Real>(x: &mut [T], b: usize, parallel: bool) {
+/// Block `i` of `len` elements of the source, if any.
+fn part<T>(src: Option<&[T]>, i: usize, len: usize) -> Option<&[T]> {
+    src.map(|s| &s[i * len..(i + 1) * len])
+}
+
+/// The whole transform of an L1-sized vector, from `src` if given.
+fn small<T: Real>(src: Option<&[T]>, x: &mut [T]) {
+    match src {
+        Some(s) => simd::small_into(s, x),
+        None => simd::small(x),
+    }
+}
+
+/// Phase 1 (L1 blocks of `b`, from `src` if given) and phase 2 (the stages
+/// between them) on a vector of at most [`l2_block_len`] elements.
+fn blocked<T: Real>(src: Option<&[T]>, x: &mut [T], b: usize, parallel: bool) {
+    let run = |(i, c): (usize, &mut [T])| small(part(src, i, b), c);
     if parallel {
-        x.par_chunks_exact_mut(b).for_each(simd::small);
+        x.par_chunks_exact_mut(b).enumerate().for_each(run);
     } else {
-        x.chunks_exact_mut(b).for_each(simd::small);
+        x.chunks_exact_mut(b).enumerate().for_each(run);
     }
     phase2(x, b, parallel);
 }
@@ -234,10 +272,8 @@ const ALIGN_BYTES: usize = 64;
 /// columns before the first boundary and after the last one as two narrow
 /// strips of their own. A misaligned vector (glibc's and NumPy's large
 /// allocations start 16 bytes past a page) would otherwise split every
-/// register load and store of phase 2 over two lines (interleaved A/B on a
-/// vector 16 bytes past a line: 0.5-3% faster with aligned strips,
-/// BENCHMARKS.md, FWHT section). Any partition of the columns gives the
-/// same bits: the stages act on each column alone.
+/// register load and store of phase 2 over two lines. Any partition of the
+/// columns gives the same bits: the stages act on each column alone.
 fn strip_ranges<T>(addr: usize, b: usize, width: usize) -> Vec<(usize, usize)> {
     let size = std::mem::size_of::<T>();
     let line = ALIGN_BYTES / size;

@@ -1,11 +1,9 @@
-//! Run-time choice of the instruction set. The portable kernels of
-//! `kernel.rs` (SSE2 and other architectures) and the explicit-register
-//! kernels of `wide.rs` (AVX2, AVX-512) are `#[inline(always)]` generic code;
-//! here each entry point is compiled once per instruction set of
-//! [`crate::simd::Isa`] (AVX-512, AVX2 + FMA, baseline SSE2) and the widest
-//! one the CPU supports ([`Isa::detect`]) is called. Wheels are built for
-//! baseline x86-64 (no `target-cpu=native`) and still run the wide code on
-//! wide CPUs. Other architectures use their baseline (NEON on aarch64).
+//! The FWHT's operations for [`crate::simd`]. The plain-loop passes of
+//! `butterfly.rs` (SSE2 and other architectures) and the explicit-register
+//! passes of `wide.rs` (AVX2, AVX-512) are `#[inline(always)]` generic code;
+//! each operation here is written once over the [`Simd`] token and run
+//! through [`Isa::dispatch`], which compiles it per instruction set and
+//! calls the one the CPU supports ([`Isa::detect`]).
 //!
 //! The register types (`F64x8`, `F32x16`, `F64x4`, `F32x8`) define the
 //! stages whose butterflies lie inside one register (distances below the
@@ -15,42 +13,38 @@
 //! same additions, in the same order, as the textbook loop, so the choice of
 //! instruction set never changes a result (no reassociation anywhere).
 
-use super::kernel::{self, Strip};
-#[cfg(target_arch = "x86_64")]
-use super::wide;
-use crate::real::Real;
-use crate::simd::Isa;
+use super::butterfly::{self, Strip};
+use super::wide::{self, Butterfly};
+use crate::real::{same_type, Real};
+use crate::simd::{Isa, Portable, Simd, Vector, WithSimd};
+
+/// The instruction sets with explicit butterfly registers (AVX2, AVX-512).
+trait Wide: Simd<F64: Butterfly, F32: Butterfly> {}
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::*;
+    use super::{wide, Wide};
     use crate::simd::x86::{F32x16, F32x8, F64x4, F64x8};
-    use std::any::TypeId;
+    use crate::simd::{Avx2, Avx512};
     use std::arch::x86_64::*;
 
-    /// The slice as `&mut [U]` when `T` is `U` (`Real` is only `f32`/`f64`).
-    fn cast<T: 'static, U: 'static>(x: &mut [T]) -> Option<&mut [U]> {
-        if TypeId::of::<T>() == TypeId::of::<U>() {
-            // SAFETY: T and U are the same type.
-            Some(unsafe { &mut *(x as *mut [T] as *mut [U]) })
-        } else {
-            None
-        }
-    }
+    impl Wide for Avx512 {}
+    impl Wide for Avx2 {}
 
     /// Implements `wide::Butterfly` for a register type of
     /// `crate::simd::x86`: its stages per pass and its in-register stages.
     macro_rules! butterfly {
-        ($name:ident, $max:expr, $feat:literal, |$v:ident| $body:block) => {
-            // SAFETY: compiled with `$feat`; callers run only where
-            // `Isa::detect` found it.
+        ($name:ident, $max:expr, $isa:ident, |$v:ident| $body:block) => {
+            // SAFETY: compiled for the register's instruction set, which its
+            // callers run on.
             unsafe impl wide::Butterfly for $name {
                 const MAX_STAGES: u32 = $max;
-                #[inline]
-                #[target_feature(enable = $feat)]
-                unsafe fn in_register(self) -> Self {
-                    let $v = self.0;
-                    Self($body)
+                isa_target! { $isa
+                    #[inline]
+                    unsafe fn in_register(self) -> Self {
+                        let $v = self.0;
+                        Self($body)
+                    }
                 }
             }
         };
@@ -91,7 +85,7 @@ mod x86 {
     // `s - v` in the upper one. `v * ±1` is exact, so the single rounding of
     // the FMA gives the textbook sum / difference bit for bit, in 2
     // instructions instead of 3 (add, masked subtract).
-    butterfly!(F64x8, 3, "avx512f,avx2,fma", |v| {
+    butterfly!(F64x8, 3, Avx512, |v| {
         // SAFETY: the sign tables hold 8 doubles each.
         let sg = |k: usize| unsafe { _mm512_loadu_pd(S8[k].as_ptr()) };
         let s = _mm512_permute_pd::<0x55>(v);
@@ -101,7 +95,7 @@ mod x86 {
         let s = _mm512_shuffle_f64x2::<0x4E>(v, v);
         _mm512_fmadd_pd(v, sg(2), s)
     });
-    butterfly!(F32x16, 3, "avx512f,avx2,fma", |v| {
+    butterfly!(F32x16, 3, Avx512, |v| {
         // SAFETY: the sign tables hold 16 floats each.
         let sg = |k: usize| unsafe { _mm512_loadu_ps(S16[k].as_ptr()) };
         let s = _mm512_permute_ps::<0xB1>(v);
@@ -113,13 +107,13 @@ mod x86 {
         let s = _mm512_shuffle_f32x4::<0x4E>(v, v);
         _mm512_fmadd_ps(v, sg(3), s)
     });
-    butterfly!(F64x4, 3, "avx2,fma", |v| {
+    butterfly!(F64x4, 3, Avx2, |v| {
         let s = _mm256_permute_pd::<0b0101>(v);
         let v = _mm256_blend_pd::<0b1010>(_mm256_add_pd(v, s), _mm256_sub_pd(s, v));
         let s = _mm256_permute2f128_pd::<0x01>(v, v);
         _mm256_blend_pd::<0b1100>(_mm256_add_pd(v, s), _mm256_sub_pd(s, v))
     });
-    butterfly!(F32x8, 3, "avx2,fma", |v| {
+    butterfly!(F32x8, 3, Avx2, |v| {
         let s = _mm256_permute_ps::<0xB1>(v);
         let v = _mm256_blend_ps::<0xAA>(_mm256_add_ps(v, s), _mm256_sub_ps(s, v));
         let s = _mm256_permute_ps::<0x4E>(v);
@@ -127,140 +121,179 @@ mod x86 {
         let s = _mm256_permute2f128_ps::<0x01>(v, v);
         _mm256_blend_ps::<0xF0>(_mm256_add_ps(v, s), _mm256_sub_ps(s, v))
     });
+}
 
-    /// The strip as a strip of `U` when `T` is `U`.
-    fn cast_strip<T: 'static, U: 'static>(s: &Strip<T>) -> Option<Strip<U>> {
-        (TypeId::of::<T>() == TypeId::of::<U>()).then(|| Strip {
-            ptr: s.ptr.cast::<U>(),
-            rows: s.rows,
-            row_len: s.row_len,
-            width: s.width,
-        })
+/// `dst <- H src` for a power-of-two `n` by the explicit-register passes
+/// of `S` (`src == dst`: in place), when `T` has a register of at most `n`
+/// lanes; returns whether it did.
+///
+/// # Safety
+/// `src` valid for `n` reads, `dst` for `n` reads and writes, the same
+/// elements or disjoint; the CPU supports `S`.
+#[inline(always)]
+unsafe fn wide_small<S: Wide, T: Real>(src: *const T, dst: *mut T, n: usize) -> bool {
+    // SAFETY (both): the caller's contract, with the pointers of type `f64`
+    // (`f32`) when `T` is.
+    if same_type::<T, f64>() && n >= S::F64::LANES {
+        unsafe { wide::small::<S::F64>(src.cast(), dst.cast(), n) };
+        return true;
     }
+    if same_type::<T, f32>() && n >= S::F32::LANES {
+        unsafe { wide::small::<S::F32>(src.cast(), dst.cast(), n) };
+        return true;
+    }
+    false
+}
 
-    #[target_feature(enable = "avx512f,avx2,fma")]
-    pub(crate) fn small_avx512<T: Real>(x: &mut [T]) {
-        if x.len() >= 64 / std::mem::size_of::<T>() {
-            // SAFETY (both): AVX-512F is enabled here.
-            if let Some(d) = cast::<T, f64>(x) {
-                return unsafe { wide::small::<F64x8>(d) };
-            } else if let Some(f) = cast::<T, f32>(x) {
-                return unsafe { wide::small::<F32x16>(f) };
-            }
+/// The whole transform of an L1-sized power-of-two vector in place.
+struct Small<'a, T>(&'a mut [T]);
+
+impl<S: Wide, T: Real> WithSimd<S> for Small<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd(self, _: S) {
+        let x = self.0;
+        let p = x.as_mut_ptr();
+        // SAFETY: `p` is `x`, in place; the token proves the instruction set.
+        if !unsafe { wide_small::<S, T>(p, p, x.len()) } {
+            butterfly::small(x)
         }
-        kernel::small(x)
     }
+}
 
-    #[target_feature(enable = "avx2,fma")]
-    pub(crate) fn small_avx2<T: Real>(x: &mut [T]) {
-        if x.len() >= 32 / std::mem::size_of::<T>() {
-            // SAFETY (both): AVX2 is enabled here.
-            if let Some(d) = cast::<T, f64>(x) {
-                return unsafe { wide::small::<F64x4>(d) };
-            } else if let Some(f) = cast::<T, f32>(x) {
-                return unsafe { wide::small::<F32x8>(f) };
-            }
+impl<T: Real> WithSimd<Portable> for Small<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd(self, _: Portable) {
+        butterfly::small(self.0)
+    }
+}
+
+/// The whole transform `dst <- H src` of an L1-sized power-of-two vector
+/// (the lengths equal): the first pass reads `src`.
+struct SmallInto<'a, T> {
+    src: &'a [T],
+    dst: &'a mut [T],
+}
+
+impl<S: Wide, T: Real> WithSimd<S> for SmallInto<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd(self, _: S) {
+        let SmallInto { src, dst } = self;
+        // SAFETY: two borrows of `dst.len()` elements, disjoint; the token
+        // proves the instruction set.
+        if !unsafe { wide_small::<S, T>(src.as_ptr(), dst.as_mut_ptr(), dst.len()) } {
+            dst.copy_from_slice(src);
+            butterfly::small(dst)
         }
-        kernel::small(x)
     }
+}
 
-    /// # Safety
-    /// As [`kernel::strip`]; the CPU must support AVX-512F.
-    #[target_feature(enable = "avx512f,avx2,fma")]
-    pub(crate) unsafe fn strip_avx512<T: Real>(s: &Strip<T>) {
-        // SAFETY (all): forwarded from the caller; the wide kernel only
-        // when the strip width is a multiple of the lanes.
+impl<T: Real> WithSimd<Portable> for SmallInto<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd(self, _: Portable) {
+        self.dst.copy_from_slice(self.src);
+        butterfly::small(self.dst)
+    }
+}
+
+/// Phase 2 of the blocked transform on one strip. Made only by
+/// [`strip_on`], whose caller guarantees the contract of
+/// [`butterfly::strip`].
+struct StripOp<'a, T>(&'a Strip<T>);
+
+impl<S: Wide, T: Real> WithSimd<S> for StripOp<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd(self, _: S) {
+        let s = self.0;
+        // SAFETY (all): the contract of `butterfly::strip` (see `StripOp`);
+        // the token proves the instruction set; the wide passes only when
+        // the strip width is a multiple of the lanes.
         unsafe {
-            let lanes = 64 / std::mem::size_of::<T>();
-            match (cast_strip::<T, f64>(s), cast_strip::<T, f32>(s)) {
-                (Some(d), _) if s.width.is_multiple_of(lanes) => wide::strip::<F64x8>(&d),
-                (_, Some(f)) if s.width.is_multiple_of(lanes) => wide::strip::<F32x16>(&f),
-                _ => kernel::strip(s),
-            }
-        }
-    }
-    /// # Safety
-    /// As [`kernel::strip`]; the CPU must support AVX2.
-    #[target_feature(enable = "avx2,fma")]
-    pub(crate) unsafe fn strip_avx2<T: Real>(s: &Strip<T>) {
-        // SAFETY (all): as in `strip_avx512`.
-        unsafe {
-            let lanes = 32 / std::mem::size_of::<T>();
-            match (cast_strip::<T, f64>(s), cast_strip::<T, f32>(s)) {
-                (Some(d), _) if s.width.is_multiple_of(lanes) => wide::strip::<F64x4>(&d),
-                (_, Some(f)) if s.width.is_multiple_of(lanes) => wide::strip::<F32x8>(&f),
-                _ => kernel::strip(s),
+            match (s.cast::<f64>(), s.cast::<f32>()) {
+                (Some(d), _) if s.width.is_multiple_of(S::F64::LANES) => wide::strip::<S::F64>(&d),
+                (_, Some(f)) if s.width.is_multiple_of(S::F32::LANES) => wide::strip::<S::F32>(&f),
+                _ => butterfly::strip(s),
             }
         }
     }
 }
 
-/// The whole transform of an L1-sized power-of-two vector with the kernels
-/// of `isa`.
-///
-/// # Safety
-/// The CPU must support `isa` ([`Isa::detect`] / [`Isa::available`]).
-unsafe fn small_on<T: Real>(isa: Isa, x: &mut [T]) {
-    match isa {
-        // SAFETY: the caller's contract.
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { x86::small_avx512(x) },
-        // SAFETY: the caller's contract.
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { x86::small_avx2(x) },
-        _ => kernel::small(x),
+impl<T: Real> WithSimd<Portable> for StripOp<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd(self, _: Portable) {
+        // SAFETY: the contract of `butterfly::strip` (see `StripOp`).
+        unsafe { butterfly::strip(self.0) }
     }
 }
 
-/// Phase 2 of the blocked transform on one strip with the kernels of `isa`.
+/// `x <- H x` for an L1-sized power-of-two vector, with the passes of `isa`
+/// (panics if this CPU lacks it).
+fn small_on<T: Real>(isa: Isa, x: &mut [T]) {
+    isa.dispatch(Small(x))
+}
+
+/// Phase 2 of the blocked transform on one strip with the passes of `isa`
+/// (panics if this CPU lacks it).
 ///
 /// # Safety
-/// As [`kernel::strip`]; the CPU must support `isa`.
+/// As [`butterfly::strip`].
 unsafe fn strip_on<T: Real>(isa: Isa, s: &Strip<T>) {
-    // SAFETY (all): the caller's contract.
-    unsafe {
-        match isa {
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => x86::strip_avx512(s),
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => x86::strip_avx2(s),
-            _ => kernel::strip(s),
-        }
-    }
+    isa.dispatch(StripOp(s))
 }
 
-/// The whole transform of an L1-sized power-of-two vector, with the widest
+/// `x <- H x` for an L1-sized power-of-two vector, with the widest
 /// instruction set of this CPU.
 pub(super) fn small<T: Real>(x: &mut [T]) {
-    // SAFETY: the instruction set was detected on this CPU.
-    unsafe { small_on(Isa::detect(), x) }
+    small_on(Isa::detect(), x)
+}
+
+/// `dst <- H src` for an L1-sized power-of-two vector, with the widest
+/// instruction set of this CPU: the first pass reads `src` (no copy
+/// before it).
+///
+/// # Panics
+/// If the lengths differ.
+pub(super) fn small_into<T: Real>(src: &[T], dst: &mut [T]) {
+    small_into_on(Isa::detect(), src, dst)
+}
+
+/// `dst <- H src` for an L1-sized power-of-two vector, with the passes of
+/// `isa` (panics if this CPU lacks it, or if the lengths differ).
+fn small_into_on<T: Real>(isa: Isa, src: &[T], dst: &mut [T]) {
+    assert_eq!(src.len(), dst.len(), "small_into: lengths");
+    isa.dispatch(SmallInto { src, dst })
 }
 
 /// Phase 2 of the blocked transform on one strip, with the widest
 /// instruction set of this CPU.
 ///
 /// # Safety
-/// As [`kernel::strip`].
+/// As [`butterfly::strip`].
 pub(super) unsafe fn strip<T: Real>(s: &Strip<T>) {
-    // SAFETY: the instruction set was detected on this CPU; the rest is the
-    // caller's contract.
+    // SAFETY: the caller's contract.
     unsafe { strip_on(Isa::detect(), s) }
 }
 
 /// Test hook: runs `small` with every instruction set this CPU supports
-/// (narrowest first), so the tests compare each with the textbook loop bit
-/// for bit.
+/// (narrowest first), in place and out of place, so the tests compare each
+/// with the textbook loop bit for bit.
 #[cfg(test)]
 pub(super) fn small_all_levels<T: Real>(x: &[T]) -> Vec<Vec<T>> {
-    Isa::available()
-        .into_iter()
-        .map(|isa| {
-            let mut v = x.to_vec();
-            // SAFETY: `available` lists instruction sets of this CPU.
-            unsafe { small_on(isa, &mut v) };
-            v
-        })
-        .collect()
+    let mut out = Vec::new();
+    for isa in Isa::available() {
+        let mut v = x.to_vec();
+        small_on(isa, &mut v);
+        out.push(v);
+        let mut w = vec![T::nan(); x.len()];
+        small_into_on(isa, x, &mut w);
+        out.push(w);
+    }
+    out
 }
 
 /// Test hook: phase 2 (all strips of `width` columns over `rows` rows of
@@ -284,8 +317,7 @@ pub(super) fn phase2_all_levels<T: Real>(
                     row_len,
                     width,
                 };
-                // SAFETY: the strip lies inside `v`, one strip at a time;
-                // `available` lists instruction sets of this CPU.
+                // SAFETY: the strip lies inside `v`, one strip at a time.
                 unsafe { strip_on(isa, &strip) };
             }
             v
@@ -293,20 +325,18 @@ pub(super) fn phase2_all_levels<T: Real>(
         .collect()
 }
 
-/// Test hook for timing: the portable kernels compiled for AVX-512 (the
-/// control of `compare_levels_timing`), baseline code elsewhere.
+/// Test hook for timing: the plain-loop passes compiled for the widest
+/// instruction set of this CPU (the control of `compare_levels_timing`).
 #[cfg(test)]
-pub(super) fn time_portable<T: Real>(x: &mut [T]) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        #[target_feature(enable = "avx512f")]
-        fn portable_avx512<T: Real>(x: &mut [T]) {
-            kernel::small(x)
-        }
-        if std::is_x86_feature_detected!("avx512f") {
-            // SAFETY: AVX-512F detected.
-            return unsafe { portable_avx512(x) };
+pub(super) fn time_plain<T: Real>(x: &mut [T]) {
+    /// `butterfly::small` as an operation.
+    struct Plain<'a, T>(&'a mut [T]);
+    impl<S: Simd, T: Real> WithSimd<S> for Plain<'_, T> {
+        type Output = ();
+        #[inline(always)]
+        fn with_simd(self, _: S) {
+            butterfly::small(self.0)
         }
     }
-    kernel::small(x)
+    Isa::detect().dispatch(Plain(x))
 }

@@ -219,6 +219,89 @@ fn rows_strided_and_out_of_place_agree() {
     fwht_rows(empty.view_mut(), false, Parallelism::Rayon).unwrap();
 }
 
+/// Out of place (the first pass reads the source) gives the bits of a copy
+/// transformed in place: f32 and f64, lengths below one register, inside
+/// one L1 block, across L1 blocks and across L2 blocks, sequential and
+/// parallel, source and destination at every offset from a cache line.
+#[test]
+fn out_of_place_is_bit_identical_to_in_place() {
+    fn check<T: Real>(ks: &[u32]) {
+        let line = 64 / std::mem::size_of::<T>();
+        for &k in ks {
+            let n = 1usize << k;
+            let x: Vec<T> = random_vec(n, 1300 + u64::from(k))
+                .into_iter()
+                .map(T::from_f64_lossy)
+                .collect();
+            let mut want = x.clone();
+            naive(&mut want);
+            let mut src = vec![T::zero(); n + line];
+            let mut dst = vec![T::zero(); n + line];
+            let offsets: &[(usize, usize)] = if n >= 1 << 16 {
+                &[(0, 0), (2, 5)]
+            } else {
+                &[(0, 0), (1, 0), (0, 3), (2, 5), (line - 1, line - 1)]
+            };
+            for &(so, doff) in offsets {
+                for par in [Parallelism::Sequential, Parallelism::Rayon] {
+                    src[so..so + n].copy_from_slice(&x);
+                    let d = &mut dst[doff..doff + n];
+                    d.fill(T::nan());
+                    transform_from(Some(&src[so..so + n]), d, par);
+                    assert!(
+                        d == want.as_slice(),
+                        "{} n = 2^{k}, offsets ({so}, {doff}), {par:?}",
+                        T::DTYPE
+                    );
+                    assert!(src[so..so + n] == x[..], "source untouched");
+                }
+            }
+        }
+    }
+    let ks = [0, 1, 2, 3, 4, 5, 8, 10, 11, 12, 13, 16, 17, 18, 19, 20];
+    check::<f64>(&ks);
+    check::<f32>(&ks);
+}
+
+/// `fwht_rows_into` gives the bits of `fwht_rows` on a copy, for
+/// contiguous, strided and transposed sources, normalized or not.
+#[test]
+fn rows_into_is_bit_identical_to_rows_in_place() {
+    fn check<T: Real>() {
+        for (rows, n) in [(37, 64), (5, 2048), (3, 8192), (40, 1024), (2, 1 << 17)] {
+            let data: Vec<T> = random_vec(rows * 2 * n, 1400 + n as u64)
+                .into_iter()
+                .map(T::from_f64_lossy)
+                .collect();
+            let wide = Array2::from_shape_vec((rows, 2 * n), data).unwrap();
+            let contiguous = wide.slice(ndarray::s![.., ..n]).to_owned();
+            let transposed = contiguous.t().to_owned();
+            let sources = [
+                ("contiguous", contiguous.view()),
+                ("strided", wide.slice(ndarray::s![.., ..;2])),
+                ("transposed", transposed.t()),
+            ];
+            for (what, src) in sources {
+                for normalized in [false, true] {
+                    for par in [Parallelism::Sequential, Parallelism::Rayon] {
+                        let mut want = src.to_owned();
+                        fwht_rows(want.view_mut(), normalized, par).unwrap();
+                        let mut got = Array2::from_elem((rows, n), T::nan());
+                        fwht_rows_into(src, got.view_mut(), normalized, par).unwrap();
+                        assert!(
+                            got == want,
+                            "{} {what} {rows} x {n}, normalized {normalized}, {par:?}",
+                            T::DTYPE
+                        );
+                    }
+                }
+            }
+        }
+    }
+    check::<f64>();
+    check::<f32>();
+}
+
 proptest::proptest! {
     #[test]
     fn prop_double_transform_scales_by_n(k in 0u32..12, seed in 0u64..1000) {
@@ -259,7 +342,7 @@ fn every_simd_level_is_bit_identical() {
 fn every_simd_level_phase2_is_bit_identical() {
     fn check<T: Real>(k: u32) {
         let n = 1usize << k;
-        let b = kernel::block_len::<T>();
+        let b = butterfly::block_len::<T>();
         let x: Vec<T> = random_vec(n, 700 + k as u64)
             .into_iter()
             .map(T::from_f64_lossy)
@@ -271,7 +354,7 @@ fn every_simd_level_phase2_is_bit_identical() {
         let rows = n / b;
         // The default strip width, and narrower strips down to 8 columns
         // (below the 16 lanes of f32 AVX-512: the portable fallback).
-        for width in [kernel::strip_width::<T>(rows, b), 8, 16, 64] {
+        for width in [butterfly::strip_width::<T>(rows, b), 8, 16, 64] {
             for got in simd::phase2_all_levels(&blocks, rows, b, width) {
                 assert!(got == want, "{} n = 2^{k}, width {width}", T::DTYPE);
             }
@@ -350,8 +433,9 @@ fn strip_ranges_partition_the_columns() {
 
 /// Timing of single vectors on one thread (min of many trials, robust to a
 /// busy machine), in ns per element per log2 n, the unit of the FFHT
-/// reference figures; for L1-sized vectors also the portable kernels
-/// compiled for AVX-512 as a control. Not a test of speed: run by hand with
+/// reference figures; for L1-sized vectors also the plain-loop passes
+/// compiled for the same instruction set as a control. Not a test of
+/// speed: run by hand with
 /// `cargo test --release --lib compare_levels_timing -- --ignored --nocapture`.
 #[test]
 #[ignore]
@@ -369,7 +453,7 @@ fn compare_levels_timing() {
         let mut v = x.clone();
         for _ in 0..trials {
             for (lvl, slot) in best.iter_mut().enumerate() {
-                if lvl == 1 && n > kernel::block_len::<T>() {
+                if lvl == 1 && n > butterfly::block_len::<T>() {
                     continue;
                 }
                 let t = Instant::now();
@@ -377,7 +461,7 @@ fn compare_levels_timing() {
                     if lvl == 0 {
                         transform(&mut v, Parallelism::Sequential);
                     } else {
-                        simd::time_portable(&mut v);
+                        simd::time_plain(&mut v);
                     }
                 }
                 let dt = t.elapsed().as_secs_f64() / reps as f64;
@@ -388,7 +472,7 @@ fn compare_levels_timing() {
         }
         let unit = |b: f64| b * 1e9 / (n * k) as f64;
         println!(
-            "{} n=2^{k}: dispatched {:.4} (level {}), portable {:.4} ns/elem/log2n",
+            "{} n=2^{k}: dispatched {:.4} (level {}), plain loops {:.4} ns/elem/log2n",
             T::DTYPE,
             unit(best[0]),
             crate::simd::Isa::detect().name(),

@@ -1,19 +1,22 @@
-//! Explicit-register butterfly passes (x86-64), written once for any SIMD
+//! Explicit-register butterfly passes, written once for any SIMD
 //! register type [`Butterfly`] (f64 or f32 lanes, 256- or 512-bit) and compiled
-//! per instruction set by the entry points in `simd.rs`.
+//! per instruction set through the operations of `simd.rs`.
 //!
 //! A pass of radix `R = 2^s` loads `R` registers that lie `h` elements apart,
 //! runs the `s` stages with distances `h, 2h, …` on them in registers and
 //! stores them once, so `s` stages cost one sweep over memory. The first pass
 //! of a vector also runs the stages inside each register (distances below the
 //! lane count, [`Butterfly::in_register`]) on the freshly loaded registers, so the
-//! first `log2(lanes) + s` stages share one load and one store.
+//! first `log2(lanes) + s` stages share one load and one store. The first
+//! pass may load from another vector than the one it stores to: an
+//! out-of-place transform reads its source once, in that pass, with no copy
+//! before it.
 //!
 //! Within every output the stages run in the textbook order (distance 1, 2,
 //! 4, …) with the same additions, so the results are bit-identical to the
 //! textbook loop of ALGORITHMS.md section 1 and to the portable kernels.
 
-use super::kernel::Strip;
+use super::butterfly::Strip;
 use crate::simd::Vector;
 
 /// A SIMD register with the stages of a butterfly that lie inside it.
@@ -22,9 +25,7 @@ use crate::simd::Vector;
 /// Implementations are only called from functions compiled with the
 /// instruction set they need, on a CPU that has it.
 pub(super) unsafe trait Butterfly: Vector {
-    /// Most stages per pass (log2 of the radix): 3 (radix 8) for every type
-    /// now; radix 16, which 32 AVX-512 registers would hold, measured no
-    /// faster (BENCHMARKS.md, FWHT section).
+    /// Most stages per pass (log2 of the radix).
     const MAX_STAGES: u32;
     /// The stages with distances `1, 2, …, LANES / 2` inside the register.
     unsafe fn in_register(self) -> Self;
@@ -49,17 +50,23 @@ unsafe fn butterflies<V: Butterfly, const R: usize>(v: &mut [V; R]) {
     }
 }
 
-/// One radix-`R` column: loads the registers at `p + k * stride`
+/// One radix-`R` column: loads the registers at `src + k * stride`
 /// (`k < R`), runs the in-register stages first when `FIRST`, then the
-/// `log2 R` stages across the registers, and stores them back.
+/// `log2 R` stages across the registers, and stores them at
+/// `dst + k * stride`.
 ///
 /// # Safety
-/// `p + k * stride + [0, LANES)` must be valid for reads and writes for
-/// every `k < R`; the CPU must support `V`'s instruction set.
+/// `src + k * stride + [0, LANES)` must be valid for reads and
+/// `dst + k * stride + [0, LANES)` for writes for every `k < R`, each pair
+/// the same elements or disjoint; the CPU must support `V`'s instruction set.
 #[inline(always)]
-unsafe fn column<V: Butterfly, const R: usize, const FIRST: bool>(p: *mut V::T, stride: usize) {
+unsafe fn column<V: Butterfly, const R: usize, const FIRST: bool>(
+    src: *const V::T,
+    dst: *mut V::T,
+    stride: usize,
+) {
     // SAFETY: in bounds by the caller's contract.
-    let mut v: [V; R] = std::array::from_fn(|k| unsafe { V::load(p.add(k * stride)) });
+    let mut v: [V; R] = std::array::from_fn(|k| unsafe { V::load(src.add(k * stride)) });
     if FIRST {
         for r in v.iter_mut() {
             // SAFETY: the caller runs with `V`'s instruction set.
@@ -70,7 +77,7 @@ unsafe fn column<V: Butterfly, const R: usize, const FIRST: bool>(p: *mut V::T, 
     unsafe { butterflies(&mut v) };
     for (k, r) in v.into_iter().enumerate() {
         // SAFETY: in bounds by the caller's contract.
-        unsafe { r.store(p.add(k * stride)) };
+        unsafe { r.store(dst.add(k * stride)) };
     }
 }
 
@@ -84,66 +91,69 @@ fn next_take(left: u32, max: u32) -> u32 {
 }
 
 /// A radix-`2^take` pass over a contiguous vector: stages with distances
-/// `h, …, h << (take - 1)` on `n` elements at `x` (`n` a multiple of
-/// `h << take`, `h` a multiple of the lane count), plus the in-register
-/// stages when `FIRST`.
+/// `h, …, h << (take - 1)` on the `n` elements at `src`, stored at `dst`
+/// (`n` a multiple of `h << take`, `h` a multiple of the lane count), plus
+/// the in-register stages when `FIRST`.
 ///
 /// # Safety
-/// `x[..n]` valid for reads and writes; `V`'s instruction set available.
+/// `src[..n]` valid for reads, `dst[..n]` for writes, the same elements or
+/// disjoint; `V`'s instruction set available.
 #[inline(always)]
 unsafe fn contiguous_pass<V: Butterfly, const FIRST: bool>(
-    x: *mut V::T,
+    src: *const V::T,
+    dst: *mut V::T,
     n: usize,
     h: usize,
     take: u32,
 ) {
     #[inline(always)]
     unsafe fn go<V: Butterfly, const R: usize, const FIRST: bool>(
-        x: *mut V::T,
+        src: *const V::T,
+        dst: *mut V::T,
         n: usize,
         h: usize,
     ) {
         for b in (0..n).step_by(R * h) {
             for j in (0..h).step_by(V::LANES) {
                 // SAFETY: b + j + (R - 1) h + LANES <= b + R h <= n.
-                unsafe { column::<V, R, FIRST>(x.add(b + j), h) }
+                unsafe { column::<V, R, FIRST>(src.add(b + j), dst.add(b + j), h) }
             }
         }
     }
     // SAFETY: forwarded.
     unsafe {
         match take {
-            0 => go::<V, 1, FIRST>(x, n, h),
-            1 => go::<V, 2, FIRST>(x, n, h),
-            2 => go::<V, 4, FIRST>(x, n, h),
-            3 => go::<V, 8, FIRST>(x, n, h),
-            _ => go::<V, 16, FIRST>(x, n, h),
+            0 => go::<V, 1, FIRST>(src, dst, n, h),
+            1 => go::<V, 2, FIRST>(src, dst, n, h),
+            2 => go::<V, 4, FIRST>(src, dst, n, h),
+            3 => go::<V, 8, FIRST>(src, dst, n, h),
+            _ => go::<V, 16, FIRST>(src, dst, n, h),
         }
     }
 }
 
-/// The whole transform of a power-of-two vector of at least `V::LANES`
-/// elements (L1-sized in practice): a first pass fused with the in-register
-/// stages, then radix passes of at most `V::MAX_STAGES` stages.
+/// The whole transform `dst <- H src` of a power-of-two vector of `n ≥
+/// V::LANES` elements (L1-sized in practice): a first pass from `src` to
+/// `dst` fused with the in-register stages, then radix passes of at most
+/// `V::MAX_STAGES` stages on `dst`. `src == dst` transforms in place.
 ///
 /// # Safety
-/// The CPU must support `V`'s instruction set.
+/// `src[..n]` valid for reads, `dst[..n]` for reads and writes, the same
+/// elements or disjoint; the CPU must support `V`'s instruction set.
 #[inline(always)]
-pub(super) unsafe fn small<V: Butterfly>(x: &mut [V::T]) {
-    let n = x.len();
+pub(super) unsafe fn small<V: Butterfly>(src: *const V::T, dst: *mut V::T, n: usize) {
     debug_assert!(n.is_power_of_two() && n >= V::LANES);
-    let p = x.as_mut_ptr();
     let mut left = (n / V::LANES).trailing_zeros();
     let mut h = V::LANES;
     let take = next_take(left, V::MAX_STAGES);
-    // SAFETY: `p[..n]` is `x`; the instruction set is the caller's contract.
-    unsafe { contiguous_pass::<V, true>(p, n, h, take) };
+    // SAFETY: the caller's contract.
+    unsafe { contiguous_pass::<V, true>(src, dst, n, h, take) };
     left -= take;
     h <<= take;
     while left > 0 {
         let take = next_take(left, V::MAX_STAGES);
-        // SAFETY: as above.
-        unsafe { contiguous_pass::<V, false>(p, n, h, take) };
+        // SAFETY: as above; from here on in place.
+        unsafe { contiguous_pass::<V, false>(dst, dst, n, h, take) };
         left -= take;
         h <<= take;
     }
@@ -153,7 +163,7 @@ pub(super) unsafe fn small<V: Butterfly>(x: &mut [V::T]) {
 /// passes of at most `V::MAX_STAGES` stages over the strip's columns.
 ///
 /// # Safety
-/// As [`super::kernel::strip`]; `width` a multiple of `V::LANES`; the CPU
+/// As [`super::butterfly::strip`]; `width` a multiple of `V::LANES`; the CPU
 /// must support `V`'s instruction set.
 #[inline(always)]
 pub(super) unsafe fn strip<V: Butterfly>(s: &Strip<V::T>) {
@@ -165,8 +175,8 @@ pub(super) unsafe fn strip<V: Butterfly>(s: &Strip<V::T>) {
                 // SAFETY: row g + o + (R - 1) hr < rows, columns < width.
                 let row = unsafe { s.ptr.add((g + o) * s.row_len) };
                 for j in (0..s.width).step_by(V::LANES) {
-                    // SAFETY: as above.
-                    unsafe { column::<V, R, false>(row.add(j), stride) }
+                    // SAFETY: as above (in place).
+                    unsafe { column::<V, R, false>(row.add(j), row.add(j), stride) }
                 }
             }
         }

@@ -12,6 +12,7 @@
 
 pub(crate) mod cluster;
 pub mod exact;
+pub mod feature_lml;
 pub mod features;
 pub mod localized;
 pub mod metrics;
@@ -20,13 +21,45 @@ pub mod sparse;
 
 pub use exact::{fit_exact, ExactGpConfig};
 pub use exact::{ExactGp, LmlEval};
+pub use feature_lml::{fit_feature_gp, FeatureLmlConfig, FittedFeatureGp, HyperMap};
 pub use features::FeatureGp;
-pub use localized::{LocalizedConfig, LocalizedMaclaurinGp};
+pub use localized::{LocalizedConfig, LocalizedMaclaurinGp, ThresholdSearch};
 pub use optimize::{Hyper, HyperInit, OptimizerConfig};
 pub use sparse::SparseGp;
 
+use ndarray::ArrayView1;
+
 pub(crate) use crate::error::check_finite;
 use crate::error::{Error, Result};
+
+/// The target variance that scales the default hyperparameters of the GP
+/// regressors (docs/math/gp.rst, section Exact GP): the population
+/// variance `var(y)` (mean of the squared deviations from the mean), or 1
+/// when the targets are all equal (one target, a constant, no targets) or their variance underflows
+/// to 0, so that the defaults derived from it stay positive.
+pub fn target_variance_scale(y: ArrayView1<'_, f64>) -> f64 {
+    let n = y.len();
+    let Some(&first) = y.first() else {
+        return 1.0;
+    };
+    if y.iter().all(|&v| v == first) {
+        return 1.0;
+    }
+    let mean = y.sum() / n as f64;
+    let var = y.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+    if var > 0.0 {
+        var
+    } else {
+        1.0
+    }
+}
+
+/// The default noise variance of the GP regressors (docs/math/gp.rst,
+/// section Exact GP): `σ_n² = 0.1 · var(y)`, with the zero-variance rule of
+/// [`target_variance_scale`] (all targets equal: `σ_n² = 0.1`).
+pub fn initial_noise_variance(y: ArrayView1<'_, f64>) -> f64 {
+    0.1 * target_variance_scale(y)
+}
 
 /// Checks that a variance is finite and `> 0`.
 pub(crate) fn check_positive(name: &'static str, v: f64) -> Result<()> {
@@ -37,5 +70,39 @@ pub(crate) fn check_positive(name: &'static str, v: f64) -> Result<()> {
             name,
             format!("must be finite and > 0, got {v}"),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ndarray::{array, Array1};
+
+    use super::*;
+
+    #[test]
+    fn target_variance_is_the_population_variance_or_one() {
+        // var([1, 2, 3, 4]) = mean of (1.5², 0.5², 0.5², 1.5²) = 1.25.
+        assert_eq!(
+            target_variance_scale(array![1.0, 2.0, 3.0, 4.0].view()),
+            1.25
+        );
+        assert_eq!(
+            initial_noise_variance(array![1.0, 2.0, 3.0, 4.0].view()),
+            0.125
+        );
+        // 0.1 three times: the computed mean is not exactly 0.1, so the
+        // deviations would leave a rounding-sized variance; equal targets
+        // give 1 (σ_n² = 0.1) whatever the rounding.
+        for y in [
+            Array1::from_elem(3, 0.1),
+            Array1::from_elem(7, -2.3e-7),
+            array![5.0],
+            Array1::zeros(0),
+        ] {
+            assert_eq!(target_variance_scale(y.view()), 1.0, "{y}");
+            assert_eq!(initial_noise_variance(y.view()), 0.1, "{y}");
+        }
+        // A variance that underflows to 0 counts as zero too.
+        assert_eq!(target_variance_scale(array![0.0, 1e-300].view()), 1.0);
     }
 }

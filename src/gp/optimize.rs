@@ -182,9 +182,11 @@ pub struct HyperInit {
     /// Fixed or initial length scale(s): one value, or one per dimension
     /// with `ard`. `None`: the median pairwise distance.
     pub length_scale: Option<Vec<f64>>,
-    /// Fixed or initial kernel variance. `None`: `var(y)`.
+    /// Fixed or initial kernel variance. `None`: `var(y)`
+    /// ([`super::target_variance_scale`]: 1 when the targets are all equal).
     pub kernel_variance: Option<f64>,
-    /// Fixed or initial noise variance. `None`: `0.1 var(y)`.
+    /// Fixed or initial noise variance. `None`:
+    /// [`super::initial_noise_variance`], `0.1 var(y)`.
     pub noise_variance: Option<f64>,
     /// One length scale per input dimension.
     pub ard: bool,
@@ -218,10 +220,8 @@ impl HyperInit {
     /// [`Error::InvalidParameter`] for a length-scale count other than 1 (or
     /// `d` with `ard`) and for values that are not finite and `> 0`.
     pub fn resolve(&self, x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>) -> Result<LogParams> {
-        let (n, d) = x.dim();
-        let y_avg = y.sum() / n.max(1) as f64;
-        let var_y = y.iter().map(|v| (v - y_avg) * (v - y_avg)).sum::<f64>() / n.max(1) as f64;
-        let var_y = if var_y > 0.0 { var_y } else { 1.0 };
+        let d = x.ncols();
+        let var_y = super::target_variance_scale(y);
         let n_ls = if self.ard { d } else { 1 };
         let ls = match &self.length_scale {
             None => vec![median_pairwise_distance(x); n_ls],
@@ -246,7 +246,9 @@ impl HyperInit {
             check_positive("length_scale", l)?;
         }
         let kv = self.kernel_variance.unwrap_or(var_y);
-        let nv = self.noise_variance.unwrap_or(0.1 * var_y);
+        let nv = self
+            .noise_variance
+            .unwrap_or_else(|| super::initial_noise_variance(y));
         check_positive("kernel_variance", kv)?;
         check_positive("noise_variance", nv)?;
         let mut values = ls;

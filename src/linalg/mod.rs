@@ -12,7 +12,7 @@ use faer::{Mat, MatMut, MatRef, Par};
 use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2, ShapeBuilder};
 
 use crate::error::{Error, Result};
-use crate::real::Real;
+use crate::real::{cast_view, cast_view_mut, Real};
 use crate::threads::Parallelism;
 
 /// The faer parallelism for a [`Parallelism`]: all threads of the current
@@ -43,40 +43,31 @@ pub fn as_faer_mut<T>(mut a: ArrayViewMut2<'_, T>) -> MatMut<'_, T> {
 }
 
 /// `c <- a b` on one thread through faer's GEMM (`T` is `f32` or `f64`).
-pub(crate) fn gemm<T: Real>(a: ArrayView2<T>, b: ArrayView2<T>, c: ArrayViewMut2<T>) {
-    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f64>() {
-        // SAFETY: T is f64 (checked above), so the casts are identity casts.
-        unsafe { gemm_typed::<f64, T>(a, b, c) }
-    } else if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
-        // SAFETY: T is f32 (checked above).
-        unsafe { gemm_typed::<f32, T>(a, b, c) }
+pub(crate) fn gemm<T: Real>(a: ArrayView2<T>, b: ArrayView2<T>, mut c: ArrayViewMut2<T>) {
+    if let (Some(a), Some(b), Some(c)) = (cast_view(a), cast_view(b), cast_view_mut(c.view_mut())) {
+        faer_gemm::<f64>(a, b, c);
+    } else if let (Some(a), Some(b), Some(c)) =
+        (cast_view(a), cast_view(b), cast_view_mut(c.view_mut()))
+    {
+        faer_gemm::<f32>(a, b, c);
     } else {
-        let mut c = c;
         ndarray::linalg::general_mat_mul(T::one(), &a, &b, T::zero(), &mut c);
     }
 }
 
-/// # Safety
-/// `E` and `T` must be the same type.
-unsafe fn gemm_typed<E, T>(a: ArrayView2<T>, b: ArrayView2<T>, mut c: ArrayViewMut2<T>)
+/// `c <- a b` on one thread through faer's GEMM.
+fn faer_gemm<E>(a: ArrayView2<E>, b: ArrayView2<E>, c: ArrayViewMut2<E>)
 where
     E: faer::traits::ComplexField + num_traits::One,
 {
-    let (ar, ac) = a.dim();
-    let (br, bc) = b.dim();
-    let (cr, cc) = c.dim();
-    let sa = a.strides();
-    let sb = b.strides();
-    let sc = c.strides().to_vec();
-    // SAFETY: the views describe valid memory of E-typed elements (E == T)
-    // with the given shapes and strides; `c` is borrowed mutably.
-    unsafe {
-        let fa = faer::MatRef::<E>::from_raw_parts(a.as_ptr() as *const E, ar, ac, sa[0], sa[1]);
-        let fb = faer::MatRef::<E>::from_raw_parts(b.as_ptr() as *const E, br, bc, sb[0], sb[1]);
-        let fc =
-            faer::MatMut::<E>::from_raw_parts_mut(c.as_mut_ptr() as *mut E, cr, cc, sc[0], sc[1]);
-        faer::linalg::matmul::matmul(fc, faer::Accum::Replace, fa, fb, E::one(), faer::Par::Seq);
-    }
+    faer::linalg::matmul::matmul(
+        as_faer_mut(c),
+        faer::Accum::Replace,
+        as_faer(a),
+        as_faer(b),
+        E::one(),
+        faer::Par::Seq,
+    );
 }
 
 /// The relative jitters `ε` of the ladder of ALGORITHMS.md 7.1: after a

@@ -21,13 +21,12 @@
 //! any thread count (blocks in order, one tile per entry and block); it
 //! depends on the instruction set (lane count, FMA).
 
-use std::any::TypeId;
 use std::cell::Cell;
 
 use rayon::prelude::*;
 
 use crate::real::Real;
-use crate::simd::Vector;
+use crate::simd::{Portable, Simd, Vector, WithSimd};
 use crate::threads::Parallelism;
 
 pub use crate::simd::Isa;
@@ -94,7 +93,7 @@ pub fn gram_lower<T: Real>(
     assert!(extra.len() == r * k, "gram_lower: extra rows");
     assert!(ldc >= d && c.len() >= (d - 1) * ldc + d, "gram_lower: C");
     assert!(ext.len() >= d * r, "gram_lower: ext");
-    assert!(Isa::available().contains(&isa), "gram_lower: {isa:?}");
+    assert!(isa.is_available(), "gram_lower: {isa:?}");
     let panels = (d + r).div_ceil(W);
     let cols = d.div_ceil(W);
     let parallel = par.is_parallel();
@@ -132,7 +131,6 @@ pub fn gram_lower<T: Real>(
         let kc = KC.min(k - k0);
         let packed = &mut buf[..panels * W * kc];
         let src = Src {
-            isa,
             a,
             layout,
             d,
@@ -140,13 +138,22 @@ pub fn gram_lower<T: Real>(
             extra,
             r,
         };
+        let pack = |p0: usize, dst: &mut [f64]| {
+            isa.dispatch(Pack {
+                src: &src,
+                dst,
+                p0,
+                k0,
+                kc,
+            })
+        };
         if parallel {
             packed
                 .par_chunks_mut(16 * W * kc)
                 .enumerate()
-                .for_each(|(q, dst)| src.pack(dst, 16 * q, k0, kc));
+                .for_each(|(q, dst)| pack(16 * q, dst));
         } else {
-            src.pack(packed, 0, k0, kc);
+            pack(0, packed);
         }
         let packed = &buf[..panels * W * kc];
         let run = |rows: &std::ops::Range<usize>| {
@@ -173,7 +180,6 @@ thread_local! {
 
 /// The source of the packed panels.
 struct Src<'a, T> {
-    isa: Isa,
     a: &'a [T],
     layout: Layout,
     d: usize,
@@ -199,8 +205,9 @@ impl<T: Real> Src<'_, T> {
     }
 
     /// Packs the panels from `p0` on into `dst` (whole panels of `kc`
-    /// samples from `k0`).
-    fn pack(&self, dst: &mut [f64], p0: usize, k0: usize, kc: usize) {
+    /// samples from `k0`), with the instruction set `S`.
+    #[inline(always)]
+    fn pack<S: Tile>(&self, dst: &mut [f64], p0: usize, k0: usize, kc: usize) {
         let mut first = 0;
         if let Layout::SampleMajor { ld } = self.layout {
             // Sample by sample: one contiguous stretch of each row of `Φ`
@@ -233,41 +240,53 @@ impl<T: Real> Src<'_, T> {
                 // Full panels: packed above.
                 Layout::SampleMajor { .. } => {}
                 Layout::FeatureMajor { ld } => {
-                    #[cfg(target_arch = "x86_64")]
-                    if self.isa == Isa::Avx512 && TypeId::of::<T>() == TypeId::of::<f64>() {
-                        let src = &self.a[i0 * ld + k0..(i0 + W - 1) * ld + k0 + kc];
-                        // SAFETY: `T` is `f64` (checked through `TypeId`), so
-                        // the slice holds `f64` values; the CPU supports
-                        // AVX-512F (checked by `gram_lower`); `src` covers
-                        // the 8 rows of `kc` samples and `panel` holds
-                        // `8·kc` values.
-                        unsafe { x86::transpose_panel(src.as_ptr() as *const f64, ld, kc, panel) };
-                        continue;
-                    }
-                    let rows: [&[T]; W] =
-                        std::array::from_fn(|rr| &self.a[(i0 + rr) * ld + k0..][..kc]);
-                    // 8 × 8 blocks: 8 contiguous reads per row, then the
-                    // transposed writes.
-                    let full = kc / W * W;
-                    for kb in (0..full).step_by(W) {
-                        let blk: [[f64; W]; W] = std::array::from_fn(|rr| {
-                            std::array::from_fn(|t| rows[rr][kb + t].to_f64_exact())
-                        });
-                        for t in 0..W {
-                            let s = &mut panel[(kb + t) * W..][..W];
-                            for (rr, v) in s.iter_mut().enumerate() {
-                                *v = blk[rr][t];
-                            }
-                        }
-                    }
-                    for kk in full..kc {
-                        for (rr, row) in rows.iter().enumerate() {
-                            panel[kk * W + rr] = row[kk].to_f64_exact();
-                        }
-                    }
+                    let rows = &self.a[i0 * ld + k0..(i0 + W - 1) * ld + k0 + kc];
+                    S::pack_panel(rows, ld, kc, panel);
                 }
             }
         }
+    }
+}
+
+/// Packs `W` feature-major rows (`a[i·ld..][..kc]`, `i < W`) into one
+/// panel (`panel[k·W + i]`) in `W × W` blocks: `W` contiguous reads per
+/// row, then the transposed writes.
+#[inline(always)]
+fn pack_panel_by_blocks<T: Real>(a: &[T], ld: usize, kc: usize, panel: &mut [f64]) {
+    let rows: [&[T]; W] = std::array::from_fn(|rr| &a[rr * ld..][..kc]);
+    let full = kc / W * W;
+    for kb in (0..full).step_by(W) {
+        let blk: [[f64; W]; W] =
+            std::array::from_fn(|rr| std::array::from_fn(|t| rows[rr][kb + t].to_f64_exact()));
+        for t in 0..W {
+            let s = &mut panel[(kb + t) * W..][..W];
+            for (rr, v) in s.iter_mut().enumerate() {
+                *v = blk[rr][t];
+            }
+        }
+    }
+    for kk in full..kc {
+        for (rr, row) in rows.iter().enumerate() {
+            panel[kk * W + rr] = row[kk].to_f64_exact();
+        }
+    }
+}
+
+/// The packing of panels from `p0` on (see [`Src::pack`]) as an operation
+/// of [`crate::simd`].
+struct Pack<'a, T> {
+    src: &'a Src<'a, T>,
+    dst: &'a mut [f64],
+    p0: usize,
+    k0: usize,
+    kc: usize,
+}
+
+impl<S: Tile, T: Real> WithSimd<S> for Pack<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd(self, _: S) {
+        self.src.pack::<S>(self.dst, self.p0, self.k0, self.kc)
     }
 }
 
@@ -284,11 +303,12 @@ struct Out {
 // `gram_lower`).
 unsafe impl Sync for Out {}
 
-/// Runs the tiles of the row panels `rows` over one packed block.
+/// Runs the tiles of the row panels `rows` over one packed block (panics
+/// if this CPU lacks `isa`).
 ///
 /// # Safety
-/// `isa` is supported; `packed` holds every row panel of the block; `out`
-/// covers the shapes and no other task writes these rows.
+/// `packed` holds every row panel of the block; `out` covers the shapes
+/// and no other task writes these rows.
 unsafe fn compute(
     isa: Isa,
     out: &Out,
@@ -304,25 +324,28 @@ unsafe fn compute(
         cols,
         rows,
     };
-    // SAFETY: the caller's contract.
-    unsafe {
-        match isa {
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => x86::run_avx512(&blk),
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => x86::run_avx2(&blk),
-            _ => drive::<Portable>(&blk),
-        }
-    }
+    isa.dispatch(blk)
 }
 
-/// One packed block and the row panels one task computes.
+/// One packed block and the row panels one task computes, as an operation
+/// of [`crate::simd`]. Made only by [`compute`], whose caller guarantees
+/// its contract.
 struct Block<'a> {
     out: &'a Out,
     packed: *const f64,
     kc: usize,
     cols: usize,
     rows: std::ops::Range<usize>,
+}
+
+impl<S: Tile> WithSimd<S> for Block<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd(self, _: S) {
+        // SAFETY: the contract of `compute` (see `Block`); the token proves
+        // the instruction set.
+        unsafe { drive::<S>(&self) }
+    }
 }
 
 /// A register of `f64` lanes ([`Vector`]) that can add its first lanes to
@@ -347,25 +370,31 @@ unsafe impl AddTo for f64 {
 }
 
 /// The register tile of one instruction set: `R` rows (dividing [`W`]) by
-/// up to `MV` column panels.
+/// up to `MV` column panels, and the packing of a full feature-major panel.
 ///
 /// # Safety
-/// `tile` may use instructions that the caller must have checked.
-unsafe trait Kernel {
+/// `tile` and `pack_panel` may use the instruction set's instructions:
+/// they are called under its token only.
+unsafe trait Tile: Simd {
+    /// Rows per tile.
     const R: usize;
+    /// Column panels per tile.
     const MV: usize;
     /// Adds the tile of rows `i0..i0 + R` (broadcast from `bp`) by the
     /// `mv ≤ MV` column panels from `ap` (`ps` apart), columns from `j0`
     /// (`ij = [i0, j0, mv, live]`); only the first `live ≤ R` rows exist
     /// (a narrower tile may be used for them: the last panel's padding).
     unsafe fn tile(o: &Out, bp: *const f64, ap: *const f64, ps: usize, kc: usize, ij: [usize; 4]);
+    /// Packs `W` feature-major rows (`a[i·ld..][..kc]`, `i < W`) into one
+    /// panel (`panel[k·W + i]`, at least `W·kc` values).
+    #[inline(always)]
+    fn pack_panel<T: Real>(a: &[T], ld: usize, kc: usize, panel: &mut [f64]) {
+        pack_panel_by_blocks(a, ld, kc, panel)
+    }
 }
 
-/// The portable kernel: 2 rows × 1 panel of scalars.
-struct Portable;
-
-// SAFETY: plain scalar code.
-unsafe impl Kernel for Portable {
+// SAFETY: plain scalar code: 2 rows × 1 panel of scalars.
+unsafe impl Tile for Portable {
     const R: usize = 2;
     const MV: usize = 1;
     #[inline(always)]
@@ -378,7 +407,8 @@ unsafe impl Kernel for Portable {
 /// The `R × NV`-vector tile at rows `i0..`, columns `j0..` over `kc`
 /// samples (`ij = [i0, j0, ..]`), added to the output (lower part only).
 #[inline(always)]
-// Explicit indices: the register tile's loops as measured (no spills).
+// Explicit indices: the register tile's loops, which keep the accumulators
+// in registers (no spills).
 #[allow(clippy::needless_range_loop)]
 unsafe fn tile<V: AddTo, const R: usize, const NV: usize>(
     o: &Out,
@@ -442,7 +472,7 @@ unsafe fn tile<V: AddTo, const R: usize, const NV: usize>(
 /// The loops over one block: `NC`-column blocks, then the task's row
 /// panels, then their tiles left of (and on) the diagonal.
 #[inline(always)]
-unsafe fn drive<K: Kernel>(b: &Block<'_>) {
+unsafe fn drive<K: Tile>(b: &Block<'_>) {
     let ps = W * b.kc;
     let ncp = NC / W;
     // Rows of `[A; E]`: sub-blocks past them are skipped, a partly
@@ -477,54 +507,55 @@ unsafe fn drive<K: Kernel>(b: &Block<'_>) {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{drive, tile, AddTo, Block, Kernel, Out};
+    use super::{pack_panel_by_blocks, tile, AddTo, Out, Real, Tile};
+    use crate::real::cast_slice;
     use crate::simd::x86::{F64x4, F64x8};
+    use crate::simd::{Avx2, Avx512};
     use std::arch::x86_64::*;
 
-    // SAFETY: compiled with AVX-512F (+ AVX2, FMA); used only from
-    // `run_avx512`.
+    // SAFETY: compiled for AVX-512; called under the `Avx512` token only.
     unsafe impl AddTo for F64x8 {
-        #[inline]
-        #[target_feature(enable = "avx512f,avx2,fma")]
-        unsafe fn add_to(self, p: *mut f64, len: usize) {
-            // SAFETY: the caller's contract (`len` writable values).
-            unsafe {
-                if len >= 8 {
-                    _mm512_storeu_pd(p, _mm512_add_pd(_mm512_loadu_pd(p), self.0));
-                } else {
-                    let m: __mmask8 = (1u8 << len) - 1;
-                    let old = _mm512_maskz_loadu_pd(m, p);
-                    _mm512_mask_storeu_pd(p, m, _mm512_add_pd(old, self.0));
-                }
-            }
-        }
-    }
-
-    // SAFETY: compiled with AVX2 + FMA; used only from `run_avx2`.
-    unsafe impl AddTo for F64x4 {
-        #[inline]
-        #[target_feature(enable = "avx2,fma")]
-        unsafe fn add_to(self, p: *mut f64, len: usize) {
-            // SAFETY: the caller's contract (`len` writable values).
-            unsafe {
-                if len >= 4 {
-                    _mm256_storeu_pd(p, _mm256_add_pd(_mm256_loadu_pd(p), self.0));
-                } else {
-                    let mut lanes = [0.0; 4];
-                    _mm256_storeu_pd(lanes.as_mut_ptr(), self.0);
-                    for (l, v) in lanes[..len].iter().enumerate() {
-                        *p.add(l) += v;
+        isa_target! { Avx512
+            #[inline]
+            unsafe fn add_to(self, p: *mut f64, len: usize) {
+                // SAFETY: the caller's contract (`len` writable values).
+                unsafe {
+                    if len >= 8 {
+                        _mm512_storeu_pd(p, _mm512_add_pd(_mm512_loadu_pd(p), self.0));
+                    } else {
+                        let m: __mmask8 = (1u8 << len) - 1;
+                        let old = _mm512_maskz_loadu_pd(m, p);
+                        _mm512_mask_storeu_pd(p, m, _mm512_add_pd(old, self.0));
                     }
                 }
             }
         }
     }
 
-    /// AVX-512F: 8 rows × 3 panels (24 `zmm` accumulators).
-    struct Avx512;
+    // SAFETY: compiled for AVX2 + FMA; called under the `Avx2` token only.
+    unsafe impl AddTo for F64x4 {
+        isa_target! { Avx2
+            #[inline]
+            unsafe fn add_to(self, p: *mut f64, len: usize) {
+                // SAFETY: the caller's contract (`len` writable values).
+                unsafe {
+                    if len >= 4 {
+                        _mm256_storeu_pd(p, _mm256_add_pd(_mm256_loadu_pd(p), self.0));
+                    } else {
+                        let mut lanes = [0.0; 4];
+                        _mm256_storeu_pd(lanes.as_mut_ptr(), self.0);
+                        for (l, v) in lanes[..len].iter().enumerate() {
+                            *p.add(l) += v;
+                        }
+                    }
+                }
+            }
+        }
+    }
 
-    // SAFETY: used only from `run_avx512`.
-    unsafe impl Kernel for Avx512 {
+    // SAFETY: the AVX-512 tiles and transposition, under the `Avx512` token
+    // only: 8 rows × 3 panels (24 `zmm` accumulators).
+    unsafe impl Tile for Avx512 {
         const R: usize = 8;
         const MV: usize = 3;
         #[inline(always)]
@@ -551,13 +582,23 @@ mod x86 {
                 }
             }
         }
+        #[inline(always)]
+        fn pack_panel<T: Real>(a: &[T], ld: usize, kc: usize, panel: &mut [f64]) {
+            match cast_slice::<T, f64>(a) {
+                Some(a) => {
+                    assert!(a.len() >= 7 * ld + kc && panel.len() >= 8 * kc);
+                    // SAFETY: under the `Avx512` token; `a` holds the 8
+                    // rows and `panel` `8·kc` values (checked above).
+                    unsafe { transpose_panel(a.as_ptr(), ld, kc, panel) }
+                }
+                None => pack_panel_by_blocks(a, ld, kc, panel),
+            }
+        }
     }
 
-    /// AVX2 + FMA: 4 rows × 1 panel (8 `ymm` accumulators).
-    struct Avx2;
-
-    // SAFETY: used only from `run_avx2`.
-    unsafe impl Kernel for Avx2 {
+    // SAFETY: the AVX2 tiles, under the `Avx2` token only: 4 rows × 1 panel
+    // (8 `ymm` accumulators).
+    unsafe impl Tile for Avx2 {
         const R: usize = 4;
         const MV: usize = 1;
         #[inline(always)]
@@ -580,71 +621,61 @@ mod x86 {
         }
     }
 
-    /// Packs 8 feature-major rows (`a + i·ld`, `kc` samples each) into one
-    /// panel (`dst[k·8 + i]`): 8 × 8 blocks transposed in registers (two
-    /// rounds of 128-bit lane shuffles after the in-lane unpacks), the
-    /// `kc mod 8` tail one value at a time.
-    ///
-    /// # Safety
-    /// AVX-512F; `a` holds the 8 rows, `dst` at least `8·kc` values.
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn transpose_panel(a: *const f64, ld: usize, kc: usize, dst: &mut [f64]) {
-        assert!(dst.len() >= 8 * kc);
-        let o = dst.as_mut_ptr();
-        let full = kc / 8 * 8;
-        // SAFETY (whole body): the caller's contract.
-        unsafe {
-            for kb in (0..full).step_by(8) {
-                let r: [__m512d; 8] = std::array::from_fn(|i| _mm512_loadu_pd(a.add(i * ld + kb)));
-                // t[2m] / t[2m + 1]: the even / odd samples of rows 2m, 2m + 1.
-                let t = [
-                    _mm512_unpacklo_pd(r[0], r[1]),
-                    _mm512_unpackhi_pd(r[0], r[1]),
-                    _mm512_unpacklo_pd(r[2], r[3]),
-                    _mm512_unpackhi_pd(r[2], r[3]),
-                    _mm512_unpacklo_pd(r[4], r[5]),
-                    _mm512_unpackhi_pd(r[4], r[5]),
-                    _mm512_unpacklo_pd(r[6], r[7]),
-                    _mm512_unpackhi_pd(r[6], r[7]),
-                ];
-                let u = [
-                    _mm512_shuffle_f64x2::<0x88>(t[0], t[2]),
-                    _mm512_shuffle_f64x2::<0xDD>(t[0], t[2]),
-                    _mm512_shuffle_f64x2::<0x88>(t[1], t[3]),
-                    _mm512_shuffle_f64x2::<0xDD>(t[1], t[3]),
-                    _mm512_shuffle_f64x2::<0x88>(t[4], t[6]),
-                    _mm512_shuffle_f64x2::<0xDD>(t[4], t[6]),
-                    _mm512_shuffle_f64x2::<0x88>(t[5], t[7]),
-                    _mm512_shuffle_f64x2::<0xDD>(t[5], t[7]),
-                ];
-                let p = o.add(kb * 8);
-                _mm512_storeu_pd(p, _mm512_shuffle_f64x2::<0x88>(u[0], u[4]));
-                _mm512_storeu_pd(p.add(8), _mm512_shuffle_f64x2::<0x88>(u[2], u[6]));
-                _mm512_storeu_pd(p.add(16), _mm512_shuffle_f64x2::<0x88>(u[1], u[5]));
-                _mm512_storeu_pd(p.add(24), _mm512_shuffle_f64x2::<0x88>(u[3], u[7]));
-                _mm512_storeu_pd(p.add(32), _mm512_shuffle_f64x2::<0xDD>(u[0], u[4]));
-                _mm512_storeu_pd(p.add(40), _mm512_shuffle_f64x2::<0xDD>(u[2], u[6]));
-                _mm512_storeu_pd(p.add(48), _mm512_shuffle_f64x2::<0xDD>(u[1], u[5]));
-                _mm512_storeu_pd(p.add(56), _mm512_shuffle_f64x2::<0xDD>(u[3], u[7]));
-            }
-            for k in full..kc {
-                for i in 0..8 {
-                    *o.add(k * 8 + i) = *a.add(i * ld + k);
+    isa_target! { Avx512
+        /// Packs 8 feature-major rows (`a + i·ld`, `kc` samples each) into one
+        /// panel (`dst[k·8 + i]`): 8 × 8 blocks transposed in registers (two
+        /// rounds of 128-bit lane shuffles after the in-lane unpacks), the
+        /// `kc mod 8` tail one value at a time.
+        ///
+        /// # Safety
+        /// AVX-512F; `a` holds the 8 rows, `dst` at least `8·kc` values.
+        #[inline]
+        unsafe fn transpose_panel(a: *const f64, ld: usize, kc: usize, dst: &mut [f64]) {
+            let o = dst.as_mut_ptr();
+            let full = kc / 8 * 8;
+            // SAFETY (whole body): the caller's contract.
+            unsafe {
+                for kb in (0..full).step_by(8) {
+                    let r: [__m512d; 8] =
+                        std::array::from_fn(|i| _mm512_loadu_pd(a.add(i * ld + kb)));
+                    // t[2m] / t[2m + 1]: the even / odd samples of rows 2m, 2m + 1.
+                    let t = [
+                        _mm512_unpacklo_pd(r[0], r[1]),
+                        _mm512_unpackhi_pd(r[0], r[1]),
+                        _mm512_unpacklo_pd(r[2], r[3]),
+                        _mm512_unpackhi_pd(r[2], r[3]),
+                        _mm512_unpacklo_pd(r[4], r[5]),
+                        _mm512_unpackhi_pd(r[4], r[5]),
+                        _mm512_unpacklo_pd(r[6], r[7]),
+                        _mm512_unpackhi_pd(r[6], r[7]),
+                    ];
+                    let u = [
+                        _mm512_shuffle_f64x2::<0x88>(t[0], t[2]),
+                        _mm512_shuffle_f64x2::<0xDD>(t[0], t[2]),
+                        _mm512_shuffle_f64x2::<0x88>(t[1], t[3]),
+                        _mm512_shuffle_f64x2::<0xDD>(t[1], t[3]),
+                        _mm512_shuffle_f64x2::<0x88>(t[4], t[6]),
+                        _mm512_shuffle_f64x2::<0xDD>(t[4], t[6]),
+                        _mm512_shuffle_f64x2::<0x88>(t[5], t[7]),
+                        _mm512_shuffle_f64x2::<0xDD>(t[5], t[7]),
+                    ];
+                    let p = o.add(kb * 8);
+                    _mm512_storeu_pd(p, _mm512_shuffle_f64x2::<0x88>(u[0], u[4]));
+                    _mm512_storeu_pd(p.add(8), _mm512_shuffle_f64x2::<0x88>(u[2], u[6]));
+                    _mm512_storeu_pd(p.add(16), _mm512_shuffle_f64x2::<0x88>(u[1], u[5]));
+                    _mm512_storeu_pd(p.add(24), _mm512_shuffle_f64x2::<0x88>(u[3], u[7]));
+                    _mm512_storeu_pd(p.add(32), _mm512_shuffle_f64x2::<0xDD>(u[0], u[4]));
+                    _mm512_storeu_pd(p.add(40), _mm512_shuffle_f64x2::<0xDD>(u[2], u[6]));
+                    _mm512_storeu_pd(p.add(48), _mm512_shuffle_f64x2::<0xDD>(u[1], u[5]));
+                    _mm512_storeu_pd(p.add(56), _mm512_shuffle_f64x2::<0xDD>(u[3], u[7]));
+                }
+                for k in full..kc {
+                    for i in 0..8 {
+                        *o.add(k * 8 + i) = *a.add(i * ld + k);
+                    }
                 }
             }
         }
-    }
-
-    #[target_feature(enable = "avx512f,avx2,fma")]
-    pub(super) unsafe fn run_avx512(b: &Block<'_>) {
-        // SAFETY: the caller's contract.
-        unsafe { drive::<Avx512>(b) }
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn run_avx2(b: &Block<'_>) {
-        // SAFETY: the caller's contract.
-        unsafe { drive::<Avx2>(b) }
     }
 }
 

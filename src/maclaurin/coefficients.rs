@@ -46,6 +46,32 @@ impl MaclaurinKernel {
         Ok(k)
     }
 
+    /// The kernel of the Python options: `degree` is required by (and
+    /// allowed for) the polynomial kernel only, and a nonzero `bias` too.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `degree` or `bias` when one is
+    /// given where it does not apply (or `degree` is missing), or as
+    /// [`Self::parse`].
+    pub fn from_options(name: &str, degree: Option<u32>, bias: f64) -> Result<Self> {
+        match (name, degree) {
+            ("polynomial", Some(q)) => Self::parse(name, q, bias),
+            ("polynomial", None) => Err(Error::invalid(
+                "degree",
+                "is required for kernel='polynomial'",
+            )),
+            (_, Some(q)) => Err(Error::invalid(
+                "degree",
+                format!("applies to kernel='polynomial' only, got degree={q} with kernel={name:?}"),
+            )),
+            (_, None) if bias != 0.0 => Err(Error::invalid(
+                "bias",
+                format!("applies to kernel='polynomial' only, got bias={bias}"),
+            )),
+            (_, None) => Self::parse(name, 1, 0.0),
+        }
+    }
+
     /// Checks the polynomial parameters (`q >= 1`, finite `c >= 0`).
     pub fn validate(&self) -> Result<()> {
         if let Self::Polynomial { degree, bias } = *self {

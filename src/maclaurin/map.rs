@@ -258,7 +258,9 @@ impl MaclaurinMap {
                 if n < 2 {
                     return Err(Error::invalid(
                         "X",
-                        "the optimized allocation needs at least 2 rows",
+                        format!(
+                            "the optimized allocation needs at least 2 rows, got n_samples = {n}"
+                        ),
                     ));
                 }
                 let n_s = n.min(config.n_subsample);
@@ -520,6 +522,45 @@ impl MaclaurinMap {
             n_pairs: 0,
             dropped_pairs: 0,
         })
+    }
+
+    /// The same map (allocation, sketches, center) at another length scale
+    /// and kernel variance: `x̃ = (x − c)/l` and the factor `σ` change,
+    /// nothing random is redrawn. Equal, bit for bit, to [`Self::rebuild`]
+    /// with these two settings changed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] unless both are finite and `> 0`.
+    pub fn with_kernel_parameters(&self, length_scale: f64, kernel_variance: f64) -> Result<Self> {
+        let mut map = self.clone();
+        map.config.length_scale = length_scale;
+        map.config.kernel_variance = kernel_variance;
+        map.config.validate()?;
+        Ok(map)
+    }
+
+    /// The polynomial degree of every output column in `x̃`: 0 for the
+    /// constant and the zero column, 1 for the h01 linear columns, `n` for
+    /// the columns of the degree-`n` block (both halves of a complex one),
+    /// `k` for column `k` of the explicit `d = 1` map. Every column is
+    /// `σ g(x̃)` times a homogeneous polynomial of that degree in `x̃`.
+    pub fn column_degrees(&self) -> Vec<u32> {
+        let width = self.width();
+        if self.explicit_1d {
+            return (0..width as u32).collect();
+        }
+        let mut deg = Vec::with_capacity(width);
+        if self.counts[0] == 1 {
+            deg.push(0);
+        }
+        if self.config.h01 {
+            deg.extend(std::iter::repeat_n(1, self.dim));
+        }
+        for b in &self.blocks {
+            deg.extend(std::iter::repeat_n(b.sketch.degree(), b.sketch.width()));
+        }
+        deg.resize(width, 0);
+        deg
     }
 
     /// The settings the map was built with.

@@ -1,17 +1,22 @@
-//! Bindings of [`crate::binning`]: draw the grids, fit a vocabulary, and
-//! transform in vocabulary or hashing mode. The CSR arrays are Rust vectors
-//! handed to NumPy without a copy (`IntoPyArray`).
+//! Bindings of [`crate::binning`]: the fitted map as a handle
+//! (`_core.BinningMap`: the grids with a vocabulary or hashed columns),
+//! pickled by value. The CSR arrays are Rust vectors handed to NumPy
+//! without a copy (`IntoPyArray`).
 
-use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArray2};
 use pyo3::prelude::*;
-use pyo3::types::{PyAny, PyTuple};
+use pyo3::types::{PyAny, PyTuple, PyType};
 
-use super::ffi;
-use crate::binning::{
-    hashed_transform, kernel_by_name, BinningGrids, CsrIndex, CsrMatrix, Vocabulary,
-};
+use super::ffi::{self, with_float_view, FloatArray2};
+use crate::binning::{kernel_by_name, BinColumns, BinningGrids, BinningMap, CsrIndex, CsrMatrix};
 use crate::real::Real;
 use crate::threads::Parallelism;
+
+/// A fitted random binning map (docs/math/binning.rst), pickled by value.
+#[pyclass(name = "BinningMap", module = "randfeat_rs._core", frozen)]
+pub(super) struct PyBinningMap {
+    inner: BinningMap,
+}
 
 fn index_array<'py>(py: Python<'py>, v: CsrIndex) -> Bound<'py, PyAny> {
     match v {
@@ -32,155 +37,140 @@ fn csr_tuple<'py, T: Real + numpy::Element>(
     PyTuple::new(py, [data, indices, indptr, n_cols])
 }
 
-fn grids_from(
-    pitches: PyReadonlyArray2<'_, f64>,
-    shifts: PyReadonlyArray2<'_, f64>,
-    hash_seed: u64,
-) -> crate::Result<BinningGrids> {
-    BinningGrids::from_parts(
-        pitches.as_array().to_owned(),
-        shifts.as_array().to_owned(),
-        hash_seed,
-    )
-}
-
-fn is_f32(x: &Bound<'_, PyAny>) -> bool {
-    x.downcast::<PyArray2<f32>>().is_ok()
-}
-
-/// `(pitches, shifts, hash_seed)` of freshly drawn grids.
-type DrawnGrids<'py> = (Bound<'py, PyArray2<f64>>, Bound<'py, PyArray2<f64>>, u64);
-
-/// Draws `n_grids` grids for `kernel`: returns `(pitches, shifts, hash_seed)`.
-#[pyfunction]
-fn binning_draw<'py>(
+/// `BinningMap::fit` on `x`, as `(handle, training features or None)`.
+fn fit_view<'py, T: Real + numpy::Element>(
     py: Python<'py>,
-    kernel: &str,
-    length_scale: f64,
-    n_grids: i64,
-    n_features: i64,
-    seed: u64,
-) -> PyResult<DrawnGrids<'py>> {
-    let n_grids = usize::try_from(n_grids).unwrap_or(0);
-    let n_features = usize::try_from(n_features).unwrap_or(0);
-    let kernel = kernel.to_owned();
-    let grids = ffi::call(py, move || {
-        let k = kernel_by_name(&kernel, length_scale)?;
-        BinningGrids::draw(k.as_ref(), n_grids, n_features, seed)
-    })?;
-    let hash_seed = grids.hash_seed();
-    Ok((
-        grids.pitches().clone().into_pyarray(py),
-        grids.shifts().clone().into_pyarray(py),
-        hash_seed,
-    ))
-}
-
-fn fit_typed<'py, T: Real + numpy::Element>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
     grids: BinningGrids,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let x: PyReadonlyArray2<'py, T> = x.extract()?;
-    let view = x.as_array();
-    let (vocab, z) = ffi::call(py, || Vocabulary::fit(&grids, view, Parallelism::Rayon))?;
-    let keys = vocab.keys().to_vec().into_pyarray(py).into_any();
-    let offsets = vocab.offsets().to_vec().into_pyarray(py).into_any();
-    let csr = csr_tuple(py, z)?.into_any();
-    PyTuple::new(py, [keys, offsets, csr])
+    x: ndarray::ArrayView2<'_, T>,
+    hashing: Option<u64>,
+) -> PyResult<(PyBinningMap, Option<Bound<'py, PyTuple>>)> {
+    let (inner, z) = ffi::call(py, || {
+        BinningMap::fit(grids, x, hashing, Parallelism::Rayon)
+    })?;
+    let z = z.map(|z| csr_tuple(py, z)).transpose()?;
+    Ok((PyBinningMap { inner }, z))
 }
 
-/// Learns the vocabulary of `x`: returns `(keys, offsets, (data, indices,
-/// indptr, n_cols))`, the last being the training features.
-#[pyfunction]
-fn binning_fit<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    pitches: PyReadonlyArray2<'py, f64>,
-    shifts: PyReadonlyArray2<'py, f64>,
-    hash_seed: u64,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let grids = ffi::map_result(py, grids_from(pitches, shifts, hash_seed))?;
-    if is_f32(x) {
-        fit_typed::<f32>(py, x, grids)
-    } else {
-        fit_typed::<f64>(py, x, grids)
+/// What the fits return: the handle and, in vocabulary mode, the training
+/// features `(data, indices, indptr, n_cols)`.
+type Fitted<'py> = (PyBinningMap, Option<Bound<'py, PyTuple>>);
+
+#[pymethods]
+impl PyBinningMap {
+    /// Draws `n_grids` grids for `kernel` from `seed` and fits the map on
+    /// `x`: the vocabulary of `x` when `hashing` is None (the training
+    /// features are returned too), else `hashing` hashed columns (`x` is not
+    /// read, None is returned for the features).
+    #[staticmethod]
+    #[pyo3(signature = (x, *, n_grids, kernel, length_scale, seed, hashing=None))]
+    fn fit<'py>(
+        py: Python<'py>,
+        x: FloatArray2<'py>,
+        n_grids: usize,
+        kernel: &str,
+        length_scale: f64,
+        seed: u64,
+        hashing: Option<u64>,
+    ) -> PyResult<Fitted<'py>> {
+        let d = x.dim().1;
+        let grids = ffi::call(py, || {
+            let k = kernel_by_name(kernel, length_scale)?;
+            BinningGrids::draw(k.as_ref(), n_grids, d, seed)
+        })?;
+        with_float_view!(x, |v| fit_view(py, grids, v, hashing))
     }
-}
 
-fn transform_typed<'py, T: Real + numpy::Element>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    grids: BinningGrids,
-    keys: Vec<u64>,
-    offsets: Vec<u64>,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let x: PyReadonlyArray2<'py, T> = x.extract()?;
-    let view = x.as_array();
-    let z = ffi::call(py, || {
-        Vocabulary::from_parts(keys, offsets)?.transform(&grids, view, Parallelism::Rayon)
-    })?;
-    csr_tuple(py, z)
-}
-
-/// Vocabulary-mode features of `x`: `(data, indices, indptr, n_cols)`.
-#[pyfunction]
-fn binning_transform<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    pitches: PyReadonlyArray2<'py, f64>,
-    shifts: PyReadonlyArray2<'py, f64>,
-    hash_seed: u64,
-    keys: PyReadonlyArray1<'py, u64>,
-    offsets: PyReadonlyArray1<'py, u64>,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let grids = ffi::map_result(py, grids_from(pitches, shifts, hash_seed))?;
-    let keys = keys.as_array().to_vec();
-    let offsets = offsets.as_array().to_vec();
-    if is_f32(x) {
-        transform_typed::<f32>(py, x, grids, keys, offsets)
-    } else {
-        transform_typed::<f64>(py, x, grids, keys, offsets)
+    /// The map of given grids (`pitches` and `shifts`, `n_grids x d`, and
+    /// the bin-hash seed) fitted on `x`, as in `fit`.
+    #[staticmethod]
+    #[pyo3(signature = (x, *, pitches, shifts, hash_seed, hashing=None))]
+    fn fit_grids<'py>(
+        py: Python<'py>,
+        x: FloatArray2<'py>,
+        pitches: PyReadonlyArray2<'py, f64>,
+        shifts: PyReadonlyArray2<'py, f64>,
+        hash_seed: u64,
+        hashing: Option<u64>,
+    ) -> PyResult<Fitted<'py>> {
+        let (p, s) = (pitches.as_array(), shifts.as_array());
+        let grids = ffi::call(py, || {
+            BinningGrids::from_parts(p.to_owned(), s.to_owned(), hash_seed)
+        })?;
+        with_float_view!(x, |v| fit_view(py, grids, v, hashing))
     }
-}
 
-fn hashed_typed<'py, T: Real + numpy::Element>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    grids: BinningGrids,
-    n_columns: u64,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let x: PyReadonlyArray2<'py, T> = x.extract()?;
-    let view = x.as_array();
-    let z = ffi::call(py, || {
-        hashed_transform(&grids, view, n_columns, Parallelism::Rayon)
-    })?;
-    csr_tuple(py, z)
-}
+    /// Grid pitches `delta`, `n_grids x d` (a copy).
+    #[getter]
+    fn pitches<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        self.inner.grids().pitches().clone().into_pyarray(py)
+    }
 
-/// Hashing-mode features of `x` with `n_columns` columns:
-/// `(data, indices, indptr, n_cols)`.
-#[pyfunction]
-fn binning_transform_hashed<'py>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
-    pitches: PyReadonlyArray2<'py, f64>,
-    shifts: PyReadonlyArray2<'py, f64>,
-    hash_seed: u64,
-    n_columns: u64,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let grids = ffi::map_result(py, grids_from(pitches, shifts, hash_seed))?;
-    if is_f32(x) {
-        hashed_typed::<f32>(py, x, grids, n_columns)
-    } else {
-        hashed_typed::<f64>(py, x, grids, n_columns)
+    /// Grid shifts `u`, `n_grids x d` (a copy).
+    #[getter]
+    fn shifts<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray2<f64>> {
+        self.inner.grids().shifts().clone().into_pyarray(py)
+    }
+
+    /// Seed of the 64-bit bin hash.
+    #[getter]
+    fn hash_seed(&self) -> u64 {
+        self.inner.grids().hash_seed()
+    }
+
+    /// Vocabulary mode: the bin key of every column (None when hashed).
+    #[getter]
+    fn vocabulary<'py>(&self, py: Python<'py>) -> Option<Bound<'py, numpy::PyArray1<u64>>> {
+        match self.inner.columns() {
+            BinColumns::Vocabulary(v) => Some(v.keys().to_vec().into_pyarray(py)),
+            BinColumns::Hashed(_) => None,
+        }
+    }
+
+    /// Vocabulary mode: the first column of each grid and the total
+    /// (`n_grids + 1` entries; None when hashed).
+    #[getter]
+    fn grid_offsets<'py>(&self, py: Python<'py>) -> Option<Bound<'py, numpy::PyArray1<u64>>> {
+        match self.inner.columns() {
+            BinColumns::Vocabulary(v) => Some(v.offsets().to_vec().into_pyarray(py)),
+            BinColumns::Hashed(_) => None,
+        }
+    }
+
+    /// The number of output columns.
+    #[getter]
+    fn n_columns(&self) -> u64 {
+        self.inner.n_columns()
+    }
+
+    /// The features of `x` (float32/float64): `(data, indices, indptr,
+    /// n_cols)`.
+    fn transform<'py>(
+        &self,
+        py: Python<'py>,
+        x: FloatArray2<'py>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let map = &self.inner;
+        with_float_view!(x, |v| {
+            let z = ffi::call(py, || map.transform(v, Parallelism::Rayon))?;
+            csr_tuple(py, z)
+        })
+    }
+
+    /// Pickles the map by value (see [`ffi::reduce`]).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<ffi::Reduced<'py>> {
+        ffi::reduce(slf, &slf.get().inner)
+    }
+
+    /// The map of a pickled payload (see [`ffi::from_state`]).
+    #[classmethod]
+    fn _from_state(cls: &Bound<'_, PyType>, state: &[u8]) -> PyResult<Self> {
+        Ok(Self {
+            inner: ffi::from_state::<Self, _>(cls.py(), state)?,
+        })
     }
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(binning_draw, m)?)?;
-    m.add_function(wrap_pyfunction!(binning_fit, m)?)?;
-    m.add_function(wrap_pyfunction!(binning_transform, m)?)?;
-    m.add_function(wrap_pyfunction!(binning_transform_hashed, m)?)?;
+    m.add_class::<PyBinningMap>()?;
     Ok(())
 }

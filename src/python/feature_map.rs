@@ -1,45 +1,37 @@
-//! Bindings of [`crate::feature_map`]: `_core.FeatureMap`, a handle on any
-//! fitted dense map ([`AnyFeatureMap`]) built from what an estimator stores,
-//! with the device resolved, the transform run and the statistics
-//! accumulated on either device in Rust.
+//! Bindings of [`crate::feature_map`]: `_core.FeatureMap`, the handle of
+//! every fitted dense map ([`AnyFeatureMap`]). Its static methods fit one
+//! (random Fourier features, a polynomial sketch, Maclaurin or Nyström
+//! features); the estimators hold it, read its fitted parameters through
+//! [`PyFeatureMap::param`], transform and accumulate statistics on either
+//! device through it, and pickle it by value.
 
-use ndarray::{s, ArrayView1, ArrayView2};
-use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use ndarray::{s, ArrayView2, ArrayViewMut2};
+use numpy::{IntoPyArray, PyReadonlyArray1};
 use pyo3::prelude::*;
-use pyo3::types::PyAny;
+use pyo3::types::{PyAny, PyType};
 
-use super::ffi;
+use super::ffi::{self, with_float_view, FloatArray2};
 use super::gp::PyFeatureStats;
-use super::maclaurin::PyMaclaurinMap;
-use super::sketch::PyPolySketch;
+use super::maclaurin::{allocation_strategy, dropped_pairs_warning};
+use super::sketch::sketch_params;
 use crate::error::Error;
 use crate::feature_map::{self, AnyFeatureMap, FeatureMap};
-use crate::fourier::{FourierFeatures, Projection, Variant};
+use crate::fourier::{FourierConfig, FourierFeatures, Projection, Sampler, Variant};
 use crate::gpu::Device;
 use crate::kernels::Kernel;
+use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
+use crate::maclaurin::MaclaurinKernel;
 use crate::nystroem::NystroemFeatures;
 use crate::progress::Monitor;
 use crate::real::Real;
-use crate::sketch::PolynomialFeatures;
+use crate::sketch::{PolynomialConfig, PolynomialFeatures, SketchKind};
 use crate::threads::Parallelism;
 
 /// A fitted dense feature map (random Fourier, polynomial sketch, Maclaurin
-/// or Nyström features).
+/// or Nyström features), pickled by value.
 #[pyclass(name = "FeatureMap", module = "randfeat_rs._core", frozen)]
 pub(super) struct PyFeatureMap {
-    inner: AnyFeatureMap,
-}
-
-fn device(py: Python<'_>, name: &str) -> PyResult<Device> {
-    ffi::map_result(py, Device::parse("device", name))
-}
-
-fn device_name(d: Device) -> &'static str {
-    if d == Device::Gpu {
-        "gpu"
-    } else {
-        "cpu"
-    }
+    pub(super) inner: AnyFeatureMap,
 }
 
 /// A rough count of the floating-point operations per row of a CPU
@@ -58,177 +50,229 @@ fn row_flops(map: &AnyFeatureMap) -> f64 {
     (width * per_column) as f64
 }
 
-fn transform_typed<'py, T: Real + numpy::Element>(
+/// `Φ(x)` (or `Φ(x − center)`) into a new array of `x`'s dtype: on the CPU
+/// in row ranges with a check for Ctrl-C between two (and progress reports
+/// when `progress` is given); the GPU streams its own chunks in one call.
+fn transform_view<'py, T: Real + numpy::Element>(
     py: Python<'py>,
     map: &AnyFeatureMap,
-    x: &Bound<'py, PyAny>,
+    x: ArrayView2<'_, T>,
     device: Device,
-    center: Option<Vec<f64>>,
+    center: Option<&[f64]>,
+    progress: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let x: PyReadonlyArray2<'py, T> = x.extract()?;
-    let src = x.as_array();
     let par = Parallelism::Rayon;
-    let transform =
-        |src: ArrayView2<'_, T>, dst: ndarray::ArrayViewMut2<'_, T>| match (&center, map) {
-            (None, _) => feature_map::transform_into(map, src, dst, device, par),
-            (Some(c), AnyFeatureMap::Maclaurin(m)) => {
-                feature_map::transform_centered_into(m, src, c, dst, device, par)
-            }
-            (Some(_), _) => Err(Error::invalid(
-                "center",
-                "only Maclaurin features can be centered",
-            )),
-        };
-    let (rows, cols) = (src.nrows(), map.n_components());
-    // On the CPU in row ranges, with a check for Ctrl-C between two; the GPU
-    // streams its own chunks in one call.
+    let transform = |src: ArrayView2<'_, T>, dst: ArrayViewMut2<'_, T>| match (center, map) {
+        (None, _) => feature_map::transform_into(map, src, dst, device, par),
+        (Some(c), AnyFeatureMap::Maclaurin(m)) => {
+            feature_map::transform_centered_into(m, src, c, dst, device, par)
+        }
+        (Some(_), _) => Err(Error::invalid(
+            "center",
+            "only Maclaurin features can be centered",
+        )),
+    };
+    let (rows, cols) = (x.nrows(), map.n_components());
     let out = if device == Device::Cpu {
-        ffi::call_rows_with_output(py, rows, cols, row_flops(map), None, |r, dst| {
-            transform(src.slice(s![r, ..]), dst)
+        ffi::call_rows_with_output(py, rows, cols, row_flops(map), progress, |r, dst| {
+            transform(x.slice(s![r, ..]), dst)
         })?
     } else {
-        ffi::call_with_output(py, rows, cols, |dst| transform(src, dst))?
+        ffi::call_with_output(py, rows, cols, |dst| transform(x, dst))?
     };
     Ok(out.into_any())
 }
 
-fn accumulate_typed<T: Real + numpy::Element>(
-    py: Python<'_>,
-    map: &AnyFeatureMap,
-    stats: &mut PyFeatureStats,
-    x: &Bound<'_, PyAny>,
-    y: ndarray::ArrayView1<'_, f64>,
-    device: Device,
-    chunk_rows: usize,
-) -> PyResult<()> {
-    let x: PyReadonlyArray2<'_, T> = x.extract()?;
-    let xv = x.as_array();
-    let stats = &mut stats.inner;
-    ffi::call_monitored(py, None, |monitor: &Monitor| {
-        let par = Parallelism::Rayon;
-        feature_map::accumulate(map, xv, y, stats, device, chunk_rows, par, monitor)
-    })
-}
-
-/// The fitted map of the arrays `RandomFourierFeatures` stores (the SORF
-/// signs for the structured sampler, else the dense frequencies).
-fn fourier_map(
-    frequencies: ArrayView2<'_, f64>,
-    phases: Option<ArrayView1<'_, f64>>,
-    signs: Option<ArrayView2<'_, f64>>,
-    length_scale: f64,
-    kernel_variance: f64,
-    variant: Variant,
-    n_components: usize,
-) -> crate::Result<FourierFeatures> {
-    let (m, d) = frequencies.dim();
-    let projection = match signs {
-        Some(s) => Projection::Structured {
-            signs: s.to_owned(),
-            n_features: d,
-            n_frequencies: m,
-            length_scale,
+/// The Fourier map's fitted parameter `name`.
+fn fourier_param<'py>(
+    py: Python<'py>,
+    m: &FourierFeatures,
+    name: &str,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    Ok(Some(match name {
+        "frequencies" => m.frequencies().into_pyarray(py).into_any(),
+        "phases" => m
+            .phases
+            .clone()
+            .map(|b| b.into_pyarray(py))
+            .into_pyobject(py)?
+            .into_any(),
+        "sorf_signs" => match &m.projection {
+            Projection::Structured { signs, .. } => signs.clone().into_pyarray(py).into_any(),
+            Projection::Dense(_) => py.None().into_bound(py),
         },
-        None => Projection::Dense(frequencies.to_owned()),
-    };
-    let phases = phases.map(|b| b.to_owned());
-    FourierFeatures::from_parts(projection, phases, variant, n_components, kernel_variance)
+        "n_frequencies" => m.n_frequencies().into_pyobject(py)?.into_any(),
+        "scale" => m.scale().into_pyobject(py)?.into_any(),
+        _ => return Ok(None),
+    }))
 }
 
-/// The fitted map of the arrays `NystroemFeatures` stores.
-fn nystroem_map(
-    landmarks: ArrayView2<'_, f64>,
-    normalization: ArrayView2<'_, f64>,
-    kernel: &str,
-    length_scale: f64,
-) -> crate::Result<NystroemFeatures> {
-    NystroemFeatures::from_parts(
-        landmarks.to_owned(),
-        normalization.to_owned(),
-        Kernel::from_name(kernel)?,
-        length_scale,
-    )
-}
-
-fn is_f32(x: &Bound<'_, PyAny>) -> bool {
-    x.downcast::<PyArray2<f32>>().is_ok()
+/// The Maclaurin map's fitted parameter `name`.
+fn maclaurin_param<'py>(
+    py: Python<'py>,
+    m: &MaclaurinMap,
+    name: &str,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    Ok(Some(match name {
+        "allocation" => {
+            let counts: Vec<i64> = m.allocation().iter().map(|&c| c as i64).collect();
+            counts.into_pyarray(py).into_any()
+        }
+        "truncation_degree" => m.degree().into_pyobject(py)?.into_any(),
+        "objective" => m
+            .objective()
+            .unwrap_or(f64::NAN)
+            .into_pyobject(py)?
+            .into_any(),
+        "center" => m
+            .center()
+            .map(|c| c.to_vec().into_pyarray(py))
+            .into_pyobject(py)?
+            .into_any(),
+        "dropped_pairs_warning" => dropped_pairs_warning(m).into_pyobject(py)?.into_any(),
+        _ => return Ok(None),
+    }))
 }
 
 #[pymethods]
 impl PyFeatureMap {
-    /// Random Fourier features from the arrays `RandomFourierFeatures`
-    /// stores (`signs` for the structured sampler, else None).
+    /// Random Fourier features for rows of `n_features_in` columns, every
+    /// random parameter drawn from `seed` (docs/math/fourier.rst).
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (frequencies, phases, signs, length_scale, kernel_variance, variant, n_components))]
+    #[pyo3(signature = (n_features_in, *, n_components, kernel, length_scale, kernel_variance,
+                        sampler, variant, seed))]
     fn fourier(
         py: Python<'_>,
-        frequencies: PyReadonlyArray2<'_, f64>,
-        phases: Option<PyReadonlyArray1<'_, f64>>,
-        signs: Option<PyReadonlyArray2<'_, f64>>,
-        length_scale: f64,
-        kernel_variance: f64,
-        variant: &str,
+        n_features_in: usize,
         n_components: usize,
-    ) -> PyResult<Self> {
-        let map = Variant::from_name(variant).and_then(|variant| {
-            fourier_map(
-                frequencies.as_array(),
-                phases.as_ref().map(|b| b.as_array()),
-                signs.as_ref().map(|s| s.as_array()),
-                length_scale,
-                kernel_variance,
-                variant,
-                n_components,
-            )
-        });
-        Ok(Self {
-            inner: ffi::map_result(py, map)?.into(),
-        })
-    }
-
-    /// The polynomial-kernel map of a fitted sketch, with `n_components`
-    /// output columns (zero columns beyond the sketch's width).
-    #[staticmethod]
-    fn polynomial(
-        py: Python<'_>,
-        sketch: PyRef<'_, PyPolySketch>,
-        bias: f64,
-        length_scale: f64,
-        n_components: usize,
-    ) -> PyResult<Self> {
-        let map = PolynomialFeatures::new(sketch.inner.clone(), bias, length_scale, n_components);
-        Ok(Self {
-            inner: ffi::map_result(py, map)?.into(),
-        })
-    }
-
-    /// The map of a fitted `MaclaurinMap`.
-    #[staticmethod]
-    fn maclaurin(map: PyRef<'_, PyMaclaurinMap>) -> Self {
-        Self {
-            inner: map.inner.clone().into(),
-        }
-    }
-
-    /// Nyström features from the arrays `NystroemFeatures` stores.
-    #[staticmethod]
-    fn nystroem(
-        py: Python<'_>,
-        landmarks: PyReadonlyArray2<'_, f64>,
-        normalization: PyReadonlyArray2<'_, f64>,
         kernel: &str,
         length_scale: f64,
+        kernel_variance: f64,
+        sampler: &str,
+        variant: &str,
+        seed: u64,
     ) -> PyResult<Self> {
-        let map = nystroem_map(
-            landmarks.as_array(),
-            normalization.as_array(),
-            kernel,
+        let cfg = ffi::map_result(
+            py,
+            (|| {
+                Ok(FourierConfig {
+                    n_components,
+                    kernel: Kernel::from_name(kernel)?,
+                    length_scale,
+                    kernel_variance,
+                    sampler: Sampler::from_name(sampler)?,
+                    variant: Variant::from_name(variant)?,
+                })
+            })(),
+        )?;
+        let map = ffi::call(py, || FourierFeatures::fit(&cfg, n_features_in, seed))?;
+        Ok(Self { inner: map.into() })
+    }
+
+    /// The polynomial-kernel map `(x.y / l^2 + c)^degree` of a sketch for
+    /// rows of `n_features_in` columns, with `n_components` output columns
+    /// (a trailing zero column for an odd width with complex weights), its
+    /// random parameters drawn from `seed` (docs/math/sketches.rst).
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (n_features_in, *, n_components, degree, bias, length_scale, sketch,
+                        complex_weights, seed))]
+    fn polynomial(
+        py: Python<'_>,
+        n_features_in: usize,
+        n_components: usize,
+        degree: u32,
+        bias: f64,
+        length_scale: f64,
+        sketch: &str,
+        complex_weights: bool,
+        seed: u64,
+    ) -> PyResult<Self> {
+        let cfg = PolynomialConfig {
+            n_components,
+            degree,
+            bias,
             length_scale,
-        );
-        Ok(Self {
-            inner: ffi::map_result(py, map)?.into(),
-        })
+            sketch: ffi::map_result(py, SketchKind::parse(sketch))?,
+            complex: complex_weights,
+        };
+        let map = ffi::call(py, || PolynomialFeatures::draw(&cfg, n_features_in, seed))?;
+        Ok(Self { inner: map.into() })
+    }
+
+    /// Maclaurin features fitted on `x` (float32/float64): the center, the
+    /// allocation ("optimized", "random" or counts per degree) and the
+    /// random sketches from `seed` (docs/math/maclaurin.rst). `progress`,
+    /// when given, is called as `progress(stage, done, total, messages)`
+    /// while it runs.
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (x, *, n_components, kernel, degree, bias, length_scale, kernel_variance,
+                        sketch, complex_weights, allocation, min_degree, max_degree, n_subsample,
+                        h01, seed, progress=None))]
+    fn maclaurin(
+        py: Python<'_>,
+        x: FloatArray2<'_>,
+        n_components: usize,
+        kernel: &str,
+        degree: Option<u32>,
+        bias: f64,
+        length_scale: f64,
+        kernel_variance: f64,
+        sketch: &str,
+        complex_weights: bool,
+        allocation: &Bound<'_, PyAny>,
+        min_degree: u32,
+        max_degree: u32,
+        n_subsample: usize,
+        h01: bool,
+        seed: u64,
+        progress: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let allocation = allocation_strategy(allocation)?;
+        let cfg = ffi::map_result(
+            py,
+            (|| {
+                Ok(MaclaurinConfig {
+                    n_components,
+                    kernel: MaclaurinKernel::from_options(kernel, degree, bias)?,
+                    length_scale,
+                    kernel_variance,
+                    sketch: SketchKind::parse(sketch)?,
+                    complex: complex_weights,
+                    allocation,
+                    min_degree,
+                    max_degree,
+                    n_subsample,
+                    h01,
+                })
+            })(),
+        )?;
+        let map = with_float_view!(x, |v| ffi::call_monitored(py, progress, |m: &Monitor| {
+            MaclaurinMap::fit(v, &cfg, seed, Parallelism::Rayon, m)
+        }))?;
+        Ok(Self { inner: map.into() })
+    }
+
+    /// Nyström features on `min(n_components, n)` landmark rows of `x`
+    /// drawn from `seed`: returns the map and the landmarks' row indices.
+    #[staticmethod]
+    #[pyo3(signature = (x, *, n_components, kernel, length_scale, seed))]
+    fn nystroem<'py>(
+        py: Python<'py>,
+        x: FloatArray2<'_>,
+        n_components: usize,
+        kernel: &str,
+        length_scale: f64,
+        seed: u64,
+    ) -> PyResult<(Self, Bound<'py, numpy::PyArray1<i64>>)> {
+        let kernel = ffi::map_result(py, Kernel::from_name(kernel))?;
+        let (map, idx) = with_float_view!(x, |v| ffi::call(py, || {
+            NystroemFeatures::fit(v, n_components, kernel, length_scale, seed)
+        }))?;
+        let idx: Vec<i64> = idx.into_iter().map(|i| i as i64).collect();
+        Ok((Self { inner: map.into() }, idx.into_pyarray(py)))
     }
 
     /// Input columns.
@@ -243,32 +287,71 @@ impl PyFeatureMap {
         self.inner.n_components()
     }
 
+    /// The kind of map: "fourier", "polynomial", "maclaurin" or "nystroem".
+    #[getter]
+    fn kind(&self) -> &'static str {
+        match self.inner {
+            AnyFeatureMap::Fourier(_) => "fourier",
+            AnyFeatureMap::Polynomial(_) => "polynomial",
+            AnyFeatureMap::Maclaurin(_) => "maclaurin",
+            AnyFeatureMap::Nystroem(_) => "nystroem",
+        }
+    }
+
+    /// The fitted parameter `name` of this kind of map, a new object:
+    /// Fourier: "frequencies" (formed for the structured sampler),
+    /// "phases", "sorf_signs", "n_frequencies", "scale"; polynomial:
+    /// "n_sketch_features", "random_params"; Maclaurin: "allocation",
+    /// "truncation_degree", "objective" (NaN unless optimized), "center",
+    /// "dropped_pairs_warning" (the warning the dropped subsample pairs
+    /// call for, or None); Nyström: "landmarks", "normalization".
+    fn param<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        let value = match &self.inner {
+            AnyFeatureMap::Fourier(m) => fourier_param(py, m, name)?,
+            AnyFeatureMap::Polynomial(p) => match name {
+                "n_sketch_features" => Some(p.sketch().n_features().into_pyobject(py)?.into_any()),
+                "random_params" => Some(sketch_params(py, p.sketch())?.into_any()),
+                _ => None,
+            },
+            AnyFeatureMap::Maclaurin(m) => maclaurin_param(py, m, name)?,
+            AnyFeatureMap::Nystroem(m) => match name {
+                "landmarks" => Some(m.landmarks.clone().into_pyarray(py).into_any()),
+                "normalization" => Some(m.normalization.clone().into_pyarray(py).into_any()),
+                _ => None,
+            },
+        };
+        value.ok_or_else(|| {
+            let reason = format!("the {} map has no parameter {name:?}", self.kind());
+            ffi::to_pyerr(py, Error::invalid("name", reason))
+        })
+    }
+
     /// The device "cpu" | "gpu" | "auto" runs on for this map: "cpu" or
     /// "gpu" (InvalidInputError when the map has no GPU kernel and "gpu" was
     /// asked, GpuError when no adapter is usable).
     fn resolve_device(&self, py: Python<'_>, device: &str) -> PyResult<&'static str> {
-        let requested = self::device(py, device)?;
+        let requested = ffi::device(py, device)?;
         let map = &self.inner;
         let got = ffi::call(py, || feature_map::resolve_device(map, requested))?;
-        Ok(device_name(got))
+        Ok(ffi::device_name(got))
     }
 
     /// `Phi(x)` on `device` (x's dtype); with `center`, `Phi(x - center)`
-    /// (Maclaurin features of the Gaussian kernel).
-    #[pyo3(signature = (x, device, center=None))]
+    /// (Maclaurin features of the Gaussian kernel). `progress` as in
+    /// `maclaurin` (CPU transforms report the stage "rows").
+    #[pyo3(signature = (x, device, center=None, progress=None))]
     fn transform<'py>(
         &self,
         py: Python<'py>,
-        x: &Bound<'py, PyAny>,
+        x: FloatArray2<'py>,
         device: &str,
-        center: Option<Vec<f64>>,
+        center: Option<PyReadonlyArray1<'py, f64>>,
+        progress: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let device = self::device(py, device)?;
-        if is_f32(x) {
-            transform_typed::<f32>(py, &self.inner, x, device, center)
-        } else {
-            transform_typed::<f64>(py, &self.inner, x, device, center)
-        }
+        let device = ffi::device(py, device)?;
+        let center = center.as_ref().map(|c| c.as_array().to_vec());
+        let (map, center) = (&self.inner, center.as_deref());
+        with_float_view!(x, |v| transform_view(py, map, v, device, center, progress))
     }
 
     /// Adds the statistics of `(Phi(x), y)` to `stats` on `device`
@@ -278,18 +361,29 @@ impl PyFeatureMap {
         &self,
         py: Python<'_>,
         mut stats: PyRefMut<'_, PyFeatureStats>,
-        x: &Bound<'_, PyAny>,
+        x: FloatArray2<'_>,
         y: PyReadonlyArray1<'_, f64>,
         device: &str,
         chunk_rows: usize,
     ) -> PyResult<()> {
-        let device = self::device(py, device)?;
-        let yv = y.as_array();
-        if is_f32(x) {
-            accumulate_typed::<f32>(py, &self.inner, &mut stats, x, yv, device, chunk_rows)
-        } else {
-            accumulate_typed::<f64>(py, &self.inner, &mut stats, x, yv, device, chunk_rows)
-        }
+        let device = ffi::device(py, device)?;
+        let (map, yv, stats) = (&self.inner, y.as_array(), &mut stats.inner);
+        with_float_view!(x, |v| ffi::call_monitored(py, None, |m: &Monitor| {
+            feature_map::accumulate(map, v, yv, stats, device, chunk_rows, Parallelism::Rayon, m)
+        }))
+    }
+
+    /// Pickles the map by value (see [`ffi::reduce`]).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<ffi::Reduced<'py>> {
+        ffi::reduce(slf, &slf.get().inner)
+    }
+
+    /// The map of a pickled payload (see [`ffi::from_state`]).
+    #[classmethod]
+    fn _from_state(cls: &Bound<'_, PyType>, state: &[u8]) -> PyResult<Self> {
+        Ok(Self {
+            inner: ffi::from_state::<Self, _>(cls.py(), state)?,
+        })
     }
 }
 

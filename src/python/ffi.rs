@@ -1,7 +1,30 @@
-//! The FFI edge: the helpers every binding uses. [`call`] runs short work
-//! with the GIL released; [`call_monitored`] runs long work while the
-//! calling thread watches for Ctrl-C and reports progress to Python;
-//! [`call_rows`] does the same for work split over row ranges.
+//! The FFI edge: the helpers every binding uses.
+//!
+//! - Running work: [`call`] runs short work with the GIL released;
+//!   [`call_monitored`] runs long work while the calling thread watches for
+//!   Ctrl-C and reports progress to Python; [`call_rows`] does the same for
+//!   work split over row ranges.
+//! - Input arrays: [`FloatArray2`] is the one argument type of every
+//!   binding that takes float32 or float64 rows, and [`with_float_view!`]
+//!   the one dispatch from it to generic code (compiled for both types).
+//! - Pickling: a fitted handle (`#[pyclass]` over a core struct with serde)
+//!   pickles by value with two methods, both one line:
+//!
+//!   ```ignore
+//!   fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<ffi::Reduced<'py>> {
+//!       ffi::reduce(slf, &slf.get().inner) // `slf.borrow()` for a mutable class
+//!   }
+//!   #[classmethod]
+//!   fn _from_state(cls: &Bound<'_, PyType>, state: &[u8]) -> PyResult<Self> {
+//!       Ok(Self { inner: ffi::from_state::<Self, _>(cls.py(), state)? })
+//!   }
+//!   ```
+//!
+//!   The payload ([`to_state`]) is the class name and [`STATE_VERSION`] in a
+//!   header, then the struct in CBOR (exact for every `f64`); loading checks
+//!   the header and runs the struct's own checks, and never refits.
+//! - Errors: [`to_pyerr`] maps the core's [`Error`] to the exception tree of
+//!   `randfeat_rs.exceptions` (Ctrl-C to `KeyboardInterrupt`).
 
 use std::any::Any;
 use std::ops::Range;
@@ -9,12 +32,219 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use numpy::{PyArray2, PyArrayMethods};
+use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray2, PyReadwriteArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyType;
+use pyo3::types::{PyBytes, PyType};
+use pyo3::{PyClass, PyTypeInfo};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use crate::error::Error;
+use crate::gpu::Device;
 use crate::progress::Monitor;
+
+/// A 2-D float32 or float64 NumPy array (any strides), read in place: the
+/// argument type of every binding that takes rows in either precision.
+/// Other dtypes and dimensions are a `TypeError` (the Python layer converts
+/// them before it calls the core).
+pub(crate) enum FloatArray2<'py> {
+    /// A float32 array.
+    F32(PyReadonlyArray2<'py, f32>),
+    /// A float64 array.
+    F64(PyReadonlyArray2<'py, f64>),
+}
+
+impl<'py> FromPyObject<'py> for FloatArray2<'py> {
+    fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if let Ok(a) = ob.downcast::<PyArray2<f64>>() {
+            return Ok(Self::F64(a.try_readonly()?));
+        }
+        if let Ok(a) = ob.downcast::<PyArray2<f32>>() {
+            return Ok(Self::F32(a.try_readonly()?));
+        }
+        Err(not_a_float_array(ob))
+    }
+}
+
+/// The `TypeError` for an argument that is not a 2-D float32 or float64
+/// array.
+fn not_a_float_array(ob: &Bound<'_, PyAny>) -> PyErr {
+    let got = match ob.downcast::<numpy::PyUntypedArray>() {
+        Ok(a) => format!("a {}-D {} array", a.ndim(), a.dtype()),
+        Err(_) => ob
+            .get_type()
+            .name()
+            .map_or_else(|_| "another type".to_string(), |n| n.to_string()),
+    };
+    PyTypeError::new_err(format!(
+        "expected a 2-D float32 or float64 array, got {got}"
+    ))
+}
+
+impl FloatArray2<'_> {
+    /// `(rows, columns)`.
+    pub(crate) fn dim(&self) -> (usize, usize) {
+        match self {
+            Self::F32(a) => a.as_array().dim(),
+            Self::F64(a) => a.as_array().dim(),
+        }
+    }
+}
+
+/// A writeable 2-D float32 or float64 NumPy array (any strides), written in
+/// place: the argument type of the bindings that transform in place. Other
+/// dtypes and dimensions, and read-only arrays, are a `TypeError`.
+pub(crate) enum FloatArrayMut2<'py> {
+    /// A float32 array.
+    F32(PyReadwriteArray2<'py, f32>),
+    /// A float64 array.
+    F64(PyReadwriteArray2<'py, f64>),
+}
+
+impl<'py> FromPyObject<'py> for FloatArrayMut2<'py> {
+    fn extract_bound(ob: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if let Ok(a) = ob.downcast::<PyArray2<f64>>() {
+            return Ok(Self::F64(a.try_readwrite()?));
+        }
+        if let Ok(a) = ob.downcast::<PyArray2<f32>>() {
+            return Ok(Self::F32(a.try_readwrite()?));
+        }
+        Err(not_a_float_array(ob))
+    }
+}
+
+/// Evaluates `$body` with `$view` bound to the `ndarray::ArrayView2` of a
+/// [`FloatArray2`] (or, written `mut $array`, the `ArrayViewMut2` of a
+/// [`FloatArrayMut2`]): the one float32/float64 dispatch of the bindings.
+/// The body is compiled once per element type, so it calls the generic code
+/// of the core (the element type is inferred from the view).
+macro_rules! with_float_view {
+    (mut $array:expr, |$view:ident| $body:expr) => {
+        match $array {
+            $crate::python::ffi::FloatArrayMut2::F32(mut a) => {
+                let $view = a.as_array_mut();
+                $body
+            }
+            $crate::python::ffi::FloatArrayMut2::F64(mut a) => {
+                let $view = a.as_array_mut();
+                $body
+            }
+        }
+    };
+    ($array:expr, |$view:ident| $body:expr) => {
+        match $array {
+            $crate::python::ffi::FloatArray2::F32(a) => {
+                let $view = a.as_array();
+                $body
+            }
+            $crate::python::ffi::FloatArray2::F64(a) => {
+                let $view = a.as_array();
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_float_view;
+
+/// Parses a `device=` argument ("cpu", "gpu" or "auto").
+pub(crate) fn device(py: Python<'_>, name: &str) -> PyResult<Device> {
+    map_result(py, Device::parse("device", name))
+}
+
+/// The name of a resolved device: "cpu" or "gpu".
+pub(crate) fn device_name(d: Device) -> &'static str {
+    if d == Device::Gpu {
+        "gpu"
+    } else {
+        "cpu"
+    }
+}
+
+/// The version of the payload layout of pickled handles ([`to_state`]).
+/// A payload of another version is refused with a clear error instead of
+/// being misread; it changes when a stored struct changes incompatibly.
+pub(crate) const STATE_VERSION: u16 = 1;
+
+/// The first bytes of every payload of [`to_state`].
+const STATE_MAGIC: &[u8; 4] = b"RFRS";
+
+/// What `__reduce__` returns: the class's `_from_state` and its argument.
+pub(crate) type Reduced<'py> = (Bound<'py, PyAny>, (Bound<'py, PyBytes>,));
+
+/// The pickled form of the handle class `C`'s fitted struct `value`:
+/// `b"RFRS"`, [`STATE_VERSION`] (2 bytes, little endian), the length and
+/// UTF-8 bytes of the class name, then `value` in CBOR. Serialized without
+/// the GIL.
+pub(crate) fn to_state<'py, C: PyTypeInfo, T: Serialize + Sync>(
+    py: Python<'py>,
+    value: &T,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let bytes = call_inline(py, || {
+        let name = C::NAME.as_bytes();
+        let mut out = Vec::with_capacity(64);
+        out.extend_from_slice(STATE_MAGIC);
+        out.extend_from_slice(&STATE_VERSION.to_le_bytes());
+        out.push(u8::try_from(name.len()).map_err(|_| Error::Internal("class name".into()))?);
+        out.extend_from_slice(name);
+        ciborium::into_writer(value, &mut out)
+            .map_err(|e| Error::Internal(format!("serializing {}: {e}", C::NAME)))?;
+        Ok(out)
+    })?;
+    Ok(PyBytes::new(py, &bytes))
+}
+
+/// The fitted struct of a payload of [`to_state`] for class `C`: the header
+/// is checked (an `InvalidInputError` for another class, another
+/// [`STATE_VERSION`] or bytes that are not such a payload), then the struct
+/// is deserialized with its own checks. Nothing is refitted.
+pub(crate) fn from_state<C: PyTypeInfo, T: DeserializeOwned + Send>(
+    py: Python<'_>,
+    state: &[u8],
+) -> PyResult<T> {
+    let bad = |what: String| Error::invalid("state", what);
+    let parsed = call_inline(py, || {
+        let rest = state
+            .strip_prefix(STATE_MAGIC)
+            .ok_or_else(|| bad("not a pickled randfeat_rs object".into()))?;
+        let (version, rest) = rest
+            .split_first_chunk::<2>()
+            .ok_or_else(|| bad("truncated".into()))?;
+        let version = u16::from_le_bytes(*version);
+        if version != STATE_VERSION {
+            return Err(bad(format!(
+                "pickled with state version {version}; this randfeat_rs {} reads version \
+                 {STATE_VERSION} (refit the model with this version)",
+                env!("CARGO_PKG_VERSION")
+            )));
+        }
+        let (&len, rest) = rest.split_first().ok_or_else(|| bad("truncated".into()))?;
+        let (name, body) = rest
+            .split_at_checked(usize::from(len))
+            .ok_or_else(|| bad("truncated".into()))?;
+        if name != C::NAME.as_bytes() {
+            return Err(bad(format!(
+                "holds a {}, not a {}",
+                String::from_utf8_lossy(name),
+                C::NAME
+            )));
+        }
+        ciborium::from_reader(body)
+            .map_err(|e| bad(format!("cannot be read as a {}: {e}", C::NAME)))
+    })?;
+    Ok(parsed)
+}
+
+/// `__reduce__` of a handle: `(type(slf)._from_state, (to_state(value),))`,
+/// so that pickle stores the fitted struct by value.
+pub(crate) fn reduce<'py, C: PyClass + PyTypeInfo, T: Serialize + Sync>(
+    slf: &Bound<'py, C>,
+    value: &T,
+) -> PyResult<Reduced<'py>> {
+    let py = slf.py();
+    let load = slf.as_any().get_type().getattr("_from_state")?;
+    Ok((load, (to_state::<C, T>(py, value)?,)))
+}
 
 /// Runs `f` with the GIL released, inside the library's thread pool, with
 /// panics caught; maps the outcome to a Python result.

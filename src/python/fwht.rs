@@ -1,11 +1,12 @@
 //! Bindings of [`crate::fwht`]: `fwht`, `fwht_into`, `fwht_inplace` on 2-D
 //! float32/float64 arrays (the Python wrapper reshapes 1-D input).
 
-use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray2, PyReadwriteArray2};
+use ndarray::{ArrayView2, ArrayViewMut2};
+use numpy::{PyArrayMethods, PyReadwriteArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
 
-use super::ffi;
+use super::ffi::{self, with_float_view, FloatArray2, FloatArrayMut2};
 use crate::fwht::{fwht_rows, fwht_rows_into, SPLIT_MIN_ELEMS};
 use crate::real::Real;
 use crate::threads::Parallelism;
@@ -26,11 +27,9 @@ where
 
 fn new_typed<'py, T: Real + numpy::Element>(
     py: Python<'py>,
-    x: &Bound<'py, PyAny>,
+    src: ArrayView2<'_, T>,
     normalized: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let x: PyReadonlyArray2<'py, T> = x.extract()?;
-    let src = x.as_array();
     let (rows, cols) = src.dim();
     let out = ffi::output_array::<T>(py, rows, cols);
     {
@@ -43,33 +42,26 @@ fn new_typed<'py, T: Real + numpy::Element>(
     Ok(out.into_any())
 }
 
+/// `out` must have `src`'s dtype (a `TypeError` otherwise).
 fn into_typed<'py, T: Real + numpy::Element>(
     py: Python<'py>,
-    x: &Bound<'py, PyAny>,
+    src: ArrayView2<'_, T>,
     out: &Bound<'py, PyAny>,
     normalized: bool,
 ) -> PyResult<()> {
-    let x: PyReadonlyArray2<'py, T> = x.extract()?;
     let mut out: PyReadwriteArray2<'py, T> = out.extract()?;
-    let src = x.as_array();
     let dst = out.as_array_mut();
     run(py, src.len(), |par| {
         fwht_rows_into(src, dst, normalized, par)
     })
 }
 
-fn inplace_typed<'py, T: Real + numpy::Element>(
-    py: Python<'py>,
-    x: &Bound<'py, PyAny>,
+fn inplace_typed<T: Real + numpy::Element>(
+    py: Python<'_>,
+    view: ArrayViewMut2<'_, T>,
     normalized: bool,
 ) -> PyResult<()> {
-    let mut x: PyReadwriteArray2<'py, T> = x.extract()?;
-    let view = x.as_array_mut();
     run(py, view.len(), |par| fwht_rows(view, normalized, par))
-}
-
-fn is_f32(x: &Bound<'_, PyAny>) -> bool {
-    x.downcast::<PyArray2<f32>>().is_ok()
 }
 
 /// Row-wise FWHT of a 2-D float array into a new array.
@@ -77,14 +69,10 @@ fn is_f32(x: &Bound<'_, PyAny>) -> bool {
 #[pyo3(signature = (x, normalized=false))]
 fn fwht<'py>(
     py: Python<'py>,
-    x: &Bound<'py, PyAny>,
+    x: FloatArray2<'py>,
     normalized: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
-    if is_f32(x) {
-        new_typed::<f32>(py, x, normalized)
-    } else {
-        new_typed::<f64>(py, x, normalized)
-    }
+    with_float_view!(x, |v| new_typed(py, v, normalized))
 }
 
 /// Row-wise FWHT of `x` written into `out` (same shape and dtype, writeable,
@@ -93,26 +81,18 @@ fn fwht<'py>(
 #[pyo3(signature = (x, out, normalized=false))]
 fn fwht_into<'py>(
     py: Python<'py>,
-    x: &Bound<'py, PyAny>,
+    x: FloatArray2<'py>,
     out: &Bound<'py, PyAny>,
     normalized: bool,
 ) -> PyResult<()> {
-    if is_f32(x) {
-        into_typed::<f32>(py, x, out, normalized)
-    } else {
-        into_typed::<f64>(py, x, out, normalized)
-    }
+    with_float_view!(x, |v| into_typed(py, v, out, normalized))
 }
 
 /// Row-wise FWHT of `x` in place (`x` writeable).
 #[pyfunction]
 #[pyo3(signature = (x, normalized=false))]
-fn fwht_inplace<'py>(py: Python<'py>, x: &Bound<'py, PyAny>, normalized: bool) -> PyResult<()> {
-    if is_f32(x) {
-        inplace_typed::<f32>(py, x, normalized)
-    } else {
-        inplace_typed::<f64>(py, x, normalized)
-    }
+fn fwht_inplace(py: Python<'_>, x: FloatArrayMut2<'_>, normalized: bool) -> PyResult<()> {
+    with_float_view!(mut x, |v| inplace_typed(py, v, normalized))
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

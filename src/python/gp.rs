@@ -1,22 +1,27 @@
-//! Bindings of [`crate::gp`]: the exact GP (fit, predict, LML with
-//! gradient), the feature-space sufficient statistics (a class that
-//! accumulates row chunks and merges), the feature-space prediction, and the
-//! metrics. Fitted state travels as NumPy arrays (the Python estimators
-//! store them), so every call here is stateless except `FeatureStats`.
+//! Bindings of [`crate::gp`] and [`crate::stats`]: the handles of the
+//! fitted exact GP (`_core.ExactGp`) and feature-space GP
+//! (`_core.FeatureGp`), the mergeable sufficient statistics
+//! (`_core.FeatureStats`), each pickled by value; the default noise
+//! variance; the exact-GP log marginal likelihood of given data; the
+//! marginal-likelihood fit of a feature map's hyperparameters and one
+//! evaluation of it; and the metrics.
 
 use ndarray::Array1;
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
-use pyo3::types::PyAny;
+use pyo3::types::{PyAny, PyType};
 
-use super::ffi;
-use crate::gp::exact::{check_exact_size, log_marginal_likelihood, predict_exact};
-use crate::gp::features::predict_features;
+use super::feature_map::PyFeatureMap;
+use super::ffi::{self, with_float_view, FloatArray2};
+use crate::error::Error;
+use crate::gp::exact::{check_exact_size, log_marginal_likelihood};
+use crate::gp::feature_lml::FeatureLml;
+use crate::gp::optimize::{LogParams, Objective, HYPER_NAMES};
 use crate::gp::OptimizerConfig;
-use crate::gp::{fit_exact, metrics, ExactGpConfig, FeatureGp, Hyper, HyperInit};
+use crate::gp::{self, metrics, ExactGp, ExactGpConfig, FeatureGp, Hyper, HyperInit};
+use crate::gp::{check_positive, fit_exact, fit_feature_gp, FeatureLmlConfig, HyperMap};
 use crate::kernels::{Kernel, StationaryKernel};
-use crate::linalg::{as_faer, check_factor, Cholesky};
-use crate::real::Real;
+use crate::linalg::Cholesky;
 use crate::stats::FeatureStats;
 use crate::system::available_memory_bytes;
 use crate::threads::Parallelism;
@@ -24,120 +29,305 @@ use crate::threads::Parallelism;
 type Arr1<'py> = Bound<'py, PyArray1<f64>>;
 type Arr2<'py> = Bound<'py, PyArray2<f64>>;
 
-/// Fits the exact GP (ALGORITHMS.md 7.1). Returns `(length_scale,
-/// kernel_variance, noise_variance, y_mean, lml, alpha, chol, n_iter)`.
-/// `progress`, when not None, is called as `progress(stage, done, total,
-/// messages)` while the fit runs.
-#[pyfunction]
-#[pyo3(signature = (x, y, length_scale, kernel_variance, noise_variance, ard, optimize, n_restarts, seed, max_iter, progress, center, *, kernel="gaussian"))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
-fn exact_gp_fit<'py>(
+/// A prediction: the mean and, when asked for, a standard deviation.
+type Prediction<'py> = (Arr1<'py>, Option<Arr1<'py>>);
+
+/// The standard deviation a GP prediction returns (`std=` argument of the
+/// handles' `predict`): of the latent function, or of a noisy observation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum StdKind {
+    /// `sqrt(v*)`, the latent function's.
+    Latent,
+    /// `sqrt(v* + sigma_n^2)`, a noisy observation's.
+    Noisy,
+}
+
+impl StdKind {
+    /// Parses `std=`: None, "latent" or "noisy".
+    pub(super) fn parse(py: Python<'_>, name: Option<&str>) -> PyResult<Option<Self>> {
+        match name {
+            None => Ok(None),
+            Some("latent") => Ok(Some(Self::Latent)),
+            Some("noisy") => Ok(Some(Self::Noisy)),
+            Some(other) => Err(ffi::to_pyerr(
+                py,
+                Error::invalid(
+                    "std",
+                    format!("expected None, \"latent\" or \"noisy\", got {other:?}"),
+                ),
+            )),
+        }
+    }
+
+    /// The standard deviations of the latent variances `var` (clipped at 0)
+    /// for a model with noise variance `noise`.
+    pub(super) fn of(self, var: Array1<f64>, noise: f64) -> Array1<f64> {
+        match self {
+            Self::Latent => var.mapv_into(|v| v.max(0.0).sqrt()),
+            Self::Noisy => var.mapv_into(|v| (v.max(0.0) + noise).sqrt()),
+        }
+    }
+}
+
+/// The NumPy form of a prediction `(mean, latent variance)` with the
+/// standard deviation `std` asks for.
+pub(super) fn prediction<'py>(
     py: Python<'py>,
-    x: PyReadonlyArray2<'py, f64>,
-    y: PyReadonlyArray1<'py, f64>,
-    length_scale: Option<Vec<f64>>,
-    kernel_variance: Option<f64>,
-    noise_variance: Option<f64>,
-    ard: bool,
-    optimize: Vec<String>,
-    n_restarts: usize,
-    seed: u64,
-    max_iter: u64,
-    progress: Option<&Bound<'py, PyAny>>,
-    center: bool,
-    kernel: &str,
-) -> PyResult<(Arr1<'py>, f64, f64, f64, f64, Arr1<'py>, Arr2<'py>, u64)> {
-    let kernel = ffi::map_result(py, Kernel::from_name(kernel))?;
-    let optimize = ffi::map_result(
+    (mean, var): (Array1<f64>, Option<Array1<f64>>),
+    std: Option<StdKind>,
+    noise: f64,
+) -> Prediction<'py> {
+    let std = std.zip(var).map(|(k, v)| k.of(v, noise).into_pyarray(py));
+    (mean.into_pyarray(py), std)
+}
+
+/// The hyperparameters named in `optimize=` ("length_scale",
+/// "kernel_variance", "noise_variance").
+fn parse_optimize(py: Python<'_>, optimize: &[String]) -> PyResult<Vec<Hyper>> {
+    ffi::map_result(
         py,
         optimize
             .iter()
             .map(|s| Hyper::from_name(s))
             .collect::<crate::Result<Vec<_>>>(),
-    )?;
-    let cfg = ExactGpConfig {
-        kernel,
-        hyper: HyperInit {
-            length_scale,
-            kernel_variance,
-            noise_variance,
-            ard,
-            optimize,
-        },
-        optimizer: OptimizerConfig {
-            n_restarts,
-            seed,
-            max_iter,
-            ..OptimizerConfig::default()
-        },
-        center,
-        memory_budget: Some(available_memory_bytes()),
-    };
-    let (xv, yv) = (x.as_array(), y.as_array());
-    let gp = ffi::call_monitored(py, progress, |monitor| {
-        fit_exact(xv, yv, &cfg, Parallelism::Rayon, monitor)
-    })?;
-    let chol = gp.chol.l_array();
-    Ok((
-        Array1::from(gp.kernel.length_scale).into_pyarray(py),
-        gp.kernel.variance,
-        gp.noise_variance,
-        gp.y_mean,
-        gp.lml,
-        gp.alpha.into_pyarray(py),
-        chol.into_pyarray(py),
-        gp.n_iter,
-    ))
+    )
 }
 
-/// Exact-GP prediction from stored fitted arrays: `(mean, latent variance
-/// or None)`.
+/// The default noise variance of the GP regressors for targets `y`: 0.1
+/// times their variance, 0.1 when they are all equal (see
+/// `gp::initial_noise_variance`).
 #[pyfunction]
-#[pyo3(signature = (x_train, chol, alpha, y_mean, length_scale, kernel_variance, x, return_var, *, kernel="gaussian"))]
-#[allow(clippy::too_many_arguments)]
-fn exact_gp_predict<'py>(
-    py: Python<'py>,
-    x_train: PyReadonlyArray2<'py, f64>,
-    chol: PyReadonlyArray2<'py, f64>,
-    alpha: PyReadonlyArray1<'py, f64>,
-    y_mean: f64,
-    length_scale: Vec<f64>,
-    kernel_variance: f64,
-    x: PyReadonlyArray2<'py, f64>,
-    return_var: bool,
-    kernel: &str,
-) -> PyResult<(Arr1<'py>, Option<Arr1<'py>>)> {
-    let kernel = StationaryKernel {
-        kernel: ffi::map_result(py, Kernel::from_name(kernel))?,
-        length_scale,
-        variance: kernel_variance,
-    };
-    let (xt, l, a, xs) = (
-        x_train.as_array(),
-        chol.as_array(),
-        alpha.as_array(),
-        x.as_array(),
-    );
-    let (mean, var) = ffi::call(py, || {
-        let chol = Cholesky::from_lower(l)?;
-        predict_exact(
-            xt,
-            &chol,
-            a,
-            y_mean,
-            &kernel,
-            xs,
-            return_var,
-            Parallelism::Rayon,
-        )
-    })?;
-    Ok((mean.into_pyarray(py), var.map(|v| v.into_pyarray(py))))
+fn initial_noise_variance(y: PyReadonlyArray1<'_, f64>) -> f64 {
+    gp::initial_noise_variance(y.as_array())
 }
 
-/// The exact-GP log marginal likelihood of `y` (as given, not centered) and
-/// its gradient with respect to `(ln l.., ln σ², ln σ_n²)`.
+/// A fitted exact GP and its training targets (for the log marginal
+/// likelihood at other hyperparameters).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct ExactGpState {
+    gp: ExactGp,
+    y_train: Array1<f64>,
+}
+
+/// A fitted exact GP with a stationary kernel (docs/math/gp.rst, section
+/// Exact GP), pickled by value with its kernel.
+#[pyclass(name = "ExactGp", module = "randfeat_rs._core", frozen)]
+pub(super) struct PyExactGp {
+    inner: ExactGpState,
+}
+
+#[pymethods]
+impl PyExactGp {
+    /// Fits the hyperparameters in `optimize` by the log marginal
+    /// likelihood (from the given values, or the initialization of
+    /// docs/math/gp.rst, section Exact GP, for those that are None) and the
+    /// GP with the stationary kernel named `kernel` ("gaussian",
+    /// "laplacian", "matern12", "matern32", "matern52"). `progress`, when
+    /// given, is called as `progress(stage, done, total, messages)` while
+    /// the fit runs.
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (x, y, *, length_scale, kernel_variance, noise_variance, ard, optimize,
+                        n_restarts, max_iter, center_y, seed, kernel="gaussian", progress=None))]
+    fn fit(
+        py: Python<'_>,
+        x: PyReadonlyArray2<'_, f64>,
+        y: PyReadonlyArray1<'_, f64>,
+        length_scale: Option<Vec<f64>>,
+        kernel_variance: Option<f64>,
+        noise_variance: Option<f64>,
+        ard: bool,
+        optimize: Vec<String>,
+        n_restarts: usize,
+        max_iter: u64,
+        center_y: bool,
+        seed: u64,
+        kernel: &str,
+        progress: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let kernel = ffi::map_result(py, Kernel::from_name(kernel))?;
+        let optimize = parse_optimize(py, &optimize)?;
+        let cfg = ExactGpConfig {
+            kernel,
+            hyper: HyperInit {
+                length_scale,
+                kernel_variance,
+                noise_variance,
+                ard,
+                optimize,
+            },
+            optimizer: OptimizerConfig {
+                n_restarts,
+                seed,
+                max_iter,
+                ..OptimizerConfig::default()
+            },
+            center: center_y,
+            memory_budget: Some(available_memory_bytes()),
+        };
+        let (xv, yv) = (x.as_array(), y.as_array());
+        let gp = ffi::call_monitored(py, progress, |monitor| {
+            fit_exact(xv, yv, &cfg, Parallelism::Rayon, monitor)
+        })?;
+        Ok(Self {
+            inner: ExactGpState {
+                gp,
+                y_train: yv.to_owned(),
+            },
+        })
+    }
+
+    /// The kernel's name ("gaussian", "laplacian", "matern12", "matern32"
+    /// or "matern52").
+    #[getter]
+    fn kernel(&self) -> &'static str {
+        self.inner.gp.kernel.kernel.name()
+    }
+
+    /// The length scale(s): one value, or one per input dimension.
+    #[getter]
+    fn length_scale<'py>(&self, py: Python<'py>) -> Arr1<'py> {
+        Array1::from(self.inner.gp.kernel.length_scale.clone()).into_pyarray(py)
+    }
+
+    /// The kernel variance.
+    #[getter]
+    fn kernel_variance(&self) -> f64 {
+        self.inner.gp.kernel.variance
+    }
+
+    /// The noise variance.
+    #[getter]
+    fn noise_variance(&self) -> f64 {
+        self.inner.gp.noise_variance
+    }
+
+    /// The training-target mean added back to predictions.
+    #[getter]
+    fn y_mean(&self) -> f64 {
+        self.inner.gp.y_mean
+    }
+
+    /// The log marginal likelihood of the centered targets.
+    #[getter]
+    fn log_marginal_likelihood_value(&self) -> f64 {
+        self.inner.gp.lml
+    }
+
+    /// L-BFGS iterations of the hyperparameter fit.
+    #[getter]
+    fn n_iter(&self) -> u64 {
+        self.inner.gp.n_iter
+    }
+
+    /// `alpha = K_y^{-1} (y - y_mean)` (a copy).
+    #[getter]
+    fn alpha<'py>(&self, py: Python<'py>) -> Arr1<'py> {
+        self.inner.gp.alpha.clone().into_pyarray(py)
+    }
+
+    /// The lower Cholesky factor of `K_y` (column-major copy).
+    #[getter]
+    fn chol<'py>(&self, py: Python<'py>) -> Arr2<'py> {
+        self.inner.gp.chol.l_array().into_pyarray(py)
+    }
+
+    /// The training inputs (a copy).
+    #[getter]
+    fn x_train<'py>(&self, py: Python<'py>) -> Arr2<'py> {
+        self.inner.gp.x_train.clone().into_pyarray(py)
+    }
+
+    /// The training targets (a copy).
+    #[getter]
+    fn y_train<'py>(&self, py: Python<'py>) -> Arr1<'py> {
+        self.inner.y_train.clone().into_pyarray(py)
+    }
+
+    /// The same GP with the Cholesky factor `chol` (its lower triangle is
+    /// read; checked: square, positive finite diagonal).
+    fn with_factor(&self, py: Python<'_>, chol: PyReadonlyArray2<'_, f64>) -> PyResult<Self> {
+        let l = chol.as_array();
+        let chol = ffi::call(py, || Cholesky::from_lower(l))?;
+        let mut inner = self.inner.clone();
+        inner.gp.chol = chol;
+        Ok(Self { inner })
+    }
+
+    /// Predictive mean at the rows of `x` and, with `std` "latent" or
+    /// "noisy", the standard deviation of the latent function or of a
+    /// noisy observation.
+    #[pyo3(signature = (x, *, std=None))]
+    fn predict<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'py, f64>,
+        std: Option<&str>,
+    ) -> PyResult<Prediction<'py>> {
+        let std = StdKind::parse(py, std)?;
+        let (gp, xv) = (&self.inner.gp, x.as_array());
+        let p = ffi::call(py, || gp.predict(xv, std.is_some(), Parallelism::Rayon))?;
+        Ok(prediction(py, p, std, gp.noise_variance))
+    }
+
+    /// The log marginal likelihood of the centered training targets at the
+    /// log hyperparameters `theta = (ln l_1, ..., ln l_k, ln kernel_variance,
+    /// ln noise_variance)` (`k` = 1 or the number of features; None: the
+    /// fitted ones, exactly), with its gradient with respect to `theta`.
+    #[pyo3(signature = (theta=None, eval_gradient=false))]
+    fn log_marginal_likelihood<'py>(
+        &self,
+        py: Python<'py>,
+        theta: Option<Vec<f64>>,
+        eval_gradient: bool,
+    ) -> PyResult<(f64, Arr1<'py>)> {
+        let gp = &self.inner.gp;
+        let d = gp.x_train.ncols();
+        let (kernel, noise) = match theta {
+            None => (gp.kernel.clone(), gp.noise_variance),
+            Some(t) => {
+                let k = t.len().saturating_sub(2);
+                if t.len() < 3 || (k != 1 && k != d) {
+                    let reason = format!("must have length 3 or {}, got {}", d + 2, t.len());
+                    return Err(ffi::to_pyerr(py, Error::invalid("theta", reason)));
+                }
+                let kernel = StationaryKernel {
+                    kernel: gp.kernel.kernel,
+                    length_scale: t[..k].iter().map(|v| v.exp()).collect(),
+                    variance: t[k].exp(),
+                };
+                (kernel, t[k + 1].exp())
+            }
+        };
+        let y_mean = gp.y_mean;
+        let yc = self.inner.y_train.mapv(|v| v - y_mean);
+        let (xv, ycv) = (gp.x_train.view(), yc.view());
+        let e = ffi::call(py, || {
+            log_marginal_likelihood(xv, ycv, &kernel, noise, eval_gradient, Parallelism::Rayon)
+        })?;
+        Ok((e.lml, Array1::from(e.grad).into_pyarray(py)))
+    }
+
+    /// Pickles the GP by value (see [`ffi::reduce`]).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<ffi::Reduced<'py>> {
+        ffi::reduce(slf, &slf.get().inner)
+    }
+
+    /// The GP of a pickled payload (see [`ffi::from_state`]).
+    #[classmethod]
+    fn _from_state(cls: &Bound<'_, PyType>, state: &[u8]) -> PyResult<Self> {
+        Ok(Self {
+            inner: ffi::from_state::<Self, _>(cls.py(), state)?,
+        })
+    }
+}
+
+/// The exact-GP log marginal likelihood of `y` (as given, not centered) on
+/// `x` with the stationary kernel named `kernel` and its gradient with
+/// respect to `(ln l.., ln sigma^2, ln sigma_n^2)`.
 #[pyfunction]
-#[pyo3(signature = (x, y, length_scale, kernel_variance, noise_variance, eval_gradient, *, kernel="gaussian"))]
+#[pyo3(signature = (x, y, *, length_scale, kernel_variance, noise_variance, eval_gradient=false,
+                    kernel="gaussian"))]
 #[allow(clippy::too_many_arguments)]
 fn exact_gp_lml<'py>(
     py: Python<'py>,
@@ -169,77 +359,136 @@ fn exact_gp_lml<'py>(
     Ok((e.lml, Array1::from(e.grad).into_pyarray(py)))
 }
 
-/// Sufficient statistics of a feature-space GP (ALGORITHMS.md 7.2),
-/// accumulated over row chunks and merged exactly.
+/// Fits the length scale, kernel variance and noise variance of the
+/// feature-space GP of a fitted random Fourier or Maclaurin map by
+/// maximizing its log marginal likelihood (docs/math/gp.rst, feature-space
+/// GP), the random draw fixed. `length_scale` is the one the Fourier map
+/// was drawn at (the Maclaurin map knows its own). Returns
+/// `(length_scale, kernel_variance, noise_variance, feature_map, stats,
+/// n_iter)`: the map at the optimum (its random draw kept) and the
+/// statistics of all rows there.
+#[pyfunction]
+#[pyo3(signature = (features, x, y, *, length_scale, noise_variance, optimize, n_restarts, seed, center, chunk_size, progress=None))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn feature_gp_optimize<'py>(
+    py: Python<'py>,
+    features: PyRef<'py, PyFeatureMap>,
+    x: PyReadonlyArray2<'py, f64>,
+    y: PyReadonlyArray1<'py, f64>,
+    length_scale: f64,
+    noise_variance: Option<f64>,
+    optimize: Vec<String>,
+    n_restarts: usize,
+    seed: u64,
+    center: bool,
+    chunk_size: usize,
+    progress: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(f64, f64, f64, PyFeatureMap, PyFeatureStats, u64)> {
+    let optimize = parse_optimize(py, &optimize)?;
+    let map = ffi::map_result(
+        py,
+        HyperMap::new(features.inner.clone(), vec![length_scale]),
+    )?;
+    let cfg = FeatureLmlConfig {
+        noise_variance,
+        ard: false,
+        optimize,
+        optimizer: OptimizerConfig {
+            n_restarts,
+            seed,
+            ..OptimizerConfig::default()
+        },
+        center,
+        chunk_rows: chunk_size,
+    };
+    let (xv, yv) = (x.as_array(), y.as_array());
+    let fit = ffi::call_monitored(py, progress, |monitor| {
+        fit_feature_gp(&map, xv, yv, &cfg, Parallelism::Rayon, monitor)
+    })?;
+    Ok((
+        fit.length_scale[0],
+        fit.kernel_variance,
+        fit.gp.noise_variance,
+        PyFeatureMap { inner: fit.map },
+        PyFeatureStats { inner: fit.stats },
+        fit.n_iter,
+    ))
+}
+
+/// One evaluation of the feature-space log marginal likelihood of a fitted
+/// random Fourier or Maclaurin map (drawn at `drawn_length_scale`; the
+/// Maclaurin map knows its own) at `(length_scale, kernel_variance,
+/// noise_variance)`, the random draw fixed, and its gradient with respect
+/// to `(ln l, ln σ², ln σ_n²)` (docs/math/gp.rst, feature-space GP).
+#[pyfunction]
+#[pyo3(signature = (features, x, y, *, drawn_length_scale, length_scale, kernel_variance, noise_variance, center, chunk_size))]
+#[allow(clippy::too_many_arguments)]
+fn feature_gp_lml<'py>(
+    py: Python<'py>,
+    features: PyRef<'py, PyFeatureMap>,
+    x: PyReadonlyArray2<'py, f64>,
+    y: PyReadonlyArray1<'py, f64>,
+    drawn_length_scale: f64,
+    length_scale: f64,
+    kernel_variance: f64,
+    noise_variance: f64,
+    center: bool,
+    chunk_size: usize,
+) -> PyResult<(f64, Arr1<'py>)> {
+    let map = ffi::map_result(
+        py,
+        HyperMap::new(features.inner.clone(), vec![drawn_length_scale]),
+    )?;
+    let (xv, yv) = (x.as_array(), y.as_array());
+    let e = ffi::call_monitored(py, None, |monitor| {
+        let params = LogParams {
+            values: vec![length_scale, kernel_variance, noise_variance],
+            free: vec![0, 1, 2],
+        };
+        for (&name, &v) in HYPER_NAMES.iter().zip(&params.values) {
+            check_positive(name, v)?;
+        }
+        let theta = params.start();
+        let obj = FeatureLml::new(&map, xv, yv, params, center, chunk_size, Parallelism::Rayon)?;
+        obj.evaluate(&theta, monitor)
+    })?;
+    Ok((e.value, Array1::from(e.grad).into_pyarray(py)))
+}
+
+/// Sufficient statistics of a feature-space GP (`docs/math/gp.rst`, "Feature-space GP"),
+/// accumulated over row chunks and merged exactly; pickled by value.
 #[pyclass(module = "randfeat_rs._core", name = "FeatureStats")]
 pub(super) struct PyFeatureStats {
     pub(super) inner: FeatureStats,
 }
 
-fn accumulate_typed<'py, T: Real + numpy::Element>(
-    py: Python<'py>,
-    stats: &mut FeatureStats,
-    phi: &Bound<'py, PyAny>,
-    y: ndarray::ArrayView1<'_, f64>,
-) -> PyResult<()> {
-    let phi: PyReadonlyArray2<'py, T> = phi.extract()?;
-    let pv = phi.as_array();
-    ffi::call(py, || stats.accumulate(pv, y, Parallelism::Rayon))
-}
-
-fn is_f32(x: &Bound<'_, PyAny>) -> bool {
-    x.downcast::<PyArray2<f32>>().is_ok()
-}
-
 #[pymethods]
 impl PyFeatureStats {
-    /// Empty statistics for `n_features` features.
+    /// Empty statistics for `n_features >= 1` features.
     #[new]
-    fn new(n_features: usize) -> Self {
-        Self {
-            inner: FeatureStats::new(n_features),
+    fn new(py: Python<'_>, n_features: usize) -> PyResult<Self> {
+        if n_features == 0 {
+            let e = Error::invalid("n_features", "must be >= 1, got 0");
+            return Err(ffi::to_pyerr(py, e));
         }
-    }
-
-    /// Statistics from their arrays (the inverse of the getters).
-    #[staticmethod]
-    #[allow(clippy::too_many_arguments)]
-    fn from_arrays(
-        py: Python<'_>,
-        gram: PyReadonlyArray2<'_, f64>,
-        phi_y: PyReadonlyArray1<'_, f64>,
-        phi_sum: PyReadonlyArray1<'_, f64>,
-        n: u64,
-        y_shift: f64,
-        y_sum: f64,
-        y_sq_sum: f64,
-    ) -> PyResult<Self> {
-        let inner = FeatureStats {
-            gram: gram.as_array().to_owned(),
-            phi_y: phi_y.as_array().to_owned(),
-            phi_sum: phi_sum.as_array().to_owned(),
-            n,
-            y_shift,
-            y_sum,
-            y_sq_sum,
-        };
-        ffi::map_result(py, inner.validate())?;
-        Ok(Self { inner })
+        Ok(Self {
+            inner: FeatureStats::new(n_features),
+        })
     }
 
     /// Adds a chunk: features `phi` (float32/float64, `n x D`), targets `y`.
-    fn accumulate<'py>(
+    fn accumulate(
         &mut self,
-        py: Python<'py>,
-        phi: &Bound<'py, PyAny>,
-        y: PyReadonlyArray1<'py, f64>,
+        py: Python<'_>,
+        phi: FloatArray2<'_>,
+        y: PyReadonlyArray1<'_, f64>,
     ) -> PyResult<()> {
-        let yv = y.as_array();
-        if is_f32(phi) {
-            accumulate_typed::<f32>(py, &mut self.inner, phi, yv)
-        } else {
-            accumulate_typed::<f64>(py, &mut self.inner, phi, yv)
-        }
+        let (stats, yv) = (&mut self.inner, y.as_array());
+        with_float_view!(phi, |p| ffi::call(py, || stats.accumulate(
+            p,
+            yv,
+            Parallelism::Rayon
+        )))
     }
 
     /// Adds another set of statistics (exact).
@@ -247,24 +496,22 @@ impl PyFeatureStats {
         ffi::map_result(py, self.inner.merge(&other.inner))
     }
 
-    /// Fits the GP: `(chol, beta, y_mean, lml)`.
-    #[allow(clippy::type_complexity)]
-    fn fit<'py>(
-        &self,
-        py: Python<'py>,
-        noise_variance: f64,
-        center: bool,
-    ) -> PyResult<(Arr2<'py>, Arr1<'py>, f64, f64)> {
+    /// An independent copy.
+    fn copy(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+
+    /// Fits the feature-space GP with noise variance `noise_variance`;
+    /// `center_y` subtracts the target mean.
+    #[pyo3(signature = (*, noise_variance, center_y))]
+    fn fit(&self, py: Python<'_>, noise_variance: f64, center_y: bool) -> PyResult<PyFeatureGp> {
         let stats = &self.inner;
         let gp = ffi::call(py, || {
-            FeatureGp::fit(stats, noise_variance, center, Parallelism::Rayon)
+            FeatureGp::fit(stats, noise_variance, center_y, Parallelism::Rayon)
         })?;
-        Ok((
-            gp.chol.l_array().into_pyarray(py),
-            gp.beta.into_pyarray(py),
-            gp.y_mean,
-            gp.lml,
-        ))
+        Ok(PyFeatureGp { inner: gp })
     }
 
     /// `Phi^T Phi` (a full symmetric copy).
@@ -273,13 +520,19 @@ impl PyFeatureStats {
         self.inner.gram_symmetric().into_pyarray(py)
     }
 
-    /// `Phi^T (y - y_shift)` (a copy).
+    /// `Phi^T y`, of the targets as given.
     #[getter]
     fn phi_y<'py>(&self, py: Python<'py>) -> Arr1<'py> {
+        self.inner.centered(false).0.into_pyarray(py)
+    }
+
+    /// `Phi^T (y - y_shift)`, the form the statistics keep (a copy).
+    #[getter]
+    fn phi_y_shifted<'py>(&self, py: Python<'py>) -> Arr1<'py> {
         self.inner.phi_y.clone().into_pyarray(py)
     }
 
-    /// `Phi^T 1` (a copy).
+    /// `Phi^T 1`, the feature column sums (a copy).
     #[getter]
     fn phi_sum<'py>(&self, py: Python<'py>) -> Arr1<'py> {
         self.inner.phi_sum.clone().into_pyarray(py)
@@ -291,22 +544,16 @@ impl PyFeatureStats {
         self.inner.n
     }
 
-    /// The target shift.
+    /// The target shift the sums are kept relative to.
     #[getter]
     fn y_shift(&self) -> f64 {
         self.inner.y_shift
     }
 
-    /// `sum(y - y_shift)`.
+    /// The mean of the accumulated targets (0 when empty).
     #[getter]
-    fn y_sum(&self) -> f64 {
-        self.inner.y_sum
-    }
-
-    /// `sum((y - y_shift)^2)`.
-    #[getter]
-    fn y_sq_sum(&self) -> f64 {
-        self.inner.y_sq_sum
+    fn y_mean(&self) -> f64 {
+        self.inner.y_mean()
     }
 
     /// Number of features.
@@ -314,46 +561,105 @@ impl PyFeatureStats {
     fn n_features(&self) -> usize {
         self.inner.n_features()
     }
+
+    /// Pickles the statistics by value (see [`ffi::reduce`]).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<ffi::Reduced<'py>> {
+        ffi::reduce(slf, &slf.borrow().inner)
+    }
+
+    /// The statistics of a pickled payload (see [`ffi::from_state`]).
+    #[classmethod]
+    fn _from_state(cls: &Bound<'_, PyType>, state: &[u8]) -> PyResult<Self> {
+        let inner: FeatureStats = ffi::from_state::<Self, _>(cls.py(), state)?;
+        ffi::map_result(cls.py(), inner.validate())?;
+        Ok(Self { inner })
+    }
 }
 
-fn predict_features_typed<'py, T: Real + numpy::Element>(
-    py: Python<'py>,
-    l: ndarray::ArrayView2<'_, f64>,
-    beta: ndarray::ArrayView1<'_, f64>,
-    y_mean: f64,
-    phi: &Bound<'py, PyAny>,
-    return_var: bool,
-) -> PyResult<(Array1<f64>, Option<Array1<f64>>)> {
-    let phi: PyReadonlyArray2<'py, T> = phi.extract()?;
-    let pv = phi.as_array();
-    ffi::call(py, || {
-        check_factor(l)?;
-        predict_features(as_faer(l), beta, y_mean, pv, return_var, Parallelism::Rayon)
-    })
+/// A fitted feature-space GP (docs/math/gp.rst, section Feature-space GP):
+/// `L_A`, `beta`, the target mean and the noise variance; pickled by value.
+#[pyclass(name = "FeatureGp", module = "randfeat_rs._core", frozen)]
+pub(super) struct PyFeatureGp {
+    inner: FeatureGp,
 }
 
-/// Feature-space GP prediction from stored arrays: `(mean, latent variance
-/// or None)`.
-#[pyfunction]
-#[pyo3(signature = (chol, beta, y_mean, phi, return_var))]
-fn feature_gp_predict<'py>(
-    py: Python<'py>,
-    chol: PyReadonlyArray2<'py, f64>,
-    beta: PyReadonlyArray1<'py, f64>,
-    y_mean: f64,
-    phi: &Bound<'py, PyAny>,
-    return_var: bool,
-) -> PyResult<(Arr1<'py>, Option<Arr1<'py>>)> {
-    let (l, b) = (chol.as_array(), beta.as_array());
-    let (mean, var) = if is_f32(phi) {
-        predict_features_typed::<f32>(py, l, b, y_mean, phi, return_var)?
-    } else {
-        predict_features_typed::<f64>(py, l, b, y_mean, phi, return_var)?
-    };
-    Ok((mean.into_pyarray(py), var.map(|v| v.into_pyarray(py))))
+#[pymethods]
+impl PyFeatureGp {
+    /// The lower Cholesky factor `L_A` of `A = Phi^T Phi / sigma_n^2 + I`
+    /// (column-major copy).
+    #[getter]
+    fn chol<'py>(&self, py: Python<'py>) -> Arr2<'py> {
+        self.inner.chol.l_array().into_pyarray(py)
+    }
+
+    /// `beta = A^{-1} Phi^T (y - y_mean) / sigma_n^2` (a copy).
+    #[getter]
+    fn beta<'py>(&self, py: Python<'py>) -> Arr1<'py> {
+        self.inner.beta.clone().into_pyarray(py)
+    }
+
+    /// The target mean added back to predictions.
+    #[getter]
+    fn y_mean(&self) -> f64 {
+        self.inner.y_mean
+    }
+
+    /// The noise variance.
+    #[getter]
+    fn noise_variance(&self) -> f64 {
+        self.inner.noise_variance
+    }
+
+    /// The feature-space log marginal likelihood of the centered targets.
+    #[getter]
+    fn log_marginal_likelihood_value(&self) -> f64 {
+        self.inner.lml
+    }
+
+    /// The same GP with the Cholesky factor `chol` (its lower triangle is
+    /// read; checked: square, positive finite diagonal).
+    fn with_factor(&self, py: Python<'_>, chol: PyReadonlyArray2<'_, f64>) -> PyResult<Self> {
+        let l = chol.as_array();
+        let chol = ffi::call(py, || Cholesky::from_lower(l))?;
+        let mut inner = self.inner.clone();
+        inner.chol = chol;
+        Ok(Self { inner })
+    }
+
+    /// Predictive mean for test features `phi` (float32/float64, `m x D`)
+    /// and, with `std` "latent" or "noisy", the standard deviation.
+    #[pyo3(signature = (phi, *, std=None))]
+    fn predict<'py>(
+        &self,
+        py: Python<'py>,
+        phi: FloatArray2<'py>,
+        std: Option<&str>,
+    ) -> PyResult<Prediction<'py>> {
+        let std = StdKind::parse(py, std)?;
+        let gp = &self.inner;
+        let p = with_float_view!(phi, |v| ffi::call(py, || gp.predict(
+            v,
+            std.is_some(),
+            Parallelism::Rayon
+        )))?;
+        Ok(prediction(py, p, std, gp.noise_variance))
+    }
+
+    /// Pickles the GP by value (see [`ffi::reduce`]).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<ffi::Reduced<'py>> {
+        ffi::reduce(slf, &slf.get().inner)
+    }
+
+    /// The GP of a pickled payload (see [`ffi::from_state`]).
+    #[classmethod]
+    fn _from_state(cls: &Bound<'_, PyType>, state: &[u8]) -> PyResult<Self> {
+        Ok(Self {
+            inner: ffi::from_state::<Self, _>(cls.py(), state)?,
+        })
+    }
 }
 
-/// Mean KL divergence between predictive Gaussians (ALGORITHMS.md 7.3).
+/// Mean KL divergence between predictive Gaussians (`docs/math/gp.rst`, "Metrics").
 #[pyfunction]
 fn kl_divergence(
     py: Python<'_>,
@@ -406,14 +712,16 @@ fn relative_frobenius_error(
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(exact_gp_fit, m)?)?;
-    m.add_function(wrap_pyfunction!(exact_gp_predict, m)?)?;
+    m.add_function(wrap_pyfunction!(initial_noise_variance, m)?)?;
     m.add_function(wrap_pyfunction!(exact_gp_lml, m)?)?;
-    m.add_function(wrap_pyfunction!(feature_gp_predict, m)?)?;
+    m.add_function(wrap_pyfunction!(feature_gp_optimize, m)?)?;
+    m.add_function(wrap_pyfunction!(feature_gp_lml, m)?)?;
     m.add_function(wrap_pyfunction!(kl_divergence, m)?)?;
     m.add_function(wrap_pyfunction!(rmse, m)?)?;
     m.add_function(wrap_pyfunction!(mean_nll, m)?)?;
     m.add_function(wrap_pyfunction!(relative_frobenius_error, m)?)?;
     m.add_class::<PyFeatureStats>()?;
+    m.add_class::<PyFeatureGp>()?;
+    m.add_class::<PyExactGp>()?;
     Ok(())
 }

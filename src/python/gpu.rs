@@ -3,13 +3,14 @@
 //! feature maps of the estimators run on the GPU through
 //! `_core.FeatureMap`, [`super::feature_map`]).
 
-use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyReadwriteArray2, ToPyArray};
+use ndarray::ArrayView2;
+use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyReadwriteArray2, ToPyArray};
 use pyo3::prelude::*;
 use pyo3::types::{PyAny, PyDict};
 
-use super::ffi;
+use super::ffi::{self, with_float_view, FloatArray2};
 use crate::fourier::Variant;
-use crate::gpu::{self, Device};
+use crate::gpu;
 use crate::real::Real;
 
 /// The adapter in use as a dict, or None when no adapter is usable.
@@ -49,11 +50,12 @@ fn gpu_set_chunk_bytes(py: Python<'_>, nbytes: i64) -> PyResult<()> {
 /// Resolves "cpu" | "gpu" | "auto" to the device that runs ("cpu" or "gpu").
 #[pyfunction]
 fn resolve_device(py: Python<'_>, device: &str) -> PyResult<&'static str> {
-    let dev = ffi::map_result(py, Device::parse("device", device))?;
+    let dev = ffi::device(py, device)?;
     let got = ffi::call(py, || gpu::resolve(dev))?;
-    Ok(if got == Device::Gpu { "gpu" } else { "cpu" })
+    Ok(ffi::device_name(got))
 }
 
+/// `out` (when given and not `x` itself) must have `x`'s dtype.
 fn fwht_typed<'py, T: Real + numpy::Element>(
     py: Python<'py>,
     x: &Bound<'py, PyAny>,
@@ -96,21 +98,24 @@ fn gpu_fwht<'py>(
     out: Option<&Bound<'py, PyAny>>,
     normalized: bool,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    if x.downcast::<PyArray2<f32>>().is_ok() {
+    // The dtype from a read-only borrow that ends here: the in-place case
+    // borrows `x` for writing.
+    let is_f32 = matches!(x.extract::<FloatArray2<'py>>()?, FloatArray2::F32(_));
+    if is_f32 {
         fwht_typed::<f32>(py, x, out, normalized)
     } else {
         fwht_typed::<f64>(py, x, out, normalized)
     }
 }
 
+/// `y` (when given) must have `phi`'s dtype.
 fn gram_typed<'py, T: Real + numpy::Element>(
     py: Python<'py>,
-    phi: &Bound<'py, PyAny>,
+    pv: ArrayView2<'_, T>,
     y: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)> {
-    let phi: PyReadonlyArray2<'py, T> = phi.extract()?;
     let y: Option<PyReadonlyArray2<'py, T>> = y.map(|y| y.extract()).transpose()?;
-    let (pv, yv) = (phi.as_array(), y.as_ref().map(|y| y.as_array()));
+    let yv = y.as_ref().map(|y| y.as_array());
     let g = ffi::call(py, || gpu::gram(pv, yv))?;
     Ok((
         g.phi_t_phi.to_pyarray(py).into_any(),
@@ -124,28 +129,24 @@ fn gram_typed<'py, T: Real + numpy::Element>(
 #[allow(clippy::type_complexity)]
 fn gpu_gram<'py>(
     py: Python<'py>,
-    phi: &Bound<'py, PyAny>,
+    phi: FloatArray2<'py>,
     y: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(Bound<'py, PyAny>, Option<Bound<'py, PyAny>>)> {
-    if phi.downcast::<PyArray2<f32>>().is_ok() {
-        gram_typed::<f32>(py, phi, y)
-    } else {
-        gram_typed::<f64>(py, phi, y)
-    }
+    with_float_view!(phi, |pv| gram_typed(py, pv, y))
 }
 
+/// `w` and `phases` must have `x`'s dtype.
 fn rff_typed<'py, T: Real + numpy::Element>(
     py: Python<'py>,
-    x: &Bound<'py, PyAny>,
+    xv: ArrayView2<'_, T>,
     w: &Bound<'py, PyAny>,
     phases: Option<&Bound<'py, PyAny>>,
     variant: Variant,
     scale: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let x: PyReadonlyArray2<'py, T> = x.extract()?;
     let w: PyReadonlyArray2<'py, T> = w.extract()?;
     let b: Option<PyReadonlyArray1<'py, T>> = phases.map(|b| b.extract()).transpose()?;
-    let (xv, wv, bv) = (x.as_array(), w.as_array(), b.as_ref().map(|b| b.as_array()));
+    let (wv, bv) = (w.as_array(), b.as_ref().map(|b| b.as_array()));
     let cols = variant.n_columns(wv.nrows());
     let out = ffi::call_with_output(py, xv.nrows(), cols, |dst| {
         gpu::rff_features_into(xv, wv, bv, variant, T::from_f64_lossy(scale), dst)
@@ -155,21 +156,17 @@ fn rff_typed<'py, T: Real + numpy::Element>(
 
 /// Random Fourier features on the GPU ("cos_bias" or "cos_sin").
 #[pyfunction]
-#[pyo3(signature = (x, w, phases, variant, scale))]
+#[pyo3(signature = (x, w, phases=None, *, variant, scale))]
 fn gpu_rff<'py>(
     py: Python<'py>,
-    x: &Bound<'py, PyAny>,
+    x: FloatArray2<'py>,
     w: &Bound<'py, PyAny>,
     phases: Option<&Bound<'py, PyAny>>,
     variant: &str,
     scale: f64,
 ) -> PyResult<Bound<'py, PyAny>> {
     let variant = ffi::map_result(py, Variant::from_name(variant))?;
-    if x.downcast::<PyArray2<f32>>().is_ok() {
-        rff_typed::<f32>(py, x, w, phases, variant, scale)
-    } else {
-        rff_typed::<f64>(py, x, w, phases, variant, scale)
-    }
+    with_float_view!(x, |xv| rff_typed(py, xv, w, phases, variant, scale))
 }
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

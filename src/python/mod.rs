@@ -1,9 +1,22 @@
-//! PyO3 bindings (feature `python`): argument translation only. Every call
-//! goes through [`ffi::call`] (long work: [`ffi::call_monitored`] or
-//! [`ffi::call_rows`], which also watch for Ctrl-C and report progress),
-//! which releases the GIL, runs the work in the library's thread pool,
-//! catches panics and maps [`crate::Error`] to the exception tree of
-//! `randfeat_rs.exceptions`.
+//! PyO3 bindings (feature `python`): argument translation only.
+//!
+//! One binding style:
+//! - Every fitted struct the Python estimators use is a `#[pyclass]` handle
+//!   over the core struct (`FeatureMap` over
+//!   [`crate::feature_map::AnyFeatureMap`], `BinningMap`, `FeatureStats`,
+//!   `FeatureGp`, `ExactGp`, `LocalizedMaclaurinGp`). It is made by a static
+//!   method that fits (keyword arguments), exposes the fitted parameters as
+//!   getters returning NumPy arrays, computes through its methods, and
+//!   pickles by value through serde (`__reduce__` and `_from_state`, see
+//!   [`ffi`]): nothing is refitted or redrawn on unpickling.
+//! - Arguments that take rows in float32 or float64 are [`ffi::FloatArray2`]
+//!   (or [`ffi::FloatArrayMut2`]), dispatched once by [`ffi::with_float_view!`]
+//!   to the generic core.
+//! - Every call goes through [`ffi::call`] (long work: [`ffi::call_monitored`]
+//!   or [`ffi::call_rows`], which also watch for Ctrl-C and report
+//!   progress), which releases the GIL, runs the work in the library's
+//!   thread pool, catches panics and maps [`crate::Error`] to the exception
+//!   tree of `randfeat_rs.exceptions`.
 
 mod binning;
 mod feature_map;
@@ -85,7 +98,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(feature = "gpu")]
     gpu::register(m)?;
     sketch::register(m)?;
-    maclaurin::register(m)?;
     localized_gp::register(m)?;
     feature_map::register(m)?;
     Ok(())

@@ -37,7 +37,7 @@ use crate::error::{Error, Result};
 use crate::real::Real;
 use crate::threads::Parallelism;
 
-pub use polynomial::PolynomialFeatures;
+pub use polynomial::{sketch_features_for, PolynomialConfig, PolynomialFeatures};
 
 /// The four sketch constructions of ALGORITHMS.md 2.2–2.4.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -6,7 +6,7 @@
 
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2};
 
-use super::{check_kernel_params, polynomial_features_into, PolySketch};
+use super::{augmented_dim, check_kernel_params, polynomial_features_into, PolySketch, SketchKind};
 use crate::error::{Error, Result};
 use crate::real::Real;
 use crate::threads::Parallelism;
@@ -38,7 +38,80 @@ pub struct PolynomialFeatures {
     n_components: usize,
 }
 
+/// The settings of a [`PolynomialFeatures`] map drawn by
+/// [`PolynomialFeatures::draw`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolynomialConfig {
+    /// Output width `D` (real columns, `>= 1`; `>= 2` with complex weights).
+    pub n_components: usize,
+    /// Kernel degree `n >= 1`.
+    pub degree: u32,
+    /// Kernel bias `c >= 0`.
+    pub bias: f64,
+    /// Length scale `l > 0`.
+    pub length_scale: f64,
+    /// The sketch construction.
+    pub sketch: SketchKind,
+    /// Complex weights (two real columns per feature,
+    /// docs/math/conventions.rst, section Widths).
+    pub complex: bool,
+}
+
+/// The number of sketch features that fill `n_components` real columns:
+/// `n_components` real features, or `⌊n_components/2⌋` complex ones (two
+/// real columns each, `[Re | Im]`, docs/math/conventions.rst, section
+/// Widths; an odd width ends in one zero column).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming `n_components` when it is 0, or 1
+/// with complex weights.
+pub fn sketch_features_for(n_components: usize, complex: bool) -> Result<usize> {
+    if n_components == 0 {
+        return Err(Error::invalid("n_components", "must be >= 1, got 0"));
+    }
+    if complex && n_components < 2 {
+        return Err(Error::invalid(
+            "n_components",
+            format!(
+                "must be >= 2 with complex_weights=True (two real columns per complex \
+                 feature), got {n_components}"
+            ),
+        ));
+    }
+    Ok(if complex {
+        n_components / 2
+    } else {
+        n_components
+    })
+}
+
 impl PolynomialFeatures {
+    /// Draws the map of `config` for rows of `n_features_in` columns: a
+    /// sketch of [`sketch_features_for`] features over the
+    /// [`super::augmented_dim`] inputs, its parameters from `seed`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for invalid settings (see
+    /// [`sketch_features_for`], [`PolySketch::draw`] and [`Self::new`]).
+    pub fn draw(config: &PolynomialConfig, n_features_in: usize, seed: u64) -> Result<Self> {
+        let n_features = sketch_features_for(config.n_components, config.complex)?;
+        check_kernel_params(config.bias, config.length_scale)?;
+        let sketch = PolySketch::draw(
+            config.sketch,
+            config.complex,
+            config.degree,
+            augmented_dim(n_features_in, config.bias),
+            n_features,
+            &mut crate::rng::seeded(seed),
+        )?;
+        Self::new(
+            sketch,
+            config.bias,
+            config.length_scale,
+            config.n_components,
+        )
+    }
+
     /// The map of `sketch` (drawn for [`super::augmented_dim`]`(d, bias)`
     /// inputs)
     /// with `n_components >= sketch.width()` output columns.

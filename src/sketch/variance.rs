@@ -188,8 +188,9 @@ pub fn sketch_variance(
 /// Real-part variance of the estimate of `(xᵀy/l² + c)^n` (ALGORITHMS.md
 /// 2.1, 2.5) by a sketch with `n_features` (real or complex) features: the
 /// pair statistics are those of the augmented vectors `(√c, x/l)`, and `d'`
-/// is the padded augmented dimension. Errors: lengths differ, bad bias or
-/// length scale, and those of [`sketch_variance`].
+/// is the padded augmented dimension. Errors: lengths differ, NaN or
+/// infinite entries, bad bias or length scale, and those of
+/// [`sketch_variance`].
 #[allow(clippy::too_many_arguments)]
 pub fn polynomial_kernel_variance(
     kind: SketchKind,
@@ -209,6 +210,12 @@ pub fn polynomial_kernel_variance(
         });
     }
     super::check_kernel_params(bias, length_scale)?;
+    if x.iter().any(|v| !v.is_finite()) {
+        return Err(Error::NonFinite { name: "x" });
+    }
+    if y.iter().any(|v| !v.is_finite()) {
+        return Err(Error::NonFinite { name: "y" });
+    }
     let aug = |v: &[f64]| -> Vec<f64> {
         let head = (bias > 0.0).then(|| bias.sqrt());
         head.into_iter()

@@ -13,9 +13,9 @@
 //! `r² ≥ p`, so it reduces to one distance cutoff per model: a centroid's
 //! cost is that of its neighbourhood, not of all `N` rows.
 //!
-//! The model is here; the bound ([`NormBound`]) and the per-centroid
-//! statistics (their feature kernels and the projection cache) are in their
-//! own files.
+//! The model is here; the bound ([`NormBound`]), the per-centroid
+//! statistics (their feature kernels and the projection cache) and the
+//! choice of the threshold ([`ThresholdSearch`]) are in their own files.
 //!
 //! The model is specific to the Maclaurin map rather than generic over
 //! [`crate::feature_map::CenteredFeatureMap`]: the bound is computed from
@@ -43,6 +43,7 @@ use crate::real::{all_finite, Real};
 use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
 
+mod auto;
 mod centroid_stats;
 mod norm_bound;
 #[cfg(feature = "serde")]
@@ -50,6 +51,10 @@ mod stored;
 #[cfg(test)]
 mod tests;
 
+pub use auto::{
+    ThresholdChoice, ThresholdCriterion, ThresholdSearch, DEFAULT_THRESHOLDS,
+    DEFAULT_VALIDATION_FRACTION,
+};
 use centroid_stats::{group_size, project_rows_t, CentroidScratch};
 pub use norm_bound::NormBound;
 
@@ -257,6 +262,11 @@ impl LocalizedMaclaurinGp {
             },
             map,
         })
+    }
+
+    /// The settings the model was fitted with.
+    pub fn config(&self) -> &LocalizedConfig {
+        &self.config
     }
 
     /// The shared feature map.

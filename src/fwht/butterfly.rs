@@ -1,5 +1,6 @@
-//! The butterfly passes of the FWHT (ALGORITHMS.md section 1), written once
-//! for any [`Real`] and compiled per instruction set by `simd.rs`.
+//! The butterfly passes of the FWHT (ALGORITHMS.md section 1) as plain
+//! loops, written once for any [`Real`] and compiled per instruction set
+//! through the operations of `simd.rs`.
 //!
 //! All stages commute, so any grouping of stages gives bit-identical results
 //! to the textbook loop: every output is the same sequence of additions.
@@ -16,27 +17,23 @@
 //!   block ([`l2_block_len`]) run this on each L2 block, then phase 2 once
 //!   more over the whole vector with the L2 blocks as rows.
 
-use crate::real::Real;
+use crate::real::{same_type, Real};
 
 /// Elements per L1-resident block: 16 KiB of data.
 pub(super) const fn block_len<T>() -> usize {
     (16 * 1024) / std::mem::size_of::<T>()
 }
 
-/// Elements per L2-resident block: 1 MiB of data (Zen 5: 1 MiB L2 per core).
+/// Elements per L2-resident block: 1 MiB of data (one L2 of a Zen 5 core).
 /// Longer vectors are transformed one such block at a time (phase 1 and
 /// phase 2 inside it, from L2), then the stages between blocks run as
 /// phase 2 over the whole vector: for n = 2^20 f64 one radix-8 sweep, so the
-/// 8 MB vector crosses L3 twice. Measured at n = 2^20 (criterion, one
-/// thread): f64 1.04 -> 0.91-0.97 ms, f32 416 -> 383-395 us; a 512 KiB block
-/// (4 remaining stages in two sweeps) was no faster than no L2 blocking, and
-/// 2 MiB was slower (BENCHMARKS.md, FWHT section).
+/// 8 MB vector crosses L3 twice.
 pub(super) const fn l2_block_len<T>() -> usize {
     (1024 * 1024) / std::mem::size_of::<T>()
 }
 
-/// Bytes of one phase-2 strip (about one L2: measured on Zen 5, 1 MiB L2, at
-/// n = 2^20 f64 this beat 256 KiB by 8% and 2 MiB by 2%; 64 KiB was 3.5x slower).
+/// Bytes of one phase-2 strip (about one L2).
 const STRIP_BYTES: usize = 1024 * 1024;
 /// Narrowest strip in elements (keeps the inner loop vector-wide).
 const MIN_STRIP: usize = 16;
@@ -194,6 +191,18 @@ pub(super) struct Strip<T> {
     pub row_len: usize,
     /// Columns in the strip (`width <= row_len`).
     pub width: usize,
+}
+
+impl<T: 'static> Strip<T> {
+    /// The same strip as a strip of `U` when `T` is `U`.
+    pub(super) fn cast<U: 'static>(&self) -> Option<Strip<U>> {
+        same_type::<T, U>().then(|| Strip {
+            ptr: self.ptr.cast::<U>(),
+            rows: self.rows,
+            row_len: self.row_len,
+            width: self.width,
+        })
+    }
 }
 
 /// Phase 2 on one strip: all stages between rows (distances

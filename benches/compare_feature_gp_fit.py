@@ -1,0 +1,85 @@
+"""Marginal-likelihood fit of the feature-space GP; run through ``make bench``.
+
+RandomFeatureGPR(optimize=...) at N = 100,000, d = 8, D = 1,024
+(RandomFourierFeatures, cos_sin, 512 frequencies; x ~ N(0, I),
+y = sin(sum(x) / 2) + 0.1 noise, float64): the time of one evaluation of the
+log marginal likelihood and its gradient in (ln l, ln s2, ln sn2) (two
+streamed passes over the rows, the Woodbury form; see docs/math/gp.rst,
+feature-space GP), and of the whole fit (L-BFGS from the transformer's
+hyperparameters, coarse to fine, no restarts).
+
+The library a user would otherwise pick is GPyTorch: ScaleKernel(RFFKernel(
+num_samples=512)) with ExactMarginalLogLikelihood, which needs PyTorch and is
+not installed by ``make bench``; its figure on this machine type (2 cores,
+float64, torch.set_num_threads(2)) is printed from ANCHOR_GPYTORCH_STEP_S
+(a forward and backward pass, i.e. one evaluation with its gradient) for the
+ratio. Goals: >= 8x faster per evaluation, the whole fit under 30 s.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import machine_line, median_time
+
+import randfeat_rs as rf
+from randfeat_rs import _core
+
+N, D_IN, D_FEAT = 100_000, 8, 1024
+ANCHOR_GPYTORCH_STEP_S = 18.1
+CHUNK = 2048
+
+
+def main() -> None:
+    print(f"Machine: {machine_line()}")
+    print(f"Load average: {os.getloadavg()}\n")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((N, D_IN))
+    y = np.sin(X.sum(1) / 2) + 0.1 * rng.standard_normal(N)
+    rff = rf.RandomFourierFeatures(D_FEAT, length_scale=2.0, random_state=0).fit(X)
+
+    def evaluation() -> None:
+        _core.feature_gp_lml(
+            rff._feature_map(),
+            X,
+            y,
+            drawn_length_scale=2.0,
+            length_scale=2.5,
+            kernel_variance=0.5,
+            noise_variance=0.02,
+            center=True,
+            chunk_size=CHUNK,
+        )
+
+    per_eval = median_time(evaluation, repeats=3, warmup=1)
+    print(f"One LML + gradient evaluation (N = {N:,}, d = {D_IN}, D = {D_FEAT:,}):")
+    print(f"  randfeat_rs          {per_eval:8.2f} s")
+    print(
+        f"  GPyTorch (anchor)    {ANCHOR_GPYTORCH_STEP_S:8.2f} s   "
+        f"ratio {ANCHOR_GPYTORCH_STEP_S / per_eval:5.1f}x (goal >= 8x)"
+    )
+
+    t0 = time.perf_counter()
+    gp = rf.RandomFeatureGPR(
+        rf.RandomFourierFeatures(D_FEAT, length_scale=2.0, random_state=0),
+        optimize=("length_scale", "kernel_variance", "noise_variance"),
+        n_restarts=0,
+        chunk_size=CHUNK,
+    ).fit(X, y)
+    fit_s = time.perf_counter() - t0
+    print(f"\nWhole fit (L-BFGS, coarse to fine, no restarts): {fit_s:.1f} s (goal < 30 s)")
+    print(
+        f"  {gp.n_iter_} iterations; length_scale {gp.length_scale_:.3f}, "
+        f"kernel_variance {gp.kernel_variance_:.3f}, noise_variance {gp.noise_variance_:.4f}, "
+        f"LML {gp.log_marginal_likelihood_:.1f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

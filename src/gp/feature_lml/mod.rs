@@ -1,0 +1,603 @@
+//! Marginal-likelihood fit of the feature-space GP (see docs/math/gp.rst,
+//! feature-space GP and its gradients): the length scale(s), kernel
+//! variance and noise variance of a feature map `Φ(x; θ)` fitted by
+//! maximizing the feature-space log marginal likelihood with the generic
+//! L-BFGS path of [`super::optimize`], streamed over row chunks
+//! (`O(N D²)` time per evaluation, `O(D² + chunk·D)` memory).
+//!
+//! With `A = ΦᵀΦ/σ_n² + I`, `w = A^{−1}Φᵀy/σ_n²`, `r = y − Φw` and
+//! `α = r/σ_n²`:
+//!
+//! - `∂LML/∂Φ = α wᵀ − Φ A^{−1}/σ_n²` (`N × D`), and for a hyperparameter
+//!   of the map `∂LML/∂θ = Σ_i ⟨(∂LML/∂Φ)_i, ∂φ_i/∂θ⟩`;
+//! - the kernel variance scales `Φ` by `σ` (`∂Φ/∂ln σ² = Φ/2`):
+//!   `∂LML/∂ln σ² = ½ (wᵀw − D + tr A^{−1})`;
+//! - `∂LML/∂ln σ_n² = ½ (‖r‖²/σ_n² − (N − D) − tr A^{−1})` with
+//!   `‖r‖² = yᵀy − wᵀΦᵀy − σ_n² wᵀw` (from `A w = Φᵀy/σ_n²`).
+//!
+//! Both come from the statistics of one pass ([`FeatureStats`]). The length
+//! scales take a second pass: per chunk `Φ_c` again, `R_c = α_c wᵀ −
+//! Φ_c A^{−1}/σ_n²` (one GEMM) and its contraction with `∂Φ_c/∂ln l_a`
+//! ([`HyperMap`]). Only the maps whose derivative is known take part:
+//! random Fourier features (any kernel and sampler, one or per-dimension
+//! length scales) and the Maclaurin map (one length scale).
+
+use faer::Accum;
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis, CowArray, Ix1, Ix2};
+
+use super::exact::check_training_data;
+use super::features::FeatureGp;
+use super::optimize::{self, Evaluation, Hyper, HyperInit, LogParams, Objective, OptimizerConfig};
+use crate::error::{Error, Result};
+use crate::feature_map::{AnyFeatureMap, FeatureMap};
+use crate::fourier::{FourierFeatures, Variant};
+use crate::linalg::{as_faer, as_faer_mut, faer_par};
+use crate::maclaurin::MaclaurinMap;
+use crate::progress::Monitor;
+use crate::stats::FeatureStats;
+use crate::threads::Parallelism;
+
+/// What the error for a map without a known derivative names.
+const SUPPORTED: &str = "the marginal-likelihood fit of the feature-space GP needs a feature map \
+     whose hyperparameters can move with its random draw fixed: RandomFourierFeatures (every \
+     kernel and sampler; one or per-dimension length scales) or MaclaurinFeatures (one length \
+     scale)";
+
+/// A fitted feature map whose kernel hyperparameters move while its random
+/// draw stays fixed, with the derivative of its features in the log length
+/// scale(s).
+///
+/// - Random Fourier features: the unit frequencies `Ω = W diag(l₀)` of the
+///   map drawn at `l₀` are fixed; at `θ` the frequencies are `Ω_ja / l_a`
+///   ([`FourierFeatures::with_length_scales`]) and with `u = Wx (+ b)`
+///   `∂φ_j/∂ln l_a = s_j(x) W_ja x_a`, `s_j = σ c sin u_j` (`c` the column
+///   scale; for `cos_sin` the sine column of the same frequency, and the
+///   cosine column with a minus sign for the sine column).
+/// - Maclaurin features: the length scale rescales the inputs,
+///   `x̃ = (x − c)/l`. The allocation (the truncation degree and the
+///   features per degree), the sketches and the center `c` were fitted for
+///   the map's own length scale and stay fixed. Every column is `σ g(x̃)`
+///   times a homogeneous polynomial of degree `n_j` in `x̃`
+///   ([`MaclaurinMap::column_degrees`]) with `g = exp(−‖x̃‖²/2)` for the
+///   Gaussian kernel and 1 for the dot-product kernels, so
+///   `∂φ_j/∂ln l = φ_j (q − n_j)`, `q = ‖x̃‖²` (Gaussian) or 0.
+#[derive(Clone, Debug)]
+pub enum HyperMap {
+    /// Random Fourier features drawn at `length_scale`.
+    Fourier {
+        /// The map as drawn.
+        map: FourierFeatures,
+        /// The length scale(s) it was drawn at: one value, or one per input
+        /// dimension.
+        length_scale: Vec<f64>,
+    },
+    /// A fitted Maclaurin map (its own length scale).
+    Maclaurin(MaclaurinMap),
+}
+
+impl HyperMap {
+    /// Wraps a fitted map; `length_scale` is the length scale(s) a Fourier
+    /// map was drawn at (not used for the Maclaurin map, which knows its
+    /// own).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] (`features`) for a polynomial sketch or
+    /// Nyström features, naming the maps that are supported; invalid length
+    /// scales.
+    pub fn new(map: AnyFeatureMap, length_scale: Vec<f64>) -> Result<Self> {
+        match map {
+            AnyFeatureMap::Fourier(map) => {
+                // Validates the length scales (the identity rescaling).
+                map.with_length_scales(&length_scale, &length_scale, map.kernel_variance)?;
+                Ok(HyperMap::Fourier { map, length_scale })
+            }
+            AnyFeatureMap::Maclaurin(m) => Ok(HyperMap::Maclaurin(m)),
+            AnyFeatureMap::Polynomial(_) => Err(unsupported("a polynomial sketch")),
+            AnyFeatureMap::Nystroem(_) => Err(unsupported("Nystroem features")),
+        }
+    }
+
+    /// The input dimension `d`.
+    pub fn n_features_in(&self) -> usize {
+        match self {
+            HyperMap::Fourier { map, .. } => map.n_features(),
+            HyperMap::Maclaurin(m) => m.dim(),
+        }
+    }
+
+    /// The output width `D`.
+    pub fn n_components(&self) -> usize {
+        match self {
+            HyperMap::Fourier { map, .. } => map.n_components,
+            HyperMap::Maclaurin(m) => m.width(),
+        }
+    }
+
+    /// The hyperparameters the map was fitted at: the length scale(s) and
+    /// the kernel variance.
+    pub fn hyperparameters(&self) -> (Vec<f64>, f64) {
+        match self {
+            HyperMap::Fourier { map, length_scale } => (length_scale.clone(), map.kernel_variance),
+            HyperMap::Maclaurin(m) => (vec![m.config().length_scale], m.config().kernel_variance),
+        }
+    }
+
+    /// Whether the map takes one length scale per input dimension.
+    pub fn supports_ard(&self) -> bool {
+        matches!(self, HyperMap::Fourier { .. })
+    }
+
+    /// The map at length scale(s) `length_scale` and kernel variance
+    /// `kernel_variance`, the random draw unchanged.
+    ///
+    /// # Errors
+    /// Invalid hyperparameters; per-dimension length scales for the
+    /// Maclaurin map.
+    pub fn at(&self, length_scale: &[f64], kernel_variance: f64) -> Result<AnyFeatureMap> {
+        Ok(match self {
+            HyperMap::Fourier {
+                map,
+                length_scale: l0,
+            } => map
+                .with_length_scales(l0, length_scale, kernel_variance)?
+                .into(),
+            HyperMap::Maclaurin(m) => {
+                if length_scale.len() != 1 {
+                    return Err(no_ard());
+                }
+                m.with_kernel_parameters(length_scale[0], kernel_variance)?
+                    .into()
+            }
+        })
+    }
+}
+
+fn unsupported(what: &str) -> Error {
+    Error::invalid("features", format!("{SUPPORTED}; got {what}"))
+}
+
+fn no_ard() -> Error {
+    Error::invalid(
+        "ard",
+        "the Maclaurin map has one length scale (it rescales the inputs); per-dimension length \
+         scales need RandomFourierFeatures",
+    )
+}
+
+/// The map at one `θ` with what the length-scale contraction needs.
+enum MapAt {
+    /// The Fourier map, its dense frequencies `W` (`m × d`) and, for
+    /// `cos_bias`, the map of the sines `σ c sin(Wx + b)` (phases `b − π/2`).
+    Fourier {
+        map: FourierFeatures,
+        w: Array2<f64>,
+        sine: Option<FourierFeatures>,
+    },
+    /// The Maclaurin map and its column degrees.
+    Maclaurin {
+        map: MaclaurinMap,
+        degrees: Vec<f64>,
+    },
+}
+
+impl MapAt {
+    fn new(map: AnyFeatureMap) -> Result<Self> {
+        match map {
+            AnyFeatureMap::Fourier(map) => {
+                let w = map.frequencies();
+                let sine = match (&map.phases, map.variant) {
+                    (Some(b), Variant::CosBias) => Some(FourierFeatures::from_parts(
+                        crate::fourier::Projection::Dense(w.clone()),
+                        Some(b.mapv(|v| v - std::f64::consts::FRAC_PI_2)),
+                        Variant::CosBias,
+                        map.n_components,
+                        map.kernel_variance,
+                    )?),
+                    _ => None,
+                };
+                Ok(MapAt::Fourier { map, w, sine })
+            }
+            AnyFeatureMap::Maclaurin(map) => {
+                let degrees = map.column_degrees().into_iter().map(f64::from).collect();
+                Ok(MapAt::Maclaurin { map, degrees })
+            }
+            other => Err(unsupported(match other {
+                AnyFeatureMap::Polynomial(_) => "a polynomial sketch",
+                _ => "Nystroem features",
+            })),
+        }
+    }
+
+    /// `Φ(x)` of a chunk into `out`.
+    fn transform(
+        &self,
+        x: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        par: Parallelism,
+    ) -> Result<()> {
+        match self {
+            MapAt::Fourier { map, .. } => FeatureMap::transform_into(map, x, out, par),
+            MapAt::Maclaurin { map, .. } => FeatureMap::transform_into(map, x, out, par),
+        }
+    }
+
+    /// Adds `Σ_i ⟨R_i, ∂φ_i/∂ln l_a⟩` of a chunk (`x`, its features `phi`,
+    /// `r = ∂LML/∂Φ` of its rows) to `out` (one entry per length scale;
+    /// one entry sums over the dimensions). `buf` is scratch.
+    fn contract(
+        &self,
+        x: ArrayView2<'_, f64>,
+        phi: ArrayView2<'_, f64>,
+        r: ArrayView2<'_, f64>,
+        buf: &mut Array2<f64>,
+        out: &mut [f64],
+        par: Parallelism,
+    ) -> Result<()> {
+        let n = x.nrows();
+        match self {
+            MapAt::Fourier { w, sine, .. } => {
+                let m = w.nrows();
+                // T_ij = Σ over the columns of frequency j of R ⊙ ∂φ/∂u.
+                let mut t = Array2::<f64>::zeros((n, m));
+                match sine {
+                    Some(sine) => {
+                        buf_resize(buf, n, m);
+                        sine.transform_into(x, buf.view_mut(), par)?;
+                        ndarray::Zip::from(&mut t)
+                            .and(&r.slice(s![.., ..m]))
+                            .and(&*buf)
+                            .for_each(|t, &r, &s| *t = r * s);
+                    }
+                    None => {
+                        // cos_sin: ∂cos u/∂ln l_a = sin(u) W_ja x_a, ∂sin u/∂ln l_a
+                        // = −cos(u) W_ja x_a, and the feature columns hold
+                        // σc cos u and σc sin u.
+                        let (rc, rs) = (r.slice(s![.., ..m]), r.slice(s![.., m..2 * m]));
+                        let (pc, ps) = (phi.slice(s![.., ..m]), phi.slice(s![.., m..2 * m]));
+                        ndarray::Zip::from(&mut t)
+                            .and(&rc)
+                            .and(&rs)
+                            .and(&pc)
+                            .and(&ps)
+                            .for_each(|t, &rc, &rs, &pc, &ps| *t = rc * ps - rs * pc);
+                    }
+                }
+                // Σ_i x_ia (T W)_ia for every dimension a.
+                let g = t.dot(w);
+                let d = x.ncols();
+                let mut per_dim = vec![0.0; d];
+                for (xr, gr) in x.rows().into_iter().zip(g.rows()) {
+                    for ((p, &xv), &gv) in per_dim.iter_mut().zip(xr).zip(gr) {
+                        *p += xv * gv;
+                    }
+                }
+                if out.len() == 1 {
+                    out[0] += per_dim.iter().sum::<f64>();
+                } else {
+                    for (o, p) in out.iter_mut().zip(&per_dim) {
+                        *o += p;
+                    }
+                }
+            }
+            MapAt::Maclaurin { map, degrees } => {
+                // ∂φ_j/∂ln l = φ_j (q − n_j), q = ‖(x − c)/l‖² (Gaussian) or 0.
+                let cfg = map.config();
+                let inv_l = 1.0 / cfg.length_scale;
+                let center = map.center();
+                let gaussian = cfg.kernel.is_gaussian();
+                let mut total = 0.0;
+                for ((xr, pr), rr) in x.rows().into_iter().zip(phi.rows()).zip(r.rows()) {
+                    let q = if gaussian {
+                        xr.iter()
+                            .enumerate()
+                            .map(|(a, &v)| {
+                                let z = (v - center.map_or(0.0, |c| c[a])) * inv_l;
+                                z * z
+                            })
+                            .sum()
+                    } else {
+                        0.0
+                    };
+                    total += pr
+                        .iter()
+                        .zip(rr)
+                        .zip(degrees)
+                        .map(|((&p, &rv), &nj)| rv * p * (q - nj))
+                        .sum::<f64>();
+                }
+                out[0] += total;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Resizes a scratch matrix to `n × m` (reallocating only to grow).
+fn buf_resize(buf: &mut Array2<f64>, n: usize, m: usize) {
+    if buf.dim() != (n, m) {
+        *buf = Array2::zeros((n, m));
+    }
+}
+
+/// The feature-space log marginal likelihood and its gradient as an
+/// [`Objective`] of the free log hyperparameters `(ln l.., ln σ², ln σ_n²)`;
+/// an evaluation's fit is the fitted GP and its statistics.
+pub struct FeatureLml<'a> {
+    map: &'a HyperMap,
+    x: CowArray<'a, f64, Ix2>,
+    y: CowArray<'a, f64, Ix1>,
+    params: LogParams,
+    center: bool,
+    chunk_rows: usize,
+    par: Parallelism,
+}
+
+impl<'a> FeatureLml<'a> {
+    /// The objective of `map` on `(x, y)`: the hyperparameters `params`
+    /// (`(l.., σ², σ_n²)`, free ones optimized), targets centered by their
+    /// mean with `center`, `chunk_rows` rows transformed at a time.
+    ///
+    /// # Errors
+    /// Shape mismatches, non-finite data, `chunk_rows = 0`, a parameter
+    /// vector of the wrong length, per-dimension length scales for a map
+    /// without them.
+    pub fn new(
+        map: &'a HyperMap,
+        x: ArrayView2<'a, f64>,
+        y: ArrayView1<'a, f64>,
+        params: LogParams,
+        center: bool,
+        chunk_rows: usize,
+        par: Parallelism,
+    ) -> Result<Self> {
+        check_training_data(x, y)?;
+        Error::check_n_features(map.n_features_in(), x.ncols())?;
+        if chunk_rows == 0 {
+            return Err(Error::invalid("chunk_size", "must be >= 1, got 0"));
+        }
+        let k = params.n_length_scales();
+        if k != 1 && k != x.ncols() {
+            return Err(Error::ShapeMismatch {
+                name: "number of length scales",
+                expected: x.ncols(),
+                got: k,
+            });
+        }
+        if k != 1 && !map.supports_ard() {
+            return Err(no_ard());
+        }
+        Ok(Self {
+            map,
+            x: x.into(),
+            y: y.into(),
+            params,
+            center,
+            chunk_rows,
+            par,
+        })
+    }
+
+    /// The row chunks of `(x, y)`.
+    fn chunks(&self) -> impl Iterator<Item = (ArrayView2<'_, f64>, ArrayView1<'_, f64>)> {
+        self.x
+            .axis_chunks_iter(Axis(0), self.chunk_rows)
+            .zip(self.y.axis_chunks_iter(Axis(0), self.chunk_rows))
+    }
+
+    /// The LML, the fitted GP and statistics, and the gradient over all
+    /// hyperparameters (the entries of fixed ones are 0) at `values`.
+    fn lml(
+        &self,
+        values: &[f64],
+        monitor: &Monitor,
+    ) -> Result<(Vec<f64>, FeatureGp, FeatureStats)> {
+        let k = values.len() - 2;
+        let (kv, nv) = (values[k], values[k + 1]);
+        let map = MapAt::new(self.map.at(&values[..k], kv)?)?;
+        let dim = self.map.n_components();
+        let n_rows = self.x.nrows();
+        let rows = self.chunk_rows.min(n_rows);
+        let mut phi = Array2::<f64>::zeros((rows, dim));
+        let mut stats = FeatureStats::new(dim);
+        for (xc, yc) in self.chunks() {
+            monitor.check()?;
+            let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
+            map.transform(xc, p.view_mut(), self.par)?;
+            stats.accumulate(p.view(), yc, self.par)?;
+        }
+        let gp = FeatureGp::fit(&stats, nv, self.center, self.par)?;
+        let mut grad = vec![0.0; values.len()];
+        let free = &self.params.free;
+        if free.is_empty() {
+            return Ok((grad, gp, stats));
+        }
+        monitor.check()?;
+        let a_inv = gp.chol.inverse(self.par);
+        let trace_inv: f64 = a_inv.diag().sum();
+        let (b, yty) = stats.centered(self.center);
+        let w = &gp.beta;
+        let (n, d) = (n_rows as f64, dim as f64);
+        let wtw = w.dot(w);
+        let wtb = w.dot(&b);
+        let r2 = (yty - wtb - nv * wtw).max(0.0);
+        grad[k] = 0.5 * (wtw - d + trace_inv);
+        grad[k + 1] = 0.5 * (r2 / nv - (n - d) - trace_inv);
+        if free.iter().any(|&i| i < k) {
+            let y_mean = if self.center { stats.y_mean() } else { 0.0 };
+            let mut r = Array2::<f64>::zeros((rows, dim));
+            let mut buf = Array2::<f64>::zeros((0, 0));
+            let fpar = faer_par(self.par);
+            for (xc, yc) in self.chunks() {
+                monitor.check()?;
+                let c = xc.nrows();
+                let mut p = phi.slice_mut(s![..c, ..]);
+                map.transform(xc, p.view_mut(), self.par)?;
+                // α = (y − ȳ − Φw)/σ_n², R = α wᵀ − Φ A^{−1}/σ_n².
+                let alpha: Array1<f64> = (&yc - y_mean - p.dot(w)) / nv;
+                let mut rc = r.slice_mut(s![..c, ..]);
+                faer::linalg::matmul::matmul(
+                    as_faer_mut(rc.view_mut()),
+                    Accum::Replace,
+                    as_faer(p.view()),
+                    as_faer(a_inv.view()),
+                    -1.0 / nv,
+                    fpar,
+                );
+                for (mut row, &a) in rc.rows_mut().into_iter().zip(&alpha) {
+                    row.scaled_add(a, w);
+                }
+                map.contract(xc, p.view(), rc.view(), &mut buf, &mut grad[..k], self.par)?;
+            }
+        }
+        Ok((grad, gp, stats))
+    }
+}
+
+impl Objective for FeatureLml<'_> {
+    type Fit = (FeatureGp, FeatureStats);
+
+    fn n_rows(&self) -> usize {
+        self.x.nrows()
+    }
+
+    fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<Self::Fit>> {
+        let values = self.params.at(theta)?;
+        let (grad, gp, stats) = self.lml(&values, monitor)?;
+        Ok(Evaluation {
+            value: gp.lml,
+            grad: self.params.select(&grad),
+            fit: (gp, stats),
+        })
+    }
+
+    fn subsample(&self, rows: &[usize]) -> Result<Option<Self>> {
+        Ok(Some(Self {
+            map: self.map,
+            x: self.x.select(Axis(0), rows).into(),
+            y: self.y.select(Axis(0), rows).into(),
+            params: self.params.clone(),
+            center: self.center,
+            chunk_rows: self.chunk_rows,
+            par: self.par,
+        }))
+    }
+}
+
+/// What [`fit_feature_gp`] fits and how.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FeatureLmlConfig {
+    /// Fixed or initial noise variance. `None`:
+    /// [`super::initial_noise_variance`], `0.1 var(y)`.
+    pub noise_variance: Option<f64>,
+    /// One length scale per input dimension (random Fourier features only).
+    pub ard: bool,
+    /// The hyperparameters that are optimized; the others stay fixed.
+    pub optimize: Vec<Hyper>,
+    /// Restarts, seed, iterations and the coarse-to-fine threshold.
+    pub optimizer: OptimizerConfig,
+    /// Subtract the training-target mean.
+    pub center: bool,
+    /// Rows transformed at a time.
+    pub chunk_rows: usize,
+}
+
+impl Default for FeatureLmlConfig {
+    /// Every hyperparameter fitted, the default optimizer, centered targets,
+    /// 2,048 rows a chunk.
+    fn default() -> Self {
+        Self {
+            noise_variance: None,
+            ard: false,
+            optimize: HyperInit::default().optimize,
+            optimizer: OptimizerConfig::default(),
+            center: true,
+            chunk_rows: 2048,
+        }
+    }
+}
+
+/// A feature-space GP with fitted hyperparameters.
+#[derive(Clone, Debug)]
+pub struct FittedFeatureGp {
+    /// The map at the fitted hyperparameters (the random draw of the given
+    /// map).
+    pub map: AnyFeatureMap,
+    /// The fitted length scale(s).
+    pub length_scale: Vec<f64>,
+    /// The fitted kernel variance.
+    pub kernel_variance: f64,
+    /// The GP of [`FittedFeatureGp::map`] on all rows (its `lml` is the
+    /// log marginal likelihood at the optimum).
+    pub gp: FeatureGp,
+    /// Its sufficient statistics.
+    pub stats: FeatureStats,
+    /// L-BFGS iterations spent, over all runs (0 without optimization).
+    pub n_iter: u64,
+}
+
+/// Fits the hyperparameters of the feature-space GP on `map` by maximizing
+/// its log marginal likelihood ([`FeatureLml`], [`optimize::maximize`]):
+/// from the map's own length scale(s) and kernel variance and the given (or
+/// [`super::initial_noise_variance`]) noise variance, then `n_restarts`
+/// starts within a factor 10 of them, each run coarse to fine. The best evaluation's GP and
+/// statistics are returned with the map at the optimum (no refit).
+///
+/// `monitor` gets the stage "optimizer runs" and one message per run and
+/// subsample level; every row chunk of every evaluation checks it.
+///
+/// # Errors
+/// As [`FeatureLml::new`]; [`Error::InvalidParameter`] for invalid initial
+/// values; [`Error::Interrupted`] once `monitor` is cancelled.
+pub fn fit_feature_gp(
+    map: &HyperMap,
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    cfg: &FeatureLmlConfig,
+    par: Parallelism,
+    monitor: &Monitor,
+) -> Result<FittedFeatureGp> {
+    check_training_data(x, y)?;
+    Error::check_n_features(map.n_features_in(), x.ncols())?;
+    if cfg.ard && !map.supports_ard() {
+        return Err(no_ard());
+    }
+    let (l0, kv0) = map.hyperparameters();
+    let init = HyperInit {
+        length_scale: Some(l0),
+        kernel_variance: Some(kv0),
+        noise_variance: cfg.noise_variance,
+        ard: cfg.ard,
+        optimize: cfg.optimize.clone(),
+    };
+    let params = init.resolve(x, y)?;
+    let obj = FeatureLml::new(
+        map,
+        x.view(),
+        y.view(),
+        params.clone(),
+        cfg.center,
+        cfg.chunk_rows,
+        par,
+    )?;
+    let (theta, (gp, stats), n_iter) = if params.free.is_empty() {
+        monitor.check()?;
+        let e = obj.evaluate(&[], monitor)?;
+        (Vec::new(), e.fit, 0)
+    } else {
+        let opt = optimize::maximize(&obj, &params.start(), &cfg.optimizer, monitor)?;
+        (opt.theta, opt.fit, opt.n_iter)
+    };
+    let v = params.at(&theta)?;
+    let k = params.n_length_scales();
+    Ok(FittedFeatureGp {
+        map: map.at(&v[..k], v[k])?,
+        length_scale: v[..k].to_vec(),
+        kernel_variance: v[k],
+        gp,
+        stats,
+        n_iter,
+    })
+}
+
+#[cfg(test)]
+mod tests;
