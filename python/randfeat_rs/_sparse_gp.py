@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _core
 from ._base import RandomStateMixin
 from ._fourier import KERNELS
-from ._gp import GaussianPredictionMixin
+from ._gp import GaussianPredictionMixin, KernelHyperparametersMixin
 from ._progress import progress_printer
 
 __all__ = ["SparseGPR"]
@@ -34,7 +34,13 @@ INDUCING = ("greedy_variance", "kmeans", "random")
 METHODS = ("vfe", "fitc")
 
 
-class SparseGPR(GaussianPredictionMixin, RandomStateMixin, RegressorMixin, BaseEstimator):
+class SparseGPR(
+    GaussianPredictionMixin,
+    KernelHyperparametersMixin,
+    RandomStateMixin,
+    RegressorMixin,
+    BaseEstimator,
+):
     """Sparse Gaussian-process regression with ``M`` inducing inputs.
 
     The prior is a GP with the stationary kernel ``k(x, x') =
@@ -266,52 +272,15 @@ default="greedy_variance"
             )
         return self
 
-    def _fitted_gp(self) -> Any:
-        """The fitted ``_core.SparseGp`` (an ``AttributeError`` before ``fit``)."""
-        if "_gp" not in self.__dict__:
-            raise AttributeError("the GP is not fitted")
-        return self._gp
-
-    @property
-    def length_scale_(self) -> Any:
-        """Fitted length scale (an array of one per feature with ``ard=True``)."""
-        ls = self._fitted_gp().length_scale
-        return ls if self.ard else float(ls[0])
-
-    @property
-    def kernel_variance_(self) -> float:
-        """Fitted kernel variance."""
-        return float(self._fitted_gp().kernel_variance)
-
-    @property
-    def noise_variance_(self) -> float:
-        """Fitted noise variance."""
-        return float(self._fitted_gp().noise_variance)
-
     @property
     def inducing_points_(self) -> np.ndarray:
         """The inducing inputs, shape (M, n_features)."""
         return self._fitted_gp().inducing_points
 
     @property
-    def log_marginal_likelihood_(self) -> float:
-        """VFE's bound or FITC's log marginal likelihood at the fit."""
-        return float(self._fitted_gp().log_marginal_likelihood_value)
-
-    @property
     def jitter_(self) -> float:
         """Jitter added to the diagonal of ``K_uu``."""
         return float(self._fitted_gp().jitter)
-
-    @property
-    def n_iter_(self) -> int:
-        """L-BFGS iterations spent, over all runs and stages."""
-        return int(self._fitted_gp().n_iter)
-
-    @property
-    def y_mean_(self) -> float:
-        """Training-target mean added back to predictions."""
-        return float(self._fitted_gp().y_mean)
 
     def _predict(self, X: Any, std: Optional[str]) -> tuple[np.ndarray, Any]:
         check_is_fitted(self)
