@@ -44,6 +44,24 @@ pub enum Error {
         /// The pivot at which the factorization broke down.
         index: usize,
     },
+    /// The kernel matrix of a sparse GP's inducing inputs `K_uu` is not
+    /// positive definite even with the largest jitter of the ladder, or is
+    /// numerically singular with its jitter (VFE's Nyström trace exceeds
+    /// the kernel's).
+    #[error(
+        "the kernel matrix of the M = {m} inducing inputs is not positive definite (or \
+         numerically singular) with jitter {jitter:e} added to its diagonal; inducing \
+         inputs that (nearly) coincide, or a length scale long against their spacing, make it \
+         singular: re-initialize with fewer inducing inputs (n_inducing), with \
+         inducing=\"greedy_variance\" (it skips inputs the others already explain), or with a \
+         shorter initial length_scale"
+    )]
+    InducingNotPositiveDefinite {
+        /// The number of inducing inputs `M`.
+        m: usize,
+        /// The jitter added to the diagonal at the last attempt.
+        jitter: f64,
+    },
     /// The GPU was requested but no adapter is usable, or a GPU call failed
     /// (device creation, buffer allocation, shader validation, device lost).
     #[error("GPU error: {0}")]

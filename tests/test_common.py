@@ -56,6 +56,7 @@ from randfeat_rs import (
     RandomFeatureGPC,
     RandomFeatureGPR,
     RandomFourierFeatures,
+    SparseGPR,
     SufficientStatistics,
 )
 
@@ -185,6 +186,10 @@ ESTIMATORS = [
         for hashing in (None, 100_000)
     ),
     Case("exact-gpr", partial(ExactGPR, n_restarts=1, random_state=0), 100, 6),
+    *(
+        Case(f"sparse-gpr-{method}", partial(SparseGPR, 30, method=method, random_state=0), 300, 6)
+        for method in ("vfe", "fitc")
+    ),
     Case(
         "rf-gpr-fourier",
         lambda: RandomFeatureGPR(

@@ -19,6 +19,7 @@ from ._localized_gp import LocalizedMaclaurinGPR
 from ._maclaurin import MaclaurinFeatures
 from ._metrics import kl_divergence, mean_nll, relative_frobenius_error, rmse
 from ._sketch import PolynomialSketch, sketch_variance
+from ._sparse_gp import SparseGPR
 from .exceptions import (
     GpuError,
     InvalidDtypeError,
@@ -47,6 +48,7 @@ __all__ = [
     "RandomFeatureGPR",
     "RandomFourierFeatures",
     "RustPanicError",
+    "SparseGPR",
     "SufficientStatistics",
     "fwht",
     "get_num_threads",

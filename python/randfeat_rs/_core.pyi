@@ -19,6 +19,7 @@ __all__ = [
     "FeatureMap",
     "FeatureStats",
     "LocalizedMaclaurinGp",
+    "SparseGp",
     "__version__",
     "_debug_panic",
     "_debug_wait",
@@ -343,6 +344,52 @@ def _sketch_estimates(
     seed: int,
     reps: int,
 ) -> NDArray[np.float64]: ...
+
+# Sparse GP with inducing inputs (src/python/sparse_gp.rs)
+@final
+class SparseGp:
+    @staticmethod
+    def fit(
+        x: NDArray[np.floating],
+        y: NDArray[np.float64],
+        *,
+        n_inducing: int,
+        inducing: str | NDArray[np.floating],
+        method: str,
+        kernel: str,
+        length_scale: list[float] | None,
+        kernel_variance: float | None,
+        noise_variance: float | None,
+        ard: bool,
+        optimize: list[str],
+        optimize_inducing: bool,
+        n_restarts: int,
+        max_iter: int,
+        center_y: bool,
+        chunk_size: int | None,
+        seed: int,
+        progress: _Progress | None = None,
+    ) -> SparseGp: ...
+    @property
+    def length_scale(self) -> NDArray[np.float64]: ...
+    @property
+    def kernel_variance(self) -> float: ...
+    @property
+    def noise_variance(self) -> float: ...
+    @property
+    def inducing_points(self) -> NDArray[np.float64]: ...
+    @property
+    def jitter(self) -> float: ...
+    @property
+    def log_marginal_likelihood_value(self) -> float: ...
+    @property
+    def y_mean(self) -> float: ...
+    @property
+    def n_iter(self) -> int: ...
+    def predict(self, x: NDArray[np.floating], *, std: str | None = None) -> _Prediction: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> SparseGp: ...
 
 # Localized Maclaurin GP (src/python/localized_gp.rs)
 @final

@@ -82,12 +82,10 @@ class GaussianPredictionMixin:
         return self._predict(X, "noisy")
 
 
-class FittedGpMixin:
-    """The fitted attributes shared by the regressors whose ``fit`` leaves a
-    GP handle of the compiled core (``_core.ExactGp`` or ``_core.FeatureGp``)
-    in ``_gp``: each reads the handle, and assigning ``L_`` replaces the
-    handle's factor (checked in Rust). The class docstrings say what the
-    factor factorizes.
+class GpHandleMixin:
+    """The fitted attributes of the regressors whose ``fit`` leaves a GP
+    handle of the compiled core (``_core.ExactGp``, ``_core.FeatureGp`` or
+    ``_core.SparseGp``) in ``_gp``: each reads the handle.
     """
 
     _gp: Any
@@ -99,6 +97,24 @@ class FittedGpMixin:
         return self._gp
 
     @property
+    def y_mean_(self) -> float:
+        """Training-target mean added back to predictions."""
+        return float(self._fitted_gp().y_mean)
+
+    @property
+    def log_marginal_likelihood_(self) -> float:
+        """Log marginal likelihood of the (centered) training targets (for
+        ``SparseGPR(method="vfe")`` its lower bound)."""
+        return float(self._fitted_gp().log_marginal_likelihood_value)
+
+
+class FittedGpMixin(GpHandleMixin):
+    """:class:`GpHandleMixin` with the factor of the fitted system: assigning
+    ``L_`` replaces the handle's factor (checked in Rust). The class
+    docstrings say what the factor factorizes.
+    """
+
+    @property
     def L_(self) -> np.ndarray:
         """Lower Cholesky factor of the fitted system, column-major."""
         return self._fitted_gp().chol
@@ -107,15 +123,35 @@ class FittedGpMixin:
     def L_(self, value: Any) -> None:
         self._gp = self._fitted_gp().with_factor(np.asarray(value, dtype=np.float64))
 
-    @property
-    def y_mean_(self) -> float:
-        """Training-target mean added back to predictions."""
-        return float(self._fitted_gp().y_mean)
+
+class KernelHyperparametersMixin(GpHandleMixin):
+    """The fitted hyperparameters of a stationary-kernel GP handle
+    (``_core.ExactGp``, ``_core.SparseGp``) and the optimizer's iterations;
+    the estimator has an ``ard`` parameter.
+    """
+
+    ard: bool
 
     @property
-    def log_marginal_likelihood_(self) -> float:
-        """Log marginal likelihood of the (centered) training targets."""
-        return float(self._fitted_gp().log_marginal_likelihood_value)
+    def length_scale_(self) -> Any:
+        """Fitted length scale (an array of one per feature with ``ard=True``)."""
+        ls = self._fitted_gp().length_scale
+        return ls if self.ard else float(ls[0])
+
+    @property
+    def kernel_variance_(self) -> float:
+        """Fitted kernel variance."""
+        return float(self._fitted_gp().kernel_variance)
+
+    @property
+    def noise_variance_(self) -> float:
+        """Fitted noise variance."""
+        return float(self._fitted_gp().noise_variance)
+
+    @property
+    def n_iter_(self) -> int:
+        """L-BFGS iterations spent, over all runs."""
+        return int(self._fitted_gp().n_iter)
 
 
 EXACT_GP_CPU_ONLY = (
@@ -129,6 +165,7 @@ EXACT_GP_CPU_ONLY = (
 class ExactGPR(
     GaussianPredictionMixin,
     FittedGpMixin,
+    KernelHyperparametersMixin,
     RandomStateMixin,
     DeviceMixin,
     RegressorMixin,
@@ -342,27 +379,6 @@ class ExactGPR(
                 progress=progress,
             )
         return self
-
-    @property
-    def length_scale_(self) -> Any:
-        """Fitted length scale (an array of one per feature with ``ard=True``)."""
-        ls = self._fitted_gp().length_scale
-        return ls if self.ard else float(ls[0])
-
-    @property
-    def kernel_variance_(self) -> float:
-        """Fitted kernel variance."""
-        return float(self._fitted_gp().kernel_variance)
-
-    @property
-    def noise_variance_(self) -> float:
-        """Fitted noise variance."""
-        return float(self._fitted_gp().noise_variance)
-
-    @property
-    def n_iter_(self) -> int:
-        """L-BFGS iterations spent, over all runs."""
-        return int(self._fitted_gp().n_iter)
 
     @property
     def alpha_(self) -> np.ndarray:

@@ -5,8 +5,10 @@
 //! ([`features`]); the metrics of `docs/math/gp.rst`, "Metrics" ([`metrics`]);
 //! the localized Maclaurin GP of `docs/math/localized.rst` ([`localized`],
 //! with the farthest-point clustering of `docs/math/localized.rst`, "Training"
-//! in `cluster`); and the Dirichlet-based GP classifiers of
-//! `docs/math/classification.rst` on the same pieces ([`dirichlet`]).
+//! in `cluster`); the sparse GP with inducing inputs, VFE or FITC
+//! (`docs/math/sparse_gp.rst`, [`sparse`]); and the Dirichlet-based GP
+//! classifiers of `docs/math/classification.rst` on the same pieces
+//! ([`dirichlet`]).
 //!
 //! Every model has zero prior mean on targets centered by their training
 //! mean; predictions add the mean back (`docs/math/gp.rst`).
@@ -19,6 +21,7 @@ pub mod features;
 pub mod localized;
 pub mod metrics;
 pub mod optimize;
+pub mod sparse;
 
 pub use dirichlet::{DirichletGpc, ExactGpc};
 pub use exact::{fit_exact, ExactGpConfig};
@@ -27,6 +30,7 @@ pub use feature_lml::{fit_feature_gp, FeatureLmlConfig, FittedFeatureGp, HyperMa
 pub use features::FeatureGp;
 pub use localized::{LocalizedConfig, LocalizedMaclaurinGp, ThresholdSearch};
 pub use optimize::{Hyper, HyperInit, OptimizerConfig};
+pub use sparse::SparseGp;
 
 use ndarray::ArrayView1;
 

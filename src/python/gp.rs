@@ -30,7 +30,7 @@ type Arr1<'py> = Bound<'py, PyArray1<f64>>;
 type Arr2<'py> = Bound<'py, PyArray2<f64>>;
 
 /// A prediction: the mean and, when asked for, a standard deviation.
-type Prediction<'py> = (Arr1<'py>, Option<Arr1<'py>>);
+pub(super) type Prediction<'py> = (Arr1<'py>, Option<Arr1<'py>>);
 
 /// The standard deviation a GP prediction returns (`std=` argument of the
 /// handles' `predict`): of the latent function, or of a noisy observation.
@@ -83,7 +83,7 @@ pub(super) fn prediction<'py>(
 
 /// The hyperparameters named in `optimize=` ("length_scale",
 /// "kernel_variance", "noise_variance").
-fn parse_optimize(py: Python<'_>, optimize: &[String]) -> PyResult<Vec<Hyper>> {
+pub(super) fn parse_optimize(py: Python<'_>, optimize: &[String]) -> PyResult<Vec<Hyper>> {
     ffi::map_result(
         py,
         optimize

@@ -4,7 +4,7 @@
 //! - Every fitted struct the Python estimators use is a `#[pyclass]` handle
 //!   over the core struct (`FeatureMap` over
 //!   [`crate::feature_map::AnyFeatureMap`], `BinningMap`, `FeatureStats`,
-//!   `FeatureGp`, `ExactGp`, `LocalizedMaclaurinGp`). It is made by a static
+//!   `FeatureGp`, `ExactGp`, `LocalizedMaclaurinGp`, `SparseGp`). It is made by a static
 //!   method that fits (keyword arguments), exposes the fitted parameters as
 //!   getters returning NumPy arrays, computes through its methods, and
 //!   pickles by value through serde (`__reduce__` and `_from_state`, see
@@ -30,6 +30,7 @@ mod gpu;
 mod localized_gp;
 mod maclaurin;
 mod sketch;
+mod sparse_gp;
 
 use pyo3::prelude::*;
 
@@ -101,6 +102,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     gpu::register(m)?;
     sketch::register(m)?;
     localized_gp::register(m)?;
+    sparse_gp::register(m)?;
     feature_map::register(m)?;
     Ok(())
 }

@@ -1,0 +1,293 @@
+//! The sparse-GP objective from the streamed statistics: VFE's collapsed
+//! bound or FITC's log marginal likelihood, the predictive pieces, and the
+//! adjoints (derivatives with respect to the statistics and `K_uu`) that
+//! the gradient's second pass contracts (see docs/math/sparse_gp.rst,
+//! sections VFE, FITC and Gradients).
+//!
+//! Both methods share the stable form with `L = chol(K_uu)`:
+//! `C = L^{−1} S L^{−ᵀ}` (VFE: divided by `σ_n²`), `B = I + C`,
+//! `L_B = chol(B)` (`B ⪰ I`, well conditioned), `c = L_B^{−1} L^{−1} b`
+//! (VFE: divided by `σ_n²`), where `S`, `b` are the (weighted) statistics
+//! of [`SparseStats`] and `b` uses the centered targets.
+//!
+//! VFE: `F = −(N/2) ln 2π − Σ ln (L_B)_ii − (N/2) ln σ_n² − yᵀy/(2σ_n²)
+//! + ½ cᵀc − Σ k_ff/(2σ_n²) + ½ tr C`.
+//!
+//! FITC: `ln p = −(N/2) ln 2π − Σ ln (L_B)_ii − ½ Σ ln Λ_i − ½ yᵀΛ^{−1}y
+//! + ½ cᵀc`.
+//!
+//! Derivatives (with `Σ = K_uu + S/σ_n²` for VFE, `K_uu + S` for FITC, and
+//! `α = Σ^{−1} b`): VFE
+//! `∂F/∂S = (K_uu^{−1} − Σ^{−1})/(2σ_n²) − ααᵀ/(2σ_n⁶)`,
+//! `∂F/∂b = α/σ_n⁴`,
+//! `∂F/∂K_uu = ½(K_uu^{−1} − Σ^{−1}) − ααᵀ/(2σ_n⁴) − K_uu^{−1} S K_uu^{−1}/(2σ_n²)`;
+//! FITC (per row, through `Λ_i`) in [`super::gradient`].
+
+use ndarray::{Array1, Array2, ArrayView1};
+
+use super::prior::InducingPrior;
+use super::stats::{Method, SparseStats};
+use crate::error::{Error, Result};
+use crate::linalg::{as_faer, as_faer_mut, Cholesky};
+use crate::threads::Parallelism;
+
+/// `ln 2π`.
+const LN_2PI: f64 = 1.837_877_066_409_345_5;
+
+/// The objective at one prior, with what prediction and the gradient need.
+#[derive(Clone, Debug)]
+pub struct Bound {
+    /// VFE's `F` or FITC's `ln p`.
+    pub value: f64,
+    /// `L_B`.
+    pub chol_b: Cholesky,
+    /// The predictive-mean weights `Σ^{−1} b` (VFE: `/σ_n²`): `μ* = k_*ᵀ
+    /// weights + ȳ`.
+    pub weights: Array1<f64>,
+    /// The target offset `ȳ` (0 without centering).
+    pub y_mean: f64,
+    /// The adjoints for the gradient (when requested).
+    pub adjoint: Option<Adjoint>,
+}
+
+/// Derivatives of the objective with respect to its inputs at one prior
+/// (see the module docs), consumed by [`super::gradient`].
+#[derive(Clone, Debug)]
+pub struct Adjoint {
+    /// The method the adjoint belongs to.
+    pub method: Method,
+    /// VFE: `2 ∂F/∂S` (the data part's `∂F/∂K_fu = 2 K_fu ∂F/∂S + y (∂F/∂b)ᵀ`);
+    /// FITC: `Σ^{−1}`.
+    pub(crate) left: Array2<f64>,
+    /// VFE: unused (empty); FITC: `K_uu^{−1}`.
+    pub(crate) kuu_inv: Array2<f64>,
+    /// VFE: `∂F/∂b`; FITC: `β = Σ^{−1} b`.
+    pub(crate) vector: Array1<f64>,
+    /// `∂F/∂K_uu` without the per-row part of FITC (added after the
+    /// second pass).
+    pub(crate) d_kuu: Array2<f64>,
+    /// `∂F/∂ln σ²` through the statistics (VFE; FITC: 0, it comes from the
+    /// rows); `K_uu`'s part is added by [`super::gradient::finish`].
+    pub(crate) d_log_variance: f64,
+    /// `∂F/∂ln σ_n²` (FITC: 0, all of it comes from the rows).
+    pub(crate) d_log_noise: f64,
+}
+
+/// `L^{−1} X L^{−ᵀ}` (`lower`) or `L^{−ᵀ} X L^{−1}` for a symmetric `X`,
+/// symmetrized.
+fn sandwich(chol: &Cholesky, x: &Array2<f64>, lower: bool, par: Parallelism) -> Array2<f64> {
+    let solve = |a: faer::MatMut<'_, f64>| {
+        if lower {
+            chol.solve_lower_in_place(a, par);
+        } else {
+            chol.solve_upper_in_place(a, par);
+        }
+    };
+    let mut a = x.clone();
+    solve(as_faer_mut(a.view_mut()));
+    // (L^{−1} X)ᵀ = X L^{−ᵀ}; solving on the transposed view leaves the
+    // transpose of L^{−1} X L^{−ᵀ} in `a`, the same matrix up to rounding.
+    solve(as_faer_mut(a.view_mut().reversed_axes()));
+    symmetrize(&mut a);
+    a
+}
+
+/// `a ← (a + aᵀ)/2`.
+fn symmetrize(a: &mut Array2<f64>) {
+    let n = a.nrows();
+    for i in 0..n {
+        for j in 0..i {
+            let v = 0.5 * (a[(i, j)] + a[(j, i)]);
+            a[(i, j)] = v;
+            a[(j, i)] = v;
+        }
+    }
+}
+
+/// `Σ_ij a_ij b_ij`.
+pub(crate) fn frobenius(a: &Array2<f64>, b: &Array2<f64>) -> f64 {
+    a.iter().zip(b.iter()).map(|(x, y)| x * y).sum()
+}
+
+/// `L^{−1} v` (`lower`) or `L^{−ᵀ} v`.
+fn solve_vec(
+    chol: &Cholesky,
+    v: ArrayView1<'_, f64>,
+    lower: bool,
+    par: Parallelism,
+) -> Array1<f64> {
+    let mut x = v.to_owned();
+    let n = x.len();
+    let m = faer::MatMut::from_column_major_slice_mut(x.as_slice_mut().unwrap_or_default(), n, 1);
+    if lower {
+        chol.solve_lower_in_place(m, par);
+    } else {
+        chol.solve_upper_in_place(m, par);
+    }
+    x
+}
+
+/// The excess of `tr(Q_ff)` over `Σ k_ff` that [`bound`] accepts as
+/// rounding, in the bound's units per row (`excess / 2σ_n²` nats over
+/// `N`).
+const TRACE_TOL: f64 = 1e-4;
+
+/// The objective of `stats` under `prior` (and, with `want_grad`, its
+/// adjoints). `center` subtracts the training mean of the targets.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when the statistics have another `M`;
+/// [`Error::InvalidParameter`] when they hold no row;
+/// [`Error::NotPositiveDefinite`] when `B` cannot be factored (only for
+/// non-finite statistics, `B ⪰ I` otherwise);
+/// [`Error::InducingNotPositiveDefinite`] when VFE's `tr(Q_ff)` exceeds
+/// `Σ k_ff` by more than `2σ_n² · 1e−4 N` (`K_uu` numerically singular at
+/// its jitter: an optimizer then backs off).
+pub fn bound(
+    stats: &SparseStats,
+    prior: &InducingPrior,
+    center: bool,
+    want_grad: bool,
+    par: Parallelism,
+) -> Result<Bound> {
+    let m = prior.n_inducing();
+    if stats.n_inducing() != m {
+        return Err(Error::ShapeMismatch {
+            name: "number of inducing inputs of the statistics",
+            expected: m,
+            got: stats.n_inducing(),
+        });
+    }
+    if stats.n == 0 {
+        return Err(Error::invalid("X", "needs at least one training row"));
+    }
+    let vfe = stats.method == Method::Vfe;
+    let s = prior.noise_variance;
+    let n = stats.n as f64;
+    let (b, yy) = stats.centered(center);
+    let y_mean = if center { stats.y_mean() } else { 0.0 };
+    let sm = stats.gram_symmetric();
+    let l = &prior.chol;
+    // C = L^{−1} S L^{−ᵀ} (VFE: / σ_n²), B = I + C.
+    let mut cmat = sandwich(l, &sm, true, par);
+    if vfe {
+        cmat.mapv_inplace(|v| v / s);
+    }
+    let mut bmat = cmat.clone();
+    bmat.diag_mut().mapv_inplace(|v| v + 1.0);
+    let chol_b = Cholesky::new(as_faer(bmat.view()), par)?;
+    let scale = if vfe { 1.0 / s } else { 1.0 };
+    let e = solve_vec(l, b.view(), true, par);
+    let c = solve_vec(&chol_b, e.view(), true, par) * scale;
+    // tr(Q_ff) = σ_n² tr(C) ≤ Σ k_ff in exact arithmetic. Past that (by
+    // more than rounding), L^{−1} has lost the accuracy the trace term
+    // needs (K_uu numerically singular for its own jitter), and the
+    // negative trace term would reward the rounding error by 1/σ_n².
+    if vfe && (s * cmat.diag().sum() - stats.kff_sum) / (2.0 * s) > TRACE_TOL * n {
+        return Err(Error::InducingNotPositiveDefinite {
+            m,
+            jitter: prior.jitter(),
+        });
+    }
+    let half_log_det_b = 0.5 * chol_b.log_det();
+    let ctc = c.dot(&c);
+    let value = if vfe {
+        -0.5 * n * LN_2PI - half_log_det_b - 0.5 * n * s.ln() - yy / (2.0 * s) + 0.5 * ctc
+            - stats.kff_sum / (2.0 * s)
+            + 0.5 * cmat.diag().sum()
+    } else {
+        -0.5 * n * LN_2PI - half_log_det_b - 0.5 * stats.log_lambda_sum - 0.5 * yy + 0.5 * ctc
+    };
+    // Σ^{−1} b = L^{−ᵀ} L_B^{−ᵀ} c · (VFE: σ_n²).
+    let t = solve_vec(&chol_b, c.view(), false, par);
+    let alpha = solve_vec(l, t.view(), false, par) / scale;
+    let weights = &alpha * scale;
+    let adjoint = if want_grad {
+        Some(adjoint(
+            stats, prior, &sm, &cmat, &chol_b, &alpha, &b, yy, par,
+        ))
+    } else {
+        None
+    };
+    Ok(Bound {
+        value,
+        chol_b,
+        weights,
+        y_mean,
+        adjoint,
+    })
+}
+
+/// The adjoints of [`bound`] (see the module docs).
+#[allow(clippy::too_many_arguments)]
+fn adjoint(
+    stats: &SparseStats,
+    prior: &InducingPrior,
+    sm: &Array2<f64>,
+    cmat: &Array2<f64>,
+    chol_b: &Cholesky,
+    alpha: &Array1<f64>,
+    b: &Array1<f64>,
+    yy: f64,
+    par: Parallelism,
+) -> Adjoint {
+    let l = &prior.chol;
+    let s = prior.noise_variance;
+    let n = stats.n as f64;
+    let binv = chol_b.inverse(par);
+    // I − B^{−1} and L^{−ᵀ}(I − B^{−1})L^{−1} = K_uu^{−1} − Σ^{−1}.
+    let mut i_minus = -&binv;
+    i_minus.diag_mut().mapv_inplace(|v| v + 1.0);
+    let e1 = sandwich(l, &i_minus, false, par);
+    let aat = outer(alpha);
+    match stats.method {
+        Method::Vfe => {
+            // K_uu^{−1} S K_uu^{−1} / σ_n² = L^{−ᵀ} C L^{−1}.
+            let e2 = sandwich(l, cmat, false, par);
+            let p_s = &e1 / (2.0 * s) - &aat / (2.0 * s * s * s);
+            let d_kuu = (&e1 - &e2) * 0.5 - &aat / (2.0 * s * s);
+            let d_b = alpha / (s * s);
+            // ∂F/∂σ_n² (see docs/math/sparse_gp.rst, section Gradients).
+            let tr_binv_c = frobenius(&binv, cmat);
+            let tr_c = cmat.diag().sum();
+            let a_s_a = alpha.dot(&sm.dot(alpha));
+            let d_noise = tr_binv_c / (2.0 * s) - n / (2.0 * s) + yy / (2.0 * s * s)
+                - b.dot(alpha) / (s * s * s)
+                + a_s_a / (2.0 * s.powi(4))
+                + stats.kff_sum / (2.0 * s * s)
+                - tr_c / (2.0 * s);
+            // S ∝ σ⁴, b ∝ σ², Σ k_ff ∝ σ² (K_uu's part is added with
+            // the rest of ∂F/∂K_uu in `gradient::finish`).
+            let d_log_variance = 2.0 * frobenius(&p_s, sm) + d_b.dot(b) - stats.kff_sum / (2.0 * s);
+            Adjoint {
+                method: Method::Vfe,
+                left: p_s * 2.0,
+                kuu_inv: Array2::zeros((0, 0)),
+                vector: d_b,
+                d_kuu,
+                d_log_variance,
+                d_log_noise: s * d_noise,
+            }
+        }
+        Method::Fitc => {
+            let kuu_inv = l.inverse(par);
+            let sigma_inv = &kuu_inv - &e1;
+            let d_kuu = (&e1 - &aat) * 0.5;
+            Adjoint {
+                method: Method::Fitc,
+                left: sigma_inv,
+                kuu_inv,
+                vector: alpha.clone(),
+                d_kuu,
+                d_log_variance: 0.0,
+                d_log_noise: 0.0,
+            }
+        }
+    }
+}
+
+/// `v vᵀ`.
+fn outer(v: &Array1<f64>) -> Array2<f64> {
+    let n = v.len();
+    Array2::from_shape_fn((n, n), |(i, j)| v[i] * v[j])
+}

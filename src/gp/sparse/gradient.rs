@@ -1,0 +1,286 @@
+//! The gradient's second pass over the rows (see docs/math/sparse_gp.rst,
+//! section Gradients): with the adjoints of [`fn@super::bound`] fixed, every
+//! row chunk contributes `Σ_{m,i} (∂F/∂K_fu)_im ∂k(x_i, z_m)/∂θ` to the
+//! gradient in the log length scales and the inducing inputs (and, for
+//! FITC, the per-row terms of `Λ_i`). The sums of [`GradientSums`] add up
+//! over chunks and machines; [`finish`] adds the parts through `K_uu` and
+//! returns the gradient.
+//!
+//! VFE: `∂F/∂k_i = 2 (∂F/∂S) k_i + (∂F/∂b) y_i`, one `M × M` by `M × n`
+//! product per chunk.
+//!
+//! FITC: with `Σ = K_uu + K_uf Λ^{−1} K_fu`, `β = Σ^{−1} b`, `a_i =
+//! K_uu^{−1} k_i` and the residual `r_i = y_i − βᵀ k_i`,
+//! `g_i = ∂F/∂Λ_i = (k_iᵀ Σ^{−1} k_i + r_i²)/(2Λ_i²) − 1/(2Λ_i)`,
+//! `∂F/∂k_i = (β r_i − Σ^{−1} k_i)/Λ_i − 2 g_i a_i`, and the rows add
+//! `Σ_i g_i a_i a_iᵀ` to `∂F/∂K_uu`, `Σ_i g_i` to `∂F/∂σ_n²` and
+//! `σ² Σ_i g_i` to `∂F/∂ln σ²` (through `k(x_i, x_i) = σ²`); two `M × M`
+//! by `M × n` products and one `M × n` by `n × M` product per chunk.
+
+use faer::{Accum, MatMut, MatRef};
+use ndarray::{Array2, ArrayView1, ArrayView2};
+
+use super::bound::{frobenius, Adjoint};
+use super::kernel_blocks::{contract, cross_block, fold_length_scales, scaled_t};
+use super::prior::InducingPrior;
+use super::stats::{check_chunk, Method};
+use crate::error::{Error, Result};
+use crate::linalg::{as_faer, faer_par};
+use crate::threads::Parallelism;
+
+/// The second pass's sums (see the module docs); they add up exactly over
+/// row chunks.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct GradientSums {
+    /// `Σ_{m,i} (∂F/∂K_fu)_im ∂k(x_i, z_m)/∂ln l_a`, one per dimension.
+    pub by_length_scale: Vec<f64>,
+    /// `Σ_i (∂F/∂K_fu)_im ∂k(x_i, z_m)/∂z_ma` (`M × d`).
+    pub by_inducing: Array2<f64>,
+    /// FITC: `Σ_i g_i a_i a_iᵀ` (`M × M`); VFE: empty.
+    pub row_kuu: Array2<f64>,
+    /// FITC: `Σ_i g_i`; VFE: 0.
+    pub g_sum: f64,
+    /// FITC: `Σ_{m,i} (∂F/∂K_fu)_im K_fu,im`; VFE: 0.
+    pub fk_sum: f64,
+}
+
+impl GradientSums {
+    /// Empty sums for `M` inducing inputs in `d` dimensions.
+    pub fn new(method: Method, n_inducing: usize, d: usize) -> Self {
+        let kuu = match method {
+            Method::Vfe => 0,
+            Method::Fitc => n_inducing,
+        };
+        Self {
+            by_length_scale: vec![0.0; d],
+            by_inducing: Array2::zeros((n_inducing, d)),
+            row_kuu: Array2::zeros((kuu, kuu)),
+            g_sum: 0.0,
+            fk_sum: 0.0,
+        }
+    }
+
+    /// Adds the sums of other rows.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] for sums of another shape.
+    pub fn merge(&mut self, other: &GradientSums) -> Result<()> {
+        if other.by_inducing.dim() != self.by_inducing.dim()
+            || other.row_kuu.dim() != self.row_kuu.dim()
+        {
+            return Err(Error::ShapeMismatch {
+                name: "number of inducing inputs of the gradient sums to merge",
+                expected: self.by_inducing.nrows(),
+                got: other.by_inducing.nrows(),
+            });
+        }
+        for (a, b) in self.by_length_scale.iter_mut().zip(&other.by_length_scale) {
+            *a += b;
+        }
+        self.by_inducing += &other.by_inducing;
+        self.row_kuu += &other.row_kuu;
+        self.g_sum += other.g_sum;
+        self.fk_sum += other.fk_sum;
+        Ok(())
+    }
+}
+
+/// `dst ← lhs · rhs` (`Accum::Replace`) or `dst += lhs · rhs`.
+fn matmul(
+    dst: MatMut<'_, f64>,
+    add: bool,
+    lhs: MatRef<'_, f64>,
+    rhs: MatRef<'_, f64>,
+    par: Parallelism,
+) {
+    let accum = if add { Accum::Add } else { Accum::Replace };
+    faer::linalg::matmul::matmul(dst, accum, lhs, rhs, 1.0, faer_par(par));
+}
+
+/// Adds the row chunk `(x, y)` to `sums` (second pass; `y_offset` is the
+/// bound's `ȳ`). `scratch` is reused between chunks (`3·M·n` values, FITC
+/// `4·M·n`).
+///
+/// # Errors
+/// As [`super::stats::SparseStats::accumulate`].
+#[allow(clippy::too_many_arguments)]
+pub fn accumulate_gradient(
+    sums: &mut GradientSums,
+    adjoint: &Adjoint,
+    prior: &InducingPrior,
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    y_offset: f64,
+    scratch: &mut Vec<f64>,
+    par: Parallelism,
+) -> Result<()> {
+    check_chunk(prior, x, y)?;
+    let (m, d) = prior.z.dim();
+    if sums.by_inducing.dim() != (m, d) {
+        return Err(Error::ShapeMismatch {
+            name: "number of inducing inputs of the gradient sums",
+            expected: m,
+            got: sums.by_inducing.nrows(),
+        });
+    }
+    let n = x.nrows();
+    if n == 0 {
+        return Ok(());
+    }
+    let fitc = adjoint.method == Method::Fitc;
+    let bufs = if fitc { 4 } else { 3 };
+    scratch.resize((bufs * m * n).max(scratch.len()), 0.0);
+    let (kb, rest) = scratch.split_at_mut(m * n);
+    let (sl, rest) = rest.split_at_mut(m * n);
+    let (wb, rest) = rest.split_at_mut(m * n);
+    let ut = scaled_t(&prior.params, x);
+    cross_block(&prior.params, prior.w.view(), ut.view(), kb, Some(sl), par);
+    let yc: Vec<f64> = y.iter().map(|v| v - y_offset).collect();
+    let kr = MatRef::from_row_major_slice(kb, m, n);
+    matmul(
+        MatMut::from_row_major_slice_mut(wb, m, n),
+        false,
+        as_faer(adjoint.left.view()),
+        kr,
+        par,
+    );
+    let beta = &adjoint.vector;
+    if !fitc {
+        // ∂F/∂k_i = 2 (∂F/∂S) k_i + (∂F/∂b) y_i.
+        for (row, &bm) in wb.chunks_exact_mut(n).zip(beta) {
+            for (w, &t) in row.iter_mut().zip(&yc) {
+                *w += bm * t;
+            }
+        }
+    } else {
+        let q2 = &mut rest[..m * n];
+        matmul(
+            MatMut::from_row_major_slice_mut(q2, m, n),
+            false,
+            as_faer(adjoint.kuu_inv.view()),
+            MatRef::from_row_major_slice(kb, m, n),
+            par,
+        );
+        // Per row i: k_iᵀΣ^{−1}k_i, k_iᵀK_uu^{−1}k_i and βᵀk_i.
+        let (mut h, mut q, mut bk) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        for (((kr, w), q2r), &bm) in kb
+            .chunks_exact(n)
+            .zip(wb.chunks_exact(n))
+            .zip(q2.chunks_exact(n))
+            .zip(beta)
+        {
+            for i in 0..n {
+                h[i] += kr[i] * w[i];
+                q[i] += kr[i] * q2r[i];
+                bk[i] += bm * kr[i];
+            }
+        }
+        let (v, s) = (prior.params.variance, prior.noise_variance);
+        let mut lam = vec![0.0; n];
+        let mut res = vec![0.0; n];
+        let mut g = vec![0.0; n];
+        for i in 0..n {
+            lam[i] = s + (v - q[i]).max(0.0);
+            res[i] = yc[i] - bk[i];
+            g[i] = (h[i] + res[i] * res[i]) / (2.0 * lam[i] * lam[i]) - 1.0 / (2.0 * lam[i]);
+        }
+        // ∂F/∂k_i = (β r_i − Σ^{−1} k_i)/Λ_i − 2 g_i a_i, into wb.
+        let mut fk = 0.0;
+        for (((w, q2r), kr), &bm) in wb
+            .chunks_exact_mut(n)
+            .zip(q2.chunks_exact(n))
+            .zip(kb.chunks_exact(n))
+            .zip(beta)
+        {
+            for i in 0..n {
+                w[i] = (bm * res[i] - w[i]) / lam[i] - 2.0 * g[i] * q2r[i];
+                fk += w[i] * kr[i];
+            }
+        }
+        sums.fk_sum += fk;
+        sums.g_sum += g.iter().sum::<f64>();
+        // Σ_i g_i a_i a_iᵀ: the block is no longer needed, it takes a ⊙ g.
+        for (kr, q2r) in kb.chunks_exact_mut(n).zip(q2.chunks_exact(n)) {
+            for i in 0..n {
+                kr[i] = q2r[i] * g[i];
+            }
+        }
+        matmul(
+            crate::linalg::as_faer_mut(sums.row_kuu.view_mut()),
+            true,
+            MatRef::from_row_major_slice(kb, m, n),
+            MatRef::from_row_major_slice(q2, m, n).transpose(),
+            par,
+        );
+    }
+    // The adjoint times the kernel's slope, contracted with the distances.
+    for (w, &t) in wb.iter_mut().zip(sl.iter()) {
+        *w *= t;
+    }
+    let (by_ls, by_z) = contract(&prior.params, prior.w.view(), ut.view(), wb, par);
+    for (a, b) in sums.by_length_scale.iter_mut().zip(&by_ls) {
+        *a += b;
+    }
+    sums.by_inducing += &by_z;
+    Ok(())
+}
+
+/// The gradient of the objective: `hyper = (∂/∂ln l_1, …, ∂/∂ln l_k,
+/// ∂/∂ln σ², ∂/∂ln σ_n²)` and `inducing = ∂/∂Z` (`M × d`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Gradient {
+    /// With respect to the log hyperparameters.
+    pub hyper: Vec<f64>,
+    /// With respect to the inducing inputs.
+    pub inducing: Array2<f64>,
+}
+
+/// Completes the gradient from the second pass's sums: adds the parts
+/// through `K_uu` (`⟨∂F/∂K_uu, ∂K_uu/∂θ⟩`, both arguments of the kernel
+/// moving with `Z`).
+pub fn finish(
+    adjoint: &Adjoint,
+    prior: &InducingPrior,
+    sums: &GradientSums,
+    par: Parallelism,
+) -> Gradient {
+    let (m, _) = prior.z.dim();
+    let fitc = adjoint.method == Method::Fitc;
+    let mut d_kuu = adjoint.d_kuu.clone();
+    if fitc {
+        d_kuu += &sums.row_kuu;
+    }
+    // K_uu without jitter and its slopes, from the scaled inducing inputs.
+    let wt = prior.w.t().as_standard_layout().into_owned();
+    let mut kuu = vec![0.0; m * m];
+    let mut slope = vec![0.0; m * m];
+    cross_block(
+        &prior.params,
+        prior.w.view(),
+        wt.view(),
+        &mut kuu,
+        Some(&mut slope),
+        par,
+    );
+    let g: Vec<f64> = d_kuu.iter().zip(&slope).map(|(a, b)| a * b).collect();
+    let (uu_ls, uu_z) = contract(&prior.params, prior.w.view(), wt.view(), &g, par);
+    let by_ls: Vec<f64> = sums
+        .by_length_scale
+        .iter()
+        .zip(&uu_ls)
+        .map(|(a, b)| a + b)
+        .collect();
+    let mut hyper = fold_length_scales(&prior.params, &by_ls);
+    let (v, s) = (prior.params.variance, prior.noise_variance);
+    let kuu_part = frobenius(&d_kuu, &prior.kuu);
+    let (d_var, d_noise) = if fitc {
+        (sums.fk_sum + v * sums.g_sum + kuu_part, s * sums.g_sum)
+    } else {
+        (adjoint.d_log_variance + kuu_part, adjoint.d_log_noise)
+    };
+    hyper.push(d_var);
+    hyper.push(d_noise);
+    let inducing = &sums.by_inducing + &(uu_z * 2.0);
+    Gradient { hyper, inducing }
+}

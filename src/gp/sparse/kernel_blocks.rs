@@ -1,0 +1,350 @@
+//! Kernel blocks of the sparse GP: `k(Z, X)` for a row chunk of `X`
+//! (`M × n`, one row per inducing input, contiguous over the chunk), with
+//! the slopes `σ² ψ(ρ)` of [`Kernel::profile_slope`] that the gradients
+//! contract (see docs/math/sparse_gp.rst, section Gradients).
+//!
+//! Distances are summed pairwise per dimension over the scaled inputs
+//! (`u = x/l`, one length scale or one per dimension): identical points are
+//! at distance exactly 0 (no `‖u‖² + ‖w‖² − 2uᵀw` cancellation), which the
+//! `Z = X` oracles and the non-smooth kernels at 0 need.
+
+use ndarray::{Array2, ArrayView2};
+use rayon::prelude::*;
+
+use crate::gp::cluster::sq_dists_t;
+use crate::kernels::{Kernel, StationaryKernel};
+use crate::threads::Parallelism;
+
+/// `(x / l)ᵀ`, `d × n` row-major: dimension `a` of every row contiguous,
+/// the layout [`cross_block`] reads.
+pub(crate) fn scaled_t(params: &StationaryKernel, x: ArrayView2<'_, f64>) -> Array2<f64> {
+    let (n, d) = x.dim();
+    let mut ut = Array2::<f64>::zeros((d, n));
+    for (a, mut row) in ut.rows_mut().into_iter().enumerate() {
+        let inv = 1.0 / params.length_scale_of(a);
+        row.zip_mut_with(&x.column(a), |o, &v| *o = v * inv);
+    }
+    ut
+}
+
+/// The distances `ρ` of the scaled points `ut` (`d × n` row-major, `n` =
+/// `out.len()`) to one scaled point `w`: `Σ_a (u_a − w_a)²` (Euclidean
+/// kernels, through [`sq_dists_t`]) or `Σ_a |u_a − w_a|` (Laplacian).
+fn distances(kernel: Kernel, ut: &[f64], w: &[f64], out: &mut [f64]) {
+    let n = out.len();
+    if kernel.uses_l1() {
+        l1_dists_t(ut, n, w, out);
+    } else {
+        sq_dists_t(ut, n, w, out);
+    }
+}
+
+/// `out[i] = Σ_a |xt[a·stride + i] − c[a]|`, vectorized over `i`.
+#[inline(always)]
+fn l1_dists_body(xt: &[f64], stride: usize, c: &[f64], out: &mut [f64]) {
+    out.fill(0.0);
+    for (a, &ca) in c.iter().enumerate() {
+        let col = &xt[a * stride..a * stride + out.len()];
+        for (o, &v) in out.iter_mut().zip(col) {
+            *o += (v - ca).abs();
+        }
+    }
+}
+
+widest_simd! {
+    /// [`l1_dists_body`] with the widest SIMD the CPU offers.
+    fn l1_dists_t(xt: &[f64], stride: usize, c: &[f64], out: &mut [f64]) = l1_dists_body;
+}
+
+/// Turns distances into `σ² κ(ρ)` in place and, with `slope`, writes
+/// `σ² ψ(ρ)` there (see [`Kernel::profile_and_slope`]).
+#[inline(always)]
+fn profile_body(kernel: Kernel, variance: f64, dist: &mut [f64], slope: Option<&mut [f64]>) {
+    #[inline(always)]
+    fn apply(
+        f: impl Fn(f64) -> (f64, f64),
+        variance: f64,
+        dist: &mut [f64],
+        slope: Option<&mut [f64]>,
+    ) {
+        match slope {
+            Some(s) => {
+                for (d, s) in dist.iter_mut().zip(s.iter_mut()) {
+                    let (k, p) = f(*d);
+                    *d = variance * k;
+                    *s = variance * p;
+                }
+            }
+            None => {
+                for d in dist.iter_mut() {
+                    *d = variance * f(*d).0;
+                }
+            }
+        }
+    }
+    // One loop per kernel, so the kernel is a constant inside it.
+    match kernel {
+        Kernel::Gaussian => apply(
+            |r| Kernel::Gaussian.profile_and_slope(r),
+            variance,
+            dist,
+            slope,
+        ),
+        Kernel::Laplacian => apply(
+            |r| Kernel::Laplacian.profile_and_slope(r),
+            variance,
+            dist,
+            slope,
+        ),
+        Kernel::Matern12 => apply(
+            |r| Kernel::Matern12.profile_and_slope(r),
+            variance,
+            dist,
+            slope,
+        ),
+        Kernel::Matern32 => apply(
+            |r| Kernel::Matern32.profile_and_slope(r),
+            variance,
+            dist,
+            slope,
+        ),
+        Kernel::Matern52 => apply(
+            |r| Kernel::Matern52.profile_and_slope(r),
+            variance,
+            dist,
+            slope,
+        ),
+    }
+}
+
+widest_simd! {
+    /// [`profile_body`] with the widest SIMD the CPU offers.
+    fn profile(kernel: Kernel, variance: f64, dist: &mut [f64], slope: Option<&mut [f64]>) =
+        profile_body;
+}
+
+/// Rows (inducing inputs) per parallel task of the block loops.
+const ROWS_PER_TASK: usize = 8;
+
+/// Runs `f(m, row m of a, row m of b)` for every row `m` of the `M × n`
+/// row-major buffers `a` and (when given) `b`, in parallel over blocks of
+/// rows when `par` allows (each row is computed alone, so the result does
+/// not depend on the thread count).
+fn for_rows(
+    n: usize,
+    a: &mut [f64],
+    b: Option<&mut [f64]>,
+    par: Parallelism,
+    f: impl Fn(usize, &mut [f64], Option<&mut [f64]>) + Sync,
+) {
+    if n == 0 {
+        return;
+    }
+    let task = |(t, (ac, bc)): (usize, (&mut [f64], Option<&mut [f64]>))| {
+        let mut bc = bc;
+        for (r, ar) in ac.chunks_mut(n).enumerate() {
+            let br = bc.as_deref_mut().map(|b| &mut b[r * n..(r + 1) * n]);
+            f(t * ROWS_PER_TASK + r, ar, br);
+        }
+    };
+    let step = ROWS_PER_TASK * n;
+    match b {
+        Some(b) => {
+            if par.is_parallel() {
+                a.par_chunks_mut(step)
+                    .zip(b.par_chunks_mut(step).map(Some))
+                    .enumerate()
+                    .for_each(task);
+            } else {
+                a.chunks_mut(step)
+                    .zip(b.chunks_mut(step).map(Some))
+                    .enumerate()
+                    .for_each(task);
+            }
+        }
+        None => {
+            if par.is_parallel() {
+                a.par_chunks_mut(step)
+                    .map(|c| (c, None))
+                    .enumerate()
+                    .for_each(task);
+            } else {
+                a.chunks_mut(step)
+                    .map(|c| (c, None))
+                    .enumerate()
+                    .for_each(task);
+            }
+        }
+    }
+}
+
+/// The block `out[m·n + i] = k(x_i, z_m)` (`M × n` row-major) from the
+/// scaled inducing inputs `w` (`M × d`) and the scaled chunk `ut` (`d × n`
+/// row-major, [`scaled_t`]); with `slope`, also
+/// `slope[m·n + i] = σ² ψ(ρ_mi)`. Parallel over inducing inputs.
+pub(crate) fn cross_block(
+    params: &StationaryKernel,
+    w: ArrayView2<'_, f64>,
+    ut: ArrayView2<'_, f64>,
+    out: &mut [f64],
+    slope: Option<&mut [f64]>,
+    par: Parallelism,
+) {
+    let n = ut.ncols();
+    let ut = ut.as_standard_layout();
+    let u = ut.as_slice().unwrap_or_default();
+    let w = w.as_standard_layout();
+    let d = w.ncols();
+    let ws = w.as_slice().unwrap_or_default();
+    let (kernel, variance) = (params.kernel, params.variance);
+    for_rows(n, out, slope, par, |m, row, s| {
+        distances(kernel, u, &ws[m * d..(m + 1) * d], row);
+        profile(kernel, variance, row, s);
+    });
+}
+
+/// `Σ_i g_i δ_ia e'(δ_ia)` and `Σ_i g_i e'(δ_ia)` for each dimension `a`
+/// (`δ_ia = u_ia − w_a`, `e'` of [`Kernel::distance_slope`]) into
+/// `by_ls[a]` and `by_z[a]`; `ut` is `d × n` row-major, `g` has `n`
+/// entries.
+#[inline(always)]
+fn contract_body(
+    euclidean: bool,
+    ut: &[f64],
+    w: &[f64],
+    g: &[f64],
+    by_ls: &mut [f64],
+    by_z: &mut [f64],
+) {
+    let n = g.len();
+    for (a, &wa) in w.iter().enumerate() {
+        let col = &ut[a * n..(a + 1) * n];
+        let (mut sl, mut sz) = (0.0, 0.0);
+        if euclidean {
+            // e'(δ) = 2δ: Σ g δ·2δ and Σ g·2δ (the factors 2 applied once).
+            for (&v, &gi) in col.iter().zip(g) {
+                let t = v - wa;
+                let gt = gi * t;
+                sz += gt;
+                sl += gt * t;
+            }
+            sl *= 2.0;
+            sz *= 2.0;
+        } else {
+            // e'(δ) = sign(δ): Σ g |δ| and Σ g sign(δ).
+            for (&v, &gi) in col.iter().zip(g) {
+                let t = v - wa;
+                sl += gi * t.abs();
+                sz += if t > 0.0 {
+                    gi
+                } else if t < 0.0 {
+                    -gi
+                } else {
+                    0.0
+                };
+            }
+        }
+        by_ls[a] = sl;
+        by_z[a] = sz;
+    }
+}
+
+widest_simd! {
+    /// [`contract_body`] with the widest SIMD the CPU offers.
+    fn contract_row(
+        euclidean: bool,
+        ut: &[f64],
+        w: &[f64],
+        g: &[f64],
+        by_ls: &mut [f64],
+        by_z: &mut [f64],
+    ) = contract_body;
+}
+
+/// Contracts a block of adjoints with the kernel's derivatives: with
+/// `g[m·n + i] = (∂F/∂k(x_i, z_m)) · σ² ψ(ρ_mi)` (`M × n`, the adjoint of
+/// the block times its [`cross_block`] slope), returns
+///
+/// - `by_ls[a] = Σ_{m,i} g_mi δ_mia e'(δ_mia)`, the block's part of
+///   `∂F/∂ln l_a` (sum over `a` for one shared length scale), and
+/// - `by_z[m, a] = Σ_i g_mi e'(δ_mia) / l_a`, its part of `∂F/∂z_ma`
+///   (`z_m` as the kernel's second argument),
+///
+/// with `δ_mi = (x_i − z_m)/l` (see [`Kernel::profile_slope`]). Parallel
+/// over inducing inputs; `by_ls` is summed over them in order (the same
+/// bits for any thread count).
+pub(crate) fn contract(
+    params: &StationaryKernel,
+    w: ArrayView2<'_, f64>,
+    ut: ArrayView2<'_, f64>,
+    g: &[f64],
+    par: Parallelism,
+) -> (Vec<f64>, Array2<f64>) {
+    let (m, d) = w.dim();
+    let n = ut.ncols();
+    let ut = ut.as_standard_layout();
+    let u = ut.as_slice().unwrap_or_default();
+    let w = w.as_standard_layout();
+    let ws = w.as_slice().unwrap_or_default();
+    let euclidean = !params.kernel.uses_l1();
+    // Per inducing input: d entries of by_ls, then d of by_z.
+    let mut per = vec![0.0; m * 2 * d];
+    let row = |(k, out): (usize, &mut [f64])| {
+        let (ls, z) = out.split_at_mut(d);
+        if n > 0 {
+            contract_row(
+                euclidean,
+                u,
+                &ws[k * d..(k + 1) * d],
+                &g[k * n..(k + 1) * n],
+                ls,
+                z,
+            );
+        }
+    };
+    if d > 0 {
+        if par.is_parallel() {
+            per.par_chunks_mut(2 * d).enumerate().for_each(row);
+        } else {
+            per.chunks_mut(2 * d).enumerate().for_each(row);
+        }
+    }
+    let mut by_ls = vec![0.0; d];
+    let mut by_z = Array2::<f64>::zeros((m, d));
+    for (k, p) in per.chunks(2 * d.max(1)).enumerate().take(m) {
+        for a in 0..d {
+            by_ls[a] += p[a];
+            by_z[(k, a)] = p[d + a] / params.length_scale_of(a);
+        }
+    }
+    (by_ls, by_z)
+}
+
+/// `Σ_a by_ls[a]` for one shared length scale, `by_ls` itself for one per
+/// dimension: the gradient with respect to the model's log length scales.
+pub(crate) fn fold_length_scales(params: &StationaryKernel, by_ls: &[f64]) -> Vec<f64> {
+    if params.length_scale.len() == 1 {
+        vec![by_ls.iter().sum()]
+    } else {
+        by_ls.to_vec()
+    }
+}
+
+/// `k(a, b)` (`|a| × |b|`) of unscaled inputs.
+pub fn kernel_matrix(
+    params: &StationaryKernel,
+    a: ArrayView2<'_, f64>,
+    b: ArrayView2<'_, f64>,
+    par: Parallelism,
+) -> Array2<f64> {
+    let wa = params.scale(a);
+    let ubt = scaled_t(params, b);
+    let mut out = vec![0.0; a.nrows() * b.nrows()];
+    cross_block(params, wa.view(), ubt.view(), &mut out, None, par);
+    Array2::from_shape_vec((a.nrows(), b.nrows()), out).unwrap_or_default()
+}
+
+/// The diagonal `k(x, x) = σ²` of a stationary kernel, summed over `n` rows.
+pub(crate) fn diag_sum(params: &StationaryKernel, n: usize) -> f64 {
+    params.variance * n as f64
+}

@@ -1,0 +1,376 @@
+//! The streamed statistics of the sparse GP (see docs/math/sparse_gp.rst,
+//! sections VFE and FITC): sums over the training rows that hold
+//! everything the bound needs from the data, accumulated one row chunk at a
+//! time (memory `O(M² + chunk·M)`) and merged exactly, like
+//! [`crate::stats::FeatureStats`].
+//!
+//! With `k_i = k(Z, x_i)` and per-row weights `w_i` (1 for VFE,
+//! `1/Λ_i` for FITC, `Λ_i = k(x_i, x_i) − ‖L^{−1} k_i‖² + σ_n²`):
+//! `Σ w_i k_i k_iᵀ` (`S = K_uf K_fu` for VFE, `K_uf Λ^{−1} K_fu` for FITC),
+//! `Σ w_i k_i (y_i − s)`, `Σ w_i k_i`, `Σ w_i`, `Σ w_i (y_i − s)`,
+//! `Σ w_i (y_i − s)²`, `Σ (y_i − s)`, `N`, `Σ k(x_i, x_i)` and, for FITC,
+//! `Σ ln Λ_i`. The targets enter relative to a shift `s` (the first
+//! chunk's mean) so that the training mean can be subtracted at the end
+//! (the target sums convert exactly between shifts). The FITC statistics
+//! depend on the inducing inputs and hyperparameters through `Λ`: only
+//! statistics of the same [`InducingPrior`] merge meaningfully.
+
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+
+use super::kernel_blocks::{cross_block, diag_sum, scaled_t};
+use super::prior::InducingPrior;
+use crate::error::{check_finite, Error, Result};
+use crate::linalg::{mirror_lower, syrk};
+use crate::threads::Parallelism;
+
+/// The sparse-GP approximation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Method {
+    /// Titsias' collapsed variational bound (VFE).
+    Vfe,
+    /// The fully independent training conditional (FITC, Snelson &
+    /// Ghahramani).
+    Fitc,
+}
+
+impl Method {
+    /// Parses `"vfe"` or `"fitc"`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `method`.
+    pub fn from_name(name: &str) -> Result<Self> {
+        match name {
+            "vfe" => Ok(Method::Vfe),
+            "fitc" => Ok(Method::Fitc),
+            other => Err(Error::invalid(
+                "method",
+                format!("expected \"vfe\" or \"fitc\", got {other:?}"),
+            )),
+        }
+    }
+
+    /// The method's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Vfe => "vfe",
+            Method::Fitc => "fitc",
+        }
+    }
+}
+
+/// Streamed statistics of a sparse-GP bound (see the module docs).
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct SparseStats {
+    /// The approximation the weights belong to.
+    pub method: Method,
+    /// `Σ w_i k_i k_iᵀ` (`M × M`) in its lower triangle (`gram[(i, j)]`,
+    /// `j ≤ i`; the strict upper triangle is never read).
+    pub gram: Array2<f64>,
+    /// `Σ w_i k_i (y_i − s)`.
+    pub k_y: Array1<f64>,
+    /// `Σ w_i k_i`.
+    pub k_sum: Array1<f64>,
+    /// Number of rows `N`.
+    pub n: u64,
+    /// The shift `s`.
+    pub y_shift: f64,
+    /// `Σ (y_i − s)` (unweighted: the training mean).
+    pub y_sum: f64,
+    /// `Σ w_i`.
+    pub w_sum: f64,
+    /// `Σ w_i (y_i − s)`.
+    pub wy_sum: f64,
+    /// `Σ w_i (y_i − s)²`.
+    pub wyy_sum: f64,
+    /// `Σ k(x_i, x_i)`.
+    pub kff_sum: f64,
+    /// `Σ ln Λ_i` (FITC; 0 for VFE).
+    pub log_lambda_sum: f64,
+}
+
+impl SparseStats {
+    /// Empty statistics for `M` inducing inputs.
+    pub fn new(method: Method, n_inducing: usize) -> Self {
+        Self {
+            method,
+            gram: Array2::zeros((n_inducing, n_inducing)),
+            k_y: Array1::zeros(n_inducing),
+            k_sum: Array1::zeros(n_inducing),
+            n: 0,
+            y_shift: 0.0,
+            y_sum: 0.0,
+            w_sum: 0.0,
+            wy_sum: 0.0,
+            wyy_sum: 0.0,
+            kff_sum: 0.0,
+            log_lambda_sum: 0.0,
+        }
+    }
+
+    /// The number of inducing inputs `M`.
+    pub fn n_inducing(&self) -> usize {
+        self.k_y.len()
+    }
+
+    /// Adds a row chunk `(x, y)` under `prior` (`x` is `n × d`). `scratch`
+    /// is reused between chunks (it grows to `M·n` values, twice that for
+    /// FITC).
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] for a chunk of the wrong width or length, or
+    /// statistics of another `M`; [`Error::NonFinite`] for NaN in the chunk.
+    pub fn accumulate(
+        &mut self,
+        prior: &InducingPrior,
+        x: ArrayView2<'_, f64>,
+        y: ArrayView1<'_, f64>,
+        scratch: &mut Vec<f64>,
+        par: Parallelism,
+    ) -> Result<()> {
+        let m = prior.n_inducing();
+        check_chunk(prior, x, y)?;
+        if self.n_inducing() != m {
+            return Err(Error::ShapeMismatch {
+                name: "number of inducing inputs of the statistics",
+                expected: m,
+                got: self.n_inducing(),
+            });
+        }
+        let n = x.nrows();
+        if n == 0 {
+            return Ok(());
+        }
+        if self.n == 0 {
+            self.y_shift = y.sum() / n as f64;
+        }
+        let yc: Vec<f64> = y.iter().map(|v| v - self.y_shift).collect();
+        let ut = scaled_t(&prior.params, x);
+        let need = if self.method == Method::Fitc {
+            2 * m * n
+        } else {
+            m * n
+        };
+        scratch.resize(need.max(scratch.len()), 0.0);
+        let (kb, rest) = scratch.split_at_mut(m * n);
+        cross_block(&prior.params, prior.w.view(), ut.view(), kb, None, par);
+        // The extra rows of the Gram kernel: [w (y − s); w] scaled by √w
+        // like the block's columns, so that its sums carry the weight w.
+        let mut extra = Vec::with_capacity(2 * n);
+        extra.extend_from_slice(&yc);
+        extra.resize(2 * n, 1.0);
+        match self.method {
+            Method::Vfe => {
+                self.w_sum += n as f64;
+                self.wy_sum += yc.iter().sum::<f64>();
+                self.wyy_sum += yc.iter().map(|t| t * t).sum::<f64>();
+            }
+            Method::Fitc => {
+                let lam = fitc_lambda(prior, kb, n, &mut rest[..m * n], par);
+                for (i, &l) in lam.iter().enumerate() {
+                    let (w, r) = (1.0 / l, l.sqrt().recip());
+                    self.w_sum += w;
+                    self.wy_sum += w * yc[i];
+                    self.wyy_sum += w * yc[i] * yc[i];
+                    self.log_lambda_sum += l.ln();
+                    extra[i] *= r;
+                    extra[n + i] = r;
+                }
+                for row in kb.chunks_exact_mut(n) {
+                    for (k, &l) in row.iter_mut().zip(&lam) {
+                        *k /= l.sqrt();
+                    }
+                }
+            }
+        }
+        let mut ext = vec![0.0; 2 * m];
+        let g = self
+            .gram
+            .as_slice_mut()
+            .ok_or_else(|| Error::Internal("standard-layout statistics".into()))?;
+        syrk::gram_lower(
+            syrk::Isa::detect(),
+            kb,
+            syrk::Layout::FeatureMajor { ld: n },
+            m,
+            n,
+            &extra,
+            g,
+            m,
+            &mut ext,
+            par,
+        );
+        for (j, e) in ext.chunks_exact(2).enumerate() {
+            self.k_y[j] += e[0];
+            self.k_sum[j] += e[1];
+        }
+        self.n += n as u64;
+        self.y_sum += yc.iter().sum::<f64>();
+        self.kff_sum += diag_sum(&prior.params, n);
+        Ok(())
+    }
+
+    /// Re-expresses the target sums relative to another shift `s'`
+    /// (exact: with `c = s − s'`, `y − s' = (y − s) + c`).
+    fn reshift(&mut self, new_shift: f64) {
+        let c = self.y_shift - new_shift;
+        self.k_y.scaled_add(c, &self.k_sum);
+        self.wyy_sum += 2.0 * c * self.wy_sum + c * c * self.w_sum;
+        self.wy_sum += c * self.w_sum;
+        self.y_sum += c * self.n as f64;
+        self.y_shift = new_shift;
+    }
+
+    /// Adds the statistics of other rows under the same prior (exact: the
+    /// result equals the statistics of the concatenated rows).
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] for another `M`, [`Error::InvalidParameter`]
+    /// for another method.
+    pub fn merge(&mut self, other: &SparseStats) -> Result<()> {
+        if other.n_inducing() != self.n_inducing() {
+            return Err(Error::ShapeMismatch {
+                name: "number of inducing inputs of the statistics to merge",
+                expected: self.n_inducing(),
+                got: other.n_inducing(),
+            });
+        }
+        if other.method != self.method {
+            return Err(Error::invalid(
+                "method",
+                format!(
+                    "cannot merge {} statistics into {} statistics",
+                    other.method.name(),
+                    self.method.name()
+                ),
+            ));
+        }
+        if other.n == 0 {
+            return Ok(());
+        }
+        if self.n == 0 {
+            *self = other.clone();
+            return Ok(());
+        }
+        let mut o = other.clone();
+        o.reshift(self.y_shift);
+        self.gram += &o.gram;
+        self.k_y += &o.k_y;
+        self.k_sum += &o.k_sum;
+        self.n += o.n;
+        self.y_sum += o.y_sum;
+        self.w_sum += o.w_sum;
+        self.wy_sum += o.wy_sum;
+        self.wyy_sum += o.wyy_sum;
+        self.kff_sum += o.kff_sum;
+        self.log_lambda_sum += o.log_lambda_sum;
+        Ok(())
+    }
+
+    /// The training-target mean `ȳ` (0 when empty).
+    pub fn y_mean(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.y_shift + self.y_sum / self.n as f64
+        }
+    }
+
+    /// The statistics of the targets minus `ȳ` (with `center`) or of the
+    /// raw targets: `(Σ w k (y − c), Σ w (y − c)²)`.
+    pub(crate) fn centered(&self, center: bool) -> (Array1<f64>, f64) {
+        let mut s = self.clone();
+        s.reshift(if center { self.y_mean() } else { 0.0 });
+        (s.k_y, s.wyy_sum.max(0.0))
+    }
+
+    /// `Σ w k kᵀ` as a full symmetric matrix.
+    pub(crate) fn gram_symmetric(&self) -> Array2<f64> {
+        let mut g = self.gram.as_standard_layout().into_owned();
+        mirror_lower(g.view_mut());
+        g
+    }
+
+    /// Checks statistics built from outside (a caller's arrays or a
+    /// deserialized file).
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] or [`Error::NonFinite`] naming the field.
+    pub fn validate(&self) -> Result<()> {
+        let m = self.n_inducing();
+        for (name, got) in [
+            ("rows of gram", self.gram.nrows()),
+            ("columns of gram", self.gram.ncols()),
+            ("length of k_sum", self.k_sum.len()),
+        ] {
+            if got != m {
+                return Err(Error::ShapeMismatch {
+                    name,
+                    expected: m,
+                    got,
+                });
+            }
+        }
+        check_finite("gram", self.gram.iter())?;
+        check_finite("k_y", self.k_y.iter())?;
+        check_finite("k_sum", self.k_sum.iter())?;
+        check_finite(
+            "sums",
+            [
+                self.y_shift,
+                self.y_sum,
+                self.w_sum,
+                self.wy_sum,
+                self.wyy_sum,
+                self.kff_sum,
+                self.log_lambda_sum,
+            ]
+            .iter(),
+        )
+    }
+}
+
+/// Checks a row chunk against a prior: width, length, finiteness.
+pub(crate) fn check_chunk(
+    prior: &InducingPrior,
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+) -> Result<()> {
+    Error::check_n_features(prior.z.ncols(), x.ncols())?;
+    if y.len() != x.nrows() {
+        return Err(Error::ShapeMismatch {
+            name: "length of y (the number of rows of X)",
+            expected: x.nrows(),
+            got: y.len(),
+        });
+    }
+    check_finite("X", x.iter())?;
+    check_finite("y", y.iter())
+}
+
+/// FITC's `Λ_i = σ_n² + max(k(x_i, x_i) − ‖L^{−1} k_i‖², 0)` for the
+/// columns `k_i` of the `M × n` block `kb` (`v` is `M·n` scratch for
+/// `L^{−1} K_uf`). The clip keeps `Λ_i ≥ σ_n²` when rounding makes the
+/// Nyström variance exceed the prior one.
+pub(crate) fn fitc_lambda(
+    prior: &InducingPrior,
+    kb: &[f64],
+    n: usize,
+    v: &mut [f64],
+    par: Parallelism,
+) -> Vec<f64> {
+    let m = prior.n_inducing();
+    v.copy_from_slice(kb);
+    // The M × n row-major block as a faer matrix (row stride n).
+    let vm = faer::MatMut::from_row_major_slice_mut(v, m, n);
+    prior.chol.solve_lower_in_place(vm, par);
+    let mut q = vec![0.0; n];
+    for row in v.chunks_exact(n) {
+        for (qi, &t) in q.iter_mut().zip(row) {
+            *qi += t * t;
+        }
+    }
+    let (kff, s) = (prior.params.variance, prior.noise_variance);
+    q.into_iter().map(|qi| s + (kff - qi).max(0.0)).collect()
+}

@@ -1,0 +1,180 @@
+"""SparseGPR: the exact-GP oracles of docs/math/sparse_gp.rst, the fit, the
+estimator contract and bad input."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from randfeat_rs import ExactGPR, InvalidInputError, SparseGPR
+
+# Fixed hyperparameters of the oracle tests.
+FIXED = dict(length_scale=0.9, kernel_variance=1.3, noise_variance=0.05, optimize=())
+
+
+def _data(n: int = 40, d: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2.0, 2.0, (n, d))
+    y = np.sin(2.0 * X[:, 0]) + 0.5 * X[:, -1] + 0.1 * rng.standard_normal(n)
+    return X, y
+
+
+# --------------------------------------------- oracles: Z = X is the exact GP
+
+
+@pytest.mark.parametrize("method", ["vfe", "fitc"])
+@pytest.mark.parametrize("kernel", ["gaussian", "matern32"])
+def test_inducing_inputs_at_the_training_rows_give_the_exact_gp(method, kernel):
+    # With Z = X, Q = K: the VFE trace term and the FITC diagonal correction
+    # vanish and both objectives are the exact log marginal likelihood, with
+    # the exact predictions. Both sides are float64 solves of the same
+    # system in a different order; with cond(K + 0.05 I) below 1e3 here the
+    # difference is a few hundred ulps, far inside 1e-9.
+    X, y = _data()
+    Xt = _data(15, seed=1)[0]
+    exact = ExactGPR(kernel=kernel, **FIXED).fit(X, y)
+    sparse = SparseGPR(inducing=X, method=method, kernel=kernel, **FIXED).fit(X, y)
+    assert sparse.jitter_ == 0.0
+    np.testing.assert_array_equal(sparse.inducing_points_, X)
+    assert sparse.log_marginal_likelihood_ == pytest.approx(
+        exact.log_marginal_likelihood_, rel=0, abs=1e-9
+    )
+    mean_e, std_e = exact.predict(Xt, return_std=True)
+    mean_s, std_s = sparse.predict(Xt, return_std=True)
+    np.testing.assert_allclose(mean_s, mean_e, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(std_s, std_e, rtol=0, atol=1e-9)
+    _, noisy_e = exact.predict_noisy(Xt)
+    mean_n, noisy_s = sparse.predict_noisy(Xt)
+    np.testing.assert_array_equal(mean_n, mean_s)
+    np.testing.assert_allclose(noisy_s, noisy_e, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(noisy_s**2, std_s**2 + FIXED["noise_variance"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_vfe_bound_is_below_the_exact_log_marginal_likelihood(seed):
+    # Titsias' bound: F = LML - KL(q || posterior) <= LML for every Z.
+    X, y = _data(seed=seed)
+    exact = ExactGPR(**FIXED).fit(X, y)
+    for m in (1, 5, 20):
+        gp = SparseGPR(m, inducing="random", random_state=seed, **FIXED).fit(X, y)
+        assert gp.inducing_points_.shape == (m, 3)
+        assert gp.log_marginal_likelihood_ <= exact.log_marginal_likelihood_
+
+
+def test_fit_improves_the_bound():
+    X, y = _data(200)
+    start = SparseGPR(20, random_state=0, optimize=()).fit(X, y)
+    fitted = SparseGPR(20, random_state=0).fit(X, y)
+    # The same Z: chosen at the same initial hyperparameters with the same seed.
+    np.testing.assert_array_equal(fitted.inducing_points_, start.inducing_points_)
+    assert fitted.n_iter_ >= 1
+    assert fitted.log_marginal_likelihood_ > start.log_marginal_likelihood_ + 1.0
+    joint = SparseGPR(20, random_state=0, optimize_inducing=True).fit(X, y)
+    assert joint.log_marginal_likelihood_ >= fitted.log_marginal_likelihood_
+    assert not np.array_equal(joint.inducing_points_, fitted.inducing_points_)
+
+
+def test_fixed_hyperparameters_stay_and_ard_gives_one_length_scale_per_dimension():
+    X, y = _data()
+    fixed = {**FIXED, "length_scale": [0.5, 1.0, 2.0]}
+    gp = SparseGPR(10, ard=True, random_state=0, **fixed).fit(X, y)
+    np.testing.assert_array_equal(gp.length_scale_, [0.5, 1.0, 2.0])
+    assert gp.kernel_variance_ == 1.3
+    assert gp.noise_variance_ == 0.05
+    assert gp.n_iter_ == 0
+    fitted = SparseGPR(10, ard=True, random_state=0).fit(X, y)
+    assert fitted.length_scale_.shape == (3,)
+    assert isinstance(SparseGPR(10, random_state=0).fit(X, y).length_scale_, float)
+
+
+# ------------------------------------------------------------ the contract
+
+
+@pytest.mark.parametrize("inducing", ["greedy_variance", "kmeans", "random"])
+def test_deterministic_under_random_state(inducing):
+    X, y = _data(150)
+    a = SparseGPR(12, inducing=inducing, random_state=3).fit(X, y)
+    b = SparseGPR(12, inducing=inducing, random_state=3).fit(X, y)
+    np.testing.assert_array_equal(a.inducing_points_, b.inducing_points_)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    assert a.log_marginal_likelihood_ == b.log_marginal_likelihood_
+    if inducing != "greedy_variance":
+        c = SparseGPR(12, inducing=inducing, random_state=4).fit(X, y)
+        assert not np.array_equal(a.inducing_points_, c.inducing_points_)
+
+
+def test_pickle_keeps_the_fit_by_value():
+    X, y = _data(100)
+    gp = SparseGPR(15, method="fitc", random_state=0).fit(X, y)
+    back = pickle.loads(pickle.dumps(gp))
+    for name in ("length_scale_", "kernel_variance_", "noise_variance_", "jitter_", "n_iter_"):
+        assert getattr(back, name) == getattr(gp, name)
+    assert back.log_marginal_likelihood_ == gp.log_marginal_likelihood_
+    np.testing.assert_array_equal(back.inducing_points_, gp.inducing_points_)
+    for a, b in zip(gp.predict_noisy(X), back.predict_noisy(X)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_float32_input_is_converted_exactly():
+    X, y = _data(80)
+    X32 = X.astype(np.float32)
+    a = SparseGPR(10, random_state=0).fit(X32, y)
+    b = SparseGPR(10, random_state=0).fit(X32.astype(np.float64), y)
+    assert a.log_marginal_likelihood_ == b.log_marginal_likelihood_
+    mean32, std32 = a.predict(X32[:7], return_std=True)
+    mean64, std64 = b.predict(X32[:7].astype(np.float64), return_std=True)
+    assert mean32.dtype == np.float64 and std32.dtype == np.float64
+    np.testing.assert_array_equal(mean32, mean64)
+    np.testing.assert_array_equal(std32, std64)
+
+
+def test_n_inducing_above_n_is_clamped_to_n():
+    X, y = _data(30)
+    gp = SparseGPR(500, inducing="random", random_state=0, **FIXED).fit(X, y)
+    assert gp.inducing_points_.shape == (30, 3)
+    # All rows are the inducing inputs: the exact GP.
+    exact = ExactGPR(**FIXED).fit(X, y)
+    assert gp.log_marginal_likelihood_ == pytest.approx(exact.log_marginal_likelihood_, abs=1e-9)
+
+
+# --------------------------------------------------------------- bad input
+
+
+def test_bad_input_names_the_argument():
+    X, y = _data(30)
+    with pytest.raises(ValueError, match="n_inducing"):
+        SparseGPR(0).fit(X, y)
+    with pytest.raises(InvalidInputError, match="inducing"):
+        SparseGPR(inducing=X[:5, :2]).fit(X, y)
+    with pytest.raises(ValueError, match="inducing"):
+        SparseGPR(inducing=X[0]).fit(X, y)
+    Z = X[:5].copy()
+    Z[2, 1] = np.nan
+    with pytest.raises(InvalidInputError, match="inducing"):
+        SparseGPR(inducing=Z).fit(X, y)
+    Xn = X.copy()
+    Xn[3, 0] = np.nan
+    with pytest.raises(ValueError, match="X"):
+        SparseGPR(5).fit(Xn, y)
+    yn = y.copy()
+    yn[0] = np.inf
+    with pytest.raises(ValueError, match="y"):
+        SparseGPR(5).fit(X, yn)
+    for name, value in [("kernel", "rbf"), ("method", "sor"), ("inducing", "grid")]:
+        with pytest.raises(ValueError, match=name):
+            SparseGPR(5, **{name: value}).fit(X, y)
+    with pytest.raises(InvalidInputError, match="optimize"):
+        SparseGPR(5, optimize=("length",)).fit(X, y)
+    with pytest.raises(InvalidInputError, match="length_scale"):
+        SparseGPR(5, length_scale=[1.0, 2.0]).fit(X, y)
+    gp = SparseGPR(5, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="3 features"):
+        gp.predict(X[:, :2])
+
+
+@parametrize_with_checks([SparseGPR()])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
