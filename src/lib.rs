@@ -153,6 +153,29 @@
 //! # Ok::<(), randfeat_rs::Error>(())
 //! ```
 //!
+//! The sparse GP ([`gp::sparse`]): `M` inducing inputs, the hyperparameters
+//! fitted by L-BFGS on Titsias' bound (or FITC), every pass streamed over
+//! row chunks, so memory is `O(M² + chunk · M)` whatever `N`.
+//!
+//! ```
+//! use ndarray::Array2;
+//! use randfeat_rs::gp::sparse::{fit_sparse, SparseGpConfig};
+//! use randfeat_rs::{Monitor, Parallelism};
+//!
+//! let x = Array2::from_shape_fn((300, 1), |(i, _)| -3.0 + 6.0 * i as f64 / 299.0);
+//! let y = x.column(0).mapv(|t| (2.0 * t).sin());
+//! let mut cfg = SparseGpConfig::default();
+//! cfg.n_inducing = 30;
+//! let gp = fit_sparse(x.view(), y.view(), &cfg, Parallelism::Rayon, &Monitor::default())?;
+//! assert!(gp.inducing.nrows() <= 30);
+//! let xt = ndarray::array![[-2.0_f64], [0.5], [2.0]];
+//! let (mean, var) = gp.predict(xt.view(), true, Parallelism::Rayon)?;
+//! let truth = xt.column(0).mapv(|t| (2.0 * t).sin());
+//! assert!((&mean - &truth).iter().all(|e| e.abs() < 0.05));
+//! assert!(var.unwrap().iter().all(|&v| v >= 0.0));
+//! # Ok::<(), randfeat_rs::Error>(())
+//! ```
+//!
 //! # Modules
 //!
 //! From the lowest level up (a module uses only those above it in this
@@ -174,8 +197,11 @@
 //! - [`gpu`]: the wgpu compute kernels (feature `gpu`) and the device choice;
 //! - [`feature_map`]: the [`feature_map::FeatureMap`] trait over every
 //!   dense map, with the device chosen per map and call;
-//! - [`gp`]: the exact GP, the feature-space GP over any feature map, the
-//!   localized Maclaurin GP (`docs/math/gp.rst`, `docs/math/localized.rst`).
+//! - [`gp`]: the exact GP, the feature-space GP over any feature map and its
+//!   marginal-likelihood fit, the sparse GP with inducing inputs, the
+//!   localized Maclaurin GP and the Dirichlet-based GP classifiers
+//!   (`docs/math/gp.rst`, `sparse_gp.rst`, `localized.rst`,
+//!   `classification.rst`).
 //!
 //! # Features
 //!
