@@ -11,6 +11,7 @@ from __future__ import annotations
 import _thread
 import contextlib
 import io
+import signal
 import threading
 import time
 
@@ -38,6 +39,16 @@ BOUND = 0.5
 SLACK = 0.25
 # When the interrupt is sent, after the call has started its Rust work.
 DELAY = 0.6
+
+
+@pytest.fixture(autouse=True)
+def _python_sigint_handler():
+    """Python's own SIGINT handler while a test runs: a process started in the
+    background by a non-interactive shell inherits SIGINT ignored, and then
+    Python installs no handler, so ``interrupt_main`` would deliver nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 def _interrupt_after(delay, call):
