@@ -137,18 +137,6 @@ impl FeatureStats {
         Ok(())
     }
 
-    /// Re-expresses the target statistics relative to another shift `s'`
-    /// (exact: `Σ(y − s') = t + N(s − s')`, `Σ(y − s')² = q + 2(s − s')t +
-    /// N(s − s')²`, `Φᵀ(y − s') = b + (s − s') f`).
-    fn reshift(&mut self, new_shift: f64) {
-        let c = self.y_shift - new_shift;
-        let n = self.n as f64;
-        self.y_sq_sum += 2.0 * c * self.y_sum + n * c * c;
-        self.y_sum += n * c;
-        self.phi_y.scaled_add(c, &self.phi_sum);
-        self.y_shift = new_shift;
-    }
-
     /// Adds another set of statistics of the same feature map (exact: the
     /// result equals the statistics of the concatenated rows).
     pub fn merge(&mut self, other: &FeatureStats) -> Result<()> {
@@ -159,21 +147,7 @@ impl FeatureStats {
                 got: other.n_features(),
             });
         }
-        if other.n == 0 {
-            return Ok(());
-        }
-        if self.n == 0 {
-            *self = other.clone();
-            return Ok(());
-        }
-        let mut o = other.clone();
-        o.reshift(self.y_shift);
-        self.gram += &o.gram;
-        self.phi_y += &o.phi_y;
-        self.phi_sum += &o.phi_sum;
-        self.n += o.n;
-        self.y_sum += o.y_sum;
-        self.y_sq_sum += o.y_sq_sum;
+        self.merge_shifted(other);
         Ok(())
     }
 
@@ -193,6 +167,76 @@ impl FeatureStats {
         s.reshift(if center { self.y_mean() } else { 0.0 });
         (s.phi_y, s.y_sq_sum.max(0.0))
     }
+}
+
+/// Shifts of [`FeatureStats`]: `Φᵀ(y − s') = b + (s − s') f`; the target
+/// sums by [`reshift_sums`] with
+/// unit weights.
+impl ShiftedSums for FeatureStats {
+    fn rows(&self) -> u64 {
+        self.n
+    }
+
+    fn shift(&self) -> f64 {
+        self.y_shift
+    }
+
+    fn reshift(&mut self, new_shift: f64) {
+        let c = self.y_shift - new_shift;
+        reshift_sums(c, self.n as f64, &mut self.y_sum, &mut self.y_sq_sum);
+        self.phi_y.scaled_add(c, &self.phi_sum);
+        self.y_shift = new_shift;
+    }
+
+    fn add_same_shift(&mut self, o: &Self) {
+        self.gram += &o.gram;
+        self.phi_y += &o.phi_y;
+        self.phi_sum += &o.phi_sum;
+        self.n += o.n;
+        self.y_sum += o.y_sum;
+        self.y_sq_sum += o.y_sq_sum;
+    }
+}
+
+/// Statistics whose target sums are kept relative to a shift `s` (see the
+/// module docs), so that two of them merge exactly: the one merge rule of
+/// [`FeatureStats`] and the sparse GP's statistics.
+pub(crate) trait ShiftedSums: Clone {
+    /// The number of rows added.
+    fn rows(&self) -> u64;
+
+    /// The shift `s` the target sums are relative to.
+    fn shift(&self) -> f64;
+
+    /// Re-expresses every target sum relative to another shift `s'`.
+    fn reshift(&mut self, new_shift: f64);
+
+    /// Adds the sums of `other`, kept relative to the same shift.
+    fn add_same_shift(&mut self, other: &Self);
+
+    /// Adds the statistics of other rows (exact: the result equals the
+    /// statistics of the concatenated rows): `other` is re-expressed
+    /// relative to this shift, then added. Shapes are the caller's to check.
+    fn merge_shifted(&mut self, other: &Self) {
+        if other.rows() == 0 {
+            return;
+        }
+        if self.rows() == 0 {
+            *self = other.clone();
+            return;
+        }
+        let mut o = other.clone();
+        o.reshift(self.shift());
+        self.add_same_shift(&o);
+    }
+}
+
+/// The target sums relative to the shift `s' = s − c`, for rows of weights
+/// `w` (`weight_sum = Σ w`): `Σ w (y − s') = Σ w (y − s) + c Σ w` and
+/// `Σ w (y − s')² = Σ w (y − s)² + 2c Σ w (y − s) + c² Σ w`.
+pub(crate) fn reshift_sums(c: f64, weight_sum: f64, sum: &mut f64, sq_sum: &mut f64) {
+    *sq_sum += 2.0 * c * *sum + c * c * weight_sum;
+    *sum += c * weight_sum;
 }
 
 /// The same statistics: `gram` compared on its lower triangle (the part that

@@ -21,6 +21,7 @@ use super::kernel_blocks::{cross_block, diag_sum, scaled_t};
 use super::prior::InducingPrior;
 use crate::error::{check_finite, Error, Result};
 use crate::linalg::{mirror_lower, syrk};
+use crate::stats::{reshift_sums, ShiftedSums};
 use crate::threads::Parallelism;
 
 /// The sparse-GP approximation.
@@ -211,17 +212,6 @@ impl SparseStats {
         Ok(())
     }
 
-    /// Re-expresses the target sums relative to another shift `s'`
-    /// (exact: with `c = s − s'`, `y − s' = (y − s) + c`).
-    fn reshift(&mut self, new_shift: f64) {
-        let c = self.y_shift - new_shift;
-        self.k_y.scaled_add(c, &self.k_sum);
-        self.wyy_sum += 2.0 * c * self.wy_sum + c * c * self.w_sum;
-        self.wy_sum += c * self.w_sum;
-        self.y_sum += c * self.n as f64;
-        self.y_shift = new_shift;
-    }
-
     /// Adds the statistics of other rows under the same prior (exact: the
     /// result equals the statistics of the concatenated rows).
     ///
@@ -246,25 +236,7 @@ impl SparseStats {
                 ),
             ));
         }
-        if other.n == 0 {
-            return Ok(());
-        }
-        if self.n == 0 {
-            *self = other.clone();
-            return Ok(());
-        }
-        let mut o = other.clone();
-        o.reshift(self.y_shift);
-        self.gram += &o.gram;
-        self.k_y += &o.k_y;
-        self.k_sum += &o.k_sum;
-        self.n += o.n;
-        self.y_sum += o.y_sum;
-        self.w_sum += o.w_sum;
-        self.wy_sum += o.wy_sum;
-        self.wyy_sum += o.wyy_sum;
-        self.kff_sum += o.kff_sum;
-        self.log_lambda_sum += o.log_lambda_sum;
+        self.merge_shifted(other);
         Ok(())
     }
 
@@ -328,6 +300,40 @@ impl SparseStats {
             ]
             .iter(),
         )
+    }
+}
+
+/// Shifts of [`SparseStats`] (with `c = s − s'`, `y − s' = (y − s) + c`):
+/// `Σ w k (y − s') = Σ w k (y − s) + c Σ w k`; the weighted target sums by
+/// [`reshift_sums`], the unweighted `Σ (y − s)` with unit weights.
+impl ShiftedSums for SparseStats {
+    fn rows(&self) -> u64 {
+        self.n
+    }
+
+    fn shift(&self) -> f64 {
+        self.y_shift
+    }
+
+    fn reshift(&mut self, new_shift: f64) {
+        let c = self.y_shift - new_shift;
+        self.k_y.scaled_add(c, &self.k_sum);
+        reshift_sums(c, self.w_sum, &mut self.wy_sum, &mut self.wyy_sum);
+        self.y_sum += c * self.n as f64;
+        self.y_shift = new_shift;
+    }
+
+    fn add_same_shift(&mut self, o: &Self) {
+        self.gram += &o.gram;
+        self.k_y += &o.k_y;
+        self.k_sum += &o.k_sum;
+        self.n += o.n;
+        self.y_sum += o.y_sum;
+        self.w_sum += o.w_sum;
+        self.wy_sum += o.wy_sum;
+        self.wyy_sum += o.wyy_sum;
+        self.kff_sum += o.kff_sum;
+        self.log_lambda_sum += o.log_lambda_sum;
     }
 }
 
