@@ -369,12 +369,14 @@ fn report(monitor: &Monitor, callback: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
-/// Work of at most this many floating-point operations (roughly 0.05 to
-/// 0.5 s) runs in one piece in [`call_rows`].
+/// Work of at most this many floating-point operations per pool thread
+/// (roughly 0.05 to 0.5 s) runs in one piece in [`call_rows`].
 const ONE_PIECE_FLOPS: f64 = (1u64 << 30) as f64;
 
-/// Floating-point operations of the first piece of [`call_rows`] when the
-/// work is split.
+/// Floating-point operations per pool thread of the first piece of
+/// [`call_rows`] when the work is split: per thread, so that a wide pool
+/// starts with a piece that keeps every thread busy, not one thread's share
+/// spread over all of them.
 const FIRST_PIECE_FLOPS: f64 = (1u64 << 28) as f64;
 
 /// The least rows of a piece of [`call_rows`] (when its work allows), per
@@ -388,10 +390,11 @@ const PIECE_SECONDS: f64 = 0.1;
 /// Runs `f` on consecutive row ranges that cover `0..rows` through
 /// [`call_monitored`], which sees a Ctrl-C between two ranges. `row_flops`
 /// is a rough count of the floating-point operations per row: work of up
-/// to [`ONE_PIECE_FLOPS`] is one range; larger work starts with a range of
-/// about [`FIRST_PIECE_FLOPS`] and sizes the next ones from the measured
-/// time, to [`PIECE_SECONDS`] each. For row-wise maps, whose rows do not
-/// depend on each other, the result does not depend on the ranges.
+/// to [`ONE_PIECE_FLOPS`] per pool thread is one range; larger work starts
+/// with a range of about [`FIRST_PIECE_FLOPS`] per pool thread and sizes the
+/// next ones from the measured time, to [`PIECE_SECONDS`] each. For
+/// row-wise maps, whose rows do not depend on each other, the result does
+/// not depend on the ranges.
 /// `progress` gets the stage "rows".
 pub(crate) fn call_rows<F>(
     py: Python<'_>,
@@ -406,12 +409,13 @@ where
     call_monitored(py, progress, |monitor| {
         monitor.stage("rows", rows as u64);
         let row_flops = row_flops.max(1.0);
-        let mut len = if rows as f64 * row_flops <= ONE_PIECE_FLOPS {
+        let threads = rayon::current_num_threads();
+        let mut len = if rows as f64 * row_flops <= ONE_PIECE_FLOPS * threads as f64 {
             rows
         } else {
-            (FIRST_PIECE_FLOPS / row_flops) as usize
+            (FIRST_PIECE_FLOPS * threads as f64 / row_flops) as usize
         };
-        let least = (PIECE_ROWS_PER_THREAD * rayon::current_num_threads()).min(len.max(1));
+        let least = (PIECE_ROWS_PER_THREAD * threads).min(len.max(1));
         // At least one call, so that an empty input is checked as before.
         let mut start = 0;
         loop {
