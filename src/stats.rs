@@ -170,8 +170,7 @@ impl FeatureStats {
 }
 
 /// Shifts of [`FeatureStats`]: `Φᵀ(y − s') = b + (s − s') f`; the target
-/// sums by [`reshift_sums`] with
-/// unit weights.
+/// sums by [`reshift_sums`] with unit weights.
 impl ShiftedSums for FeatureStats {
     fn rows(&self) -> u64 {
         self.n
