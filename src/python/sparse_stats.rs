@@ -1,0 +1,387 @@
+//! Bindings of the sparse GP's streamed sums for fits whose rows live in
+//! blocks elsewhere (docs/math/sparse_gp.rst, section Streaming): the
+//! first pass's statistics ([`SparseStats`], `_core.SparseStats`) and the
+//! second pass's gradient sums ([`GradientSums`],
+//! `_core.SparseGradientSums`), each computed from one block of rows,
+//! merged exactly, pickled by value, and finished into the model or the
+//! objective's gradient at fixed inducing inputs and hyperparameters.
+//!
+//! Every call names the prior by keyword (`inducing`, `kernel`,
+//! `length_scale`, `kernel_variance`, `noise_variance`) and builds its
+//! [`InducingPrior`] (`K_uu` and its factor, `O(M³)`), so that nothing but
+//! plain values travels between processes.
+
+use ndarray::Array2;
+use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1};
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+use super::ffi::{self, FloatArray2};
+use super::sparse_gp::{rows_f64, PySparseGp};
+use crate::error::{Error, Result};
+use crate::gp::sparse::{
+    accumulate_gradient, bound, default_chunk_rows, finish, GradientSums, InducingPrior, Method,
+    SparseGp, SparseStats,
+};
+use crate::kernels::{Kernel, StationaryKernel};
+use crate::threads::Parallelism;
+
+/// The prior of the keyword arguments: kernel `kernel` with
+/// `length_scale` (one value, or one per input column) and
+/// `kernel_variance`, noise `noise_variance`, inducing inputs `inducing`
+/// (`M x d`).
+fn prior_args(
+    inducing: FloatArray2<'_>,
+    kernel: &str,
+    length_scale: Vec<f64>,
+    kernel_variance: f64,
+    noise_variance: f64,
+) -> Result<(Array2<f64>, StationaryKernel, f64)> {
+    let params = StationaryKernel {
+        kernel: Kernel::from_name(kernel)?,
+        length_scale,
+        variance: kernel_variance,
+    };
+    Ok((rows_f64(inducing), params, noise_variance))
+}
+
+/// Builds the [`InducingPrior`] of [`prior_args`]'s values.
+fn build(z: &Array2<f64>, params: StationaryKernel, noise: f64) -> Result<InducingPrior> {
+    InducingPrior::new(params, noise, z.view(), Parallelism::Rayon)
+}
+
+/// The rows per chunk of a pass over a block: `chunk_size`, or
+/// [`default_chunk_rows`] for `M` inducing inputs.
+fn chunk_rows(chunk_size: Option<usize>, m: usize) -> Result<usize> {
+    match chunk_size.unwrap_or_else(|| default_chunk_rows(m)) {
+        0 => Err(Error::invalid("chunk_size", "must be >= 1, got 0")),
+        c => Ok(c),
+    }
+}
+
+/// The first pass's statistics of a sparse GP (docs/math/sparse_gp.rst,
+/// section Streaming), pickled by value.
+#[pyclass(module = "randfeat_rs._core", name = "SparseStats")]
+pub(super) struct PySparseStats {
+    inner: SparseStats,
+}
+
+#[pymethods]
+impl PySparseStats {
+    /// The statistics of the rows `(x, y)` (`x` float32 or float64, `n x
+    /// d`) under `method` ("vfe" or "fitc") and the prior of the keyword
+    /// arguments, accumulated `chunk_size` rows at a time (None: `2^22 /
+    /// M`, at least 256).
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (x, y, *, inducing, method, kernel, length_scale, kernel_variance,
+                        noise_variance, chunk_size=None))]
+    fn of_rows(
+        py: Python<'_>,
+        x: FloatArray2<'_>,
+        y: PyReadonlyArray1<'_, f64>,
+        inducing: FloatArray2<'_>,
+        method: &str,
+        kernel: &str,
+        length_scale: Vec<f64>,
+        kernel_variance: f64,
+        noise_variance: f64,
+        chunk_size: Option<usize>,
+    ) -> PyResult<Self> {
+        let method = ffi::map_result(py, Method::from_name(method))?;
+        let (z, params, noise) = ffi::map_result(
+            py,
+            prior_args(
+                inducing,
+                kernel,
+                length_scale,
+                kernel_variance,
+                noise_variance,
+            ),
+        )?;
+        let x = rows_f64(x);
+        let (xv, yv) = (x.view(), y.as_array());
+        let inner = ffi::call(py, || {
+            let prior = build(&z, params, noise)?;
+            let step = chunk_rows(chunk_size, prior.n_inducing())?;
+            if yv.len() != xv.nrows() {
+                return Err(Error::ShapeMismatch {
+                    name: "length of y (the number of rows of X)",
+                    expected: xv.nrows(),
+                    got: yv.len(),
+                });
+            }
+            let mut stats = SparseStats::new(method, prior.n_inducing());
+            let mut scratch = Vec::new();
+            for start in (0..xv.nrows()).step_by(step) {
+                let stop = (start + step).min(xv.nrows());
+                stats.accumulate(
+                    &prior,
+                    xv.slice(ndarray::s![start..stop, ..]),
+                    yv.slice(ndarray::s![start..stop]),
+                    &mut scratch,
+                    Parallelism::Rayon,
+                )?;
+            }
+            Ok(stats)
+        })?;
+        Ok(Self { inner })
+    }
+
+    /// Adds the statistics of other rows under the same prior (exact).
+    fn merge(&mut self, py: Python<'_>, other: PyRef<'_, PySparseStats>) -> PyResult<()> {
+        ffi::map_result(py, self.inner.merge(&other.inner))
+    }
+
+    /// An independent copy.
+    fn copy(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+
+    /// The number of rows.
+    #[getter]
+    fn n(&self) -> u64 {
+        self.inner.n
+    }
+
+    /// The mean of the accumulated targets (0 when empty).
+    #[getter]
+    fn y_mean(&self) -> f64 {
+        self.inner.y_mean()
+    }
+
+    /// The approximation, "vfe" or "fitc".
+    #[getter]
+    fn method(&self) -> &'static str {
+        self.inner.method.name()
+    }
+
+    /// The sparse GP of the merged statistics at the prior of the keyword
+    /// arguments (no optimization; `center_y` subtracts the target mean):
+    /// the model `SparseGp.fit` gives on the same rows with these fixed
+    /// hyperparameters and inducing inputs. `n_iter` is the optimizer
+    /// iterations the model reports (those of a fit done elsewhere).
+    #[pyo3(signature = (*, inducing, kernel, length_scale, kernel_variance, noise_variance,
+                        center_y, n_iter=0))]
+    #[allow(clippy::too_many_arguments)]
+    fn fit(
+        &self,
+        py: Python<'_>,
+        inducing: FloatArray2<'_>,
+        kernel: &str,
+        length_scale: Vec<f64>,
+        kernel_variance: f64,
+        noise_variance: f64,
+        center_y: bool,
+        n_iter: u64,
+    ) -> PyResult<PySparseGp> {
+        let (z, params, noise) = ffi::map_result(
+            py,
+            prior_args(
+                inducing,
+                kernel,
+                length_scale,
+                kernel_variance,
+                noise_variance,
+            ),
+        )?;
+        let stats = &self.inner;
+        let inner = ffi::call(py, || {
+            let prior = build(&z, params, noise)?;
+            let b = bound(stats, &prior, center_y, false, Parallelism::Rayon)?;
+            let gp = SparseGp::from_bound(stats.method, prior, b, n_iter);
+            gp.validate()?;
+            Ok(gp)
+        })?;
+        Ok(PySparseGp { inner })
+    }
+
+    /// The second pass over the rows `(x, y)` of one block: the gradient
+    /// sums at the prior of the keyword arguments, with the adjoints of
+    /// the bound of these (merged, all rows') statistics.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (x, y, *, inducing, kernel, length_scale, kernel_variance,
+                        noise_variance, center_y, chunk_size=None))]
+    fn gradient_sums(
+        &self,
+        py: Python<'_>,
+        x: FloatArray2<'_>,
+        y: PyReadonlyArray1<'_, f64>,
+        inducing: FloatArray2<'_>,
+        kernel: &str,
+        length_scale: Vec<f64>,
+        kernel_variance: f64,
+        noise_variance: f64,
+        center_y: bool,
+        chunk_size: Option<usize>,
+    ) -> PyResult<PySparseGradientSums> {
+        let (z, params, noise) = ffi::map_result(
+            py,
+            prior_args(
+                inducing,
+                kernel,
+                length_scale,
+                kernel_variance,
+                noise_variance,
+            ),
+        )?;
+        let x = rows_f64(x);
+        let (xv, yv) = (x.view(), y.as_array());
+        let stats = &self.inner;
+        let inner = ffi::call(py, || {
+            let prior = build(&z, params, noise)?;
+            let step = chunk_rows(chunk_size, prior.n_inducing())?;
+            let b = bound(stats, &prior, center_y, true, Parallelism::Rayon)?;
+            let adj = b
+                .adjoint
+                .as_ref()
+                .ok_or_else(|| Error::Internal("a bound without its adjoint".into()))?;
+            let mut sums = GradientSums::new(stats.method, prior.n_inducing(), z.ncols());
+            let mut scratch = Vec::new();
+            for start in (0..xv.nrows()).step_by(step) {
+                let stop = (start + step).min(xv.nrows());
+                accumulate_gradient(
+                    &mut sums,
+                    adj,
+                    &prior,
+                    xv.slice(ndarray::s![start..stop, ..]),
+                    yv.slice(ndarray::s![start..stop]),
+                    b.y_mean,
+                    &mut scratch,
+                    Parallelism::Rayon,
+                )?;
+            }
+            Ok(sums)
+        })?;
+        Ok(PySparseGradientSums { inner })
+    }
+
+    /// The objective of these (all rows') statistics at the prior of the
+    /// keyword arguments and its gradient from the merged second-pass
+    /// `sums`: `(value, d/d(ln l_1, ..., ln l_k, ln kernel_variance, ln
+    /// noise_variance), d/dZ)`.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (sums, *, inducing, kernel, length_scale, kernel_variance,
+                        noise_variance, center_y))]
+    fn objective<'py>(
+        &self,
+        py: Python<'py>,
+        sums: PyRef<'_, PySparseGradientSums>,
+        inducing: FloatArray2<'_>,
+        kernel: &str,
+        length_scale: Vec<f64>,
+        kernel_variance: f64,
+        noise_variance: f64,
+        center_y: bool,
+    ) -> PyResult<(f64, Vec<f64>, Bound<'py, PyArray2<f64>>)> {
+        let (z, params, noise) = ffi::map_result(
+            py,
+            prior_args(
+                inducing,
+                kernel,
+                length_scale,
+                kernel_variance,
+                noise_variance,
+            ),
+        )?;
+        let (stats, sums) = (&self.inner, &sums.inner);
+        let (value, g) = ffi::call(py, || {
+            let prior = build(&z, params, noise)?;
+            let b = bound(stats, &prior, center_y, true, Parallelism::Rayon)?;
+            let adj = b
+                .adjoint
+                .as_ref()
+                .ok_or_else(|| Error::Internal("a bound without its adjoint".into()))?;
+            if sums.by_inducing.dim() != prior.z.dim() {
+                return Err(Error::ShapeMismatch {
+                    name: "number of inducing inputs of the gradient sums",
+                    expected: prior.n_inducing(),
+                    got: sums.by_inducing.nrows(),
+                });
+            }
+            Ok((b.value, finish(adj, &prior, sums, Parallelism::Rayon)))
+        })?;
+        Ok((value, g.hyper, g.inducing.into_pyarray(py)))
+    }
+
+    /// Pickles the statistics by value (see [`ffi::reduce`]).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<ffi::Reduced<'py>> {
+        ffi::reduce(slf, &slf.borrow().inner)
+    }
+
+    /// The statistics of a pickled payload (see [`ffi::from_state`]),
+    /// checked by [`SparseStats::validate`].
+    #[classmethod]
+    fn _from_state(cls: &Bound<'_, PyType>, state: &[u8]) -> PyResult<Self> {
+        let inner: SparseStats = ffi::from_state::<Self, _>(cls.py(), state)?;
+        ffi::map_result(cls.py(), inner.validate())?;
+        Ok(Self { inner })
+    }
+}
+
+/// The second pass's sums of a sparse GP's gradient (docs/math/sparse_gp.rst,
+/// section Streaming), pickled by value.
+#[pyclass(module = "randfeat_rs._core", name = "SparseGradientSums")]
+pub(super) struct PySparseGradientSums {
+    inner: GradientSums,
+}
+
+#[pymethods]
+impl PySparseGradientSums {
+    /// Adds the sums of other rows (exact).
+    fn merge(&mut self, py: Python<'_>, other: PyRef<'_, PySparseGradientSums>) -> PyResult<()> {
+        ffi::map_result(py, self.inner.merge(&other.inner))
+    }
+
+    /// An independent copy.
+    fn copy(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+
+    /// Pickles the sums by value (see [`ffi::reduce`]).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<ffi::Reduced<'py>> {
+        ffi::reduce(slf, &slf.borrow().inner)
+    }
+
+    /// The sums of a pickled payload (see [`ffi::from_state`]): one
+    /// length-scale sum per column of the inducing-input sums, and a
+    /// square (FITC) or empty (VFE) `K_uu` part.
+    #[classmethod]
+    fn _from_state(cls: &Bound<'_, PyType>, state: &[u8]) -> PyResult<Self> {
+        let inner: GradientSums = ffi::from_state::<Self, _>(cls.py(), state)?;
+        let (m, d) = inner.by_inducing.dim();
+        let kuu = inner.row_kuu.nrows();
+        let checks = [
+            (
+                "number of length-scale sums",
+                d,
+                inner.by_length_scale.len(),
+            ),
+            ("columns of the K_uu sums", kuu, inner.row_kuu.ncols()),
+            ("rows of the K_uu sums", if kuu == 0 { 0 } else { m }, kuu),
+        ];
+        for (name, expected, got) in checks {
+            if expected != got {
+                return ffi::map_result(
+                    cls.py(),
+                    Err(Error::ShapeMismatch {
+                        name,
+                        expected,
+                        got,
+                    }),
+                );
+            }
+        }
+        Ok(Self { inner })
+    }
+}
+
+/// Registers `SparseStats` and `SparseGradientSums`.
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PySparseStats>()?;
+    m.add_class::<PySparseGradientSums>()
+}
