@@ -184,6 +184,18 @@ def transform(estimator: Any, X: Any) -> da.Array:
     )
 
 
+def _for_prediction(estimator: Any) -> Any:
+    """The fitted estimator as shipped to the workers for predictions: a
+    RandomFeatureGPR without its training statistics (``stats_``, as large
+    as its factor and not read by predictions), others as they are. The
+    graph holds one copy, sent once per computation."""
+    check_is_fitted(estimator)
+    if isinstance(estimator, RandomFeatureGPR) and "stats_" in estimator.__dict__:
+        estimator = copy.copy(estimator)
+        del estimator.stats_
+    return estimator
+
+
 def _apply_pair(x: np.ndarray, estimator: Any, method: str, **kwargs: Any) -> np.ndarray:
     """The two outputs of ``estimator.<method>`` on a row block, as the
     columns of one ``(n, 2)`` block."""
@@ -193,7 +205,7 @@ def _apply_pair(x: np.ndarray, estimator: Any, method: str, **kwargs: Any) -> np
 
 def _pair(estimator: Any, method: str, X: Any, **kwargs: Any) -> tuple[da.Array, da.Array]:
     """The two 1-D outputs of ``estimator.<method>`` of every row block."""
-    check_is_fitted(estimator)
+    estimator = _for_prediction(estimator)
     X = _rows(X)
     both = X.map_blocks(
         _apply_pair,
@@ -228,7 +240,7 @@ def predict(estimator: Any, X: Any, return_std: bool = False) -> Any:
     """
     if return_std:
         return _pair(estimator, "predict", X, return_std=True)
-    check_is_fitted(estimator)
+    estimator = _for_prediction(estimator)
     X = _rows(X)
     meta = _template(estimator, "predict", X.shape[1], _float_dtype(X.dtype))
     return X.map_blocks(
@@ -260,7 +272,7 @@ def predict_proba(estimator: Any, X: Any) -> da.Array:
     -------
     dask.array.Array of shape (n_samples, n_classes), float64
     """
-    check_is_fitted(estimator)
+    estimator = _for_prediction(estimator)
     X = _rows(X)
     meta = _template(estimator, "predict_proba", X.shape[1], _float_dtype(X.dtype))
     return X.map_blocks(
@@ -281,7 +293,7 @@ def predict_latent(estimator: Any, X: Any) -> tuple[da.Array, da.Array]:
     -------
     mean, var : dask.array.Array of shape (n_samples, n_classes), float64
     """
-    check_is_fitted(estimator)
+    estimator = _for_prediction(estimator)
     X = _rows(X)
     c = len(estimator.classes_)
     both = X.map_blocks(
