@@ -11,7 +11,7 @@
 //! [`InducingPrior`] (`K_uu` and its factor, `O(M³)`), so that nothing but
 //! plain values travels between processes.
 
-use ndarray::Array2;
+use ndarray::{s, Array2, ArrayView1, ArrayView2};
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
@@ -20,8 +20,8 @@ use super::ffi::{self, FloatArray2};
 use super::sparse_gp::{rows_f64, PySparseGp};
 use crate::error::{Error, Result};
 use crate::gp::sparse::{
-    accumulate_gradient, bound, default_chunk_rows, finish, GradientSums, InducingPrior, Method,
-    SparseGp, SparseStats,
+    accumulate_gradient, bound, default_chunk_rows, finish, Adjoint, Bound as SparseBound,
+    GradientSums, InducingPrior, Method, SparseGp, SparseStats,
 };
 use crate::kernels::{Kernel, StationaryKernel};
 use crate::threads::Parallelism;
@@ -30,24 +30,75 @@ use crate::threads::Parallelism;
 /// `length_scale` (one value, or one per input column) and
 /// `kernel_variance`, noise `noise_variance`, inducing inputs `inducing`
 /// (`M x d`).
-fn prior_args(
-    inducing: FloatArray2<'_>,
-    kernel: &str,
-    length_scale: Vec<f64>,
-    kernel_variance: f64,
-    noise_variance: f64,
-) -> Result<(Array2<f64>, StationaryKernel, f64)> {
-    let params = StationaryKernel {
-        kernel: Kernel::from_name(kernel)?,
-        length_scale,
-        variance: kernel_variance,
-    };
-    Ok((rows_f64(inducing), params, noise_variance))
+struct Prior {
+    z: Array2<f64>,
+    params: StationaryKernel,
+    noise: f64,
 }
 
-/// Builds the [`InducingPrior`] of [`prior_args`]'s values.
-fn build(z: &Array2<f64>, params: StationaryKernel, noise: f64) -> Result<InducingPrior> {
-    InducingPrior::new(params, noise, z.view(), Parallelism::Rayon)
+impl Prior {
+    /// The prior of the keyword arguments (the kernel name parsed).
+    fn new(
+        py: Python<'_>,
+        inducing: FloatArray2<'_>,
+        kernel: &str,
+        length_scale: Vec<f64>,
+        kernel_variance: f64,
+        noise_variance: f64,
+    ) -> PyResult<Self> {
+        let params = StationaryKernel {
+            kernel: ffi::map_result(py, Kernel::from_name(kernel))?,
+            length_scale,
+            variance: kernel_variance,
+        };
+        Ok(Self {
+            z: rows_f64(inducing),
+            params,
+            noise: noise_variance,
+        })
+    }
+
+    /// `K_uu` and its factor ([`InducingPrior::new`], which checks the
+    /// values).
+    fn build(&self) -> Result<InducingPrior> {
+        InducingPrior::new(
+            self.params.clone(),
+            self.noise,
+            self.z.view(),
+            Parallelism::Rayon,
+        )
+    }
+}
+
+/// The adjoints of a bound evaluated for the gradient.
+fn adjoint(b: &SparseBound) -> Result<&Adjoint> {
+    b.adjoint
+        .as_ref()
+        .ok_or_else(|| Error::Internal("a bound without its adjoint".into()))
+}
+
+/// Calls `f` on the consecutive chunks of `step` rows of `(x, y)`.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] when `y` and `x` differ in length; `f`'s.
+fn for_chunks(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    step: usize,
+    mut f: impl FnMut(ArrayView2<'_, f64>, ArrayView1<'_, f64>) -> Result<()>,
+) -> Result<()> {
+    if y.len() != x.nrows() {
+        return Err(Error::ShapeMismatch {
+            name: "length of y (the number of rows of X)",
+            expected: x.nrows(),
+            got: y.len(),
+        });
+    }
+    for start in (0..x.nrows()).step_by(step) {
+        let stop = (start + step).min(x.nrows());
+        f(x.slice(s![start..stop, ..]), y.slice(s![start..stop]))?;
+    }
+    Ok(())
 }
 
 /// The rows per chunk of a pass over a block: `chunk_size`, or
@@ -89,40 +140,24 @@ impl PySparseStats {
         chunk_size: Option<usize>,
     ) -> PyResult<Self> {
         let method = ffi::map_result(py, Method::from_name(method))?;
-        let (z, params, noise) = ffi::map_result(
+        let prior = Prior::new(
             py,
-            prior_args(
-                inducing,
-                kernel,
-                length_scale,
-                kernel_variance,
-                noise_variance,
-            ),
+            inducing,
+            kernel,
+            length_scale,
+            kernel_variance,
+            noise_variance,
         )?;
         let x = rows_f64(x);
         let (xv, yv) = (x.view(), y.as_array());
         let inner = ffi::call(py, || {
-            let prior = build(&z, params, noise)?;
+            let prior = prior.build()?;
             let step = chunk_rows(chunk_size, prior.n_inducing())?;
-            if yv.len() != xv.nrows() {
-                return Err(Error::ShapeMismatch {
-                    name: "length of y (the number of rows of X)",
-                    expected: xv.nrows(),
-                    got: yv.len(),
-                });
-            }
             let mut stats = SparseStats::new(method, prior.n_inducing());
             let mut scratch = Vec::new();
-            for start in (0..xv.nrows()).step_by(step) {
-                let stop = (start + step).min(xv.nrows());
-                stats.accumulate(
-                    &prior,
-                    xv.slice(ndarray::s![start..stop, ..]),
-                    yv.slice(ndarray::s![start..stop]),
-                    &mut scratch,
-                    Parallelism::Rayon,
-                )?;
-            }
+            for_chunks(xv, yv, step, |xc, yc| {
+                stats.accumulate(&prior, xc, yc, &mut scratch, Parallelism::Rayon)
+            })?;
             Ok(stats)
         })?;
         Ok(Self { inner })
@@ -177,19 +212,17 @@ impl PySparseStats {
         center_y: bool,
         n_iter: u64,
     ) -> PyResult<PySparseGp> {
-        let (z, params, noise) = ffi::map_result(
+        let prior = Prior::new(
             py,
-            prior_args(
-                inducing,
-                kernel,
-                length_scale,
-                kernel_variance,
-                noise_variance,
-            ),
+            inducing,
+            kernel,
+            length_scale,
+            kernel_variance,
+            noise_variance,
         )?;
         let stats = &self.inner;
         let inner = ffi::call(py, || {
-            let prior = build(&z, params, noise)?;
+            let prior = prior.build()?;
             let b = bound(stats, &prior, center_y, false, Parallelism::Rayon)?;
             let gp = SparseGp::from_bound(stats.method, prior, b, n_iter);
             gp.validate()?;
@@ -217,42 +250,29 @@ impl PySparseStats {
         center_y: bool,
         chunk_size: Option<usize>,
     ) -> PyResult<PySparseGradientSums> {
-        let (z, params, noise) = ffi::map_result(
+        let prior = Prior::new(
             py,
-            prior_args(
-                inducing,
-                kernel,
-                length_scale,
-                kernel_variance,
-                noise_variance,
-            ),
+            inducing,
+            kernel,
+            length_scale,
+            kernel_variance,
+            noise_variance,
         )?;
         let x = rows_f64(x);
         let (xv, yv) = (x.view(), y.as_array());
         let stats = &self.inner;
         let inner = ffi::call(py, || {
-            let prior = build(&z, params, noise)?;
+            let prior = prior.build()?;
             let step = chunk_rows(chunk_size, prior.n_inducing())?;
             let b = bound(stats, &prior, center_y, true, Parallelism::Rayon)?;
-            let adj = b
-                .adjoint
-                .as_ref()
-                .ok_or_else(|| Error::Internal("a bound without its adjoint".into()))?;
-            let mut sums = GradientSums::new(stats.method, prior.n_inducing(), z.ncols());
+            let adj = adjoint(&b)?;
+            let (m, d) = prior.z.dim();
+            let mut sums = GradientSums::new(stats.method, m, d);
             let mut scratch = Vec::new();
-            for start in (0..xv.nrows()).step_by(step) {
-                let stop = (start + step).min(xv.nrows());
-                accumulate_gradient(
-                    &mut sums,
-                    adj,
-                    &prior,
-                    xv.slice(ndarray::s![start..stop, ..]),
-                    yv.slice(ndarray::s![start..stop]),
-                    b.y_mean,
-                    &mut scratch,
-                    Parallelism::Rayon,
-                )?;
-            }
+            for_chunks(xv, yv, step, |xc, yc| {
+                let par = Parallelism::Rayon;
+                accumulate_gradient(&mut sums, adj, &prior, xc, yc, b.y_mean, &mut scratch, par)
+            })?;
             Ok(sums)
         })?;
         Ok(PySparseGradientSums { inner })
@@ -276,24 +296,19 @@ impl PySparseStats {
         noise_variance: f64,
         center_y: bool,
     ) -> PyResult<(f64, Vec<f64>, Bound<'py, PyArray2<f64>>)> {
-        let (z, params, noise) = ffi::map_result(
+        let prior = Prior::new(
             py,
-            prior_args(
-                inducing,
-                kernel,
-                length_scale,
-                kernel_variance,
-                noise_variance,
-            ),
+            inducing,
+            kernel,
+            length_scale,
+            kernel_variance,
+            noise_variance,
         )?;
         let (stats, sums) = (&self.inner, &sums.inner);
         let (value, g) = ffi::call(py, || {
-            let prior = build(&z, params, noise)?;
+            let prior = prior.build()?;
             let b = bound(stats, &prior, center_y, true, Parallelism::Rayon)?;
-            let adj = b
-                .adjoint
-                .as_ref()
-                .ok_or_else(|| Error::Internal("a bound without its adjoint".into()))?;
+            let adj = adjoint(&b)?;
             if sums.by_inducing.dim() != prior.z.dim() {
                 return Err(Error::ShapeMismatch {
                     name: "number of inducing inputs of the gradient sums",
