@@ -22,7 +22,9 @@ process by default, or a cluster once a ``distributed.Client`` exists.
   one process on the same rows up to the rounding of the summation order
   (about ``1e-15`` relative). A merge never modifies its inputs, so tasks
   that Dask recomputes after losing a worker cannot count rows twice.
-- :func:`optimize_sparse_gpr` fits the hyperparameters of a
+- :func:`sparse_objective` evaluates a :class:`~randfeat_rs.SparseGPR`'s
+  objective and gradient in two tree reductions, and
+  :func:`optimize_sparse_gpr` fits the hyperparameters of a
   :class:`~randfeat_rs.SparseGPR` by L-BFGS with the input blocks persisted
   on the workers: every evaluation of the bound and its gradient is two
   tree reductions (the statistics, then the gradient sums).
@@ -170,18 +172,23 @@ def transform(estimator: Any, X: Any) -> da.Array:
     ((1000, 64), (300, 300, 300, 100), 'float64')
     """
     check_is_fitted(estimator)
+    return _map_rows(estimator, "transform", X)
+
+
+def _map_rows(estimator: Any, method: str, X: Any) -> da.Array:
+    """``estimator.<method>`` of every row block of ``X``, lazily: a 2-D
+    output (columns in one chunk; scipy.sparse blocks as CSR) or a 1-D one."""
     X = _rows(X)
-    meta = _template(estimator, "transform", X.shape[1], _float_dtype(X.dtype))
+    meta = _template(estimator, method, X.shape[1], _float_dtype(X.dtype))
     if scipy.sparse.issparse(meta):
         meta = scipy.sparse.csr_matrix(meta)
-    return X.map_blocks(
-        _apply,
-        estimator,
-        "transform",
-        chunks=(X.chunks[0], (meta.shape[1],)),
-        dtype=meta.dtype,
-        meta=meta,
-    )
+    if meta.ndim == 1:
+        chunks: tuple = (X.chunks[0],)
+        return X.map_blocks(
+            _apply, estimator, method, chunks=chunks, drop_axis=1, dtype=meta.dtype, meta=meta
+        )
+    chunks = (X.chunks[0], (meta.shape[1],))
+    return X.map_blocks(_apply, estimator, method, chunks=chunks, dtype=meta.dtype, meta=meta)
 
 
 def _for_prediction(estimator: Any) -> Any:
@@ -240,18 +247,7 @@ def predict(estimator: Any, X: Any, return_std: bool = False) -> Any:
     """
     if return_std:
         return _pair(estimator, "predict", X, return_std=True)
-    estimator = _for_prediction(estimator)
-    X = _rows(X)
-    meta = _template(estimator, "predict", X.shape[1], _float_dtype(X.dtype))
-    return X.map_blocks(
-        _apply,
-        estimator,
-        "predict",
-        chunks=(X.chunks[0],),
-        drop_axis=1,
-        dtype=meta.dtype,
-        meta=meta,
-    )
+    return _map_rows(_for_prediction(estimator), "predict", X)
 
 
 def predict_noisy(estimator: Any, X: Any) -> tuple[da.Array, da.Array]:
@@ -272,17 +268,7 @@ def predict_proba(estimator: Any, X: Any) -> da.Array:
     -------
     dask.array.Array of shape (n_samples, n_classes), float64
     """
-    estimator = _for_prediction(estimator)
-    X = _rows(X)
-    meta = _template(estimator, "predict_proba", X.shape[1], _float_dtype(X.dtype))
-    return X.map_blocks(
-        _apply,
-        estimator,
-        "predict_proba",
-        chunks=(X.chunks[0], (meta.shape[1],)),
-        dtype=meta.dtype,
-        meta=meta,
-    )
+    return _map_rows(_for_prediction(estimator), "predict_proba", X)
 
 
 def predict_latent(estimator: Any, X: Any) -> tuple[da.Array, da.Array]:
