@@ -50,8 +50,8 @@ def main() -> None:
     ):
         rng = da.random.default_rng(0)
         X = rng.uniform(-2.0, 2.0, (args.n, d), chunks=(chunk_rows, d))
-        y = da.sin(X[:, 0]) * da.cos(X[:, 1]) + 0.1 * rng.standard_normal(args.n, chunks=chunk_rows)
-        features = rf.RandomFourierFeatures(1024, length_scale=1.0, random_state=0)
+        y = target(X) + 0.1 * rng.standard_normal(args.n, chunks=chunk_rows)
+        features = rf.RandomFourierFeatures(1024, length_scale=2.0, random_state=0)
         t0 = time.perf_counter()
         gp = rdask.fit(rf.RandomFeatureGPR(features, noise_variance=0.01), X, y)
         seconds = time.perf_counter() - t0
