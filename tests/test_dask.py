@@ -37,10 +37,12 @@ CHUNKS = (70, 130, 45, 155)
 N = sum(CHUNKS)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def client() -> Iterator[distributed.Client]:
     """A LocalCluster of 2 single-threaded worker processes and its client
-    (the default scheduler of every dask call while it is open)."""
+    (the default scheduler of every dask call while it is open). Closed
+    when this file's tests end, so that no scheduler thread or worker
+    process outlives them into the other files (signal and fork tests)."""
     with (
         distributed.LocalCluster(
             n_workers=2,
