@@ -41,6 +41,7 @@ import numpy as np
 import scipy.optimize
 import scipy.sparse
 from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
@@ -64,6 +65,9 @@ __all__ = [
 
 #: Fan-in of the tree reductions: statistics merged per task.
 SPLIT_EVERY = 8
+
+#: The rows an unfitted transformer of a fit is fitted on.
+FIT_ROWS = 10_000
 
 
 # --- input checks -------------------------------------------------------------------------
@@ -431,14 +435,16 @@ def fit(estimator: Any, X: Any, y: Any) -> Any:
     collected on one machine, the driver receives the merged statistics
     only (``O(D^2)``, or ``O(M^2)`` for the sparse GP).
 
-    - :class:`~randfeat_rs.RandomFeatureGPR` without ``optimize``: the
-      clone of ``features`` is fitted on the first row block (exactly the
-      in-memory fit for the transformers that only use the number of
+    - :class:`~randfeat_rs.RandomFeatureGPR` without ``optimize``: a
+      fitted ``features`` is used as it is; an unfitted one's clone is
+      fitted on the first :data:`FIT_ROWS` (10,000) rows, which equals
+      the in-memory fit for the transformers that only use the number of
       features, such as :class:`~randfeat_rs.RandomFourierFeatures`,
       :class:`~randfeat_rs.PolynomialSketch` and scikit-learn's
-      ``RBFSampler``; a data-dependent one, e.g. Nystroem landmarks, sees
-      only that block); ``noise_variance=None`` takes ``0.1 var(y)`` over
-      all rows. For ``optimize`` see docs/guide/dask.rst.
+      ``RBFSampler`` (a data-dependent one, e.g. Nystroem landmarks, sees
+      those rows only; fit it on a sample of your choice and pass it
+      fitted). ``noise_variance=None`` takes ``0.1 var(y)`` over all
+      rows. For ``optimize`` see docs/guide/dask.rst.
     - :class:`~randfeat_rs.RandomFeatureGPC`: the classes are the distinct
       labels of ``y`` (one pass over ``y``), the transformer as above.
     - :class:`~randfeat_rs.SparseGPR`: the inducing inputs as an array
@@ -483,12 +489,20 @@ def fit(estimator: Any, X: Any, y: Any) -> Any:
     )
 
 
-def _first_block(X: da.Array) -> np.ndarray:
-    """The first non-empty row block of ``X``, in memory."""
-    for i, n in enumerate(X.chunks[0]):
-        if n > 0:
-            return _block_rows(X.blocks[i].compute())
-    raise ValueError("`X` needs at least one row")
+def _fitted_features(features: Any, X: da.Array) -> Any:
+    """The transformer of a fit on dask arrays: a fitted one as it is (a
+    copy), an unfitted one's clone fitted on the first :data:`FIT_ROWS`
+    rows of ``X`` (brought to the driver)."""
+    try:
+        check_is_fitted(features)
+    except NotFittedError:
+        if X.shape[0] == 0:
+            raise ValueError("`X` needs at least one row") from None
+        return clone(features).fit(_block_rows(X[:FIT_ROWS].compute()))
+    n_in = getattr(features, "n_features_in_", X.shape[1])
+    if n_in != X.shape[1]:
+        raise ValueError(f"the fitted `features` take {n_in} input features, `X` has {X.shape[1]}")
+    return copy.deepcopy(features)
 
 
 def _fit_feature_gpr(estimator: RandomFeatureGPR, X: da.Array, y: da.Array) -> RandomFeatureGPR:
@@ -500,8 +514,8 @@ def _fit_feature_gpr(estimator: RandomFeatureGPR, X: da.Array, y: da.Array) -> R
             "marginal likelihood has no per-block gradient binding yet; fit the hyperparameters "
             "on a subsample in memory and pass them to the transformer (docs/guide/dask.rst)"
         )
-    x0 = _first_block(X)
-    model.features_ = clone(model.features).fit(x0)
+    # The estimator's own transformer: clone() unfits the model's copy.
+    model.features_ = _fitted_features(estimator.features, X)
     model._resolve_features_device()
     model.n_features_in_ = int(X.shape[1])
     model.__dict__.pop("seed_", None)
@@ -533,10 +547,10 @@ def _fit_gpc(estimator: RandomFeatureGPC, X: da.Array, y: da.Array) -> RandomFea
             f"got {classes.shape[0]} class(es)"
         )
     model.classes_ = classes
-    features = model.features
+    features = estimator.features
     if features is None:
         features = RandomFourierFeatures(n_components=256, random_state=0)
-    model.features_ = clone(features).fit(_first_block(X))
+    model.features_ = _fitted_features(features, X)
     model.n_features_in_ = int(X.shape[1])
     (stats,) = dask.compute(_reduce_blocks(_gpc_block, (model,), X, y))
     model._model = _core.DirichletGPC.fit(stats, float(model.alpha_epsilon))
