@@ -299,6 +299,24 @@ def test_sparse_hyperparameter_fit_reaches_the_in_process_optimum(client) -> Non
     np.testing.assert_array_equal(got.inducing_points_, est.inducing)
 
 
+def test_sparse_prior_and_sums_pickle_by_value() -> None:
+    x, y = _data(60)
+    kw = dict(inducing=x[:5], kernel="matern32", length_scale=[0.9], kernel_variance=1.1)
+    prior = rf._core.SparsePrior(noise_variance=0.05, **kw)
+    back = pickle.loads(pickle.dumps(prior))
+    a = rf._core.SparseStats.of_rows(x, y, prior=prior, method="fitc")
+    b = pickle.loads(pickle.dumps(rf._core.SparseStats.of_rows(x, y, prior=back, method="fitc")))
+    gp_a, gp_b = a.fit(prior=prior, center_y=True), b.fit(prior=back, center_y=True)
+    assert gp_a.log_marginal_likelihood_value == gp_b.log_marginal_likelihood_value
+    sums = pickle.loads(pickle.dumps(a.gradient_sums(x, y, prior=prior, center_y=True)))
+    value, grad, dz = a.objective(sums.copy(), prior=prior, center_y=True)
+    assert value == gp_a.log_marginal_likelihood_value and len(grad) == 3 and dz.shape == (5, 3)
+    with pytest.raises(rf.InvalidInputError, match="noise_variance"):
+        rf._core.SparsePrior(noise_variance=-1.0, **kw)
+    with pytest.raises(rf.InvalidInputError, match="vfe"):
+        a.merge(rf._core.SparseStats.of_rows(x, y, prior=prior, method="vfe"))
+
+
 # --- bad input ------------------------------------------------------------------------------
 
 

@@ -21,6 +21,7 @@ __all__ = [
     "LocalizedMaclaurinGp",
     "SparseGp",
     "SparseGradientSums",
+    "SparsePrior",
     "SparseStats",
     "__version__",
     "_debug_panic",
@@ -400,18 +401,31 @@ class SparseGp:
 
 # Streamed sums of the sparse GP, one block of rows at a time (src/python/sparse_stats.rs)
 @final
+class SparsePrior:
+    def __new__(
+        cls,
+        *,
+        inducing: NDArray[np.floating],
+        kernel: str,
+        length_scale: list[float],
+        kernel_variance: float,
+        noise_variance: float,
+    ) -> SparsePrior: ...
+    @property
+    def n_inducing(self) -> int: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> SparsePrior: ...
+
+@final
 class SparseStats:
     @staticmethod
     def of_rows(
         x: NDArray[np.floating],
         y: NDArray[np.float64],
         *,
-        inducing: NDArray[np.floating],
+        prior: SparsePrior,
         method: str,
-        kernel: str,
-        length_scale: list[float],
-        kernel_variance: float,
-        noise_variance: float,
         chunk_size: int | None = None,
     ) -> SparseStats: ...
     def merge(self, other: SparseStats) -> None: ...
@@ -422,40 +436,18 @@ class SparseStats:
     def y_mean(self) -> float: ...
     @property
     def method(self) -> str: ...
-    def fit(
-        self,
-        *,
-        inducing: NDArray[np.floating],
-        kernel: str,
-        length_scale: list[float],
-        kernel_variance: float,
-        noise_variance: float,
-        center_y: bool,
-        n_iter: int = 0,
-    ) -> SparseGp: ...
+    def fit(self, *, prior: SparsePrior, center_y: bool, n_iter: int = 0) -> SparseGp: ...
     def gradient_sums(
         self,
         x: NDArray[np.floating],
         y: NDArray[np.float64],
         *,
-        inducing: NDArray[np.floating],
-        kernel: str,
-        length_scale: list[float],
-        kernel_variance: float,
-        noise_variance: float,
+        prior: SparsePrior,
         center_y: bool,
         chunk_size: int | None = None,
     ) -> SparseGradientSums: ...
     def objective(
-        self,
-        sums: SparseGradientSums,
-        *,
-        inducing: NDArray[np.floating],
-        kernel: str,
-        length_scale: list[float],
-        kernel_variance: float,
-        noise_variance: float,
-        center_y: bool,
+        self, sums: SparseGradientSums, *, prior: SparsePrior, center_y: bool
     ) -> tuple[float, list[float], NDArray[np.float64]]: ...
     def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
     @classmethod

@@ -370,7 +370,7 @@ def _gpc_block(model: RandomFeatureGPC, x: np.ndarray, y: np.ndarray) -> Any:
 def _sparse_prior(model: SparseGPR, d: int) -> dict:
     """The fixed prior of a SparseGPR fitted on dask arrays: its inducing
     inputs and hyperparameters as the keyword arguments of
-    ``_core.SparseStats``."""
+    ``_core.SparsePrior``."""
     z = model.inducing
     missing = [
         n
@@ -401,16 +401,18 @@ def _sparse_prior(model: SparseGPR, d: int) -> dict:
     }
 
 
-def _sparse_block(prior: dict, method: str, chunk: Optional[int], x: np.ndarray, y: np.ndarray):
+def _sparse_block(
+    prior: Any, method: str, chunk: Optional[int], x: np.ndarray, y: np.ndarray
+) -> Any:
     """The sparse GP's statistics of one row block (a worker task)."""
     if x.shape[0] == 0:
         return None
     return _core.SparseStats.of_rows(
         _block_rows(x),
         np.ascontiguousarray(y, dtype=np.float64),
+        prior=prior,
         method=method,
         chunk_size=chunk,
-        **prior,
     )
 
 
@@ -567,24 +569,24 @@ def _fit_sparse(estimator: SparseGPR, X: da.Array, y: da.Array) -> SparseGPR:
             "optimize=()); optimize_sparse_gpr fits them with one distributed pass per "
             "evaluation"
         )
-    prior = _sparse_prior(model, int(X.shape[1]))
+    prior = _core.SparsePrior(**_sparse_prior(model, int(X.shape[1])))
     model._fit_seed()
     (stats,) = dask.compute(_sparse_stats(model, prior, X, y))
     if stats is None:
         raise ValueError("`X` needs at least one row")
-    model._gp = stats.fit(center_y=bool(model.center_y), **prior)
+    model._gp = stats.fit(prior=prior, center_y=bool(model.center_y))
     model.n_features_in_ = int(X.shape[1])
     return model
 
 
-def _sparse_stats(model: SparseGPR, prior: dict, X: da.Array, y: da.Array) -> Any:
+def _sparse_stats(model: SparseGPR, prior: Any, X: da.Array, y: da.Array) -> Any:
     """The delayed, tree-reduced first-pass statistics."""
     chunk = None if model.chunk_size is None else int(model.chunk_size)
     return _reduce_blocks(_sparse_block, (prior, model.method, chunk), X, y)
 
 
 def _sparse_gradient_block(
-    stats: Any, prior: dict, center: bool, chunk: Optional[int], x: np.ndarray, y: np.ndarray
+    stats: Any, prior: Any, center: bool, chunk: Optional[int], x: np.ndarray, y: np.ndarray
 ) -> Any:
     """The second pass's gradient sums of one row block (a worker task)."""
     if x.shape[0] == 0:
@@ -592,14 +594,14 @@ def _sparse_gradient_block(
     return stats.gradient_sums(
         _block_rows(x),
         np.ascontiguousarray(y, dtype=np.float64),
+        prior=prior,
         center_y=center,
         chunk_size=chunk,
-        **prior,
     )
 
 
 def _sparse_evaluate(
-    model: SparseGPR, prior: dict, X: da.Array, y: da.Array
+    model: SparseGPR, prior: Any, X: da.Array, y: da.Array
 ) -> tuple[float, list[float]]:
     """The objective at ``prior`` and its gradient in the log
     hyperparameters: two tree reductions (statistics, gradient sums)."""
@@ -610,7 +612,7 @@ def _sparse_evaluate(
         raise ValueError("`X` needs at least one row")
     sums = _reduce_blocks(_sparse_gradient_block, (stats, prior, center, chunk), X, y)
     (sums,) = dask.compute(sums)
-    value, grad, _ = stats.objective(sums, center_y=center, **prior)
+    value, grad, _ = stats.objective(sums, prior=prior, center_y=center)
     return float(value), list(grad)
 
 
@@ -636,7 +638,7 @@ def sparse_objective(estimator: SparseGPR, X: Any, y: Any) -> tuple[float, np.nd
     if not isinstance(estimator, SparseGPR):
         raise TypeError(f"`estimator` must be a SparseGPR, got {type(estimator).__name__}")
     estimator._validate_params()
-    prior = _sparse_prior(estimator, int(X.shape[1]))
+    prior = _core.SparsePrior(**_sparse_prior(estimator, int(X.shape[1])))
     value, grad = _sparse_evaluate(estimator, prior, X, y)
     return value, np.asarray(grad)
 
@@ -704,14 +706,16 @@ def optimize_sparse_gpr(
         elif n == "noise_variance":
             free[n_ls + 1] = True
 
-    def prior_at(theta: np.ndarray) -> dict:
+    def prior_at(theta: np.ndarray) -> Any:
         v = np.exp(theta)
-        return {
-            **start,
-            "length_scale": v[:n_ls].tolist(),
-            "kernel_variance": float(v[n_ls]),
-            "noise_variance": float(v[n_ls + 1]),
-        }
+        return _core.SparsePrior(
+            **{
+                **start,
+                "length_scale": v[:n_ls].tolist(),
+                "kernel_variance": float(v[n_ls]),
+                "noise_variance": float(v[n_ls + 1]),
+            }
+        )
 
     def evaluate(free_theta: np.ndarray) -> tuple[float, np.ndarray]:
         theta = theta0.copy()
@@ -734,6 +738,6 @@ def optimize_sparse_gpr(
     prior = prior_at(theta)
     model._fit_seed()
     (stats,) = dask.compute(_sparse_stats(model, prior, X, y))
-    model._gp = stats.fit(center_y=bool(model.center_y), n_iter=n_iter, **prior)
+    model._gp = stats.fit(prior=prior, center_y=bool(model.center_y), n_iter=n_iter)
     model.n_features_in_ = int(X.shape[1])
     return model

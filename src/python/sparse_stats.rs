@@ -1,15 +1,11 @@
 //! Bindings of the sparse GP's streamed sums for fits whose rows live in
 //! blocks elsewhere (docs/math/sparse_gp.rst, section Streaming): the
-//! first pass's statistics ([`SparseStats`], `_core.SparseStats`) and the
-//! second pass's gradient sums ([`GradientSums`],
-//! `_core.SparseGradientSums`), each computed from one block of rows,
-//! merged exactly, pickled by value, and finished into the model or the
-//! objective's gradient at fixed inducing inputs and hyperparameters.
-//!
-//! Every call names the prior by keyword (`inducing`, `kernel`,
-//! `length_scale`, `kernel_variance`, `noise_variance`) and builds its
-//! [`InducingPrior`] (`K_uu` and its factor, `O(M³)`), so that nothing but
-//! plain values travels between processes.
+//! prior of an evaluation (`_core.SparsePrior`: inducing inputs, kernel
+//! hyperparameters, noise, and the factor of `K_uu`), the first pass's
+//! statistics ([`SparseStats`], `_core.SparseStats`) and the second pass's
+//! gradient sums ([`GradientSums`], `_core.SparseGradientSums`), each
+//! computed from one block of rows, merged exactly, pickled by value, and
+//! finished into the model or the objective's gradient.
 
 use ndarray::{s, Array2, ArrayView1, ArrayView2};
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1};
@@ -26,18 +22,44 @@ use crate::gp::sparse::{
 use crate::kernels::{Kernel, StationaryKernel};
 use crate::threads::Parallelism;
 
-/// The prior of the keyword arguments: kernel `kernel` with
-/// `length_scale` (one value, or one per input column) and
-/// `kernel_variance`, noise `noise_variance`, inducing inputs `inducing`
-/// (`M x d`).
-struct Prior {
+/// The values that define a [`PySparsePrior`] (its pickled form).
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+struct PriorValues {
     z: Array2<f64>,
     params: StationaryKernel,
     noise: f64,
 }
 
-impl Prior {
-    /// The prior of the keyword arguments (the kernel name parsed).
+impl PriorValues {
+    /// `K_uu` and its factor ([`InducingPrior::new`], which checks the
+    /// values).
+    fn build(&self) -> Result<InducingPrior> {
+        InducingPrior::new(
+            self.params.clone(),
+            self.noise,
+            self.z.view(),
+            Parallelism::Rayon,
+        )
+    }
+}
+
+/// The prior of one sparse-GP evaluation: inducing inputs `Z` (`M x d`),
+/// kernel and hyperparameters, noise variance, and the factor of `K_uu`
+/// (docs/math/sparse_gp.rst, section Notation). Pickled by its values;
+/// loading refactors `K_uu` (`O(M^3)`, deterministic).
+#[pyclass(module = "randfeat_rs._core", name = "SparsePrior", frozen)]
+pub(super) struct PySparsePrior {
+    values: PriorValues,
+    built: InducingPrior,
+}
+
+#[pymethods]
+impl PySparsePrior {
+    /// The prior of kernel `kernel` with `length_scale` (one value, or one
+    /// per input column) and `kernel_variance`, noise `noise_variance` and
+    /// inducing inputs `inducing` (float32 or float64, `M x d`).
+    #[new]
+    #[pyo3(signature = (*, inducing, kernel, length_scale, kernel_variance, noise_variance))]
     fn new(
         py: Python<'_>,
         inducing: FloatArray2<'_>,
@@ -51,22 +73,48 @@ impl Prior {
             length_scale,
             variance: kernel_variance,
         };
-        Ok(Self {
+        let values = PriorValues {
             z: rows_f64(inducing),
             params,
             noise: noise_variance,
-        })
+        };
+        Self::from_values(py, values)
     }
 
-    /// `K_uu` and its factor ([`InducingPrior::new`], which checks the
-    /// values).
-    fn build(&self) -> Result<InducingPrior> {
-        InducingPrior::new(
-            self.params.clone(),
-            self.noise,
-            self.z.view(),
-            Parallelism::Rayon,
-        )
+    /// The number of inducing inputs `M`.
+    #[getter]
+    fn n_inducing(&self) -> usize {
+        self.built.n_inducing()
+    }
+
+    /// Pickles the prior by its values (see [`ffi::reduce`]).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<ffi::Reduced<'py>> {
+        ffi::reduce(slf, &slf.get().values)
+    }
+
+    /// The prior of a pickled payload (see [`ffi::from_state`]), checked
+    /// and factored again.
+    #[classmethod]
+    fn _from_state(cls: &Bound<'_, PyType>, state: &[u8]) -> PyResult<Self> {
+        let values: PriorValues = ffi::from_state::<Self, _>(cls.py(), state)?;
+        Self::from_values(cls.py(), values)
+    }
+}
+
+impl PySparsePrior {
+    /// Checks the values and factors `K_uu`.
+    fn from_values(py: Python<'_>, values: PriorValues) -> PyResult<Self> {
+        let built = ffi::call(py, || values.build())?;
+        Ok(Self { values, built })
+    }
+}
+
+/// The rows per chunk of a pass over a block: `chunk_size`, or
+/// [`default_chunk_rows`] for `M` inducing inputs.
+fn chunk_rows(chunk_size: Option<usize>, m: usize) -> Result<usize> {
+    match chunk_size.unwrap_or_else(|| default_chunk_rows(m)) {
+        0 => Err(Error::invalid("chunk_size", "must be >= 1, got 0")),
+        c => Ok(c),
     }
 }
 
@@ -101,15 +149,6 @@ fn for_chunks(
     Ok(())
 }
 
-/// The rows per chunk of a pass over a block: `chunk_size`, or
-/// [`default_chunk_rows`] for `M` inducing inputs.
-fn chunk_rows(chunk_size: Option<usize>, m: usize) -> Result<usize> {
-    match chunk_size.unwrap_or_else(|| default_chunk_rows(m)) {
-        0 => Err(Error::invalid("chunk_size", "must be >= 1, got 0")),
-        c => Ok(c),
-    }
-}
-
 /// The first pass's statistics of a sparse GP (docs/math/sparse_gp.rst,
 /// section Streaming), pickled by value.
 #[pyclass(module = "randfeat_rs._core", name = "SparseStats")]
@@ -120,43 +159,27 @@ pub(super) struct PySparseStats {
 #[pymethods]
 impl PySparseStats {
     /// The statistics of the rows `(x, y)` (`x` float32 or float64, `n x
-    /// d`) under `method` ("vfe" or "fitc") and the prior of the keyword
-    /// arguments, accumulated `chunk_size` rows at a time (None: `2^22 /
-    /// M`, at least 256).
+    /// d`) under `method` ("vfe" or "fitc") and `prior`, accumulated
+    /// `chunk_size` rows at a time (None: `2^22 / M`, at least 256).
     #[staticmethod]
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (x, y, *, inducing, method, kernel, length_scale, kernel_variance,
-                        noise_variance, chunk_size=None))]
+    #[pyo3(signature = (x, y, *, prior, method, chunk_size=None))]
     fn of_rows(
         py: Python<'_>,
         x: FloatArray2<'_>,
         y: PyReadonlyArray1<'_, f64>,
-        inducing: FloatArray2<'_>,
+        prior: PyRef<'_, PySparsePrior>,
         method: &str,
-        kernel: &str,
-        length_scale: Vec<f64>,
-        kernel_variance: f64,
-        noise_variance: f64,
         chunk_size: Option<usize>,
     ) -> PyResult<Self> {
         let method = ffi::map_result(py, Method::from_name(method))?;
-        let prior = Prior::new(
-            py,
-            inducing,
-            kernel,
-            length_scale,
-            kernel_variance,
-            noise_variance,
-        )?;
         let x = rows_f64(x);
-        let (xv, yv) = (x.view(), y.as_array());
+        let (xv, yv, prior) = (x.view(), y.as_array(), &prior.built);
         let inner = ffi::call(py, || {
-            let prior = prior.build()?;
             let step = chunk_rows(chunk_size, prior.n_inducing())?;
             let mut stats = SparseStats::new(method, prior.n_inducing());
             let mut scratch = Vec::new();
             for_chunks(xv, yv, step, |xc, yc| {
-                stats.accumulate(&prior, xc, yc, &mut scratch, Parallelism::Rayon)
+                stats.accumulate(prior, xc, yc, &mut scratch, Parallelism::Rayon)
             })?;
             Ok(stats)
         })?;
@@ -193,38 +216,23 @@ impl PySparseStats {
         self.inner.method.name()
     }
 
-    /// The sparse GP of the merged statistics at the prior of the keyword
-    /// arguments (no optimization; `center_y` subtracts the target mean):
-    /// the model `SparseGp.fit` gives on the same rows with these fixed
-    /// hyperparameters and inducing inputs. `n_iter` is the optimizer
-    /// iterations the model reports (those of a fit done elsewhere).
-    #[pyo3(signature = (*, inducing, kernel, length_scale, kernel_variance, noise_variance,
-                        center_y, n_iter=0))]
-    #[allow(clippy::too_many_arguments)]
+    /// The sparse GP of the merged statistics at `prior` (no optimization;
+    /// `center_y` subtracts the target mean): the model `SparseGp.fit`
+    /// gives on the same rows with these fixed hyperparameters and
+    /// inducing inputs. `n_iter` is the optimizer iterations the model
+    /// reports (those of a fit done elsewhere).
+    #[pyo3(signature = (*, prior, center_y, n_iter=0))]
     fn fit(
         &self,
         py: Python<'_>,
-        inducing: FloatArray2<'_>,
-        kernel: &str,
-        length_scale: Vec<f64>,
-        kernel_variance: f64,
-        noise_variance: f64,
+        prior: PyRef<'_, PySparsePrior>,
         center_y: bool,
         n_iter: u64,
     ) -> PyResult<PySparseGp> {
-        let prior = Prior::new(
-            py,
-            inducing,
-            kernel,
-            length_scale,
-            kernel_variance,
-            noise_variance,
-        )?;
-        let stats = &self.inner;
+        let (stats, prior) = (&self.inner, &prior.built);
         let inner = ffi::call(py, || {
-            let prior = prior.build()?;
-            let b = bound(stats, &prior, center_y, false, Parallelism::Rayon)?;
-            let gp = SparseGp::from_bound(stats.method, prior, b, n_iter);
+            let b = bound(stats, prior, center_y, false, Parallelism::Rayon)?;
+            let gp = SparseGp::from_bound(stats.method, prior.clone(), b, n_iter);
             gp.validate()?;
             Ok(gp)
         })?;
@@ -232,82 +240,51 @@ impl PySparseStats {
     }
 
     /// The second pass over the rows `(x, y)` of one block: the gradient
-    /// sums at the prior of the keyword arguments, with the adjoints of
-    /// the bound of these (merged, all rows') statistics.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (x, y, *, inducing, kernel, length_scale, kernel_variance,
-                        noise_variance, center_y, chunk_size=None))]
+    /// sums at `prior`, with the adjoints of the bound of these (merged,
+    /// all rows') statistics.
+    #[pyo3(signature = (x, y, *, prior, center_y, chunk_size=None))]
     fn gradient_sums(
         &self,
         py: Python<'_>,
         x: FloatArray2<'_>,
         y: PyReadonlyArray1<'_, f64>,
-        inducing: FloatArray2<'_>,
-        kernel: &str,
-        length_scale: Vec<f64>,
-        kernel_variance: f64,
-        noise_variance: f64,
+        prior: PyRef<'_, PySparsePrior>,
         center_y: bool,
         chunk_size: Option<usize>,
     ) -> PyResult<PySparseGradientSums> {
-        let prior = Prior::new(
-            py,
-            inducing,
-            kernel,
-            length_scale,
-            kernel_variance,
-            noise_variance,
-        )?;
         let x = rows_f64(x);
-        let (xv, yv) = (x.view(), y.as_array());
+        let (xv, yv, prior) = (x.view(), y.as_array(), &prior.built);
         let stats = &self.inner;
         let inner = ffi::call(py, || {
-            let prior = prior.build()?;
             let step = chunk_rows(chunk_size, prior.n_inducing())?;
-            let b = bound(stats, &prior, center_y, true, Parallelism::Rayon)?;
+            let b = bound(stats, prior, center_y, true, Parallelism::Rayon)?;
             let adj = adjoint(&b)?;
             let (m, d) = prior.z.dim();
             let mut sums = GradientSums::new(stats.method, m, d);
             let mut scratch = Vec::new();
             for_chunks(xv, yv, step, |xc, yc| {
                 let par = Parallelism::Rayon;
-                accumulate_gradient(&mut sums, adj, &prior, xc, yc, b.y_mean, &mut scratch, par)
+                accumulate_gradient(&mut sums, adj, prior, xc, yc, b.y_mean, &mut scratch, par)
             })?;
             Ok(sums)
         })?;
         Ok(PySparseGradientSums { inner })
     }
 
-    /// The objective of these (all rows') statistics at the prior of the
-    /// keyword arguments and its gradient from the merged second-pass
-    /// `sums`: `(value, d/d(ln l_1, ..., ln l_k, ln kernel_variance, ln
-    /// noise_variance), d/dZ)`.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (sums, *, inducing, kernel, length_scale, kernel_variance,
-                        noise_variance, center_y))]
+    /// The objective of these (all rows') statistics at `prior` and its
+    /// gradient from the merged second-pass `sums`: `(value, d/d(ln l_1,
+    /// ..., ln l_k, ln kernel_variance, ln noise_variance), d/dZ)`.
+    #[pyo3(signature = (sums, *, prior, center_y))]
     fn objective<'py>(
         &self,
         py: Python<'py>,
         sums: PyRef<'_, PySparseGradientSums>,
-        inducing: FloatArray2<'_>,
-        kernel: &str,
-        length_scale: Vec<f64>,
-        kernel_variance: f64,
-        noise_variance: f64,
+        prior: PyRef<'_, PySparsePrior>,
         center_y: bool,
     ) -> PyResult<(f64, Vec<f64>, Bound<'py, PyArray2<f64>>)> {
-        let prior = Prior::new(
-            py,
-            inducing,
-            kernel,
-            length_scale,
-            kernel_variance,
-            noise_variance,
-        )?;
-        let (stats, sums) = (&self.inner, &sums.inner);
+        let (stats, sums, prior) = (&self.inner, &sums.inner, &prior.built);
         let (value, g) = ffi::call(py, || {
-            let prior = prior.build()?;
-            let b = bound(stats, &prior, center_y, true, Parallelism::Rayon)?;
+            let b = bound(stats, prior, center_y, true, Parallelism::Rayon)?;
             let adj = adjoint(&b)?;
             if sums.by_inducing.dim() != prior.z.dim() {
                 return Err(Error::ShapeMismatch {
@@ -316,7 +293,7 @@ impl PySparseStats {
                     got: sums.by_inducing.nrows(),
                 });
             }
-            Ok((b.value, finish(adj, &prior, sums, Parallelism::Rayon)))
+            Ok((b.value, finish(adj, prior, sums, Parallelism::Rayon)))
         })?;
         Ok((value, g.hyper, g.inducing.into_pyarray(py)))
     }
@@ -395,8 +372,9 @@ impl PySparseGradientSums {
     }
 }
 
-/// Registers `SparseStats` and `SparseGradientSums`.
+/// Registers `SparsePrior`, `SparseStats` and `SparseGradientSums`.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PySparsePrior>()?;
     m.add_class::<PySparseStats>()?;
     m.add_class::<PySparseGradientSums>()
 }
