@@ -95,6 +95,7 @@ def main() -> None:
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,
+            scheduler_kwargs={"dashboard": False},
             silence_logs=40,
             env={"RANDFEAT_NUM_THREADS": "1"},
         ) as cluster,

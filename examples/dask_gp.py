@@ -43,6 +43,7 @@ def main() -> None:
             n_workers=2,
             threads_per_worker=1,
             dashboard_address=None,
+            scheduler_kwargs={"dashboard": False},
             silence_logs=40,
             env={"RANDFEAT_NUM_THREADS": "1"},
         ) as cluster,

@@ -49,6 +49,7 @@ def client() -> Iterator[distributed.Client]:
             threads_per_worker=1,
             processes=True,
             dashboard_address=None,
+            scheduler_kwargs={"dashboard": False},
             silence_logs=50,
             env={"RANDFEAT_NUM_THREADS": "1"},
         ) as cluster,
