@@ -42,8 +42,7 @@ def main() -> None:
         distributed.LocalCluster(
             n_workers=2,
             threads_per_worker=1,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard": False},
+            dashboard_address=":0",
             silence_logs=40,
             env={"RANDFEAT_NUM_THREADS": "1"},
         ) as cluster,
