@@ -75,6 +75,7 @@ bench: develop
 	$(VPY) benches/gpu.py
 	$(VPY) benches/compare_sketch.py
 	$(VPY) benches/compare_maclaurin.py
+	$(VPY) benches/compare_dask.py
 	$(VPY) benches/paper_000.py
 
 # The wheel PyPI users get on Linux: the stable ABI (abi3, CPython >= 3.9),

@@ -20,6 +20,9 @@ __all__ = [
     "FeatureStats",
     "LocalizedMaclaurinGp",
     "SparseGp",
+    "SparseGradientSums",
+    "SparsePrior",
+    "SparseStats",
     "__version__",
     "_debug_panic",
     "_debug_wait",
@@ -262,6 +265,11 @@ class DirichletClassStats:
     def accumulate(self, phi: NDArray[np.floating], y: NDArray[np.int64]) -> None: ...
     @property
     def n_samples(self) -> int: ...
+    def merge(self, other: DirichletClassStats) -> None: ...
+    def copy(self) -> DirichletClassStats: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> DirichletClassStats: ...
 
 @final
 class DirichletGPC:
@@ -390,6 +398,68 @@ class SparseGp:
     def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
     @classmethod
     def _from_state(cls, state: bytes) -> SparseGp: ...
+
+# Streamed sums of the sparse GP, one block of rows at a time (src/python/sparse_stats.rs)
+@final
+class SparsePrior:
+    def __new__(
+        cls,
+        *,
+        inducing: NDArray[np.floating],
+        kernel: str,
+        length_scale: list[float],
+        kernel_variance: float,
+        noise_variance: float,
+    ) -> SparsePrior: ...
+    @property
+    def n_inducing(self) -> int: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> SparsePrior: ...
+
+@final
+class SparseStats:
+    @staticmethod
+    def of_rows(
+        x: NDArray[np.floating],
+        y: NDArray[np.float64],
+        *,
+        prior: SparsePrior,
+        method: str,
+        chunk_size: int | None = None,
+    ) -> SparseStats: ...
+    def merge(self, other: SparseStats) -> None: ...
+    def copy(self) -> SparseStats: ...
+    @property
+    def n(self) -> int: ...
+    @property
+    def y_mean(self) -> float: ...
+    @property
+    def method(self) -> str: ...
+    def fit(self, *, prior: SparsePrior, center_y: bool, n_iter: int = 0) -> SparseGp: ...
+    def gradient_sums(
+        self,
+        x: NDArray[np.floating],
+        y: NDArray[np.float64],
+        *,
+        prior: SparsePrior,
+        center_y: bool,
+        chunk_size: int | None = None,
+    ) -> SparseGradientSums: ...
+    def objective(
+        self, sums: SparseGradientSums, *, prior: SparsePrior, center_y: bool
+    ) -> tuple[float, list[float], NDArray[np.float64]]: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> SparseStats: ...
+
+@final
+class SparseGradientSums:
+    def merge(self, other: SparseGradientSums) -> None: ...
+    def copy(self) -> SparseGradientSums: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> SparseGradientSums: ...
 
 # Localized Maclaurin GP (src/python/localized_gp.rs)
 @final

@@ -69,6 +69,48 @@ impl PyClassStats {
     fn n_samples(&self) -> u64 {
         self.inner.n()
     }
+
+    /// Adds the statistics of other rows of the same feature map and
+    /// classes (exact: the result equals the statistics of the
+    /// concatenated rows).
+    fn merge(&mut self, py: Python<'_>, other: PyRef<'_, PyClassStats>) -> PyResult<()> {
+        ffi::map_result(py, self.inner.merge(&other.inner))
+    }
+
+    /// An independent copy.
+    fn copy(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+
+    /// Pickles the statistics by value (see [`ffi::reduce`]).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<ffi::Reduced<'py>> {
+        ffi::reduce(slf, &slf.borrow().inner)
+    }
+
+    /// The statistics of a pickled payload (see [`ffi::from_state`]),
+    /// checked class by class, all of one width.
+    #[classmethod]
+    fn _from_state(cls: &Bound<'_, PyType>, state: &[u8]) -> PyResult<Self> {
+        let py = cls.py();
+        let inner: ClassStats = ffi::from_state::<Self, _>(py, state)?;
+        let d = inner.n_features();
+        for stats in &inner.classes {
+            ffi::map_result(py, stats.validate())?;
+            if stats.n_features() != d {
+                return ffi::map_result(
+                    py,
+                    Err(Error::ShapeMismatch {
+                        name: "number of features of a class's statistics",
+                        expected: d,
+                        got: stats.n_features(),
+                    }),
+                );
+            }
+        }
+        Ok(Self { inner })
+    }
 }
 
 /// A fitted Dirichlet GP classifier: in feature space, or with the exact

@@ -20,7 +20,7 @@ use crate::threads::Parallelism;
 
 /// The rows of a float32 or float64 array as float64 (the sparse GP's
 /// solves and sums are float64; float32 converts exactly).
-fn rows_f64(x: FloatArray2<'_>) -> Array2<f64> {
+pub(super) fn rows_f64(x: FloatArray2<'_>) -> Array2<f64> {
     with_float_view!(x, |v| v.mapv(|e| e.to_f64_exact()))
 }
 
@@ -38,7 +38,7 @@ fn inducing_init(py: Python<'_>, inducing: &Bound<'_, PyAny>) -> PyResult<Induci
 /// A fitted sparse GP (docs/math/sparse_gp.rst), pickled by value.
 #[pyclass(name = "SparseGp", module = "randfeat_rs._core", frozen)]
 pub(super) struct PySparseGp {
-    inner: SparseGp,
+    pub(super) inner: SparseGp,
 }
 
 #[pymethods]

@@ -1,0 +1,743 @@
+"""Dask arrays in and out: transforms, fits and predictions on data that do
+not fit one machine (``pip install randfeat_rs[dask]``; see docs/guide/dask.rst).
+
+Functions, not estimator methods: the estimators stay plain scikit-learn
+estimators, and this module is the one place that imports dask (``import
+randfeat_rs`` never does). Every function takes a :mod:`dask.array` input,
+chunked along rows (a chunking along features is merged into whole rows
+first), and runs on whatever scheduler is active: the threads of the local
+process by default, or a cluster once a ``distributed.Client`` exists.
+
+- :func:`transform`, :func:`predict`, :func:`predict_noisy`,
+  :func:`predict_proba`, :func:`predict_latent` are lazy: one task per row
+  block applies the fitted estimator (which travels to the workers by
+  pickle, by value), with the output chunks, dtype and ``meta`` known
+  before anything is computed.
+- :func:`fit` fits :class:`~randfeat_rs.RandomFeatureGPR`,
+  :class:`~randfeat_rs.SparseGPR` and :class:`~randfeat_rs.RandomFeatureGPC`:
+  each row block's sufficient statistics are computed on a worker, merged
+  by a tree reduction (never on one machine before the last merge), and the
+  model is solved on the driver from the merged ``D x D`` (or ``M x M``)
+  statistics. The statistics merge exactly, so the model equals the fit of
+  one process on the same rows up to the rounding of the summation order
+  (about ``1e-15`` relative). A merge never modifies its inputs, so tasks
+  that Dask recomputes after losing a worker cannot count rows twice.
+- :func:`sparse_objective` evaluates a :class:`~randfeat_rs.SparseGPR`'s
+  objective and gradient in two tree reductions, and
+  :func:`optimize_sparse_gpr` fits the hyperparameters of a
+  :class:`~randfeat_rs.SparseGPR` by L-BFGS with the input blocks persisted
+  on the workers: every evaluation of the bound and its gradient is two
+  tree reductions (the statistics, then the gradient sums).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Optional
+
+import dask
+import dask.array as da
+import numpy as np
+import scipy.optimize
+import scipy.sparse
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from . import _core
+from ._fourier import RandomFourierFeatures
+from ._gp import RandomFeatureGPR, _features_chunk
+from ._gpc import GPC_CPU_ONLY, RandomFeatureGPC
+from ._sparse_gp import SparseGPR
+from .exceptions import InvalidInputError
+
+__all__ = [
+    "fit",
+    "optimize_sparse_gpr",
+    "predict",
+    "predict_latent",
+    "predict_noisy",
+    "predict_proba",
+    "sparse_objective",
+    "transform",
+]
+
+#: Fan-in of the tree reductions: statistics merged per task.
+SPLIT_EVERY = 8
+
+#: The rows an unfitted transformer of a fit is fitted on.
+FIT_ROWS = 10_000
+
+
+# --- input checks -------------------------------------------------------------------------
+
+
+def _rows(X: Any, name: str = "X") -> da.Array:
+    """``X`` as a 2-D dask array chunked along rows only (a chunking along
+    features is merged into whole rows), with known chunk sizes."""
+    if not isinstance(X, da.Array):
+        raise TypeError(
+            f"`{name}` must be a dask.array.Array, got {type(X).__name__}; wrap in-memory "
+            f"data with dask.array.from_array({name}, chunks=...) or call the estimator directly"
+        )
+    if X.ndim != 2:
+        raise ValueError(f"`{name}` must be 2-D (n_samples, n_features), got {X.ndim}-D")
+    if any(np.isnan(c) for c in X.chunks[0]):
+        raise ValueError(
+            f"`{name}` has unknown row-chunk sizes; call {name}.compute_chunk_sizes() first"
+        )
+    if len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})
+    return X
+
+
+def _targets(y: Any, X: da.Array) -> da.Array:
+    """``y`` as a 1-D dask array with the row chunks of ``X`` (rechunked
+    when they differ)."""
+    if not isinstance(y, da.Array):
+        raise TypeError(
+            f"`y` must be a dask.array.Array (row-chunked like `X`), got {type(y).__name__}"
+        )
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"`y` must be 1-D (n_samples,), got shape {y.shape}")
+    if any(np.isnan(c) for c in y.chunks[0]):
+        raise ValueError("`y` has unknown chunk sizes; call y.compute_chunk_sizes() first")
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(f"`X` has {X.shape[0]} rows but `y` has {y.shape[0]} values")
+    if y.chunks[0] != X.chunks[0]:
+        y = y.rechunk({0: X.chunks[0]})
+    return y
+
+
+def _float_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype the estimators compute in: float32 kept, else float64."""
+    return np.dtype(np.float32) if dtype == np.float32 else np.dtype(np.float64)
+
+
+def _block_rows(x: np.ndarray) -> np.ndarray:
+    """A row block as a C-contiguous float32/float64 array."""
+    return np.ascontiguousarray(x, dtype=_float_dtype(x.dtype))
+
+
+# --- transforms and predictions --------------------------------------------------------------
+
+
+def _template(estimator: Any, method: str, d: int, dtype: np.dtype) -> Any:
+    """The output of ``estimator.<method>`` on zero rows (one row if the
+    estimator refuses none), sliced to zero rows: the ``meta`` of the
+    lazy result, with its dtype, type and width."""
+    fn = getattr(estimator, method)
+    try:
+        out = fn(np.zeros((0, d), dtype=dtype))
+    except ValueError:
+        out = fn(np.zeros((1, d), dtype=dtype))
+    if isinstance(out, tuple):
+        return tuple(o[:0] for o in out)
+    return out[:0]
+
+
+def _apply(x: np.ndarray, estimator: Any, method: str) -> Any:
+    """``estimator.<method>(x)`` on one row block (a worker task)."""
+    return getattr(estimator, method)(_block_rows(x))
+
+
+def transform(estimator: Any, X: Any) -> da.Array:
+    """``estimator.transform`` of a dask array, lazily (one task per row block).
+
+    Parameters
+    ----------
+    estimator : fitted transformer
+        Any fitted transformer of this library (or another with a
+        ``transform``); it travels to the workers by pickle.
+    X : dask.array.Array of shape (n_samples, n_features)
+        Chunked along rows (chunks along features are merged into whole
+        rows first).
+
+    Returns
+    -------
+    dask.array.Array of shape (n_samples, n_components)
+        The row chunks of ``X`` and one chunk of all ``n_components``
+        columns; float32 for float32 input, else float64. For
+        :class:`~randfeat_rs.RandomBinningFeatures` every block is a
+        ``scipy.sparse.csr_matrix`` (and so is ``meta``).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> from randfeat_rs import RandomFourierFeatures
+    >>> from randfeat_rs.dask import transform
+    >>> X = da.random.default_rng(0).standard_normal((1000, 3), chunks=(300, 3))
+    >>> rff = RandomFourierFeatures(64, random_state=0).fit(X[:10].compute())
+    >>> Z = transform(rff, X)
+    >>> Z.shape, Z.chunks[0], Z.dtype.name
+    ((1000, 64), (300, 300, 300, 100), 'float64')
+    """
+    check_is_fitted(estimator)
+    return _map_rows(estimator, "transform", X)
+
+
+def _map_rows(estimator: Any, method: str, X: Any) -> da.Array:
+    """``estimator.<method>`` of every row block of ``X``, lazily: a 2-D
+    output (columns in one chunk; scipy.sparse blocks as CSR) or a 1-D one."""
+    X = _rows(X)
+    meta = _template(estimator, method, X.shape[1], _float_dtype(X.dtype))
+    if scipy.sparse.issparse(meta):
+        meta = scipy.sparse.csr_matrix(meta)
+    if meta.ndim == 1:
+        chunks: tuple = (X.chunks[0],)
+        return X.map_blocks(
+            _apply, estimator, method, chunks=chunks, drop_axis=1, dtype=meta.dtype, meta=meta
+        )
+    chunks = (X.chunks[0], (meta.shape[1],))
+    return X.map_blocks(_apply, estimator, method, chunks=chunks, dtype=meta.dtype, meta=meta)
+
+
+def _for_prediction(estimator: Any) -> Any:
+    """The fitted estimator as shipped to the workers for predictions: a
+    RandomFeatureGPR without its training statistics (``stats_``, as large
+    as its factor and not read by predictions), others as they are. The
+    graph holds one copy, sent once per computation."""
+    check_is_fitted(estimator)
+    if isinstance(estimator, RandomFeatureGPR) and "stats_" in estimator.__dict__:
+        estimator = copy.copy(estimator)
+        del estimator.stats_
+    return estimator
+
+
+def _apply_pair(x: np.ndarray, estimator: Any, method: str, **kwargs: Any) -> np.ndarray:
+    """The two outputs of ``estimator.<method>`` on a row block, as the
+    columns of one ``(n, 2)`` block."""
+    a, b = getattr(estimator, method)(_block_rows(x), **kwargs)
+    return np.column_stack([a, b])
+
+
+def _pair(estimator: Any, method: str, X: Any, **kwargs: Any) -> tuple[da.Array, da.Array]:
+    """The two 1-D outputs of ``estimator.<method>`` of every row block."""
+    estimator = _for_prediction(estimator)
+    X = _rows(X)
+    both = X.map_blocks(
+        _apply_pair,
+        estimator,
+        method,
+        chunks=(X.chunks[0], (2,)),
+        dtype=np.float64,
+        meta=np.zeros((0, 2)),
+        **kwargs,
+    )
+    return both[:, 0], both[:, 1]
+
+
+def predict(estimator: Any, X: Any, return_std: bool = False) -> Any:
+    """``estimator.predict`` of a dask array, lazily.
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        A regressor or classifier (for the standard deviation, one of this
+        library's GP regressors).
+    X : dask.array.Array of shape (n_samples, n_features)
+    return_std : bool, default=False
+        Also return the latent function's standard deviation.
+
+    Returns
+    -------
+    mean : dask.array.Array of shape (n_samples,)
+        Predictions (labels of ``classes_`` for a classifier).
+    std : dask.array.Array of shape (n_samples,), float64
+        Only with ``return_std=True``.
+    """
+    if return_std:
+        return _pair(estimator, "predict", X, return_std=True)
+    return _map_rows(_for_prediction(estimator), "predict", X)
+
+
+def predict_noisy(estimator: Any, X: Any) -> tuple[da.Array, da.Array]:
+    """``estimator.predict_noisy`` (mean and std of a noisy observation) of
+    a dask array, lazily.
+
+    Returns
+    -------
+    mean, std : dask.array.Array of shape (n_samples,), float64
+    """
+    return _pair(estimator, "predict_noisy", X)
+
+
+def predict_proba(estimator: Any, X: Any) -> da.Array:
+    """``estimator.predict_proba`` of a dask array, lazily.
+
+    Returns
+    -------
+    dask.array.Array of shape (n_samples, n_classes), float64
+    """
+    return _map_rows(_for_prediction(estimator), "predict_proba", X)
+
+
+def predict_latent(estimator: Any, X: Any) -> tuple[da.Array, da.Array]:
+    """``estimator.predict_latent`` (a GP classifier's latent means and
+    variances) of a dask array, lazily.
+
+    Returns
+    -------
+    mean, var : dask.array.Array of shape (n_samples, n_classes), float64
+    """
+    estimator = _for_prediction(estimator)
+    X = _rows(X)
+    c = len(estimator.classes_)
+    both = X.map_blocks(
+        _apply_latent,
+        estimator,
+        chunks=(X.chunks[0], (2 * c,)),
+        dtype=np.float64,
+        meta=np.zeros((0, 2 * c)),
+    )
+    return both[:, :c], both[:, c:]
+
+
+def _apply_latent(x: np.ndarray, estimator: Any) -> np.ndarray:
+    """Latent means and variances of a row block, side by side."""
+    mean, var = estimator.predict_latent(_block_rows(x))
+    return np.hstack([mean, var])
+
+
+# --- tree reduction ---------------------------------------------------------------------------
+
+
+def _merged(parts: list[Any]) -> Any:
+    """The merge of some statistics (None for empty blocks), into a copy:
+    the inputs stay as they are, so a recomputed task gives the same sum."""
+    parts = [p for p in parts if p is not None]
+    if not parts:
+        return None
+    out = parts[0].copy()
+    for p in parts[1:]:
+        out.merge(p)
+    return out
+
+
+def _tree_reduce(parts: list[Any], split_every: int = SPLIT_EVERY) -> Any:
+    """A delayed tree of :func:`_merged` over delayed statistics."""
+    merge = dask.delayed(_merged, pure=True)
+    while len(parts) > 1:
+        parts = [merge(parts[i : i + split_every]) for i in range(0, len(parts), split_every)]
+    return parts[0] if parts else dask.delayed(None)
+
+
+def _blocks(X: da.Array, y: da.Array) -> list[tuple[Any, Any]]:
+    """The delayed row blocks of ``X`` and ``y``, pairwise."""
+    xb = X.to_delayed().ravel()
+    yb = y.to_delayed().ravel()
+    return list(zip(xb, yb))
+
+
+# --- fits ----------------------------------------------------------------------------------
+
+
+def _gpr_block(model: RandomFeatureGPR, x: np.ndarray, y: np.ndarray) -> Any:
+    """The statistics of one row block under the fitted transformer (a
+    worker task); None for an empty block."""
+    if x.shape[0] == 0:
+        return None
+    x, y = model._validate_xy(x, y, reset=False)
+    work = copy.copy(model)
+    work.stats_ = None
+    work.verbose = False
+    work._accumulate(x, y)
+    return work.stats_
+
+
+def _gpc_block(model: RandomFeatureGPC, x: np.ndarray, y: np.ndarray) -> Any:
+    """The per-class statistics of one row block (a worker task)."""
+    if x.shape[0] == 0:
+        return None
+    x = _block_rows(x)
+    n_classes = len(model.classes_)
+    codes = np.minimum(np.searchsorted(model.classes_, y), n_classes - 1).astype(np.int64)
+    if np.any(model.classes_[codes] != y):
+        raise ValueError("`y` holds a label missing from the classes found in it")
+    stats = None
+    step = int(model.chunk_size)
+    for lo in range(0, x.shape[0], step):
+        phi = _features_chunk(model.features_, x[lo : lo + step])
+        if stats is None:
+            stats = _core.DirichletClassStats(n_classes, phi.shape[1])
+        stats.accumulate(phi, codes[lo : lo + step])
+    return stats
+
+
+def _sparse_prior(model: SparseGPR, d: int) -> dict:
+    """The fixed prior of a SparseGPR fitted on dask arrays: its inducing
+    inputs and hyperparameters as the keyword arguments of
+    ``_core.SparsePrior``."""
+    z = model.inducing
+    missing = [
+        n
+        for n in ("length_scale", "kernel_variance", "noise_variance")
+        if getattr(model, n) is None
+    ]
+    if isinstance(z, str) or missing:
+        raise InvalidInputError(
+            "a SparseGPR fitted on dask arrays needs its inducing inputs as an array "
+            "(`inducing`, e.g. chosen on a subsample in memory) and `length_scale`, "
+            "`kernel_variance` and `noise_variance` as values (the starts when optimized)"
+            + (f"; missing: {', '.join(missing)}" if missing else "")
+        )
+    z = np.ascontiguousarray(z, dtype=np.float64)
+    if z.ndim != 2 or z.shape[1] != d:
+        raise ValueError(
+            f"`inducing` must have shape (M, {d}) for `X` with {d} features, got {z.shape}"
+        )
+    ls = np.atleast_1d(np.asarray(model.length_scale, dtype=np.float64)).tolist()
+    if model.ard and len(ls) == 1:
+        ls = ls * d
+    return {
+        "inducing": z,
+        "kernel": model.kernel,
+        "length_scale": ls,
+        "kernel_variance": float(model.kernel_variance),
+        "noise_variance": float(model.noise_variance),
+    }
+
+
+def _sparse_block(
+    prior: Any, method: str, chunk: Optional[int], x: np.ndarray, y: np.ndarray
+) -> Any:
+    """The sparse GP's statistics of one row block (a worker task)."""
+    if x.shape[0] == 0:
+        return None
+    return _core.SparseStats.of_rows(
+        _block_rows(x),
+        np.ascontiguousarray(y, dtype=np.float64),
+        prior=prior,
+        method=method,
+        chunk_size=chunk,
+    )
+
+
+def _reduce_blocks(block_fn: Callable, static: tuple, X: da.Array, y: da.Array) -> Any:
+    """The delayed tree-reduced statistics of ``block_fn(*static, x, y)``."""
+    fn = dask.delayed(block_fn, pure=True)
+    shared = [dask.delayed(s, pure=True) if not _is_plain(s) else s for s in static]
+    return _tree_reduce([fn(*shared, xb, yb) for xb, yb in _blocks(X, y)])
+
+
+def _is_plain(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float))
+
+
+def fit(estimator: Any, X: Any, y: Any) -> Any:
+    """Fit a GP model on dask arrays: per-block statistics on the workers,
+    merged by a tree reduction, solved on the driver.
+
+    The estimator is cloned (its parameters kept) and returned fitted, equal
+    to ``estimator.fit(X.compute(), y.compute())`` up to the rounding of
+    the summation order under the conditions below; the rows are never
+    collected on one machine, the driver receives the merged statistics
+    only (``O(D^2)``, or ``O(M^2)`` for the sparse GP).
+
+    - :class:`~randfeat_rs.RandomFeatureGPR` without ``optimize``: a
+      fitted ``features`` is used as it is; an unfitted one's clone is
+      fitted on the first :data:`FIT_ROWS` (10,000) rows, which equals
+      the in-memory fit for the transformers that only use the number of
+      features, such as :class:`~randfeat_rs.RandomFourierFeatures`,
+      :class:`~randfeat_rs.PolynomialSketch` and scikit-learn's
+      ``RBFSampler`` (a data-dependent one, e.g. Nystroem landmarks, sees
+      those rows only; fit it on a sample of your choice and pass it
+      fitted). ``noise_variance=None`` takes ``0.1 var(y)`` over all
+      rows. For ``optimize`` see docs/guide/dask.rst.
+    - :class:`~randfeat_rs.RandomFeatureGPC`: the classes are the distinct
+      labels of ``y`` (one pass over ``y``), the transformer as above.
+    - :class:`~randfeat_rs.SparseGPR`: the inducing inputs as an array
+      (``inducing``) and the hyperparameters as values; ``optimize`` empty
+      (fixed hyperparameters), or see :func:`optimize_sparse_gpr`.
+
+    Parameters
+    ----------
+    estimator : RandomFeatureGPR, SparseGPR or RandomFeatureGPC
+        The unfitted model (its parameters are used; it is not modified).
+    X : dask.array.Array of shape (n_samples, n_features)
+        Training inputs, chunked along rows.
+    y : dask.array.Array of shape (n_samples,)
+        Targets or labels; rechunked to the row chunks of ``X`` when they
+        differ.
+
+    Returns
+    -------
+    The fitted clone of ``estimator``.
+
+    Raises
+    ------
+    TypeError
+        For a non-dask ``X`` or ``y``, or an estimator this function does
+        not fit.
+    ValueError
+        For arrays of mismatched lengths or unknown chunk sizes.
+    InvalidInputError
+        For a configuration that needs all rows in one place (see above).
+    """
+    X = _rows(X)
+    y = _targets(y, X)
+    if isinstance(estimator, SparseGPR):
+        return _fit_sparse(estimator, X, y)
+    if isinstance(estimator, RandomFeatureGPR):
+        return _fit_feature_gpr(estimator, X, y)
+    if isinstance(estimator, RandomFeatureGPC):
+        return _fit_gpc(estimator, X, y)
+    raise TypeError(
+        "`estimator` must be a RandomFeatureGPR, SparseGPR or RandomFeatureGPC, got "
+        f"{type(estimator).__name__}"
+    )
+
+
+def _fitted_features(features: Any, X: da.Array) -> Any:
+    """The transformer of a fit on dask arrays: a fitted one as it is (a
+    copy), an unfitted one's clone fitted on the first :data:`FIT_ROWS`
+    rows of ``X`` (brought to the driver)."""
+    try:
+        check_is_fitted(features)
+    except NotFittedError:
+        if X.shape[0] == 0:
+            raise ValueError("`X` needs at least one row") from None
+        return clone(features).fit(_block_rows(X[:FIT_ROWS].compute()))
+    n_in = getattr(features, "n_features_in_", X.shape[1])
+    if n_in != X.shape[1]:
+        raise ValueError(f"the fitted `features` take {n_in} input features, `X` has {X.shape[1]}")
+    return copy.deepcopy(features)
+
+
+def _fit_feature_gpr(estimator: RandomFeatureGPR, X: da.Array, y: da.Array) -> RandomFeatureGPR:
+    model = clone(estimator)
+    model._validate_params()
+    if model.optimize is not None and len(model.optimize) > 0:
+        raise InvalidInputError(
+            "RandomFeatureGPR(optimize=...) cannot be fitted on dask arrays: the feature-space "
+            "marginal likelihood has no per-block gradient binding yet; fit the hyperparameters "
+            "on a subsample in memory and pass them to the transformer (docs/guide/dask.rst)"
+        )
+    # The estimator's own transformer: clone() unfits the model's copy.
+    model.features_ = _fitted_features(estimator.features, X)
+    model._resolve_features_device()
+    model.n_features_in_ = int(X.shape[1])
+    model.__dict__.pop("seed_", None)
+    model.n_iter_ = 0
+    stats = _reduce_blocks(_gpr_block, (model,), X, y)
+    if model.noise_variance is None:
+        stats, var = dask.compute(stats, da.var(y.astype(np.float64)))
+        var = float(var)
+        model.noise_variance_ = 0.1 * (var if var > 0 else 1.0)
+    else:
+        (stats,) = dask.compute(stats)
+        model.noise_variance_ = float(model.noise_variance)
+    if stats is None:
+        raise ValueError("`X` needs at least one row")
+    model.stats_ = stats
+    model._solve()
+    return model
+
+
+def _fit_gpc(estimator: RandomFeatureGPC, X: da.Array, y: da.Array) -> RandomFeatureGPC:
+    model = clone(estimator)
+    model._validate_params()
+    model._resolve_device(unsupported=GPC_CPU_ONLY)
+    classes = np.asarray(da.unique(y).compute())
+    check_classification_targets(classes)
+    if classes.shape[0] < 2:
+        raise ValueError(
+            "`y` must hold at least 2 classes to train a classifier, "
+            f"got {classes.shape[0]} class(es)"
+        )
+    model.classes_ = classes
+    features = estimator.features
+    if features is None:
+        features = RandomFourierFeatures(n_components=256, random_state=0)
+    model.features_ = _fitted_features(features, X)
+    model.n_features_in_ = int(X.shape[1])
+    (stats,) = dask.compute(_reduce_blocks(_gpc_block, (model,), X, y))
+    model._model = _core.DirichletGPC.fit(stats, float(model.alpha_epsilon))
+    model.log_marginal_likelihood_ = float(sum(model._model.class_lml))
+    return model
+
+
+def _fit_sparse(estimator: SparseGPR, X: da.Array, y: da.Array) -> SparseGPR:
+    model = clone(estimator)
+    model._validate_params()
+    if len(model.optimize) > 0 or model.optimize_inducing:
+        raise InvalidInputError(
+            "SparseGPR on dask arrays: `fit` keeps the hyperparameters fixed (set "
+            "optimize=()); optimize_sparse_gpr fits them with one distributed pass per "
+            "evaluation"
+        )
+    prior = _core.SparsePrior(**_sparse_prior(model, int(X.shape[1])))
+    model._fit_seed()
+    (stats,) = dask.compute(_sparse_stats(model, prior, X, y))
+    if stats is None:
+        raise ValueError("`X` needs at least one row")
+    model._gp = stats.fit(prior=prior, center_y=bool(model.center_y))
+    model.n_features_in_ = int(X.shape[1])
+    return model
+
+
+def _sparse_stats(model: SparseGPR, prior: Any, X: da.Array, y: da.Array) -> Any:
+    """The delayed, tree-reduced first-pass statistics."""
+    chunk = None if model.chunk_size is None else int(model.chunk_size)
+    return _reduce_blocks(_sparse_block, (prior, model.method, chunk), X, y)
+
+
+def _sparse_gradient_block(
+    stats: Any, prior: Any, center: bool, chunk: Optional[int], x: np.ndarray, y: np.ndarray
+) -> Any:
+    """The second pass's gradient sums of one row block (a worker task)."""
+    if x.shape[0] == 0:
+        return None
+    return stats.gradient_sums(
+        _block_rows(x),
+        np.ascontiguousarray(y, dtype=np.float64),
+        prior=prior,
+        center_y=center,
+        chunk_size=chunk,
+    )
+
+
+def _sparse_evaluate(
+    model: SparseGPR, prior: Any, X: da.Array, y: da.Array
+) -> tuple[float, list[float]]:
+    """The objective at ``prior`` and its gradient in the log
+    hyperparameters: two tree reductions (statistics, gradient sums)."""
+    center = bool(model.center_y)
+    chunk = None if model.chunk_size is None else int(model.chunk_size)
+    (stats,) = dask.compute(_sparse_stats(model, prior, X, y))
+    if stats is None:
+        raise ValueError("`X` needs at least one row")
+    sums = _reduce_blocks(_sparse_gradient_block, (stats, prior, center, chunk), X, y)
+    (sums,) = dask.compute(sums)
+    value, grad, _ = stats.objective(sums, prior=prior, center_y=center)
+    return float(value), list(grad)
+
+
+def sparse_objective(estimator: SparseGPR, X: Any, y: Any) -> tuple[float, np.ndarray]:
+    """One distributed evaluation of a :class:`~randfeat_rs.SparseGPR`'s
+    objective and its gradient at the estimator's fixed prior.
+
+    The objective of ``estimator.method`` (VFE's bound or FITC's log
+    marginal likelihood, of the centered targets with ``center_y=True``)
+    at ``inducing`` (an array) and the given ``length_scale``,
+    ``kernel_variance`` and ``noise_variance``: the value the in-memory fit
+    reports as ``log_marginal_likelihood_`` with ``optimize=()``.
+
+    Returns
+    -------
+    value : float
+    gradient : ndarray of shape (k + 2,)
+        With respect to ``(ln l_1, ..., ln l_k, ln kernel_variance, ln
+        noise_variance)`` (``k`` = 1, or ``n_features`` with ``ard=True``).
+    """
+    X = _rows(X)
+    y = _targets(y, X)
+    if not isinstance(estimator, SparseGPR):
+        raise TypeError(f"`estimator` must be a SparseGPR, got {type(estimator).__name__}")
+    estimator._validate_params()
+    prior = _core.SparsePrior(**_sparse_prior(estimator, int(X.shape[1])))
+    value, grad = _sparse_evaluate(estimator, prior, X, y)
+    return value, np.asarray(grad)
+
+
+def optimize_sparse_gpr(
+    estimator: SparseGPR,
+    X: Any,
+    y: Any,
+    *,
+    max_iter: Optional[int] = None,
+    persist: bool = True,
+) -> SparseGPR:
+    """Fit a :class:`~randfeat_rs.SparseGPR`'s hyperparameters on dask arrays.
+
+    L-BFGS (SciPy's, over the logs of the hyperparameters in
+    ``estimator.optimize``, from the given values, the inducing inputs
+    fixed) on the objective of ``estimator.method``; every evaluation is
+    two distributed passes over the blocks, each a tree reduction: the
+    statistics (``O(M^2)`` to the driver), then, with the bound's adjoints
+    sent back to the workers, the gradient sums. The input blocks are
+    persisted on the workers first (``persist=True``), so the passes do not
+    recompute or reload them. The result is the model at the optimum, with
+    the objective and gradient of the in-memory fit (the same function at
+    every point); the optimizer's path differs from the in-memory one
+    (which adds restarts and a coarse-to-fine start), so compare optima,
+    not iterates.
+
+    Parameters
+    ----------
+    estimator : SparseGPR
+        With ``inducing`` an array and ``length_scale``,
+        ``kernel_variance``, ``noise_variance`` values (the starts).
+    X : dask.array.Array of shape (n_samples, n_features)
+    y : dask.array.Array of shape (n_samples,)
+    max_iter : int, default=None
+        L-BFGS iterations (``None``: ``estimator.max_iter``).
+    persist : bool, default=True
+        Persist ``X`` and ``y`` on the workers for the evaluations.
+
+    Returns
+    -------
+    SparseGPR
+        A fitted clone: the model at the optimum; ``n_iter_`` counts the
+        L-BFGS iterations.
+    """
+    X = _rows(X)
+    y = _targets(y, X)
+    if not isinstance(estimator, SparseGPR):
+        raise TypeError(f"`estimator` must be a SparseGPR, got {type(estimator).__name__}")
+    model = clone(estimator)
+    model._validate_params()
+    names = [str(n) for n in model.optimize]
+    start = _sparse_prior(model, int(X.shape[1]))
+    if persist:
+        X, y = dask.persist(X, y)
+    n_ls = len(start["length_scale"])
+    # The log hyperparameters (ln l.., ln kernel_variance, ln noise_variance).
+    theta0 = np.log([*start["length_scale"], start["kernel_variance"], start["noise_variance"]])
+    free = np.zeros(theta0.shape[0], dtype=bool)
+    for n in names:
+        if n == "length_scale":
+            free[:n_ls] = True
+        elif n == "kernel_variance":
+            free[n_ls] = True
+        elif n == "noise_variance":
+            free[n_ls + 1] = True
+
+    def prior_at(theta: np.ndarray) -> Any:
+        v = np.exp(theta)
+        return _core.SparsePrior(
+            **{
+                **start,
+                "length_scale": v[:n_ls].tolist(),
+                "kernel_variance": float(v[n_ls]),
+                "noise_variance": float(v[n_ls + 1]),
+            }
+        )
+
+    def evaluate(free_theta: np.ndarray) -> tuple[float, np.ndarray]:
+        theta = theta0.copy()
+        theta[free] = free_theta
+        value, grad = _sparse_evaluate(model, prior_at(theta), X, y)
+        return -value, -np.asarray(grad)[free]
+
+    n_iter = 0
+    theta = theta0.copy()
+    if free.any():
+        res = scipy.optimize.minimize(
+            evaluate,
+            theta0[free],
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": int(max_iter if max_iter is not None else model.max_iter)},
+        )
+        theta[free] = res.x
+        n_iter = int(res.nit)
+    prior = prior_at(theta)
+    model._fit_seed()
+    (stats,) = dask.compute(_sparse_stats(model, prior, X, y))
+    model._gp = stats.fit(prior=prior, center_y=bool(model.center_y), n_iter=n_iter)
+    model.n_features_in_ = int(X.shape[1])
+    return model

@@ -1,0 +1,404 @@
+"""randfeat_rs.dask on a real distributed.LocalCluster (2 worker processes).
+
+Transforms and predictions are compared bit for bit with the in-memory
+calls on the same rows (each block is the same Rust call on the same rows).
+Fits are compared with the in-process fit to 1e-10 relative: the
+statistics are the same sums added in another order (block by block, then
+a tree), whose rounding is about 1e-15 relative for the well-conditioned
+problems here.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import scipy.sparse
+from sklearn.exceptions import NotFittedError
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import dask  # noqa: E402
+
+import randfeat_rs as rf  # noqa: E402
+from randfeat_rs import dask as rdask  # noqa: E402
+
+RTOL = 1e-10
+# Uneven row chunks, a last short one included.
+CHUNKS = (70, 130, 45, 155)
+N = sum(CHUNKS)
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[distributed.Client]:
+    """A LocalCluster of 2 single-threaded worker processes and its client
+    (the default scheduler of every dask call while it is open). Closed
+    when this file's tests end, so that no scheduler thread or worker
+    process outlives them into the other files (signal and fork tests)."""
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=50,
+            env={"RANDFEAT_NUM_THREADS": "1"},
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        yield c
+
+
+def _data(n: int = N, d: int = 3, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-2, 2, (n, d))
+    y = np.sin(2 * x[:, 0]) + np.cos(x[:, -1]) + 0.1 * rng.standard_normal(n)
+    return x, y
+
+
+def _dask(x: np.ndarray, chunks: tuple = CHUNKS) -> da.Array:
+    return da.from_array(x, chunks=(chunks, *x.shape[1:]))
+
+
+def _rel(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300))
+
+
+def test_importing_the_package_leaves_dask_out() -> None:
+    code = "import sys, randfeat_rs; print('dask' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# --- transforms -----------------------------------------------------------------------------
+
+
+def _transformers(x: np.ndarray) -> list:
+    return [
+        rf.RandomFourierFeatures(64, random_state=0).fit(x),
+        rf.RandomFourierFeatures(64, sampler="structured", variant="cos_bias", random_state=1).fit(
+            np.hstack([x] * 6)[:, :16]
+        ),
+        rf.NystroemFeatures(n_components=20, random_state=0).fit(x),
+        rf.PolynomialSketch(degree=2, n_components=32, random_state=0).fit(x),
+        rf.PolynomialSketch(degree=3, n_components=32, sketch="tensor_sketch", random_state=0).fit(
+            x
+        ),
+        rf.MaclaurinFeatures(n_components=40, random_state=0).fit(x),
+    ]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dense_transforms_equal_the_in_memory_transform(client, dtype) -> None:
+    x, _ = _data()
+    for est in _transformers(x):
+        xi = x if est.n_features_in_ == x.shape[1] else np.hstack([x] * 6)[:, :16]
+        xi = xi.astype(dtype)
+        # A chunking along features too: merged into whole rows.
+        X = da.from_array(xi, chunks=(CHUNKS, (1, xi.shape[1] - 1)))
+        Z = rdask.transform(est, X)
+        want = est.transform(xi)
+        assert Z.shape == want.shape, type(est).__name__
+        assert Z.chunks == (CHUNKS, (want.shape[1],))
+        assert Z.dtype == want.dtype and Z._meta.dtype == want.dtype
+        assert isinstance(Z._meta, np.ndarray)
+        got = Z.compute()
+        np.testing.assert_array_equal(got, want, err_msg=type(est).__name__)
+
+
+def test_binning_gives_csr_blocks(client) -> None:
+    x, _ = _data()
+    est = rf.RandomBinningFeatures(n_grids=8, length_scale=1.0, random_state=0).fit(x)
+    Z = rdask.transform(est, _dask(x))
+    want = est.transform(x)
+    assert isinstance(Z._meta, scipy.sparse.csr_matrix)
+    assert Z.chunks == (CHUNKS, (want.shape[1],)) and Z.dtype == want.dtype
+    blocks = dask.compute(*Z.to_delayed().ravel())
+    assert all(isinstance(b, scipy.sparse.csr_matrix) for b in blocks)
+    got = scipy.sparse.vstack(blocks).tocsr()
+    assert (got != want).nnz == 0
+
+
+def test_transform_of_an_unfitted_transformer_and_of_non_dask_input() -> None:
+    x, _ = _data(20)
+    with pytest.raises(NotFittedError):
+        rdask.transform(rf.RandomFourierFeatures(8), _dask(x, (20,)))
+    est = rf.RandomFourierFeatures(8, random_state=0).fit(x)
+    with pytest.raises(TypeError, match="`X` must be a dask"):
+        rdask.transform(est, x)
+    with pytest.raises(ValueError, match="2-D"):
+        rdask.transform(est, da.from_array(x[:, 0], chunks=5))
+
+
+# --- fits -----------------------------------------------------------------------------------
+
+
+def test_feature_gpr_fit_equals_the_in_process_fit(client) -> None:
+    x, y = _data()
+    rff = rf.RandomFourierFeatures(48, length_scale=0.8, random_state=0)
+    for noise in (0.05, None):
+        est = rf.RandomFeatureGPR(rff, noise_variance=noise, chunk_size=64)
+        ref = rf.RandomFeatureGPR(rff, noise_variance=noise, chunk_size=64).fit(x, y)
+        # y chunked differently from X: aligned to X's row chunks.
+        got = rdask.fit(est, _dask(x), da.from_array(y, chunks=100))
+        assert "stats_" not in est.__dict__
+        assert got.stats_.n_samples == N
+        assert _rel(got.stats_.gram, ref.stats_.gram) < RTOL
+        assert _rel(got.stats_.phi_y, ref.stats_.phi_y) < RTOL
+        assert abs(got.noise_variance_ - ref.noise_variance_) <= RTOL * ref.noise_variance_
+        assert _rel(got.coef_, ref.coef_) < RTOL
+        assert abs(got.log_marginal_likelihood_ - ref.log_marginal_likelihood_) < RTOL * abs(
+            ref.log_marginal_likelihood_
+        )
+        xt, _ = _data(50, seed=1)
+        m, s = rdask.predict(got, _dask(xt, (20, 30)), return_std=True)
+        m_ref, s_ref = ref.predict(xt, return_std=True)
+        assert m.chunks == ((20, 30),) and m.dtype == np.float64
+        assert _rel(m.compute(), m_ref) < RTOL and _rel(s.compute(), s_ref) < RTOL
+
+
+def test_a_fitted_transformer_is_used_as_it_is(client) -> None:
+    x, y = _data()
+    nys = rf.NystroemFeatures(n_components=24, random_state=0).fit(x[::7])
+    got = rdask.fit(rf.RandomFeatureGPR(nys, noise_variance=0.1), _dask(x), _dask(y))
+    np.testing.assert_array_equal(got.features_.transform(x[:5]), nys.transform(x[:5]))
+    want = rf.SufficientStatistics.from_features(nys, x, y)
+    assert _rel(got.stats_.gram, want.gram) < RTOL
+    assert _rel(got.stats_.phi_y, want.phi_y) < RTOL
+    with pytest.raises(ValueError, match="take 3 input features, `X` has 2"):
+        rdask.fit(rf.RandomFeatureGPR(nys), _dask(x[:, :2]), _dask(y))
+
+
+def test_fitted_model_predicts_lazily_bit_for_bit(client) -> None:
+    x, y = _data()
+    gp = rf.RandomFeatureGPR(rf.RandomFourierFeatures(32, random_state=0), noise_variance=0.1)
+    gp.fit(x, y)
+    X = _dask(x)
+    mean = rdask.predict(gp, X)
+    np.testing.assert_array_equal(mean.compute(), gp.predict(x))
+    m, s = rdask.predict_noisy(gp, X)
+    want = gp.predict_noisy(x)
+    np.testing.assert_array_equal(m.compute(), want[0])
+    np.testing.assert_array_equal(s.compute(), want[1])
+
+
+def test_sparse_gpr_fit_equals_the_in_process_fit(client) -> None:
+    x, y = _data()
+    z = x[::25]
+    for method in ("vfe", "fitc"):
+        est = rf.SparseGPR(
+            inducing=z,
+            method=method,
+            length_scale=0.9,
+            kernel_variance=1.2,
+            noise_variance=0.05,
+            optimize=(),
+            chunk_size=50,
+        )
+        ref = rf.SparseGPR(**est.get_params()).fit(x, y)
+        got = rdask.fit(est, _dask(x), _dask(y))
+        assert abs(got.log_marginal_likelihood_ - ref.log_marginal_likelihood_) < RTOL * abs(
+            ref.log_marginal_likelihood_
+        )
+        xt, _ = _data(40, seed=2)
+        m, s = rdask.predict(got, _dask(xt, (15, 25)), return_std=True)
+        m_ref, s_ref = ref.predict(xt, return_std=True)
+        assert _rel(m.compute(), m_ref) < RTOL and _rel(s.compute(), s_ref) < RTOL
+        assert got.n_iter_ == 0 and got.y_mean_ == pytest.approx(ref.y_mean_, rel=RTOL)
+
+
+def test_gpc_fit_equals_the_in_process_fit(client) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(N, 2))
+    labels = np.array(["a", "b", "c"])[(x[:, 0] > 0).astype(int) + (x[:, 1] > 1).astype(int)]
+    features = rf.RandomFourierFeatures(40, length_scale=1.5, random_state=0)
+    ref = rf.RandomFeatureGPC(features, chunk_size=64).fit(x, labels)
+    got = rdask.fit(rf.RandomFeatureGPC(features, chunk_size=64), _dask(x), _dask(labels))
+    assert got.classes_.tolist() == ["a", "b", "c"]
+    assert abs(got.log_marginal_likelihood_ - ref.log_marginal_likelihood_) < RTOL * abs(
+        ref.log_marginal_likelihood_
+    )
+    xt = rng.normal(size=(30, 2))
+    proba = rdask.predict_proba(got, _dask(xt, (10, 20)))
+    assert proba.chunks == ((10, 20), (3,)) and proba.dtype == np.float64
+    assert _rel(proba.compute(), ref.predict_proba(xt)) < RTOL
+    pred = rdask.predict(got, _dask(xt, (10, 20)))
+    assert pred.dtype == ref.classes_.dtype
+    np.testing.assert_array_equal(pred.compute(), ref.predict(xt))
+    mean, var = rdask.predict_latent(got, _dask(xt, (10, 20)))
+    mean_ref, var_ref = ref.predict_latent(xt)
+    assert _rel(mean.compute(), mean_ref) < RTOL and _rel(var.compute(), var_ref) < RTOL
+
+
+def test_class_statistics_pickle_and_merge_exactly() -> None:
+    rng = np.random.default_rng(0)
+    phi, codes = rng.standard_normal((30, 4)), rng.integers(0, 3, 30)
+    whole = rf._core.DirichletClassStats(3, 4)
+    whole.accumulate(phi, codes)
+    a, b = rf._core.DirichletClassStats(3, 4), rf._core.DirichletClassStats(3, 4)
+    a.accumulate(phi[:11], codes[:11])
+    b.accumulate(phi[11:], codes[11:])
+    merged = pickle.loads(pickle.dumps(a)).copy()
+    merged.merge(pickle.loads(pickle.dumps(b)))
+    assert merged.n_samples == 30 and a.n_samples == 11
+    fa, fb = rf._core.DirichletGPC.fit(merged, 0.01), rf._core.DirichletGPC.fit(whole, 0.01)
+    np.testing.assert_allclose(fa.class_lml, fb.class_lml, rtol=1e-12)
+    with pytest.raises(rf.InvalidInputError, match="classes"):
+        merged.merge(rf._core.DirichletClassStats(2, 4))
+
+
+# --- hyperparameters -----------------------------------------------------------------------
+
+
+def _sparse(x: np.ndarray, **kw) -> rf.SparseGPR:
+    base = dict(inducing=x[::40], length_scale=0.7, kernel_variance=0.8, noise_variance=0.1)
+    return rf.SparseGPR(**{**base, **kw})
+
+
+@pytest.mark.parametrize("method", ["vfe", "fitc"])
+def test_sparse_objective_and_gradient(client, method) -> None:
+    x, y = _data()
+    X, Y = _dask(x), _dask(y)
+    est = _sparse(x, method=method, optimize=())
+    value, grad = rdask.sparse_objective(est, X, Y)
+    ref = rf.SparseGPR(**est.get_params()).fit(x, y)
+    assert abs(value - ref.log_marginal_likelihood_) < RTOL * abs(value)
+    # Central differences of the in-process objective in the log
+    # hyperparameters: truncation (h^2 / 6) times the third derivative and rounding eps |F| / h,
+    # both below 1e-7 |F| at h = 1e-4 for these smooth objectives.
+    h = 1e-4
+    names = ("length_scale", "kernel_variance", "noise_variance")
+    for i, name in enumerate(names):
+        v = est.get_params()[name]
+        up = _sparse(x, method=method, optimize=(), **{name: v * np.exp(h)}).fit(x, y)
+        down = _sparse(x, method=method, optimize=(), **{name: v * np.exp(-h)}).fit(x, y)
+        fd = (up.log_marginal_likelihood_ - down.log_marginal_likelihood_) / (2 * h)
+        assert abs(grad[i] - fd) < 1e-6 * abs(value), (name, grad[i], fd)
+
+
+def test_sparse_hyperparameter_fit_reaches_the_in_process_optimum(client) -> None:
+    x, y = _data()
+    est = _sparse(x, n_restarts=0)
+    ref = rf.SparseGPR(**est.get_params()).fit(x, y)
+    got = rdask.optimize_sparse_gpr(est, _dask(x), _dask(y))
+    assert got.n_iter_ > 0
+    assert got.log_marginal_likelihood_ >= ref.log_marginal_likelihood_ - 1e-6 * abs(
+        ref.log_marginal_likelihood_
+    )
+    for name in ("length_scale_", "kernel_variance_", "noise_variance_"):
+        assert getattr(got, name) == pytest.approx(getattr(ref, name), rel=1e-3), name
+    np.testing.assert_array_equal(got.inducing_points_, est.inducing)
+
+
+def test_sparse_prior_and_sums_pickle_by_value() -> None:
+    x, y = _data(60)
+    kw = dict(inducing=x[:5], kernel="matern32", length_scale=[0.9], kernel_variance=1.1)
+    prior = rf._core.SparsePrior(noise_variance=0.05, **kw)
+    back = pickle.loads(pickle.dumps(prior))
+    a = rf._core.SparseStats.of_rows(x, y, prior=prior, method="fitc")
+    b = pickle.loads(pickle.dumps(rf._core.SparseStats.of_rows(x, y, prior=back, method="fitc")))
+    gp_a, gp_b = a.fit(prior=prior, center_y=True), b.fit(prior=back, center_y=True)
+    assert gp_a.log_marginal_likelihood_value == gp_b.log_marginal_likelihood_value
+    sums = pickle.loads(pickle.dumps(a.gradient_sums(x, y, prior=prior, center_y=True)))
+    value, grad, dz = a.objective(sums.copy(), prior=prior, center_y=True)
+    assert value == gp_a.log_marginal_likelihood_value and len(grad) == 3 and dz.shape == (5, 3)
+    with pytest.raises(rf.InvalidInputError, match="noise_variance"):
+        rf._core.SparsePrior(noise_variance=-1.0, **kw)
+    with pytest.raises(rf.InvalidInputError, match="vfe"):
+        a.merge(rf._core.SparseStats.of_rows(x, y, prior=prior, method="vfe"))
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+
+def test_bad_inputs_of_fit() -> None:
+    x, y = _data(40)
+    gp = rf.RandomFeatureGPR(rf.RandomFourierFeatures(8, random_state=0), noise_variance=0.1)
+    with pytest.raises(TypeError, match="`X` must be a dask"):
+        rdask.fit(gp, x, _dask(y, (40,)))
+    with pytest.raises(TypeError, match="`y` must be a dask"):
+        rdask.fit(gp, _dask(x, (40,)), y)
+    with pytest.raises(ValueError, match="40 rows but `y` has 39"):
+        rdask.fit(gp, _dask(x, (40,)), _dask(y[:39], (39,)))
+    X = _dask(x, (40,))[da.from_array(np.ones(40, bool), chunks=40)]
+    with pytest.raises(ValueError, match="unknown row-chunk sizes"):
+        rdask.fit(gp, X, _dask(y, (40,)))
+    with pytest.raises(TypeError, match="`estimator` must be"):
+        rdask.fit(rf.ExactGPR(), _dask(x, (40,)), _dask(y, (40,)))
+    with pytest.raises(rf.InvalidInputError, match="optimize"):
+        rdask.fit(
+            rf.RandomFeatureGPR(rf.RandomFourierFeatures(8), optimize=("noise_variance",)),
+            _dask(x, (40,)),
+            _dask(y, (40,)),
+        )
+    with pytest.raises(rf.InvalidInputError, match="inducing inputs as an array"):
+        rdask.fit(rf.SparseGPR(optimize=()), _dask(x, (40,)), _dask(y, (40,)))
+    with pytest.raises(rf.InvalidInputError, match="missing: kernel_variance"):
+        rdask.fit(
+            rf.SparseGPR(inducing=x[:4], length_scale=1.0, noise_variance=0.1, optimize=()),
+            _dask(x, (40,)),
+            _dask(y, (40,)),
+        )
+
+
+def test_feature_chunked_fit_input_equals_row_chunked(client) -> None:
+    x, y = _data()
+    gp = rf.RandomFeatureGPR(rf.RandomFourierFeatures(16, random_state=0), noise_variance=0.1)
+    a = rdask.fit(gp, da.from_array(x, chunks=(CHUNKS, (1, 2))), _dask(y))
+    b = rdask.fit(gp, _dask(x), _dask(y))
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+# --- fault tolerance ------------------------------------------------------------------------
+
+
+def _slow(block: np.ndarray) -> np.ndarray:
+    time.sleep(0.15)
+    return block
+
+
+def test_a_worker_killed_mid_fit_does_not_change_the_result(client) -> None:
+    x, y = _data(800, seed=5)
+    chunks = (50,) * 16
+    gp = rf.RandomFeatureGPR(rf.RandomFourierFeatures(32, random_state=0), noise_variance=0.1)
+    ref = rf.RandomFeatureGPR(rf.RandomFourierFeatures(32, random_state=0), noise_variance=0.1)
+    ref.fit(x, y)
+    X = _dask(x, chunks).map_blocks(_slow, dtype=x.dtype)
+    result: dict = {}
+
+    def run() -> None:
+        result["model"] = rdask.fit(gp, X, _dask(y, chunks))
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    # Wait until both workers hold finished blocks, then kill one's process.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        held = client.has_what()
+        if len(held) == 2 and all(len(keys) >= 2 for keys in held.values()):
+            break
+        time.sleep(0.02)
+    else:
+        pytest.fail("the workers never held finished blocks")
+    pids = client.run(os.getpid)
+    victim = sorted(pids)[0]
+    assert worker.is_alive(), "the fit ended before a worker could be killed"
+    os.kill(pids[victim], 9)
+    worker.join(120)
+    assert not worker.is_alive()
+    # The nanny started a new process in place of the killed one.
+    client.wait_for_workers(2, timeout=60)
+    assert pids[victim] not in client.run(os.getpid).values()
+    got = result["model"]
+    assert got.stats_.n_samples == 800
+    assert _rel(got.stats_.gram, ref.stats_.gram) < RTOL
+    assert _rel(got.coef_, ref.coef_) < RTOL
