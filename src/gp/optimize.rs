@@ -318,6 +318,11 @@ pub struct OptimizerConfig {
     /// as preconditioner (see `run_coarse_to_fine`); `usize::MAX` fits on
     /// all rows directly.
     pub coarse_min_rows: usize,
+    /// L-BFGS stops when the norm of the gradient of `−value/N` in its
+    /// variables falls below this ([`TOL_GRAD`] by default). In the
+    /// variables of a coarse-to-fine run (`θ = θ_sub + H^{−1/2} p`) a norm
+    /// `g` leaves about `g²/2` per row to gain.
+    pub tol_grad: f64,
 }
 
 impl Default for OptimizerConfig {
@@ -327,6 +332,7 @@ impl Default for OptimizerConfig {
             seed: 0,
             max_iter: 500,
             coarse_min_rows: COARSE_MIN_ROWS,
+            tol_grad: TOL_GRAD,
         }
     }
 }
@@ -477,7 +483,7 @@ impl<O: Objective> Gradient for Problem<'_, '_, O> {
 /// when an iteration changes `−value/N` by less than [`TOL_COST`]. Both sit
 /// above the rounding noise of the LML of an ill-conditioned `K_y` (about
 /// 1e−11 relative), where further iterations only burn evaluations.
-const TOL_GRAD: f64 = 1e-7;
+pub const TOL_GRAD: f64 = 1e-7;
 
 /// See [`TOL_GRAD`].
 const TOL_COST: f64 = 1e-12;
@@ -499,17 +505,18 @@ fn run_lbfgs<O: Objective>(
     obj: &Tracked<'_, O>,
     start: Vec<f64>,
     max_iter: u64,
+    tol_grad: f64,
 ) -> Result<(f64, Vec<f64>, u64)> {
     let (mut best_c, mut g) = obj.eval(&start)?;
     let mut best_p = start;
     let mut total = 0u64;
     for _ in 0..MAX_SEGMENTS {
-        if total >= max_iter || g.iter().map(|v| v * v).sum::<f64>().sqrt() <= TOL_GRAD {
+        if total >= max_iter || g.iter().map(|v| v * v).sum::<f64>().sqrt() <= tol_grad {
             break;
         }
         *obj.best.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let solver = LBFGS::new(MoreThuenteLineSearch::new(), 10)
-            .with_tolerance_grad(TOL_GRAD)
+            .with_tolerance_grad(tol_grad)
             .and_then(|s| s.with_tolerance_cost(TOL_COST))
             .map_err(|e| Error::Internal(e.to_string()))?;
         let p0 = best_p.clone();
@@ -629,7 +636,7 @@ fn run_coarse_to_fine<O: Objective>(
         None => start,
     };
     let tracked = Tracked::new(obj, precond, monitor);
-    let (_, _, it) = run_lbfgs(&tracked, p0, cfg.max_iter)?;
+    let (_, _, it) = run_lbfgs(&tracked, p0, cfg.max_iter, cfg.tol_grad)?;
     monitor.message(format!(
         "  {n} rows: {} LML evaluations",
         tracked.evals.load(Ordering::Relaxed)

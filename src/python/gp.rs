@@ -396,7 +396,7 @@ fn feature_gp_optimize<'py>(
         optimizer: OptimizerConfig {
             n_restarts,
             seed,
-            ..OptimizerConfig::default()
+            ..FeatureLmlConfig::default().optimizer
         },
         center,
         chunk_rows: chunk_size,
