@@ -50,7 +50,7 @@ def main() -> None:
             X,
             y,
             drawn_length_scale=2.0,
-            length_scale=2.5,
+            length_scale=[2.5],
             kernel_variance=0.5,
             noise_variance=0.02,
             center=True,
