@@ -78,6 +78,13 @@ pub trait Objective: Sync {
     /// The number of rows `N`: the optimizer minimizes `−value / N`.
     fn n_rows(&self) -> usize;
 
+    /// What the value is called in progress messages: `"LML"` (the
+    /// default, a log marginal likelihood) or e.g. `"bound"` for a lower
+    /// bound on it.
+    fn value_name(&self) -> &'static str {
+        "LML"
+    }
+
     /// The value at `θ` and its gradient with respect to `θ` (one entry per
     /// coordinate), with the fit. Long evaluations check `monitor` between
     /// their pieces of work.
@@ -610,9 +617,10 @@ fn run_coarse_to_fine<O: Objective>(
         match coarse {
             Ok(None) => {}
             Ok(Some((run, c))) => {
+                let name = obj.value_name();
                 monitor.message(format!(
-                    "  {} rows: LML = {:.6} after {} L-BFGS iterations; \
-                     {} rows: {} LML evaluations for its Hessian",
+                    "  {} rows: {name} = {:.6} after {} L-BFGS iterations; \
+                     {} rows: {} {name} evaluations for its Hessian",
                     rows.len(),
                     -run.cost * rows.len() as f64,
                     run.iters,
@@ -638,8 +646,9 @@ fn run_coarse_to_fine<O: Objective>(
     let tracked = Tracked::new(obj, precond, monitor);
     let (_, _, it) = run_lbfgs(&tracked, p0, cfg.max_iter, cfg.tol_grad)?;
     monitor.message(format!(
-        "  {n} rows: {} LML evaluations",
-        tracked.evals.load(Ordering::Relaxed)
+        "  {n} rows: {} {} evaluations",
+        tracked.evals.load(Ordering::Relaxed),
+        obj.value_name()
     ));
     // The best point evaluated (what run_lbfgs returns, or an evaluation
     // below its tolerance-sized improvement threshold), with its fit.
@@ -728,8 +737,9 @@ pub fn maximize<O: Objective>(
             Ok(run) => {
                 n_iter += run.iters;
                 monitor.message(format!(
-                    "run {}/{runs}: LML = {:.6} after {} L-BFGS iterations",
+                    "run {}/{runs}: {} = {:.6} after {} L-BFGS iterations",
                     r + 1,
+                    obj.value_name(),
                     run.fit.value,
                     run.iters,
                 ));
