@@ -597,77 +597,42 @@ def test_optimized_rff_is_a_stationary_point_of_an_independent_lml():
     assert np.max(np.abs(grad)) < 1e-3 * len(y), grad
 
 
-def test_one_evaluation_and_its_gradient_match_numpy_central_differences():
+@pytest.mark.parametrize("length_scale", [[0.8], [0.7, 1.6, 2.4]])
+def test_one_evaluation_and_its_gradient_match_numpy_central_differences(length_scale):
+    # One length scale, or one per dimension (ARD): the frequencies drawn
+    # at 1.3 are rescaled column by column, W_ja 1.3 / l_a.
     X, y = _smooth_data(90, 3, 8)
     rff = rf.RandomFourierFeatures(40, length_scale=1.3, random_state=2).fit(X)
     W, m = rff.frequencies_, rff.frequencies_.shape[0]
+    k = len(length_scale)
 
     def lml(theta):
-        ls, kv, nv = np.exp(theta)
+        ls, (kv, nv) = np.exp(theta[:k]), np.exp(theta[k:])
         u = X @ (W * (1.3 / ls)).T
         return _lml_direct(np.sqrt(kv / m) * np.hstack([np.cos(u), np.sin(u)]), y, nv)
 
     args = {"drawn_length_scale": 1.3, "center": True, "chunk_size": 16}
-    t0 = np.log([0.8, 1.7, 0.05])
+    t0 = np.log([*length_scale, 1.7, 0.05])
     value, grad = _core.feature_gp_lml(
         rff._feature_map(),
         X,
         y,
-        length_scale=[0.8],
+        length_scale=length_scale,
         kernel_variance=1.7,
         noise_variance=0.05,
         **args,
     )
     assert value == pytest.approx(lml(t0), rel=1e-10)
     h = 1e-5
-    fd = [(lml(t0 + h * e) - lml(t0 - h * e)) / (2 * h) for e in np.eye(3)]
+    fd = [(lml(t0 + h * e) - lml(t0 - h * e)) / (2 * h) for e in np.eye(k + 2)]
     # Central differences err by O(h^2 f''') + O(eps |f| / h), ~1e-7 here.
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6)
-    with pytest.raises(InvalidInputError, match="noise_variance"):
-        _core.feature_gp_lml(
-            rff._feature_map(),
-            X,
-            y,
-            length_scale=[0.8],
-            kernel_variance=1.7,
-            noise_variance=-1.0,
-            **args,
-        )
-
-
-def test_ard_evaluation_and_its_gradient_match_numpy_central_differences():
-    # Per-dimension length scales: the frequencies drawn at 1.3 are
-    # rescaled column by column, W_ja 1.3 / l_a.
-    X, y = _smooth_data(90, 3, 9)
-    rff = rf.RandomFourierFeatures(40, length_scale=1.3, random_state=4).fit(X)
-    W, m = rff.frequencies_, rff.frequencies_.shape[0]
-
-    def lml(theta):
-        ls, (kv, nv) = np.exp(theta[:3]), np.exp(theta[3:])
-        u = X @ (W * (1.3 / ls)).T
-        return _lml_direct(np.sqrt(kv / m) * np.hstack([np.cos(u), np.sin(u)]), y, nv)
-
-    ls = np.array([0.7, 1.6, 2.4])
-    t0 = np.log([*ls, 1.7, 0.05])
-    args = {"drawn_length_scale": 1.3, "center": True, "chunk_size": 16}
-    value, grad = _core.feature_gp_lml(
-        rff._feature_map(), X, y, length_scale=ls, kernel_variance=1.7, noise_variance=0.05, **args
-    )
-    assert value == pytest.approx(lml(t0), rel=1e-10)
-    h = 1e-5
-    fd = [(lml(t0 + h * e) - lml(t0 - h * e)) / (2 * h) for e in np.eye(5)]
-    # Central differences err by O(h^2 f''') + O(eps |f| / h), ~1e-7 here.
-    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6)
-    with pytest.raises(InvalidInputError, match="length_scale"):
-        _core.feature_gp_lml(
-            rff._feature_map(),
-            X,
-            y,
-            length_scale=[0.7, -1.0, 2.4],
-            kernel_variance=1.7,
-            noise_variance=0.05,
-            **args,
-        )
+    for name, bad in [
+        ("noise_variance", {"length_scale": length_scale, "noise_variance": -1.0}),
+        ("length_scale", {"length_scale": [-1.0] * k, "noise_variance": 0.05}),
+    ]:
+        with pytest.raises(InvalidInputError, match=name):
+            _core.feature_gp_lml(rff._feature_map(), X, y, kernel_variance=1.7, **bad, **args)
 
 
 def test_ard_fit_approaches_the_exact_ard_optimum():
