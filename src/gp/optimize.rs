@@ -493,7 +493,7 @@ impl<O: Objective> Gradient for Problem<'_, '_, O> {
 pub const TOL_GRAD: f64 = 1e-7;
 
 /// See [`TOL_GRAD`].
-const TOL_COST: f64 = 1e-12;
+pub const TOL_COST: f64 = 1e-12;
 
 /// At most this many L-BFGS segments per run (see [`run_lbfgs`]).
 const MAX_SEGMENTS: usize = 20;
