@@ -14,6 +14,14 @@ not installed by ``make bench``; its figure on this machine type (2 cores,
 float64, torch.set_num_threads(2)) is printed from ANCHOR_GPYTORCH_STEP_S
 (a forward and backward pass, i.e. one evaluation with its gradient) for the
 ratio. Goals: >= 8x faster per evaluation, the whole fit under 30 s.
+
+An evaluation is bound by its multiply-adds, N D^2 / 2 for Phi^T Phi (the
+packed Gram kernel) and N D^2 for Phi A^{-1} (faer's GEMM) in the second
+pass: 1.57e11, printed beside the time as the rate it implies, to be read
+against the 2-thread f64 FMA rate of ``cargo bench --bench floor``
+(f64_fma_peak) taken in the same state of the host. Accumulating Phi^T dPhi
+in the first pass instead needs the same N D^2 (the trace term is a D x D
+product over N rows either way).
 """
 
 from __future__ import annotations
@@ -50,7 +58,7 @@ def main() -> None:
             X,
             y,
             drawn_length_scale=2.0,
-            length_scale=2.5,
+            length_scale=[2.5],
             kernel_variance=0.5,
             noise_variance=0.02,
             center=True,
@@ -58,8 +66,12 @@ def main() -> None:
         )
 
     per_eval = median_time(evaluation, repeats=3, warmup=1)
+    fmas = 1.5 * N * D_FEAT**2
     print(f"One LML + gradient evaluation (N = {N:,}, d = {D_IN}, D = {D_FEAT:,}):")
-    print(f"  randfeat_rs          {per_eval:8.2f} s")
+    print(
+        f"  randfeat_rs          {per_eval:8.2f} s   "
+        f"({fmas:.3g} multiply-adds: {fmas / per_eval / 1e9:.1f} G/s)"
+    )
     print(
         f"  GPyTorch (anchor)    {ANCHOR_GPYTORCH_STEP_S:8.2f} s   "
         f"ratio {ANCHOR_GPYTORCH_STEP_S / per_eval:5.1f}x (goal >= 8x)"

@@ -597,42 +597,83 @@ def test_optimized_rff_is_a_stationary_point_of_an_independent_lml():
     assert np.max(np.abs(grad)) < 1e-3 * len(y), grad
 
 
-def test_one_evaluation_and_its_gradient_match_numpy_central_differences():
+@pytest.mark.parametrize("length_scale", [[0.8], [0.7, 1.6, 2.4]])
+def test_one_evaluation_and_its_gradient_match_numpy_central_differences(length_scale):
+    # One length scale, or one per dimension (ARD): the frequencies drawn
+    # at 1.3 are rescaled column by column, W_ja 1.3 / l_a.
     X, y = _smooth_data(90, 3, 8)
     rff = rf.RandomFourierFeatures(40, length_scale=1.3, random_state=2).fit(X)
     W, m = rff.frequencies_, rff.frequencies_.shape[0]
+    k = len(length_scale)
 
     def lml(theta):
-        ls, kv, nv = np.exp(theta)
+        ls, (kv, nv) = np.exp(theta[:k]), np.exp(theta[k:])
         u = X @ (W * (1.3 / ls)).T
         return _lml_direct(np.sqrt(kv / m) * np.hstack([np.cos(u), np.sin(u)]), y, nv)
 
     args = {"drawn_length_scale": 1.3, "center": True, "chunk_size": 16}
-    t0 = np.log([0.8, 1.7, 0.05])
+    t0 = np.log([*length_scale, 1.7, 0.05])
     value, grad = _core.feature_gp_lml(
         rff._feature_map(),
         X,
         y,
-        length_scale=0.8,
+        length_scale=length_scale,
         kernel_variance=1.7,
         noise_variance=0.05,
         **args,
     )
     assert value == pytest.approx(lml(t0), rel=1e-10)
     h = 1e-5
-    fd = [(lml(t0 + h * e) - lml(t0 - h * e)) / (2 * h) for e in np.eye(3)]
+    fd = [(lml(t0 + h * e) - lml(t0 - h * e)) / (2 * h) for e in np.eye(k + 2)]
     # Central differences err by O(h^2 f''') + O(eps |f| / h), ~1e-7 here.
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6)
-    with pytest.raises(InvalidInputError, match="noise_variance"):
-        _core.feature_gp_lml(
-            rff._feature_map(),
-            X,
-            y,
-            length_scale=0.8,
-            kernel_variance=1.7,
-            noise_variance=-1.0,
-            **args,
-        )
+    for name, bad in [
+        ("noise_variance", {"length_scale": length_scale, "noise_variance": -1.0}),
+        ("length_scale", {"length_scale": [-1.0] * k, "noise_variance": 0.05}),
+    ]:
+        with pytest.raises(InvalidInputError, match=name):
+            _core.feature_gp_lml(rff._feature_map(), X, y, kernel_variance=1.7, **bad, **args)
+
+
+def test_ard_fit_approaches_the_exact_ard_optimum():
+    # The second input is irrelevant: the exact GP's ARD optimum gives it a
+    # long length scale, and so does the feature-space fit with many
+    # frequencies. As in the scalar test, what converges is the exact LML
+    # at the feature-space optimum (the Gram error is O(1/sqrt(m))).
+    rng = np.random.default_rng(11)
+    X = rng.uniform(-1.5, 1.5, (120, 2))
+    y = np.sin(1.7 * X[:, 0]) + 0.1 * rng.standard_normal(120)
+    exact = ExactGPR(ard=True, n_restarts=0).fit(X, y)
+    rff = rf.RandomFourierFeatures(1024, random_state=0)
+    gp = RandomFeatureGPR(rff, optimize=ALL_HYPER, ard=True, n_restarts=0).fit(X, y)
+    assert gp.length_scale_.shape == (2,) and gp.features_.length_scale.shape == (2,)
+    assert gp.length_scale_[1] > 3 * gp.length_scale_[0]
+    assert abs(np.log(gp.noise_variance_ / exact.noise_variance_)) < 0.1
+    at = ExactGPR(
+        length_scale=gp.length_scale_,
+        kernel_variance=gp.kernel_variance_,
+        noise_variance=gp.noise_variance_,
+        ard=True,
+        optimize=(),
+    ).fit(X, y)
+    shortfall = exact.log_marginal_likelihood_ - at.log_marginal_likelihood_
+    # The exact optimum is the maximum; the shortfall is quadratic in the
+    # optimum's O(1/sqrt(m)) shift, well under 1e-2 per row at m = 512.
+    assert -1e-6 < shortfall < 0.01 * len(y), shortfall
+    # The transformer at the optimum is the one the statistics were taken with.
+    again = RandomFeatureGPR.from_stats(gp.features_, gp.stats_, noise_variance=gp.noise_variance_)
+    np.testing.assert_allclose(again.predict(X[:5]), gp.predict(X[:5]), rtol=1e-12)
+
+
+def test_ard_needs_length_scale_in_optimize_and_fourier_features():
+    X, y = _smooth_data(40, 2, 7)
+    rff = rf.RandomFourierFeatures(16, random_state=0)
+    for optimize in (None, ("noise_variance",)):
+        with pytest.raises(InvalidInputError, match="ard=True"):
+            RandomFeatureGPR(rff, optimize=optimize, ard=True).fit(X, y)
+    mac = rf.MaclaurinFeatures(16, kernel="gaussian", random_state=0)
+    with pytest.raises(InvalidInputError, match="RandomFourierFeatures"):
+        RandomFeatureGPR(mac, optimize=ALL_HYPER, ard=True).fit(X, y)
 
 
 def test_optimized_maclaurin_lml_equals_the_direct_low_rank_computation():

@@ -1,5 +1,6 @@
 """Type stubs of the compiled core (checked with mypy stubtest)."""
 
+from collections.abc import Sequence
 from typing import Any, Callable, Optional, final
 
 import numpy as np
@@ -129,7 +130,7 @@ def feature_gp_lml(
     y: NDArray[np.float64],
     *,
     drawn_length_scale: float,
-    length_scale: float,
+    length_scale: Sequence[float] | NDArray[np.float64],
     kernel_variance: float,
     noise_variance: float,
     center: bool,
@@ -147,8 +148,9 @@ def feature_gp_optimize(
     seed: int,
     center: bool,
     chunk_size: int,
+    ard: bool = False,
     progress: _Progress | None = None,
-) -> tuple[float, float, float, FeatureMap, FeatureStats, int]: ...
+) -> tuple[NDArray[np.float64], float, float, FeatureMap, FeatureStats, int]: ...
 def kl_divergence(
     mean_p: NDArray[np.float64],
     var_p: NDArray[np.float64],

@@ -333,6 +333,7 @@ class ExactGPR(
         self.noise_variance = noise_variance
         self.ard = ard
         self.optimize = optimize
+        self.ard = ard
         self.n_restarts = n_restarts
         self.max_iter = max_iter
         self.random_state = random_state
@@ -613,7 +614,7 @@ def _optimize_names(optimize: Any) -> list[str]:
 
 
 def _at_hyperparameters(
-    features: Any, length_scale: float, kernel_variance: float, feature_map: Any
+    features: Any, length_scale: Any, kernel_variance: float, feature_map: Any
 ) -> Any:
     """A copy of a fitted RandomFourierFeatures or MaclaurinFeatures holding
     ``feature_map``, the ``_core.FeatureMap`` Rust formed at other kernel
@@ -692,6 +693,15 @@ class RandomFeatureGPR(
         :class:`~randfeat_rs.InvalidInputError`. ``None``: no fit, the
         transformer's kernel as given. The fit runs on the CPU in float64;
         :meth:`partial_fit` adds rows at the fitted hyperparameters.
+    ard : bool, default=False
+        With ``optimize`` naming ``"length_scale"`` and
+        :class:`~randfeat_rs.RandomFourierFeatures`: one length scale per
+        input dimension (automatic relevance determination), each starting
+        from the transformer's ``length_scale``; the frequencies are
+        rescaled per dimension, ``W_ja l0 / l_a``. :attr:`length_scale_` is
+        then an array of shape (n_features,) and so is the ``length_scale``
+        of ``features_`` (a clone of it needs a scalar to be refitted).
+        Other settings raise :class:`~randfeat_rs.InvalidInputError`.
     n_restarts : int, default=2
         Random restarts of the optimizer after the run from the
         initialization (within a factor 10 of it), as in :class:`ExactGPR`.
@@ -726,7 +736,8 @@ class RandomFeatureGPR(
         The kernel the transformer approximates, when it says (its
         ``length_scale``/``kernel_variance``, or ``1/sqrt(2 gamma)`` and 1
         for ``RBFSampler``); ``None`` otherwise. With ``optimize``, the
-        fitted values (``features_`` is the transformer at them).
+        fitted values (``features_`` is the transformer at them);
+        ``length_scale_`` has shape (n_features,) with ``ard=True``.
     n_iter_ : int
         L-BFGS iterations spent over all runs (0 without ``optimize``).
     seed_ : int
@@ -775,6 +786,7 @@ class RandomFeatureGPR(
         "chunk_size": [Interval(Integral, 1, None, closed="left")],
         "center_y": ["boolean"],
         "optimize": [None, tuple, list],
+        "ard": ["boolean"],
         "n_restarts": [Interval(Integral, 0, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -789,6 +801,7 @@ class RandomFeatureGPR(
         chunk_size: int = 2048,
         center_y: bool = True,
         optimize: Any = None,
+        ard: bool = False,
         n_restarts: int = 2,
         random_state: Any = None,
         verbose: bool = False,
@@ -799,6 +812,7 @@ class RandomFeatureGPR(
         self.chunk_size = chunk_size
         self.center_y = center_y
         self.optimize = optimize
+        self.ard = ard
         self.n_restarts = n_restarts
         self.random_state = random_state
         self.verbose = verbose
@@ -892,6 +906,13 @@ class RandomFeatureGPR(
             The fitted estimator.
         """
         X, y = self._validate_xy(X, y, reset=True)
+        if self.ard and (
+            self.optimize is None or "length_scale" not in _optimize_names(self.optimize)
+        ):
+            raise InvalidInputError(
+                "`ard=True` fits one length scale per input dimension and needs `optimize` "
+                f"to name 'length_scale', got optimize={self.optimize!r}"
+            )
         self._start(X, y)
         if self.optimize is None:
             self._accumulate(X, y)
@@ -911,6 +932,11 @@ class RandomFeatureGPR(
                 "draw fixed: randfeat_rs.RandomFourierFeatures or MaclaurinFeatures, got "
                 f"{type(f).__name__}"
             )
+        if self.ard and not isinstance(f, RandomFourierFeatures):
+            raise InvalidInputError(
+                "`ard=True` needs randfeat_rs.RandomFourierFeatures (MaclaurinFeatures has one "
+                f"length scale: it rescales the inputs), got {type(f).__name__}"
+            )
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
             ls, kv, nv, fmap, stats, n_iter = _core.feature_gp_optimize(
                 f._feature_map(),
@@ -923,9 +949,11 @@ class RandomFeatureGPR(
                 seed=self._fit_seed(),
                 center=bool(self.center_y),
                 chunk_size=int(self.chunk_size),
+                ard=bool(self.ard),
                 progress=progress,
             )
-        self.features_ = _at_hyperparameters(f, float(ls), float(kv), fmap)
+        length_scale = np.array(ls) if self.ard else float(ls[0])
+        self.features_ = _at_hyperparameters(f, length_scale, float(kv), fmap)
         self.stats_ = SufficientStatistics._wrap(stats)
         self.noise_variance_ = float(nv)
         self.n_iter_ = int(n_iter)

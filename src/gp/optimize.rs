@@ -78,6 +78,13 @@ pub trait Objective: Sync {
     /// The number of rows `N`: the optimizer minimizes `−value / N`.
     fn n_rows(&self) -> usize;
 
+    /// What the value is called in progress messages: `"LML"` (the
+    /// default, a log marginal likelihood) or e.g. `"bound"` for a lower
+    /// bound on it.
+    fn value_name(&self) -> &'static str {
+        "LML"
+    }
+
     /// The value at `θ` and its gradient with respect to `θ` (one entry per
     /// coordinate), with the fit. Long evaluations check `monitor` between
     /// their pieces of work.
@@ -318,6 +325,11 @@ pub struct OptimizerConfig {
     /// as preconditioner (see `run_coarse_to_fine`); `usize::MAX` fits on
     /// all rows directly.
     pub coarse_min_rows: usize,
+    /// L-BFGS stops when the norm of the gradient of `−value/N` in its
+    /// variables falls below this ([`TOL_GRAD`] by default). In the
+    /// variables of a coarse-to-fine run (`θ = θ_sub + H^{−1/2} p`) a norm
+    /// `g` leaves about `g²/2` per row to gain.
+    pub tol_grad: f64,
 }
 
 impl Default for OptimizerConfig {
@@ -327,6 +339,7 @@ impl Default for OptimizerConfig {
             seed: 0,
             max_iter: 500,
             coarse_min_rows: COARSE_MIN_ROWS,
+            tol_grad: TOL_GRAD,
         }
     }
 }
@@ -477,10 +490,10 @@ impl<O: Objective> Gradient for Problem<'_, '_, O> {
 /// when an iteration changes `−value/N` by less than [`TOL_COST`]. Both sit
 /// above the rounding noise of the LML of an ill-conditioned `K_y` (about
 /// 1e−11 relative), where further iterations only burn evaluations.
-const TOL_GRAD: f64 = 1e-7;
+pub const TOL_GRAD: f64 = 1e-7;
 
 /// See [`TOL_GRAD`].
-const TOL_COST: f64 = 1e-12;
+pub const TOL_COST: f64 = 1e-12;
 
 /// At most this many L-BFGS segments per run (see [`run_lbfgs`]).
 const MAX_SEGMENTS: usize = 20;
@@ -499,17 +512,18 @@ fn run_lbfgs<O: Objective>(
     obj: &Tracked<'_, O>,
     start: Vec<f64>,
     max_iter: u64,
+    tol_grad: f64,
 ) -> Result<(f64, Vec<f64>, u64)> {
     let (mut best_c, mut g) = obj.eval(&start)?;
     let mut best_p = start;
     let mut total = 0u64;
     for _ in 0..MAX_SEGMENTS {
-        if total >= max_iter || g.iter().map(|v| v * v).sum::<f64>().sqrt() <= TOL_GRAD {
+        if total >= max_iter || g.iter().map(|v| v * v).sum::<f64>().sqrt() <= tol_grad {
             break;
         }
         *obj.best.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let solver = LBFGS::new(MoreThuenteLineSearch::new(), 10)
-            .with_tolerance_grad(TOL_GRAD)
+            .with_tolerance_grad(tol_grad)
             .and_then(|s| s.with_tolerance_cost(TOL_COST))
             .map_err(|e| Error::Internal(e.to_string()))?;
         let p0 = best_p.clone();
@@ -603,9 +617,10 @@ fn run_coarse_to_fine<O: Objective>(
         match coarse {
             Ok(None) => {}
             Ok(Some((run, c))) => {
+                let name = obj.value_name();
                 monitor.message(format!(
-                    "  {} rows: LML = {:.6} after {} L-BFGS iterations; \
-                     {} rows: {} LML evaluations for its Hessian",
+                    "  {} rows: {name} = {:.6} after {} L-BFGS iterations; \
+                     {} rows: {} {name} evaluations for its Hessian",
                     rows.len(),
                     -run.cost * rows.len() as f64,
                     run.iters,
@@ -629,10 +644,11 @@ fn run_coarse_to_fine<O: Objective>(
         None => start,
     };
     let tracked = Tracked::new(obj, precond, monitor);
-    let (_, _, it) = run_lbfgs(&tracked, p0, cfg.max_iter)?;
+    let (_, _, it) = run_lbfgs(&tracked, p0, cfg.max_iter, cfg.tol_grad)?;
     monitor.message(format!(
-        "  {n} rows: {} LML evaluations",
-        tracked.evals.load(Ordering::Relaxed)
+        "  {n} rows: {} {} evaluations",
+        tracked.evals.load(Ordering::Relaxed),
+        obj.value_name()
     ));
     // The best point evaluated (what run_lbfgs returns, or an evaluation
     // below its tolerance-sized improvement threshold), with its fit.
@@ -721,8 +737,9 @@ pub fn maximize<O: Objective>(
             Ok(run) => {
                 n_iter += run.iters;
                 monitor.message(format!(
-                    "run {}/{runs}: LML = {:.6} after {} L-BFGS iterations",
+                    "run {}/{runs}: {} = {:.6} after {} L-BFGS iterations",
                     r + 1,
+                    obj.value_name(),
                     run.fit.value,
                     run.iters,
                 ));

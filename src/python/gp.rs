@@ -359,16 +359,17 @@ fn exact_gp_lml<'py>(
     Ok((e.lml, Array1::from(e.grad).into_pyarray(py)))
 }
 
-/// Fits the length scale, kernel variance and noise variance of the
+/// Fits the length scale(s), kernel variance and noise variance of the
 /// feature-space GP of a fitted random Fourier or Maclaurin map by
 /// maximizing its log marginal likelihood (docs/math/gp.rst, feature-space
 /// GP), the random draw fixed. `length_scale` is the one the Fourier map
-/// was drawn at (the Maclaurin map knows its own). Returns
-/// `(length_scale, kernel_variance, noise_variance, feature_map, stats,
-/// n_iter)`: the map at the optimum (its random draw kept) and the
-/// statistics of all rows there.
+/// was drawn at (the Maclaurin map knows its own); `ard` fits one length
+/// scale per input dimension (Fourier maps). Returns `(length_scale,
+/// kernel_variance, noise_variance, feature_map, stats, n_iter)`: the
+/// length scale(s) as an array, the map at the optimum (its random draw
+/// kept) and the statistics of all rows there.
 #[pyfunction]
-#[pyo3(signature = (features, x, y, *, length_scale, noise_variance, optimize, n_restarts, seed, center, chunk_size, progress=None))]
+#[pyo3(signature = (features, x, y, *, length_scale, noise_variance, optimize, n_restarts, seed, center, chunk_size, ard=false, progress=None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 fn feature_gp_optimize<'py>(
     py: Python<'py>,
@@ -382,8 +383,9 @@ fn feature_gp_optimize<'py>(
     seed: u64,
     center: bool,
     chunk_size: usize,
+    ard: bool,
     progress: Option<&Bound<'py, PyAny>>,
-) -> PyResult<(f64, f64, f64, PyFeatureMap, PyFeatureStats, u64)> {
+) -> PyResult<(Arr1<'py>, f64, f64, PyFeatureMap, PyFeatureStats, u64)> {
     let optimize = parse_optimize(py, &optimize)?;
     let map = ffi::map_result(
         py,
@@ -391,12 +393,12 @@ fn feature_gp_optimize<'py>(
     )?;
     let cfg = FeatureLmlConfig {
         noise_variance,
-        ard: false,
+        ard,
         optimize,
         optimizer: OptimizerConfig {
             n_restarts,
             seed,
-            ..OptimizerConfig::default()
+            ..FeatureLmlConfig::default().optimizer
         },
         center,
         chunk_rows: chunk_size,
@@ -406,7 +408,7 @@ fn feature_gp_optimize<'py>(
         fit_feature_gp(&map, xv, yv, &cfg, Parallelism::Rayon, monitor)
     })?;
     Ok((
-        fit.length_scale[0],
+        Array1::from(fit.length_scale).into_pyarray(py),
         fit.kernel_variance,
         fit.gp.noise_variance,
         PyFeatureMap { inner: fit.map },
@@ -419,7 +421,9 @@ fn feature_gp_optimize<'py>(
 /// random Fourier or Maclaurin map (drawn at `drawn_length_scale`; the
 /// Maclaurin map knows its own) at `(length_scale, kernel_variance,
 /// noise_variance)`, the random draw fixed, and its gradient with respect
-/// to `(ln l, ln σ², ln σ_n²)` (docs/math/gp.rst, feature-space GP).
+/// to `(ln l.., ln σ², ln σ_n²)` (docs/math/gp.rst, feature-space GP):
+/// `length_scale` holds one value, or one per input dimension (Fourier
+/// maps).
 #[pyfunction]
 #[pyo3(signature = (features, x, y, *, drawn_length_scale, length_scale, kernel_variance, noise_variance, center, chunk_size))]
 #[allow(clippy::too_many_arguments)]
@@ -429,7 +433,7 @@ fn feature_gp_lml<'py>(
     x: PyReadonlyArray2<'py, f64>,
     y: PyReadonlyArray1<'py, f64>,
     drawn_length_scale: f64,
-    length_scale: f64,
+    length_scale: Vec<f64>,
     kernel_variance: f64,
     noise_variance: f64,
     center: bool,
@@ -441,13 +445,18 @@ fn feature_gp_lml<'py>(
     )?;
     let (xv, yv) = (x.as_array(), y.as_array());
     let e = ffi::call_monitored(py, None, |monitor| {
-        let params = LogParams {
-            values: vec![length_scale, kernel_variance, noise_variance],
-            free: vec![0, 1, 2],
-        };
-        for (&name, &v) in HYPER_NAMES.iter().zip(&params.values) {
-            check_positive(name, v)?;
+        let k = length_scale.len();
+        for &v in &length_scale {
+            check_positive(HYPER_NAMES[0], v)?;
         }
+        check_positive(HYPER_NAMES[1], kernel_variance)?;
+        check_positive(HYPER_NAMES[2], noise_variance)?;
+        let mut values = length_scale;
+        values.extend([kernel_variance, noise_variance]);
+        let params = LogParams {
+            values,
+            free: (0..k + 2).collect(),
+        };
         let theta = params.start();
         let obj = FeatureLml::new(&map, xv, yv, params, center, chunk_size, Parallelism::Rayon)?;
         obj.evaluate(&theta, monitor)

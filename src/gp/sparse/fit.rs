@@ -138,6 +138,15 @@ impl Objective for SparseObjective<'_> {
         self.x.nrows()
     }
 
+    /// VFE's value is a lower bound on the GP's LML ("bound"); FITC's is
+    /// the LML of the FITC model, not of the GP ("FITC LML").
+    fn value_name(&self) -> &'static str {
+        match self.method {
+            Method::Vfe => "bound",
+            Method::Fitc => "FITC LML",
+        }
+    }
+
     fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<SparseGp>> {
         let prior = self.prior(theta)?;
         let e = evaluate(
@@ -503,6 +512,25 @@ mod tests {
             let (_, _, gz) = reevaluate(&free, &x, &y);
             let norm = gz.iter().map(|g| g * g).sum::<f64>().sqrt() / x.nrows() as f64;
             assert!(norm < 1e-4, "{method:?}: |grad_Z|/N = {norm}");
+        }
+    }
+
+    #[test]
+    fn progress_messages_name_the_bound_or_the_fitc_lml() {
+        let (x, y) = data(60, 2, 5);
+        for (method, name) in [(Method::Vfe, "bound"), (Method::Fitc, "FITC LML")] {
+            let monitor = Monitor::new();
+            let cfg = config(method, Kernel::Gaussian, false);
+            fit_sparse(x.view(), y.view(), &cfg, Parallelism::Rayon, &monitor).unwrap();
+            let messages = monitor.take_messages();
+            let run = messages.iter().find(|m| m.starts_with("run 1/")).unwrap();
+            assert!(run.contains(&format!(": {name} = ")), "{run}");
+            assert!(
+                messages
+                    .iter()
+                    .any(|m| m.ends_with(&format!(" {name} evaluations"))),
+                "{messages:?}"
+            );
         }
     }
 
