@@ -855,6 +855,10 @@ class RandomFeatureGPR(
             return
         n = X.shape[0]
         step = int(self.chunk_size)
+        if self.stats_ is None and fmap is not None:
+            # Refuses a width whose D x D statistics cannot be held before
+            # any chunk is transformed.
+            self.stats_ = SufficientStatistics(fmap.n_components)
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
             for lo in range(0, n, step):
                 phi = _features_chunk(self.features_, X[lo : lo + step])

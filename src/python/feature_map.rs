@@ -74,11 +74,17 @@ fn transform_view<'py, T: Real + numpy::Element>(
     };
     let (rows, cols) = (x.nrows(), map.n_components());
     let out = if device == Device::Cpu {
-        ffi::call_rows_with_output(py, rows, cols, row_flops(map), progress, |r, dst| {
-            transform(x.slice(s![r, ..]), dst)
-        })?
+        ffi::call_rows_with_output(
+            py,
+            "n_components",
+            rows,
+            cols,
+            row_flops(map),
+            progress,
+            |r, dst| transform(x.slice(s![r, ..]), dst),
+        )?
     } else {
-        ffi::call_with_output(py, rows, cols, |dst| transform(x, dst))?
+        ffi::call_with_output(py, "n_components", rows, cols, |dst| transform(x, dst))?
     };
     Ok(out.into_any())
 }
