@@ -706,6 +706,61 @@ mod tests {
         );
     }
 
+    /// Finite values of every magnitude: ordinary, subnormal, near the
+    /// float range, exact zeros.
+    fn value() -> impl proptest::strategy::Strategy<Value = f64> {
+        use proptest::prelude::*;
+        prop_oneof![
+            -3.0..3.0f64,
+            (
+                -3.0..3.0f64,
+                prop::sample::select(vec![1e-300, 1e-150, 1e30, 1e150, 1e300])
+            )
+                .prop_map(|(v, s)| v * s),
+            prop::sample::select(vec![0.0, -0.0, 5e-324, -5e-324, 1e308, -1e308]),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fuzz_kernel_matrix_is_a_finite_kernel(
+            xs in proptest::collection::vec(value(), 1..24),
+            d in 1usize..4,
+            kernel in proptest::sample::select(ALL.to_vec()),
+            log_l in -300.0..300.0f64,
+        ) {
+            let n = xs.len() / d;
+            proptest::prop_assume!(n >= 1);
+            let x = Array2::from_shape_vec((n, d), xs[..n * d].to_vec()).unwrap();
+            let l = 10f64.powf(log_l);
+            let k = kernel_matrix(x.view(), x.view(), kernel, l);
+            for i in 0..n {
+                proptest::prop_assert_eq!(k[(i, i)], 1.0);
+            }
+            proptest::prop_assert!(k.iter().all(|v| v.is_finite() && (0.0..=1.0).contains(v)));
+            let sk = StationaryKernel { kernel, length_scale: vec![l], variance: 2.0 };
+            let c = sk.cross(x.view(), x.view(), Parallelism::Sequential);
+            for i in 0..n {
+                proptest::prop_assert_eq!(c[(i, i)], 2.0);
+            }
+            proptest::prop_assert!(c.iter().all(|v| v.is_finite() && (0.0..=2.0).contains(v)));
+            let s = scale_length_scale(x.view());
+            proptest::prop_assert!(s.is_finite() && s > 0.0);
+        }
+
+        #[test]
+        fn fuzz_size_checks_never_overflow(
+            dims in proptest::collection::vec(proptest::num::usize::ANY, 0..4),
+            elem in 1usize..16,
+            limit in proptest::num::u64::ANY,
+        ) {
+            match crate::alloc::check_within("n_components", "x", &dims, elem, limit) {
+                Ok(b) => proptest::prop_assert!(b <= limit),
+                Err(e) => proptest::prop_assert!(e.to_string().contains("`n_components`")),
+            }
+        }
+    }
+
     #[test]
     fn slope_at_zero_distance() {
         // Smooth kernels: ψ(0) = −κ'(0); Matérn 1/2 reports 0 (see the docs).

@@ -229,3 +229,23 @@ def test_models_are_scale_equivariant(model, scale):
     want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
     for w, g in zip(want, got):
         np.testing.assert_allclose(g, w, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: PolynomialSketch(8, degree=2, random_state=0),
+        lambda: PolynomialSketch(8, degree=3, sketch="tensor_sketch", random_state=0),
+        lambda: MaclaurinFeatures(8, random_state=0),
+    ],
+    ids=["sketch", "tensor-sketch", "maclaurin"],
+)
+def test_overflowing_product_features_are_refused(make):
+    # Products of projections of rows far beyond the length scale overflow:
+    # a ValueError naming X instead of infinite features.
+    est = make().fit(X)
+    far = X[:3].copy()
+    far[1, 0] = 1e300
+    with pytest.raises(ValueError, match=r"`X`.*overflow"):
+        est.transform(far)
+    assert np.isfinite(est.transform(X)).all()
