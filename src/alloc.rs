@@ -123,6 +123,62 @@ mod tests {
     }
 
     #[test]
+    fn size_parameters_are_refused_before_allocating() {
+        // Each constructor refuses 10^12 features (petabytes) with the
+        // parameter's name, instead of aborting on the allocation or
+        // running for minutes.
+        use crate::binning::{BinningGrids, Laplacian};
+        use crate::fourier::{FourierConfig, FourierFeatures};
+        use crate::gp::localized::{LocalizedConfig, LocalizedMaclaurinGp};
+        use crate::maclaurin::{MaclaurinConfig, MaclaurinKernel, MaclaurinMap};
+        use crate::progress::Monitor;
+        use crate::sketch::{PolySketch, SketchKind};
+        use crate::threads::Parallelism;
+        const HUGE: usize = 1_000_000_000_000;
+        let names = |e: Error, name: &str| {
+            let msg = e.to_string();
+            assert!(
+                msg.contains(&format!("`{name}`")) && msg.contains("bytes"),
+                "{msg}"
+            );
+        };
+        let e = FourierFeatures::fit(&FourierConfig::new(HUGE), 16, 0).unwrap_err();
+        names(e, "n_components");
+        for kind in [
+            SketchKind::Gaussian,
+            SketchKind::Rademacher,
+            SketchKind::TensorSrht,
+        ] {
+            let e = PolySketch::draw(kind, false, 2, 16, HUGE, &mut crate::rng::seeded(0));
+            names(e.unwrap_err(), "n_components");
+        }
+        let x = ndarray::Array2::from_shape_fn((20, 3), |(i, j)| ((i * 3 + j) as f64).sin());
+        let cfg = MaclaurinConfig::new(MaclaurinKernel::Gaussian, HUGE);
+        let e = MaclaurinMap::fit(x.view(), &cfg, 0, Parallelism::Sequential, &Monitor::new());
+        names(e.unwrap_err(), "n_components");
+        let mut cfg = MaclaurinConfig::new(MaclaurinKernel::Gaussian, 16);
+        cfg.max_degree = 1_000_000;
+        let e = MaclaurinMap::fit(x.view(), &cfg, 0, Parallelism::Sequential, &Monitor::new());
+        assert!(e.unwrap_err().to_string().contains("`max_degree`"));
+        let y = ndarray::Array1::zeros(20);
+        let e = LocalizedMaclaurinGp::fit(
+            x.view(),
+            y.view(),
+            &LocalizedConfig::new(HUGE),
+            0,
+            Parallelism::Sequential,
+            &Monitor::new(),
+        );
+        names(e.err().unwrap(), "n_components");
+        let grids = BinningGrids::draw(&Laplacian::new(1.0).unwrap(), HUGE, 16, 0);
+        names(grids.err().unwrap(), "n_grids");
+        names(
+            crate::stats::FeatureStats::check_size(10_000_000, 1).unwrap_err(),
+            "n_components",
+        );
+    }
+
+    #[test]
     fn try_vec_refuses_instead_of_aborting() {
         assert_eq!(try_vec("n", "x", 3, 1.5f64).unwrap(), vec![1.5; 3]);
         assert!(try_vec("n_components", "x", usize::MAX / 8, 0.0f64).is_err());
