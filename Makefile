@@ -5,6 +5,7 @@
 #   make wheel  the portable wheel (abi3, manylinux_2_17, stripped) in dist/
 #   make wheel-test  that wheel in a fresh venv: a smoke test and the README
 #   make docs   the documentation site (docs/_build/html), warnings as errors
+#   make fuzz   property-based fuzzing of the Python API and the core (10,000+ cases)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -15,7 +16,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # Quiet Mesa's "lavapipe is not a conformant vulkan implementation" banner.
 export MESA_VK_IGNORE_CONFORMANCE_WARNING := 1
 
-.PHONY: test demo bench develop lint rust-test py-test stubtest clean vulkan wheel wheel-test docs
+.PHONY: test demo bench develop lint rust-test py-test stubtest clean vulkan wheel wheel-test docs fuzz
 
 $(STAMP): requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +59,14 @@ py-test: develop vulkan
 	$(VPY) -m pytest -q -W error
 
 test: lint rust-test stubtest py-test
+
+# Property-based fuzzing: the public Python API (tests/test_fuzz.py, 1,700
+# cases for each of its 6 tests, 10,200 in all) and the core's public
+# functions (the fuzz_ proptests, 2,000 cases each). make test runs the same
+# tests with a short profile (20 cases per Python test, proptest's 256).
+fuzz: develop
+	RANDFEAT_FUZZ_EXAMPLES=1700 $(VPY) -m pytest -q -W error tests/test_fuzz.py
+	PROPTEST_CASES=2000 cargo test --release --features gpu,serde --lib fuzz_
 
 demo: develop
 	$(VPY) examples/demo.py

@@ -25,7 +25,7 @@
 //! exponential kernel in the Euclidean norm; `laplacian` uses the `ℓ1`
 //! norm, whose density factorizes over coordinates.
 
-use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2, Axis};
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2, Axis};
 use rand::Rng;
 use rand_distr::{ChiSquared, Distribution, Open01, StandardNormal};
 use rayon::prelude::*;
@@ -33,6 +33,24 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::linalg::gemm;
 use crate::threads::Parallelism;
+
+/// `x / l` as the product `x · (1/l)` (one division per length scale, not
+/// per entry), or as the division itself where `1/l` overflows (subnormal
+/// `l`, where `0 · ∞` would give NaN).
+#[inline(always)]
+pub(crate) fn divide_by(x: f64, l: f64) -> f64 {
+    let inv = 1.0 / l;
+    if inv.is_finite() {
+        x * inv
+    } else {
+        x / l
+    }
+}
+
+/// The distance `ρ` beyond which every profile is 0 in `f64` (`exp(−√ρ)`
+/// underflows for `ρ > 745²`): [`Kernel::profile`] clamps `ρ` there, so an
+/// infinite distance gives 0 instead of the Matérn `(1 + ∞) · 0 = NaN`.
+const MAX_DISTANCE: f64 = 1e6;
 
 /// A normalized stationary kernel (see the module table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +114,7 @@ impl Kernel {
     /// for the Euclidean kernels, `r = ‖x − y‖₁/l` passed as `dist` for the
     /// Laplacian (see [`Kernel::uses_l1`]).
     pub fn profile(self, dist: f64) -> f64 {
+        let dist = dist.min(MAX_DISTANCE);
         match self {
             Kernel::Gaussian => (-0.5 * dist).exp(),
             Kernel::Laplacian => (-dist).exp(),
@@ -160,6 +179,7 @@ impl Kernel {
     /// when the kernel is a constant of the loop.
     #[inline(always)]
     pub fn profile_and_slope(self, dist: f64) -> (f64, f64) {
+        let dist = dist.min(MAX_DISTANCE);
         match self {
             Kernel::Gaussian => {
                 let e = crate::vexp::exp(-0.5 * dist);
@@ -205,12 +225,24 @@ impl Kernel {
         }
     }
 
-    /// The normalized kernel `k(x, y)` with length scale `l`.
+    /// The normalized kernel `k(x, y)` with length scale `l`, from the
+    /// differences scaled one by one, `δ_a = (x_a − y_a)/l`: identical
+    /// inputs are at distance exactly 0 (`k = 1`) at every scale, and no
+    /// `l²` underflows or overflows on the way.
     pub fn eval(self, x: &[f64], y: &[f64], l: f64) -> f64 {
         let dist = if self.uses_l1() {
-            x.iter().zip(y).map(|(a, b)| (a - b).abs()).sum::<f64>() / l
+            x.iter()
+                .zip(y)
+                .map(|(a, b)| ((a - b) / l).abs())
+                .sum::<f64>()
         } else {
-            x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum::<f64>() / (l * l)
+            x.iter()
+                .zip(y)
+                .map(|(a, b)| {
+                    let t = (a - b) / l;
+                    t * t
+                })
+                .sum::<f64>()
         };
         self.profile(dist)
     }
@@ -306,23 +338,43 @@ impl StationaryKernel {
         self.length_scale[if self.length_scale.len() == 1 { 0 } else { a }]
     }
 
-    /// The input divided by the length scale(s): `u = x / l`.
+    /// The input divided by the length scale(s): `u = x / l` (a product
+    /// with `1/l`, or the division where `1/l` overflows).
     pub fn scale(&self, x: ArrayView2<'_, f64>) -> Array2<f64> {
-        let inv: Vec<f64> = (0..x.ncols())
-            .map(|a| 1.0 / self.length_scale_of(a))
-            .collect();
+        let ls: Vec<f64> = (0..x.ncols()).map(|a| self.length_scale_of(a)).collect();
         let mut u = x.to_owned();
         for mut row in u.rows_mut() {
-            for (v, s) in row.iter_mut().zip(&inv) {
-                *v *= s;
+            for (v, &l) in row.iter_mut().zip(&ls) {
+                *v = divide_by(*v, l);
             }
         }
         u
     }
 
+    /// The kernel's distance `ρ` of `x` and `y` from the differences scaled
+    /// one by one, `δ_a = (x_a − y_a)/l_a`: finite or `+∞` whenever the
+    /// inputs are finite, also when `x/l` itself overflows.
+    fn distance_unscaled(&self, x: ArrayView1<'_, f64>, y: ArrayView1<'_, f64>) -> f64 {
+        let l1 = self.kernel.uses_l1();
+        x.iter()
+            .zip(y)
+            .enumerate()
+            .map(|(a, (p, q))| {
+                let t = (p - q) / self.length_scale_of(a);
+                if l1 {
+                    t.abs()
+                } else {
+                    t * t
+                }
+            })
+            .sum()
+    }
+
     /// The cross-covariance `k(A, B)` (`|A| × |B|`, row-major), computed
     /// pairwise from the scaled inputs (no `‖a‖² + ‖b‖² − 2aᵀb`
-    /// cancellation), rows in parallel.
+    /// cancellation: identical rows give exactly `σ²`), rows in parallel.
+    /// Where the scaled inputs overflow (`|x|/l` beyond the float range) the
+    /// distance is recomputed from the scaled differences.
     pub fn cross(
         &self,
         a: ArrayView2<'_, f64>,
@@ -333,12 +385,15 @@ impl StationaryKernel {
         let ub = self.scale(b);
         let (kernel, variance) = (self.kernel, self.variance);
         let mut k = Array2::<f64>::zeros((ua.nrows(), ub.nrows()));
-        let fill = |(mut row, ui): (ArrayViewMut1<'_, f64>, ArrayView1<'_, f64>)| {
-            for (kj, vj) in row.iter_mut().zip(ub.rows()) {
-                let rho = match (ui.as_slice(), vj.as_slice()) {
+        let fill = |(i, (mut row, ui)): (usize, (ArrayViewMut1<'_, f64>, ArrayView1<'_, f64>))| {
+            for (j, (kj, vj)) in row.iter_mut().zip(ub.rows()).enumerate() {
+                let mut rho = match (ui.as_slice(), vj.as_slice()) {
                     (Some(p), Some(q)) => kernel.distance(p, q),
                     _ => kernel.distance(&ui.to_vec(), &vj.to_vec()),
                 };
+                if rho.is_nan() {
+                    rho = self.distance_unscaled(a.row(i), b.row(j));
+                }
                 *kj = variance * kernel.profile(rho);
             }
         };
@@ -346,13 +401,44 @@ impl StationaryKernel {
             k.axis_iter_mut(Axis(0))
                 .into_par_iter()
                 .zip(ua.axis_iter(Axis(0)))
+                .enumerate()
                 .for_each(fill);
         } else {
             k.axis_iter_mut(Axis(0))
                 .zip(ua.axis_iter(Axis(0)))
+                .enumerate()
                 .for_each(fill);
         }
         k
+    }
+}
+
+/// The length scale `l = √(d · Var(X) / 2)` of scikit-learn's
+/// `gamma="scale"`: `γ = 1 / (d · Var(X))` in `exp(−γ ‖x − y‖²)`, which is
+/// the Gaussian kernel `exp(−‖x − y‖² / (2l²))` of this `l`; `Var(X)` is the
+/// variance of all entries of `X` (`N × d`). On standardized data
+/// `l = √(d/2)`, so the typical squared distance `2d` between two rows is
+/// `4l²` and the kernel neither vanishes nor saturates. 1 when `X` has no
+/// entries or no spread (or a spread beyond the float range).
+pub fn scale_length_scale<T: crate::real::Real>(x: ArrayView2<'_, T>) -> f64 {
+    let count = x.len() as f64;
+    if x.is_empty() {
+        return 1.0;
+    }
+    let mean = x.iter().map(|v| v.to_f64_exact()).sum::<f64>() / count;
+    let var = x
+        .iter()
+        .map(|v| {
+            let t = v.to_f64_exact() - mean;
+            t * t
+        })
+        .sum::<f64>()
+        / count;
+    let l = (x.ncols() as f64 * var / 2.0).sqrt();
+    if l.is_finite() && l > 0.0 {
+        l
+    } else {
+        1.0
     }
 }
 
@@ -368,8 +454,17 @@ pub fn kernel_matrix(
     k
 }
 
-/// [`kernel_matrix`] written into `k` (`|x| × |y|`): the Gaussian kernel
-/// through the GEMM form `‖x‖² + ‖y‖² − 2xᵀy` (clipped at 0), the others
+/// [`kernel_matrix`] written into `k` (`|x| × |y|`).
+///
+/// The Gaussian kernel goes through a GEMM: with `c` the mean of the rows of
+/// `y` (the kernel is translation invariant) and the scaled inputs
+/// `u = (x − c)/l`, `w = (y − c)/l`, `ρ = ‖u‖² + ‖w‖² − 2uᵀw`. That form
+/// cancels when `ρ` is small against `‖u‖² + ‖w‖²` (rounding error about
+/// `d ε (‖u‖² + ‖w‖²)`), so every pair with `ρ ≤ 2⁻¹⁰ (‖u‖² + ‖w‖²)` (or a
+/// non-finite `ρ`: norms beyond the float range) is recomputed from the
+/// differences, as [`Kernel::eval`] does: identical rows give exactly 1 at
+/// every scale of the inputs and of `l`, and the rest keep a relative error
+/// of about `2¹⁰ d ε ρ/2` in the kernel. The other kernels are evaluated
 /// pairwise by [`Kernel::eval`].
 pub(crate) fn kernel_block(
     x: ArrayView2<f64>,
@@ -378,29 +473,49 @@ pub(crate) fn kernel_block(
     l: f64,
     mut k: ArrayViewMut2<f64>,
 ) {
-    if kernel == Kernel::Gaussian {
-        // ‖x − y‖² = ‖x‖² + ‖y‖² − 2 xᵀy through a GEMM (smooth at 0).
-        gemm(x, y.t(), k.view_mut());
-        let xn: Vec<f64> = x.rows().into_iter().map(|r| r.dot(&r)).collect();
-        let yn: Vec<f64> = y.rows().into_iter().map(|r| r.dot(&r)).collect();
-        let inv = 1.0 / (l * l);
-        for (i, mut row) in k.rows_mut().into_iter().enumerate() {
-            for (j, v) in row.iter_mut().enumerate() {
-                let d2 = (xn[i] + yn[j] - 2.0 * *v).max(0.0);
-                *v = kernel.profile(d2 * inv);
-            }
-        }
-    } else {
+    let direct =
+        |xr: ArrayView1<'_, f64>, yr: ArrayView1<'_, f64>| match (xr.as_slice(), yr.as_slice()) {
+            (Some(a), Some(b)) => kernel.eval(a, b, l),
+            _ => kernel.eval(&xr.to_vec(), &yr.to_vec(), l),
+        };
+    if kernel != Kernel::Gaussian || y.nrows() == 0 {
         for (xr, mut row) in x.rows().into_iter().zip(k.rows_mut()) {
             for (yr, v) in y.rows().into_iter().zip(row.iter_mut()) {
-                match (xr.as_slice(), yr.as_slice()) {
-                    (Some(a), Some(b)) => *v = kernel.eval(a, b, l),
-                    _ => *v = kernel.eval(&xr.to_vec(), &yr.to_vec(), l),
-                }
+                *v = direct(xr, yr);
             }
+        }
+        return;
+    }
+    let center = y
+        .mean_axis(Axis(0))
+        .unwrap_or_else(|| Array1::zeros(y.ncols()));
+    let scaled = |a: ArrayView2<'_, f64>| {
+        let mut u = a.to_owned();
+        for mut r in u.rows_mut() {
+            r.zip_mut_with(&center, |v, &c| *v = (*v - c) / l);
+        }
+        u
+    };
+    let (u, w) = (scaled(x), scaled(y));
+    gemm(u.view(), w.t(), k.view_mut());
+    let un: Vec<f64> = u.rows().into_iter().map(|r| r.dot(&r)).collect();
+    let wn: Vec<f64> = w.rows().into_iter().map(|r| r.dot(&r)).collect();
+    for (i, mut row) in k.rows_mut().into_iter().enumerate() {
+        for (j, v) in row.iter_mut().enumerate() {
+            let norms = un[i] + wn[j];
+            let rho = norms - 2.0 * *v;
+            *v = if rho > CANCELLATION_GUARD * norms && rho.is_finite() {
+                kernel.profile(rho)
+            } else {
+                direct(x.row(i), y.row(j))
+            };
         }
     }
 }
+
+/// The relative size `ρ / (‖u‖² + ‖w‖²)` under which [`kernel_block`]
+/// recomputes a squared distance from the differences (`2⁻¹⁰`).
+const CANCELLATION_GUARD: f64 = 1.0 / 1024.0;
 
 #[cfg(test)]
 mod tests {
@@ -475,6 +590,173 @@ mod tests {
                     (k - want).abs() <= 4.0 * f64::EPSILON * want,
                     "{kernel:?} {dist}"
                 );
+            }
+        }
+    }
+
+    /// Rows of a 7 × 3 design at unit scale, two of them identical.
+    fn design() -> Array2<f64> {
+        let mut x = Array2::from_shape_fn((7, 3), |(i, j)| ((i * 3 + j) as f64 * 0.37).sin());
+        let r = x.row(2).to_owned();
+        x.row_mut(5).assign(&r);
+        x
+    }
+
+    #[test]
+    fn kernel_matrix_is_exact_at_zero_distance_at_every_scale() {
+        // The diagonal and the identical rows 2 and 5 give exactly k(0) = 1,
+        // whatever the scale of the inputs and of the length scale (the GEMM
+        // form ‖x‖² + ‖y‖² − 2xᵀy cancels there); the rest matches the
+        // pairwise evaluation of the scaled problem.
+        let x = design();
+        for (s, l) in [
+            (1e30, 1.0),
+            (1e-30, 1.0),
+            (1.0, 1e-6),
+            (1.0, 1e-300),
+            (1e150, 1e150),
+            (1e-300, 1e-300),
+            (1e300, 1.0),
+            (1e6, 1.0),
+        ] {
+            let xs = x.mapv(|v| v * s);
+            for kernel in ALL {
+                let k = kernel_matrix(xs.view(), xs.view(), kernel, l);
+                for i in 0..7 {
+                    assert_eq!(k[(i, i)], 1.0, "{kernel:?} s={s} l={l} row {i}");
+                }
+                assert_eq!(k[(2, 5)], 1.0, "{kernel:?} s={s} l={l}");
+                assert_eq!(k[(5, 2)], 1.0, "{kernel:?} s={s} l={l}");
+                assert!(k.iter().all(|v| v.is_finite() && (0.0..=1.0).contains(v)));
+            }
+        }
+    }
+
+    #[test]
+    fn kernel_matrix_off_diagonal_matches_pairwise_evaluation() {
+        // At unit scale and with an offset far from the origin (1e6, where
+        // the uncentered GEMM form loses 12 digits), the GEMM path agrees
+        // with Kernel::eval to ~1e-12.
+        let x = design();
+        let y = x.mapv(|v| 0.8 * v + 0.1);
+        for offset in [0.0, 1e6] {
+            let (xo, yo) = (x.mapv(|v| v + offset), y.mapv(|v| v + offset));
+            for kernel in ALL {
+                let k = kernel_matrix(xo.view(), yo.view(), kernel, 0.9);
+                for i in 0..7 {
+                    for j in 0..7 {
+                        let want = kernel.eval(
+                            xo.row(i).as_slice().unwrap(),
+                            yo.row(j).as_slice().unwrap(),
+                            0.9,
+                        );
+                        assert!(
+                            (k[(i, j)] - want).abs() <= 1e-9 * want.max(1e-300) + 1e-15,
+                            "{kernel:?} offset {offset} ({i}, {j}): {} vs {want}",
+                            k[(i, j)]
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn stationary_cross_is_exact_at_zero_distance_at_every_scale() {
+        // The exact GP's and the Dirichlet GPC's kernel: σ² on the diagonal,
+        // also when x/l overflows (1e300 / 1e-10) and for subnormal l.
+        let x = design();
+        for (s, l) in [
+            (1e30, 1.0),
+            (1.0, 1e-6),
+            (1e300, 1e-10),
+            (1e-300, 1e-310),
+            (1.0, 1e-310),
+        ] {
+            let xs = x.mapv(|v| v * s);
+            for kernel in ALL {
+                for ls in [vec![l], vec![l, 2.0 * l, 0.5 * l]] {
+                    let sk = StationaryKernel {
+                        kernel,
+                        length_scale: ls,
+                        variance: 1.7,
+                    };
+                    let k = sk.cross(xs.view(), xs.view(), Parallelism::Sequential);
+                    for i in 0..7 {
+                        assert_eq!(k[(i, i)], 1.7, "{kernel:?} s={s} l={l} row {i}");
+                    }
+                    assert_eq!(k[(2, 5)], 1.7);
+                    assert!(k.iter().all(|v| v.is_finite() && (0.0..=1.7).contains(v)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn scale_length_scale_is_sklearns_gamma_scale() {
+        // γ = 1/(d Var X), l = 1/√(2γ) = √(d Var X / 2).
+        let x = ndarray::array![[1.0, -1.0, 3.0], [-1.0, 1.0, -3.0]];
+        let var = (1.0 + 1.0 + 9.0) / 3.0;
+        assert!((scale_length_scale(x.view()) - (3.0 * var / 2.0_f64).sqrt()).abs() < 1e-15);
+        assert_eq!(scale_length_scale(Array2::<f64>::ones((4, 2)).view()), 1.0);
+        assert_eq!(scale_length_scale(Array2::<f32>::zeros((0, 2)).view()), 1.0);
+        assert_eq!(
+            scale_length_scale(ndarray::array![[1e300], [-1e300]].view()),
+            1.0
+        );
+    }
+
+    /// Finite values of every magnitude: ordinary, subnormal, near the
+    /// float range, exact zeros.
+    fn value() -> impl proptest::strategy::Strategy<Value = f64> {
+        use proptest::prelude::*;
+        prop_oneof![
+            -3.0..3.0f64,
+            (
+                -3.0..3.0f64,
+                prop::sample::select(vec![1e-300, 1e-150, 1e30, 1e150, 1e300])
+            )
+                .prop_map(|(v, s)| v * s),
+            prop::sample::select(vec![0.0, -0.0, 5e-324, -5e-324, 1e308, -1e308]),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn fuzz_kernel_matrix_is_a_finite_kernel(
+            xs in proptest::collection::vec(value(), 1..24),
+            d in 1usize..4,
+            kernel in proptest::sample::select(ALL.to_vec()),
+            log_l in -300.0..300.0f64,
+        ) {
+            let n = xs.len() / d;
+            proptest::prop_assume!(n >= 1);
+            let x = Array2::from_shape_vec((n, d), xs[..n * d].to_vec()).unwrap();
+            let l = 10f64.powf(log_l);
+            let k = kernel_matrix(x.view(), x.view(), kernel, l);
+            for i in 0..n {
+                proptest::prop_assert_eq!(k[(i, i)], 1.0);
+            }
+            proptest::prop_assert!(k.iter().all(|v| v.is_finite() && (0.0..=1.0).contains(v)));
+            let sk = StationaryKernel { kernel, length_scale: vec![l], variance: 2.0 };
+            let c = sk.cross(x.view(), x.view(), Parallelism::Sequential);
+            for i in 0..n {
+                proptest::prop_assert_eq!(c[(i, i)], 2.0);
+            }
+            proptest::prop_assert!(c.iter().all(|v| v.is_finite() && (0.0..=2.0).contains(v)));
+            let s = scale_length_scale(x.view());
+            proptest::prop_assert!(s.is_finite() && s > 0.0);
+        }
+
+        #[test]
+        fn fuzz_size_checks_never_overflow(
+            dims in proptest::collection::vec(proptest::num::usize::ANY, 0..4),
+            elem in 1usize..16,
+            limit in proptest::num::u64::ANY,
+        ) {
+            match crate::alloc::check_within("n_components", "x", &dims, elem, limit) {
+                Ok(b) => proptest::prop_assert!(b <= limit),
+                Err(e) => proptest::prop_assert!(e.to_string().contains("`n_components`")),
             }
         }
     }

@@ -214,6 +214,7 @@
 #[macro_use]
 pub mod simd;
 
+pub mod alloc;
 pub mod binning;
 pub mod error;
 pub mod feature_map;

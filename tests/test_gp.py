@@ -752,6 +752,9 @@ def test_optimize_bad_input_is_a_clear_error():
 
 @parametrize_with_checks(
     [
+        # Defaults: the RandomFourierFeatures of sklearn's gamma="scale",
+        # seeded from the outer random_state (check_fit_idempotent).
+        RandomFeatureGPR(),
         ExactGPR(n_restarts=0, random_state=0),
         RandomFeatureGPR(
             RBFSampler(gamma=0.1, n_components=200, random_state=0), noise_variance=0.01
@@ -766,3 +769,26 @@ def test_optimize_bad_input_is_a_clear_error():
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_default_features_and_random_state_pass_down():
+    # features=None: RandomFourierFeatures at scikit-learn's gamma="scale"
+    # length scale sqrt(d Var(X) / 2), seeded from the outer random_state.
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((60, 4)) * 3.0
+    y = np.sin(X[:, 0])
+    gp = RandomFeatureGPR(random_state=7).fit(X, y)
+    assert isinstance(gp.features_, rf.RandomFourierFeatures)
+    assert gp.features_.length_scale == pytest.approx(np.sqrt(4 * X.var() / 2), rel=1e-12)
+    assert gp.features_.random_state == gp.seed_ % 2**32
+    again = RandomFeatureGPR(random_state=7).fit(X, y)
+    np.testing.assert_array_equal(gp.predict(X), again.predict(X))
+    # A transformer left at random_state=None gets the outer seed; one with
+    # its own seed keeps it.
+    a = RandomFeatureGPR(rf.RandomFourierFeatures(16), random_state=3).fit(X, y)
+    b = RandomFeatureGPR(rf.RandomFourierFeatures(16), random_state=3).fit(X, y)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    assert a.features_.random_state == a.seed_ % 2**32
+    own = RandomFeatureGPR(rf.RandomFourierFeatures(16, random_state=11), random_state=3)
+    assert own.fit(X, y).features_.random_state == 11
+    assert RandomFeatureGPR(rf.RandomFourierFeatures(16)).fit(X, y).features_.random_state is None

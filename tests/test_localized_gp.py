@@ -267,6 +267,22 @@ def test_unpickled_model_predicts_without_the_data_or_a_refit(threshold, monkeyp
         assert back.auto_scores_ == gp.auto_scores_ and back.threshold_ == gp.threshold_
 
 
-@parametrize_with_checks([LocalizedMaclaurinGPR(16, threshold=1.0, random_state=0)])
+@parametrize_with_checks(
+    [
+        LocalizedMaclaurinGPR(),
+        # Many clusters (threshold 1 in units of a unit length scale).
+        LocalizedMaclaurinGPR(16, length_scale=1.0, threshold=1.0, random_state=0),
+    ]
+)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_default_length_scale_is_sklearns_gamma_scale():
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((80, 3)) * 2.0
+    y = np.sin(X[:, 0])
+    gp = LocalizedMaclaurinGPR(16, random_state=0).fit(X, y)
+    assert gp.length_scale_ == pytest.approx(np.sqrt(3 * X.var() / 2), rel=1e-12)
+    fixed = LocalizedMaclaurinGPR(16, length_scale=gp.length_scale_, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(gp.predict(X), fixed.predict(X))

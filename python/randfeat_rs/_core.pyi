@@ -51,6 +51,7 @@ __all__ = [
     "relative_frobenius_error",
     "resolve_device",
     "rmse",
+    "scale_length_scale",
     "set_num_threads",
     "simd_level",
     "sketch_variance",
@@ -304,6 +305,7 @@ def expected_softmax(
 def kernel_matrix(
     x: NDArray[np.float64], y: NDArray[np.float64], kernel: str, length_scale: float
 ) -> NDArray[np.float64]: ...
+def scale_length_scale(x: NDArray[np.floating]) -> float: ...
 def _sobol_points(n: int, dim: int) -> NDArray[np.float64]: ...
 def _inverse_normal_cdf(p: NDArray[np.float64]) -> NDArray[np.float64]: ...
 

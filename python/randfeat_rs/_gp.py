@@ -664,10 +664,18 @@ class RandomFeatureGPR(
 
     Parameters
     ----------
-    features : transformer
+    features : transformer or None, default=None
         Any scikit-learn style transformer with dense float output (e.g.
         this library's feature maps, or ``sklearn.kernel_approximation.RBFSampler``).
-        It is cloned and fitted on the training inputs.
+        It is cloned and fitted on the training inputs; when it has a
+        ``random_state`` parameter left at ``None`` and ``random_state``
+        below is not ``None``, the clone gets ``seed_ % 2**32`` as its
+        ``random_state``, so the outer ``random_state`` fixes the whole fit.
+        ``None``: ``RandomFourierFeatures(length_scale=l)`` (Gaussian kernel,
+        100 features) with the length scale of scikit-learn's
+        ``gamma="scale"``, ``l = sqrt(n_features * X.var() / 2)`` (1 for
+        constant ``X``), which suits standardized inputs, and the
+        ``random_state`` ``seed_ % 2**32``.
     noise_variance : float, default=None
         Observation noise variance. ``None``: 0.1 times the variance of the
         targets of the first fit (the initialization of docs/math/gp.rst, section Exact GP;
@@ -706,7 +714,8 @@ class RandomFeatureGPR(
         Random restarts of the optimizer after the run from the
         initialization (within a factor 10 of it), as in :class:`ExactGPR`.
     random_state : int, RandomState instance or None, default=None
-        Seed of the restart draws.
+        Seed of the restart draws and, through ``seed_``, of the transformer
+        (see ``features``).
     verbose : bool, default=False
         Print progress (rows accumulated, optimizer runs) to ``sys.stderr``.
     device : {"cpu", "gpu", "auto"}, default="cpu"
@@ -741,8 +750,9 @@ class RandomFeatureGPR(
     n_iter_ : int
         L-BFGS iterations spent over all runs (0 without ``optimize``).
     seed_ : int
-        With ``optimize``: the 64-bit seed drawn from ``random_state`` (the
-        restart draws).
+        The 64-bit seed drawn from ``random_state``, when the fit draws one:
+        for the transformer's ``random_state`` (see ``features``) and, with
+        ``optimize``, for the restart draws (the same seed for both).
     L_ : ndarray of shape (D, D)
         Lower Cholesky factor of ``A`` (column-major, as the solves read it).
         Assigning a factor replaces the one predictions use (checked:
@@ -781,7 +791,7 @@ class RandomFeatureGPR(
     """
 
     _parameter_constraints: dict = {  # noqa: RUF012
-        "features": [HasMethods(["fit", "transform"])],
+        "features": [None, HasMethods(["fit", "transform"])],
         "noise_variance": [None, Interval(Real, 0, None, closed="neither")],
         "chunk_size": [Interval(Integral, 1, None, closed="left")],
         "center_y": ["boolean"],
@@ -795,7 +805,7 @@ class RandomFeatureGPR(
 
     def __init__(
         self,
-        features: Any,
+        features: Any = None,
         *,
         noise_variance: Optional[float] = None,
         chunk_size: int = 2048,
@@ -845,15 +855,34 @@ class RandomFeatureGPR(
     def _start(self, X: np.ndarray, y: np.ndarray) -> None:
         """Fit the transformer clone on ``X``, resolve the device, start empty
         statistics and set the noise variance (from ``y`` when None)."""
-        self.features_ = clone(self.features).fit(X)
-        self._resolve_features_device()
         self.__dict__.pop("seed_", None)
+        self.features_ = self._unfitted_features(X).fit(X)
+        self._resolve_features_device()
         self.stats_ = None
         self.n_iter_ = 0
         if self.noise_variance is None:
             self.noise_variance_ = float(_core.initial_noise_variance(y))
         else:
             self.noise_variance_ = float(self.noise_variance)
+
+    def _unfitted_features(self, X: np.ndarray) -> Any:
+        """The default map for ``X``, or a clone of ``features``; either gets
+        ``seed_ % 2**32`` (drawn here) as its ``random_state`` when it has none
+        and ``random_state`` is not None (always for the default map)."""
+        if self.features is None:
+            return RandomFourierFeatures(
+                length_scale=float(_core.scale_length_scale(X)),
+                random_state=self._fit_seed() % (1 << 32),
+            )
+        features = clone(self.features)
+        params = features.get_params(deep=False)
+        if (
+            self.random_state is not None
+            and "random_state" in params
+            and params["random_state"] is None
+        ):
+            features.set_params(random_state=self._fit_seed() % (1 << 32))
+        return features
 
     def _accumulate(self, X: np.ndarray, y: np.ndarray) -> None:
         fmap = self._feature_map()
@@ -869,6 +898,10 @@ class RandomFeatureGPR(
             return
         n = X.shape[0]
         step = int(self.chunk_size)
+        if self.stats_ is None and fmap is not None:
+            # Refuses a width whose D x D statistics cannot be held before
+            # any chunk is transformed.
+            self.stats_ = SufficientStatistics(fmap.n_components)
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
             for lo in range(0, n, step):
                 phi = _features_chunk(self.features_, X[lo : lo + step])
@@ -946,7 +979,7 @@ class RandomFeatureGPR(
                 noise_variance=None if self.noise_variance is None else self.noise_variance_,
                 optimize=names,
                 n_restarts=int(self.n_restarts),
-                seed=self._fit_seed(),
+                seed=self.seed_ if "seed_" in self.__dict__ else self._fit_seed(),
                 center=bool(self.center_y),
                 chunk_size=int(self.chunk_size),
                 ard=bool(self.ard),

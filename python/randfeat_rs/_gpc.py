@@ -31,7 +31,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._base import DeviceMixin
+from ._base import DenseFeaturesBase, DeviceMixin
 from ._fourier import RandomFourierFeatures
 from ._gp import _features_chunk
 
@@ -252,7 +252,17 @@ class RandomFeatureGPC(_DirichletClassifier):
         if features is None:
             features = RandomFourierFeatures(n_components=256, random_state=0)
         self.features_ = clone(features).fit(X)
-        stats = None
+        # This library's maps know their width: the per-class D x D
+        # statistics are sized (and refused when they cannot be held) before
+        # any chunk is transformed.
+        fmap = (
+            self.features_._feature_map() if isinstance(self.features_, DenseFeaturesBase) else None
+        )
+        stats = (
+            None
+            if fmap is None
+            else _core.DirichletClassStats(self.classes_.shape[0], fmap.n_components)
+        )
         step = int(self.chunk_size)
         for lo in range(0, X.shape[0], step):
             phi = _features_chunk(self.features_, X[lo : lo + step])

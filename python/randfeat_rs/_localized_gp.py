@@ -70,8 +70,11 @@ class LocalizedMaclaurinGPR(
     ----------
     n_components : int, default=100
         Feature-map width ``D`` (>= 1).
-    length_scale : float, default=1.0
-        Kernel length scale ``l > 0``.
+    length_scale : float or "scale", default="scale"
+        Kernel length scale ``l > 0``. ``"scale"``: the length scale of
+        scikit-learn's ``gamma="scale"`` for the training inputs,
+        ``l = sqrt(n_features * X.var() / 2)`` (1 for constant ``X``), which
+        suits standardized inputs (``length_scale_`` is the value used).
     kernel_variance : float, default=1.0
         Kernel variance ``sigma^2 > 0``.
     noise_variance : float, default=None
@@ -173,7 +176,7 @@ class LocalizedMaclaurinGPR(
 
     _parameter_constraints: dict = {  # noqa: RUF012
         "n_components": [Interval(Integral, 1, None, closed="left")],
-        "length_scale": [Interval(Real, 0, None, closed="neither")],
+        "length_scale": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale"})],
         "kernel_variance": [Interval(Real, 0, None, closed="neither")],
         "noise_variance": [None, Interval(Real, 0, None, closed="neither")],
         "threshold": [None, StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
@@ -194,7 +197,7 @@ class LocalizedMaclaurinGPR(
         self,
         n_components: int = 100,
         *,
-        length_scale: float = 1.0,
+        length_scale: Any = "scale",
         kernel_variance: float = 1.0,
         noise_variance: Optional[float] = None,
         threshold: Any = None,
@@ -247,7 +250,10 @@ class LocalizedMaclaurinGPR(
         y = np.ascontiguousarray(y, dtype=np.float64)
         test = self.centers == "test"
         self._resolve_device(unsupported=TEST_CENTERS_CPU_ONLY if test else None)
-        self.length_scale_ = float(self.length_scale)
+        if isinstance(self.length_scale, str):
+            self.length_scale_ = float(_core.scale_length_scale(X))
+        else:
+            self.length_scale_ = float(self.length_scale)
         self.kernel_variance_ = float(self.kernel_variance)
         if self.noise_variance is None:
             self.noise_variance_ = float(_core.initial_noise_variance(y))

@@ -175,6 +175,14 @@ impl BinningGrids {
         if n_grids < 1 {
             return Err(Error::invalid("n_grids", "must be >= 1, got 0"));
         }
+        crate::alloc::check_alloc(
+            "n_grids",
+            &format!(
+                "the {n_grids} grids' pitches and shifts (2 x {n_grids} x {n_features} float64)"
+            ),
+            &[2, n_grids, n_features],
+            8,
+        )?;
         let mut rng = substream(seed, 0);
         let pitches =
             Array2::from_shape_simple_fn((n_grids, n_features), || kernel.sample_pitch(&mut rng));
@@ -290,7 +298,12 @@ impl BinningGrids {
     pub fn keys<T: Real>(&self, x: ArrayView2<'_, T>, par: Parallelism) -> Result<Vec<u64>> {
         self.check_width(x.ncols())?;
         let np = self.n_grids();
-        let mut keys = vec![0u64; x.nrows() * np];
+        let mut keys = crate::alloc::try_vec(
+            "n_grids",
+            &format!("the bin keys of {} rows in {np} grids (uint64)", x.nrows()),
+            x.nrows().saturating_mul(np),
+            0u64,
+        )?;
         let block = |(b, out): (usize, &mut [u64])| -> Result<()> {
             let mut h = vec![0u64; np];
             for (r, out_row) in out.chunks_mut(np).enumerate() {

@@ -246,6 +246,15 @@ impl FourierFeatures {
     /// `seed` (sub-stream 0: frequencies, 1: phases, 2: SORF signs).
     pub fn fit(config: &FourierConfig, n_features: usize, seed: u64) -> Result<Self> {
         config.validate(n_features)?;
+        crate::alloc::check_alloc(
+            "n_components",
+            &format!(
+                "the random Fourier features' frequencies ({n_features} x {} float64)",
+                config.n_components
+            ),
+            &[n_features.max(1), config.n_components],
+            8,
+        )?;
         let (d, l, kernel) = (n_features, config.length_scale, config.kernel);
         let variant = config.variant.for_width(config.n_components);
         let m = variant.n_frequencies(config.n_components);

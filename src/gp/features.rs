@@ -130,6 +130,7 @@ impl FeatureGp {
         par: Parallelism,
         monitor: &Monitor,
     ) -> Result<Self> {
+        FeatureStats::check_size(map.n_components(), 1)?;
         let mut stats = FeatureStats::new(map.n_components());
         feature_map::accumulate(map, x, y, &mut stats, device, chunk_rows, par, monitor)?;
         Self::fit(&stats, noise_variance, center, par)

@@ -117,6 +117,19 @@ impl MaclaurinConfig {
                 "min_degree and max_degree must be >= 1",
             ));
         }
+        if self.max_degree > crate::sketch::MAX_DEGREE {
+            return Err(Error::invalid(
+                "max_degree",
+                format!(
+                    "must be <= {}, got {}: a feature of degree n is a product of n \
+                     projections, so higher degrees overflow the float range, and the \
+                     Maclaurin coefficients of the kernel beyond it are negligible; lower \
+                     max_degree",
+                    crate::sketch::MAX_DEGREE,
+                    self.max_degree
+                ),
+            ));
+        }
         if self.min_degree > self.max_degree {
             return Err(Error::invalid(
                 "min_degree",
@@ -241,6 +254,7 @@ impl MaclaurinMap {
         if x.iter().any(|v| !v.is_finite()) {
             return Err(Error::NonFinite { name: "X" });
         }
+        Self::check_size(config, dim)?;
         let center = config.kernel.is_gaussian().then(|| {
             let mut sum = vec![0.0; dim];
             for row in x.rows() {
@@ -335,6 +349,33 @@ impl MaclaurinMap {
         Ok(map)
     }
 
+    /// Checks `config` and the map's size for `dim` inputs without fitting
+    /// (the errors of [`Self::fit`] that do not depend on the data's values).
+    pub fn check_config(config: &MaclaurinConfig, dim: usize) -> Result<()> {
+        config.validate()?;
+        Self::check_size(config, dim)
+    }
+
+    /// Refuses an `n_components` whose map cannot be held: at least one
+    /// weight per input dimension and output column (float64), and, for the
+    /// explicit `d = 1` map, one degree per column (a `u32`).
+    fn check_size(config: &MaclaurinConfig, dim: usize) -> Result<()> {
+        let d = config.n_components;
+        crate::alloc::check_alloc(
+            "n_components",
+            &format!("the Maclaurin features' weights (at least {dim} x {d} float64)"),
+            &[dim, d],
+            8,
+        )?;
+        if dim == 1 && u32::try_from(d).is_err() {
+            return Err(Error::invalid(
+                "n_components",
+                format!("the explicit map of one input has one degree per column, so at most {} columns; got {d}", u32::MAX),
+            ));
+        }
+        Ok(())
+    }
+
     /// The explicit `d = 1` map with `p = D − 1` (`docs/math/maclaurin.rst`,
     /// "The truncated random map" and "Assembly"): nothing random.
     fn explicit_1d(config: &MaclaurinConfig, center: Option<Vec<f64>>, seed: u64) -> Self {
@@ -367,6 +408,7 @@ impl MaclaurinMap {
         seed: u64,
     ) -> Result<Self> {
         config.validate()?;
+        Self::check_size(config, dim)?;
         if dim == 1 && config.allocation == AllocationStrategy::Optimized {
             if counts.len() != config.n_components {
                 return Err(Error::invalid(

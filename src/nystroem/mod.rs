@@ -43,6 +43,9 @@ pub struct NystroemFeatures {
     pub length_scale: f64,
 }
 
+/// The `m × m` float64 matrices [`NystroemFeatures::fit`] holds at once.
+const NYSTROEM_MATRICES: usize = 6;
+
 impl NystroemFeatures {
     /// Picks `min(n_components, n)` landmarks of `x` from `seed` and forms
     /// `K_mm^{-1/2}`. Returns the map and the landmarks' row indices in `x`.
@@ -70,6 +73,13 @@ impl NystroemFeatures {
             return Err(Error::NonFinite { name: "X" });
         }
         let m = n_components.min(n);
+        // K_mm, its eigenvectors and K_mm^{-1/2} with its two GEMM factors.
+        crate::alloc::check_alloc(
+            "n_components",
+            &format!("the Nystroem fit's {NYSTROEM_MATRICES} matrices of {m} x {m} float64"),
+            &[NYSTROEM_MATRICES, m, m],
+            8,
+        )?;
         let mut rng = substream(seed, 0);
         let idx = rand::seq::index::sample(&mut rng, n, m).into_vec();
         let landmarks =

@@ -62,23 +62,47 @@ fn transform_view<'py, T: Real + numpy::Element>(
     progress: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let par = Parallelism::Rayon;
-    let transform = |src: ArrayView2<'_, T>, dst: ArrayViewMut2<'_, T>| match (center, map) {
-        (None, _) => feature_map::transform_into(map, src, dst, device, par),
-        (Some(c), AnyFeatureMap::Maclaurin(m)) => {
-            feature_map::transform_centered_into(m, src, c, dst, device, par)
+    // Products of projections (polynomial sketches, Maclaurin degrees)
+    // overflow for inputs far beyond the length scale; such features are
+    // refused instead of returned as infinities.
+    let products = matches!(
+        map,
+        AnyFeatureMap::Polynomial(_) | AnyFeatureMap::Maclaurin(_)
+    );
+    let transform = |src: ArrayView2<'_, T>, mut dst: ArrayViewMut2<'_, T>| {
+        match (center, map) {
+            (None, _) => feature_map::transform_into(map, src, dst.view_mut(), device, par),
+            (Some(c), AnyFeatureMap::Maclaurin(m)) => {
+                feature_map::transform_centered_into(m, src, c, dst.view_mut(), device, par)
+            }
+            (Some(_), _) => Err(Error::invalid(
+                "center",
+                "only Maclaurin features can be centered",
+            )),
+        }?;
+        if products && dst.iter().any(|v| !v.is_finite()) {
+            return Err(Error::invalid(
+                "X",
+                "the features overflow the float range: they are products of `degree` \
+                 projections of x / length_scale, so rows far beyond the length scale overflow; \
+                 scale X down, raise length_scale or lower the degree",
+            ));
         }
-        (Some(_), _) => Err(Error::invalid(
-            "center",
-            "only Maclaurin features can be centered",
-        )),
+        Ok(())
     };
     let (rows, cols) = (x.nrows(), map.n_components());
     let out = if device == Device::Cpu {
-        ffi::call_rows_with_output(py, rows, cols, row_flops(map), progress, |r, dst| {
-            transform(x.slice(s![r, ..]), dst)
-        })?
+        ffi::call_rows_with_output(
+            py,
+            "n_components",
+            rows,
+            cols,
+            row_flops(map),
+            progress,
+            |r, dst| transform(x.slice(s![r, ..]), dst),
+        )?
     } else {
-        ffi::call_with_output(py, rows, cols, |dst| transform(x, dst))?
+        ffi::call_with_output(py, "n_components", rows, cols, |dst| transform(x, dst))?
     };
     Ok(out.into_any())
 }

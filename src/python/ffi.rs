@@ -438,21 +438,31 @@ where
 /// fill. NumPy's allocator asks the kernel for huge pages on large arrays,
 /// which makes the first write to a fresh 100 MB output several times
 /// cheaper than a plain Rust allocation. Callers must write every element
-/// before the array is returned to Python.
+/// before the array is returned to Python. An output larger than the
+/// memory available is refused first ([`crate::alloc::check_alloc`], naming
+/// `param`: `n_components` for a feature map's output, `X` for an output
+/// of `X`'s shape).
 pub(crate) fn output_array<'py, T: numpy::Element>(
     py: Python<'py>,
+    param: &'static str,
     rows: usize,
     cols: usize,
-) -> Bound<'py, PyArray2<T>> {
+) -> PyResult<Bound<'py, PyArray2<T>>> {
+    let what =
+        format!("the output of {rows} rows x {cols} columns (transform fewer rows at a time)");
+    let checked = crate::alloc::check_alloc(param, &what, &[rows, cols], std::mem::size_of::<T>());
+    map_result(py, checked)?;
     // SAFETY: the array is fully written by the caller before Python sees it
     // (documented contract above); T is a plain float type.
-    unsafe { PyArray2::<T>::new(py, [rows, cols], false) }
+    Ok(unsafe { PyArray2::<T>::new(py, [rows, cols], false) })
 }
 
 /// Runs `f` through [`call`] on a mutable view of a fresh output array (see
-/// [`output_array`]) and returns the array.
+/// [`output_array`], which names `param` when it is too large) and returns
+/// the array.
 pub(crate) fn call_with_output<'py, T, F>(
     py: Python<'py>,
+    param: &'static str,
     rows: usize,
     cols: usize,
     f: F,
@@ -461,7 +471,7 @@ where
     T: numpy::Element + Send,
     F: FnOnce(ndarray::ArrayViewMut2<'_, T>) -> crate::Result<()> + Send,
 {
-    let out = output_array::<T>(py, rows, cols);
+    let out = output_array::<T>(py, param, rows, cols)?;
     {
         let mut rw = out.readwrite();
         let view = rw.as_array_mut();
@@ -474,6 +484,7 @@ where
 /// `rows x cols` output array (see [`output_array`]) and returns the array.
 pub(crate) fn call_rows_with_output<'py, T, F>(
     py: Python<'py>,
+    param: &'static str,
     rows: usize,
     cols: usize,
     row_flops: f64,
@@ -484,7 +495,7 @@ where
     T: numpy::Element + Send,
     F: Fn(Range<usize>, ndarray::ArrayViewMut2<'_, T>) -> crate::Result<()> + Send,
 {
-    let out = output_array::<T>(py, rows, cols);
+    let out = output_array::<T>(py, param, rows, cols)?;
     {
         let mut rw = out.readwrite();
         let mut view = rw.as_array_mut();

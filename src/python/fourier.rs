@@ -6,7 +6,7 @@
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
-use super::ffi;
+use super::ffi::{self, with_float_view, FloatArray2};
 use crate::kernels::Kernel;
 
 /// The exact kernel matrix `K[i, j] = k(x_i, y_j)` (float64), for tests and
@@ -34,8 +34,19 @@ fn kernel_matrix<'py>(
     Ok(k.into_pyarray(py))
 }
 
+/// The length scale `sqrt(d Var(X) / 2)` of scikit-learn's `gamma="scale"`
+/// (1 for data without spread): the default of the estimators whose
+/// `length_scale` is "scale".
+#[pyfunction]
+fn scale_length_scale(py: Python<'_>, x: FloatArray2<'_>) -> PyResult<f64> {
+    with_float_view!(x, |v| ffi::call(py, || Ok(
+        crate::kernels::scale_length_scale(v)
+    )))
+}
+
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kernel_matrix, m)?)?;
+    m.add_function(wrap_pyfunction!(scale_length_scale, m)?)?;
     m.add_function(wrap_pyfunction!(_sobol_points, m)?)?;
     m.add_function(wrap_pyfunction!(_inverse_normal_cdf, m)?)?;
     Ok(())

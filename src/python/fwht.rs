@@ -31,7 +31,7 @@ fn new_typed<'py, T: Real + numpy::Element>(
     normalized: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let (rows, cols) = src.dim();
-    let out = ffi::output_array::<T>(py, rows, cols);
+    let out = ffi::output_array::<T>(py, "X", rows, cols)?;
     {
         let mut rw = out.readwrite();
         let dst = rw.as_array_mut();

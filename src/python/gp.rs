@@ -480,6 +480,7 @@ impl PyFeatureStats {
             let e = Error::invalid("n_features", "must be >= 1, got 0");
             return Err(ffi::to_pyerr(py, e));
         }
+        ffi::map_result(py, FeatureStats::check_size(n_features, 1))?;
         Ok(Self {
             inner: FeatureStats::new(n_features),
         })

@@ -41,10 +41,14 @@ struct PyClassStats {
 impl PyClassStats {
     /// Empty statistics for `n_classes` classes and `n_features` features.
     #[new]
-    fn new(n_classes: usize, n_features: usize) -> Self {
-        Self {
+    fn new(py: Python<'_>, n_classes: usize, n_features: usize) -> PyResult<Self> {
+        ffi::map_result(
+            py,
+            crate::stats::FeatureStats::check_size(n_features, n_classes),
+        )?;
+        Ok(Self {
             inner: ClassStats::new(n_classes, n_features),
-        }
+        })
     }
 
     /// Adds a chunk: features `phi` (float32/float64, `n x D`) and class

@@ -67,7 +67,7 @@ fn fwht_typed<'py, T: Real + numpy::Element>(
             let x: PyReadonlyArray2<'py, T> = x.extract()?;
             let src = x.as_array();
             let (rows, cols) = src.dim();
-            let res = ffi::call_with_output(py, rows, cols, |dst| {
+            let res = ffi::call_with_output(py, "X", rows, cols, |dst| {
                 gpu::fwht_rows_into(src, dst, normalized)
             })?;
             Ok(Some(res.into_any()))
@@ -148,7 +148,7 @@ fn rff_typed<'py, T: Real + numpy::Element>(
     let b: Option<PyReadonlyArray1<'py, T>> = phases.map(|b| b.extract()).transpose()?;
     let (wv, bv) = (w.as_array(), b.as_ref().map(|b| b.as_array()));
     let cols = variant.n_columns(wv.nrows());
-    let out = ffi::call_with_output(py, xv.nrows(), cols, |dst| {
+    let out = ffi::call_with_output(py, "n_components", xv.nrows(), cols, |dst| {
         gpu::rff_features_into(xv, wv, bv, variant, T::from_f64_lossy(scale), dst)
     })?;
     Ok(out.into_any())

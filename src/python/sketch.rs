@@ -78,9 +78,10 @@ fn count(py: Python<'_>, name: &'static str, v: i64, min: i64) -> PyResult<usize
 
 /// The kernel degree argument (`1 ..= MAX_DEGREE`, [`check_degree`]).
 fn degree(py: Python<'_>, v: i64) -> PyResult<u32> {
-    let d = u32::try_from(count(py, "degree", v, 1)?).unwrap_or(u32::MAX);
+    let d = count(py, "degree", v, 1)? as u64;
     ffi::map_result(py, check_degree(d))?;
-    Ok(d)
+    // check_degree bounds d by MAX_DEGREE, a u32.
+    Ok(u32::try_from(d).unwrap_or(MAX_DEGREE))
 }
 
 /// The sketch kind and its number of features for `n_components` real

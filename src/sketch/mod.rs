@@ -169,6 +169,43 @@ impl PolySketch {
                 "the input dimension must be >= 1, got 0",
             ));
         }
+        // The random parameters: `degree` dense `D × d` weight matrices
+        // (twice the rows when complex), or `degree` sign codes (1 byte) and
+        // permutation entries (4 bytes) per padded input dimension and block
+        // of `d'` features for TensorSRHT; TensorSketch's hashes are `O(d)`.
+        let rows = if complex {
+            2 * n_features as u128
+        } else {
+            n_features as u128
+        };
+        let (what, dims, elem) = match kind {
+            SketchKind::Gaussian | SketchKind::Rademacher => (
+                "weights (float64)",
+                [
+                    degree as usize,
+                    usize::try_from(rows).unwrap_or(usize::MAX),
+                    dim,
+                ],
+                8,
+            ),
+            SketchKind::TensorSrht => {
+                let d_pad = padded_dim(dim);
+                (
+                    "signs and permutations",
+                    [degree as usize, n_features.div_ceil(d_pad), d_pad],
+                    5,
+                )
+            }
+            SketchKind::TensorSketch => ("hashes", [degree as usize, dim, 1], 16),
+        };
+        crate::alloc::check_alloc(
+            "n_components",
+            &format!(
+                "the degree-{degree} sketch's {what} for {n_features} features of {dim} inputs"
+            ),
+            &dims,
+            elem,
+        )?;
         let params = match kind {
             SketchKind::Gaussian | SketchKind::Rademacher => Params::Dense(dense::Dense::draw(
                 kind, complex, degree, dim, n_features, rng,
@@ -400,9 +437,11 @@ pub fn check_kernel_params(bias: f64, length_scale: f64) -> Result<()> {
 /// dense inputs: higher degrees overflow or cannot be estimated.
 pub const MAX_DEGREE: u32 = 32;
 
-/// Checks the degree `n` of the polynomial kernel: `1 ≤ n ≤` [`MAX_DEGREE`].
-pub fn check_degree(degree: u32) -> Result<()> {
-    if degree == 0 || degree > MAX_DEGREE {
+/// Checks the degree `n` of the polynomial kernel: `1 ≤ n ≤` [`MAX_DEGREE`]
+/// (any unsigned integer, so that the message shows the value as given).
+pub fn check_degree(degree: impl Into<u64>) -> Result<()> {
+    let degree: u64 = degree.into();
+    if degree == 0 || degree > u64::from(MAX_DEGREE) {
         return Err(Error::invalid(
             "degree",
             format!(

@@ -355,6 +355,15 @@ impl<'a> FeatureLml<'a> {
         if chunk_rows == 0 {
             return Err(Error::invalid("chunk_size", "must be >= 1, got 0"));
         }
+        // The statistics and their gradients (D × D each) and a chunk of
+        // features.
+        FeatureStats::check_size(map.n_components(), 2)?;
+        crate::alloc::check_alloc(
+            "chunk_size",
+            "a chunk of features (float64)",
+            &[chunk_rows.min(x.nrows()), map.n_components()],
+            8,
+        )?;
         let k = params.n_length_scales();
         if k != 1 && k != x.ncols() {
             return Err(Error::ShapeMismatch {

@@ -233,6 +233,21 @@ impl LocalizedMaclaurinGp {
         if !all_finite(x, par) {
             return Err(Error::NonFinite { name: "X" });
         }
+        // Refuse sizes that cannot work before the clustering starts beside
+        // the allocation: the map, the projections of the rows on it
+        // (`N × D` float64) and one cluster's feature-space GP.
+        MaclaurinMap::check_config(&config.map, x.ncols())?;
+        let width = config.map.n_components;
+        crate::alloc::check_alloc(
+            "n_components",
+            &format!(
+                "the projections of the {} training rows on {width} features (float64)",
+                x.nrows()
+            ),
+            &[x.nrows(), width],
+            8,
+        )?;
+        crate::stats::FeatureStats::check_size(width, 1)?;
         let center = training_mean(x);
         let l = config.map.length_scale;
         let allocate = || {

@@ -196,6 +196,10 @@ impl Objective for SparseObjective<'_> {
     }
 }
 
+/// The `M × M` float64 matrices a sparse GP evaluation holds at once (an
+/// upper bound for the size check of [`fit_sparse`]).
+const SPARSE_MATRICES: usize = 8;
+
 /// Fits the sparse GP on `(x, y)`: the initial hyperparameters of
 /// `cfg.hyper` (docs/math/gp.rst, exact GP), the inducing inputs chosen
 /// with them, then L-BFGS on the objective of `cfg.method` over the
@@ -227,6 +231,22 @@ pub fn fit_sparse(
     if chunk_rows == 0 {
         return Err(Error::invalid("chunk_size", "must be >= 1, got 0"));
     }
+    // The M × M matrices of a bound evaluation (K_uu, its factor, the
+    // statistics and their adjoints) and the M × chunk kernel blocks with
+    // their slopes and adjoints, M = min(n_inducing, N).
+    let m = cfg.n_inducing.min(x.nrows());
+    crate::alloc::check_alloc(
+        "n_inducing",
+        &format!("the sparse GP's {SPARSE_MATRICES} matrices of {m} x {m} float64"),
+        &[SPARSE_MATRICES, m, m],
+        8,
+    )?;
+    crate::alloc::check_alloc(
+        "chunk_size",
+        &format!("the sparse GP's kernel blocks of {m} x {chunk_rows} float64"),
+        &[3, m, chunk_rows],
+        8,
+    )?;
     let params = cfg.hyper.resolve(x, y)?;
     let k = params.n_length_scales();
     let v = &params.values;

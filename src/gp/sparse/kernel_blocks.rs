@@ -21,8 +21,14 @@ pub(crate) fn scaled_t(params: &StationaryKernel, x: ArrayView2<'_, f64>) -> Arr
     let (n, d) = x.dim();
     let mut ut = Array2::<f64>::zeros((d, n));
     for (a, mut row) in ut.rows_mut().into_iter().enumerate() {
-        let inv = 1.0 / params.length_scale_of(a);
-        row.zip_mut_with(&x.column(a), |o, &v| *o = v * inv);
+        let l = params.length_scale_of(a);
+        let inv = 1.0 / l;
+        if inv.is_finite() {
+            row.zip_mut_with(&x.column(a), |o, &v| *o = v * inv);
+        } else {
+            // 1/l overflows for subnormal l (0 · ∞ = NaN): divide instead.
+            row.zip_mut_with(&x.column(a), |o, &v| *o = v / l);
+        }
     }
     ut
 }

@@ -1,0 +1,251 @@
+"""Sizes that cannot work are refused fast, and kernels stay exact at extreme scales.
+
+- Every size argument (``n_components``, ``n_grids``, ``n_inducing``,
+  ``max_degree``, ``degree``) is checked against the memory it would take
+  before anything is allocated: a :class:`ValueError` naming the argument
+  and the size in bytes, within a second, instead of an abort of the
+  interpreter or a run of minutes.
+- Kernel evaluations give exactly the kernel variance at zero distance at
+  every scale of the inputs and of the length scale, and every model is
+  equivariant under scaling the inputs and the length scale together (the
+  ``|x|^2 + |y|^2 - 2 x.y`` cancellation and the ``1/l`` overflow broke
+  both).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import randfeat_rs as rf
+from randfeat_rs import (
+    ExactGPC,
+    ExactGPR,
+    LocalizedMaclaurinGPR,
+    MaclaurinFeatures,
+    NystroemFeatures,
+    PolynomialSketch,
+    RandomBinningFeatures,
+    RandomFeatureGPC,
+    RandomFeatureGPR,
+    RandomFourierFeatures,
+    SparseGPR,
+)
+
+HUGE = 10**12
+rng = np.random.default_rng(0)
+X = rng.standard_normal((40, 5))
+Y = np.sin(X[:, 0]) + 0.1 * X[:, 1]
+LABELS = (X[:, 0] > 0).astype(int)
+# Many rows without copying them: a broadcast view, made contiguous (40 MB)
+# by the estimators' validation.
+X_TALL = np.broadcast_to(X[:1], (10**6, 5))
+Y_TALL = np.zeros(10**6)
+
+
+def _refused(fit, match):
+    """``fit()`` raises a ValueError matching ``match`` that gives a byte size,
+    within two seconds."""
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=match) as info:
+        fit()
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 2.0, f"refused after {elapsed:.1f} s"
+    return str(info.value)
+
+
+SIZE_CASES = {
+    "rff": (lambda: RandomFourierFeatures(HUGE).fit(X), "n_components"),
+    "rff-structured": (
+        lambda: RandomFourierFeatures(HUGE, sampler="structured").fit(X),
+        "n_components",
+    ),
+    **{
+        f"sketch-{s}": (
+            lambda s=s: PolynomialSketch(HUGE, sketch=s).fit_transform(X),
+            "n_components",
+        )
+        for s in ["gaussian", "rademacher", "tensor_srht", "tensor_sketch"]
+    },
+    "maclaurin": (lambda: MaclaurinFeatures(HUGE).fit(X), "n_components"),
+    "maclaurin-1d": (lambda: MaclaurinFeatures(HUGE).fit(X[:, :1]), "n_components"),
+    "maclaurin-random": (
+        lambda: MaclaurinFeatures(HUGE, allocation="random").fit(X),
+        "n_components",
+    ),
+    "binning": (lambda: RandomBinningFeatures(HUGE).fit(X), "n_grids"),
+    "nystroem-tall": (lambda: NystroemFeatures(HUGE).fit(X_TALL), "n_components"),
+    "rfgpr-map": (
+        lambda: RandomFeatureGPR(RandomFourierFeatures(HUGE)).fit(X, Y),
+        "n_components",
+    ),
+    # A map that fits, statistics (D x D) that do not.
+    "rfgpr-stats": (
+        lambda: RandomFeatureGPR(RandomFourierFeatures(10**6, random_state=0)).fit(X, Y),
+        "n_components",
+    ),
+    "rfgpr-optimize": (
+        lambda: RandomFeatureGPR(
+            RandomFourierFeatures(10**6, random_state=0),
+            optimize=("length_scale",),
+            random_state=0,
+        ).fit(X, Y),
+        "n_components",
+    ),
+    "rfgpc-stats": (
+        lambda: RandomFeatureGPC(RandomFourierFeatures(10**6, random_state=0)).fit(X, LABELS),
+        "n_components",
+    ),
+    "localized": (lambda: LocalizedMaclaurinGPR(HUGE).fit(X, Y), "n_components"),
+    "localized-stats": (
+        lambda: LocalizedMaclaurinGPR(10**6, random_state=0).fit(X, Y),
+        "n_components",
+    ),
+    "sparse-tall": (
+        lambda: SparseGPR(n_inducing=HUGE, optimize=()).fit(X_TALL, Y_TALL),
+        "n_inducing",
+    ),
+    "stats": (lambda: rf.SufficientStatistics(10**7), "n_components"),
+}
+
+
+@pytest.mark.parametrize("case", SIZE_CASES, ids=list(SIZE_CASES))
+def test_huge_sizes_are_refused_fast_with_the_bytes(case):
+    fit, name = SIZE_CASES[case]
+    msg = _refused(fit, rf"`{name}`")
+    assert "bytes" in msg and f"lower {name}" in msg, msg
+
+
+@pytest.mark.parametrize(
+    "fit",
+    [
+        lambda: MaclaurinFeatures(16, max_degree=10**6).fit(X),
+        lambda: MaclaurinFeatures(16, max_degree=33).fit(X),
+        lambda: LocalizedMaclaurinGPR(16, max_degree=10**6).fit(X, Y),
+    ],
+    ids=["maclaurin", "maclaurin-33", "localized"],
+)
+def test_max_degree_is_bounded(fit):
+    msg = _refused(fit, "`max_degree`")
+    assert "must be <= 32" in msg, msg
+
+
+def test_max_degree_32_is_accepted():
+    phi = MaclaurinFeatures(16, max_degree=32, random_state=0).fit_transform(X)
+    assert phi.shape == (40, 16) and np.isfinite(phi).all()
+
+
+def test_sketch_variance_shows_the_degree_given():
+    with pytest.raises(ValueError, match="got 1000000000000"):
+        rf.sketch_variance(X[0], X[1], degree=10**12, n_components=8, sketch="gaussian")
+
+
+KERNELS = ["gaussian", "laplacian", "matern12", "matern32", "matern52"]
+SCALES = [(1e30, 1.0), (1e-30, 1.0), (1.0, 1e-6), (1.0, 1e-300), (1e300, 1.0), (1e150, 1e150)]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize(("scale", "length_scale"), SCALES)
+def test_kernel_matrix_is_one_at_zero_distance(kernel, scale, length_scale):
+    Xs = np.vstack([X[:8], X[3:4]]) * scale
+    K = rf.kernel_matrix(Xs, kernel=kernel, length_scale=length_scale)
+    np.testing.assert_array_equal(np.diag(K), 1.0)
+    assert K[3, 8] == 1.0 and K[8, 3] == 1.0
+    assert np.isfinite(K).all() and (K >= 0).all() and (K <= 1).all()
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("scale", [1e30, 1e-30])
+def test_kernel_matrix_is_scale_equivariant(kernel, scale):
+    want = rf.kernel_matrix(X[:10], X[5:], kernel=kernel, length_scale=1.3)
+    got = rf.kernel_matrix(X[:10] * scale, X[5:] * scale, kernel=kernel, length_scale=1.3 * scale)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-14)
+
+
+def _scaled_pair(make, scale):
+    """Outputs of ``make(length_scale)`` fitted on (X, 1.1) and on (X s, 1.1 s)."""
+    return make(1.1, X), make(1.1 * scale, X * scale)
+
+
+MODELS = {
+    "nystroem": lambda ls, x: (
+        NystroemFeatures(20, length_scale=ls, random_state=0).fit(x).transform(x)
+    ),
+    "nystroem-matern12": lambda ls, x: (
+        NystroemFeatures(20, kernel="matern12", length_scale=ls, random_state=0).fit(x).transform(x)
+    ),
+    "exact-gpr": lambda ls, x: (
+        ExactGPR(length_scale=ls, kernel_variance=1.5, noise_variance=0.01, optimize=())
+        .fit(x, Y)
+        .predict(x, return_std=True)
+    ),
+    "exact-gpr-matern52": lambda ls, x: (
+        ExactGPR(
+            kernel="matern52",
+            length_scale=ls,
+            kernel_variance=1.5,
+            noise_variance=0.01,
+            optimize=(),
+        )
+        .fit(x, Y)
+        .predict(x, return_std=True)
+    ),
+    "sparse-gpr": lambda ls, x: (
+        SparseGPR(
+            n_inducing=12,
+            length_scale=ls,
+            kernel_variance=1.5,
+            noise_variance=0.01,
+            optimize=(),
+            random_state=0,
+        )
+        .fit(x, Y)
+        .predict(x, return_std=True)
+    ),
+    "exact-gpc": lambda ls, x: ExactGPC(length_scale=ls).fit(x, LABELS).predict_proba(x),
+    "rf-gpr": lambda ls, x: (
+        RandomFeatureGPR(
+            RandomFourierFeatures(64, length_scale=ls, random_state=0), noise_variance=0.01
+        )
+        .fit(x, Y)
+        .predict(x, return_std=True)
+    ),
+    "localized": lambda ls, x: (
+        LocalizedMaclaurinGPR(
+            32, length_scale=ls, noise_variance=0.01, threshold=1.0, random_state=0
+        )
+        .fit(x, Y)
+        .predict(x, return_std=True)
+    ),
+}
+
+
+@pytest.mark.parametrize("model", MODELS, ids=list(MODELS))
+@pytest.mark.parametrize("scale", [1e30, 1e-30])
+def test_models_are_scale_equivariant(model, scale):
+    want, got = _scaled_pair(MODELS[model], scale)
+    want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(g, w, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: PolynomialSketch(8, degree=2, random_state=0),
+        lambda: PolynomialSketch(8, degree=3, sketch="tensor_sketch", random_state=0),
+        lambda: MaclaurinFeatures(8, random_state=0),
+    ],
+    ids=["sketch", "tensor-sketch", "maclaurin"],
+)
+def test_overflowing_product_features_are_refused(make):
+    # Products of projections of rows far beyond the length scale overflow:
+    # a ValueError naming X instead of infinite features.
+    est = make().fit(X)
+    far = X[:3].copy()
+    far[1, 0] = 1e300
+    with pytest.raises(ValueError, match=r"`X`.*overflow"):
+        est.transform(far)
+    assert np.isfinite(est.transform(X)).all()

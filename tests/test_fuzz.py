@@ -1,0 +1,250 @@
+"""Property-based fuzzing of the public Python API.
+
+Random shapes, dtypes (float32, float64), layouts (C, Fortran, strided) and
+values (NaN, infinities, subnormals, +-1e300, +-1e-300, ordinary numbers)
+and random parameters go into every public entry point; each call must
+either raise one of the library's documented exceptions
+(:class:`~randfeat_rs.InvalidInputError`, a ``ValueError``, or
+:class:`~randfeat_rs.InvalidDtypeError`, a ``TypeError``) or return a finite
+result of the documented shape and dtype. Nothing may crash the
+interpreter or raise anything else.
+
+``make test`` runs a short profile (``RANDFEAT_FUZZ_EXAMPLES``, default 20
+examples per test); ``make fuzz`` runs 1,700 per test (10,200 cases).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import randfeat_rs as rf
+from randfeat_rs import (
+    ExactGPR,
+    LocalizedMaclaurinGPR,
+    MaclaurinFeatures,
+    NystroemFeatures,
+    PolynomialSketch,
+    RandomBinningFeatures,
+    RandomFeatureGPR,
+    RandomFourierFeatures,
+    SparseGPR,
+)
+
+EXAMPLES = int(os.environ.get("RANDFEAT_FUZZ_EXAMPLES", "20"))
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=EXAMPLES <= 20,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+# The library's own errors subclass these, and scikit-learn's input
+# validation raises them too.
+DOCUMENTED = (ValueError, TypeError)
+
+SPECIAL = [
+    0.0,
+    -0.0,
+    np.nan,
+    np.inf,
+    -np.inf,
+    5e-324,
+    -5e-324,
+    2.2e-308,
+    1e-300,
+    -1e-300,
+    1e300,
+    -1e300,
+    1.0,
+    -1.0,
+]
+VALUES = st.one_of(
+    st.sampled_from(SPECIAL),
+    st.floats(-10.0, 10.0),
+    st.floats(-10.0, 10.0),
+    st.floats(-10.0, 10.0),
+)
+# scikit-learn's finiteness check sums the input, which warns on inf - inf
+# before it raises its ValueError; the warning is not the library's.
+QUIET = np.errstate(invalid="ignore", over="ignore")
+KERNELS = ["gaussian", "laplacian", "matern12", "matern32", "matern52"]
+
+
+@st.composite
+def arrays(draw, n_rows=None, n_cols=None, dtype=None):
+    """A 2-D array of fuzzed values, dtype and memory layout."""
+    n = draw(st.integers(1, 7)) if n_rows is None else n_rows
+    d = draw(st.integers(1, 4)) if n_cols is None else n_cols
+    dtype = draw(st.sampled_from([np.float64, np.float32])) if dtype is None else dtype
+    # Ordinary values, ordinary values at an extreme scale (all finite), or
+    # any mix of special values.
+    mode = draw(st.sampled_from(["ordinary", "scaled", "special"]))
+    element = VALUES if mode == "special" else st.floats(-3.0, 3.0)
+    values = np.array([draw(element) for _ in range(2 * n * d)], dtype=np.float64)
+    if mode == "scaled":
+        values *= draw(st.sampled_from([1e-300, 1e-150, 1e-30, 1e30, 1e150, 1e300]))
+    with np.errstate(over="ignore"):
+        base = values.astype(dtype).reshape(2 * n, d)
+    layout = draw(st.sampled_from(["C", "F", "strided"]))
+    if layout == "strided":
+        return base[::2]
+    base = base[:n]
+    return np.asfortranarray(base) if layout == "F" else np.ascontiguousarray(base)
+
+
+def _finite(out, shape, dtype):
+    assert out.shape == shape, (out.shape, shape)
+    assert out.dtype == dtype, (out.dtype, dtype)
+    assert np.isfinite(out).all(), out
+
+
+@FUZZ
+@given(
+    x=arrays(),
+    data=st.data(),
+    kernel=st.sampled_from(KERNELS),
+    log_ls=st.floats(-300.0, 300.0),
+)
+def test_fuzz_kernel_matrix(x, data, kernel, log_ls):
+    y = data.draw(arrays(n_cols=x.shape[1]))
+    try:
+        with QUIET:
+            k = rf.kernel_matrix(x, y, kernel=kernel, length_scale=10.0**log_ls)
+    except DOCUMENTED:
+        return
+    _finite(k, (x.shape[0], y.shape[0]), np.float64)
+    assert (k >= 0).all() and (k <= 1).all()
+
+
+TRANSFORMERS = {
+    "rff": lambda n, k, s: RandomFourierFeatures(n, kernel=k, random_state=s),
+    "rff-structured": lambda n, k, s: RandomFourierFeatures(
+        n, kernel=k, sampler="structured", random_state=s
+    ),
+    "sketch": lambda n, k, s: PolynomialSketch(n, degree=1 + s % 3, random_state=s),
+    "sketch-gaussian": lambda n, k, s: PolynomialSketch(
+        n, degree=1 + s % 3, sketch="gaussian", random_state=s
+    ),
+    "maclaurin": lambda n, k, s: MaclaurinFeatures(n, max_degree=4, random_state=s),
+    "nystroem": lambda n, k, s: NystroemFeatures(n, kernel=k, random_state=s),
+}
+
+
+@FUZZ
+@given(
+    x=arrays(),
+    data=st.data(),
+    name=st.sampled_from(sorted(TRANSFORMERS)),
+    n=st.integers(1, 12),
+    kernel=st.sampled_from(KERNELS),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_fuzz_dense_transformers(x, data, name, n, kernel, seed):
+    xt = data.draw(arrays(n_cols=x.shape[1], dtype=x.dtype))
+    est = TRANSFORMERS[name](n, kernel, seed)
+    try:
+        with QUIET:
+            phi = est.fit(x).transform(xt)
+    except DOCUMENTED:
+        return
+    _finite(phi, (xt.shape[0], len(est.get_feature_names_out())), x.dtype)
+
+
+@FUZZ
+@given(
+    x=arrays(),
+    data=st.data(),
+    n=st.integers(1, 12),
+    kernel=st.sampled_from(["gaussian", "laplacian", "matern12"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_fuzz_binning(x, data, n, kernel, seed):
+    xt = data.draw(arrays(n_cols=x.shape[1], dtype=x.dtype))
+    est = RandomBinningFeatures(n, kernel=kernel, random_state=seed)
+    try:
+        with QUIET:
+            z = est.fit(x).transform(xt)
+    except DOCUMENTED:
+        return
+    assert z.shape[0] == xt.shape[0] and z.dtype == x.dtype
+    assert np.isfinite(z.data).all()
+
+
+REGRESSORS = {
+    "rf-gpr": lambda s: RandomFeatureGPR(RandomFourierFeatures(8), random_state=s),
+    "rf-gpr-default": lambda s: RandomFeatureGPR(random_state=s),
+    "exact-gpr": lambda s: ExactGPR(optimize=(), random_state=s),
+    "sparse-gpr": lambda s: SparseGPR(n_inducing=4, optimize=(), random_state=s),
+    "localized": lambda s: LocalizedMaclaurinGPR(8, random_state=s),
+}
+
+
+@FUZZ
+@given(
+    x=arrays(dtype=np.float64),
+    data=st.data(),
+    name=st.sampled_from(sorted(REGRESSORS)),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_fuzz_regressors(x, data, name, seed):
+    y = data.draw(arrays(n_rows=x.shape[0], n_cols=1, dtype=np.float64))[:, 0]
+    xt = data.draw(arrays(n_cols=x.shape[1]))
+    est = REGRESSORS[name](seed)
+    try:
+        with QUIET:
+            mean, std = est.fit(x, y).predict(xt, return_std=True)
+    except DOCUMENTED:
+        return
+    _finite(mean, (xt.shape[0],), np.float64)
+    _finite(std, (xt.shape[0],), np.float64)
+    assert (std >= 0).all()
+
+
+@FUZZ
+@given(data=st.data(), n=st.integers(1, 7))
+def test_fuzz_metrics(data, n):
+    a, b, c, e = (data.draw(arrays(n_rows=n, n_cols=1))[:, 0] for _ in range(4))
+    for f, args in [
+        (rf.rmse, (a, b)),
+        (rf.mean_nll, (a, b, c)),
+        (rf.kl_divergence, (a, b, c, e)),
+    ]:
+        try:
+            with QUIET:
+                v = f(*args)
+        except DOCUMENTED:
+            continue
+        assert isinstance(v, float) and np.isfinite(v), (f.__name__, v)
+    k1 = data.draw(arrays(n_rows=n, n_cols=n))
+    k2 = data.draw(arrays(n_rows=n, n_cols=n))
+    try:
+        with QUIET:
+            v = rf.relative_frobenius_error(k1, k2)
+    except DOCUMENTED:
+        return
+    assert isinstance(v, float) and np.isfinite(v) and v >= 0
+
+
+@FUZZ
+@given(
+    data=st.data(),
+    d=st.integers(1, 6),
+    degree=st.integers(-2, 40),
+    n=st.integers(-1, 64),
+    sketch=st.sampled_from(["gaussian", "rademacher", "tensor_srht", "tensor_sketch"]),
+    complex_weights=st.booleans(),
+)
+def test_fuzz_sketch_variance(data, d, degree, n, sketch, complex_weights):
+    x = data.draw(arrays(n_rows=1, n_cols=d))[0]
+    y = data.draw(arrays(n_rows=1, n_cols=d))[0]
+    try:
+        with QUIET:
+            v = rf.sketch_variance(
+                x, y, degree=degree, n_components=n, sketch=sketch, complex_weights=complex_weights
+            )
+    except DOCUMENTED:
+        return
+    assert isinstance(v, float) and np.isfinite(v) and v >= 0
