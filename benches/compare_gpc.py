@@ -4,9 +4,11 @@ scikit-learn's shipped digits (1,797 x 64, 10 classes), split 1,400 / 397
 by a seeded permutation, inputs / 16 centered by the training mean (the
 protocol of the issue's anchors):
 
-- randfeat_rs RandomFeatureGPC: random Fourier features (D = 1,024), length
+- randfeat_rs RandomFeatureGPC: random Fourier features (D = 512), length
   scale and kernel variance fitted by the summed class marginal likelihood
-  (no restarts), alpha_epsilon = 0.01;
+  (no restarts), alpha_epsilon = 0.01; and with D = 1,024 and
+  alpha_epsilon="auto" (the grid's five values each optimized on four fifths
+  of the rows and scored on the rest, then the final fit: six fits);
 - randfeat_rs ExactGPC: the same model with the exact kernel and the same
   hyperparameter fit;
 - scikit-learn GaussianProcessClassifier(ConstantKernel(1.0) * RBF(8.0))
@@ -67,9 +69,16 @@ def main() -> None:
     print(machine_line())
     Xtr, ytr, Xte, yte = digits()
     arms = {
-        "randfeat_rs RandomFeatureGPC (RFF D=1024, optimize)": lambda: rf.RandomFeatureGPC(
+        "randfeat_rs RandomFeatureGPC (RFF D=512, optimize)": lambda: rf.RandomFeatureGPC(
+            rf.RandomFourierFeatures(512, length_scale=2.0, random_state=0),
+            optimize=("length_scale", "kernel_variance"),
+            n_restarts=0,
+            random_state=0,
+        ),
+        "randfeat_rs RandomFeatureGPC (RFF D=1024, optimize, auto)": lambda: rf.RandomFeatureGPC(
             rf.RandomFourierFeatures(1024, length_scale=2.0, random_state=0),
             optimize=("length_scale", "kernel_variance"),
+            alpha_epsilon="auto",
             n_restarts=0,
             random_state=0,
         ),
@@ -86,18 +95,18 @@ def main() -> None:
     results = {name: evaluate(make, Xtr, ytr, Xte, yte) for name, make in arms.items()}
     base = results["sklearn GaussianProcessClassifier (C*RBF(8.0))"]["fit"]
     print(f"digits {N_TRAIN} / {yte.size}, 10 classes")
-    print(f"{'model':<54} {'fit s':>8} {'predict s':>9} {'acc':>6} {'NLL':>7} {'sklearn/fit':>11}")
+    print(f"{'model':<58} {'fit s':>8} {'predict s':>9} {'acc':>6} {'NLL':>7} {'sklearn/fit':>11}")
     for name, r in results.items():
         print(
-            f"{name:<54} {r['fit']:8.2f} {r['predict']:9.3f} {r['accuracy']:6.3f} "
+            f"{name:<58} {r['fit']:8.2f} {r['predict']:9.3f} {r['accuracy']:6.3f} "
             f"{r['nll']:7.3f} {base / r['fit']:10.1f}x"
         )
-    for name in list(results)[:2]:
+    for name in list(results)[:3]:
         clf = results[name]["clf"]
         print(
             f"{name}: length_scale_ {np.round(clf.length_scale_, 3)}, kernel_variance_ "
             f"{clf.kernel_variance_:.3f}, LML {clf.log_marginal_likelihood_:.1f}, "
-            f"{clf.n_iter_} L-BFGS iterations"
+            f"{clf.n_iter_} L-BFGS iterations, alpha_epsilon_ {clf.alpha_epsilon_}"
         )
 
 
