@@ -92,7 +92,10 @@ def main() -> None:
             ConstantKernel(1.0) * RBF(8.0), random_state=0
         ),
     }
-    results = {name: evaluate(make, Xtr, ytr, Xte, yte) for name, make in arms.items()}
+    results = {}
+    for name, make in arms.items():
+        results[name] = r = evaluate(make, Xtr, ytr, Xte, yte)
+        print(f"  {name}: fit {r['fit']:.2f} s", flush=True)
     base = results["sklearn GaussianProcessClassifier (C*RBF(8.0))"]["fit"]
     print(f"digits {N_TRAIN} / {yte.size}, 10 classes")
     print(f"{'model':<58} {'fit s':>8} {'predict s':>9} {'acc':>6} {'NLL':>7} {'sklearn/fit':>11}")

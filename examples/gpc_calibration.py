@@ -7,11 +7,12 @@ held-out rows) against scikit-learn's ``GaussianProcessClassifier``
 likelihood) on scikit-learn's shipped digits (1,797 images of 8 x 8 pixels,
 10 classes; inputs / 16, centered by the training mean).
 
-To keep the example fast, scikit-learn's classifier is trained on the first
-200 training rows only (its fit grows like N^3 per class and optimizer
-step, minutes on 400 rows); RandomFeatureGPC (512 random Fourier features)
-is trained on all 1,400 and, for a like-for-like line, on the same 200
-rows. ``benches/compare_gpc.py`` compares both on the
+To keep the example short, scikit-learn's classifier is trained on the
+first 200 training rows only (its fit grows like N^3 per class and optimizer
+step; on 200 rows it still takes most of the example's two to three minutes
+on 2 cores, against seconds for RandomFeatureGPC); RandomFeatureGPC (512
+random Fourier features) is trained on all 1,400 and, for a like-for-like
+line, on the same 200 rows. ``benches/compare_gpc.py`` compares both on the
 full training set.
 
 Usage::
