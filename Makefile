@@ -78,6 +78,7 @@ bench: develop
 	$(VPY) benches/compare_fwht.py
 	$(VPY) benches/compare_binning.py
 	$(VPY) benches/compare_gp.py
+	$(VPY) benches/compare_gpc.py
 	$(VPY) benches/compare_feature_gp_fit.py
 	$(VPY) benches/compare_localized_gp.py
 	$(VPY) benches/compare_fourier.py

@@ -9,20 +9,29 @@ pickling and bad input.
 
 from __future__ import annotations
 
+import _thread
+import contextlib
 import pickle
+import signal
+import threading
+import time
 
 import numpy as np
 import pytest
+from sklearn.kernel_approximation import RBFSampler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from randfeat_rs import (
     ExactGPC,
     InvalidInputError,
+    MaclaurinFeatures,
     NystroemFeatures,
+    PolynomialSketch,
     RandomFeatureGPC,
     RandomFeatureGPR,
     RandomFourierFeatures,
 )
+from randfeat_rs._gpc import ALPHA_EPSILON_GRID, _held_out_rows
 
 
 def two_blobs(n=60, seed=0):
@@ -162,6 +171,206 @@ def test_exact_handle_refuses_float32_and_foreign_state():
     state = other.fit(X, y.astype(np.float64))._gp.__reduce__()[1][0]
     with pytest.raises(InvalidInputError, match="not a DirichletGPC"):
         type(model)._from_state(state)
+
+
+def test_nystroem_of_every_point_reaches_the_exact_optimum():
+    # With every training row a landmark the feature-space objective is the
+    # exact one at every length scale, so both optimizers find one optimum.
+    X, y = three_classes(n=15)
+    kw = {"alpha_epsilon": 0.05, "optimize": ("length_scale",), "n_restarts": 0}
+    exact = ExactGPC(length_scale=2.0, **kw).fit(X, y)
+    nys = NystroemFeatures(n_components=X.shape[0], length_scale=2.0, random_state=0)
+    feat = RandomFeatureGPC(nys, **kw).fit(X, y)
+    assert exact.n_iter_ > 0 and feat.n_iter_ > 0
+    assert exact.length_scale_ != 2.0
+    np.testing.assert_allclose(feat.length_scale_, exact.length_scale_, rtol=1e-4)
+    np.testing.assert_allclose(
+        feat.log_marginal_likelihood_, exact.log_marginal_likelihood_, rtol=1e-8
+    )
+    assert feat.kernel_variance_ == exact.kernel_variance_ == 1.0
+    # The transformer moved to the optimum, its landmarks kept.
+    assert feat.features_.length_scale == feat.length_scale_
+    np.testing.assert_array_equal(feat.features_.components_, X[feat.features_.component_indices_])
+    np.testing.assert_allclose(feat.predict_latent(X)[0], exact.predict_latent(X)[0], atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "features",
+    [
+        RandomFourierFeatures(64, length_scale=3.0, random_state=0),
+        MaclaurinFeatures(64, length_scale=3.0, random_state=0),
+    ],
+    ids=["rff", "maclaurin"],
+)
+def test_optimize_fits_length_scale_and_kernel_variance(features):
+    X, y = three_classes()
+    start = RandomFeatureGPC(features).fit(X, y)
+    opt = RandomFeatureGPC(
+        features, optimize=("length_scale", "kernel_variance"), n_restarts=1, random_state=0
+    ).fit(X, y)
+    assert opt.n_iter_ > 0
+    assert opt.log_marginal_likelihood_ > start.log_marginal_likelihood_
+    assert (opt.length_scale_, opt.kernel_variance_) != (3.0, 1.0)
+    assert opt.features_.length_scale == opt.length_scale_
+    assert opt.features_.kernel_variance == opt.kernel_variance_
+    # The kept model is the fit on the moved transformer (no refit needed).
+    again = RandomFeatureGPC(_Fixed(opt.features_.transform)).fit(X, y)
+    np.testing.assert_allclose(
+        again.log_marginal_likelihood_, opt.log_marginal_likelihood_, rtol=1e-10
+    )
+    np.testing.assert_allclose(again.predict_proba(X), opt.predict_proba(X), atol=1e-10)
+    assert opt.score(X, y) == 1.0
+    # The exact classifier improves its likelihood the same way, with ARD.
+    ex0 = ExactGPC(length_scale=[3.0, 3.0]).fit(X, y)
+    ex = ExactGPC(length_scale=[3.0, 3.0], optimize=("length_scale", "kernel_variance")).fit(X, y)
+    assert ex.log_marginal_likelihood_ > ex0.log_marginal_likelihood_
+    assert ex.length_scale_.shape == (2,)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda **kw: RandomFeatureGPC(
+            RandomFourierFeatures(100, length_scale=1.5, random_state=0), **kw
+        ),
+        lambda **kw: ExactGPC(length_scale=1.5, **kw),
+    ],
+    ids=["features", "exact"],
+)
+def test_auto_alpha_epsilon_picks_the_best_held_out_score(make):
+    X, y = three_classes(n=40, seed=3)
+    clf = make(alpha_epsilon="auto", random_state=4).fit(X, y)
+    scores = clf.alpha_epsilon_scores_
+    assert scores.shape == (len(ALPHA_EPSILON_GRID),)
+    assert clf.alpha_epsilon_ == ALPHA_EPSILON_GRID[int(np.argmax(scores))]
+    # The scores are the held-out mean log probabilities of fixed fits on
+    # the other rows (a fifth of every class held out, from seed_).
+    held = _held_out_rows(y, clf.seed_)
+    assert held.sum() == 3 * 8
+    for alpha, score in zip(ALPHA_EPSILON_GRID, scores):
+        p = make(alpha_epsilon=alpha).fit(X[~held], y[~held]).predict_proba(X[held])
+        np.testing.assert_allclose(score, np.mean(np.log(p[np.arange(held.sum()), y[held]])))
+    # The final model is the fit on all rows with the chosen value.
+    fixed = make(alpha_epsilon=clf.alpha_epsilon_).fit(X, y)
+    np.testing.assert_array_equal(fixed.predict_proba(X), clf.predict_proba(X))
+    assert not hasattr(fixed, "alpha_epsilon_scores_")
+    assert fixed.alpha_epsilon_ == clf.alpha_epsilon_
+    # Seeded: the same split and choice again.
+    again = make(alpha_epsilon="auto", random_state=4).fit(X, y)
+    np.testing.assert_array_equal(again.alpha_epsilon_scores_, scores)
+
+
+def test_auto_alpha_epsilon_with_optimize_scores_optimized_fits():
+    X, y = three_classes(n=20, seed=3)
+    features = RandomFourierFeatures(48, length_scale=2.0, random_state=0)
+    kw = {"optimize": ("length_scale",), "n_restarts": 0}
+    clf = RandomFeatureGPC(features, alpha_epsilon="auto", random_state=1, **kw).fit(X, y)
+    held = _held_out_rows(y, clf.seed_)
+    alpha = clf.alpha_epsilon_
+    p = (
+        RandomFeatureGPC(features, alpha_epsilon=alpha, **kw)
+        .fit(X[~held], y[~held])
+        .predict_proba(X[held])
+    )
+    j = ALPHA_EPSILON_GRID.index(alpha)
+    expected = np.mean(np.log(p[np.arange(held.sum()), y[held]]))
+    np.testing.assert_allclose(clf.alpha_epsilon_scores_[j], expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["tensor_srht", "rademacher"])
+def test_complex_features_work(kind):
+    X, y = three_classes()
+    Xt, yt = three_classes(seed=5)
+    sketch = PolynomialSketch(
+        200, degree=2, bias=1.0, sketch=kind, complex_weights=True, random_state=0
+    )
+    clf = RandomFeatureGPC(sketch).fit(X / 3, y)
+    assert clf.score(Xt / 3, yt) > 0.95
+    # The [Re | Im] blocks are real features of the real kernel: the model is
+    # the one on the transformed rows.
+    phi = clf.features_.transform(X / 3)
+    assert phi.shape[1] == 200 and np.iscomplexobj(phi) is False
+    ref = RandomFeatureGPC(_Fixed(clf.features_.transform)).fit(X / 3, y)
+    np.testing.assert_allclose(ref.predict_proba(Xt / 3), clf.predict_proba(Xt / 3), atol=1e-12)
+
+
+class _Fixed:
+    """A transformer applying a fixed function (a fitted transformer's
+    ``transform``), so that ``clone`` keeps it fitted."""
+
+    def __init__(self, fn=None):
+        self.fn = fn
+
+    def get_params(self, deep=True):
+        return {"fn": self.fn}
+
+    def set_params(self, **params):
+        self.fn = params["fn"]
+        return self
+
+    def fit(self, X, y=None):
+        return self
+
+    def transform(self, X):
+        return np.array(self.fn(X), dtype=np.float64)
+
+
+def test_optimize_refuses_what_it_cannot_fit():
+    X, y = two_blobs(n=10)
+    with pytest.raises(InvalidInputError, match="noise_variance"):
+        RandomFeatureGPC(optimize=("noise_variance",)).fit(X, y)
+    with pytest.raises(InvalidInputError, match="RBFSampler"):
+        RandomFeatureGPC(RBFSampler(random_state=0), optimize=("length_scale",)).fit(X, y)
+    nys = NystroemFeatures(10, random_state=0)
+    with pytest.raises(InvalidInputError, match="kernel variance"):
+        RandomFeatureGPC(nys, optimize=("kernel_variance",)).fit(X, y)
+    with pytest.raises(InvalidInputError, match="length_scale"):
+        ExactGPC(length_scale=[1.0, 1.0, 1.0]).fit(X, y)
+    with pytest.raises(ValueError, match="alpha_epsilon"):
+        ExactGPC(alpha_epsilon="sometimes").fit(X, y)
+    with pytest.raises(ValueError, match="auto"):
+        ExactGPC(alpha_epsilon="auto").fit(X[:6], [0, 0, 0, 1, 1, 1])
+
+
+@pytest.mark.parametrize("make", [RandomFeatureGPC, ExactGPC], ids=["features", "exact"])
+def test_verbose_reports_the_fit(make, capsys):
+    X, y = three_classes(n=20)
+    make(alpha_epsilon="auto", optimize=("length_scale",), n_restarts=0, verbose=True).fit(X, y)
+    err = capsys.readouterr().err
+    assert make.__name__ in err
+    assert "alpha_epsilon =" in err
+    assert "run 1/1" in err
+
+
+def test_ctrl_c_stops_the_exact_optimization():
+    # 1,000 rows of 5 classes, 20 optimizer runs: minutes of 1,000 x 1,000
+    # factorizations, the monitor checked before every class.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1_000, 4))
+    y = np.argmax(X @ rng.standard_normal((4, 5)), axis=1)
+    clf = ExactGPC(optimize=("length_scale", "kernel_variance"), n_restarts=20, random_state=0)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    sent = []
+
+    def fire():
+        sent.append(time.perf_counter())
+        _thread.interrupt_main()
+
+    timer = threading.Timer(0.6, fire)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            clf.fit(X, y)
+        latency = time.perf_counter() - sent[0]
+    finally:
+        timer.cancel()
+        with contextlib.suppress(KeyboardInterrupt):
+            timer.join()
+        signal.signal(signal.SIGINT, previous)
+    assert latency < 1.0, latency
+    # The library still works.
+    Xs, ys = two_blobs(n=10)
+    assert ExactGPC().fit(Xs, ys).score(Xs, ys) == 1.0
 
 
 @parametrize_with_checks([RandomFeatureGPC(), ExactGPC()])

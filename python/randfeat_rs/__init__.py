@@ -14,7 +14,7 @@ from ._binning import RandomBinningFeatures
 from ._fourier import NystroemFeatures, RandomFourierFeatures, kernel_matrix
 from ._fwht import fwht
 from ._gp import ExactGPR, RandomFeatureGPR, SufficientStatistics
-from ._gpc import ExactGPC, RandomFeatureGPC
+from ._gpc import ALPHA_EPSILON_GRID, ExactGPC, RandomFeatureGPC
 from ._localized_gp import LocalizedMaclaurinGPR
 from ._maclaurin import MaclaurinFeatures
 from ._metrics import kl_divergence, mean_nll, relative_frobenius_error, rmse
@@ -32,6 +32,7 @@ from .exceptions import (
 __version__: str = _core.__version__
 
 __all__ = [
+    "ALPHA_EPSILON_GRID",
     "ExactGPC",
     "ExactGPR",
     "GpuError",

@@ -277,7 +277,9 @@ class DirichletClassStats:
 @final
 class DirichletGPC:
     @staticmethod
-    def fit(stats: DirichletClassStats, alpha_epsilon: float) -> DirichletGPC: ...
+    def fit(
+        stats: DirichletClassStats, alpha_epsilon: float, progress: _Progress | None = None
+    ) -> DirichletGPC: ...
     @staticmethod
     def fit_exact(
         x: NDArray[np.float64],
@@ -287,7 +289,30 @@ class DirichletGPC:
         length_scale: list[float],
         kernel_variance: float,
         alpha_epsilon: float,
-    ) -> DirichletGPC: ...
+        optimize: list[str] = ...,
+        n_restarts: int = 0,
+        seed: int = 0,
+        progress: _Progress | None = None,
+    ) -> tuple[DirichletGPC, int]: ...
+    @staticmethod
+    def fit_optimized(
+        features: FeatureMap,
+        x: NDArray[np.float64],
+        y: NDArray[np.int64],
+        *,
+        n_classes: int,
+        length_scale: float,
+        alpha_epsilon: float,
+        optimize: list[str],
+        n_restarts: int,
+        seed: int,
+        chunk_size: int,
+        progress: _Progress | None = None,
+    ) -> tuple[DirichletGPC, float, float, FeatureMap, int]: ...
+    @property
+    def length_scale(self) -> Optional[NDArray[np.float64]]: ...
+    @property
+    def kernel_variance(self) -> Optional[float]: ...
     def predict_latent(
         self, x: NDArray[np.floating]
     ) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...

@@ -20,22 +20,44 @@ Grams ``Phi_k^T Phi_k``, ``O(N D^2)`` in total), memory ``O(C D^2)``.
 
 from __future__ import annotations
 
+import copy
 from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.preprocessing import LabelEncoder
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._base import DenseFeaturesBase, DeviceMixin
-from ._fourier import RandomFourierFeatures
-from ._gp import _features_chunk
+from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin
+from ._fourier import NystroemFeatures, RandomFourierFeatures
+from ._gp import _features_chunk, _kernel_from_features
+from ._maclaurin import MaclaurinFeatures
+from ._progress import progress_printer
+from .exceptions import InvalidInputError
 
-__all__ = ["ExactGPC", "RandomFeatureGPC"]
+__all__ = ["ALPHA_EPSILON_GRID", "ExactGPC", "RandomFeatureGPC"]
+
+#: The candidates of ``alpha_epsilon="auto"``, smallest first.
+ALPHA_EPSILON_GRID = (0.001, 0.003, 0.01, 0.03, 0.1)
+
+#: The share of every class's rows held out to choose ``alpha_epsilon``.
+_HELD_OUT_SHARE = 0.2
+
+#: The hyperparameters ``optimize`` may name.
+_CLASSIFIER_HYPERPARAMETERS = ("length_scale", "kernel_variance")
+
+_COMMON_CONSTRAINTS: dict = {
+    "alpha_epsilon": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+    "optimize": [None, tuple, list],
+    "n_restarts": [Interval(Integral, 0, None, closed="left")],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+    "device": DeviceMixin._device_constraint,
+}
 
 
 #: Why the classifiers have no GPU path (the message of ``device="gpu"``).
@@ -44,12 +66,97 @@ GPC_CPU_ONLY = (
 )
 
 
-class _DirichletClassifier(DeviceMixin, ClassifierMixin, BaseEstimator):
-    """The label encoding and the predictions shared by both classifiers.
+def _held_out_rows(codes: np.ndarray, seed: int) -> np.ndarray:
+    """A boolean mask of the held-out rows: a seeded ``_HELD_OUT_SHARE`` of
+    every class's rows (rounded down), so both parts keep the class mix."""
+    rng = np.random.default_rng(seed)
+    held = np.zeros(codes.shape[0], dtype=bool)
+    for k in np.unique(codes):
+        rows = np.flatnonzero(codes == k)
+        held[rng.permutation(rows)[: int(_HELD_OUT_SHARE * rows.size)]] = True
+    if not held.any() or np.unique(codes[~held]).size < 2:
+        raise ValueError(
+            "alpha_epsilon='auto' holds out a fifth of every class's rows and needs at least "
+            f"5 rows of some class and 2 classes left to fit on; got {codes.shape[0]} rows"
+        )
+    return held
 
-    Subclasses implement ``_latent(X)`` (latent means and variances, each of
-    shape (n_samples, n_classes)).
+
+def _mean_log_probability(proba: np.ndarray, codes: np.ndarray) -> float:
+    """``mean_i log p_i[y_i]``, probabilities floored at the smallest normal float64."""
+    p = proba[np.arange(codes.shape[0]), codes]
+    return float(np.mean(np.log(np.maximum(p, np.finfo(np.float64).tiny))))
+
+
+class _DirichletClassifier(RandomStateMixin, DeviceMixin, ClassifierMixin, BaseEstimator):
+    """The label encoding, the choice of ``alpha_epsilon`` and the
+    predictions shared by both classifiers.
+
+    Subclasses implement ``_fit_rows(X, codes, alpha_epsilon, progress)``
+    (a fit on some rows, returned as a dict of fitted attributes without
+    setting any), ``_candidates(X, codes, held, progress)`` (the held-out
+    mean log predictive probability of every ``ALPHA_EPSILON_GRID`` value
+    for a model fitted on the other rows) and ``_latent(X)`` (latent means
+    and variances, each of shape (n_samples, n_classes)).
     """
+
+    alpha_epsilon: Any
+    optimize: Any
+    verbose: bool
+
+    def _optimize_names(self) -> list[str]:
+        """The hyperparameter names of ``optimize`` (empty for None), checked."""
+        if self.optimize is None:
+            return []
+        names = [str(n) for n in self.optimize]
+        for n in names:
+            if n not in _CLASSIFIER_HYPERPARAMETERS:
+                raise InvalidInputError(
+                    f"`optimize` contains {n!r}; expected a subset of "
+                    f"{list(_CLASSIFIER_HYPERPARAMETERS)} (the noise is the label transform's)"
+                )
+        return names
+
+    def _fit_all(self, X: np.ndarray, codes: np.ndarray) -> None:
+        """Choose ``alpha_epsilon_`` (held out, for "auto") and fit on all rows."""
+        self._fit_seed()
+        with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
+            if isinstance(self.alpha_epsilon, str):
+                held = _held_out_rows(codes, self.seed_)
+                scores = np.asarray(self._candidates(X, codes, held, progress), dtype=np.float64)
+                self.alpha_epsilon_scores_ = scores
+                self.alpha_epsilon_ = float(ALPHA_EPSILON_GRID[int(np.argmax(scores))])
+                if progress is not None:
+                    progress.message(
+                        f"alpha_epsilon = {self.alpha_epsilon_:g} (held-out mean log "
+                        f"probability {scores.max():.4f})"
+                    )
+            else:
+                self.alpha_epsilon_ = float(self.alpha_epsilon)
+            fitted = self._fit_rows(X, codes, self.alpha_epsilon_, progress)
+        for name, value in fitted.items():
+            setattr(self, name, value)
+        self.log_marginal_likelihood_ = float(sum(self._model.class_lml))
+
+    def _fit_rows(
+        self, X: np.ndarray, codes: np.ndarray, alpha_epsilon: float, progress: Any
+    ) -> dict:
+        raise NotImplementedError
+
+    def _candidates(
+        self, X: np.ndarray, codes: np.ndarray, held: np.ndarray, progress: Any
+    ) -> list[float]:
+        """Fit every grid value on the kept rows, score on the held-out ones
+        (the subclass may share work between the candidates)."""
+        scores = []
+        for alpha in ALPHA_EPSILON_GRID:
+            fitted = self._fit_rows(X[~held], codes[~held], alpha, progress)
+            proba = self._proba_of(fitted, X[held])
+            scores.append(_mean_log_probability(proba, codes[held]))
+        return scores
+
+    def _proba_of(self, fitted: dict, X: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
 
     def _encode_labels(self, y: Any) -> np.ndarray:
         """``classes_`` from any labels; the class codes ``0..C-1`` as int64."""
@@ -168,12 +275,35 @@ class RandomFeatureGPC(_DirichletClassifier):
         latents' prior covariance. ``None``:
         ``RandomFourierFeatures(n_components=256, random_state=0)`` (Gaussian
         kernel, length scale 1, kernel variance 1).
-    alpha_epsilon : float, default=0.01
+    alpha_epsilon : float or "auto", default=0.01
         The Dirichlet prior concentration ``alpha_epsilon > 0`` added to the
         one-hot labels: smaller values give sharper (more confident)
-        probabilities.
+        probabilities. ``"auto"``: the value of ``ALPHA_EPSILON_GRID``
+        (0.001, 0.003, 0.01, 0.03, 0.1) with the highest mean log predictive
+        probability on a held-out fifth of every class's rows (drawn from
+        ``random_state``) for a model fitted on the other rows (with
+        ``optimize``, optimized at every candidate); then the model is
+        fitted on all rows with it.
+    optimize : tuple of str or None, default=None
+        Hyperparameters to fit, a subset of ("length_scale",
+        "kernel_variance"): they maximize the sum over classes of the log
+        marginal likelihood of the transformed heteroscedastic regressions
+        (docs/math/classification.rst, "Hyperparameters") by L-BFGS with
+        analytic gradients from the transformer's own values, the random
+        draw fixed. Needs :class:`RandomFourierFeatures`,
+        :class:`MaclaurinFeatures` or :class:`NystroemFeatures` (its
+        landmarks fixed; length scale only). The rows are held in float64.
+    n_restarts : int, default=2
+        Random restarts of the optimizer after the run from the start.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the optimizer's restarts and the held-out split of
+        ``alpha_epsilon="auto"``.
     chunk_size : int, default=2048
         Rows transformed and accumulated at a time.
+    verbose : bool, default=False
+        Print the progress of the fit (optimizer runs, the choice of
+        ``alpha_epsilon``) to ``sys.stderr``. Ctrl-C interrupts the fit with
+        ``KeyboardInterrupt``.
     device : {"cpu", "gpu", "auto"}, default="cpu"
         Accepted for a uniform API; the classifier runs on the CPU, so
         ``"auto"`` gives ``device_ = "cpu"`` and ``"gpu"`` raises
@@ -182,16 +312,33 @@ class RandomFeatureGPC(_DirichletClassifier):
 
     Attributes
     ----------
+    alpha_epsilon_ : float
+        The ``alpha_epsilon`` used (chosen for "auto").
+    alpha_epsilon_scores_ : ndarray of shape (5,), float64
+        With ``alpha_epsilon="auto"`` only: the held-out mean log predictive
+        probability of every value of ``ALPHA_EPSILON_GRID``.
     classes_ : ndarray of shape (n_classes,)
         The class labels.
     device_ : str
         Always "cpu" (see ``device``).
     features_ : transformer
-        The fitted clone of ``features``.
+        The fitted clone of ``features`` (with ``optimize``: at the fitted
+        hyperparameters, its random draw kept).
+    kernel_variance_ : float or None
+        The kernel variance of ``features_`` (fitted with ``optimize``);
+        None when the transformer does not say.
+    length_scale_ : float or None
+        The length scale of ``features_`` (fitted with ``optimize``); None
+        when the transformer does not say.
     log_marginal_likelihood_ : float
         The summed log marginal likelihood of the class regressions.
     n_features_in_ : int
         Number of input features.
+    n_iter_ : int
+        L-BFGS iterations spent over all runs of the final fit (0 without
+        ``optimize``).
+    seed_ : int
+        The 64-bit seed drawn from ``random_state``.
 
     Examples
     --------
@@ -211,32 +358,44 @@ class RandomFeatureGPC(_DirichletClassifier):
 
     _parameter_constraints: dict = {  # noqa: RUF012
         "features": [None, HasMethods(["fit", "transform"])],
-        "alpha_epsilon": [Interval(Real, 0, None, closed="neither")],
         "chunk_size": [Interval(Integral, 1, None, closed="left")],
-        "device": DeviceMixin._device_constraint,
+        **_COMMON_CONSTRAINTS,
     }
 
     def __init__(
         self,
         features: Any = None,
         *,
-        alpha_epsilon: float = 0.01,
+        alpha_epsilon: Any = 0.01,
+        optimize: Any = None,
+        n_restarts: int = 2,
+        random_state: Any = None,
         chunk_size: int = 2048,
+        verbose: bool = False,
         device: str = "cpu",
     ) -> None:
         self.features = features
         self.alpha_epsilon = alpha_epsilon
+        self.optimize = optimize
+        self.n_restarts = n_restarts
+        self.random_state = random_state
         self.chunk_size = chunk_size
+        self.verbose = verbose
         self.device = device
 
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X: Any, y: Any) -> RandomFeatureGPC:
         """Fit the transformer clone on ``X``, accumulate the per-class statistics, solve.
 
+        With ``optimize`` the hyperparameters are fitted first; with
+        ``alpha_epsilon="auto"`` every candidate is fitted on four fifths of
+        the rows and scored on the rest before the final fit.
+
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training inputs (float32 is kept as float32 for the transformer).
+            Training inputs (float32 is kept as float32 for the transformer
+            unless ``optimize`` is set).
         y : array-like of shape (n_samples,)
             Class labels (any hashable values, at least two classes).
 
@@ -248,36 +407,109 @@ class RandomFeatureGPC(_DirichletClassifier):
         self._resolve_device(unsupported=GPC_CPU_ONLY)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C")
         codes = self._encode_labels(y)
+        self._optimize_names()
+        self._fit_all(X, codes)
+        return self
+
+    def _fitted_features(self, X: np.ndarray) -> Any:
         features = self.features
         if features is None:
             features = RandomFourierFeatures(n_components=256, random_state=0)
-        self.features_ = clone(features).fit(X)
+        return clone(features).fit(X)
+
+    def _stats(self, features: Any, X: np.ndarray, codes: np.ndarray, progress: Any) -> Any:
+        """The per-class statistics of the rows ``X`` (one pass)."""
         # This library's maps know their width: the per-class D x D
         # statistics are sized (and refused when they cannot be held) before
         # any chunk is transformed.
-        fmap = (
-            self.features_._feature_map() if isinstance(self.features_, DenseFeaturesBase) else None
-        )
+        fmap = features._feature_map() if isinstance(features, DenseFeaturesBase) else None
         stats = (
             None
             if fmap is None
             else _core.DirichletClassStats(self.classes_.shape[0], fmap.n_components)
         )
-        step = int(self.chunk_size)
-        for lo in range(0, X.shape[0], step):
-            phi = _features_chunk(self.features_, X[lo : lo + step])
+        n, step = X.shape[0], int(self.chunk_size)
+        for lo in range(0, n, step):
+            phi = _features_chunk(features, X[lo : lo + step])
             if stats is None:
                 stats = _core.DirichletClassStats(self.classes_.shape[0], phi.shape[1])
             stats.accumulate(phi, codes[lo : lo + step])
-        self._model = _core.DirichletGPC.fit(stats, float(self.alpha_epsilon))
-        self.log_marginal_likelihood_ = float(sum(self._model.class_lml))
-        return self
+            if progress is not None:
+                progress("rows accumulated", min(lo + step, n), n, [])
+        return stats
 
-    def _latent(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
+    def _fit_rows(
+        self, X: np.ndarray, codes: np.ndarray, alpha_epsilon: float, progress: Any
+    ) -> dict:
+        features = self._fitted_features(X)
+        names = self._optimize_names()
+        if not names:
+            stats = self._stats(features, X, codes, progress)
+            model = _core.DirichletGPC.fit(stats, alpha_epsilon, progress=progress)
+            ls, kv = _kernel_from_features(features)
+            return {
+                "_model": model,
+                "features_": features,
+                "length_scale_": ls,
+                "kernel_variance_": kv,
+                "n_iter_": 0,
+            }
+        if not isinstance(features, (RandomFourierFeatures, MaclaurinFeatures, NystroemFeatures)):
+            raise InvalidInputError(
+                "`optimize` needs a feature map whose hyperparameters can move with its random "
+                "draw fixed: randfeat_rs.RandomFourierFeatures, MaclaurinFeatures or "
+                f"NystroemFeatures, got {type(features).__name__}"
+            )
+        model, ls, kv, fmap, n_iter = _core.DirichletGPC.fit_optimized(
+            features._feature_map(),
+            np.ascontiguousarray(X, dtype=np.float64),
+            codes,
+            n_classes=self.classes_.shape[0],
+            length_scale=float(features.length_scale),
+            alpha_epsilon=alpha_epsilon,
+            optimize=names,
+            n_restarts=int(self.n_restarts),
+            seed=self.seed_,
+            chunk_size=int(self.chunk_size),
+            progress=progress,
+        )
+        moved = copy.copy(features)
+        moved.length_scale = float(ls)
+        if hasattr(moved, "kernel_variance"):
+            moved.kernel_variance = float(kv)
+        moved._set_map(fmap)
+        return {
+            "_model": model,
+            "features_": moved,
+            "length_scale_": float(ls),
+            "kernel_variance_": float(kv),
+            "n_iter_": int(n_iter),
+        }
+
+    def _candidates(
+        self, X: np.ndarray, codes: np.ndarray, held: np.ndarray, progress: Any
+    ) -> list[float]:
+        if self._optimize_names():
+            return super()._candidates(X, codes, held, progress)
+        # The statistics and the held-out features do not depend on alpha_epsilon.
+        features = self._fitted_features(X[~held])
+        stats = self._stats(features, X[~held], codes[~held], progress)
+        phi = _features_chunk(features, X[held])
+        scores = []
+        for alpha in ALPHA_EPSILON_GRID:
+            mean, var = _core.DirichletGPC.fit(stats, alpha).predict_latent(phi)
+            proba = _core.expected_softmax(mean, var)
+            scores.append(_mean_log_probability(proba, codes[held]))
+        return scores
+
+    def _proba_of(self, fitted: dict, X: np.ndarray) -> np.ndarray:
+        mean, var = self._latent_of(fitted["_model"], fitted["features_"], X)
+        return _core.expected_softmax(mean, var)
+
+    def _latent_of(self, model: Any, features: Any, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         step = int(self.chunk_size)
         parts = [
-            self._model.predict_latent(_features_chunk(self.features_, X[lo : lo + step]))
+            model.predict_latent(_features_chunk(features, X[lo : lo + step]))
             for lo in range(0, X.shape[0], step)
         ]
         if not parts:
@@ -285,24 +517,45 @@ class RandomFeatureGPC(_DirichletClassifier):
             return np.zeros((0, n)), np.zeros((0, n))
         return np.vstack([m for m, _ in parts]), np.vstack([v for _, v in parts])
 
+    def _latent(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
+        return self._latent_of(self._model, self.features_, X)
+
 
 class ExactGPC(_DirichletClassifier):
     """Dirichlet-based GP classifier with the exact Gaussian kernel.
 
     The model of :class:`RandomFeatureGPC` with the kernel matrix itself:
-    per class the exact GP with ``K + Sigma_c`` (``O(N^3)`` time, ``C + 1``
-    matrices of ``N x N`` float64 held; refused when they exceed the
-    available memory). The reference for the feature-space approximations.
+    per class the exact GP with ``K + Sigma_c`` (``O(N^3)`` time, ``C + 2``
+    matrices of ``N x N`` float64 held, one more with ``optimize``; refused
+    when they exceed the available memory). The reference for the
+    feature-space approximations.
 
     Parameters
     ----------
     length_scale : float or array-like of shape (n_features,), default=1.0
         Length scale(s) ``l`` of ``k(x, x') = kernel_variance *
-        exp(-|x - x'|^2 / (2 l^2))`` (one per input column: ARD).
+        exp(-|x - x'|^2 / (2 l^2))`` (one per input column: ARD); the start
+        with ``optimize``.
     kernel_variance : float, default=1.0
-        The kernel variance (the latents' prior variance).
-    alpha_epsilon : float, default=0.01
-        The Dirichlet prior concentration ``alpha_epsilon > 0``.
+        The kernel variance (the latents' prior variance); the start with
+        ``optimize``.
+    alpha_epsilon : float or "auto", default=0.01
+        The Dirichlet prior concentration ``alpha_epsilon > 0``; ``"auto"``
+        chooses it as :class:`RandomFeatureGPC` does.
+    optimize : tuple of str or None, default=None
+        Hyperparameters to fit, a subset of ("length_scale",
+        "kernel_variance"), by the summed class log marginal likelihood
+        (docs/math/classification.rst, "Hyperparameters"; L-BFGS with
+        analytic gradients).
+    n_restarts : int, default=2
+        Random restarts of the optimizer after the run from the start.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the optimizer's restarts and the held-out split of
+        ``alpha_epsilon="auto"``.
+    verbose : bool, default=False
+        Print the progress of the fit to ``sys.stderr``. Ctrl-C interrupts
+        the fit with ``KeyboardInterrupt``.
     device : {"cpu", "gpu", "auto"}, default="cpu"
         Accepted for a uniform API; the classifier runs on the CPU, so
         ``"auto"`` gives ``device_ = "cpu"`` and ``"gpu"`` raises
@@ -310,14 +563,28 @@ class ExactGPC(_DirichletClassifier):
 
     Attributes
     ----------
+    alpha_epsilon_ : float
+        The ``alpha_epsilon`` used (chosen for "auto").
+    alpha_epsilon_scores_ : ndarray of shape (5,), float64
+        With ``alpha_epsilon="auto"`` only: the held-out mean log predictive
+        probability of every value of ``ALPHA_EPSILON_GRID``.
     classes_ : ndarray of shape (n_classes,)
         The class labels.
     device_ : str
         Always "cpu" (see ``device``).
+    kernel_variance_ : float
+        The kernel variance used (fitted with ``optimize``).
+    length_scale_ : float or ndarray of shape (n_features,)
+        The length scale(s) used (fitted with ``optimize``).
     log_marginal_likelihood_ : float
         The summed log marginal likelihood of the class regressions.
     n_features_in_ : int
         Number of input features.
+    n_iter_ : int
+        L-BFGS iterations spent over all runs of the final fit (0 without
+        ``optimize``).
+    seed_ : int
+        The 64-bit seed drawn from ``random_state``.
 
     Examples
     --------
@@ -332,8 +599,7 @@ class ExactGPC(_DirichletClassifier):
     _parameter_constraints: dict = {  # noqa: RUF012
         "length_scale": [Interval(Real, 0, None, closed="neither"), "array-like"],
         "kernel_variance": [Interval(Real, 0, None, closed="neither")],
-        "alpha_epsilon": [Interval(Real, 0, None, closed="neither")],
-        "device": DeviceMixin._device_constraint,
+        **_COMMON_CONSTRAINTS,
     }
 
     def __init__(
@@ -341,17 +607,25 @@ class ExactGPC(_DirichletClassifier):
         *,
         length_scale: Any = 1.0,
         kernel_variance: float = 1.0,
-        alpha_epsilon: float = 0.01,
+        alpha_epsilon: Any = 0.01,
+        optimize: Any = None,
+        n_restarts: int = 2,
+        random_state: Any = None,
+        verbose: bool = False,
         device: str = "cpu",
     ) -> None:
         self.length_scale = length_scale
         self.kernel_variance = kernel_variance
         self.alpha_epsilon = alpha_epsilon
+        self.optimize = optimize
+        self.n_restarts = n_restarts
+        self.random_state = random_state
+        self.verbose = verbose
         self.device = device
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> ExactGPC:
-        """Factor ``K + Sigma_c`` for every class.
+        """Fit the hyperparameters in ``optimize``, then factor ``K + Sigma_c`` for every class.
 
         Parameters
         ----------
@@ -368,17 +642,37 @@ class ExactGPC(_DirichletClassifier):
         self._resolve_device(unsupported=GPC_CPU_ONLY)
         X, y = validate_data(self, X, y, dtype=np.float64, order="C")
         codes = self._encode_labels(y)
+        self._optimize_names()
+        self._fit_all(X, codes)
+        return self
+
+    def _fit_rows(
+        self, X: np.ndarray, codes: np.ndarray, alpha_epsilon: float, progress: Any
+    ) -> dict:
         length_scale = np.atleast_1d(np.asarray(self.length_scale, dtype=np.float64))
-        self._model = _core.DirichletGPC.fit_exact(
+        model, n_iter = _core.DirichletGPC.fit_exact(
             X,
             codes,
             n_classes=self.classes_.shape[0],
             length_scale=length_scale.tolist(),
             kernel_variance=float(self.kernel_variance),
-            alpha_epsilon=float(self.alpha_epsilon),
+            alpha_epsilon=alpha_epsilon,
+            optimize=self._optimize_names(),
+            n_restarts=int(self.n_restarts),
+            seed=self.seed_,
+            progress=progress,
         )
-        self.log_marginal_likelihood_ = float(sum(self._model.class_lml))
-        return self
+        ls = np.asarray(model.length_scale)
+        return {
+            "_model": model,
+            "length_scale_": float(ls[0]) if np.ndim(self.length_scale) == 0 else ls,
+            "kernel_variance_": float(model.kernel_variance),
+            "n_iter_": int(n_iter),
+        }
+
+    def _proba_of(self, fitted: dict, X: np.ndarray) -> np.ndarray:
+        mean, var = fitted["_model"].predict_latent(X)
+        return _core.expected_softmax(mean, var)
 
     def _latent(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C")

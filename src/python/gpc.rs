@@ -4,14 +4,19 @@
 //! struct that pickles by value, nothing refitted on loading) and the
 //! expected softmax.
 
-use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
+use super::feature_map::PyFeatureMap;
 use super::ffi::{self, with_float_view, FloatArray2};
 use crate::error::Error;
+use crate::gp::dirichlet::optimize::{
+    fit_dirichlet_gpc, fit_exact_gpc, FreeHypers, GpcMap, GpcOptimizeConfig,
+};
 use crate::gp::dirichlet::{expected_softmax as softmax, ClassStats, DirichletGpc, ExactGpc};
-use crate::kernels::StationaryKernel;
+use crate::gp::OptimizerConfig;
+use crate::progress::Monitor;
 use crate::system::available_memory_bytes;
 use crate::threads::Parallelism;
 
@@ -135,12 +140,20 @@ struct PyDirichletGpc {
 #[pymethods]
 impl PyDirichletGpc {
     /// Fits every class from per-class feature statistics with
-    /// `alpha_epsilon`.
+    /// `alpha_epsilon`. `progress`, when given, is called as
+    /// `progress(stage, done, total, messages)`; Ctrl-C interrupts the fit
+    /// between classes.
     #[staticmethod]
-    fn fit(py: Python<'_>, stats: PyRef<'_, PyClassStats>, alpha_epsilon: f64) -> PyResult<Self> {
+    #[pyo3(signature = (stats, alpha_epsilon, progress=None))]
+    fn fit(
+        py: Python<'_>,
+        stats: PyRef<'_, PyClassStats>,
+        alpha_epsilon: f64,
+        progress: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         let stats = &stats.inner;
-        let model = ffi::call(py, || {
-            DirichletGpc::fit(stats, alpha_epsilon, Parallelism::Rayon)
+        let model = ffi::call_monitored(py, progress, |monitor: &Monitor| {
+            DirichletGpc::fit_monitored(stats, alpha_epsilon, Parallelism::Rayon, monitor)
         })?;
         Ok(Self {
             inner: Model::Features(model),
@@ -149,9 +162,16 @@ impl PyDirichletGpc {
 
     /// Fits the exact classifier on inputs `x` (`N x d`) with class codes
     /// `y` in `0..n_classes` and the Gaussian kernel of `length_scale` (one
-    /// value or one per column) and `kernel_variance`.
+    /// value or one per column) and `kernel_variance`; the hyperparameters
+    /// named in `optimize` (`"length_scale"`, `"kernel_variance"`) maximize
+    /// the summed class log marginal likelihood from there (`n_restarts`
+    /// restarts drawn from `seed`). `progress`, when given, is called as
+    /// `progress(stage, done, total, messages)`; Ctrl-C interrupts the fit.
+    /// Returns the classifier and the L-BFGS iterations spent.
     #[staticmethod]
-    #[pyo3(signature = (x, y, *, n_classes, length_scale, kernel_variance, alpha_epsilon))]
+    #[pyo3(signature = (x, y, *, n_classes, length_scale, kernel_variance, alpha_epsilon,
+                        optimize=Vec::new(), n_restarts=0, seed=0, progress=None))]
+    #[allow(clippy::too_many_arguments)]
     fn fit_exact(
         py: Python<'_>,
         x: PyReadonlyArray2<'_, f64>,
@@ -160,28 +180,107 @@ impl PyDirichletGpc {
         length_scale: Vec<f64>,
         kernel_variance: f64,
         alpha_epsilon: f64,
-    ) -> PyResult<Self> {
+        optimize: Vec<String>,
+        n_restarts: usize,
+        seed: u64,
+        progress: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Self, u64)> {
         let codes = labels(py, &y)?;
+        let cfg = optimize_config(py, alpha_epsilon, &optimize, n_restarts, seed, 1)?;
         let xv = x.as_array();
-        let kernel = StationaryKernel {
-            kernel: crate::kernels::Kernel::Gaussian,
-            length_scale,
-            variance: kernel_variance,
-        };
-        let model = ffi::call(py, || {
-            ExactGpc::fit(
+        let fit = ffi::call_monitored(py, progress, |monitor: &Monitor| {
+            fit_exact_gpc(
                 xv,
                 &codes,
                 n_classes,
-                kernel,
-                alpha_epsilon,
+                length_scale,
+                kernel_variance,
+                &cfg,
                 available_memory_bytes(),
                 Parallelism::Rayon,
+                monitor,
             )
         })?;
-        Ok(Self {
-            inner: Model::Exact(model),
-        })
+        Ok((
+            Self {
+                inner: Model::Exact(fit.model),
+            },
+            fit.n_iter,
+        ))
+    }
+
+    /// Fits the feature-space classifier on the features of `features` (a
+    /// fitted random Fourier, Maclaurin or Nyström map) with its length
+    /// scale (and kernel variance) named in `optimize` fitted by the summed
+    /// class log marginal likelihood, the random draw (or the landmarks)
+    /// fixed; `length_scale` is the one a Fourier map was drawn at. Inputs
+    /// `x` (float64, `N x d`), class codes `y` in `0..n_classes`,
+    /// `chunk_size` rows transformed at a time. `progress` as in
+    /// `fit_exact`; Ctrl-C interrupts. Returns the classifier, the fitted
+    /// length scale and kernel variance, the map at the optimum and the
+    /// L-BFGS iterations spent.
+    #[staticmethod]
+    #[pyo3(signature = (features, x, y, *, n_classes, length_scale, alpha_epsilon, optimize,
+                        n_restarts, seed, chunk_size, progress=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn fit_optimized(
+        py: Python<'_>,
+        features: PyRef<'_, PyFeatureMap>,
+        x: PyReadonlyArray2<'_, f64>,
+        y: PyReadonlyArray1<'_, i64>,
+        n_classes: usize,
+        length_scale: f64,
+        alpha_epsilon: f64,
+        optimize: Vec<String>,
+        n_restarts: usize,
+        seed: u64,
+        chunk_size: usize,
+        progress: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<(Self, f64, f64, PyFeatureMap, u64)> {
+        let codes = labels(py, &y)?;
+        let cfg = optimize_config(py, alpha_epsilon, &optimize, n_restarts, seed, chunk_size)?;
+        let map = ffi::map_result(py, GpcMap::new(features.inner.clone(), length_scale))?;
+        let xv = x.as_array();
+        let fit = ffi::call_monitored(py, progress, |monitor: &Monitor| {
+            fit_dirichlet_gpc(
+                &map,
+                xv,
+                &codes,
+                n_classes,
+                &cfg,
+                Parallelism::Rayon,
+                monitor,
+            )
+        })?;
+        Ok((
+            Self {
+                inner: Model::Features(fit.model),
+            },
+            fit.length_scale,
+            fit.kernel_variance,
+            PyFeatureMap { inner: fit.map },
+            fit.n_iter,
+        ))
+    }
+
+    /// The exact classifier's length scale(s) (one value, or one per input
+    /// dimension); None for a feature-space model.
+    #[getter]
+    fn length_scale<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray1<f64>>> {
+        match &self.inner {
+            Model::Exact(m) => Some(m.kernel.length_scale.clone().into_pyarray(py)),
+            Model::Features(_) => None,
+        }
+    }
+
+    /// The exact classifier's kernel variance; None for a feature-space
+    /// model.
+    #[getter]
+    fn kernel_variance(&self) -> Option<f64> {
+        match &self.inner {
+            Model::Exact(m) => Some(m.kernel.variance),
+            Model::Features(_) => None,
+        }
     }
 
     /// Latent means and variances (`m x C` each): at test features `phi`
@@ -234,6 +333,28 @@ impl PyDirichletGpc {
             inner: ffi::from_state::<Self, _>(cls.py(), state)?,
         })
     }
+}
+
+/// The optimizer settings of a classifier fit.
+fn optimize_config(
+    py: Python<'_>,
+    alpha_epsilon: f64,
+    optimize: &[String],
+    n_restarts: usize,
+    seed: u64,
+    chunk_rows: usize,
+) -> PyResult<GpcOptimizeConfig> {
+    let free = ffi::map_result(py, FreeHypers::from_names(optimize))?;
+    Ok(GpcOptimizeConfig {
+        alpha_epsilon,
+        free,
+        optimizer: OptimizerConfig {
+            n_restarts,
+            seed,
+            ..OptimizerConfig::default()
+        },
+        chunk_rows,
+    })
 }
 
 /// `E[softmax(f)]` (`m x C`) for independent Gaussian latents of means

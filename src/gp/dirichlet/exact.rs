@@ -10,7 +10,69 @@ use crate::error::{Error, Result};
 use crate::gp::exact::{check_training_data, predict_exact};
 use crate::kernels::StationaryKernel;
 use crate::linalg::{as_faer, Cholesky};
+use crate::progress::Monitor;
 use crate::threads::Parallelism;
+
+/// Refuses an exact classifier on `n` rows that holds `n_matrices` float64
+/// `N × N` matrices when they exceed `memory_bytes`.
+pub(crate) fn check_memory(n: usize, n_matrices: usize, memory_bytes: u64) -> Result<()> {
+    let need = (n_matrices as u128) * (n as u128) * (n as u128) * 8;
+    if need > u128::from(memory_bytes) {
+        return Err(Error::invalid(
+            "X",
+            format!(
+                "the exact classifier with N = {n} rows needs about {:.1} GiB but only {:.1} GiB \
+                 of memory is available; use the feature-space classifier (RandomFeatureGPC) \
+                 instead",
+                need as f64 / f64::from(1u32 << 30),
+                memory_bytes as f64 / f64::from(1u32 << 30)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The class latents of the exact classifier from the kernel matrix `k`
+/// (`N × N`, its diagonal overwritten): per class the factor of `K + Σ_c`, `α_c = (K + Σ_c)⁻¹(ỹ_c −
+/// m_c)` and `LML_c = −½ r_cᵀα_c − ½ ln det(K + Σ_c) − (N/2) ln 2π`.
+/// `monitor` is checked before every class.
+///
+/// # Errors
+/// A failed factorization; [`Error::Interrupted`] once `monitor` is
+/// cancelled.
+pub(crate) fn fit_classes(
+    mut k: Array2<f64>,
+    labels: &[usize],
+    n_classes: usize,
+    transform: &LabelTransform,
+    par: Parallelism,
+    monitor: &Monitor,
+) -> Result<Vec<LatentGp>> {
+    let n = labels.len();
+    let diag: Vec<f64> = (0..n).map(|i| k[(i, i)]).collect();
+    (0..n_classes)
+        .map(|c| {
+            monitor.check()?;
+            let n_in = labels.iter().filter(|&&k| k == c).count();
+            let mean = transform.prior_mean(n_in as u64, n as u64);
+            let mut r = Array1::<f64>::zeros(n);
+            for (i, &label) in labels.iter().enumerate() {
+                let (noise, target) = transform.noise_and_target(label == c);
+                k[(i, i)] = diag[i] + noise;
+                r[i] = target - mean;
+            }
+            let chol = Cholesky::new(as_faer(k.view()), par)?;
+            let coef = Array1::from(chol.solve_vec(r.view(), par));
+            let lml = -0.5 * (r.dot(&coef) + chol.log_det() + n as f64 * LN_2PI);
+            Ok(LatentGp {
+                chol,
+                coef,
+                mean,
+                lml,
+            })
+        })
+        .collect()
+}
 
 /// A fitted exact Dirichlet GP classifier: the training inputs, the kernel
 /// and one [`LatentGp`] (an `N × N` factor of `K + Σ_c`) per class.
@@ -52,42 +114,9 @@ impl ExactGpc {
         check_training_data(x, codes.view())?;
         check_labels(labels, n_classes)?;
         kernel.validate(x.ncols())?;
-        let need = (n_classes as u128 + 1) * (n as u128) * (n as u128) * 8;
-        if need > u128::from(memory_bytes) {
-            return Err(Error::invalid(
-                "X",
-                format!(
-                    "the exact classifier with N = {n} rows and {n_classes} classes needs about \
-                     {:.1} GiB but only {:.1} GiB of memory is available; use the feature-space \
-                     classifier (RandomFeatureGPC) instead",
-                    need as f64 / f64::from(1u32 << 30),
-                    memory_bytes as f64 / f64::from(1u32 << 30)
-                ),
-            ));
-        }
-        let mut k = kernel.cross(x, x, par);
-        let diag: Vec<f64> = (0..n).map(|i| k[(i, i)]).collect();
-        let classes = (0..n_classes)
-            .map(|c| {
-                let n_in = labels.iter().filter(|&&k| k == c).count();
-                let mean = transform.prior_mean(n_in as u64, n as u64);
-                let mut r = Array1::<f64>::zeros(n);
-                for (i, &label) in labels.iter().enumerate() {
-                    let (noise, target) = transform.noise_and_target(label == c);
-                    k[(i, i)] = diag[i] + noise;
-                    r[i] = target - mean;
-                }
-                let chol = Cholesky::new(as_faer(k.view()), par)?;
-                let coef = Array1::from(chol.solve_vec(r.view(), par));
-                let lml = -0.5 * (r.dot(&coef) + chol.log_det() + n as f64 * LN_2PI);
-                Ok(LatentGp {
-                    chol,
-                    coef,
-                    mean,
-                    lml,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        check_memory(n, n_classes + 1, memory_bytes)?;
+        let k = kernel.cross(x, x, par);
+        let classes = fit_classes(k, labels, n_classes, &transform, par, &Monitor::default())?;
         Ok(Self {
             x_train: x.to_owned(),
             kernel,

@@ -37,6 +37,7 @@
 //! quadrature (see its docs for the method and its error).
 
 mod exact;
+pub mod optimize;
 pub mod softmax;
 #[cfg(test)]
 mod tests;
@@ -320,6 +321,21 @@ impl DirichletGpc {
     /// [`Error::InvalidParameter`] for `α_ε ≤ 0`, fewer than two classes or
     /// no rows; the statistics' own checks.
     pub fn fit(stats: &ClassStats, alpha_epsilon: f64, par: Parallelism) -> Result<Self> {
+        Self::fit_monitored(stats, alpha_epsilon, par, &Monitor::default())
+    }
+
+    /// [`DirichletGpc::fit`] that checks `monitor` before every class's
+    /// factorization.
+    ///
+    /// # Errors
+    /// As [`DirichletGpc::fit`]; [`Error::Interrupted`] once `monitor` is
+    /// cancelled.
+    pub fn fit_monitored(
+        stats: &ClassStats,
+        alpha_epsilon: f64,
+        par: Parallelism,
+        monitor: &Monitor,
+    ) -> Result<Self> {
         let transform = LabelTransform::new(alpha_epsilon)?;
         let n_classes = stats.n_classes();
         check_labels(&[], n_classes)?;
@@ -348,6 +364,7 @@ impl DirichletGpc {
             .classes
             .iter()
             .map(|sc| {
+                monitor.check()?;
                 let mean = transform.prior_mean(sc.n, n);
                 // Only the lower triangles are read (Cholesky::new).
                 let mut a = gram.mapv(|v| v / noise_out);

@@ -165,7 +165,7 @@ fn no_ard() -> Error {
 }
 
 /// The map at one `θ` with what the length-scale contraction needs.
-enum MapAt {
+pub(crate) enum MapAt {
     /// The Fourier map, its dense frequencies `W` (`m × d`) and, for
     /// `cos_bias`, the map of the sines `σ c sin(Wx + b)` (phases `b − π/2`).
     Fourier {
@@ -181,7 +181,8 @@ enum MapAt {
 }
 
 impl MapAt {
-    fn new(map: AnyFeatureMap) -> Result<Self> {
+    /// The map with what [`MapAt::contract`] needs.
+    pub(crate) fn new(map: AnyFeatureMap) -> Result<Self> {
         match map {
             AnyFeatureMap::Fourier(map) => {
                 let w = map.frequencies();
@@ -209,7 +210,7 @@ impl MapAt {
     }
 
     /// `Φ(x)` of a chunk into `out`.
-    fn transform(
+    pub(crate) fn transform(
         &self,
         x: ArrayView2<'_, f64>,
         out: ArrayViewMut2<'_, f64>,
@@ -224,7 +225,7 @@ impl MapAt {
     /// Adds `Σ_i ⟨R_i, ∂φ_i/∂ln l_a⟩` of a chunk (`x`, its features `phi`,
     /// `r = ∂LML/∂Φ` of its rows) to `out` (one entry per length scale;
     /// one entry sums over the dimensions). `buf` is scratch.
-    fn contract(
+    pub(crate) fn contract(
         &self,
         x: ArrayView2<'_, f64>,
         phi: ArrayView2<'_, f64>,

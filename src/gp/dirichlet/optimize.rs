@@ -1,0 +1,751 @@
+//! Hyperparameters of the Dirichlet GP classifiers (docs/math/classification.rst,
+//! "Hyperparameters"): the length scale(s) and kernel variance maximize the
+//! sum over classes of the log marginal likelihood of the transformed
+//! heteroscedastic regressions, `Σ_c LML_c`, through the generic L-BFGS
+//! path of [`crate::gp::optimize::maximize`] (restarts, best run kept).
+//!
+//! **Feature space** ([`DirichletLml`]). For one class with noise `Σ_c`,
+//! `A_c = ΦᵀΣ_c⁻¹Φ + I`, `w_c = A_c⁻¹b_c` and `α_c = Σ_c⁻¹(r_c − Φw_c)`
+//! (`r_c = ỹ_c − m_c`), the gradient of `LML_c` in the features is
+//! `α_c w_cᵀ − Σ_c⁻¹ΦA_c⁻¹` (the homoscedastic formula of docs/math/gp.rst
+//! with `σ_n²` replaced by `Σ_c`). Row `i` has noise `σ²₀` in every class
+//! but its own, so the sum over classes is
+//!
+//! ```text
+//! R_i = Σ_c α_ic w_c − φ_i (Σ_c A_c⁻¹)/σ²₀ − (1/σ²₁ − 1/σ²₀) φ_i A_{y_i}⁻¹
+//! ```
+//!
+//! (`O(D²)` a row whatever `C`), contracted with `∂φ_i/∂ln l` by the map
+//! (a second pass over the rows). The kernel variance scales `Φ` by `σ`:
+//! `∂/∂ln σ² = ½ Σ_c (w_cᵀw_c − D + tr A_c⁻¹)` from the statistics alone.
+//!
+//! **Nyström features** `Φ = K_XZ T` (`T = K_ZZ^{−1/2}`, landmarks `Z`
+//! fixed) move with the length scale through `K`: with `S = Σ_c S_c` the
+//! summed `ααᵀ − C⁻¹` and `R = SΦ` as above, `½ tr(S ∂Q)` for
+//! `Q = K_XZ K_ZZ⁻¹ K_ZX` is
+//!
+//! ```text
+//! ∂/∂ln l = Σ_ij (R T)_ij ∂K(x_i, z_j)/∂ln l − ½ Σ_jk H_jk ∂K(z_j, z_k)/∂ln l,
+//! H = T (Σ_c w_c w_cᵀ − I + A_c⁻¹) T
+//! ```
+//!
+//! (`RᵀΦ = Σ_c ΦᵀS_cΦ = Σ_c (w_c w_cᵀ − I + A_c⁻¹)`), exact while no
+//! eigenvalue of `K_ZZ` is clipped. With every training row a landmark
+//! `ΦΦᵀ = K`, so the objective is the exact model's.
+//!
+//! **Exact kernel** ([`ExactDirichletLml`]): with `W = Σ_c (α_cα_cᵀ −
+//! (K + Σ_c)⁻¹)`, `∂/∂ln l_a = ½ Σ_ij W_ij K_ij (x_ia − x_ja)²/l_a²` and
+//! `∂/∂ln σ² = ½ Σ_ij W_ij K_ij` (Gaussian kernel).
+
+use std::borrow::Cow;
+
+use ndarray::{s, Array2, ArrayView2, Axis, CowArray, Ix2};
+
+use super::{exact::fit_classes, ClassStats, DirichletGpc, ExactGpc, LabelTransform};
+use crate::error::{Error, Result};
+use crate::feature_map::AnyFeatureMap;
+use crate::gp::exact::check_training_data;
+use crate::gp::feature_lml::{HyperMap, MapAt};
+use crate::gp::optimize::{self, Evaluation, LogParams, Objective, OptimizerConfig};
+use crate::kernels::{Kernel, StationaryKernel};
+use crate::linalg::gemm;
+use crate::nystroem::NystroemFeatures;
+use crate::progress::Monitor;
+use crate::threads::Parallelism;
+
+/// The hyperparameters a classifier fit may optimize.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FreeHypers {
+    /// Optimize the length scale(s).
+    pub length_scale: bool,
+    /// Optimize the kernel variance.
+    pub kernel_variance: bool,
+}
+
+impl FreeHypers {
+    /// From hyperparameter names: `"length_scale"`, `"kernel_variance"`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] (`optimize`) for any other name.
+    pub fn from_names<S: AsRef<str>>(names: &[S]) -> Result<Self> {
+        let mut free = Self::default();
+        for name in names {
+            match name.as_ref() {
+                "length_scale" => free.length_scale = true,
+                "kernel_variance" => free.kernel_variance = true,
+                other => {
+                    return Err(Error::invalid(
+                        "optimize",
+                        format!(
+                            "unknown hyperparameter {other:?} for a classifier; expected \
+                             \"length_scale\" or \"kernel_variance\" (the noise is the label \
+                             transform's)"
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(free)
+    }
+
+    /// The optimizer's parameters `(l.., σ², ·)` (the last slot, the noise
+    /// of the regression models, is fixed and unused).
+    fn params(self, length_scale: Vec<f64>, kernel_variance: f64) -> Result<LogParams> {
+        for &l in &length_scale {
+            super::check_positive("length_scale", l)?;
+        }
+        super::check_positive("kernel_variance", kernel_variance)?;
+        let k = length_scale.len();
+        let mut free = Vec::new();
+        if self.length_scale {
+            free.extend(0..k);
+        }
+        if self.kernel_variance {
+            free.push(k);
+        }
+        let mut values = length_scale;
+        values.push(kernel_variance);
+        values.push(1.0);
+        Ok(LogParams { values, free })
+    }
+}
+
+/// A fitted feature map whose kernel hyperparameters move with its random
+/// draw (or landmarks) fixed.
+#[derive(Clone, Debug)]
+pub enum GpcMap {
+    /// Random Fourier or Maclaurin features ([`HyperMap`]).
+    Movable(HyperMap),
+    /// Nyström features: the landmarks stay, `K_ZZ^{−1/2}` is formed again
+    /// at every length scale; no kernel variance (it is 1).
+    Nystroem(NystroemFeatures),
+}
+
+impl GpcMap {
+    /// Wraps a fitted map; `length_scale` is the one a Fourier map was drawn
+    /// at.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] (`features`) for a polynomial sketch.
+    pub fn new(map: AnyFeatureMap, length_scale: f64) -> Result<Self> {
+        match map {
+            AnyFeatureMap::Nystroem(m) => Ok(GpcMap::Nystroem(m)),
+            AnyFeatureMap::Polynomial(_) => Err(Error::invalid(
+                "features",
+                "optimize needs a feature map whose hyperparameters can move with its random \
+                 draw fixed: RandomFourierFeatures, MaclaurinFeatures or NystroemFeatures; got \
+                 a polynomial sketch",
+            )),
+            other => Ok(GpcMap::Movable(HyperMap::new(other, vec![length_scale])?)),
+        }
+    }
+
+    /// The input dimension `d`.
+    pub fn n_features_in(&self) -> usize {
+        match self {
+            GpcMap::Movable(m) => m.n_features_in(),
+            GpcMap::Nystroem(m) => m.landmarks.ncols(),
+        }
+    }
+
+    /// The output width `D`.
+    pub fn n_components(&self) -> usize {
+        match self {
+            GpcMap::Movable(m) => m.n_components(),
+            GpcMap::Nystroem(m) => m.landmarks.nrows(),
+        }
+    }
+
+    /// The length scale and kernel variance the map was fitted at.
+    pub fn hyperparameters(&self) -> (f64, f64) {
+        match self {
+            GpcMap::Movable(m) => {
+                let (l, kv) = m.hyperparameters();
+                (l[0], kv)
+            }
+            GpcMap::Nystroem(m) => (m.length_scale, 1.0),
+        }
+    }
+
+    /// The map at `length_scale` and `kernel_variance`.
+    ///
+    /// # Errors
+    /// Invalid hyperparameters; a kernel variance other than 1 for Nyström
+    /// features.
+    pub fn at(&self, length_scale: f64, kernel_variance: f64) -> Result<AnyFeatureMap> {
+        Ok(match self {
+            GpcMap::Movable(m) => m.at(&[length_scale], kernel_variance)?,
+            GpcMap::Nystroem(m) => {
+                if kernel_variance != 1.0 {
+                    return Err(no_nystroem_variance());
+                }
+                nystroem_at(m, length_scale)?.into()
+            }
+        })
+    }
+}
+
+fn no_nystroem_variance() -> Error {
+    Error::invalid(
+        "optimize",
+        "NystroemFeatures have no kernel variance (their kernel is normalized); optimize only \
+         \"length_scale\" with them",
+    )
+}
+
+/// The Nyström map of the same landmarks, in the same order, at another
+/// length scale (`K_ZZ^{−1/2}` formed again).
+fn nystroem_at(map: &NystroemFeatures, length_scale: f64) -> Result<NystroemFeatures> {
+    let m = map.landmarks.nrows();
+    let (fit, idx) = NystroemFeatures::fit(map.landmarks.view(), m, map.kernel, length_scale, 0)?;
+    // `fit` permuted the landmarks (row a of its map is landmark idx[a]).
+    let mut norm = Array2::zeros((m, m));
+    for (a, &ia) in idx.iter().enumerate() {
+        for (b, &ib) in idx.iter().enumerate() {
+            norm[(ia, ib)] = fit.normalization[(a, b)];
+        }
+    }
+    NystroemFeatures::from_parts(map.landmarks.clone(), norm, map.kernel, length_scale)
+}
+
+/// `∂k(u, v)/∂ln l` of a normalized kernel with one length scale at the
+/// scaled distance `ρ` ([`Kernel::distance`]): `ψ(ρ) Σ_a δ_a e'(δ_a)`,
+/// which is `2ρψ(ρ)` for the Euclidean kernels and `ρψ(ρ)` for the
+/// Laplacian ([`Kernel::profile_slope`]).
+fn kernel_dlog_l(kernel: Kernel, rho: f64) -> f64 {
+    let factor = if kernel.uses_l1() { 1.0 } else { 2.0 };
+    factor * rho * kernel.profile_slope(rho)
+}
+
+/// `Σ_ij a_ij ∂k(x_i, z_j)/∂ln l` for a Nyström map.
+fn nystroem_contract(
+    map: &NystroemFeatures,
+    x: ArrayView2<'_, f64>,
+    a: ArrayView2<'_, f64>,
+) -> f64 {
+    let inv_l = 1.0 / map.length_scale;
+    let z = map.landmarks.mapv(|v| v * inv_l);
+    let mut total = 0.0;
+    let mut u = vec![0.0; x.ncols()];
+    for (xr, ar) in x.rows().into_iter().zip(a.rows()) {
+        for (ui, &v) in u.iter_mut().zip(xr) {
+            *ui = v * inv_l;
+        }
+        for (zr, &aij) in z.rows().into_iter().zip(ar) {
+            let rho = map.kernel.distance(&u, zr.as_slice().unwrap_or(&[]));
+            total += aij * kernel_dlog_l(map.kernel, rho);
+        }
+    }
+    total
+}
+
+/// The map at one `θ` with its length-scale contraction.
+enum At {
+    Movable(Box<MapAt>),
+    Nystroem(NystroemFeatures),
+}
+
+impl At {
+    fn new(map: &GpcMap, length_scale: f64, kernel_variance: f64) -> Result<Self> {
+        Ok(match (map, map.at(length_scale, kernel_variance)?) {
+            (GpcMap::Nystroem(_), AnyFeatureMap::Nystroem(m)) => At::Nystroem(m),
+            (_, any) => At::Movable(Box::new(MapAt::new(any)?)),
+        })
+    }
+
+    fn transform(
+        &self,
+        x: ArrayView2<'_, f64>,
+        out: ndarray::ArrayViewMut2<'_, f64>,
+        par: Parallelism,
+    ) -> Result<()> {
+        match self {
+            At::Movable(m) => m.transform(x, out, par),
+            At::Nystroem(m) => m.transform_into(x, out, par),
+        }
+    }
+
+    /// Adds `Σ_i ⟨R_i, ∂φ_i/∂ln l⟩` of a chunk to `out[0]` (for Nyström
+    /// features the first term of the module docs).
+    fn contract(
+        &self,
+        x: ArrayView2<'_, f64>,
+        phi: ArrayView2<'_, f64>,
+        r: ArrayView2<'_, f64>,
+        buf: &mut Array2<f64>,
+        out: &mut [f64],
+        par: Parallelism,
+    ) -> Result<()> {
+        match self {
+            At::Movable(m) => m.contract(x, phi, r, buf, out, par),
+            At::Nystroem(m) => {
+                let mut rt = Array2::zeros(r.dim());
+                gemm(r, m.normalization.view(), rt.view_mut());
+                out[0] += nystroem_contract(m, x, rt.view());
+                Ok(())
+            }
+        }
+    }
+
+    /// The term of the length-scale gradient that is not a sum over rows
+    /// (Nyström: `−½ Σ_jk H_jk ∂K(z_j, z_k)/∂ln l`), given
+    /// `G = Σ_c (w_c w_cᵀ − I + A_c⁻¹)`.
+    fn finish(&self, g: &Array2<f64>) -> f64 {
+        match self {
+            At::Movable(_) => 0.0,
+            At::Nystroem(m) => {
+                let t = &m.normalization;
+                let h = t.dot(g).dot(t);
+                -0.5 * nystroem_contract(m, m.landmarks.view(), h.view())
+            }
+        }
+    }
+}
+
+/// The summed class log marginal likelihood of the feature-space
+/// classifier and its gradient as an [`Objective`] of the free log
+/// hyperparameters `(ln l, ln σ²)`; an evaluation's fit is the classifier.
+pub struct DirichletLml<'a> {
+    map: &'a GpcMap,
+    x: CowArray<'a, f64, Ix2>,
+    labels: Cow<'a, [usize]>,
+    n_classes: usize,
+    alpha_epsilon: f64,
+    params: LogParams,
+    chunk_rows: usize,
+    par: Parallelism,
+}
+
+impl<'a> DirichletLml<'a> {
+    /// The objective of `map` on inputs `x` with labels in `0..n_classes`.
+    ///
+    /// # Errors
+    /// Shape mismatches, non-finite inputs, bad labels, `α_ε ≤ 0`,
+    /// `chunk_rows = 0`, a kernel variance to optimize for Nyström features.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        map: &'a GpcMap,
+        x: ArrayView2<'a, f64>,
+        labels: &'a [usize],
+        n_classes: usize,
+        alpha_epsilon: f64,
+        params: LogParams,
+        chunk_rows: usize,
+        par: Parallelism,
+    ) -> Result<Self> {
+        LabelTransform::new(alpha_epsilon)?;
+        check_inputs(x, labels, n_classes)?;
+        Error::check_n_features(map.n_features_in(), x.ncols())?;
+        if chunk_rows == 0 {
+            return Err(Error::invalid("chunk_size", "must be >= 1, got 0"));
+        }
+        if matches!(map, GpcMap::Nystroem(_)) && params.free.contains(&1) {
+            return Err(no_nystroem_variance());
+        }
+        Ok(Self {
+            map,
+            x: x.into(),
+            labels: Cow::Borrowed(labels),
+            n_classes,
+            alpha_epsilon,
+            params,
+            chunk_rows,
+            par,
+        })
+    }
+
+    /// The classifier and the gradient over `(ln l, ln σ²)` at `values`.
+    fn lml(&self, values: &[f64], monitor: &Monitor) -> Result<(Vec<f64>, DirichletGpc)> {
+        let par = self.par;
+        let at = At::new(self.map, values[0], values[1])?;
+        let d = self.map.n_components();
+        let rows = self.chunk_rows.min(self.x.nrows());
+        let mut phi = Array2::<f64>::zeros((rows, d));
+        let mut stats = ClassStats::new(self.n_classes, d);
+        for (i, xc) in self
+            .x
+            .axis_chunks_iter(Axis(0), self.chunk_rows)
+            .enumerate()
+        {
+            monitor.check()?;
+            let (start, c) = (i * self.chunk_rows, xc.nrows());
+            let mut p = phi.slice_mut(s![..c, ..]);
+            at.transform(xc, p.view_mut(), par)?;
+            stats.accumulate(p.view(), &self.labels[start..start + c], par)?;
+        }
+        let gpc = DirichletGpc::fit_monitored(&stats, self.alpha_epsilon, par, monitor)?;
+        let mut grad = vec![0.0; 3];
+        if self.params.free.is_empty() {
+            return Ok((grad, gpc));
+        }
+        monitor.check()?;
+        let a_inv: Vec<Array2<f64>> = gpc.classes.iter().map(|c| c.chol.inverse(par)).collect();
+        grad[1] = 0.5
+            * gpc
+                .classes
+                .iter()
+                .zip(&a_inv)
+                .map(|(c, ai)| c.coef.dot(&c.coef) - d as f64 + ai.diag().sum())
+                .sum::<f64>();
+        if !self.params.free.contains(&0) {
+            return Ok((grad, gpc));
+        }
+        let t = gpc.transform;
+        let n_classes = self.n_classes;
+        let mut w = Array2::<f64>::zeros((d, n_classes));
+        let mut a_sum = Array2::<f64>::zeros((d, d));
+        let mut g = Array2::<f64>::zeros((d, d));
+        for (j, (c, ai)) in gpc.classes.iter().zip(&a_inv).enumerate() {
+            w.column_mut(j).assign(&c.coef);
+            a_sum += ai;
+            g += ai;
+            for i in 0..d {
+                g[(i, i)] -= 1.0;
+            }
+            let wc = c.coef.view().insert_axis(Axis(1));
+            g += &wc.dot(&wc.t());
+        }
+        let shift = 1.0 / t.noise_in - 1.0 / t.noise_out;
+        let mut buf = Array2::<f64>::zeros((0, 0));
+        for (i, xc) in self
+            .x
+            .axis_chunks_iter(Axis(0), self.chunk_rows)
+            .enumerate()
+        {
+            monitor.check()?;
+            let (start, c) = (i * self.chunk_rows, xc.nrows());
+            let labels = &self.labels[start..start + c];
+            let mut p = phi.slice_mut(s![..c, ..]);
+            at.transform(xc, p.view_mut(), par)?;
+            let p = p.view();
+            // α_ic = (ỹ_ic − m_c − φ_i·w_c)/σ²_ic.
+            let mut alpha = p.dot(&w);
+            for (mut row, &k) in alpha.rows_mut().into_iter().zip(labels) {
+                for (j, v) in row.iter_mut().enumerate() {
+                    let (noise, target) = t.noise_and_target(j == k);
+                    *v = (target - gpc.classes[j].mean - *v) / noise;
+                }
+            }
+            let mut r = alpha.dot(&w.t());
+            r.scaled_add(-1.0 / t.noise_out, &p.dot(&a_sum));
+            for (k, ai) in a_inv.iter().enumerate() {
+                let idx: Vec<usize> = (0..c).filter(|&i| labels[i] == k).collect();
+                if idx.is_empty() {
+                    continue;
+                }
+                let part = p.select(Axis(0), &idx).dot(ai);
+                for (row, &i) in part.rows().into_iter().zip(&idx) {
+                    r.row_mut(i).scaled_add(-shift, &row);
+                }
+            }
+            at.contract(xc, p, r.view(), &mut buf, &mut grad[..1], par)?;
+        }
+        grad[0] += at.finish(&g);
+        Ok((grad, gpc))
+    }
+}
+
+impl Objective for DirichletLml<'_> {
+    type Fit = DirichletGpc;
+
+    fn n_rows(&self) -> usize {
+        self.x.nrows()
+    }
+
+    fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<Self::Fit>> {
+        let values = self.params.at(theta)?;
+        let (grad, gpc) = self.lml(&values, monitor)?;
+        Ok(Evaluation {
+            value: gpc.lml(),
+            grad: self.params.select(&grad),
+            fit: gpc,
+        })
+    }
+
+    fn subsample(&self, rows: &[usize]) -> Result<Option<Self>> {
+        Ok(Some(Self {
+            map: self.map,
+            x: self.x.select(Axis(0), rows).into(),
+            labels: Cow::Owned(rows.iter().map(|&i| self.labels[i]).collect()),
+            n_classes: self.n_classes,
+            alpha_epsilon: self.alpha_epsilon,
+            params: self.params.clone(),
+            chunk_rows: self.chunk_rows,
+            par: self.par,
+        }))
+    }
+}
+
+/// Inputs finite, labels as long as the rows and in range.
+fn check_inputs(x: ArrayView2<'_, f64>, labels: &[usize], n_classes: usize) -> Result<()> {
+    let codes = ndarray::Array1::from_iter(labels.iter().map(|&k| k as f64));
+    check_training_data(x, codes.view())?;
+    super::check_labels(labels, n_classes)
+}
+
+/// What a classifier's hyperparameter fit needs besides the data.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpcOptimizeConfig {
+    /// `α_ε > 0`.
+    pub alpha_epsilon: f64,
+    /// The hyperparameters to optimize.
+    pub free: FreeHypers,
+    /// Restarts, seed, iterations and the coarse-to-fine threshold.
+    pub optimizer: OptimizerConfig,
+    /// Rows transformed at a time (feature space).
+    pub chunk_rows: usize,
+}
+
+/// A feature-space classifier with fitted hyperparameters.
+#[derive(Clone, Debug)]
+pub struct FittedDirichletGpc {
+    /// The map at the fitted hyperparameters.
+    pub map: AnyFeatureMap,
+    /// The fitted length scale.
+    pub length_scale: f64,
+    /// The fitted kernel variance.
+    pub kernel_variance: f64,
+    /// The classifier on that map (its [`DirichletGpc::lml`] is the value
+    /// at the optimum).
+    pub model: DirichletGpc,
+    /// L-BFGS iterations spent over all runs.
+    pub n_iter: u64,
+}
+
+/// Fits the hyperparameters of the feature-space classifier on `map` by
+/// maximizing `Σ_c LML_c` ([`DirichletLml`], [`optimize::maximize`]) from
+/// the map's own length scale and kernel variance; the best evaluation's
+/// classifier is returned with the map at the optimum (no refit).
+///
+/// # Errors
+/// As [`DirichletLml::new`]; [`Error::Interrupted`] once `monitor` is
+/// cancelled.
+pub fn fit_dirichlet_gpc(
+    map: &GpcMap,
+    x: ArrayView2<'_, f64>,
+    labels: &[usize],
+    n_classes: usize,
+    cfg: &GpcOptimizeConfig,
+    par: Parallelism,
+    monitor: &Monitor,
+) -> Result<FittedDirichletGpc> {
+    let (l0, kv0) = map.hyperparameters();
+    let params = cfg.free.params(vec![l0], kv0)?;
+    let obj = DirichletLml::new(
+        map,
+        x.view(),
+        labels,
+        n_classes,
+        cfg.alpha_epsilon,
+        params.clone(),
+        cfg.chunk_rows,
+        par,
+    )?;
+    let (theta, model, n_iter) = maximize_or_evaluate(&obj, &params, &cfg.optimizer, monitor)?;
+    let v = params.at(&theta)?;
+    Ok(FittedDirichletGpc {
+        map: map.at(v[0], v[1])?,
+        length_scale: v[0],
+        kernel_variance: v[1],
+        model,
+        n_iter,
+    })
+}
+
+/// [`optimize::maximize`] from the start of `params`, or one evaluation
+/// when nothing is free.
+fn maximize_or_evaluate<O: Objective>(
+    obj: &O,
+    params: &LogParams,
+    cfg: &OptimizerConfig,
+    monitor: &Monitor,
+) -> Result<(Vec<f64>, O::Fit, u64)> {
+    if params.free.is_empty() {
+        monitor.check()?;
+        return Ok((Vec::new(), obj.evaluate(&[], monitor)?.fit, 0));
+    }
+    let opt = optimize::maximize(obj, &params.start(), cfg, monitor)?;
+    Ok((opt.theta, opt.fit, opt.n_iter))
+}
+
+/// The summed class log marginal likelihood of the exact classifier
+/// (Gaussian kernel, one or per-dimension length scales) and its gradient
+/// as an [`Objective`] of the free log hyperparameters `(ln l.., ln σ²)`.
+pub struct ExactDirichletLml<'a> {
+    x: CowArray<'a, f64, Ix2>,
+    labels: Cow<'a, [usize]>,
+    n_classes: usize,
+    alpha_epsilon: f64,
+    params: LogParams,
+    par: Parallelism,
+}
+
+impl<'a> ExactDirichletLml<'a> {
+    /// The objective on inputs `x` with labels in `0..n_classes`.
+    ///
+    /// # Errors
+    /// Shape mismatches, non-finite inputs, bad labels, `α_ε ≤ 0`, a
+    /// length-scale count other than 1 or `d`.
+    pub fn new(
+        x: ArrayView2<'a, f64>,
+        labels: &'a [usize],
+        n_classes: usize,
+        alpha_epsilon: f64,
+        params: LogParams,
+        par: Parallelism,
+    ) -> Result<Self> {
+        LabelTransform::new(alpha_epsilon)?;
+        check_inputs(x, labels, n_classes)?;
+        let k = params.n_length_scales();
+        StationaryKernel::gaussian(params.values[..k].to_vec(), params.values[k])
+            .validate(x.ncols())?;
+        Ok(Self {
+            x: x.into(),
+            labels: Cow::Borrowed(labels),
+            n_classes,
+            alpha_epsilon,
+            params,
+            par,
+        })
+    }
+
+    fn lml(&self, values: &[f64], monitor: &Monitor) -> Result<(Vec<f64>, ExactGpc)> {
+        let par = self.par;
+        let k = values.len() - 2;
+        let kernel = StationaryKernel::gaussian(values[..k].to_vec(), values[k]);
+        let transform = LabelTransform::new(self.alpha_epsilon)?;
+        let x = self.x.view();
+        let kmat = kernel.cross(x, x, par);
+        let classes = fit_classes(
+            kmat.clone(),
+            &self.labels,
+            self.n_classes,
+            &transform,
+            par,
+            monitor,
+        )?;
+        let mut grad = vec![0.0; values.len()];
+        if !self.params.free.is_empty() {
+            let n = x.nrows();
+            let mut w = Array2::<f64>::zeros((n, n));
+            for c in &classes {
+                monitor.check()?;
+                w -= &c.chol.inverse(par);
+                let a = c.coef.view().insert_axis(Axis(1));
+                w += &a.dot(&a.t());
+            }
+            // M = W ⊙ K (symmetric).
+            w *= &kmat;
+            grad[k] = 0.5 * w.sum();
+            if self.params.free.iter().any(|&i| i < k) {
+                let mut per_dim = vec![0.0; x.ncols()];
+                for i in 0..n {
+                    for j in 0..i {
+                        let m = w[(i, j)];
+                        for (a, pd) in per_dim.iter_mut().enumerate() {
+                            let delta = x[(i, a)] - x[(j, a)];
+                            *pd += m * delta * delta;
+                        }
+                    }
+                }
+                // ½ Σ_ij over the symmetric sum = the strict lower triangle.
+                if k == 1 {
+                    grad[0] = per_dim.iter().sum::<f64>() / (values[0] * values[0]);
+                } else {
+                    for (a, pd) in per_dim.iter().enumerate() {
+                        grad[a] = pd / (values[a] * values[a]);
+                    }
+                }
+            }
+        }
+        let model = ExactGpc {
+            x_train: x.to_owned(),
+            kernel,
+            transform,
+            classes,
+        };
+        Ok((grad, model))
+    }
+}
+
+impl Objective for ExactDirichletLml<'_> {
+    type Fit = ExactGpc;
+
+    fn n_rows(&self) -> usize {
+        self.x.nrows()
+    }
+
+    fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<Self::Fit>> {
+        let values = self.params.at(theta)?;
+        let (grad, model) = self.lml(&values, monitor)?;
+        Ok(Evaluation {
+            value: model.lml(),
+            grad: self.params.select(&grad),
+            fit: model,
+        })
+    }
+
+    fn subsample(&self, rows: &[usize]) -> Result<Option<Self>> {
+        Ok(Some(Self {
+            x: self.x.select(Axis(0), rows).into(),
+            labels: Cow::Owned(rows.iter().map(|&i| self.labels[i]).collect()),
+            n_classes: self.n_classes,
+            alpha_epsilon: self.alpha_epsilon,
+            params: self.params.clone(),
+            par: self.par,
+        }))
+    }
+}
+
+/// An exact classifier with fitted hyperparameters.
+#[derive(Clone, Debug)]
+pub struct FittedExactGpc {
+    /// The classifier at the optimum (its kernel holds the fitted length
+    /// scale(s) and kernel variance).
+    pub model: ExactGpc,
+    /// L-BFGS iterations spent over all runs.
+    pub n_iter: u64,
+}
+
+/// Fits the hyperparameters of the exact classifier (Gaussian kernel) from
+/// `length_scale` and `kernel_variance` by maximizing `Σ_c LML_c`
+/// ([`ExactDirichletLml`], [`optimize::maximize`]; one evaluation when
+/// nothing is free). It holds `C + 3` (`C + 2` without optimization)
+/// float64 `N × N` matrices and refuses to start when they exceed
+/// `memory_bytes`.
+///
+/// # Errors
+/// As [`ExactDirichletLml::new`]; too little memory;
+/// [`Error::Interrupted`] once `monitor` is cancelled.
+#[allow(clippy::too_many_arguments)]
+pub fn fit_exact_gpc(
+    x: ArrayView2<'_, f64>,
+    labels: &[usize],
+    n_classes: usize,
+    length_scale: Vec<f64>,
+    kernel_variance: f64,
+    cfg: &GpcOptimizeConfig,
+    memory_bytes: u64,
+    par: Parallelism,
+    monitor: &Monitor,
+) -> Result<FittedExactGpc> {
+    let params = cfg.free.params(length_scale, kernel_variance)?;
+    // The kernel, its copy with the noise and a factor per class; for the
+    // gradient `W` as well.
+    let n_matrices = n_classes + 2 + usize::from(!params.free.is_empty());
+    super::exact::check_memory(x.nrows(), n_matrices, memory_bytes)?;
+    let obj = ExactDirichletLml::new(
+        x.view(),
+        labels,
+        n_classes,
+        cfg.alpha_epsilon,
+        params.clone(),
+        par,
+    )?;
+    let (_, model, n_iter) = maximize_or_evaluate(&obj, &params, &cfg.optimizer, monitor)?;
+    Ok(FittedExactGpc { model, n_iter })
+}
+
+#[cfg(test)]
+#[path = "optimize_tests.rs"]
+mod tests;
