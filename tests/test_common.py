@@ -204,11 +204,13 @@ ESTIMATORS = [
         100,
         6,
     ),
-    Case("exact-gpc", partial(ExactGPC, length_scale=2.0), 100, 6),
+    Case("exact-gpc", partial(ExactGPC, length_scale=2.0, random_state=0), 100, 6),
     Case(
         "rf-gpc-fourier",
         lambda: RandomFeatureGPC(
-            RandomFourierFeatures(64, length_scale=2.0, random_state=0), chunk_size=40
+            RandomFourierFeatures(64, length_scale=2.0, random_state=0),
+            chunk_size=40,
+            random_state=0,
         ),
         100,
         6,
