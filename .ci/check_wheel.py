@@ -7,8 +7,9 @@ Usage: ``python .ci/check_wheel.py dist/wheel/<name>.whl`` (``make wheel-test``)
    debug sections, no paths of the build machine), and ships the license
    (``.dist-info/licenses/LICENSE``, ``License-Expression: MIT``), the type
    stubs and the data files.
-2. A fresh virtual environment (``python -m venv``) gets the wheel and only
-   the dependencies it declares, resolved by pip.
+2. A fresh virtual environment (``python -m venv``) gets the wheel with its
+   optional ``dask`` extra (the README's Dask section runs as a doctest) and
+   only the dependencies they declare, resolved by pip.
 3. From a directory outside the repository (so the source tree cannot be
    imported instead), a smoke test runs each estimator family once and
    round-trips a fitted model through pickle, then the README's doctests run
@@ -188,9 +189,9 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True)
         py = str(env_dir / "bin" / "python")
         pip = [py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        if subprocess.run([*pip, str(wheel)]).returncode != 0:
-            fail("pip install of the wheel")
-        ok("installed into a fresh venv with its declared dependencies")
+        if subprocess.run([*pip, f"{wheel}[dask]"]).returncode != 0:
+            fail("pip install of the wheel with its dask extra")
+        ok("installed into a fresh venv with its declared dependencies and the dask extra")
 
         # Run where no randfeat_rs source is importable.
         work = Path(tmp) / "work"
