@@ -23,7 +23,7 @@ use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
 use crate::maclaurin::MaclaurinKernel;
 use crate::nystroem::NystroemFeatures;
 use crate::progress::Monitor;
-use crate::real::Real;
+use crate::real::{all_finite, Real};
 use crate::sketch::{PolynomialConfig, PolynomialFeatures, SketchKind};
 use crate::threads::Parallelism;
 
@@ -80,7 +80,7 @@ fn transform_view<'py, T: Real + numpy::Element>(
                 "only Maclaurin features can be centered",
             )),
         }?;
-        if products && dst.iter().any(|v| !v.is_finite()) {
+        if products && !all_finite(dst.view(), par) {
             return Err(Error::invalid(
                 "X",
                 "the features overflow the float range: they are products of `degree` \
