@@ -246,10 +246,34 @@ unsafe fn strip_on<T: Real>(isa: Isa, s: &Strip<T>) {
     isa.dispatch(StripOp(s))
 }
 
+/// Whether `isa` has a register of `T` at most `n` lanes wide, so that
+/// [`wide_small`] takes the `n`-point vector (the register widths of the
+/// `Wide` implementations: 64 bytes for AVX-512, 32 for AVX2).
+#[inline(always)]
+fn fills_a_register<T>(isa: Isa, n: usize) -> bool {
+    let bytes = n * std::mem::size_of::<T>();
+    match isa {
+        Isa::Avx512 => bytes >= 64,
+        Isa::Avx2 => bytes >= 32,
+        Isa::Portable => false,
+    }
+}
+
 /// `x <- H x` for an L1-sized power-of-two vector, with the widest
-/// instruction set of this CPU.
+/// instruction set of this CPU. A vector narrower than that instruction
+/// set's register gets the plain loop under every instruction set (see
+/// `Small`), so it runs inline, in the caller's own build, without the
+/// dispatched call: the TensorSRHT of an 8-column input makes one such
+/// transform of 8 points per factor and row, and the call cost more than
+/// its three stages. The same loop either way, so the same bits.
+#[inline(always)]
 pub(super) fn small<T: Real>(x: &mut [T]) {
-    small_on(Isa::detect(), x)
+    let isa = Isa::detect();
+    if fills_a_register::<T>(isa, x.len()) {
+        small_on(isa, x)
+    } else {
+        butterfly::small(x)
+    }
 }
 
 /// `dst <- H src` for an L1-sized power-of-two vector, with the widest
@@ -259,7 +283,14 @@ pub(super) fn small<T: Real>(x: &mut [T]) {
 /// # Panics
 /// If the lengths differ.
 pub(super) fn small_into<T: Real>(src: &[T], dst: &mut [T]) {
-    small_into_on(Isa::detect(), src, dst)
+    let isa = Isa::detect();
+    if fills_a_register::<T>(isa, dst.len()) {
+        small_into_on(isa, src, dst)
+    } else {
+        // As in `small`: the plain loop inline.
+        dst.copy_from_slice(src);
+        butterfly::small(dst)
+    }
 }
 
 /// `dst <- H src` for an L1-sized power-of-two vector, with the passes of
