@@ -54,21 +54,32 @@ pub fn check_within(
     }
 }
 
+/// Allocations up to this size pass [`check_alloc`] without reading the
+/// memory available (a file read, which would cost more than a small
+/// transform): a machine this library runs on has that much to spare, and
+/// the fallible reservation of [`try_vec`] still turns an allocator's
+/// refusal into an error.
+pub const UNCHECKED_BYTES: u64 = 64 << 20;
+
 /// [`check_within`] against the memory available now
-/// ([`crate::system::available_memory_bytes`]).
+/// ([`crate::system::available_memory_bytes`]), which is read only for
+/// allocations over [`UNCHECKED_BYTES`].
 pub fn check_alloc(
     param: &'static str,
     what: &str,
     dims: &[usize],
     elem_bytes: usize,
 ) -> Result<u64> {
-    check_within(
-        param,
-        what,
-        dims,
-        elem_bytes,
-        crate::system::available_memory_bytes(),
-    )
+    match bytes_of(dims, elem_bytes) {
+        Some(b) if b <= UNCHECKED_BYTES => Ok(b),
+        _ => check_within(
+            param,
+            what,
+            dims,
+            elem_bytes,
+            crate::system::available_memory_bytes(),
+        ),
+    }
 }
 
 /// `n` copies of `value`, the buffer reserved fallibly after
@@ -93,6 +104,13 @@ pub fn try_vec<T: Clone>(param: &'static str, what: &str, n: usize, value: T) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_sizes_pass_and_huge_ones_are_refused() {
+        assert_eq!(check_alloc("n", "x", &[1024, 1024], 8), Ok(8 << 20));
+        let e = check_alloc("n", "x", &[1 << 40, 1 << 20], 8).unwrap_err();
+        assert!(e.to_string().contains("lower n"), "{e}");
+    }
 
     #[test]
     fn bytes_overflow_is_none() {

@@ -61,7 +61,6 @@ fn transform_view<'py, T: Real + numpy::Element>(
     center: Option<&[f64]>,
     progress: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let par = Parallelism::Rayon;
     // Products of projections (polynomial sketches, Maclaurin degrees)
     // overflow for inputs far beyond the length scale; such features are
     // refused instead of returned as infinities.
@@ -69,7 +68,7 @@ fn transform_view<'py, T: Real + numpy::Element>(
         map,
         AnyFeatureMap::Polynomial(_) | AnyFeatureMap::Maclaurin(_)
     );
-    let transform = |src: ArrayView2<'_, T>, mut dst: ArrayViewMut2<'_, T>| {
+    let transform = |src: ArrayView2<'_, T>, mut dst: ArrayViewMut2<'_, T>, par: Parallelism| {
         match (center, map) {
             (None, _) => feature_map::transform_into(map, src, dst.view_mut(), device, par),
             (Some(c), AnyFeatureMap::Maclaurin(m)) => {
@@ -99,10 +98,12 @@ fn transform_view<'py, T: Real + numpy::Element>(
             cols,
             row_flops(map),
             progress,
-            |r, dst| transform(x.slice(s![r, ..]), dst),
+            |r, dst, par| transform(x.slice(s![r, ..]), dst, par),
         )?
     } else {
-        ffi::call_with_output(py, "n_components", rows, cols, |dst| transform(x, dst))?
+        ffi::call_with_output(py, "n_components", rows, cols, |dst| {
+            transform(x, dst, Parallelism::Rayon)
+        })?
     };
     Ok(out.into_any())
 }

@@ -43,6 +43,7 @@ use serde::Serialize;
 use crate::error::Error;
 use crate::gpu::Device;
 use crate::progress::Monitor;
+use crate::Parallelism;
 
 /// A 2-D float32 or float64 NumPy array (any strides), read in place: the
 /// argument type of every binding that takes rows in either precision.
@@ -373,6 +374,12 @@ fn report(monitor: &Monitor, callback: &Bound<'_, PyAny>) -> PyResult<()> {
 /// (roughly 0.05 to 0.5 s) runs in one piece in [`call_rows`].
 const ONE_PIECE_FLOPS: f64 = (1u64 << 30) as f64;
 
+/// Work of at most this many floating-point operations (well under a
+/// millisecond on one core) runs in [`call_rows`] on the calling thread,
+/// sequentially: handing it to the pool and back would cost more than the
+/// work, and nothing that short needs a Ctrl-C check.
+const INLINE_FLOPS: f64 = (1u64 << 18) as f64;
+
 /// Floating-point operations per pool thread of the first piece of
 /// [`call_rows`] when the work is split: per thread, so that a wide pool
 /// starts with a piece that keeps every thread busy, not one thread's share
@@ -394,7 +401,11 @@ const PIECE_SECONDS: f64 = 0.1;
 /// with a range of about [`FIRST_PIECE_FLOPS`] per pool thread and sizes the
 /// next ones from the measured time, to [`PIECE_SECONDS`] each. For
 /// row-wise maps, whose rows do not depend on each other, the result does
-/// not depend on the ranges.
+/// not depend on the ranges. `f` gets the parallelism to run its range
+/// with: work of at most [`INLINE_FLOPS`] without a `progress` callback is
+/// one range on the calling thread, [`Parallelism::Sequential`] (see
+/// [`call_inline`]); otherwise [`Parallelism::Rayon`] in the pool, through
+/// plain [`call`] when it is one range and nothing is reported.
 /// `progress` gets the stage "rows".
 pub(crate) fn call_rows<F>(
     py: Python<'_>,
@@ -404,13 +415,23 @@ pub(crate) fn call_rows<F>(
     mut f: F,
 ) -> PyResult<()>
 where
-    F: FnMut(Range<usize>) -> crate::Result<()> + Send,
+    F: FnMut(Range<usize>, Parallelism) -> crate::Result<()> + Send,
 {
+    let row_flops = row_flops.max(1.0);
+    let flops = rows as f64 * row_flops;
+    let threads = crate::threads::get_num_threads();
+    let one_piece = flops <= ONE_PIECE_FLOPS * threads as f64;
+    if progress.is_none() && flops <= INLINE_FLOPS {
+        return call_inline(py, || f(0..rows, Parallelism::Sequential));
+    }
+    if progress.is_none() && one_piece {
+        // One range: nothing to check between ranges or to report, so the
+        // pool runs it without the watching thread's hand-offs.
+        return call(py, || f(0..rows, Parallelism::Rayon));
+    }
     call_monitored(py, progress, |monitor| {
         monitor.stage("rows", rows as u64);
-        let row_flops = row_flops.max(1.0);
-        let threads = rayon::current_num_threads();
-        let mut len = if rows as f64 * row_flops <= ONE_PIECE_FLOPS * threads as f64 {
+        let mut len = if one_piece {
             rows
         } else {
             (FIRST_PIECE_FLOPS * threads as f64 / row_flops) as usize
@@ -422,7 +443,7 @@ where
             monitor.check()?;
             let end = start + len.max(least).min(rows - start);
             let t0 = Instant::now();
-            f(start..end)?;
+            f(start..end, Parallelism::Rayon)?;
             monitor.advance((end - start) as u64);
             let scale = PIECE_SECONDS / t0.elapsed().as_secs_f64().max(1e-6);
             len = ((end - start) as f64 * scale.min(8.0)) as usize;
@@ -493,14 +514,14 @@ pub(crate) fn call_rows_with_output<'py, T, F>(
 ) -> PyResult<Bound<'py, PyArray2<T>>>
 where
     T: numpy::Element + Send,
-    F: Fn(Range<usize>, ndarray::ArrayViewMut2<'_, T>) -> crate::Result<()> + Send,
+    F: Fn(Range<usize>, ndarray::ArrayViewMut2<'_, T>, Parallelism) -> crate::Result<()> + Send,
 {
     let out = output_array::<T>(py, param, rows, cols)?;
     {
         let mut rw = out.readwrite();
         let mut view = rw.as_array_mut();
-        call_rows(py, rows, row_flops, progress, move |r| {
-            f(r.clone(), view.slice_mut(ndarray::s![r, ..]))
+        call_rows(py, rows, row_flops, progress, move |r, par| {
+            f(r.clone(), view.slice_mut(ndarray::s![r, ..]), par)
         })?;
     }
     Ok(out)
