@@ -184,12 +184,16 @@ def test_ctrl_c_stops_long_work_quickly_and_the_library_still_works(prepare):
 )
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_transforms_split_into_row_ranges_equal_the_rows_alone(features, d, dtype):
-    # 6,000 rows are several gigaflops: the transform runs in row ranges
-    # (sized from the measured time, so they differ from run to run); every
-    # row must come out as it does alone.
+    # With a progress callback the transform runs in row ranges (sized from
+    # the measured time, so they differ from run to run) once its work
+    # passes a first range (6,000 rows of the Fourier and Nystroem maps are
+    # several gigaflops; the sketches are cheaper and may run in one);
+    # every row must come out as it does alone.
     X = np.random.default_rng(0).standard_normal((6_000, d)).astype(dtype)
     features = features.fit(X[:500])
-    full = features.transform(X)
+    reports = []
+    full = features._map.transform(X, "cpu", progress=lambda *a: reports.append(a))
+    assert reports and reports[-1][:3] == ("rows", 6_000, 6_000), reports[-1:]
     for start in (0, 1, 255, 421, 1000, 5_700):
         np.testing.assert_array_equal(
             full[start : start + 300], features.transform(X[start : start + 300])

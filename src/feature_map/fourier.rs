@@ -25,6 +25,11 @@ impl FeatureMap for FourierFeatures {
         self.n_components
     }
 
+    /// A projection of the input (`2d`) and a cosine (about 20) per column.
+    fn row_flops(&self) -> f64 {
+        (self.n_components * (2 * self.n_features() + 20)) as f64
+    }
+
     fn transform_into<T: Real>(
         &self,
         x: ArrayView2<'_, T>,

@@ -22,6 +22,10 @@ impl FeatureMap for MaclaurinMap {
         self.width()
     }
 
+    fn row_flops(&self) -> f64 {
+        MaclaurinMap::row_flops(self)
+    }
+
     fn transform_into<T: Real>(
         &self,
         x: ArrayView2<'_, T>,

@@ -69,6 +69,13 @@ pub trait FeatureMap: Sync {
     /// The output width `D`, zero padding columns included.
     fn n_components(&self) -> usize;
 
+    /// A rough count of the floating-point operations of the CPU transform
+    /// of one row: what the Python edge sizes its parallel row ranges by
+    /// (work too small to split runs on the calling thread). Within a small
+    /// factor of the truth for every map, which an estimate from `d` and
+    /// `D` alone is not (TensorSRHT costs `O(D log d)` a row, not `O(dD)`).
+    fn row_flops(&self) -> f64;
+
     /// Writes `Φ(x)` for every row of `x` (`n × d`) into `out` (`n × D`,
     /// C-contiguous) on the CPU, in `x`'s precision; deterministic for any
     /// thread count.
@@ -464,6 +471,10 @@ impl FeatureMap for AnyFeatureMap {
 
     fn n_components(&self) -> usize {
         on_any!(self, m => FeatureMap::n_components(m))
+    }
+
+    fn row_flops(&self) -> f64 {
+        on_any!(self, m => FeatureMap::row_flops(m))
     }
 
     fn transform_into<T: Real>(

@@ -18,6 +18,13 @@ impl FeatureMap for NystroemFeatures {
         self.landmarks.nrows()
     }
 
+    /// A kernel value against each landmark (`3d`), then a row of
+    /// `K_mm^{-1/2}` (`2m`) per column.
+    fn row_flops(&self) -> f64 {
+        let (m, d) = self.landmarks.dim();
+        (m * (3 * d + 2 * m)) as f64
+    }
+
     fn transform_into<T: Real>(
         &self,
         x: ArrayView2<'_, T>,

@@ -23,6 +23,10 @@ impl FeatureMap for PolynomialFeatures {
         PolynomialFeatures::n_components(self)
     }
 
+    fn row_flops(&self) -> f64 {
+        self.sketch().row_flops()
+    }
+
     fn transform_into<T: Real>(
         &self,
         x: ArrayView2<'_, T>,

@@ -632,6 +632,15 @@ impl MaclaurinMap {
         self.seed
     }
 
+    /// A rough count of the floating-point operations of transforming one
+    /// row (see [`crate::feature_map::FeatureMap::row_flops`]): the scaled
+    /// input and its prefactor, the sketches of the degree blocks, and the
+    /// scaling of every column.
+    pub fn row_flops(&self) -> f64 {
+        let sketches: f64 = self.blocks.iter().map(|b| b.sketch.row_flops()).sum();
+        (3 * self.dim + 2 * self.width()) as f64 + sketches
+    }
+
     /// Input dimension `d`.
     pub fn dim(&self) -> usize {
         self.dim

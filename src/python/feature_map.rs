@@ -34,22 +34,6 @@ pub(super) struct PyFeatureMap {
     pub(super) inner: AnyFeatureMap,
 }
 
-/// A rough count of the floating-point operations per row of a CPU
-/// transform (it sizes the row ranges of [`ffi::call_rows`]).
-fn row_flops(map: &AnyFeatureMap) -> f64 {
-    let (d, width) = (map.n_features_in(), map.n_components());
-    let per_column = match map {
-        // A projection of the input and a cosine.
-        AnyFeatureMap::Fourier(_) => 2 * d + 20,
-        // A projection of the input per degree.
-        AnyFeatureMap::Polynomial(p) => 2 * d * p.sketch().degree() as usize,
-        AnyFeatureMap::Maclaurin(m) => 2 * d * m.degree().max(1) as usize,
-        // A kernel value against a landmark, then a row of K_mm^{-1/2}.
-        AnyFeatureMap::Nystroem(_) => 3 * d + 2 * width,
-    };
-    (width * per_column) as f64
-}
-
 /// `Φ(x)` (or `Φ(x − center)`) into a new array of `x`'s dtype: on the CPU
 /// in row ranges with a check for Ctrl-C between two (and progress reports
 /// when `progress` is given); the GPU streams its own chunks in one call.
@@ -96,7 +80,7 @@ fn transform_view<'py, T: Real + numpy::Element>(
             "n_components",
             rows,
             cols,
-            row_flops(map),
+            map.row_flops(),
             progress,
             |r, dst, par| transform(x.slice(s![r, ..]), dst, par),
         )?

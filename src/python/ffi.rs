@@ -371,8 +371,11 @@ fn report(monitor: &Monitor, callback: &Bound<'_, PyAny>) -> PyResult<()> {
 }
 
 /// Work of at most this many floating-point operations per pool thread
-/// (roughly 0.05 to 0.5 s) runs in one piece in [`call_rows`].
-const ONE_PIECE_FLOPS: f64 = (1u64 << 30) as f64;
+/// (roughly 0.05 to 0.5 s at the 10 to 80 Gflop/s a thread that the maps
+/// reach) runs in one piece in [`call_rows`] when no progress is reported:
+/// a Ctrl-C waits for the piece, and every extra piece costs a parallel
+/// dispatch and its uneven tail.
+const ONE_PIECE_FLOPS: f64 = (1u64 << 32) as f64;
 
 /// Work of at most this many floating-point operations (well under a
 /// millisecond on one core) runs in [`call_rows`] on the calling thread,
@@ -381,7 +384,8 @@ const ONE_PIECE_FLOPS: f64 = (1u64 << 30) as f64;
 const INLINE_FLOPS: f64 = (1u64 << 18) as f64;
 
 /// Floating-point operations per pool thread of the first piece of
-/// [`call_rows`] when the work is split: per thread, so that a wide pool
+/// [`call_rows`] when the work is split (always when progress is reported,
+/// so that the display moves): per thread, so that a wide pool
 /// starts with a piece that keeps every thread busy, not one thread's share
 /// spread over all of them.
 const FIRST_PIECE_FLOPS: f64 = (1u64 << 28) as f64;
@@ -396,10 +400,11 @@ const PIECE_SECONDS: f64 = 0.1;
 
 /// Runs `f` on consecutive row ranges that cover `0..rows` through
 /// [`call_monitored`], which sees a Ctrl-C between two ranges. `row_flops`
-/// is a rough count of the floating-point operations per row: work of up
-/// to [`ONE_PIECE_FLOPS`] per pool thread is one range; larger work starts
-/// with a range of about [`FIRST_PIECE_FLOPS`] per pool thread and sizes the
-/// next ones from the measured time, to [`PIECE_SECONDS`] each. For
+/// is a rough count of the floating-point operations per row: without
+/// `progress`, work of up to [`ONE_PIECE_FLOPS`] per pool thread is one
+/// range; larger work, and any work with `progress`, starts with a range of
+/// about [`FIRST_PIECE_FLOPS`] per pool thread and sizes the next ones from
+/// the measured time, to [`PIECE_SECONDS`] each. For
 /// row-wise maps, whose rows do not depend on each other, the result does
 /// not depend on the ranges. `f` gets the parallelism to run its range
 /// with: work of at most [`INLINE_FLOPS`] without a `progress` callback is
@@ -431,11 +436,9 @@ where
     }
     call_monitored(py, progress, |monitor| {
         monitor.stage("rows", rows as u64);
-        let mut len = if one_piece {
-            rows
-        } else {
-            (FIRST_PIECE_FLOPS * threads as f64 / row_flops) as usize
-        };
+        // Here the work is split: it is larger than one piece, or progress
+        // is reported.
+        let mut len = (FIRST_PIECE_FLOPS * threads as f64 / row_flops) as usize;
         let least = (PIECE_ROWS_PER_THREAD * threads).min(len.max(1));
         // At least one call, so that an empty input is checked as before.
         let mut start = 0;

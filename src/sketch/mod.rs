@@ -271,6 +271,27 @@ impl PolySketch {
         }
     }
 
+    /// A rough count of the floating-point operations of sketching one row
+    /// (see [`crate::feature_map::FeatureMap::row_flops`]), per factor of
+    /// the degree, doubled for complex weights: a dense `D × d` projection
+    /// for the Gaussian and Rademacher sketches; for TensorSRHT the signed,
+    /// padded FWHT of `d' log₂ d'` additions (plus the signs, the gather and
+    /// the product) per block of `d'` features; for TensorSketch the count
+    /// sketch and an FFT of `D` points.
+    pub fn row_flops(&self) -> f64 {
+        let (d, nf) = (self.dim as f64, self.n_features as f64);
+        let per_factor = match self.kind {
+            SketchKind::Gaussian | SketchKind::Rademacher => 2.0 * d * nf,
+            SketchKind::TensorSrht => {
+                let dp = padded_dim(self.dim) as f64;
+                (nf / dp).ceil() * dp * (dp.log2() + 3.0)
+            }
+            SketchKind::TensorSketch => d + 10.0 * nf * nf.log2().max(1.0),
+        };
+        let parts = if self.complex { 2.0 } else { 1.0 };
+        parts * f64::from(self.degree) * per_factor
+    }
+
     /// The random parameters (see [`SketchParams`]).
     pub fn params(&self) -> SketchParams<'_> {
         match &self.params {
