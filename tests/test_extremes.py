@@ -235,17 +235,21 @@ def test_models_are_scale_equivariant(model, scale):
     "make",
     [
         lambda: PolynomialSketch(8, degree=2, random_state=0),
+        lambda: PolynomialSketch(8, degree=2, sketch="gaussian", random_state=0),
         lambda: PolynomialSketch(8, degree=3, sketch="tensor_sketch", random_state=0),
         lambda: MaclaurinFeatures(8, random_state=0),
     ],
-    ids=["sketch", "tensor-sketch", "maclaurin"],
+    ids=["sketch", "gaussian-sketch", "tensor-sketch", "maclaurin"],
 )
-def test_overflowing_product_features_are_refused(make):
-    # Products of projections of rows far beyond the length scale overflow:
-    # a ValueError naming X instead of infinite features.
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_overflowing_product_features_are_refused(make, dtype):
+    # Products of projections of rows far beyond the length scale overflow
+    # (in the output's precision): a ValueError naming X instead of infinite
+    # features, whichever row of a parallel transform overflows.
     est = make().fit(X)
-    far = X[:3].copy()
-    far[1, 0] = 1e300
+    big = 1e300 if dtype == np.float64 else 1e30
+    far = np.tile(X, (400, 1)).astype(dtype)
+    far[2_345, 0] = big
     with pytest.raises(ValueError, match=r"`X`.*overflow"):
         est.transform(far)
-    assert np.isfinite(est.transform(X)).all()
+    assert np.isfinite(est.transform(X.astype(dtype))).all()

@@ -467,3 +467,25 @@ def test_exact_gpr_device_is_cpu_only():
 )
 def test_sklearn_compatible_on_gpu(estimator, check):
     check(estimator)
+
+
+@pytest.mark.usefixtures("gpu_adapter")
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: PolynomialSketch(16, degree=2, device="gpu", random_state=0),
+        lambda: MaclaurinFeatures(16, device="gpu", random_state=0),
+    ],
+    ids=["sketch", "maclaurin"],
+)
+def test_gpu_features_that_overflow_are_refused(make):
+    # The GPU computes in float32: a row far beyond the length scale
+    # overflows there, and the transform refuses it as the CPU does.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((64, 4))
+    est = make().fit(X)
+    far = X.copy()
+    far[17, 0] = 1e30
+    with pytest.raises(ValueError, match=r"`X`.*overflow"):
+        est.transform(far)
+    assert np.isfinite(est.transform(X)).all()

@@ -223,7 +223,10 @@ fn check_transform<M: FeatureMap>(map: &M, x: (usize, usize), out: (usize, usize
 /// GPU kernel (f32 on the device, the accuracy its `gpu` function states).
 ///
 /// # Errors
-/// Shape mismatches; as [`resolve_device`] for `Gpu`; the map's errors.
+/// Shape mismatches; as [`resolve_device`] for `Gpu`; the map's errors
+/// (the sketches and the Maclaurin map refuse features that overflow,
+/// [`crate::sketch::overflow_error`]: on the CPU while they are written,
+/// after the GPU's output here).
 pub fn transform_into<M: FeatureMap, T: Real>(
     map: &M,
     x: ArrayView2<'_, T>,
@@ -234,9 +237,24 @@ pub fn transform_into<M: FeatureMap, T: Real>(
     check_transform(map, x.dim(), out.dim())?;
     if runs_on_gpu(map, device)? {
         #[cfg(feature = "gpu")]
-        return map.gpu_transform_into(x, out);
+        {
+            let mut out = out;
+            map.gpu_transform_into(x, out.view_mut())?;
+            return finite_gpu_output(out.view(), par);
+        }
     }
     map.transform_into(x, out, par)
+}
+
+/// The GPU's features (computed in f32) refused when they overflow, as the
+/// CPU transforms refuse theirs.
+#[cfg(feature = "gpu")]
+fn finite_gpu_output<T: Real>(out: ArrayView2<'_, T>, par: Parallelism) -> Result<()> {
+    if crate::real::all_finite(out, par) {
+        Ok(())
+    } else {
+        Err(crate::sketch::overflow_error())
+    }
 }
 
 /// [`transform_into`] of `Φ(x − center)` for a [`CenteredFeatureMap`].
@@ -254,7 +272,11 @@ pub fn transform_centered_into<M: CenteredFeatureMap, T: Real>(
     check_transform(map, x.dim(), out.dim())?;
     if runs_on_gpu(map, device)? {
         #[cfg(feature = "gpu")]
-        return map.gpu_transform_centered_into(x, center, out);
+        {
+            let mut out = out;
+            map.gpu_transform_centered_into(x, center, out.view_mut())?;
+            return finite_gpu_output(out.view(), par);
+        }
     }
     map.transform_centered_into(x, center, out, par)
 }

@@ -4,6 +4,7 @@
 
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis, Zip};
 use rand::seq::index::sample;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::allocate::{Problem, VarianceModel};
 use super::coefficients::{ln_factorial, MaclaurinKernel};
@@ -11,7 +12,7 @@ use super::random;
 use super::stats::{pair_statistics, StatsSpec};
 use crate::error::{Error, Result};
 use crate::progress::Monitor;
-use crate::real::Real;
+use crate::real::{all_finite, Real};
 use crate::rng::substream;
 use crate::sketch::variance::WeightLaw;
 use crate::sketch::{padded_dim, PolySketch, SketchKind};
@@ -743,7 +744,7 @@ impl MaclaurinMap {
                     );
                 }
             }
-            return Ok(());
+            return finite_or_overflow(all_finite(out.view(), par));
         }
         let mut col = 0;
         if self.counts[0] == 1 {
@@ -770,9 +771,12 @@ impl MaclaurinMap {
         if col < self.width() {
             out.slice_mut(s![.., col..]).fill(T::zero());
         }
-        // Scale the linear and sketch columns by σ g(x) (and the block scale).
+        // Scale the linear and sketch columns by σ g(x) (and the block scale),
+        // then check the row while it is in cache: g(x) grows with |x|, so
+        // finite sketches can still overflow here.
         let first = usize::from(self.counts[0] == 1);
         let h01_end = first + if self.config.h01 { d } else { 0 };
+        let overflow = AtomicBool::new(false);
         let scale_rows = |mut o: ndarray::ArrayViewMut1<T>, lg: f64| {
             let g = sigma * lg.exp();
             if h01_end > first {
@@ -783,6 +787,9 @@ impl MaclaurinMap {
                 let f = T::from_f64_lossy(g * sc);
                 o.slice_mut(s![a..b]).mapv_inplace(|v| v * f);
             }
+            if !all_finite(o.view().insert_axis(Axis(0)), Parallelism::Sequential) {
+                overflow.store(true, Ordering::Relaxed);
+            }
         };
         let rows = Zip::from(out.rows_mut()).and(&ln_g[..]);
         if par.is_parallel() {
@@ -790,7 +797,7 @@ impl MaclaurinMap {
         } else {
             rows.for_each(|o, &lg| scale_rows(o, lg));
         }
-        Ok(())
+        finite_or_overflow(!overflow.into_inner())
     }
 
     /// The argument checks of [`Self::transform_centered_into`] (shared with
@@ -874,5 +881,15 @@ fn explicit_entry(t: f64, n: u32, ln_g: f64, kernel: &MaclaurinKernel) -> f64 {
         -v
     } else {
         v
+    }
+}
+
+/// `Ok` for finite features, else the overflow refusal of the sketches
+/// ([`crate::sketch::overflow_error`]).
+fn finite_or_overflow(finite: bool) -> Result<()> {
+    if finite {
+        Ok(())
+    } else {
+        Err(crate::sketch::overflow_error())
     }
 }

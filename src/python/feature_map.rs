@@ -23,7 +23,7 @@ use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
 use crate::maclaurin::MaclaurinKernel;
 use crate::nystroem::NystroemFeatures;
 use crate::progress::Monitor;
-use crate::real::{all_finite, Real};
+use crate::real::Real;
 use crate::sketch::{PolynomialConfig, PolynomialFeatures, SketchKind};
 use crate::threads::Parallelism;
 
@@ -45,34 +45,19 @@ fn transform_view<'py, T: Real + numpy::Element>(
     center: Option<&[f64]>,
     progress: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    // Products of projections (polynomial sketches, Maclaurin degrees)
-    // overflow for inputs far beyond the length scale; such features are
-    // refused instead of returned as infinities.
-    let products = matches!(
-        map,
-        AnyFeatureMap::Polynomial(_) | AnyFeatureMap::Maclaurin(_)
-    );
-    let transform = |src: ArrayView2<'_, T>, mut dst: ArrayViewMut2<'_, T>, par: Parallelism| {
-        match (center, map) {
-            (None, _) => feature_map::transform_into(map, src, dst.view_mut(), device, par),
+    // Features that overflow (products of projections far beyond the length
+    // scale) are refused by the core's transforms.
+    let transform =
+        |src: ArrayView2<'_, T>, dst: ArrayViewMut2<'_, T>, par: Parallelism| match (center, map) {
+            (None, _) => feature_map::transform_into(map, src, dst, device, par),
             (Some(c), AnyFeatureMap::Maclaurin(m)) => {
-                feature_map::transform_centered_into(m, src, c, dst.view_mut(), device, par)
+                feature_map::transform_centered_into(m, src, c, dst, device, par)
             }
             (Some(_), _) => Err(Error::invalid(
                 "center",
                 "only Maclaurin features can be centered",
             )),
-        }?;
-        if products && !all_finite(dst.view(), par) {
-            return Err(Error::invalid(
-                "X",
-                "the features overflow the float range: they are products of `degree` \
-                 projections of x / length_scale, so rows far beyond the length scale overflow; \
-                 scale X down, raise length_scale or lower the degree",
-            ));
-        }
-        Ok(())
-    };
+        };
     let (rows, cols) = (x.nrows(), map.n_components());
     let out = if device == Device::Cpu {
         ffi::call_rows_with_output(

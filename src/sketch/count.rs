@@ -51,14 +51,15 @@ impl Count {
         &self.negative
     }
 
-    /// `docs/math/sketches.rst`, "TensorSketch" for every row.
+    /// `docs/math/sketches.rst`, "TensorSketch" for every row. Returns
+    /// whether every feature is finite.
     pub(super) fn transform<T: Real>(
         &self,
         n_features: usize,
         x: ArrayView2<T>,
         out: ArrayViewMut2<T>,
         par: Parallelism,
-    ) {
+    ) -> bool {
         let dim = x.ncols();
         let degree = self.hashes.len() / dim.max(1);
         let mut planner = RealFftPlanner::<f64>::new();
@@ -109,6 +110,6 @@ impl Count {
                     }
                 }
             },
-        );
+        )
     }
 }

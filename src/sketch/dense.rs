@@ -74,6 +74,9 @@ impl Dense {
         }
     }
 
+    /// `docs/math/sketches.rst`, "The generic sketch of degree n" for every
+    /// row: the products of the `degree` projections, scaled by `1/√D`.
+    /// Returns whether every feature is finite.
     pub(super) fn transform<T: Real>(
         &self,
         complex: bool,
@@ -81,7 +84,7 @@ impl Dense {
         x: ArrayView2<T>,
         out: ArrayViewMut2<T>,
         par: Parallelism,
-    ) {
+    ) -> bool {
         let w: Vec<CowArray<'_, T, Ix2>> = self.weights.iter().map(as_real::<T>).collect();
         let scale = T::from_f64_lossy(1.0 / (n_features as f64).sqrt());
         let cols = w[0].nrows();
@@ -115,7 +118,7 @@ impl Dense {
                 }
                 oc.mapv_inplace(|v| v * scale);
             },
-        );
+        )
     }
 }
 

@@ -34,8 +34,10 @@ pub mod variance;
 use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::error::{Error, Result};
-use crate::real::Real;
+use crate::real::{all_finite, Real};
 use crate::threads::Parallelism;
 
 pub use polynomial::{sketch_features_for, PolynomialConfig, PolynomialFeatures};
@@ -330,12 +332,16 @@ impl PolySketch {
                 "the rows of the output must be contiguous (unit column stride)",
             ));
         }
-        match &self.params {
+        let finite = match &self.params {
             Params::Dense(p) => p.transform(self.complex, self.n_features, x, out, par),
             Params::Srht(p) => p.transform(self, x, out, par),
             Params::Count(p) => p.transform(self.n_features, x, out, par),
+        };
+        if finite {
+            Ok(())
+        } else {
+            Err(overflow_error())
         }
-        Ok(())
     }
 }
 
@@ -538,7 +544,9 @@ pub fn polynomial_features_into<T: Real>(
 
 /// Runs `f` on matching chunks of `chunk` rows of `x` and `out`, in parallel
 /// with per-thread scratch from `init` when `par` allows. The chunk size is
-/// fixed, so results never depend on the thread count.
+/// fixed, so results never depend on the thread count. Returns whether every
+/// value written is finite, checked chunk by chunk while the chunk is still
+/// in cache (see [`overflow_error`]).
 fn for_row_chunks<T, S, I, F>(
     x: ArrayView2<T>,
     mut out: ArrayViewMut2<T>,
@@ -546,23 +554,45 @@ fn for_row_chunks<T, S, I, F>(
     par: Parallelism,
     init: I,
     f: F,
-) where
+) -> bool
+where
     T: Real,
     I: Fn() -> S + Sync + Send,
     F: Fn(&mut S, ArrayView2<T>, ArrayViewMut2<T>) + Sync + Send,
 {
+    let run = |s: &mut S, a: ArrayView2<T>, mut b: ArrayViewMut2<T>| {
+        f(s, a, b.view_mut());
+        all_finite(b.view(), Parallelism::Sequential)
+    };
     let xs = x.axis_chunks_iter(Axis(0), chunk);
     let os = out.axis_chunks_iter_mut(Axis(0), chunk);
     if par.is_parallel() {
+        let overflow = AtomicBool::new(false);
         xs.into_par_iter()
             .zip(os.into_par_iter())
-            .for_each_init(init, |s, (a, b)| f(s, a, b));
+            .for_each_init(init, |s, (a, b)| {
+                if !run(s, a, b) {
+                    overflow.store(true, Ordering::Relaxed);
+                }
+            });
+        !overflow.into_inner()
     } else {
         let mut s = init();
-        for (a, b) in xs.zip(os) {
-            f(&mut s, a, b);
-        }
+        xs.zip(os).fold(true, |ok, (a, b)| run(&mut s, a, b) && ok)
     }
+}
+
+/// The error of features that overflow the float range: products of
+/// `degree` projections of `x / length_scale` overflow for rows far beyond
+/// the length scale, and such features are refused rather than returned as
+/// infinities.
+pub(crate) fn overflow_error() -> Error {
+    Error::invalid(
+        "X",
+        "the features overflow the float range: they are products of `degree` \
+         projections of x / length_scale, so rows far beyond the length scale overflow; \
+         scale X down, raise length_scale or lower the degree",
+    )
 }
 
 /// The next power of two `d' = 2^⌈log₂ d⌉` (`d' = 1` for `d <= 1`).

@@ -146,14 +146,15 @@ impl Srht {
     /// `docs/math/sketches.rst`, "TensorSRHT" for every row; complex products
     /// for complex signs (`Re` and `Im` of `FWHT(z ⊙ x)` are two real
     /// transforms). Each row runs through [`sketch_row`] (plain slice loops
-    /// built for the widest SIMD the CPU offers).
+    /// built for the widest SIMD the CPU offers). Returns whether every
+    /// feature is finite.
     pub(super) fn transform<T: Real>(
         &self,
         sk: &PolySketch,
         x: ArrayView2<T>,
         out: ArrayViewMut2<T>,
         par: Parallelism,
-    ) {
+    ) -> bool {
         let (re_mul, im_mul) = self.multipliers::<T>(sk.complex);
         let plan = RowPlan {
             re_mul: &re_mul,
@@ -181,7 +182,7 @@ impl Srht {
                     sketch_row(&plan, row_slice(xr, xbuf), o, bre, bim);
                 }
             },
-        );
+        )
     }
 }
 

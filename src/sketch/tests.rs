@@ -543,3 +543,31 @@ fn degree_above_the_bound_is_refused() {
         assert!(e.to_string().contains("degree"), "{e}");
     }
 }
+
+#[test]
+fn features_that_overflow_are_refused_in_parallel_and_sequentially() {
+    // One row far beyond the scale overflows the product of two
+    // projections; every kind refuses the transform instead of writing
+    // infinities, whichever chunk holds the row.
+    for kind in [
+        SketchKind::Gaussian,
+        SketchKind::Rademacher,
+        SketchKind::TensorSrht,
+        SketchKind::TensorSketch,
+    ] {
+        let sk = PolySketch::draw(kind, false, 2, 4, 16, &mut rng::seeded(3)).unwrap();
+        let mut x = Array2::from_shape_fn((300, 4), |(i, j)| ((i + 2 * j) as f64 * 0.1).sin());
+        let mut out = Array2::zeros((300, 16));
+        for par in [Parallelism::Sequential, Parallelism::Rayon] {
+            sk.transform_into(x.view(), out.view_mut(), par).unwrap();
+            assert!(out.iter().all(|v| v.is_finite()));
+        }
+        x[[211, 1]] = 1e300;
+        for par in [Parallelism::Sequential, Parallelism::Rayon] {
+            let e = sk
+                .transform_into(x.view(), out.view_mut(), par)
+                .unwrap_err();
+            assert!(e.to_string().contains("overflow"), "{kind:?}: {e}");
+        }
+    }
+}
