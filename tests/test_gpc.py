@@ -428,6 +428,31 @@ def test_sparse_classifier_chooses_alpha_epsilon_on_held_out_rows():
     assert clf.alpha_epsilon_ == ALPHA_EPSILON_GRID[int(np.argmax(clf.alpha_epsilon_scores_))]
 
 
+def test_sparse_classifier_fits_its_hyperparameters_by_the_summed_bound():
+    X, y = three_classes(n=30)
+    kw = dict(length_scale=4.0, inducing="kmeans", random_state=0)
+    start = SparseGPC(15, **kw).fit(X, y)
+    assert start.n_iter_ == 0
+    fitted = SparseGPC(15, optimize=("length_scale", "kernel_variance"), n_restarts=0, **kw)
+    fitted.fit(X, y)
+    assert fitted.n_iter_ > 0
+    assert fitted.log_marginal_likelihood_ > start.log_marginal_likelihood_ + 1.0
+    assert fitted.length_scale_ != 4.0 and fitted.kernel_variance_ != 1.0
+    np.testing.assert_array_equal(fitted.inducing_points_, start.inducing_points_)
+    # Refitting at the fitted values without optimize gives the same bound.
+    again = SparseGPC(
+        15,
+        inducing=fitted.inducing_points_,
+        length_scale=fitted.length_scale_,
+        kernel_variance=fitted.kernel_variance_,
+    ).fit(X, y)
+    np.testing.assert_allclose(
+        again.log_marginal_likelihood_, fitted.log_marginal_likelihood_, rtol=1e-10
+    )
+    with pytest.raises(InvalidInputError, match="noise_variance"):
+        SparseGPC(optimize=("noise_variance",)).fit(X, y)
+
+
 def test_sparse_classifier_refuses_bad_input():
     X, y = two_blobs(n=10)
     with pytest.raises(ValueError, match="at least 2 classes"):

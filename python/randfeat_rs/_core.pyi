@@ -340,8 +340,10 @@ class SparseDirichletGPC:
         alpha_epsilon: float,
         chunk_size: int | None,
         seed: int,
+        optimize: list[str] = ...,
+        n_restarts: int = 0,
         progress: _Progress | None = None,
-    ) -> SparseDirichletGPC: ...
+    ) -> tuple[SparseDirichletGPC, int]: ...
     def predict_latent(
         self, x: NDArray[np.floating]
     ) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...

@@ -697,8 +697,7 @@ class SparseGPC(_DirichletClassifier):
     K_fu`` and the rest) are weighted sums of per-class sums of one pass
     over the rows in chunks: ``O(N M^2)`` for all classes, memory ``O(C
     M^2)`` (docs/math/classification.rst, "Inducing points"). With ``Z``
-    the training inputs it is :class:`ExactGPC`. The hyperparameters are
-    fixed (no ``optimize``).
+    the training inputs it is :class:`ExactGPC`.
 
     Parameters
     ----------
@@ -721,12 +720,20 @@ default="greedy_variance"
     alpha_epsilon : float or "auto", default=0.01
         The Dirichlet prior concentration ``alpha_epsilon > 0``; ``"auto"``
         chooses it as :class:`RandomFeatureGPC` does.
+    optimize : tuple of str or None, default=None
+        Hyperparameters to fit, a subset of ("length_scale",
+        "kernel_variance"), from the given values by the summed VFE bound of
+        the classes (L-BFGS with analytic gradients, a second pass over the
+        rows per evaluation), the inducing inputs fixed where they were
+        chosen at the given values.
+    n_restarts : int, default=2
+        Random restarts of the optimizer after the run from the start.
     chunk_size : int, default=None
         Rows per chunk of the pass over the data (memory ``O(chunk_size
         M)``). ``None``: ``2**22 / M`` rows, at least 256.
     random_state : int, RandomState instance or None, default=None
-        Seeds the inducing-input selection and the held-out split of
-        ``alpha_epsilon="auto"``.
+        Seeds the inducing-input selection, the optimizer's restarts and the
+        held-out split of ``alpha_epsilon="auto"``.
     verbose : bool, default=False
         Print the progress of the fit to ``sys.stderr``. Ctrl-C interrupts
         the fit with ``KeyboardInterrupt``.
@@ -751,16 +758,17 @@ default="greedy_variance"
     jitter_ : float
         Jitter added to the diagonal of ``K_uu`` to factor it (0 normally).
     kernel_variance_ : float
-        The kernel variance used.
+        The kernel variance used (fitted with ``optimize``).
     length_scale_ : float or ndarray of shape (n_features,)
-        The length scale(s) used.
+        The length scale(s) used (fitted with ``optimize``).
     log_marginal_likelihood_ : float
         The summed VFE bound of the class regressions (at most their summed
         log marginal likelihood).
     n_features_in_ : int
         Number of input features.
     n_iter_ : int
-        Always 0 (no hyperparameter optimization).
+        L-BFGS iterations spent over all runs of the final fit (0 without
+        ``optimize``).
     seed_ : int
         The 64-bit seed drawn from ``random_state``.
 
@@ -790,11 +798,8 @@ default="greedy_variance"
         "kernel": [StrOptions(set(KERNELS))],
         "length_scale": [Interval(Real, 0, None, closed="neither"), "array-like"],
         "kernel_variance": [Interval(Real, 0, None, closed="neither")],
-        "alpha_epsilon": _COMMON_CONSTRAINTS["alpha_epsilon"],
         "chunk_size": [None, Interval(Integral, 1, None, closed="left")],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
-        "device": DeviceMixin._device_constraint,
+        **_COMMON_CONSTRAINTS,
     }
 
     def __init__(
@@ -806,6 +811,8 @@ default="greedy_variance"
         length_scale: Any = 1.0,
         kernel_variance: float = 1.0,
         alpha_epsilon: Any = 0.01,
+        optimize: Any = None,
+        n_restarts: int = 2,
         chunk_size: Any = None,
         random_state: Any = None,
         verbose: bool = False,
@@ -817,6 +824,8 @@ default="greedy_variance"
         self.length_scale = length_scale
         self.kernel_variance = kernel_variance
         self.alpha_epsilon = alpha_epsilon
+        self.optimize = optimize
+        self.n_restarts = n_restarts
         self.chunk_size = chunk_size
         self.random_state = random_state
         self.verbose = verbose
@@ -826,7 +835,8 @@ default="greedy_variance"
     def fit(self, X: Any, y: Any) -> SparseGPC:
         """Choose the inducing inputs, accumulate the per-class statistics, solve every class.
 
-        With ``alpha_epsilon="auto"`` every candidate is fitted on four
+        With ``optimize`` the hyperparameters are fitted first; with
+        ``alpha_epsilon="auto"`` every candidate is fitted on four
         fifths of the rows and scored on the rest before the final fit.
 
         Parameters
@@ -845,6 +855,7 @@ default="greedy_variance"
         self._resolve_device(unsupported=GPC_CPU_ONLY)
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C")
         codes = self._encode_labels(y)
+        self._optimize_names()
         self._fit_all(X, codes)
         return self
 
@@ -864,7 +875,7 @@ default="greedy_variance"
         self, X: np.ndarray, codes: np.ndarray, alpha_epsilon: float, progress: Any
     ) -> dict:
         length_scale = np.atleast_1d(np.asarray(self.length_scale, dtype=np.float64))
-        model = _core.SparseDirichletGPC.fit(
+        model, n_iter = _core.SparseDirichletGPC.fit(
             X,
             codes,
             n_classes=self.classes_.shape[0],
@@ -876,6 +887,8 @@ default="greedy_variance"
             alpha_epsilon=alpha_epsilon,
             chunk_size=None if self.chunk_size is None else int(self.chunk_size),
             seed=self.seed_,
+            optimize=self._optimize_names(),
+            n_restarts=int(self.n_restarts),
             progress=progress,
         )
         ls = np.asarray(model.length_scale)
@@ -883,7 +896,7 @@ default="greedy_variance"
             "_model": model,
             "length_scale_": float(ls[0]) if np.ndim(self.length_scale) == 0 else ls,
             "kernel_variance_": float(model.kernel_variance),
-            "n_iter_": 0,
+            "n_iter_": int(n_iter),
         }
 
     def _proba_of(self, fitted: dict, X: np.ndarray) -> np.ndarray:

@@ -11,7 +11,10 @@ use pyo3::types::{PyAny, PyType};
 use super::ffi::{self, FloatArray2};
 use super::gpc::labels;
 use super::sparse_gp::{inducing_init, rows_f64};
+use crate::gp::dirichlet::optimize::FreeHypers;
+use crate::gp::dirichlet::sparse_optimize::fit_sparse_gpc;
 use crate::gp::dirichlet::{SparseGpc, SparseGpcConfig};
+use crate::gp::OptimizerConfig;
 use crate::kernels::{Kernel, StationaryKernel};
 use crate::progress::Monitor;
 use crate::threads::Parallelism;
@@ -34,13 +37,17 @@ impl PySparseGpc {
     /// rows, ignored for an array) chosen with the kernel `kernel` of
     /// `length_scale` (one value or one per column) and `kernel_variance`,
     /// then one pass of the per-class statistics in chunks of `chunk_size`
-    /// rows (None: `2^22 / M`, at least 256) and a VFE solve per class.
-    /// `progress`, when given, is called as `progress(stage, done, total,
-    /// messages)`; Ctrl-C interrupts the fit.
+    /// rows (None: `2^22 / M`, at least 256) and a VFE solve per class. The
+    /// hyperparameters named in `optimize` (`"length_scale"`,
+    /// `"kernel_variance"`) maximize the summed bound from there, `Z` fixed
+    /// (`n_restarts` restarts drawn from `seed`). `progress`, when given, is
+    /// called as `progress(stage, done, total, messages)`; Ctrl-C interrupts
+    /// the fit. Returns the classifier and the L-BFGS iterations spent.
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (x, y, *, n_classes, n_inducing, inducing, kernel, length_scale,
-                        kernel_variance, alpha_epsilon, chunk_size, seed, progress=None))]
+                        kernel_variance, alpha_epsilon, chunk_size, seed, optimize=Vec::new(),
+                        n_restarts=0, progress=None))]
     fn fit(
         py: Python<'_>,
         x: FloatArray2<'_>,
@@ -54,8 +61,16 @@ impl PySparseGpc {
         alpha_epsilon: f64,
         chunk_size: Option<usize>,
         seed: u64,
+        optimize: Vec<String>,
+        n_restarts: usize,
         progress: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
+    ) -> PyResult<(Self, u64)> {
+        let free = ffi::map_result(py, FreeHypers::from_names(&optimize))?;
+        let optimizer = OptimizerConfig {
+            n_restarts,
+            seed,
+            ..OptimizerConfig::default()
+        };
         let codes = labels(py, &y)?;
         let cfg = SparseGpcConfig {
             kernel: StationaryKernel {
@@ -71,10 +86,19 @@ impl PySparseGpc {
         };
         let x = rows_f64(x);
         let xv = x.view();
-        let inner = ffi::call_monitored(py, progress, |monitor: &Monitor| {
-            SparseGpc::fit(xv, &codes, n_classes, &cfg, Parallelism::Rayon, monitor)
+        let (inner, n_iter) = ffi::call_monitored(py, progress, |monitor: &Monitor| {
+            fit_sparse_gpc(
+                xv,
+                &codes,
+                n_classes,
+                &cfg,
+                free,
+                &optimizer,
+                Parallelism::Rayon,
+                monitor,
+            )
         })?;
-        Ok(Self { inner })
+        Ok((Self { inner }, n_iter))
     }
 
     /// Latent means and variances (`m x C` each) at the rows of `x`

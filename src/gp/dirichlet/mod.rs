@@ -40,6 +40,7 @@ mod exact;
 pub mod optimize;
 pub mod softmax;
 pub mod sparse;
+pub mod sparse_optimize;
 #[cfg(test)]
 mod tests;
 

@@ -330,60 +330,12 @@ impl SparseGpc {
         par: Parallelism,
         monitor: &Monitor,
     ) -> Result<Self> {
-        LabelTransform::new(cfg.alpha_epsilon)?;
-        let codes = Array1::from_iter(labels.iter().map(|&k| k as f64));
-        check_training_data(x, codes.view())?;
-        check_labels(labels, n_classes)?;
-        cfg.kernel.validate(x.ncols())?;
-        let m = match &cfg.inducing {
-            InducingInit::Given(z) => z.nrows(),
-            _ => cfg.n_inducing.min(x.nrows()),
-        };
-        let chunk_rows = cfg.chunk_rows.unwrap_or_else(|| default_chunk_rows(m));
-        if chunk_rows == 0 {
-            return Err(Error::invalid("chunk_size", "must be >= 1, got 0"));
-        }
-        crate::alloc::check_alloc(
-            "n_inducing",
-            &format!("the sparse classifier's matrices of {m} x {m} float64"),
-            &[MATRICES_PER_CLASS * n_classes + SHARED_MATRICES, m, m],
-            8,
-        )?;
-        crate::alloc::check_alloc(
-            "chunk_size",
-            &format!("the sparse classifier's kernel blocks of {m} x {chunk_rows} float64"),
-            &[2, m, chunk_rows],
-            8,
-        )?;
-        let z = select_inducing(
-            x,
-            cfg.n_inducing,
-            &cfg.inducing,
-            &cfg.kernel,
-            cfg.seed,
-            par,
-            monitor,
-        )?;
+        let (z, chunk_rows) = checked_inducing(x, labels, n_classes, cfg, par, monitor)?;
         // The prior's noise variance is that of a homoscedastic model; the
         // class evaluations use the per-row noise of their statistics
         // instead, so any positive value serves.
         let prior = InducingPrior::new(cfg.kernel.clone(), 1.0, z.view(), par)?;
-        let mut stats = SparseClassStats::new(n_classes, prior.n_inducing());
-        let mut scratch = Vec::new();
-        let n = x.nrows();
-        monitor.stage("rows accumulated", n as u64);
-        for start in (0..n).step_by(chunk_rows) {
-            monitor.check()?;
-            let stop = (start + chunk_rows).min(n);
-            stats.accumulate(
-                &prior,
-                x.slice(s![start..stop, ..]),
-                &labels[start..stop],
-                &mut scratch,
-                par,
-            )?;
-            monitor.advance((stop - start) as u64);
-        }
+        let stats = accumulate_rows(&prior, x, labels, n_classes, chunk_rows, par, monitor)?;
         Self::from_stats(&stats, prior, cfg.alpha_epsilon, par, monitor)
     }
 
@@ -462,6 +414,89 @@ impl SparseGpc {
         })?;
         Ok((mean, var))
     }
+}
+
+/// Checks the training data and `cfg` of a sparse classifier fit (see
+/// [`SparseGpc::fit`] for the errors) and chooses the inducing inputs with
+/// `cfg`'s kernel; returns them with the rows per chunk.
+pub(crate) fn checked_inducing(
+    x: ArrayView2<'_, f64>,
+    labels: &[usize],
+    n_classes: usize,
+    cfg: &SparseGpcConfig,
+    par: Parallelism,
+    monitor: &Monitor,
+) -> Result<(Array2<f64>, usize)> {
+    LabelTransform::new(cfg.alpha_epsilon)?;
+    let codes = Array1::from_iter(labels.iter().map(|&k| k as f64));
+    check_training_data(x, codes.view())?;
+    check_labels(labels, n_classes)?;
+    cfg.kernel.validate(x.ncols())?;
+    let m = match &cfg.inducing {
+        InducingInit::Given(z) => z.nrows(),
+        _ => cfg.n_inducing.min(x.nrows()),
+    };
+    let chunk_rows = cfg.chunk_rows.unwrap_or_else(|| default_chunk_rows(m));
+    if chunk_rows == 0 {
+        return Err(Error::invalid("chunk_size", "must be >= 1, got 0"));
+    }
+    crate::alloc::check_alloc(
+        "n_inducing",
+        &format!("the sparse classifier's matrices of {m} x {m} float64"),
+        &[MATRICES_PER_CLASS * n_classes + SHARED_MATRICES, m, m],
+        8,
+    )?;
+    crate::alloc::check_alloc(
+        "chunk_size",
+        &format!("the sparse classifier's kernel blocks of {m} x {chunk_rows} float64"),
+        &[2, m, chunk_rows],
+        8,
+    )?;
+    let z = select_inducing(
+        x,
+        cfg.n_inducing,
+        &cfg.inducing,
+        &cfg.kernel,
+        cfg.seed,
+        par,
+        monitor,
+    )?;
+    Ok((z, chunk_rows))
+}
+
+/// The per-true-class statistics of the rows `x` under `prior`, in chunks of
+/// `chunk_rows` rows (the stage "rows accumulated" of `monitor`, checked
+/// before every chunk).
+///
+/// # Errors
+/// As [`SparseClassStats::accumulate`]; [`Error::Interrupted`] once
+/// `monitor` is cancelled.
+pub(crate) fn accumulate_rows(
+    prior: &InducingPrior,
+    x: ArrayView2<'_, f64>,
+    labels: &[usize],
+    n_classes: usize,
+    chunk_rows: usize,
+    par: Parallelism,
+    monitor: &Monitor,
+) -> Result<SparseClassStats> {
+    let mut stats = SparseClassStats::new(n_classes, prior.n_inducing());
+    let mut scratch = Vec::new();
+    let n = x.nrows();
+    monitor.stage("rows accumulated", n as u64);
+    for start in (0..n).step_by(chunk_rows) {
+        monitor.check()?;
+        let stop = (start + chunk_rows).min(n);
+        stats.accumulate(
+            prior,
+            x.slice(s![start..stop, ..]),
+            &labels[start..stop],
+            &mut scratch,
+            par,
+        )?;
+        monitor.advance((stop - start) as u64);
+    }
+    Ok(stats)
 }
 
 #[cfg(test)]
