@@ -56,6 +56,7 @@ from randfeat_rs import (
     RandomFeatureGPC,
     RandomFeatureGPR,
     RandomFourierFeatures,
+    SparseGPC,
     SparseGPR,
     SufficientStatistics,
 )
@@ -205,6 +206,7 @@ ESTIMATORS = [
         6,
     ),
     Case("exact-gpc", partial(ExactGPC, length_scale=2.0, random_state=0), 100, 6),
+    Case("sparse-gpc", partial(SparseGPC, 30, length_scale=2.0, random_state=0), 100, 6),
     Case(
         "rf-gpc-fourier",
         lambda: RandomFeatureGPC(

@@ -1,4 +1,4 @@
-"""Dirichlet-based GP classifiers: RandomFeatureGPC and ExactGPC.
+"""Dirichlet-based GP classifiers: RandomFeatureGPC, ExactGPC and SparseGPC.
 
 The closed-form oracles (the label transform, the exact latents of
 docs/math/classification.rst, the Monte Carlo error of the expected softmax) are tested
@@ -15,6 +15,7 @@ import pickle
 import signal
 import threading
 import time
+from functools import partial
 
 import numpy as np
 import pytest
@@ -30,6 +31,7 @@ from randfeat_rs import (
     RandomFeatureGPC,
     RandomFeatureGPR,
     RandomFourierFeatures,
+    SparseGPC,
 )
 from randfeat_rs._gpc import ALPHA_EPSILON_GRID, _held_out_rows
 
@@ -51,10 +53,11 @@ def classifiers():
     return [
         RandomFeatureGPC(RandomFourierFeatures(300, length_scale=1.5, random_state=0)),
         ExactGPC(length_scale=1.5),
+        SparseGPC(30, length_scale=1.5, random_state=0),
     ]
 
 
-@pytest.mark.parametrize("clf", classifiers(), ids=["features", "exact"])
+@pytest.mark.parametrize("clf", classifiers(), ids=["features", "exact", "sparse"])
 def test_well_separated_classes_are_learned_with_confident_probabilities(clf):
     X, y = two_blobs()
     Xt, yt = two_blobs(seed=7)
@@ -96,7 +99,11 @@ def test_nystroem_features_of_every_training_point_equal_the_exact_classifier():
     )
 
 
-@pytest.mark.parametrize("make", [RandomFeatureGPC, ExactGPC], ids=["features", "exact"])
+@pytest.mark.parametrize(
+    "make",
+    [RandomFeatureGPC, ExactGPC, partial(SparseGPC, 20, random_state=0)],
+    ids=["features", "exact", "sparse"],
+)
 def test_label_encoding_and_class_order_do_not_change_the_model(make):
     X, y = three_classes()
     Xt, _ = three_classes(seed=5)
@@ -116,7 +123,11 @@ def test_label_encoding_and_class_order_do_not_change_the_model(make):
     np.testing.assert_array_equal(clf.predict(Xt), names[perm[base.predict(Xt)]])
 
 
-@pytest.mark.parametrize("make", [RandomFeatureGPC, ExactGPC], ids=["features", "exact"])
+@pytest.mark.parametrize(
+    "make",
+    [RandomFeatureGPC, ExactGPC, partial(SparseGPC, 20, random_state=0)],
+    ids=["features", "exact", "sparse"],
+)
 def test_pickle_keeps_the_fitted_model_by_value(make):
     X, y = three_classes()
     clf = make().fit(X, y)
@@ -373,6 +384,104 @@ def test_ctrl_c_stops_the_exact_optimization():
     assert ExactGPC().fit(Xs, ys).score(Xs, ys) == 1.0
 
 
-@parametrize_with_checks([RandomFeatureGPC(), ExactGPC()])
+def test_sparse_classifier_with_every_training_point_is_the_exact_classifier():
+    # Z = X: the inducing-point model is the exact one (the VFE trace term
+    # vanishes), so its latents and its bound equal ExactGPC's latents and
+    # log marginal likelihood up to rounding.
+    X, y = three_classes(n=10)
+    Xt, _ = three_classes(n=5, seed=9)
+    kw = dict(length_scale=[1.2, 0.9], kernel_variance=1.5, alpha_epsilon=0.05)
+    exact = ExactGPC(**kw).fit(X, y)
+    sparse = SparseGPC(inducing=X, chunk_size=7, **kw).fit(X, y)
+    assert sparse.jitter_ == 0.0
+    np.testing.assert_array_equal(sparse.inducing_points_, X)
+    for a, b in zip(exact.predict_latent(Xt), sparse.predict_latent(Xt)):
+        np.testing.assert_allclose(b, a, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(
+        sparse.log_marginal_likelihood_, exact.log_marginal_likelihood_, rtol=1e-8
+    )
+    np.testing.assert_array_equal(sparse.length_scale_, [1.2, 0.9])
+    assert sparse.kernel_variance_ == 1.5
+
+
+def test_sparse_classifier_bound_is_below_the_exact_lml_and_inducing_choices_work():
+    X, y = three_classes(n=40)
+    exact = ExactGPC(length_scale=1.5).fit(X, y)
+    for inducing in ("greedy_variance", "kmeans", "random"):
+        clf = SparseGPC(12, inducing=inducing, length_scale=1.5, random_state=0).fit(X, y)
+        assert clf.inducing_points_.shape == (12, 2)
+        assert clf.log_marginal_likelihood_ <= exact.log_marginal_likelihood_
+        assert clf.score(X, y) >= 0.95
+        # Float32 inputs convert exactly: the model of their float64 values.
+        X32 = X.astype(np.float32)
+        clf32 = SparseGPC(12, inducing=inducing, length_scale=1.5, random_state=0).fit(X32, y)
+        clf64 = SparseGPC(12, inducing=inducing, length_scale=1.5, random_state=0)
+        clf64.fit(X32.astype(np.float64), y)
+        np.testing.assert_array_equal(clf32.predict_proba(X32), clf64.predict_proba(X32))
+
+
+def test_sparse_classifier_chooses_alpha_epsilon_on_held_out_rows():
+    X, y = three_classes(n=30)
+    clf = SparseGPC(15, length_scale=1.5, alpha_epsilon="auto", random_state=2).fit(X, y)
+    assert clf.alpha_epsilon_ in ALPHA_EPSILON_GRID
+    assert clf.alpha_epsilon_scores_.shape == (len(ALPHA_EPSILON_GRID),)
+    assert clf.alpha_epsilon_ == ALPHA_EPSILON_GRID[int(np.argmax(clf.alpha_epsilon_scores_))]
+
+
+def test_sparse_classifier_fits_its_hyperparameters_by_the_summed_bound():
+    X, y = three_classes(n=30)
+    kw = dict(length_scale=4.0, inducing="kmeans", random_state=0)
+    start = SparseGPC(15, **kw).fit(X, y)
+    assert start.n_iter_ == 0
+    fitted = SparseGPC(15, optimize=("length_scale", "kernel_variance"), n_restarts=0, **kw)
+    fitted.fit(X, y)
+    assert fitted.n_iter_ > 0
+    assert fitted.log_marginal_likelihood_ > start.log_marginal_likelihood_ + 1.0
+    assert fitted.length_scale_ != 4.0 and fitted.kernel_variance_ != 1.0
+    np.testing.assert_array_equal(fitted.inducing_points_, start.inducing_points_)
+    # Refitting at the fitted values without optimize gives the same bound.
+    again = SparseGPC(
+        15,
+        inducing=fitted.inducing_points_,
+        length_scale=fitted.length_scale_,
+        kernel_variance=fitted.kernel_variance_,
+    ).fit(X, y)
+    np.testing.assert_allclose(
+        again.log_marginal_likelihood_, fitted.log_marginal_likelihood_, rtol=1e-10
+    )
+    with pytest.raises(InvalidInputError, match="noise_variance"):
+        SparseGPC(optimize=("noise_variance",)).fit(X, y)
+
+
+def test_sparse_classifier_refuses_bad_input():
+    X, y = two_blobs(n=10)
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        SparseGPC().fit(X, np.zeros(20))
+    Xn = X.copy()
+    Xn[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        SparseGPC().fit(Xn, y)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        SparseGPC().fit(X, y[:-1])
+    with pytest.raises(ValueError):
+        SparseGPC().fit(X, np.where(y == 0, np.nan, 1.0))
+    for alpha in (0.0, -0.5):
+        with pytest.raises(ValueError, match="alpha_epsilon"):
+            SparseGPC(alpha_epsilon=alpha).fit(X, y)
+    with pytest.raises(ValueError, match="n_inducing"):
+        SparseGPC(0).fit(X, y)
+    with pytest.raises(ValueError, match="inducing"):
+        SparseGPC(inducing="everywhere").fit(X, y)
+    with pytest.raises(ValueError, match="number of columns of inducing"):
+        SparseGPC(inducing=np.zeros((4, 3))).fit(X, y)
+    with pytest.raises(ValueError, match="2-D array"):
+        SparseGPC(inducing=np.zeros(4)).fit(X, y)
+    with pytest.raises(InvalidInputError, match="length_scale"):
+        SparseGPC(length_scale=[1.0, 1.0, 1.0]).fit(X, y)
+    with pytest.raises(InvalidInputError):
+        SparseGPC(device="gpu").fit(X, y)
+
+
+@parametrize_with_checks([RandomFeatureGPC(), ExactGPC(), SparseGPC()])
 def test_sklearn_compatible(estimator, check):
     check(estimator)

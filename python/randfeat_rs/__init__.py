@@ -14,7 +14,7 @@ from ._binning import RandomBinningFeatures
 from ._fourier import NystroemFeatures, RandomFourierFeatures, kernel_matrix
 from ._fwht import fwht
 from ._gp import ExactGPR, RandomFeatureGPR, SufficientStatistics
-from ._gpc import ALPHA_EPSILON_GRID, ExactGPC, RandomFeatureGPC
+from ._gpc import ALPHA_EPSILON_GRID, ExactGPC, RandomFeatureGPC, SparseGPC
 from ._localized_gp import LocalizedMaclaurinGPR
 from ._maclaurin import MaclaurinFeatures
 from ._metrics import kl_divergence, mean_nll, relative_frobenius_error, rmse
@@ -49,6 +49,7 @@ __all__ = [
     "RandomFeatureGPR",
     "RandomFourierFeatures",
     "RustPanicError",
+    "SparseGPC",
     "SparseGPR",
     "SufficientStatistics",
     "fwht",

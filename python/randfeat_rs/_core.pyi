@@ -20,6 +20,7 @@ __all__ = [
     "FeatureMap",
     "FeatureStats",
     "LocalizedMaclaurinGp",
+    "SparseDirichletGPC",
     "SparseGp",
     "SparseGradientSums",
     "SparsePrior",
@@ -321,6 +322,44 @@ class DirichletGPC:
     def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
     @classmethod
     def _from_state(cls, state: bytes) -> DirichletGPC: ...
+
+# The Dirichlet GP classifier on the inducing-point model (src/python/sparse_gpc.rs)
+@final
+class SparseDirichletGPC:
+    @staticmethod
+    def fit(
+        x: NDArray[np.floating],
+        y: NDArray[np.int64],
+        *,
+        n_classes: int,
+        n_inducing: int,
+        inducing: str | NDArray[np.floating],
+        kernel: str,
+        length_scale: list[float],
+        kernel_variance: float,
+        alpha_epsilon: float,
+        chunk_size: int | None,
+        seed: int,
+        optimize: list[str] = ...,
+        n_restarts: int = 0,
+        progress: _Progress | None = None,
+    ) -> tuple[SparseDirichletGPC, int]: ...
+    def predict_latent(
+        self, x: NDArray[np.floating]
+    ) -> tuple[NDArray[np.float64], Optional[NDArray[np.float64]]]: ...
+    @property
+    def class_lml(self) -> list[float]: ...
+    @property
+    def length_scale(self) -> NDArray[np.float64]: ...
+    @property
+    def kernel_variance(self) -> float: ...
+    @property
+    def inducing_points(self) -> NDArray[np.float64]: ...
+    @property
+    def jitter(self) -> float: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> SparseDirichletGPC: ...
 
 def expected_softmax(
     mean: NDArray[np.float64], var: NDArray[np.float64]

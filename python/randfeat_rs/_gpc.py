@@ -16,6 +16,10 @@ feature transformer: one pass over the rows gives every class (per-class
 Grams ``Phi_k^T Phi_k``, ``O(N D^2)`` in total), memory ``O(C D^2)``.
 :class:`ExactGPC` is the same model with the exact Gaussian kernel
 (``O(N^3)``, small ``N``), the reference for the approximations.
+:class:`SparseGPC` solves the regressions on the inducing-point model of
+:class:`SparseGPR` (Titsias' variational bound with the per-row noise): one
+pass over the rows gives every class (``O(N M^2)`` in total), memory
+``O(C M^2)``.
 """
 
 from __future__ import annotations
@@ -33,13 +37,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
 from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin
-from ._fourier import NystroemFeatures, RandomFourierFeatures
+from ._fourier import KERNELS, NystroemFeatures, RandomFourierFeatures
 from ._gp import _features_chunk, _kernel_from_features
 from ._maclaurin import MaclaurinFeatures
 from ._progress import progress_printer
+from ._sparse_gp import INDUCING
 from .exceptions import InvalidInputError
 
-__all__ = ["ALPHA_EPSILON_GRID", "ExactGPC", "RandomFeatureGPC"]
+__all__ = ["ALPHA_EPSILON_GRID", "ExactGPC", "RandomFeatureGPC", "SparseGPC"]
 
 #: The candidates of ``alpha_epsilon="auto"``, smallest first.
 ALPHA_EPSILON_GRID = (0.001, 0.003, 0.01, 0.03, 0.1)
@@ -677,3 +682,239 @@ class ExactGPC(_DirichletClassifier):
     def _latent(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
         X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
         return self._model.predict_latent(X)
+
+
+class SparseGPC(_DirichletClassifier):
+    """Dirichlet-based GP classifier on the inducing-point model.
+
+    The model of :class:`ExactGPC` with ``M`` inducing inputs ``Z`` (the
+    sparse GP of :class:`SparseGPR`): each class's transformed regression,
+    with its per-row noise ``Sigma_c``, is solved under Titsias' collapsed
+    variational bound ``log N(r_c | 0, Q + Sigma_c) - tr(Sigma_c^{-1}(K -
+    Q)) / 2`` (``Q = K_fu K_uu^{-1} K_uf``, ``r_c`` the class's centered
+    targets), a lower bound on its log marginal likelihood. The noise takes
+    two values per class, so every class's statistics (``K_uf Sigma_c^{-1}
+    K_fu`` and the rest) are weighted sums of per-class sums of one pass
+    over the rows in chunks: ``O(N M^2)`` for all classes, memory ``O(C
+    M^2)`` (docs/math/classification.rst, "Inducing points"). With ``Z``
+    the training inputs it is :class:`ExactGPC`.
+
+    Parameters
+    ----------
+    n_inducing : int, default=256
+        Number of inducing inputs ``M`` (>= 1), clamped to the number of
+        training rows; the greedy selection may stop earlier, once the chosen
+        inputs explain the kernel on the training rows. Ignored when
+        ``inducing`` is an array.
+    inducing : {"greedy_variance", "kmeans", "random"} or array-like of shape (M, n_features), \
+default="greedy_variance"
+        How the inducing inputs are chosen (as in :class:`SparseGPR`): greedy
+        conditional variance under the kernel, k-means centers, a random
+        subset of the rows (drawn from ``random_state``), or the given inputs.
+    kernel : {"gaussian", "laplacian", "matern12", "matern32", "matern52"}, default="gaussian"
+        The stationary kernel, as in :class:`SparseGPR`.
+    length_scale : float or array-like of shape (n_features,), default=1.0
+        Length scale(s) of the kernel (one per input column: ARD).
+    kernel_variance : float, default=1.0
+        The kernel variance (the latents' prior variance).
+    alpha_epsilon : float or "auto", default=0.01
+        The Dirichlet prior concentration ``alpha_epsilon > 0``; ``"auto"``
+        chooses it as :class:`RandomFeatureGPC` does.
+    optimize : tuple of str or None, default=None
+        Hyperparameters to fit, a subset of ("length_scale",
+        "kernel_variance"), from the given values by the summed VFE bound of
+        the classes (L-BFGS with analytic gradients, a second pass over the
+        rows per evaluation), the inducing inputs fixed where they were
+        chosen at the given values.
+    n_restarts : int, default=2
+        Random restarts of the optimizer after the run from the start.
+    chunk_size : int, default=None
+        Rows per chunk of the pass over the data (memory ``O(chunk_size
+        M)``). ``None``: ``2**22 / M`` rows, at least 256.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the inducing-input selection, the optimizer's restarts and the
+        held-out split of ``alpha_epsilon="auto"``.
+    verbose : bool, default=False
+        Print the progress of the fit to ``sys.stderr``. Ctrl-C interrupts
+        the fit with ``KeyboardInterrupt``.
+    device : {"cpu", "gpu", "auto"}, default="cpu"
+        Accepted for a uniform API; the classifier runs on the CPU, so
+        ``"auto"`` gives ``device_ = "cpu"`` and ``"gpu"`` raises
+        :class:`~randfeat_rs.InvalidInputError`.
+
+    Attributes
+    ----------
+    alpha_epsilon_ : float
+        The ``alpha_epsilon`` used (chosen for "auto").
+    alpha_epsilon_scores_ : ndarray of shape (5,), float64
+        With ``alpha_epsilon="auto"`` only: the held-out mean log predictive
+        probability of every value of ``ALPHA_EPSILON_GRID``.
+    classes_ : ndarray of shape (n_classes,)
+        The class labels.
+    device_ : str
+        Always "cpu" (see ``device``).
+    inducing_points_ : ndarray of shape (M, n_features), float64
+        The inducing inputs.
+    jitter_ : float
+        Jitter added to the diagonal of ``K_uu`` to factor it (0 normally).
+    kernel_variance_ : float
+        The kernel variance used (fitted with ``optimize``).
+    length_scale_ : float or ndarray of shape (n_features,)
+        The length scale(s) used (fitted with ``optimize``).
+    log_marginal_likelihood_ : float
+        The summed VFE bound of the class regressions (at most their summed
+        log marginal likelihood).
+    n_features_in_ : int
+        Number of input features.
+    n_iter_ : int
+        L-BFGS iterations spent over all runs of the final fit (0 without
+        ``optimize``).
+    seed_ : int
+        The 64-bit seed drawn from ``random_state``.
+
+    Raises
+    ------
+    NotPositiveDefiniteError
+        From ``fit``, when ``K_uu`` cannot be factored even with the largest
+        jitter.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randfeat_rs import SparseGPC
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.vstack([rng.normal(-2, 1, (200, 2)), rng.normal(2, 1, (200, 2))])
+    >>> y = np.repeat(["a", "b"], 200)
+    >>> clf = SparseGPC(n_inducing=20, length_scale=2.0, random_state=0).fit(X, y)
+    >>> clf.predict([[-2.0, -2.0], [2.0, 2.0]]).tolist()
+    ['a', 'b']
+    >>> float(clf.predict_proba([[0.0, 0.0]]).sum())
+    1.0
+    """
+
+    _parameter_constraints: dict = {  # noqa: RUF012
+        "n_inducing": [Interval(Integral, 1, None, closed="left")],
+        "inducing": [StrOptions(set(INDUCING)), "array-like"],
+        "kernel": [StrOptions(set(KERNELS))],
+        "length_scale": [Interval(Real, 0, None, closed="neither"), "array-like"],
+        "kernel_variance": [Interval(Real, 0, None, closed="neither")],
+        "chunk_size": [None, Interval(Integral, 1, None, closed="left")],
+        **_COMMON_CONSTRAINTS,
+    }
+
+    def __init__(
+        self,
+        n_inducing: int = 256,
+        *,
+        inducing: Any = "greedy_variance",
+        kernel: str = "gaussian",
+        length_scale: Any = 1.0,
+        kernel_variance: float = 1.0,
+        alpha_epsilon: Any = 0.01,
+        optimize: Any = None,
+        n_restarts: int = 2,
+        chunk_size: Any = None,
+        random_state: Any = None,
+        verbose: bool = False,
+        device: str = "cpu",
+    ) -> None:
+        self.n_inducing = n_inducing
+        self.inducing = inducing
+        self.kernel = kernel
+        self.length_scale = length_scale
+        self.kernel_variance = kernel_variance
+        self.alpha_epsilon = alpha_epsilon
+        self.optimize = optimize
+        self.n_restarts = n_restarts
+        self.chunk_size = chunk_size
+        self.random_state = random_state
+        self.verbose = verbose
+        self.device = device
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X: Any, y: Any) -> SparseGPC:
+        """Choose the inducing inputs, accumulate the per-class statistics, solve every class.
+
+        With ``optimize`` the hyperparameters are fitted first; with
+        ``alpha_epsilon="auto"`` every candidate is fitted on four
+        fifths of the rows and scored on the rest before the final fit.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs (float32 is kept and converted exactly in Rust,
+            anything else becomes float64).
+        y : array-like of shape (n_samples,)
+            Class labels (any hashable values, at least two classes).
+
+        Returns
+        -------
+        self : SparseGPC
+            The fitted estimator.
+        """
+        self._resolve_device(unsupported=GPC_CPU_ONLY)
+        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C")
+        codes = self._encode_labels(y)
+        self._optimize_names()
+        self._fit_all(X, codes)
+        return self
+
+    def _inducing(self) -> Any:
+        """``inducing`` as a selection name or a 2-D float64 array."""
+        if isinstance(self.inducing, str):
+            return self.inducing
+        z = np.ascontiguousarray(self.inducing, dtype=np.float64)
+        if z.ndim != 2:
+            raise ValueError(
+                "`inducing` must be a selection name or a 2-D array of shape "
+                f"(M, n_features), got an array of {z.ndim} dimension(s)"
+            )
+        return z
+
+    def _fit_rows(
+        self, X: np.ndarray, codes: np.ndarray, alpha_epsilon: float, progress: Any
+    ) -> dict:
+        length_scale = np.atleast_1d(np.asarray(self.length_scale, dtype=np.float64))
+        model, n_iter = _core.SparseDirichletGPC.fit(
+            X,
+            codes,
+            n_classes=self.classes_.shape[0],
+            n_inducing=int(self.n_inducing),
+            inducing=self._inducing(),
+            kernel=self.kernel,
+            length_scale=length_scale.tolist(),
+            kernel_variance=float(self.kernel_variance),
+            alpha_epsilon=alpha_epsilon,
+            chunk_size=None if self.chunk_size is None else int(self.chunk_size),
+            seed=self.seed_,
+            optimize=self._optimize_names(),
+            n_restarts=int(self.n_restarts),
+            progress=progress,
+        )
+        ls = np.asarray(model.length_scale)
+        return {
+            "_model": model,
+            "length_scale_": float(ls[0]) if np.ndim(self.length_scale) == 0 else ls,
+            "kernel_variance_": float(model.kernel_variance),
+            "n_iter_": int(n_iter),
+        }
+
+    def _proba_of(self, fitted: dict, X: np.ndarray) -> np.ndarray:
+        mean, var = fitted["_model"].predict_latent(X)
+        return _core.expected_softmax(mean, var)
+
+    def _latent(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
+        return self._model.predict_latent(X)
+
+    @property
+    def inducing_points_(self) -> np.ndarray:
+        """The inducing inputs, shape (M, n_features)."""
+        check_is_fitted(self)
+        return self._model.inducing_points
+
+    @property
+    def jitter_(self) -> float:
+        """Jitter added to the diagonal of ``K_uu``."""
+        check_is_fitted(self)
+        return float(self._model.jitter)

@@ -23,7 +23,7 @@ use crate::threads::Parallelism;
 type Arr2<'py> = Bound<'py, PyArray2<f64>>;
 
 /// Class codes `0..C` from an int64 array (negative codes refused).
-fn labels(py: Python<'_>, y: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
+pub(super) fn labels(py: Python<'_>, y: &PyReadonlyArray1<'_, i64>) -> PyResult<Vec<usize>> {
     let codes = y
         .as_array()
         .iter()

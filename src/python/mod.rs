@@ -31,6 +31,7 @@ mod localized_gp;
 mod maclaurin;
 mod sketch;
 mod sparse_gp;
+mod sparse_gpc;
 mod sparse_stats;
 
 use pyo3::prelude::*;
@@ -104,6 +105,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sketch::register(m)?;
     localized_gp::register(m)?;
     sparse_gp::register(m)?;
+    sparse_gpc::register(m)?;
     sparse_stats::register(m)?;
     feature_map::register(m)?;
     Ok(())

@@ -27,7 +27,7 @@ pub(super) fn rows_f64(x: FloatArray2<'_>) -> Array2<f64> {
 /// The `inducing` argument: a selection name (`"greedy_variance"`,
 /// `"kmeans"`, `"random"`) or the inducing inputs themselves (a 2-D float
 /// array, `M x d`).
-fn inducing_init(py: Python<'_>, inducing: &Bound<'_, PyAny>) -> PyResult<InducingInit> {
+pub(super) fn inducing_init(py: Python<'_>, inducing: &Bound<'_, PyAny>) -> PyResult<InducingInit> {
     if let Ok(name) = inducing.extract::<String>() {
         return ffi::map_result(py, InducingInit::from_name(&name));
     }

@@ -39,11 +39,14 @@
 mod exact;
 pub mod optimize;
 pub mod softmax;
+pub mod sparse;
+pub mod sparse_optimize;
 #[cfg(test)]
 mod tests;
 
 pub use exact::ExactGpc;
 pub use softmax::expected_softmax;
+pub use sparse::{SparseClassStats, SparseGpc, SparseGpcConfig};
 
 use ndarray::{s, Array1, Array2, ArrayView2, Axis};
 
@@ -136,6 +139,16 @@ pub(crate) fn check_labels(labels: &[usize], n_classes: usize) -> Result<()> {
     }
 }
 
+/// The row indices of every class, in row order (labels checked by
+/// [`check_labels`]).
+pub(crate) fn rows_by_class(labels: &[usize], n_classes: usize) -> Vec<Vec<usize>> {
+    let mut rows: Vec<Vec<usize>> = vec![Vec::new(); n_classes];
+    for (i, &k) in labels.iter().enumerate() {
+        rows[k].push(i);
+    }
+    rows
+}
+
 /// Per-class sufficient statistics of a feature-space Dirichlet GP: for
 /// every class `k` the Gram `G_k = Φ_kᵀΦ_k` (lower triangle), the column
 /// sums `s_k = Φ_kᵀ1` and the count `n_k` of its rows, as a
@@ -195,10 +208,7 @@ impl ClassStats {
             });
         }
         check_labels(labels, self.n_classes())?;
-        let mut rows: Vec<Vec<usize>> = vec![Vec::new(); self.n_classes()];
-        for (i, &k) in labels.iter().enumerate() {
-            rows[k].push(i);
-        }
+        let rows = rows_by_class(labels, self.n_classes());
         for (stats, idx) in self.classes.iter_mut().zip(&rows) {
             if idx.is_empty() {
                 continue;

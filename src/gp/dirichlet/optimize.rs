@@ -90,7 +90,7 @@ impl FreeHypers {
 
     /// The optimizer's parameters `(l.., σ², ·)` (the last slot, the noise
     /// of the regression models, is fixed and unused).
-    fn params(self, length_scale: Vec<f64>, kernel_variance: f64) -> Result<LogParams> {
+    pub(crate) fn params(self, length_scale: Vec<f64>, kernel_variance: f64) -> Result<LogParams> {
         for &l in &length_scale {
             super::check_positive("length_scale", l)?;
         }

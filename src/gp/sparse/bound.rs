@@ -75,7 +75,12 @@ pub struct Adjoint {
 
 /// `L^{−1} X L^{−ᵀ}` (`lower`) or `L^{−ᵀ} X L^{−1}` for a symmetric `X`,
 /// symmetrized.
-fn sandwich(chol: &Cholesky, x: &Array2<f64>, lower: bool, par: Parallelism) -> Array2<f64> {
+pub(crate) fn sandwich(
+    chol: &Cholesky,
+    x: &Array2<f64>,
+    lower: bool,
+    par: Parallelism,
+) -> Array2<f64> {
     let solve = |a: faer::MatMut<'_, f64>| {
         if lower {
             chol.solve_lower_in_place(a, par);
@@ -130,7 +135,7 @@ fn solve_vec(
 /// The excess of `tr(Q_ff)` over `Σ k_ff` that [`bound`] accepts as
 /// rounding, in the bound's units per row (`excess / 2σ_n²` nats over
 /// `N`).
-const TRACE_TOL: f64 = 1e-4;
+pub(crate) const TRACE_TOL: f64 = 1e-4;
 
 /// The objective of `stats` under `prior` (and, with `want_grad`, its
 /// adjoints). `center` subtracts the training mean of the targets.

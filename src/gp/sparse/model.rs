@@ -110,42 +110,95 @@ impl SparseGp {
         want_var: bool,
         par: Parallelism,
     ) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
-        let (m, d) = self.inducing.dim();
-        Error::check_n_features(d, xs.ncols())?;
-        check_finite("X", xs.iter())?;
-        let w = self.params.scale(self.inducing.view());
         let rows = xs.nrows();
         let mut mean = Array1::<f64>::zeros(rows);
         let mut var = want_var.then(|| Array1::<f64>::zeros(rows));
-        let mut kb = Vec::new();
-        for start in (0..rows).step_by(PREDICT_BLOCK) {
-            let stop = (start + PREDICT_BLOCK).min(rows);
-            let b = stop - start;
-            let ut = scaled_t(&self.params, xs.slice(s![start..stop, ..]));
-            kb.resize(m * b, 0.0);
-            cross_block(&self.params, w.view(), ut.view(), &mut kb, None, par);
-            let kv =
-                ArrayView2::from_shape((m, b), &kb).map_err(|e| Error::Internal(e.to_string()))?;
+        let blocks = TestBlocks {
+            params: &self.params,
+            inducing: self.inducing.view(),
+            chol_uu: &self.chol_uu,
+        };
+        blocks.for_each(xs, want_var, par, |start, kv, latent| {
+            let stop = start + kv.ncols();
             let mu = kv.t().dot(&self.weights);
             mean.slice_mut(s![start..stop])
                 .iter_mut()
                 .zip(&mu)
                 .for_each(|(o, v)| *o = v + self.y_mean);
-            if let Some(var) = var.as_mut() {
-                let mut t = kb.clone();
-                let tm = MatMut::from_row_major_slice_mut(&mut t, m, b);
-                self.chol_uu.solve_lower_in_place(tm, par);
-                let tt = column_norms(&t, b);
-                let sm = MatMut::from_row_major_slice_mut(&mut t, m, b);
-                self.chol_b.solve_lower_in_place(sm, par);
-                let ss = column_norms(&t, b);
+            if let (Some(var), Some((t, tt))) = (var.as_mut(), latent) {
+                let ss = solved_norms(&self.chol_b, t, kv.ncols(), par);
                 for (j, o) in var.slice_mut(s![start..stop]).iter_mut().enumerate() {
                     *o = (self.params.variance - tt[j] + ss[j]).max(0.0);
                 }
             }
-        }
+        })?;
         Ok((mean, var))
     }
+}
+
+/// The pieces of a prediction at blocks of test rows shared by every model
+/// on the same inducing inputs (the sparse GP, each class of the sparse
+/// classifier): the kernel, `Z` and the factor `L` of `K_uu`.
+pub(crate) struct TestBlocks<'a> {
+    /// The kernel and its hyperparameters.
+    pub params: &'a StationaryKernel,
+    /// The inducing inputs `Z` (`M × d`).
+    pub inducing: ArrayView2<'a, f64>,
+    /// The factor `L` of `K_uu + ε I`.
+    pub chol_uu: &'a Cholesky,
+}
+
+impl TestBlocks<'_> {
+    /// Calls `f(start, k_u*, latent)` for every block of at most
+    /// [`PREDICT_BLOCK`] rows of `xs` from row `start`: `k_u* = k(Z, x*)`
+    /// (`M × b`) and, with `want_var`, `latent = (t, tᵀt)` with `t =
+    /// L^{−1} k_u*` (`M × b` row-major) and its column norms.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] for `xs` of the wrong width,
+    /// [`Error::NonFinite`] for NaN in it.
+    pub(crate) fn for_each(
+        &self,
+        xs: ArrayView2<'_, f64>,
+        want_var: bool,
+        par: Parallelism,
+        mut f: impl FnMut(usize, ArrayView2<'_, f64>, Option<(&[f64], &[f64])>),
+    ) -> Result<()> {
+        let (m, d) = self.inducing.dim();
+        Error::check_n_features(d, xs.ncols())?;
+        check_finite("X", xs.iter())?;
+        let w = self.params.scale(self.inducing);
+        let rows = xs.nrows();
+        let mut kb = Vec::new();
+        let mut t = Vec::new();
+        for start in (0..rows).step_by(PREDICT_BLOCK) {
+            let stop = (start + PREDICT_BLOCK).min(rows);
+            let b = stop - start;
+            let ut = scaled_t(self.params, xs.slice(s![start..stop, ..]));
+            kb.resize(m * b, 0.0);
+            cross_block(self.params, w.view(), ut.view(), &mut kb, None, par);
+            let kv =
+                ArrayView2::from_shape((m, b), &kb).map_err(|e| Error::Internal(e.to_string()))?;
+            if want_var {
+                t.clone_from(&kb);
+                let tm = MatMut::from_row_major_slice_mut(&mut t, m, b);
+                self.chol_uu.solve_lower_in_place(tm, par);
+                let tt = column_norms(&t, b);
+                f(start, kv, Some((&t, &tt)));
+            } else {
+                f(start, kv, None);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `‖L_B^{−1} t_j‖²` for each column `j` of the `M × b` row-major `t`.
+pub(crate) fn solved_norms(chol: &Cholesky, t: &[f64], b: usize, par: Parallelism) -> Vec<f64> {
+    let mut u = t.to_vec();
+    let m = u.len() / b.max(1);
+    chol.solve_lower_in_place(MatMut::from_row_major_slice_mut(&mut u, m, b), par);
+    column_norms(&u, b)
 }
 
 /// `Σ_m a[m·b + j]²` for each column `j` of an `M × b` row-major matrix.

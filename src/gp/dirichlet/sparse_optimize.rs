@@ -1,0 +1,268 @@
+//! Hyperparameters of the sparse classifier (docs/math/classification.rst,
+//! "Inducing points"): the length scale(s) and kernel variance maximize the
+//! summed VFE bound `Σ_c F_c` by the generic L-BFGS path of
+//! [`optimize::maximize`], the inducing inputs fixed where they were chosen
+//! at the initial hyperparameters.
+//!
+//! The noise `Σ_c` does not move with the hyperparameters, so per class
+//! (with `Σ = K_uu + S_c`, `α_c = Σ⁻¹b_c`, the FITC-form statistics `S_c`,
+//! `b_c` of [`SparseClassStats::class_stats`])
+//!
+//! ```text
+//! ∂F_c/∂S_c = ½(K_uu⁻¹ − Σ⁻¹) − ½α_cα_cᵀ =: P_c,   ∂F_c/∂b_c = α_c,
+//! ∂F_c/∂K_uu = ½(K_uu⁻¹ − Σ⁻¹) − ½α_cα_cᵀ − ½K_uu⁻¹S_cK_uu⁻¹,
+//! ```
+//!
+//! and `∂F_c/∂k_i = σ_ic⁻² (2P_c k_i + r_ic α_c)` for the row's kernel
+//! column `k_i`. Summed over the classes it depends on the row only
+//! through its true class `k`: `2(P/σ²₀ + ω P_k) k_i + v_k` with `P =
+//! Σ_c P_c`, `ω = 1/σ²₁ − 1/σ²₀` and `v_k = Σ_c (ỹ₀ − m_c)α_c/σ²₀ +
+//! ((ỹ₁ − m_k)/σ²₁ − (ỹ₀ − m_k)/σ²₀) α_k`: the sparse GP's VFE adjoint
+//! (`2 ∂F/∂S`, `∂F/∂b`, unit targets) of class `k`, contracted with the
+//! kernel's slopes by [`accumulate_gradient`] over that class's rows (a
+//! second pass, `O(N M²)` for all classes).
+
+use std::borrow::Cow;
+
+use ndarray::{s, Array1, Array2, ArrayView2, Axis, CowArray, Ix2};
+
+use super::optimize::FreeHypers;
+use super::rows_by_class;
+use super::sparse::{
+    accumulate_rows, checked_inducing, SparseClassStats, SparseGpc, SparseGpcConfig,
+};
+use crate::error::Result;
+use crate::gp::optimize::{self, Evaluation, LogParams, Objective, OptimizerConfig};
+use crate::gp::sparse::bound::{frobenius, sandwich, Adjoint};
+use crate::gp::sparse::{accumulate_gradient, finish, GradientSums, InducingPrior, Method};
+use crate::kernels::{Kernel, StationaryKernel};
+use crate::progress::Monitor;
+use crate::threads::Parallelism;
+
+/// `v vᵀ`.
+fn outer(v: &Array1<f64>) -> Array2<f64> {
+    let n = v.len();
+    Array2::from_shape_fn((n, n), |(i, j)| v[i] * v[j])
+}
+
+/// The gradient of `Σ_c F_c` of the fitted `gpc` (from `stats` of the rows
+/// `(x, labels)` under `prior`) with respect to `(ln l.., ln σ², ln σ_n²)`
+/// (the last entry 0: no noise variance), by the module docs' adjoints and
+/// a second pass over every class's rows in chunks of `chunk_rows`.
+///
+/// # Errors
+/// As [`accumulate_gradient`]; [`Error::Interrupted`] once `monitor` is
+/// cancelled.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn bound_gradient(
+    stats: &SparseClassStats,
+    prior: &InducingPrior,
+    gpc: &SparseGpc,
+    x: ArrayView2<'_, f64>,
+    labels: &[usize],
+    chunk_rows: usize,
+    par: Parallelism,
+    monitor: &Monitor,
+) -> Result<Vec<f64>> {
+    let t = &gpc.transform;
+    let l = prior.chol();
+    let (m, d) = prior.z.dim();
+    let (a1, a0) = (1.0 / t.noise_in, 1.0 / t.noise_out);
+    let mut p_sum = Array2::<f64>::zeros((m, m));
+    let mut per_class = Vec::with_capacity(gpc.n_classes());
+    let mut d_kuu = Array2::<f64>::zeros((m, m));
+    let mut d_log_variance = 0.0;
+    let mut v_out = Array1::<f64>::zeros(m);
+    for (c, lat) in gpc.classes.iter().enumerate() {
+        monitor.check()?;
+        let w = stats.class_stats(c, t);
+        let sm = w.gram_symmetric();
+        let (b, _) = w.centered(true);
+        let alpha = &lat.weights;
+        // K_uu⁻¹ − Σ⁻¹ = L⁻ᵀ(I − B⁻¹)L⁻¹ and K_uu⁻¹S K_uu⁻¹ = L⁻ᵀ C L⁻¹.
+        let mut i_minus = -lat.chol_b.inverse(par);
+        i_minus.diag_mut().mapv_inplace(|v| v + 1.0);
+        let e1 = sandwich(l, &i_minus, false, par);
+        let e2 = sandwich(l, &sandwich(l, &sm, true, par), false, par);
+        let p = (&e1 - &outer(alpha)) * 0.5;
+        d_kuu = d_kuu + &p - &(e2 * 0.5);
+        // S ∝ σ⁴, b ∝ σ², Σ k_ii/σ²_ic ∝ σ² (K_uu's part in `finish`).
+        d_log_variance += 2.0 * frobenius(&p, &sm) + alpha.dot(&b) - 0.5 * w.kff_sum;
+        v_out.scaled_add((t.target_out - lat.mean) * a0, alpha);
+        p_sum += &p;
+        per_class.push(p);
+    }
+    let mut sums = GradientSums::new(Method::Vfe, m, d);
+    let mut scratch = Vec::new();
+    for (k, rows) in rows_by_class(labels, gpc.n_classes()).iter().enumerate() {
+        let lat = &gpc.classes[k];
+        let mut vector = v_out.clone();
+        let own = (t.target_in - lat.mean) * a1 - (t.target_out - lat.mean) * a0;
+        vector.scaled_add(own, &lat.weights);
+        let adjoint = Adjoint {
+            method: Method::Vfe,
+            left: (&p_sum * a0 + &(&per_class[k] * (a1 - a0))) * 2.0,
+            kuu_inv: Array2::zeros((0, 0)),
+            vector,
+            d_kuu: Array2::zeros((0, 0)),
+            d_log_variance: 0.0,
+            d_log_noise: 0.0,
+        };
+        let xk = x.select(Axis(0), rows);
+        let ones = Array1::<f64>::ones(rows.len());
+        for start in (0..rows.len()).step_by(chunk_rows) {
+            monitor.check()?;
+            let stop = (start + chunk_rows).min(rows.len());
+            accumulate_gradient(
+                &mut sums,
+                &adjoint,
+                prior,
+                xk.slice(s![start..stop, ..]),
+                ones.slice(s![start..stop]),
+                0.0,
+                &mut scratch,
+                par,
+            )?;
+        }
+    }
+    let total = Adjoint {
+        method: Method::Vfe,
+        left: Array2::zeros((0, 0)),
+        kuu_inv: Array2::zeros((0, 0)),
+        vector: Array1::zeros(0),
+        d_kuu,
+        d_log_variance,
+        d_log_noise: 0.0,
+    };
+    Ok(finish(&total, prior, &sums, par).hyper)
+}
+
+/// `Σ_c F_c` as an [`Objective`] of the free log hyperparameters, `Z`
+/// fixed; an evaluation's fit is the classifier there.
+pub(crate) struct SparseGpcBound<'a> {
+    x: CowArray<'a, f64, Ix2>,
+    labels: Cow<'a, [usize]>,
+    n_classes: usize,
+    kernel: Kernel,
+    params: LogParams,
+    z: Array2<f64>,
+    alpha_epsilon: f64,
+    chunk_rows: usize,
+    par: Parallelism,
+}
+
+impl SparseGpcBound<'_> {
+    /// The prior at `θ`.
+    fn prior(&self, theta: &[f64]) -> Result<InducingPrior> {
+        let v = self.params.at(theta)?;
+        let k = self.params.n_length_scales();
+        let kernel = StationaryKernel {
+            kernel: self.kernel,
+            length_scale: v[..k].to_vec(),
+            variance: v[k],
+        };
+        InducingPrior::new(kernel, 1.0, self.z.view(), self.par)
+    }
+}
+
+impl Objective for SparseGpcBound<'_> {
+    type Fit = SparseGpc;
+
+    fn n_rows(&self) -> usize {
+        self.x.nrows()
+    }
+
+    fn value_name(&self) -> &'static str {
+        "bound"
+    }
+
+    fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<SparseGpc>> {
+        let prior = self.prior(theta)?;
+        let x = self.x.view();
+        let stats = accumulate_rows(
+            &prior,
+            x,
+            &self.labels,
+            self.n_classes,
+            self.chunk_rows,
+            self.par,
+            monitor,
+        )?;
+        let gpc =
+            SparseGpc::from_stats(&stats, prior.clone(), self.alpha_epsilon, self.par, monitor)?;
+        let grad = bound_gradient(
+            &stats,
+            &prior,
+            &gpc,
+            x,
+            &self.labels,
+            self.chunk_rows,
+            self.par,
+            monitor,
+        )?;
+        Ok(Evaluation {
+            value: gpc.bound(),
+            grad: self.params.select(&grad),
+            fit: gpc,
+        })
+    }
+
+    /// The coarse levels: the same bound on a subset of the rows.
+    fn subsample(&self, rows: &[usize]) -> Result<Option<Self>> {
+        Ok(Some(Self {
+            x: self.x.select(Axis(0), rows).into(),
+            labels: Cow::Owned(rows.iter().map(|&i| self.labels[i]).collect()),
+            n_classes: self.n_classes,
+            kernel: self.kernel,
+            params: self.params.clone(),
+            z: self.z.clone(),
+            alpha_epsilon: self.alpha_epsilon,
+            chunk_rows: self.chunk_rows,
+            par: self.par,
+        }))
+    }
+}
+
+/// Fits the sparse classifier with the hyperparameters in `free` fitted:
+/// the inducing inputs chosen at `cfg`'s kernel, then L-BFGS on `Σ_c F_c`
+/// from there ([`optimize::maximize`], `optimizer.n_restarts` restarts);
+/// the best evaluation's classifier and the L-BFGS iterations. With
+/// nothing free, [`SparseGpc::fit`] (0 iterations).
+///
+/// # Errors
+/// As [`SparseGpc::fit`]; [`crate::Error::InvalidParameter`] for a kernel
+/// variance or length scale that is not positive.
+#[allow(clippy::too_many_arguments)]
+pub fn fit_sparse_gpc(
+    x: ArrayView2<'_, f64>,
+    labels: &[usize],
+    n_classes: usize,
+    cfg: &SparseGpcConfig,
+    free: FreeHypers,
+    optimizer: &OptimizerConfig,
+    par: Parallelism,
+    monitor: &Monitor,
+) -> Result<(SparseGpc, u64)> {
+    if free == FreeHypers::default() {
+        return Ok((SparseGpc::fit(x, labels, n_classes, cfg, par, monitor)?, 0));
+    }
+    let (z, chunk_rows) = checked_inducing(x, labels, n_classes, cfg, par, monitor)?;
+    let params = free.params(cfg.kernel.length_scale.clone(), cfg.kernel.variance)?;
+    let obj = SparseGpcBound {
+        x: x.reborrow().into(),
+        labels: Cow::Borrowed(labels),
+        n_classes,
+        kernel: cfg.kernel.kernel,
+        params,
+        z,
+        alpha_epsilon: cfg.alpha_epsilon,
+        chunk_rows,
+        par,
+    };
+    let opt = optimize::maximize(&obj, &obj.params.start(), optimizer, monitor)?;
+    Ok((opt.fit, opt.n_iter))
+}
+
+#[cfg(test)]
+#[path = "sparse_optimize_tests.rs"]
+mod tests;

@@ -1,0 +1,168 @@
+use ndarray::Array2;
+use rand::Rng as _;
+
+use super::*;
+use crate::gp::sparse::InducingInit;
+
+const PAR: Parallelism = Parallelism::Rayon;
+
+fn data(n: usize, seed: u64) -> (Array2<f64>, Vec<usize>) {
+    let mut rng = crate::rng::seeded(seed);
+    let x = Array2::from_shape_fn((n, 2), |_| rng.random_range(-2.0..2.0));
+    let labels = x
+        .rows()
+        .into_iter()
+        .map(|r| {
+            let v = (2.0_f64 * r[0]).sin() + r[1];
+            if v < -0.5 {
+                0
+            } else if v < 0.7 {
+                1
+            } else {
+                2
+            }
+        })
+        .collect();
+    (x, labels)
+}
+
+fn objective<'a>(
+    x: &'a Array2<f64>,
+    labels: &'a [usize],
+    z: Array2<f64>,
+    ls: Vec<f64>,
+    kernel: Kernel,
+) -> SparseGpcBound<'a> {
+    SparseGpcBound {
+        x: x.view().into(),
+        labels: Cow::Borrowed(labels),
+        n_classes: 3,
+        kernel,
+        params: FreeHypers {
+            length_scale: true,
+            kernel_variance: true,
+        }
+        .params(ls, 1.3)
+        .unwrap(),
+        z,
+        alpha_epsilon: 0.03,
+        chunk_rows: 11,
+        par: PAR,
+    }
+}
+
+#[test]
+fn the_gradient_of_the_summed_bound_matches_central_differences() {
+    let (x, labels) = data(70, 1);
+    let z = x.select(Axis(0), &[0, 5, 9, 17, 23, 31, 40, 52]);
+    for (ls, kernel) in [
+        (vec![0.8], Kernel::Gaussian),
+        (vec![0.7, 1.2], Kernel::Gaussian),
+        (vec![0.9], Kernel::Matern52),
+    ] {
+        let obj = objective(&x, &labels, z.clone(), ls.clone(), kernel);
+        let theta = obj.params.start();
+        let e = obj.evaluate(&theta, &Monitor::default()).unwrap();
+        let h = 1e-5;
+        for i in 0..theta.len() {
+            let at = |d: f64| {
+                let mut t = theta.clone();
+                t[i] += d;
+                obj.evaluate(&t, &Monitor::default()).unwrap().value
+            };
+            let fd = (at(h) - at(-h)) / (2.0 * h);
+            assert!(
+                (e.grad[i] - fd).abs() < 1e-5 * (1.0 + fd.abs()),
+                "{kernel:?} {ls:?} coordinate {i}: analytic {} vs central difference {fd}",
+                e.grad[i]
+            );
+        }
+    }
+}
+
+#[test]
+fn the_fit_raises_the_bound_to_a_stationary_point() {
+    let (x, labels) = data(200, 2);
+    let cfg = SparseGpcConfig {
+        kernel: StationaryKernel {
+            kernel: Kernel::Gaussian,
+            length_scale: vec![3.0],
+            variance: 1.0,
+        },
+        n_inducing: 15,
+        inducing: InducingInit::KMeans,
+        alpha_epsilon: 0.01,
+        seed: 4,
+        chunk_rows: None,
+    };
+    let optimizer = OptimizerConfig {
+        n_restarts: 1,
+        seed: 3,
+        ..Default::default()
+    };
+    let run = |free| {
+        fit_sparse_gpc(
+            x.view(),
+            &labels,
+            3,
+            &cfg,
+            free,
+            &optimizer,
+            PAR,
+            &Monitor::default(),
+        )
+        .unwrap()
+    };
+    let (start, n0) = run(FreeHypers::default());
+    assert_eq!(n0, 0);
+    let both = FreeHypers {
+        length_scale: true,
+        kernel_variance: true,
+    };
+    let (fitted, n_iter) = run(both);
+    assert!(n_iter > 0);
+    assert_eq!(
+        fitted.inducing, start.inducing,
+        "Z chosen once, at the start"
+    );
+    assert!(
+        fitted.bound() > start.bound() + 1.0,
+        "{} vs start {}",
+        fitted.bound(),
+        start.bound()
+    );
+    // The gradient there vanishes (to the optimizer's tolerance on the
+    // gradient of bound / N).
+    let obj = objective(
+        &x,
+        &labels,
+        fitted.inducing.clone(),
+        fitted.params.length_scale.clone(),
+        Kernel::Gaussian,
+    );
+    let obj = SparseGpcBound {
+        params: both
+            .params(fitted.params.length_scale.clone(), fitted.params.variance)
+            .unwrap(),
+        alpha_epsilon: 0.01,
+        chunk_rows: default_chunk(&fitted),
+        ..obj
+    };
+    let e = obj
+        .evaluate(&obj.params.start(), &Monitor::default())
+        .unwrap();
+    assert!((e.value - fitted.bound()).abs() < 1e-9 * fitted.bound().abs());
+    let norm = e.grad.iter().map(|g| g * g).sum::<f64>().sqrt() / x.nrows() as f64;
+    assert!(norm < 1e-4, "gradient norm / N = {norm}");
+    // Only the length scale: the kernel variance stays.
+    let (ls_only, _) = run(FreeHypers {
+        length_scale: true,
+        kernel_variance: false,
+    });
+    assert_eq!(ls_only.params.variance, 1.0);
+    assert!(ls_only.bound() > start.bound());
+}
+
+fn default_chunk(gpc: &SparseGpc) -> usize {
+    crate::gp::sparse::default_chunk_rows(gpc.inducing.nrows())
+}
