@@ -299,22 +299,57 @@ def test_sparse_hyperparameter_fit_reaches_the_in_process_optimum(client) -> Non
     np.testing.assert_array_equal(got.inducing_points_, est.inducing)
 
 
-def test_sparse_prior_and_sums_pickle_by_value() -> None:
-    x, y = _data(60)
-    kw = dict(inducing=x[:5], kernel="matern32", length_scale=[0.9], kernel_variance=1.1)
-    prior = rf._core.SparsePrior(noise_variance=0.05, **kw)
-    back = pickle.loads(pickle.dumps(prior))
-    a = rf._core.SparseStats.of_rows(x, y, prior=prior, method="fitc")
-    b = pickle.loads(pickle.dumps(rf._core.SparseStats.of_rows(x, y, prior=back, method="fitc")))
-    gp_a, gp_b = a.fit(prior=prior, center_y=True), b.fit(prior=back, center_y=True)
-    assert gp_a.log_marginal_likelihood_value == gp_b.log_marginal_likelihood_value
-    sums = pickle.loads(pickle.dumps(a.gradient_sums(x, y, prior=prior, center_y=True)))
-    value, grad, dz = a.objective(sums.copy(), prior=prior, center_y=True)
-    assert value == gp_a.log_marginal_likelihood_value and len(grad) == 3 and dz.shape == (5, 3)
-    with pytest.raises(rf.InvalidInputError, match="noise_variance"):
-        rf._core.SparsePrior(noise_variance=-1.0, **kw)
-    with pytest.raises(rf.InvalidInputError, match="vfe"):
-        a.merge(rf._core.SparseStats.of_rows(x, y, prior=prior, method="vfe"))
+# Uneven row chunks of a few thousand rows: enough for the optimizer's
+# coarse levels (from 1,024 rows on).
+OPT_CHUNKS = (700, 1100, 450, 750)
+
+
+@pytest.mark.parametrize("ard", [False, True])
+def test_feature_gpr_hyperparameter_fit_reaches_the_in_process_optimum(client, ard) -> None:
+    x, y = _data(sum(OPT_CHUNKS), seed=3)
+    est = rf.RandomFeatureGPR(
+        rf.RandomFourierFeatures(64, length_scale=0.8, random_state=0),
+        optimize=("length_scale", "kernel_variance", "noise_variance"),
+        ard=ard,
+        n_restarts=1,
+        chunk_size=256,
+        random_state=0,
+    )
+    ref = rf.RandomFeatureGPR(**est.get_params(deep=False)).fit(x, y)
+    got = rdask.fit(est, _dask(x, OPT_CHUNKS), _dask(y, OPT_CHUNKS))
+    # The same optimizer on the same evaluations up to the rounding of the
+    # summation order (about 1e-13 relative in the LML): the same path.
+    assert got.n_iter_ == ref.n_iter_ > 0
+    lml, lml_ref = got.log_marginal_likelihood_, ref.log_marginal_likelihood_
+    assert abs(lml - lml_ref) < RTOL * abs(lml_ref)
+    assert np.shape(got.length_scale_) == ((3,) if ard else ())
+    # In the optimizer's coordinates (the logs): with ARD the length scale
+    # of the dimension y does not depend on runs off to ~1e6, where the
+    # LML is flat in it.
+    theta = np.log([*np.atleast_1d(got.length_scale_), got.kernel_variance_, got.noise_variance_])
+    theta_ref = np.log(
+        [*np.atleast_1d(ref.length_scale_), ref.kernel_variance_, ref.noise_variance_]
+    )
+    np.testing.assert_allclose(theta, theta_ref, rtol=0, atol=1e-6)
+    assert got.stats_.n_samples == x.shape[0]
+    assert _rel(got.predict(x[:50]), ref.predict(x[:50])) < 1e-7
+
+
+def test_feature_lml_sums_merge_and_pickle_by_value() -> None:
+    x, y = _data(90)
+    fmap = rf.RandomFourierFeatures(16, length_scale=0.8, random_state=0).fit(x)._feature_map()
+    kw = dict(features=fmap, drawn_length_scale=0.8, values=[0.7, 1.2, 0.05], chunk_size=32)
+    sums = rf._core.FeatureLmlSums
+    one = sums.of_rows(x, y, gradient=True, **kw)
+    a = sums.of_rows(x[:40], y[:40], gradient=True, **kw)
+    a.merge(pickle.loads(pickle.dumps(sums.of_rows(x[40:], y[40:], gradient=True, **kw))))
+    assert a.n == one.n == 90
+    v1, g1 = one.log_marginal_likelihood(center_y=True)
+    v, g = a.log_marginal_likelihood(center_y=True)
+    assert abs(v - v1) < RTOL * abs(v1) and _rel(g, g1) < RTOL and len(g) == 3
+    other = sums.of_rows(x, y, gradient=True, **{**kw, "values": [1.0, 1.2, 0.05]})
+    with pytest.raises(rf.InvalidInputError, match="other hyperparameters"):
+        a.merge(other)
 
 
 # --- bad input ------------------------------------------------------------------------------
@@ -334,12 +369,19 @@ def test_bad_inputs_of_fit() -> None:
         rdask.fit(gp, X, _dask(y, (40,)))
     with pytest.raises(TypeError, match="`estimator` must be"):
         rdask.fit(rf.ExactGPR(), _dask(x, (40,)), _dask(y, (40,)))
-    with pytest.raises(rf.InvalidInputError, match="optimize"):
-        rdask.fit(
-            rf.RandomFeatureGPR(rf.RandomFourierFeatures(8), optimize=("noise_variance",)),
-            _dask(x, (40,)),
-            _dask(y, (40,)),
-        )
+    # The marginal-likelihood fit's refusals are those of the in-memory fit.
+    for est in (
+        rf.RandomFeatureGPR(rf.PolynomialSketch(8, random_state=0), optimize=("noise_variance",)),
+        rf.RandomFeatureGPR(
+            rf.MaclaurinFeatures(8, random_state=0), optimize=("length_scale",), ard=True
+        ),
+        rf.RandomFeatureGPR(rf.RandomFourierFeatures(8, random_state=0), ard=True),
+    ):
+        with pytest.raises(rf.InvalidInputError) as in_memory:
+            rf.RandomFeatureGPR(**est.get_params(deep=False)).fit(x, y)
+        with pytest.raises(rf.InvalidInputError) as on_dask:
+            rdask.fit(est, _dask(x, (40,)), _dask(y, (40,)))
+        assert str(on_dask.value) == str(in_memory.value)
     with pytest.raises(rf.InvalidInputError, match="inducing inputs as an array"):
         rdask.fit(rf.SparseGPR(optimize=()), _dask(x, (40,)), _dask(y, (40,)))
     with pytest.raises(rf.InvalidInputError, match="missing: kernel_variance"):

@@ -17,6 +17,7 @@ __all__ = [
     "DirichletGPC",
     "ExactGp",
     "FeatureGp",
+    "FeatureLmlSums",
     "FeatureMap",
     "FeatureStats",
     "LocalizedMaclaurinGp",
@@ -35,6 +36,7 @@ __all__ = [
     "expected_softmax",
     "feature_gp_lml",
     "feature_gp_optimize",
+    "feature_gp_optimize_blocks",
     "fwht",
     "fwht_inplace",
     "fwht_into",
@@ -150,6 +152,20 @@ def feature_gp_optimize(
     seed: int,
     center: bool,
     chunk_size: int,
+    ard: bool = False,
+    progress: _Progress | None = None,
+) -> tuple[NDArray[np.float64], float, float, FeatureMap, FeatureStats, int]: ...
+def feature_gp_optimize_blocks(
+    features: FeatureMap,
+    *,
+    evaluate: Callable[[list[float], int, bool], FeatureLmlSums],
+    n_rows: int,
+    length_scale: float,
+    noise_variance: float,
+    optimize: list[str],
+    n_restarts: int,
+    seed: int,
+    center: bool,
     ard: bool = False,
     progress: _Progress | None = None,
 ) -> tuple[NDArray[np.float64], float, float, FeatureMap, FeatureStats, int]: ...
@@ -528,6 +544,29 @@ class SparseGradientSums:
     def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
     @classmethod
     def _from_state(cls, state: bytes) -> SparseGradientSums: ...
+
+# Feature-space GP sums over blocks (src/python/feature_sums.rs)
+@final
+class FeatureLmlSums:
+    @staticmethod
+    def of_rows(
+        x: NDArray[np.float64],
+        y: NDArray[np.float64],
+        *,
+        features: FeatureMap,
+        drawn_length_scale: float,
+        values: list[float],
+        gradient: bool,
+        chunk_size: int,
+    ) -> FeatureLmlSums: ...
+    def merge(self, other: FeatureLmlSums) -> None: ...
+    def copy(self) -> FeatureLmlSums: ...
+    @property
+    def n(self) -> int: ...
+    def log_marginal_likelihood(self, *, center_y: bool) -> tuple[float, list[float]]: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> FeatureLmlSums: ...
 
 # Localized Maclaurin GP (src/python/localized_gp.rs)
 @final

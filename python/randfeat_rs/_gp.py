@@ -939,13 +939,7 @@ class RandomFeatureGPR(
             The fitted estimator.
         """
         X, y = self._validate_xy(X, y, reset=True)
-        if self.ard and (
-            self.optimize is None or "length_scale" not in _optimize_names(self.optimize)
-        ):
-            raise InvalidInputError(
-                "`ard=True` fits one length scale per input dimension and needs `optimize` "
-                f"to name 'length_scale', got optimize={self.optimize!r}"
-            )
+        self._check_ard()
         self._start(X, y)
         if self.optimize is None:
             self._accumulate(X, y)
@@ -954,10 +948,19 @@ class RandomFeatureGPR(
         self._solve()
         return self
 
-    def _optimize(self, X: np.ndarray, y: np.ndarray) -> None:
-        """Fit the hyperparameters in ``optimize`` in Rust; keep the transformer
-        at the optimum and the statistics of all rows there."""
-        names = _optimize_names(self.optimize)
+    def _check_ard(self) -> None:
+        """``ard=True`` needs ``optimize`` to name the length scale."""
+        if self.ard and (
+            self.optimize is None or "length_scale" not in _optimize_names(self.optimize)
+        ):
+            raise InvalidInputError(
+                "`ard=True` fits one length scale per input dimension and needs `optimize` "
+                f"to name 'length_scale', got optimize={self.optimize!r}"
+            )
+
+    def _optimizable_features(self) -> Any:
+        """The fitted transformer, checked to be one whose hyperparameters
+        the marginal-likelihood fit can move (and per dimension with ``ard``)."""
         f = self.features_
         if not isinstance(f, (RandomFourierFeatures, MaclaurinFeatures)):
             raise InvalidInputError(
@@ -970,8 +973,27 @@ class RandomFeatureGPR(
                 "`ard=True` needs randfeat_rs.RandomFourierFeatures (MaclaurinFeatures has one "
                 f"length scale: it rescales the inputs), got {type(f).__name__}"
             )
+        return f
+
+    def _set_optimum(self, f: Any, fitted: tuple) -> None:
+        """Keep what a marginal-likelihood fit of the transformer ``f``
+        returns (``_core.feature_gp_optimize`` and its block form): the
+        transformer at the optimum, the statistics there, the noise
+        variance and the iterations."""
+        ls, kv, nv, fmap, stats, n_iter = fitted
+        length_scale = np.array(ls) if self.ard else float(ls[0])
+        self.features_ = _at_hyperparameters(f, length_scale, float(kv), fmap)
+        self.stats_ = SufficientStatistics._wrap(stats)
+        self.noise_variance_ = float(nv)
+        self.n_iter_ = int(n_iter)
+
+    def _optimize(self, X: np.ndarray, y: np.ndarray) -> None:
+        """Fit the hyperparameters in ``optimize`` in Rust; keep the transformer
+        at the optimum and the statistics of all rows there."""
+        names = _optimize_names(self.optimize)
+        f = self._optimizable_features()
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
-            ls, kv, nv, fmap, stats, n_iter = _core.feature_gp_optimize(
+            fitted = _core.feature_gp_optimize(
                 f._feature_map(),
                 np.ascontiguousarray(X, dtype=np.float64),
                 y,
@@ -985,11 +1007,7 @@ class RandomFeatureGPR(
                 ard=bool(self.ard),
                 progress=progress,
             )
-        length_scale = np.array(ls) if self.ard else float(ls[0])
-        self.features_ = _at_hyperparameters(f, length_scale, float(kv), fmap)
-        self.stats_ = SufficientStatistics._wrap(stats)
-        self.noise_variance_ = float(nv)
-        self.n_iter_ = int(n_iter)
+        self._set_optimum(f, fitted)
 
     @_fit_context(prefer_skip_nested_validation=False)
     def partial_fit(self, X: Any, y: Any) -> RandomFeatureGPR:

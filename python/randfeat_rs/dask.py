@@ -22,6 +22,11 @@ process by default, or a cluster once a ``distributed.Client`` exists.
   one process on the same rows up to the rounding of the summation order
   (about ``1e-15`` relative). A merge never modifies its inputs, so tasks
   that Dask recomputes after losing a worker cannot count rows twice.
+- ``fit(RandomFeatureGPR(optimize=...), X, y)`` fits the hyperparameters
+  of the feature-space GP with the in-memory optimizer, the input blocks
+  persisted on the workers: every evaluation of the log marginal likelihood
+  and its gradient is one tree reduction of per-block sums (``(k + 1) D^2``
+  float64 for ``k`` length scales) and a ``D x D`` solve on the driver.
 - :func:`sparse_objective` evaluates a :class:`~randfeat_rs.SparseGPR`'s
   objective and gradient in two tree reductions, and
   :func:`optimize_sparse_gpr` fits the hyperparameters of a
@@ -47,8 +52,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._fourier import RandomFourierFeatures
-from ._gp import RandomFeatureGPR, _features_chunk
+from ._gp import RandomFeatureGPR, _features_chunk, _optimize_names
 from ._gpc import GPC_CPU_ONLY, RandomFeatureGPC
+from ._progress import progress_printer
 from ._sparse_gp import SparseGPR
 from .exceptions import InvalidInputError
 
@@ -427,7 +433,22 @@ def _is_plain(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float))
 
 
-def fit(estimator: Any, X: Any, y: Any) -> Any:
+def _reduced(block_fn: Callable, static: tuple, X: da.Array, y: da.Array) -> Any:
+    """The merged statistics of ``block_fn(*static, x, y)`` over the blocks,
+    computed (one tree reduction); a ValueError when there are no rows."""
+    (stats,) = dask.compute(_reduce_blocks(block_fn, static, X, y))
+    if stats is None:
+        raise ValueError("`X` needs at least one row")
+    return stats
+
+
+def _initial_noise_variance(var: Any) -> float:
+    """``0.1 var(y)`` (0.1 for constant targets), as the in-memory fits."""
+    var = float(var)
+    return 0.1 * (var if var > 0 else 1.0)
+
+
+def fit(estimator: Any, X: Any, y: Any, *, persist: bool = True) -> Any:
     """Fit a GP model on dask arrays: per-block statistics on the workers,
     merged by a tree reduction, solved on the driver.
 
@@ -446,7 +467,18 @@ def fit(estimator: Any, X: Any, y: Any) -> Any:
       ``RBFSampler`` (a data-dependent one, e.g. Nystroem landmarks, sees
       those rows only; fit it on a sample of your choice and pass it
       fitted). ``noise_variance=None`` takes ``0.1 var(y)`` over all
-      rows. For ``optimize`` see docs/guide/dask.rst.
+      rows.
+    - :class:`~randfeat_rs.RandomFeatureGPR` with ``optimize`` (a
+      :class:`~randfeat_rs.RandomFourierFeatures` or
+      :class:`~randfeat_rs.MaclaurinFeatures` transformer, fitted as
+      above): the in-memory optimizer (L-BFGS, ``n_restarts`` restarts,
+      coarse-to-fine levels, in Rust on the driver) with every evaluation
+      of the marginal likelihood and its gradient one tree reduction of
+      per-block sums, ``(k + 1) D^2`` float64 for ``k`` length scales
+      (``k = 0`` when the length scale is fixed, ``n_features`` with
+      ``ard=True``; refused beyond 256 MiB), and a ``D x D`` solve on the
+      driver. It reaches the in-memory optimum (the same evaluations up to
+      the rounding of the summation order).
     - :class:`~randfeat_rs.RandomFeatureGPC`: the classes are the distinct
       labels of ``y`` (one pass over ``y``), the transformer as above.
     - :class:`~randfeat_rs.SparseGPR`: the inducing inputs as an array
@@ -462,6 +494,11 @@ def fit(estimator: Any, X: Any, y: Any) -> Any:
     y : dask.array.Array of shape (n_samples,)
         Targets or labels; rechunked to the row chunks of ``X`` when they
         differ.
+    persist : bool, default=True
+        For ``RandomFeatureGPR(optimize=...)``: persist ``X`` and ``y`` on
+        the workers for the optimizer's evaluations (``False``: every
+        evaluation recomputes or reloads the blocks, for data larger than
+        the cluster's memory). Other fits make one pass and ignore it.
 
     Returns
     -------
@@ -482,7 +519,7 @@ def fit(estimator: Any, X: Any, y: Any) -> Any:
     if isinstance(estimator, SparseGPR):
         return _fit_sparse(estimator, X, y)
     if isinstance(estimator, RandomFeatureGPR):
-        return _fit_feature_gpr(estimator, X, y)
+        return _fit_feature_gpr(estimator, X, y, persist)
     if isinstance(estimator, RandomFeatureGPC):
         return _fit_gpc(estimator, X, y)
     raise TypeError(
@@ -507,34 +544,102 @@ def _fitted_features(features: Any, X: da.Array) -> Any:
     return copy.deepcopy(features)
 
 
-def _fit_feature_gpr(estimator: RandomFeatureGPR, X: da.Array, y: da.Array) -> RandomFeatureGPR:
+def _fit_feature_gpr(
+    estimator: RandomFeatureGPR, X: da.Array, y: da.Array, persist: bool
+) -> RandomFeatureGPR:
     model = clone(estimator)
     model._validate_params()
-    if model.optimize is not None and len(model.optimize) > 0:
-        raise InvalidInputError(
-            "RandomFeatureGPR(optimize=...) cannot be fitted on dask arrays: the feature-space "
-            "marginal likelihood has no per-block gradient binding yet; fit the hyperparameters "
-            "on a subsample in memory and pass them to the transformer (docs/guide/dask.rst)"
-        )
+    model._check_ard()
     # The estimator's own transformer: clone() unfits the model's copy.
     model.features_ = _fitted_features(estimator.features, X)
     model._resolve_features_device()
     model.n_features_in_ = int(X.shape[1])
     model.__dict__.pop("seed_", None)
     model.n_iter_ = 0
-    stats = _reduce_blocks(_gpr_block, (model,), X, y)
-    if model.noise_variance is None:
-        stats, var = dask.compute(stats, da.var(y.astype(np.float64)))
-        var = float(var)
-        model.noise_variance_ = 0.1 * (var if var > 0 else 1.0)
+    if model.optimize is not None:
+        _optimize_feature_gpr(model, X, y, persist)
     else:
-        (stats,) = dask.compute(stats)
-        model.noise_variance_ = float(model.noise_variance)
-    if stats is None:
-        raise ValueError("`X` needs at least one row")
-    model.stats_ = stats
+        stats = _reduce_blocks(_gpr_block, (model,), X, y)
+        if model.noise_variance is None:
+            stats, var = dask.compute(stats, da.var(y.astype(np.float64)))
+            model.noise_variance_ = _initial_noise_variance(var)
+        else:
+            (stats,) = dask.compute(stats)
+            model.noise_variance_ = float(model.noise_variance)
+        if stats is None:
+            raise ValueError("`X` needs at least one row")
+        model.stats_ = stats
     model._solve()
     return model
+
+
+def _feature_lml_block(
+    fmap: Any,
+    drawn_length_scale: float,
+    values: list,
+    gradient: bool,
+    chunk: int,
+    x: np.ndarray,
+    y: np.ndarray,
+) -> Any:
+    """The sums of the feature-space LML and its gradient of one row block
+    at ``values`` (a worker task); None for an empty block."""
+    if x.shape[0] == 0:
+        return None
+    return _core.FeatureLmlSums.of_rows(
+        np.ascontiguousarray(x, dtype=np.float64),
+        np.ascontiguousarray(y, dtype=np.float64),
+        features=fmap,
+        drawn_length_scale=drawn_length_scale,
+        values=values,
+        gradient=gradient,
+        chunk_size=chunk,
+    )
+
+
+def _optimize_feature_gpr(model: RandomFeatureGPR, X: da.Array, y: da.Array, persist: bool) -> None:
+    """The marginal-likelihood fit of ``model.optimize`` on dask arrays: the
+    in-memory optimizer (``_core.feature_gp_optimize_blocks``: L-BFGS,
+    restarts and coarse levels in Rust) asks for the merged per-block sums
+    of every evaluation, one tree reduction each, over ``X`` and ``y``
+    persisted on the workers (with ``persist``); the coarse levels are the
+    strided rows ``0, 4, 8, ...`` of the level above, as in memory."""
+    names = _optimize_names(model.optimize)
+    f = model._optimizable_features()
+    if persist:
+        X, y = dask.persist(X, y)
+    if model.noise_variance is None:
+        noise = _initial_noise_variance(da.var(y.astype(np.float64)).compute())
+    else:
+        noise = float(model.noise_variance)
+    fmap = f._feature_map()
+    drawn = float(f.length_scale)
+    chunk = int(model.chunk_size)
+    levels = [(X, y)]
+
+    def evaluate(values: list, level: int, gradient: bool) -> Any:
+        while len(levels) <= level:
+            xl, yl = levels[-1]
+            stop = 4 * (xl.shape[0] // 4)
+            levels.append((xl[:stop:4], yl[:stop:4]))
+        xl, yl = levels[level]
+        return _reduced(_feature_lml_block, (fmap, drawn, values, gradient, chunk), xl, yl)
+
+    with progress_printer(type(model).__name__, bool(model.verbose)) as progress:
+        fitted = _core.feature_gp_optimize_blocks(
+            fmap,
+            evaluate=evaluate,
+            n_rows=int(X.shape[0]),
+            length_scale=drawn,
+            noise_variance=noise,
+            optimize=names,
+            n_restarts=int(model.n_restarts),
+            seed=model._fit_seed(),
+            center=bool(model.center_y),
+            ard=bool(model.ard),
+            progress=progress,
+        )
+    model._set_optimum(f, fitted)
 
 
 def _fit_gpc(estimator: RandomFeatureGPC, X: da.Array, y: da.Array) -> RandomFeatureGPC:
@@ -554,7 +659,7 @@ def _fit_gpc(estimator: RandomFeatureGPC, X: da.Array, y: da.Array) -> RandomFea
         features = RandomFourierFeatures(n_components=256, random_state=0)
     model.features_ = _fitted_features(features, X)
     model.n_features_in_ = int(X.shape[1])
-    (stats,) = dask.compute(_reduce_blocks(_gpc_block, (model,), X, y))
+    stats = _reduced(_gpc_block, (model,), X, y)
     model._model = _core.DirichletGPC.fit(stats, float(model.alpha_epsilon))
     model.log_marginal_likelihood_ = float(sum(model._model.class_lml))
     return model
@@ -571,18 +676,16 @@ def _fit_sparse(estimator: SparseGPR, X: da.Array, y: da.Array) -> SparseGPR:
         )
     prior = _core.SparsePrior(**_sparse_prior(model, int(X.shape[1])))
     model._fit_seed()
-    (stats,) = dask.compute(_sparse_stats(model, prior, X, y))
-    if stats is None:
-        raise ValueError("`X` needs at least one row")
+    stats = _sparse_stats(model, prior, X, y)
     model._gp = stats.fit(prior=prior, center_y=bool(model.center_y))
     model.n_features_in_ = int(X.shape[1])
     return model
 
 
 def _sparse_stats(model: SparseGPR, prior: Any, X: da.Array, y: da.Array) -> Any:
-    """The delayed, tree-reduced first-pass statistics."""
+    """The tree-reduced first-pass statistics, computed."""
     chunk = None if model.chunk_size is None else int(model.chunk_size)
-    return _reduce_blocks(_sparse_block, (prior, model.method, chunk), X, y)
+    return _reduced(_sparse_block, (prior, model.method, chunk), X, y)
 
 
 def _sparse_gradient_block(
@@ -607,11 +710,8 @@ def _sparse_evaluate(
     hyperparameters: two tree reductions (statistics, gradient sums)."""
     center = bool(model.center_y)
     chunk = None if model.chunk_size is None else int(model.chunk_size)
-    (stats,) = dask.compute(_sparse_stats(model, prior, X, y))
-    if stats is None:
-        raise ValueError("`X` needs at least one row")
-    sums = _reduce_blocks(_sparse_gradient_block, (stats, prior, center, chunk), X, y)
-    (sums,) = dask.compute(sums)
+    stats = _sparse_stats(model, prior, X, y)
+    sums = _reduced(_sparse_gradient_block, (stats, prior, center, chunk), X, y)
     value, grad, _ = stats.objective(sums, prior=prior, center_y=center)
     return float(value), list(grad)
 
@@ -737,7 +837,7 @@ def optimize_sparse_gpr(
         n_iter = int(res.nit)
     prior = prior_at(theta)
     model._fit_seed()
-    (stats,) = dask.compute(_sparse_stats(model, prior, X, y))
+    stats = _sparse_stats(model, prior, X, y)
     model._gp = stats.fit(prior=prior, center_y=bool(model.center_y), n_iter=n_iter)
     model.n_features_in_ = int(X.shape[1])
     return model

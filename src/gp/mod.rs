@@ -26,7 +26,9 @@ pub mod sparse;
 pub use dirichlet::{DirichletGpc, ExactGpc};
 pub use exact::{fit_exact, ExactGpConfig};
 pub use exact::{ExactGp, LmlEval};
-pub use feature_lml::{fit_feature_gp, FeatureLmlConfig, FittedFeatureGp, HyperMap};
+pub use feature_lml::{
+    fit_feature_gp, fit_feature_gp_blocks, FeatureLmlConfig, FittedFeatureGp, HyperMap, LmlSums,
+};
 pub use features::FeatureGp;
 pub use localized::{LocalizedConfig, LocalizedMaclaurinGp, ThresholdSearch};
 pub use optimize::{Hyper, HyperInit, OptimizerConfig};

@@ -229,7 +229,6 @@ impl HyperInit {
     /// `d` with `ard`) and for values that are not finite and `> 0`.
     pub fn resolve(&self, x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>) -> Result<LogParams> {
         let d = x.ncols();
-        let var_y = super::target_variance_scale(y);
         let n_ls = if self.ard { d } else { 1 };
         let ls = match &self.length_scale {
             None => vec![median_pairwise_distance(x); n_ls],
@@ -253,7 +252,9 @@ impl HyperInit {
         for &l in &ls {
             check_positive("length_scale", l)?;
         }
-        let kv = self.kernel_variance.unwrap_or(var_y);
+        let kv = self
+            .kernel_variance
+            .unwrap_or_else(|| super::target_variance_scale(y));
         let nv = self
             .noise_variance
             .unwrap_or_else(|| super::initial_noise_variance(y));

@@ -364,7 +364,7 @@ fn poll(py: Python<'_>, monitor: &Monitor, callback: Option<&Py<PyAny>>) -> PyRe
 }
 
 /// Calls `callback(stage, done, total, messages)` with the monitor's state.
-fn report(monitor: &Monitor, callback: &Bound<'_, PyAny>) -> PyResult<()> {
+pub(crate) fn report(monitor: &Monitor, callback: &Bound<'_, PyAny>) -> PyResult<()> {
     let (stage, done, total) = monitor.snapshot();
     callback.call1((stage, done, total, monitor.take_messages()))?;
     Ok(())

@@ -19,7 +19,9 @@ use crate::gp::feature_lml::FeatureLml;
 use crate::gp::optimize::{LogParams, Objective, HYPER_NAMES};
 use crate::gp::OptimizerConfig;
 use crate::gp::{self, metrics, ExactGp, ExactGpConfig, FeatureGp, Hyper, HyperInit};
-use crate::gp::{check_positive, fit_exact, fit_feature_gp, FeatureLmlConfig, HyperMap};
+use crate::gp::{
+    check_positive, fit_exact, fit_feature_gp, FeatureLmlConfig, FittedFeatureGp, HyperMap,
+};
 use crate::kernels::{Kernel, StationaryKernel};
 use crate::linalg::Cholesky;
 use crate::stats::FeatureStats;
@@ -370,7 +372,7 @@ fn exact_gp_lml<'py>(
 /// kept) and the statistics of all rows there.
 #[pyfunction]
 #[pyo3(signature = (features, x, y, *, length_scale, noise_variance, optimize, n_restarts, seed, center, chunk_size, ard=false, progress=None))]
-#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+#[allow(clippy::too_many_arguments)]
 fn feature_gp_optimize<'py>(
     py: Python<'py>,
     features: PyRef<'py, PyFeatureMap>,
@@ -385,13 +387,56 @@ fn feature_gp_optimize<'py>(
     chunk_size: usize,
     ard: bool,
     progress: Option<&Bound<'py, PyAny>>,
-) -> PyResult<(Arr1<'py>, f64, f64, PyFeatureMap, PyFeatureStats, u64)> {
+) -> PyResult<Fitted<'py>> {
     let optimize = parse_optimize(py, &optimize)?;
     let map = ffi::map_result(
         py,
         HyperMap::new(features.inner.clone(), vec![length_scale]),
     )?;
-    let cfg = FeatureLmlConfig {
+    let cfg = lml_config(
+        noise_variance,
+        ard,
+        optimize,
+        n_restarts,
+        seed,
+        center,
+        chunk_size,
+    );
+    let (xv, yv) = (x.as_array(), y.as_array());
+    let fit = ffi::call_monitored(py, progress, |monitor| {
+        fit_feature_gp(&map, xv, yv, &cfg, Parallelism::Rayon, monitor)
+    })?;
+    Ok(fitted(py, fit))
+}
+
+/// What the feature-space marginal-likelihood fits return: `(length_scale,
+/// kernel_variance, noise_variance, feature_map, stats, n_iter)`.
+pub(super) type Fitted<'py> = (Arr1<'py>, f64, f64, PyFeatureMap, PyFeatureStats, u64);
+
+/// The Python form of a fitted feature-space GP ([`Fitted`]).
+pub(super) fn fitted(py: Python<'_>, fit: FittedFeatureGp) -> Fitted<'_> {
+    (
+        Array1::from(fit.length_scale).into_pyarray(py),
+        fit.kernel_variance,
+        fit.gp.noise_variance,
+        PyFeatureMap { inner: fit.map },
+        PyFeatureStats { inner: fit.stats },
+        fit.n_iter,
+    )
+}
+
+/// The configuration of a feature-space marginal-likelihood fit: the
+/// default optimizer with `n_restarts` and `seed`.
+pub(super) fn lml_config(
+    noise_variance: Option<f64>,
+    ard: bool,
+    optimize: Vec<Hyper>,
+    n_restarts: usize,
+    seed: u64,
+    center: bool,
+    chunk_rows: usize,
+) -> FeatureLmlConfig {
+    FeatureLmlConfig {
         noise_variance,
         ard,
         optimize,
@@ -401,20 +446,8 @@ fn feature_gp_optimize<'py>(
             ..FeatureLmlConfig::default().optimizer
         },
         center,
-        chunk_rows: chunk_size,
-    };
-    let (xv, yv) = (x.as_array(), y.as_array());
-    let fit = ffi::call_monitored(py, progress, |monitor| {
-        fit_feature_gp(&map, xv, yv, &cfg, Parallelism::Rayon, monitor)
-    })?;
-    Ok((
-        Array1::from(fit.length_scale).into_pyarray(py),
-        fit.kernel_variance,
-        fit.gp.noise_variance,
-        PyFeatureMap { inner: fit.map },
-        PyFeatureStats { inner: fit.stats },
-        fit.n_iter,
-    ))
+        chunk_rows,
+    }
 }
 
 /// One evaluation of the feature-space log marginal likelihood of a fitted

@@ -20,6 +20,7 @@
 
 mod binning;
 mod feature_map;
+mod feature_sums;
 mod ffi;
 mod fourier;
 mod fwht;
@@ -108,5 +109,6 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sparse_gpc::register(m)?;
     sparse_stats::register(m)?;
     feature_map::register(m)?;
+    feature_sums::register(m)?;
     Ok(())
 }

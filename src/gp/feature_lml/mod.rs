@@ -37,6 +37,9 @@ use crate::progress::Monitor;
 use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
 
+mod sums;
+pub use sums::{fit_feature_gp_blocks, BlockLml, LmlSums, MAX_SUMS_BYTES};
+
 /// What the error for a map without a known derivative names.
 const SUPPORTED: &str = "the marginal-likelihood fit of the feature-space GP needs a feature map \
      whose hyperparameters can move with its random draw fixed: RandomFourierFeatures (every \
@@ -282,23 +285,9 @@ impl MapAt {
             }
             MapAt::Maclaurin { map, degrees } => {
                 // ∂φ_j/∂ln l = φ_j (q − n_j), q = ‖(x − c)/l‖² (Gaussian) or 0.
-                let cfg = map.config();
-                let inv_l = 1.0 / cfg.length_scale;
-                let center = map.center();
-                let gaussian = cfg.kernel.is_gaussian();
                 let mut total = 0.0;
                 for ((xr, pr), rr) in x.rows().into_iter().zip(phi.rows()).zip(r.rows()) {
-                    let q = if gaussian {
-                        xr.iter()
-                            .enumerate()
-                            .map(|(a, &v)| {
-                                let z = (v - center.map_or(0.0, |c| c[a])) * inv_l;
-                                z * z
-                            })
-                            .sum()
-                    } else {
-                        0.0
-                    };
+                    let q = maclaurin_q(map, xr);
                     total += pr
                         .iter()
                         .zip(rr)
@@ -311,6 +300,90 @@ impl MapAt {
         }
         Ok(())
     }
+}
+
+impl MapAt {
+    /// Calls `f(a, G_a)` with `G_a = ∂Φ/∂ln l_a` of a chunk (`x`, its
+    /// features `phi`) for each of `k` length scales (`k = 1`: one length
+    /// scale for all dimensions, `G = Σ_a G_a`), written into `g` (`n × D`);
+    /// see [`HyperMap`] for the derivatives.
+    pub(crate) fn derivatives(
+        &self,
+        x: ArrayView2<'_, f64>,
+        phi: ArrayView2<'_, f64>,
+        k: usize,
+        mut g: ArrayViewMut2<'_, f64>,
+        par: Parallelism,
+        mut f: impl FnMut(usize, ArrayView2<'_, f64>) -> Result<()>,
+    ) -> Result<()> {
+        let n = x.nrows();
+        match self {
+            MapAt::Fourier { w, sine, .. } => {
+                let m = w.nrows();
+                // ∂φ/∂u of the columns of each frequency: σc sin u for
+                // cos_bias; for cos_sin the sine column for the cosine one
+                // and minus the cosine column for the sine one.
+                let s = match sine {
+                    Some(sine) => {
+                        let mut s = Array2::<f64>::zeros((n, m));
+                        sine.transform_into(x, s.view_mut(), par)?;
+                        s
+                    }
+                    None => phi.slice(s![.., m..2 * m]).to_owned(),
+                };
+                g.fill(0.0);
+                for a in 0..k {
+                    // v_ij = ∂u_j/∂ln l_a up to sign: W_ja x_ia, or (X Wᵀ)_ij
+                    // for one length scale.
+                    let v = if k == 1 {
+                        x.dot(&w.t())
+                    } else {
+                        let (xa, wa) = (x.column(a), w.column(a));
+                        Array2::from_shape_fn((n, m), |(i, j)| xa[i] * wa[j])
+                    };
+                    ndarray::Zip::from(g.slice_mut(s![.., ..m]))
+                        .and(&s)
+                        .and(&v)
+                        .for_each(|g, &s, &v| *g = s * v);
+                    if sine.is_none() {
+                        ndarray::Zip::from(g.slice_mut(s![.., m..2 * m]))
+                            .and(&phi.slice(s![.., ..m]))
+                            .and(&v)
+                            .for_each(|g, &c, &v| *g = -c * v);
+                    }
+                    f(a, g.view())?;
+                }
+            }
+            MapAt::Maclaurin { map, degrees } => {
+                for ((xr, pr), mut gr) in x.rows().into_iter().zip(phi.rows()).zip(g.rows_mut()) {
+                    let q = maclaurin_q(map, xr);
+                    for ((gv, &p), &nj) in gr.iter_mut().zip(pr).zip(degrees) {
+                        *gv = p * (q - nj);
+                    }
+                }
+                f(0, g.view())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `q = ‖(x − c)/l‖²` of an input row for the Gaussian Maclaurin map, 0
+/// for the dot-product kernels (see [`HyperMap`]).
+fn maclaurin_q(map: &MaclaurinMap, x: ArrayView1<'_, f64>) -> f64 {
+    let cfg = map.config();
+    if !cfg.kernel.is_gaussian() {
+        return 0.0;
+    }
+    let inv_l = 1.0 / cfg.length_scale;
+    let center = map.center();
+    x.iter()
+        .enumerate()
+        .map(|(a, &v)| {
+            let z = (v - center.map_or(0.0, |c| c[a])) * inv_l;
+            z * z
+        })
+        .sum()
 }
 
 /// Resizes a scratch matrix to `n × m` (reallocating only to grow).
@@ -423,16 +496,9 @@ impl<'a> FeatureLml<'a> {
         }
         monitor.check()?;
         let a_inv = gp.chol.inverse(self.par);
-        let trace_inv: f64 = a_inv.diag().sum();
-        let (b, yty) = stats.centered(self.center);
-        let w = &gp.beta;
-        let (n, d) = (n_rows as f64, dim as f64);
-        let wtw = w.dot(w);
-        let wtb = w.dot(&b);
-        let r2 = (yty - wtb - nv * wtw).max(0.0);
-        grad[k] = 0.5 * (wtw - d + trace_inv);
-        grad[k + 1] = 0.5 * (r2 / nv - (n - d) - trace_inv);
+        sums::variance_gradients(&stats, &gp, &a_inv, self.center, &mut grad[k..]);
         if free.iter().any(|&i| i < k) {
+            let w = &gp.beta;
             let y_mean = if self.center { stats.y_mean() } else { 0.0 };
             let mut r = Array2::<f64>::zeros((rows, dim));
             let mut buf = Array2::<f64>::zeros((0, 0));
@@ -601,12 +667,25 @@ pub fn fit_feature_gp(
         cfg.chunk_rows,
         par,
     )?;
+    optimize_objective(map, &params, &obj, cfg, monitor)
+}
+
+/// The optimum of a feature-space LML objective (one evaluation when
+/// nothing is free) with the map there: the tail of [`fit_feature_gp`]
+/// and [`fit_feature_gp_blocks`].
+fn optimize_objective<O: Objective<Fit = (FeatureGp, FeatureStats)>>(
+    map: &HyperMap,
+    params: &LogParams,
+    obj: &O,
+    cfg: &FeatureLmlConfig,
+    monitor: &Monitor,
+) -> Result<FittedFeatureGp> {
     let (theta, (gp, stats), n_iter) = if params.free.is_empty() {
         monitor.check()?;
         let e = obj.evaluate(&[], monitor)?;
         (Vec::new(), e.fit, 0)
     } else {
-        let opt = optimize::maximize(&obj, &params.start(), &cfg.optimizer, monitor)?;
+        let opt = optimize::maximize(obj, &params.start(), &cfg.optimizer, monitor)?;
         (opt.theta, opt.fit, opt.n_iter)
     };
     let v = params.at(&theta)?;

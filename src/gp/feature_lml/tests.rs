@@ -15,6 +15,7 @@ use crate::linalg::Cholesky;
 use crate::maclaurin::{MaclaurinConfig, MaclaurinKernel};
 use crate::nystroem::NystroemFeatures;
 use crate::sketch::{PolySketch, PolynomialFeatures, SketchKind};
+use crate::stats::ShiftedSums as _;
 
 const PAR: Parallelism = Parallelism::Rayon;
 
@@ -604,4 +605,241 @@ fn with_many_features_the_optimum_approaches_the_exact_gp() {
     assert!(big.1 > -1e-6 && big.1 < 0.5, "exact LML lost: {big:?}");
     assert!(big.2 < 0.03, "LML per row: {big:?}");
     assert!(big.1 < small.1 && big.2 < small.2, "{big:?} vs {small:?}");
+}
+
+// --- Sums over blocks (sums.rs) ---------------------------------------------------------------
+
+/// The sums of the rows `x`, `y` in blocks cut at `cuts` (empty blocks
+/// included), merged left to right.
+fn merged_sums(
+    map: &HyperMap,
+    v: &[f64],
+    x: &Array2<f64>,
+    y: &Array1<f64>,
+    cuts: &[usize],
+) -> LmlSums {
+    let mut bounds = vec![0];
+    bounds.extend_from_slice(cuts);
+    bounds.push(x.nrows());
+    let mut out = LmlSums::new(v.to_vec(), map.n_components(), true).unwrap();
+    for w in bounds.windows(2) {
+        let (lo, hi) = (w[0], w[1]);
+        let block = LmlSums::of_rows(
+            map,
+            v,
+            true,
+            x.slice(s![lo..hi, ..]),
+            y.slice(s![lo..hi]),
+            5,
+            PAR,
+            &Monitor::default(),
+        )
+        .unwrap();
+        out.merge(&block).unwrap();
+    }
+    out
+}
+
+fn assert_close(name: &str, a: &[f64], b: &[f64], rel: f64) {
+    let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1.0);
+    for (i, (p, q)) in a.iter().zip(b).enumerate() {
+        assert!((p - q).abs() <= rel * scale, "{name} [{i}]: {p} vs {q}");
+    }
+}
+
+#[test]
+fn merged_block_sums_equal_one_pass_and_give_the_in_process_lml_and_gradient() {
+    let x = random(61, 3, 21);
+    let x1 = random(29, 1, 22);
+    for (name, map, x) in cases(&x, &x1) {
+        let y = targets(&x);
+        for ard in [false, true] {
+            if ard && !map.supports_ard() {
+                continue;
+            }
+            let v = values(ard, x.ncols());
+            let one = LmlSums::of_rows(
+                &map,
+                &v,
+                true,
+                x.view(),
+                y.view(),
+                x.nrows(),
+                PAR,
+                &Monitor::default(),
+            )
+            .unwrap();
+            // Blocks of other target means (other shifts), one empty.
+            let merged = merged_sums(
+                &map,
+                &v,
+                &x,
+                &y,
+                &[3, 3, x.nrows() / 3, 2 * x.nrows() / 3 + 1],
+            );
+            assert_eq!(merged.stats.n, x.nrows() as u64);
+            assert_close(
+                name,
+                merged.stats.gram.as_slice().unwrap(),
+                one.stats.gram.as_slice().unwrap(),
+                1e-13,
+            );
+            for (c, c1) in merged.cross.iter().zip(&one.cross) {
+                assert_close(name, c.as_slice().unwrap(), c1.as_slice().unwrap(), 1e-13);
+            }
+            let recentered = |s: &LmlSums| {
+                let mut s = s.clone();
+                s.reshift(0.0);
+                s
+            };
+            let (m0, o0) = (recentered(&merged), recentered(&one));
+            assert_close(
+                name,
+                m0.dphi_y.as_slice().unwrap(),
+                o0.dphi_y.as_slice().unwrap(),
+                1e-13,
+            );
+            assert_close(
+                name,
+                m0.dphi_sum.as_slice().unwrap(),
+                o0.dphi_sum.as_slice().unwrap(),
+                1e-13,
+            );
+            // The LML and gradient of the sums are those of the streamed
+            // two-pass evaluation.
+            let params = all_free(v.clone());
+            let obj =
+                FeatureLml::new(&map, x.view(), y.view(), params.clone(), true, 7, PAR).unwrap();
+            let e = obj.evaluate(&params.start(), &Monitor::default()).unwrap();
+            for center in [true, false] {
+                let (grad, gp) = merged.evaluate(center, PAR).unwrap();
+                if center {
+                    assert!((gp.lml - e.value).abs() < 1e-11 * e.value.abs(), "{name}");
+                    assert_close(name, &grad, &e.grad, 1e-10);
+                } else {
+                    let obj =
+                        FeatureLml::new(&map, x.view(), y.view(), params.clone(), false, 7, PAR)
+                            .unwrap();
+                    let e = obj.evaluate(&params.start(), &Monitor::default()).unwrap();
+                    assert!((gp.lml - e.value).abs() < 1e-11 * e.value.abs(), "{name}");
+                    assert_close(name, &grad, &e.grad, 1e-10);
+                }
+            }
+        }
+    }
+}
+
+/// The sums of the coarse level `level` of `(x, y)` (rows `0, 4, 8, …` of
+/// the level above, as [`Objective::subsample`] takes them).
+fn level_sums(
+    map: &HyperMap,
+    x: &Array2<f64>,
+    y: &Array1<f64>,
+    v: &[f64],
+    level: usize,
+    gradient: bool,
+) -> Result<LmlSums> {
+    let (mut x, mut y) = (x.clone(), y.clone());
+    for _ in 0..level {
+        let rows: Vec<usize> = (0..x.nrows() / 4).map(|i| 4 * i).collect();
+        x = x.select(Axis(0), &rows);
+        y = y.select(Axis(0), &rows);
+    }
+    let (a, b) = x.view().split_at(Axis(0), x.nrows() / 3);
+    let (ya, yb) = y.view().split_at(Axis(0), y.len() / 3);
+    let m = Monitor::default();
+    let mut s = LmlSums::of_rows(map, v, gradient, a, ya, 64, PAR, &m)?;
+    s.merge(&LmlSums::of_rows(map, v, gradient, b, yb, 64, PAR, &m)?)?;
+    Ok(s)
+}
+
+#[test]
+fn the_fit_on_block_sums_reaches_the_in_process_optimum() {
+    let x = random(700, 2, 23);
+    let y = targets(&x);
+    for (map, ard) in [
+        (
+            fourier(2, Kernel::Gaussian, Sampler::Mc, Variant::CosSin, 40),
+            false,
+        ),
+        (
+            fourier(2, Kernel::Matern52, Sampler::Mc, Variant::CosBias, 32),
+            true,
+        ),
+        (
+            maclaurin(&x, MaclaurinConfig::new(MaclaurinKernel::Gaussian, 30)),
+            false,
+        ),
+    ] {
+        let cfg = FeatureLmlConfig {
+            ard,
+            noise_variance: Some(crate::gp::initial_noise_variance(y.view())),
+            optimizer: OptimizerConfig {
+                n_restarts: 1,
+                coarse_min_rows: 128,
+                ..Default::default()
+            },
+            chunk_rows: 64,
+            ..Default::default()
+        };
+        let fit = fit_feature_gp(&map, x.view(), y.view(), &cfg, PAR, &Monitor::new()).unwrap();
+        let sums =
+            |v: &[f64], level: usize, gradient: bool| level_sums(&map, &x, &y, v, level, gradient);
+        let blocks =
+            fit_feature_gp_blocks(&map, x.nrows(), &cfg, &sums, PAR, &Monitor::new()).unwrap();
+        // The same evaluations up to the summation order: the same path.
+        let rel = |a: f64, b: f64| (a - b).abs() / b.abs();
+        assert!(
+            rel(blocks.gp.lml, fit.gp.lml) < 1e-10,
+            "{} vs {}",
+            blocks.gp.lml,
+            fit.gp.lml
+        );
+        for (a, b) in blocks.length_scale.iter().zip(&fit.length_scale) {
+            assert!(rel(*a, *b) < 1e-6, "{a} vs {b}");
+        }
+        assert!(rel(blocks.kernel_variance, fit.kernel_variance) < 1e-6);
+        assert!(rel(blocks.gp.noise_variance, fit.gp.noise_variance) < 1e-6);
+        assert_eq!(blocks.stats.n, fit.stats.n);
+    }
+}
+
+#[test]
+fn block_sums_refuse_bad_input() {
+    let x = random(40, 3, 24);
+    let y = targets(&x);
+    let m = Monitor::default();
+    let map = fourier(3, Kernel::Gaussian, Sampler::Mc, Variant::CosSin, 16);
+    let of = |v: &[f64]| LmlSums::of_rows(&map, v, true, x.view(), y.view(), 8, PAR, &m);
+    // Sums at other hyperparameters do not merge.
+    let mut a = of(&values(false, 3)).unwrap();
+    let mut v = values(false, 3);
+    v[0] *= 2.0;
+    let err = a.merge(&of(&v).unwrap()).unwrap_err().to_string();
+    assert!(err.contains("other hyperparameters"), "{err}");
+    // Two length scales for three dimensions; a negative variance.
+    assert!(of(&[1.0, 1.0, 1.0, 0.1]).is_err());
+    let err = of(&[1.0, -1.0, 0.1]).unwrap_err().to_string();
+    assert!(err.contains("kernel_variance"), "{err}");
+    // Per-dimension length scales for the Maclaurin map.
+    let mac = maclaurin(&x, MaclaurinConfig::new(MaclaurinKernel::Gaussian, 12));
+    let err = LmlSums::of_rows(&mac, &values(true, 3), true, x.view(), y.view(), 8, PAR, &m)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("ard"), "{err}");
+    // Sums too large to be held refuse before allocating.
+    let err = LmlSums::check_size(1024, 300).unwrap_err().to_string();
+    assert!(err.contains("ard") && err.contains("MiB"), "{err}");
+    // A fit without the initial noise variance, or with sums of other rows.
+    let cfg = FeatureLmlConfig::default();
+    let sums =
+        |v: &[f64], _: usize, g: bool| LmlSums::of_rows(&map, v, g, x.view(), y.view(), 8, PAR, &m);
+    let err = fit_feature_gp_blocks(&map, 40, &cfg, &sums, PAR, &Monitor::new()).unwrap_err();
+    assert!(err.to_string().contains("noise_variance"), "{err}");
+    let cfg = FeatureLmlConfig {
+        noise_variance: Some(0.1),
+        ..Default::default()
+    };
+    let err = fit_feature_gp_blocks(&map, 41, &cfg, &sums, PAR, &Monitor::new()).unwrap_err();
+    assert!(err.to_string().contains("all 41 rows"), "{err}");
 }

@@ -1,0 +1,504 @@
+//! The feature-space LML and its gradient from sums over rows (see
+//! docs/math/gp.rst, feature-space GP, "Distributed evaluation"): for fits
+//! whose rows live in blocks elsewhere (Dask workers), one evaluation is one
+//! reduction of mergeable per-block sums ([`LmlSums`]) and a `D × D` solve
+//! on the driver ([`LmlSums::evaluate`]); [`fit_feature_gp_blocks`] runs the
+//! in-process optimizer ([`super::fit_feature_gp`]'s restarts and coarse
+//! levels) on such evaluations.
+//!
+//! With `G_a = ∂Φ/∂ln l_a` (`N × D`) the length-scale gradient of the
+//! module docs, `Σ_i ⟨R_i, (G_a)_i⟩` with `R = α wᵀ − Φ A^{−1}/σ_n²` and
+//! `α = (y − ȳ − Φw)/σ_n²`, is
+//!
+//! `∂LML/∂ln l_a = (wᵀ G_aᵀ(y − ȳ) − wᵀ C_a w − ⟨A^{−1}, C_a⟩) / σ_n²`,
+//! `C_a = ΦᵀG_a`,
+//!
+//! so besides [`FeatureStats`] each block contributes `C_a` (`D × D`),
+//! `G_aᵀ(y − s)` and `G_aᵀ1` (kept relative to the statistics' shift `s`
+//! and re-centered like `Φᵀy`) for every length scale: `k + 1` matrices of
+//! `D × D` for `k` length scales, against the one of [`FeatureStats`].
+
+use faer::Accum;
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, Axis};
+
+use super::{no_ard, FeatureLmlConfig, FittedFeatureGp, HyperMap, MapAt};
+use crate::error::{check_finite, Error, Result};
+use crate::gp::features::FeatureGp;
+use crate::gp::optimize::{Evaluation, HyperInit, LogParams, Objective};
+use crate::linalg::{as_faer, as_faer_mut, faer_par};
+use crate::progress::Monitor;
+use crate::stats::{FeatureStats, ShiftedSums};
+use crate::threads::Parallelism;
+
+/// The largest set of [`LmlSums`] accepted: 256 MiB, i.e. `(k + 1) D²`
+/// float64 with `k` length scales (`D = 4,096` with one length scale, `D =
+/// 1,024` with up to 31 per-dimension ones). Every block's task and every
+/// merge of the tree reduction holds a few of them.
+pub const MAX_SUMS_BYTES: usize = 256 << 20;
+
+/// Sums over rows that determine the feature-space LML and its gradient at
+/// the hyperparameters `values` (see the module docs): the statistics and,
+/// when the length-scale gradient is wanted, per length scale `a` the cross
+/// products `C_a = ΦᵀG_a`, `G_aᵀ(y − s)` and `G_aᵀ1`. Merged exactly, so
+/// the sums of blocks equal those of their concatenated rows.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct LmlSums {
+    /// The hyperparameters `(l.., σ², σ_n²)` the features were computed at.
+    pub values: Vec<f64>,
+    /// `ΦᵀΦ`, `Φᵀ(y − s)`, `Φᵀ1` and the target sums.
+    pub stats: FeatureStats,
+    /// `C_a = Φᵀ ∂Φ/∂ln l_a` (`D × D`, not symmetric) for each length scale
+    /// `a`; empty without the length-scale gradient.
+    pub cross: Vec<Array2<f64>>,
+    /// `(∂Φ/∂ln l_a)ᵀ(y − s)`, one row per entry of `cross` (`k × D`).
+    pub dphi_y: Array2<f64>,
+    /// `(∂Φ/∂ln l_a)ᵀ1`, one row per entry of `cross` (`k × D`).
+    pub dphi_sum: Array2<f64>,
+}
+
+impl LmlSums {
+    /// Empty sums of `D = n_features` features at `values` (`(l.., σ²,
+    /// σ_n²)`), with the length-scale parts when `gradient`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] when the sums exceed [`MAX_SUMS_BYTES`]
+    /// (naming `ard` for per-dimension length scales, else `n_components`)
+    /// or cannot be allocated.
+    pub fn new(values: Vec<f64>, n_features: usize, gradient: bool) -> Result<Self> {
+        let k = if gradient {
+            values.len().saturating_sub(2)
+        } else {
+            0
+        };
+        Self::check_size(n_features, k)?;
+        Ok(Self {
+            values,
+            stats: FeatureStats::new(n_features),
+            cross: (0..k)
+                .map(|_| Array2::zeros((n_features, n_features)))
+                .collect(),
+            dphi_y: Array2::zeros((k, n_features)),
+            dphi_sum: Array2::zeros((k, n_features)),
+        })
+    }
+
+    /// Refuses sums of `D = n_features` features with `k` length-scale
+    /// parts beyond [`MAX_SUMS_BYTES`], `(k + 1) D²` float64.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] as in [`LmlSums::new`].
+    pub fn check_size(n_features: usize, k: usize) -> Result<()> {
+        let bytes = (k as u128 + 1) * (n_features as u128).pow(2) * 8;
+        if bytes > MAX_SUMS_BYTES as u128 {
+            let mib = bytes >> 20;
+            let reason = format!(
+                "the per-block sums of the marginal likelihood and its gradient take (k + 1) D^2 \
+                 float64 for k = {k} length scale(s) and D = {n_features} features ({mib} MiB), \
+                 more than the {} MiB allowed; use fewer components{}",
+                MAX_SUMS_BYTES >> 20,
+                if k > 1 {
+                    " or one length scale (ard=False)"
+                } else {
+                    ""
+                }
+            );
+            return Err(Error::invalid(
+                if k > 1 { "ard" } else { "n_components" },
+                reason,
+            ));
+        }
+        crate::alloc::check_alloc(
+            "n_components",
+            "the sums of the marginal likelihood and its gradient (float64)",
+            &[k + 1, n_features, n_features],
+            8,
+        )
+        .map(|_| ())
+    }
+
+    /// The sums of the rows `(x, y)` under `map` at `values` (`(l.., σ²,
+    /// σ_n²)`), with the length-scale parts when `gradient`, `chunk_rows`
+    /// rows transformed at a time.
+    ///
+    /// # Errors
+    /// Shape mismatches, non-finite data, `chunk_rows = 0` (as
+    /// [`super::FeatureLml::new`], but a block may have no rows); invalid
+    /// hyperparameters;
+    /// [`Error::Interrupted`] once `monitor` is cancelled.
+    #[allow(clippy::too_many_arguments)]
+    pub fn of_rows(
+        map: &HyperMap,
+        values: &[f64],
+        gradient: bool,
+        x: ArrayView2<'_, f64>,
+        y: ArrayView1<'_, f64>,
+        chunk_rows: usize,
+        par: Parallelism,
+        monitor: &Monitor,
+    ) -> Result<Self> {
+        // A block may be empty (its sums are zero).
+        if x.nrows() != y.len() {
+            return Err(Error::ShapeMismatch {
+                name: "length of y (the number of rows of X)",
+                expected: x.nrows(),
+                got: y.len(),
+            });
+        }
+        check_finite("X", x.iter())?;
+        check_finite("y", y.iter())?;
+        Error::check_n_features(map.n_features_in(), x.ncols())?;
+        let k = check_values(map, values)?;
+        if chunk_rows == 0 {
+            return Err(Error::invalid("chunk_size", "must be >= 1, got 0"));
+        }
+        let dim = map.n_components();
+        let mut sums = Self::new(values.to_vec(), dim, gradient)?;
+        let rows = chunk_rows.min(x.nrows());
+        crate::alloc::check_alloc(
+            "chunk_size",
+            "a chunk of features and of their derivative (float64)",
+            &[2, rows, dim],
+            8,
+        )?;
+        let at = MapAt::new(map.at(&values[..k], values[k])?)?;
+        let mut phi = Array2::<f64>::zeros((rows, dim));
+        let mut g = Array2::<f64>::zeros((if gradient { rows } else { 0 }, dim));
+        let fpar = faer_par(par);
+        for (xc, yc) in x
+            .axis_chunks_iter(Axis(0), chunk_rows)
+            .zip(y.axis_chunks_iter(Axis(0), chunk_rows))
+        {
+            monitor.check()?;
+            let c = xc.nrows();
+            let mut p = phi.slice_mut(s![..c, ..]);
+            at.transform(xc, p.view_mut(), par)?;
+            sums.stats.accumulate(p.view(), yc, par)?;
+            if !gradient {
+                continue;
+            }
+            let yc = yc.mapv(|v| v - sums.stats.y_shift);
+            let Self {
+                cross,
+                dphi_y,
+                dphi_sum,
+                ..
+            } = &mut sums;
+            let mut gc = g.slice_mut(s![..c, ..]);
+            at.derivatives(xc, p.view(), k, gc.view_mut(), par, |a, ga| {
+                faer::linalg::matmul::matmul(
+                    as_faer_mut(cross[a].view_mut()),
+                    Accum::Add,
+                    as_faer(p.t()),
+                    as_faer(ga),
+                    1.0,
+                    fpar,
+                );
+                let mut gy = dphi_y.row_mut(a);
+                gy += &ga.t().dot(&yc);
+                let mut gs = dphi_sum.row_mut(a);
+                gs += &ga.sum_axis(Axis(0));
+                Ok(())
+            })?;
+        }
+        Ok(sums)
+    }
+
+    /// Adds the sums of other rows at the same hyperparameters (exact).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for sums at other hyperparameters or of
+    /// another shape.
+    pub fn merge(&mut self, other: &LmlSums) -> Result<()> {
+        if other.values != self.values {
+            return Err(Error::invalid(
+                "sums",
+                "the sums to merge were computed at other hyperparameters",
+            ));
+        }
+        if other.stats.n_features() != self.stats.n_features()
+            || other.cross.len() != self.cross.len()
+        {
+            return Err(Error::invalid(
+                "sums",
+                "the sums to merge have another number of features or length scales",
+            ));
+        }
+        self.merge_shifted(other);
+        Ok(())
+    }
+
+    /// Checks the shapes and values of sums built from outside (e.g.
+    /// deserialized).
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] or [`Error::NonFinite`].
+    pub fn validate(&self) -> Result<()> {
+        self.stats.validate()?;
+        let d = self.stats.n_features();
+        let k = self.cross.len();
+        if k != 0 && k + 2 != self.values.len() {
+            return Err(Error::ShapeMismatch {
+                name: "number of length-scale sums",
+                expected: self.values.len().saturating_sub(2),
+                got: k,
+            });
+        }
+        for (name, expected, got) in [
+            ("rows of dphi_y", k, self.dphi_y.nrows()),
+            ("columns of dphi_y", d, self.dphi_y.ncols()),
+            ("rows of dphi_sum", k, self.dphi_sum.nrows()),
+            ("columns of dphi_sum", d, self.dphi_sum.ncols()),
+        ] {
+            if expected != got {
+                return Err(Error::ShapeMismatch {
+                    name,
+                    expected,
+                    got,
+                });
+            }
+        }
+        for c in &self.cross {
+            if c.dim() != (d, d) {
+                return Err(Error::ShapeMismatch {
+                    name: "size of the cross products",
+                    expected: d,
+                    got: c.nrows(),
+                });
+            }
+            check_finite("cross", c.iter())?;
+        }
+        check_finite("dphi_y", self.dphi_y.iter())?;
+        check_finite("dphi_sum", self.dphi_sum.iter())?;
+        check_finite("values", self.values.iter())
+    }
+
+    /// The LML of all rows' sums, the fitted GP, and the gradient over all
+    /// hyperparameters `(ln l.., ln σ², ln σ_n²)` (the length-scale entries
+    /// 0 without the length-scale sums): the values [`super::FeatureLml`] gives
+    /// from the same rows.
+    ///
+    /// # Errors
+    /// No rows; a failed factorization.
+    pub fn evaluate(&self, center: bool, par: Parallelism) -> Result<(Vec<f64>, FeatureGp)> {
+        let k = self.values.len() - 2;
+        let nv = self.values[k + 1];
+        let gp = FeatureGp::fit(&self.stats, nv, center, par)?;
+        let mut grad = vec![0.0; k + 2];
+        let a_inv = gp.chol.inverse(par);
+        variance_gradients(&self.stats, &gp, &a_inv, center, &mut grad[k..]);
+        if !self.cross.is_empty() {
+            // G_aᵀ(y − ȳ) = G_aᵀ(y − s) − (ȳ − s) G_aᵀ1.
+            let delta = if center {
+                self.stats.y_mean() - self.stats.y_shift
+            } else {
+                -self.stats.y_shift
+            };
+            let w = &gp.beta;
+            for (a, c) in self.cross.iter().enumerate() {
+                let gy = &self.dphi_y.row(a) - &(&self.dphi_sum.row(a) * delta);
+                let trace: f64 = a_inv.iter().zip(c).map(|(p, q)| p * q).sum();
+                grad[a] = (w.dot(&gy) - w.dot(&c.dot(w)) - trace) / nv;
+            }
+        }
+        Ok((grad, gp))
+    }
+}
+
+/// The number of length scales `k` of `values` (`(l.., σ², σ_n²)`) for
+/// `map`, the values checked.
+fn check_values(map: &HyperMap, values: &[f64]) -> Result<usize> {
+    let d = map.n_features_in();
+    let k = values.len().saturating_sub(2);
+    if k != 1 && k != d {
+        return Err(Error::ShapeMismatch {
+            name: "number of length scales",
+            expected: d,
+            got: k,
+        });
+    }
+    if k != 1 && !map.supports_ard() {
+        return Err(no_ard());
+    }
+    for (i, &v) in values.iter().enumerate() {
+        let name = crate::gp::optimize::HYPER_NAMES[if i < k { 0 } else { i + 1 - k }];
+        crate::gp::check_positive(name, v)?;
+    }
+    Ok(k)
+}
+
+/// `∂LML/∂ln σ²` and `∂LML/∂ln σ_n²` (see the module docs of
+/// [`super`]) into `out[0]` and `out[1]`, from the statistics, their GP and
+/// `A^{−1}`.
+pub(super) fn variance_gradients(
+    stats: &FeatureStats,
+    gp: &FeatureGp,
+    a_inv: &Array2<f64>,
+    center: bool,
+    out: &mut [f64],
+) {
+    let nv = gp.noise_variance;
+    let trace_inv: f64 = a_inv.diag().sum();
+    let (b, yty) = stats.centered(center);
+    let w = &gp.beta;
+    let (n, d) = (stats.n as f64, stats.n_features() as f64);
+    let wtw = w.dot(w);
+    let wtb = w.dot(&b);
+    let r2 = (yty - wtb - nv * wtw).max(0.0);
+    out[0] = 0.5 * (wtw - d + trace_inv);
+    out[1] = 0.5 * (r2 / nv - (n - d) - trace_inv);
+}
+
+/// Shifts of [`LmlSums`]: the statistics', and `G_aᵀ(y − s')` by `G_aᵀ1`.
+impl ShiftedSums for LmlSums {
+    fn rows(&self) -> u64 {
+        self.stats.n
+    }
+
+    fn shift(&self) -> f64 {
+        self.stats.y_shift
+    }
+
+    fn reshift(&mut self, new_shift: f64) {
+        let c = self.stats.y_shift - new_shift;
+        self.stats.reshift(new_shift);
+        self.dphi_y.scaled_add(c, &self.dphi_sum);
+    }
+
+    fn add_same_shift(&mut self, o: &Self) {
+        self.stats.add_same_shift(&o.stats);
+        for (c, oc) in self.cross.iter_mut().zip(&o.cross) {
+            *c += oc;
+        }
+        self.dphi_y += &o.dphi_y;
+        self.dphi_sum += &o.dphi_sum;
+    }
+}
+
+/// The feature-space LML as an [`Objective`] whose evaluations come from
+/// `sums(values, level, gradient)`: the merged [`LmlSums`] of all rows at
+/// `values`, with the length-scale parts when `gradient`, of the coarse
+/// level `level` (0: all `N` rows; level `j + 1` keeps the rows `0, 4, 8,
+/// …` of level `j`, `⌊n_j/4⌋` of them, as [`super::FeatureLml`]'s subsample).
+pub struct BlockLml<'a, F> {
+    map: &'a HyperMap,
+    params: LogParams,
+    center: bool,
+    n_rows: usize,
+    level: usize,
+    sums: &'a F,
+    par: Parallelism,
+}
+
+impl<F> Objective for BlockLml<'_, F>
+where
+    F: Fn(&[f64], usize, bool) -> Result<LmlSums> + Sync,
+{
+    type Fit = (FeatureGp, FeatureStats);
+
+    fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+
+    fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<Self::Fit>> {
+        monitor.check()?;
+        let values = self.params.at(theta)?;
+        let k = self.params.n_length_scales();
+        let gradient = self.params.free.iter().any(|&i| i < k);
+        let sums = (self.sums)(&values, self.level, gradient)?;
+        sums.validate()?;
+        if sums.values != values
+            || sums.stats.n != self.n_rows as u64
+            || sums.stats.n_features() != self.map.n_components()
+            || sums.cross.len() != if gradient { k } else { 0 }
+        {
+            return Err(Error::invalid(
+                "sums",
+                format!(
+                    "an evaluation needs the sums of all {} rows of level {} at the requested \
+                     hyperparameters (got {} rows)",
+                    self.n_rows, self.level, sums.stats.n
+                ),
+            ));
+        }
+        let (grad, gp) = crate::threads::install(|| sums.evaluate(self.center, self.par))??;
+        Ok(Evaluation {
+            value: gp.lml,
+            grad: self.params.select(&grad),
+            fit: (gp, sums.stats),
+        })
+    }
+
+    fn subsample(&self, rows: &[usize]) -> Result<Option<Self>> {
+        let strided =
+            rows.len() == self.n_rows / 4 && rows.iter().enumerate().all(|(i, &r)| r == 4 * i);
+        Ok(strided.then(|| Self {
+            map: self.map,
+            params: self.params.clone(),
+            center: self.center,
+            n_rows: rows.len(),
+            level: self.level + 1,
+            sums: self.sums,
+            par: self.par,
+        }))
+    }
+}
+
+/// [`super::fit_feature_gp`] on rows held elsewhere: the same start
+/// (`cfg.noise_variance` must be given: `0.1 var(y)` is the caller's to
+/// compute), optimizer, restarts and coarse levels, every evaluation the
+/// merged sums of `sums(values, level, gradient)` over `n_rows` rows (see
+/// [`BlockLml`]); the map at the optimum, its GP and statistics.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] without `cfg.noise_variance`, for sums too
+/// large ([`LmlSums::check_size`]) and as [`super::fit_feature_gp`]; the
+/// errors of `sums`.
+pub fn fit_feature_gp_blocks<F>(
+    map: &HyperMap,
+    n_rows: usize,
+    cfg: &FeatureLmlConfig,
+    sums: &F,
+    par: Parallelism,
+    monitor: &Monitor,
+) -> Result<FittedFeatureGp>
+where
+    F: Fn(&[f64], usize, bool) -> Result<LmlSums> + Sync,
+{
+    if n_rows == 0 {
+        return Err(Error::invalid("X", "needs at least one training row"));
+    }
+    if cfg.ard && !map.supports_ard() {
+        return Err(no_ard());
+    }
+    let Some(noise) = cfg.noise_variance else {
+        return Err(Error::invalid(
+            "noise_variance",
+            "a fit on rows held elsewhere needs the initial noise variance",
+        ));
+    };
+    let d = map.n_features_in();
+    let (l0, kv0) = map.hyperparameters();
+    let init = HyperInit {
+        length_scale: Some(l0),
+        kernel_variance: Some(kv0),
+        noise_variance: Some(noise),
+        ard: cfg.ard,
+        optimize: cfg.optimize.clone(),
+    };
+    // Every value is given: the rows are not read.
+    let params = init.resolve(Array2::zeros((0, d)).view(), Array1::zeros(0).view())?;
+    let k = params.n_length_scales();
+    let gradient = params.free.iter().any(|&i| i < k);
+    LmlSums::check_size(map.n_components(), if gradient { k } else { 0 })?;
+    let obj = BlockLml {
+        map,
+        params,
+        center: cfg.center,
+        n_rows,
+        level: 0,
+        sums,
+        par,
+    };
+    super::optimize_objective(map, &obj.params, &obj, cfg, monitor)
+}
