@@ -11,7 +11,7 @@ use super::random;
 use super::stats::{pair_statistics, StatsSpec};
 use crate::error::{Error, Result};
 use crate::progress::Monitor;
-use crate::real::Real;
+use crate::real::{all_finite, Real};
 use crate::rng::substream;
 use crate::sketch::variance::WeightLaw;
 use crate::sketch::{padded_dim, PolySketch, SketchKind};
@@ -734,7 +734,7 @@ impl MaclaurinMap {
                     );
                 }
             }
-            return Ok(());
+            return check_features(out.view(), par);
         }
         let mut col = 0;
         if self.counts[0] == 1 {
@@ -781,7 +781,7 @@ impl MaclaurinMap {
         } else {
             rows.for_each(|o, &lg| scale_rows(o, lg));
         }
-        Ok(())
+        check_features(out.view(), par)
     }
 
     /// The argument checks of [`Self::transform_centered_into`] (shared with
@@ -865,5 +865,18 @@ fn explicit_entry(t: f64, n: u32, ln_g: f64, kernel: &MaclaurinKernel) -> f64 {
         -v
     } else {
         v
+    }
+}
+
+/// Refuses features of finite inputs that overflowed the float range.
+fn check_features<T: Real>(features: ArrayView2<'_, T>, par: Parallelism) -> Result<()> {
+    if all_finite(features, par) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "X",
+            "its features overflow the float range (the degree-n features are products of n \
+             projections of x/length_scale): scale X down or raise length_scale",
+        ))
     }
 }

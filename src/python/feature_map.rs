@@ -63,11 +63,13 @@ fn transform_view<'py, T: Real + numpy::Element>(
 ) -> PyResult<Bound<'py, PyAny>> {
     // Products of projections (polynomial sketches, Maclaurin degrees)
     // overflow for inputs far beyond the length scale; such features are
-    // refused instead of returned as infinities.
-    let products = matches!(
-        map,
-        AnyFeatureMap::Polynomial(_) | AnyFeatureMap::Maclaurin(_)
-    );
+    // refused instead of returned as infinities (by the CPU transforms
+    // themselves; the GPU's are checked here).
+    let products = device != Device::Cpu
+        && matches!(
+            map,
+            AnyFeatureMap::Polynomial(_) | AnyFeatureMap::Maclaurin(_)
+        );
     let transform = |src: ArrayView2<'_, T>, mut dst: ArrayViewMut2<'_, T>, par: Parallelism| {
         match (center, map) {
             (None, _) => feature_map::transform_into(map, src, dst.view_mut(), device, par),

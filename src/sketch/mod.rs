@@ -35,7 +35,7 @@ use ndarray::{s, Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::real::Real;
+use crate::real::{all_finite, Real};
 use crate::threads::Parallelism;
 
 pub use polynomial::{sketch_features_for, PolynomialConfig, PolynomialFeatures};
@@ -471,6 +471,12 @@ const AUGMENT_ROWS: usize = 1024;
 /// [`augmented_dim`]`(x.ncols(), bias)`; `out` as in
 /// [`PolySketch::transform_into`]. The augmented rows are built in chunks of
 /// 1,024 rows, so memory stays `O(chunk · d)`.
+///
+/// # Errors
+/// [`Error::NonFinite`] for NaN or infinite inputs; [`Error::InvalidParameter`]
+/// naming `X` when the features overflow the float range (`|x|/l` too large
+/// for the degree: each feature is a product of `n` projections); the
+/// errors of [`check_kernel_params`] and of the shapes.
 pub fn polynomial_features_into<T: Real>(
     sketch: &PolySketch,
     x: ArrayView2<T>,
@@ -488,8 +494,12 @@ pub fn polynomial_features_into<T: Real>(
             got: d,
         });
     }
+    if !all_finite(x, par) {
+        return Err(Error::NonFinite { name: "X" });
+    }
     if bias == 0.0 && length_scale == 1.0 {
-        return sketch.transform_into(x, out, par);
+        sketch.transform_into(x, out.view_mut(), par)?;
+        return check_overflow(out.view(), sketch.degree(), par);
     }
     check_shapes(
         (x.nrows(), sketch.dim()),
@@ -509,10 +519,27 @@ pub fn polynomial_features_into<T: Real>(
         }
         a.slice_mut(s![.., off..])
             .zip_mut_with(&xc, |dst, &src| *dst = src * inv_l);
-        let o = out.slice_mut(s![i * AUGMENT_ROWS..i * AUGMENT_ROWS + rows, ..]);
-        sketch.transform_into(a.view(), o, par)?;
+        let mut o = out.slice_mut(s![i * AUGMENT_ROWS..i * AUGMENT_ROWS + rows, ..]);
+        sketch.transform_into(a.view(), o.view_mut(), par)?;
+        // Checked while the chunk is still in cache.
+        check_overflow(o.view(), sketch.degree(), par)?;
     }
     Ok(())
+}
+
+/// Refuses features of finite inputs that overflowed the float range.
+fn check_overflow<T: Real>(features: ArrayView2<T>, degree: u32, par: Parallelism) -> Result<()> {
+    if all_finite(features, par) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "X",
+            format!(
+                "its degree-{degree} features overflow the float range (each is a product of \
+                 {degree} projections of x/length_scale): scale X down or raise length_scale"
+            ),
+        ))
+    }
 }
 
 /// Runs `f` on matching chunks of `chunk` rows of `x` and `out`, in parallel
