@@ -207,8 +207,12 @@ def cluster_sweep(
         f"| RFF (cos_sin, mc) | - | {kl_rff:.4g} | |",
         "",
         f'`threshold="auto"` picks {_theta_name(auto.threshold_)} '
-        f"({auto.n_clusters_} clusters, KL sum {auto_kl:.4g}); held-out mean log likelihood: "
-        + ", ".join(f"{_theta_name(k)}: {v:.3f}" for k, v in auto.auto_scores_.items()),
+        f"({auto.n_clusters_} clusters, KL sum {auto_kl:.4g}); {auto.auto_criterion_} "
+        "(standard error of the difference to the best): "
+        + ", ".join(
+            f"{_theta_name(k)}: {v:.3f} ({auto.auto_std_errors_[k]:.3f})"
+            for k, v in auto.auto_scores_.items()
+        ),
         "",
     ]
 

@@ -238,6 +238,9 @@ pub(crate) mod vexp;
 #[cfg(feature = "python")]
 mod python;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 #[cfg(all(test, feature = "serde"))]
 mod serde_tests;
 

@@ -128,29 +128,42 @@ pub fn all_finite<T: Real>(
     x: ndarray::ArrayView2<'_, T>,
     par: crate::threads::Parallelism,
 ) -> bool {
+    all_finite_scaled(x, T::one(), par)
+}
+
+/// Whether every `v·scale` of `x` is finite (`scale >= 0`): [`all_finite`]
+/// when `scale = 1`; with a larger `scale`, also that no `|v|·scale`
+/// overflows (a bound on what a linear map of `x` can reach).
+pub fn all_finite_scaled<T: Real>(
+    x: ndarray::ArrayView2<'_, T>,
+    scale: T,
+    par: crate::threads::Parallelism,
+) -> bool {
     use rayon::prelude::*;
-    // `v - v` is the finiteness test itself (NaN for ±∞ and NaN, else 0).
+    // `w - w` with `w = v·scale` is the finiteness test itself (NaN for ±∞
+    // and NaN, else 0).
     #[allow(clippy::eq_op)]
-    fn block<T: Real>(x: &[T]) -> bool {
+    let block = |x: &[T]| -> bool {
         let mut lanes = [T::zero(); 8];
         let mut chunks = x.chunks_exact(8);
         for c in &mut chunks {
             for (l, v) in lanes.iter_mut().zip(c) {
-                *l += *v - *v;
+                let w = *v * scale;
+                *l += w - w;
             }
         }
-        let rest = chunks
-            .remainder()
-            .iter()
-            .fold(T::zero(), |s, v| s + (*v - *v));
+        let rest = chunks.remainder().iter().fold(T::zero(), |s, v| {
+            let w = *v * scale;
+            s + (w - w)
+        });
         lanes.iter().fold(rest, |s, l| s + *l) == T::zero()
-    }
+    };
     match x.as_slice_memory_order() {
         Some(s) if par.is_parallel() && s.len() > FINITE_TASK => {
             s.par_chunks(FINITE_TASK).all(block)
         }
         Some(s) => s.chunks(FINITE_TASK).all(block),
-        None => x.iter().all(|v| v.is_finite()),
+        None => x.iter().all(|v| (*v * scale).is_finite()),
     }
 }
 

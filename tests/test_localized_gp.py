@@ -12,12 +12,16 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import randfeat_rs._localized_gp
 from randfeat_rs import (
+    ExactGPR,
     InvalidInputError,
     LocalizedMaclaurinGPR,
     MaclaurinFeatures,
     RandomFeatureGPR,
     _core,
+    kl_divergence,
+    rmse,
 )
+from randfeat_rs.datasets import load_yacht
 
 
 def _data(n=120, d=3, seed=0, scale=1.0):
@@ -185,6 +189,97 @@ def test_threshold_auto():
         32, threshold=gp.threshold_, length_scale=0.7, noise_variance=0.0025, random_state=0
     ).fit(X, y)
     np.testing.assert_array_equal(refit.predict(X[:10]), gp.predict(X[:10]))
+
+
+GRID = [None, 4.0, 2.0, 1.0, 0.5, 0.25]
+
+
+def _candidates(data, hyper, D):
+    """Test RMSE and mean KL to the exact GP of every threshold of the grid,
+    each fitted on all training rows with the same seed as the auto fit."""
+    Xtr, ytr, Xte, yte = data
+    ell, s2, noise = hyper
+    exact = ExactGPR(length_scale=ell, kernel_variance=s2, noise_variance=noise, optimize=())
+    m_ref, s_ref = exact.fit(Xtr, ytr).predict_noisy(Xte)
+    out = {}
+    for theta in GRID:
+        gp = LocalizedMaclaurinGPR(
+            D, length_scale=ell, kernel_variance=s2, noise_variance=noise, threshold=theta,
+            random_state=0,
+        )  # fmt: skip
+        m, s = gp.fit(Xtr, ytr).predict_noisy(Xte)
+        out[theta] = (rmse(yte, m), kl_divergence(m, s**2, m_ref, s_ref**2))
+    return out
+
+
+def _near_best(results, theta):
+    """Whether ``theta``'s test RMSE and KL are within 10% of the grid's best."""
+    best_rmse = min(r for r, _ in results.values())
+    best_kl = min(k for _, k in results.values())
+    r, k = results[theta]
+    return r <= 1.1 * best_rmse and k <= 1.1 * best_kl
+
+
+def _auto(data, hyper, D):
+    ell, s2, noise = hyper
+    gp = LocalizedMaclaurinGPR(
+        D, length_scale=ell, kernel_variance=s2, noise_variance=noise, threshold="auto",
+        random_state=0,
+    )  # fmt: skip
+    return gp.fit(data[0], data[1])
+
+
+def test_threshold_auto_on_standardized_yacht_picks_near_the_best():
+    # examples/demo.py part 2a: standardized yacht (200 train / 108 test) with
+    # its marginal-likelihood hyperparameters (rounded). One held-out split
+    # picked 4 clusters (KL 255) over one cluster (KL 80).
+    X, y = load_yacht()
+    idx = np.random.default_rng(0).permutation(len(X))
+    tr, te = idx[:200], idx[200:]
+    mu, sd, ym, ys = X[tr].mean(0), X[tr].std(0), y[tr].mean(), y[tr].std()
+    data = ((X[tr] - mu) / sd, (y[tr] - ym) / ys, (X[te] - mu) / sd, (y[te] - ym) / ys)
+    hyper = (1.62, 14.55, 6.661e-05)
+    results = _candidates(data, hyper, 256)
+    gp = _auto(data, hyper, 256)
+    assert list(gp.auto_scores_) == GRID and list(gp.auto_std_errors_) == GRID
+    assert "5-fold cross-validated" in gp.auto_criterion_
+    best = max(gp.auto_scores_.values())
+    assert gp.auto_scores_[gp.threshold_] == best
+    assert gp.auto_std_errors_[gp.threshold_] == 0.0
+    assert all(v >= 0 for v in gp.auto_std_errors_.values())
+    assert _near_best(results, gp.threshold_), (gp.threshold_, results)
+
+
+def test_threshold_auto_where_one_held_out_split_misleads():
+    # sin(2 x0) cos(x1) on [-3, 3]^2, 150 noisy rows: the old criterion, one
+    # 20% held-out split (emulated here), picks theta = 4 l, whose KL to the
+    # exact GP is 77% above the best candidate's; cross-validation picks
+    # within 10% of the best in RMSE and KL.
+    rng = np.random.default_rng(8)
+    X = rng.uniform(-3, 3, (150, 2))
+    f = lambda X: np.sin(2 * X[:, 0]) * np.cos(X[:, 1])  # noqa: E731
+    y = f(X) + 0.1 * rng.standard_normal(150)
+    Xt = rng.uniform(-3, 3, (500, 2))
+    data, hyper = (X, y, Xt, f(Xt)), (0.8, 1.0, 0.01)
+    results = _candidates(data, hyper, 16)
+
+    perm = np.random.default_rng(1008).permutation(150)
+    val, fit = np.sort(perm[:30]), np.sort(perm[30:])
+    split_scores = {}
+    for theta in GRID:
+        gp = LocalizedMaclaurinGPR(
+            16, length_scale=0.8, kernel_variance=1.0, noise_variance=0.01, threshold=theta,
+            random_state=0,
+        )  # fmt: skip
+        m, s = gp.fit(X[fit], y[fit]).predict_noisy(X[val])
+        split_scores[theta] = np.mean(
+            -0.5 * np.log(2 * np.pi * s**2) - (y[val] - m) ** 2 / (2 * s**2)
+        )
+    one_split = max(split_scores, key=split_scores.__getitem__)
+    assert not _near_best(results, one_split), (one_split, results)
+
+    gp = _auto(data, hyper, 16)
+    assert _near_best(results, gp.threshold_), (gp.threshold_, results)
 
 
 def test_verbose_progress(capfd):

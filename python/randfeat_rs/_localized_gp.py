@@ -85,9 +85,12 @@ class LocalizedMaclaurinGPR(
         Clustering threshold ``theta`` in units of ``length_scale`` (> 0).
         ``None``: one cluster unless ``n_clusters`` is given (then the
         ``n_clusters`` farthest points). ``"auto"``: chosen in Rust from
-        ``(one cluster, 4, 2, 1, 0.5, 0.25)`` by the mean predictive log
-        likelihood of noisy targets on a held-out 20% of the training rows
-        (split drawn from the seed), then fitted on all rows.
+        ``(one cluster, 4, 2, 1, 0.5, 0.25)`` by 5-fold cross-validation
+        (folds drawn from the seed; at most 1,000 rows scored, every fit on
+        all the other rows): each candidate's score is the mean log
+        predictive density of the held-out noisy targets; the best score
+        wins (the fewest clusters on a tie), and the model is then fitted on
+        all rows. See docs/math/localized.rst, "Choosing the threshold".
     n_clusters : int, default=None
         Maximum number of centroids (>= 1).
     centers : {"clusters", "test"}, default="clusters"
@@ -106,7 +109,7 @@ class LocalizedMaclaurinGPR(
         Subtract the training-target mean (zero prior mean on the rest).
     random_state : int, RandomState instance or None, default=None
         Seeds the allocation subsample, the sketch weights and the
-        ``threshold="auto"`` split.
+        ``threshold="auto"`` folds.
     verbose : bool, default=False
         Print progress to ``sys.stderr``: the allocation, the clustering, the
         centroid GPs built, the prediction.
@@ -143,15 +146,23 @@ class LocalizedMaclaurinGPR(
     truncation_degree_ : int
         Truncation degree ``p`` of the shared map.
     auto_scores_ : dict
-        Only with ``threshold="auto"``: held-out mean predictive log
-        likelihood for every ``theta / l`` of the grid (``None``: one cluster).
+        Only with ``threshold="auto"``: the cross-validated mean log
+        predictive density for every ``theta / l`` of the grid (``None``:
+        one cluster), in grid order.
+    auto_std_errors_ : dict
+        Only with ``threshold="auto"``: the standard error of every
+        candidate's score difference to the best score (0 for the best;
+        from the paired per-row differences), to judge which differences
+        the data resolve.
+    auto_criterion_ : str
+        Only with ``threshold="auto"``: the name of the criterion.
     cutoff_sq_ : float
         Squared distance from a centroid beyond which a training row's
         features are negligible (below ``tol``) and skipped; ``inf`` with
         ``tol=0``.
     seed_ : int
         The 64-bit seed drawn from ``random_state`` at ``fit``; the
-        allocation subsample, the sketch weights and the ``"auto"`` split
+        allocation subsample, the sketch weights and the ``"auto"`` folds
         were drawn from it.
     y_mean_ : float
         Target mean added back to predictions (0 with ``center_y=False``).
@@ -321,11 +332,27 @@ class LocalizedMaclaurinGPR(
 
     @property
     def auto_scores_(self) -> dict:
-        """Held-out score of every candidate threshold (``threshold="auto"`` only)."""
+        """Cross-validated score of every candidate threshold (``threshold="auto"`` only)."""
         scores = self._fitted_gp().threshold_scores
         if scores is None:
             raise AttributeError("auto_scores_ exists with threshold='auto' only")
         return dict(scores)
+
+    @property
+    def auto_std_errors_(self) -> dict:
+        """Standard error of every candidate's difference to the best score."""
+        errors = self._fitted_gp().threshold_std_errors
+        if errors is None:
+            raise AttributeError("auto_std_errors_ exists with threshold='auto' only")
+        return dict(zip(self.auto_scores_, errors))
+
+    @property
+    def auto_criterion_(self) -> str:
+        """The criterion that scored the candidate thresholds."""
+        name = self._fitted_gp().threshold_criterion
+        if name is None:
+            raise AttributeError("auto_criterion_ exists with threshold='auto' only")
+        return str(name)
 
     def _fitted_gp(self) -> Any:
         """The fitted ``_core.LocalizedMaclaurinGp`` (an ``AttributeError``

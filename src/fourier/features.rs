@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::fwht::{signed_transform, transform};
 use crate::kernels::Kernel;
 use crate::linalg::gemm;
-use crate::real::{all_finite, row_slice, Real};
+use crate::real::{all_finite, all_finite_scaled, row_slice, Real};
 use crate::rng::substream;
 use crate::simd::Isa;
 use crate::threads::Parallelism;
@@ -239,6 +239,22 @@ pub struct FourierFeatures {
     pub n_components: usize,
     /// Kernel variance `σ²`.
     pub kernel_variance: f64,
+    /// `max(1, max_j ‖w_j‖₁)`, computed on first use (see
+    /// [`FourierFeatures::transform_into`]).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    projection_bound: Derived,
+}
+
+/// A value derived from the other fields of a map, computed on first use:
+/// equal for equal maps, so it takes no part in comparisons, and it is not
+/// stored.
+#[derive(Clone, Debug, Default)]
+struct Derived(std::sync::OnceLock<f64>);
+
+impl PartialEq for Derived {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl FourierFeatures {
@@ -374,6 +390,34 @@ impl FourierFeatures {
             variant,
             n_components,
             kernel_variance,
+            projection_bound: Derived::default(),
+        })
+    }
+
+    /// `max(1, max_j ‖w_j‖₁)`: `|w_jᵀx| ≤ max_a |x_a| · ‖w_j‖₁`, so inputs
+    /// with `max_a |x_a|` times this in the float range have finite
+    /// projections. For SORF blocks also `d'³ · max(1, 1/(d' l))`, a bound
+    /// on the intermediate results of the three unnormalized FWHTs (each
+    /// grows the largest entry by at most `d'`).
+    fn projection_bound(&self) -> f64 {
+        *self.projection_bound.0.get_or_init(|| {
+            let rows = self
+                .frequencies()
+                .rows()
+                .into_iter()
+                .map(|w| w.iter().map(|v| v.abs()).sum::<f64>())
+                .fold(1.0, f64::max);
+            match &self.projection {
+                Projection::Dense(_) => rows,
+                Projection::Structured {
+                    signs,
+                    length_scale,
+                    ..
+                } => {
+                    let dp = signs.ncols() as f64;
+                    rows.max(dp.powi(3) * (1.0 / (dp * length_scale)).max(1.0))
+                }
+            }
         })
     }
 
@@ -609,8 +653,21 @@ impl FourierFeatures {
         if !out.is_standard_layout() {
             return Err(Error::invalid("out", "must be C-contiguous"));
         }
-        if !all_finite(x, par) {
-            return Err(Error::NonFinite { name: "X" });
+        // `v·b` is finite for every input `v` exactly when the inputs are
+        // finite and their projections cannot overflow.
+        let bound = T::from_f64_lossy(self.projection_bound());
+        if !all_finite_scaled(x, bound, par) {
+            if !all_finite(x, par) {
+                return Err(Error::NonFinite { name: "X" });
+            }
+            return Err(Error::invalid(
+                "X",
+                format!(
+                    "its projections on the frequencies may overflow the float range \
+                     (max |x| times the largest frequency norm {:e}): scale X down",
+                    self.projection_bound()
+                ),
+            ));
         }
         Ok(())
     }

@@ -271,7 +271,9 @@ pub fn predict_features<T: Real>(
             block(&mut buf, t * PREDICT_BLOCK, mc, vc);
         }
     }
-    Ok((Array1::from(mean), want_var.then(|| Array1::from(var))))
+    let (mean, var) = (Array1::from(mean), want_var.then(|| Array1::from(var)));
+    crate::gp::check_prediction(&mean, var.as_ref())?;
+    Ok((mean, var))
 }
 
 #[cfg(test)]

@@ -86,12 +86,28 @@ pub fn rmse(y_true: ArrayView1<'_, f64>, y_pred: ArrayView1<'_, f64>) -> Result<
 }
 
 /// Mean negative log predictive density `mean_i [½ ln(2π v_i) + (y_i − μ_i)²/(2 v_i)]`
-/// (`v_i` the noisy predictive variance, floored at 1e−12).
+/// (`v_i` the noisy predictive variance, floored at 1e−12): the mean of
+/// [`nll_terms`].
 pub fn mean_nll(
     y_true: ArrayView1<'_, f64>,
     mean: ArrayView1<'_, f64>,
     var: ArrayView1<'_, f64>,
 ) -> Result<f64> {
+    let terms = nll_terms(y_true, mean, var)?;
+    Ok(terms.iter().sum::<f64>() / terms.len() as f64)
+}
+
+/// The negative log predictive density of every point,
+/// `½ ln(2π v_i) + (y_i − μ_i)²/(2 v_i)` (`v_i` floored at 1e−12).
+///
+/// # Errors
+/// Empty or unequal lengths, non-finite targets or means, negative or
+/// non-finite variances.
+pub fn nll_terms(
+    y_true: ArrayView1<'_, f64>,
+    mean: ArrayView1<'_, f64>,
+    var: ArrayView1<'_, f64>,
+) -> Result<Vec<f64>> {
     let n = y_true.len();
     non_empty(n)?;
     same_len("length of mean", n, mean.len())?;
@@ -99,13 +115,13 @@ pub fn mean_nll(
     check_finite("y_true", y_true.iter())?;
     check_finite("mean", mean.iter())?;
     check_variances("var", var)?;
-    let mut s = 0.0;
-    for i in 0..n {
-        let v = var[i].max(VARIANCE_FLOOR);
-        let r = y_true[i] - mean[i];
-        s += 0.5 * (LN_2PI + v.ln()) + r * r / (2.0 * v);
-    }
-    Ok(s / n as f64)
+    Ok((0..n)
+        .map(|i| {
+            let v = var[i].max(VARIANCE_FLOOR);
+            let r = y_true[i] - mean[i];
+            0.5 * (LN_2PI + v.ln()) + r * r / (2.0 * v)
+        })
+        .collect())
 }
 
 /// `‖K̂ − K‖_F / ‖K‖_F`.

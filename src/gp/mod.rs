@@ -68,6 +68,27 @@ pub fn initial_noise_variance(y: ArrayView1<'_, f64>) -> f64 {
     0.1 * target_variance_scale(y)
 }
 
+/// Refuses a prediction whose means or variances are not finite (they
+/// overflowed: inputs, features or targets too large for the float range).
+pub(crate) fn check_prediction(
+    mean: &ndarray::Array1<f64>,
+    var: Option<&ndarray::Array1<f64>>,
+) -> Result<()> {
+    if mean
+        .iter()
+        .chain(var.into_iter().flatten())
+        .all(|v| v.is_finite())
+    {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "X",
+            "the predictive mean or variance overflows the float range: scale the inputs, \
+             features or targets down",
+        ))
+    }
+}
+
 /// Checks that a variance is finite and `> 0`.
 pub(crate) fn check_positive(name: &'static str, v: f64) -> Result<()> {
     if v.is_finite() && v > 0.0 {

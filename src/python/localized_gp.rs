@@ -71,9 +71,10 @@ type Prediction<'py> = (
 impl PyLocalizedGp {
     /// Fits (allocation, random weights, clustering) on `x` (float32 or
     /// float64) and `y` (float64). `threshold` is `θ/l`, None, or "auto":
-    /// chosen among `(one cluster, 4, 2, 1, 0.5, 0.25)` by the held-out
-    /// log predictive density of a split drawn from `seed`, then the model
-    /// is fitted on all rows. `device` "gpu" accumulates the centroid
+    /// chosen among `(one cluster, 4, 2, 1, 0.5, 0.25)` by the default
+    /// [`ThresholdSearch`] (the best 5-fold cross-validated log predictive
+    /// density, folds drawn from `seed`), then the model is fitted on all
+    /// rows. `device` "gpu" accumulates the centroid
     /// statistics on the GPU ("auto" is resolved by the caller; here it
     /// means the CPU). `progress`, when given, is called as
     /// `progress(stage, done, total, messages)` while it runs.
@@ -185,10 +186,24 @@ impl PyLocalizedGp {
     }
 
     /// With `threshold="auto"`: every candidate `θ/l` (None: one cluster)
-    /// with its held-out score, in grid order; None otherwise.
+    /// with its cross-validated score, in grid order; None otherwise.
     #[getter]
     fn threshold_scores(&self) -> Option<Vec<(Option<f64>, f64)>> {
         self.inner.search.as_ref().map(|c| c.scores.clone())
+    }
+
+    /// With `threshold="auto"`: the standard error of every candidate's
+    /// score difference to the best score, in grid order; None otherwise.
+    #[getter]
+    fn threshold_std_errors(&self) -> Option<Vec<f64>> {
+        self.inner.search.as_ref().map(|c| c.std_errors.clone())
+    }
+
+    /// With `threshold="auto"`: the name of the criterion that scored the
+    /// candidates; None otherwise.
+    #[getter]
+    fn threshold_criterion(&self) -> Option<String> {
+        self.inner.search.as_ref().map(|c| c.criterion.name())
     }
 
     /// `(allocation seconds, clustering seconds)` of the fit.

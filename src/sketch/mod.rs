@@ -498,6 +498,12 @@ const AUGMENT_ROWS: usize = 1024;
 /// [`augmented_dim`]`(x.ncols(), bias)`; `out` as in
 /// [`PolySketch::transform_into`]. The augmented rows are built in chunks of
 /// 1,024 rows, so memory stays `O(chunk · d)`.
+///
+/// # Errors
+/// [`Error::NonFinite`] for NaN or infinite inputs; [`Error::InvalidParameter`]
+/// naming `X` when the features overflow the float range (`|x|/l` too large
+/// for the degree: each feature is a product of `n` projections); the
+/// errors of [`check_kernel_params`] and of the shapes.
 pub fn polynomial_features_into<T: Real>(
     sketch: &PolySketch,
     x: ArrayView2<T>,
@@ -514,6 +520,9 @@ pub fn polynomial_features_into<T: Real>(
             expected: sketch.dim() - usize::from(bias > 0.0),
             got: d,
         });
+    }
+    if !all_finite(x, par) {
+        return Err(Error::NonFinite { name: "X" });
     }
     if bias == 0.0 && length_scale == 1.0 {
         return sketch.transform_into(x, out, par);

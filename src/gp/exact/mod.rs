@@ -681,6 +681,7 @@ pub fn predict_exact(
         }
         start = stop;
     }
+    crate::gp::check_prediction(&mean, var.as_ref())?;
     Ok((mean, var))
 }
 

@@ -1,8 +1,9 @@
 //! The choice of the clustering threshold `θ` (the `threshold="auto"` of
-//! the Python estimator): every candidate of a grid is fitted on a seeded
-//! split of the training rows and scored on the rows held out; the best
-//! score wins, the first candidate in grid order on a tie (so the fewest
-//! clusters). The candidates and the criterion are values
+//! the Python estimator, `docs/math/localized.rst`, "Choosing the
+//! threshold"): every candidate of a grid is scored by K-fold
+//! cross-validation, the mean log predictive density of the held-out noisy
+//! targets; the best score wins, the first candidate in grid order on a tie
+//! (so the fewest clusters). The candidates and the criterion are values
 //! ([`ThresholdSearch`]), so another grid or score is a new value or a new
 //! [`ThresholdCriterion`] variant.
 
@@ -17,30 +18,60 @@ use crate::real::Real;
 use crate::rng::substream;
 use crate::threads::Parallelism;
 
-/// The default candidates `θ/l`; `None` is one cluster (the vanilla
-/// optimized Maclaurin GP).
+/// The default candidates `θ/l`, in order of preference (fewest clusters
+/// first); `None` is one cluster (the vanilla optimized Maclaurin GP).
 pub const DEFAULT_THRESHOLDS: [Option<f64>; 6] =
     [None, Some(4.0), Some(2.0), Some(1.0), Some(0.5), Some(0.25)];
 
-/// The default fraction of the training rows held out to score candidates.
-pub const DEFAULT_VALIDATION_FRACTION: f64 = 0.2;
+/// The default number of cross-validation folds.
+pub const DEFAULT_FOLDS: usize = 5;
 
-/// The stream of the fit's seed that draws the held-out split (apart from
-/// the streams of the map, so the split does not change the weights).
+/// The default bound on the rows scored over all folds (the rest of the
+/// rows only ever fit).
+pub const DEFAULT_MAX_SCORED: usize = 1000;
+
+/// The stream of the fit's seed that draws the folds (apart from the
+/// streams of the map, so the folds do not change the weights).
 const STREAM_SPLIT: u64 = 1 << 40;
 
-/// How a candidate threshold is scored (higher is better).
+/// How the candidate thresholds are scored (higher is better) and chosen.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum ThresholdCriterion {
-    /// The mean log predictive density of the held-out noisy targets,
-    /// `mean_i ln N(y_i; μ*_i, v*_i + σ_n²)` (minus [`metrics::mean_nll`]),
-    /// with the model fitted on the other rows. The held-out rows are
-    /// `max(1, round(fraction · N))` rows drawn from the fit's seed; with
-    /// fewer than 2 rows left to fit on, no candidate is scored.
-    HeldOutLogDensity {
-        /// The fraction of the rows held out, in `(0, 1)`.
-        validation_fraction: f64,
+    /// K-fold cross-validation. `m = min(N, max_scored)` rows drawn from
+    /// the fit's seed are split into `K = min(n_folds, m)` folds of sizes
+    /// differing by at most one; for each fold the model is fitted on all
+    /// the other `N − |fold|` rows and predicts the fold. A candidate's
+    /// score is the mean over the `m` scored rows of
+    /// `ln N(y_i; μ*_i, v*_i + σ_n²)` (minus [`metrics::nll_terms`]; a
+    /// prediction that overflows scores `−∞`), and its standard error that of
+    /// the mean of its per-row differences to the best candidate's terms
+    /// (paired, so what the rows share cancels; reported, to judge which
+    /// differences the data resolve). The choice is the best score, the
+    /// first candidate on a tie. With fewer than 2 rows to fit on in some fold, no
+    /// candidate is scored.
+    CrossValidatedLogDensity {
+        /// The number of folds `K >= 2`.
+        n_folds: usize,
+        /// The most rows scored over all folds, `>= 2` (the cost of the
+        /// predictions; every fit uses the other rows).
+        max_scored: usize,
     },
+}
+
+impl ThresholdCriterion {
+    /// A short description (the Python estimator's `auto_criterion_`).
+    pub fn name(&self) -> String {
+        match self {
+            Self::CrossValidatedLogDensity {
+                n_folds,
+                max_scored,
+            } => format!(
+                "{n_folds}-fold cross-validated mean log predictive density \
+                 (at most {max_scored} rows scored)"
+            ),
+        }
+    }
 }
 
 /// The search of `θ`: the candidates (in units of the length scale, `None`
@@ -54,13 +85,15 @@ pub struct ThresholdSearch {
 }
 
 impl Default for ThresholdSearch {
-    /// [`DEFAULT_THRESHOLDS`] scored by [`ThresholdCriterion::HeldOutLogDensity`]
-    /// on [`DEFAULT_VALIDATION_FRACTION`] of the rows.
+    /// [`DEFAULT_THRESHOLDS`] scored by
+    /// [`ThresholdCriterion::CrossValidatedLogDensity`] with
+    /// [`DEFAULT_FOLDS`] folds and [`DEFAULT_MAX_SCORED`] rows.
     fn default() -> Self {
         Self {
             candidates: DEFAULT_THRESHOLDS.to_vec(),
-            criterion: ThresholdCriterion::HeldOutLogDensity {
-                validation_fraction: DEFAULT_VALIDATION_FRACTION,
+            criterion: ThresholdCriterion::CrossValidatedLogDensity {
+                n_folds: DEFAULT_FOLDS,
+                max_scored: DEFAULT_MAX_SCORED,
             },
         }
     }
@@ -75,20 +108,25 @@ pub struct ThresholdChoice {
     /// Every candidate with its score, in the order of the candidates
     /// (empty when the data are too few to hold rows out).
     pub scores: Vec<(Option<f64>, f64)>,
+    /// The standard error of every candidate's score difference to the best
+    /// score (0 for the best), in the order of `scores`.
+    pub std_errors: Vec<f64>,
+    /// The criterion that gave the scores.
+    pub criterion: ThresholdCriterion,
 }
 
 impl ThresholdSearch {
     /// Scores every candidate for `config` (its `threshold` is replaced by
     /// each candidate; its `n_clusters` still bounds the clustering) on
-    /// `(x, y)` and returns the best with all the scores. `seed` is the
+    /// `(x, y)` and returns the choice with all the scores. `seed` is the
     /// model's seed (the fits use it as [`LocalizedMaclaurinGp::fit`] does).
     /// `monitor` is passed to every fit and prediction, and gets one message
     /// per candidate.
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for an empty grid, a candidate that is
-    /// not a finite `θ > 0` or a fraction outside `(0, 1)`; a length of `y`
-    /// that differs from the rows of `x`; the errors of the fits and
+    /// not a finite `θ > 0`, fewer than 2 folds or scored rows; a length of
+    /// `y` that differs from the rows of `x`; the errors of the fits and
     /// predictions.
     pub fn run<T: Real>(
         &self,
@@ -120,65 +158,125 @@ impl ThresholdSearch {
                 got: y.len(),
             });
         }
-        let ThresholdCriterion::HeldOutLogDensity {
-            validation_fraction,
-        } = self.criterion;
-        if !(validation_fraction > 0.0 && validation_fraction < 1.0) {
+        let criterion = self.criterion;
+        let ThresholdCriterion::CrossValidatedLogDensity {
+            n_folds,
+            max_scored,
+        } = criterion;
+        if n_folds < 2 {
             return Err(Error::invalid(
-                "validation_fraction",
-                format!("must be in (0, 1), got {validation_fraction}"),
+                "n_folds",
+                format!("must be >= 2, got {n_folds}"),
             ));
         }
+        if max_scored < 2 {
+            return Err(Error::invalid(
+                "max_scored",
+                format!("must be >= 2, got {max_scored}"),
+            ));
+        }
+        let nothing = ThresholdChoice {
+            best: None,
+            scores: Vec::new(),
+            std_errors: Vec::new(),
+            criterion,
+        };
         let n = x.nrows();
-        let n_val = ((validation_fraction * n as f64).round() as usize).max(1);
-        if n < n_val + 2 {
-            return Ok(ThresholdChoice {
-                best: None,
-                scores: Vec::new(),
-            });
+        let m = n.min(max_scored);
+        let k = n_folds.min(m);
+        // The folds are the `m` first rows of the permutation, cut at
+        // `j·m/K`; the largest has `⌈m/K⌉` rows.
+        if k < 2 || n - m.div_ceil(k) < 2 {
+            return Ok(nothing);
         }
         let mut order: Vec<usize> = (0..n).collect();
         order.shuffle(&mut substream(seed, STREAM_SPLIT));
-        let (val, train) = order.split_at_mut(n_val);
-        val.sort_unstable();
-        train.sort_unstable();
-        let (x_train, y_train) = (x.select(Axis(0), train), y.select(Axis(0), train));
-        let (x_val, y_val) = (x.select(Axis(0), val), y.select(Axis(0), val));
-        let mut scores = Vec::with_capacity(self.candidates.len());
-        let mut best: Option<(Option<f64>, f64)> = None;
-        for &theta in &self.candidates {
-            let cfg = LocalizedConfig {
-                threshold: theta,
-                ..config.clone()
-            };
-            let gp = LocalizedMaclaurinGp::fit(
-                x_train.view(),
-                y_train.view(),
-                &cfg,
-                seed,
-                par,
-                monitor,
-            )?;
-            let p = gp.predict(x_val.view(), true, par, monitor)?;
-            let var = p
-                .var
-                .ok_or_else(|| Error::Internal("the prediction has no variance".into()))?;
-            let noisy = var.mapv(|v| v.max(0.0) + config.noise_variance);
-            let score = -metrics::mean_nll(y_val.view(), p.mean.view(), noisy.view())?;
-            monitor.message(format!(
-                "threshold {}: held-out log predictive density {score:.4}",
-                theta.map_or_else(|| "one cluster".to_string(), |t| t.to_string())
-            ));
-            if best.is_none_or(|(_, s)| score > s) {
-                best = Some((theta, score));
+        // `terms[c][i]`: candidate `c`'s log density of scored row `i`
+        // (rows in fold order).
+        let mut terms = vec![Vec::with_capacity(m); self.candidates.len()];
+        let mut in_fold = vec![false; n];
+        for j in 0..k {
+            let mut val = order[j * m / k..(j + 1) * m / k].to_vec();
+            val.sort_unstable();
+            val.iter().for_each(|&i| in_fold[i] = true);
+            let train: Vec<usize> = (0..n).filter(|&i| !in_fold[i]).collect();
+            val.iter().for_each(|&i| in_fold[i] = false);
+            let (x_train, y_train) = (x.select(Axis(0), &train), y.select(Axis(0), &train));
+            let (x_val, y_val) = (x.select(Axis(0), &val), y.select(Axis(0), &val));
+            for (&theta, out) in self.candidates.iter().zip(&mut terms) {
+                let cfg = LocalizedConfig {
+                    threshold: theta,
+                    ..config.clone()
+                };
+                let gp = LocalizedMaclaurinGp::fit(
+                    x_train.view(),
+                    y_train.view(),
+                    &cfg,
+                    seed,
+                    par,
+                    monitor,
+                )?;
+                // A prediction that overflows (refused as an invalid `X`)
+                // scores -∞; other errors (an interruption) end the search.
+                let p = match gp.predict(x_val.view(), true, par, monitor) {
+                    Ok(p) => p,
+                    Err(Error::InvalidParameter { .. }) => {
+                        out.extend(std::iter::repeat_n(f64::NEG_INFINITY, val.len()));
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                let var = p
+                    .var
+                    .ok_or_else(|| Error::Internal("the prediction has no variance".into()))?;
+                let noisy = var.mapv(|v| v.max(0.0) + config.noise_variance);
+                let nll = metrics::nll_terms(y_val.view(), p.mean.view(), noisy.view())?;
+                out.extend(nll.iter().map(|t| -t));
             }
-            scores.push((theta, score));
+        }
+        let mean = |t: &[f64]| t.iter().sum::<f64>() / t.len() as f64;
+        let scores: Vec<f64> = terms.iter().map(|t| mean(t)).collect();
+        let top = (0..scores.len())
+            .reduce(|a, b| if scores[b] > scores[a] { b } else { a })
+            .unwrap_or(0);
+        let std_errors: Vec<f64> = terms
+            .iter()
+            .map(|t| paired_std_error(t, &terms[top]))
+            .collect();
+        for (c, &theta) in self.candidates.iter().enumerate() {
+            monitor.message(format!(
+                "threshold {}: cross-validated log predictive density {:.4} \
+                 (standard error of the difference to the best {:.4}){}",
+                theta.map_or_else(|| "one cluster".to_string(), |t| t.to_string()),
+                scores[c],
+                std_errors[c],
+                if c == top { ", chosen" } else { "" }
+            ));
         }
         Ok(ThresholdChoice {
-            best: best.and_then(|(t, _)| t),
-            scores,
+            best: self.candidates[top],
+            scores: self.candidates.iter().copied().zip(scores).collect(),
+            std_errors,
+            criterion,
         })
     }
+}
+
+/// The standard error of the mean of `a_i − b_i`,
+/// `sqrt(Σ (d_i − d̄)² / (m (m − 1)))` (0 for `a = b`; `∞` when a term is
+/// not finite).
+fn paired_std_error(a: &[f64], b: &[f64]) -> f64 {
+    let m = a.len();
+    if a == b {
+        return 0.0;
+    }
+    if m < 2 || a.iter().chain(b).any(|v| !v.is_finite()) {
+        return f64::INFINITY;
+    }
+    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
+    let mean = d.iter().sum::<f64>() / m as f64;
+    let ss: f64 = d.iter().map(|v| (v - mean) * (v - mean)).sum();
+    (ss / (m as f64 * (m as f64 - 1.0))).sqrt()
 }
 
 #[cfg(test)]
@@ -224,61 +322,94 @@ mod tests {
         )
     }
 
+    /// The scores, standard errors and choice written out: the folds of
+    /// the split stream, each candidate fitted on the other rows, the mean
+    /// of `ln N(y; μ, v + σ_n²)` over the scored rows, the paired standard
+    /// errors and the best score (the first on a tie).
+    fn oracle(
+        candidates: &[Option<f64>],
+        x: &Array2<f64>,
+        y: &Array1<f64>,
+        n_folds: usize,
+        max_scored: usize,
+    ) -> (Vec<f64>, Vec<f64>, Option<f64>) {
+        let n = x.nrows();
+        let m = n.min(max_scored);
+        let mut order: Vec<usize> = (0..n).collect();
+        order.shuffle(&mut substream(5, STREAM_SPLIT));
+        let mut terms = vec![Vec::new(); candidates.len()];
+        for j in 0..n_folds {
+            let mut val = order[j * m / n_folds..(j + 1) * m / n_folds].to_vec();
+            val.sort_unstable();
+            let train: Vec<usize> = (0..n).filter(|i| !val.contains(i)).collect();
+            let (xt, yt) = (x.select(Axis(0), &train), y.select(Axis(0), &train));
+            let (xv, yv) = (x.select(Axis(0), &val), y.select(Axis(0), &val));
+            for (&theta, out) in candidates.iter().zip(&mut terms) {
+                let cfg = LocalizedConfig {
+                    threshold: theta,
+                    ..config()
+                };
+                let seq = Parallelism::Sequential;
+                let gp = LocalizedMaclaurinGp::fit(
+                    xt.view(),
+                    yt.view(),
+                    &cfg,
+                    5,
+                    seq,
+                    &Monitor::default(),
+                )
+                .unwrap();
+                let p = gp
+                    .predict(xv.view(), true, seq, &Monitor::default())
+                    .unwrap();
+                let var = p.var.unwrap();
+                for i in 0..val.len() {
+                    let v = var[i].max(0.0) + 0.01;
+                    let r = yv[i] - p.mean[i];
+                    out.push(-0.5 * (2.0 * std::f64::consts::PI * v).ln() - r * r / (2.0 * v));
+                }
+            }
+        }
+        let scores: Vec<f64> = terms
+            .iter()
+            .map(|t| t.iter().sum::<f64>() / m as f64)
+            .collect();
+        let top = scores.iter().copied().fold(f64::MIN, f64::max);
+        let best = scores.iter().position(|&s| s == top).unwrap();
+        let se: Vec<f64> = terms
+            .iter()
+            .map(|t| {
+                let d: Vec<f64> = t.iter().zip(&terms[best]).map(|(a, b)| a - b).collect();
+                let mean = d.iter().sum::<f64>() / m as f64;
+                let var = d.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (m as f64 - 1.0);
+                (var / m as f64).sqrt()
+            })
+            .collect();
+        (scores, se, candidates[best])
+    }
+
     #[test]
-    fn scores_are_the_held_out_log_density_and_the_best_wins() {
+    fn scores_are_the_cross_validated_log_density_and_the_best_wins() {
         let (x, y) = data(90, 1);
         let choice = run(&ThresholdSearch::default(), &x, &y).unwrap();
         let grid: Vec<Option<f64>> = choice.scores.iter().map(|s| s.0).collect();
         assert_eq!(grid, DEFAULT_THRESHOLDS.to_vec());
-        // The oracle: the 18 held-out rows (round(0.2 * 90)) of the split
-        // stream, each candidate fitted on the other 72 rows, and the mean of
-        // ln N(y; mu, v + sigma_n^2) written out.
-        let mut order: Vec<usize> = (0..90).collect();
-        order.shuffle(&mut substream(5, STREAM_SPLIT));
-        let (val, train) = order.split_at_mut(18);
-        val.sort_unstable();
-        train.sort_unstable();
-        let (xt, yt) = (x.select(Axis(0), train), y.select(Axis(0), train));
-        let (xv, yv) = (x.select(Axis(0), val), y.select(Axis(0), val));
-        for &(theta, score) in &choice.scores {
-            let cfg = LocalizedConfig {
-                threshold: theta,
-                ..config()
-            };
-            let gp = LocalizedMaclaurinGp::fit(
-                xt.view(),
-                yt.view(),
-                &cfg,
-                5,
-                Parallelism::Sequential,
-                &Monitor::default(),
-            )
-            .unwrap();
-            let p = gp
-                .predict(
-                    xv.view(),
-                    true,
-                    Parallelism::Sequential,
-                    &Monitor::default(),
-                )
-                .unwrap();
-            let var = p.var.unwrap();
-            let want = (0..18)
-                .map(|i| {
-                    let v = var[i].max(0.0) + 0.01;
-                    let r = yv[i] - p.mean[i];
-                    -0.5 * (2.0 * std::f64::consts::PI * v).ln() - r * r / (2.0 * v)
-                })
-                .sum::<f64>()
-                / 18.0;
+        let (scores, se, best) = oracle(&DEFAULT_THRESHOLDS, &x, &y, DEFAULT_FOLDS, 1000);
+        for (c, &(theta, score)) in choice.scores.iter().enumerate() {
             assert!(
-                (score - want).abs() <= 1e-12 * want.abs().max(1.0),
-                "{theta:?}: {score} vs {want}"
+                (score - scores[c]).abs() <= 1e-12 * scores[c].abs().max(1.0),
+                "{theta:?}: {score} vs {}",
+                scores[c]
+            );
+            assert!(
+                (choice.std_errors[c] - se[c]).abs() <= 1e-9 * se[c].max(1e-12),
+                "{theta:?}: {} vs {}",
+                choice.std_errors[c],
+                se[c]
             );
         }
-        let top = choice.scores.iter().map(|s| s.1).fold(f64::MIN, f64::max);
-        let first_best = choice.scores.iter().find(|s| s.1 == top).unwrap().0;
-        assert_eq!(choice.best, first_best);
+        assert_eq!(choice.best, best);
+        assert!(choice.std_errors.contains(&0.0));
         // Bit-identical when repeated, and each score does not depend on the
         // other candidates.
         assert_eq!(run(&ThresholdSearch::default(), &x, &y).unwrap(), choice);
@@ -288,6 +419,33 @@ mod tests {
         };
         let one = run(&alone, &x, &y).unwrap();
         assert_eq!(one.scores, vec![choice.scores[3]]);
+        assert_eq!(one.best, Some(1.0));
+
+        // At most `max_scored` rows are scored; every fit uses the others.
+        let few = ThresholdSearch {
+            candidates: vec![None, Some(1.0)],
+            criterion: ThresholdCriterion::CrossValidatedLogDensity {
+                n_folds: 3,
+                max_scored: 30,
+            },
+        };
+        let (scores, se, best) = oracle(&few.candidates, &x, &y, 3, 30);
+        let got = run(&few, &x, &y).unwrap();
+        assert!((got.scores[0].1 - scores[0]).abs() <= 1e-12 * scores[0].abs().max(1.0));
+        assert!((got.scores[1].1 - scores[1]).abs() <= 1e-12 * scores[1].abs().max(1.0));
+        assert!((got.std_errors[0] - se[0]).abs() <= 1e-9 * se[0].max(1e-12));
+        assert_eq!(got.best, best);
+    }
+
+    #[test]
+    fn the_standard_error_is_that_of_the_paired_differences() {
+        assert_eq!(paired_std_error(&[1.0, 2.0], &[1.0, 2.0]), 0.0);
+        // d = (1, 3): mean 2, sum of squares 2, sqrt(2 / (2·1)) = 1.
+        assert_eq!(paired_std_error(&[2.0, 5.0], &[1.0, 2.0]), 1.0);
+        assert_eq!(
+            paired_std_error(&[f64::NEG_INFINITY, 1.0], &[0.0, 1.0]),
+            f64::INFINITY
+        );
     }
 
     #[test]
@@ -324,8 +482,11 @@ mod tests {
         let none = ThresholdChoice {
             best: None,
             scores: Vec::new(),
+            std_errors: Vec::new(),
+            criterion: ThresholdSearch::default().criterion,
         };
         assert_eq!(run(&ThresholdSearch::default(), &x, &y).unwrap(), none);
+        // Three rows: three folds of one row, each fitted on two.
         let (x, y) = data(3, 3);
         assert_eq!(
             run(&ThresholdSearch::default(), &x, &y)
@@ -336,18 +497,20 @@ mod tests {
         );
 
         let (x, y) = data(20, 4);
-        let with = |candidates: Vec<Option<f64>>, fraction: f64| ThresholdSearch {
-            candidates,
-            criterion: ThresholdCriterion::HeldOutLogDensity {
-                validation_fraction: fraction,
-            },
-        };
+        let with =
+            |candidates: Vec<Option<f64>>, n_folds: usize, max_scored: usize| ThresholdSearch {
+                candidates,
+                criterion: ThresholdCriterion::CrossValidatedLogDensity {
+                    n_folds,
+                    max_scored,
+                },
+            };
         for (search, name) in [
-            (with(vec![], 0.2), "threshold"),
-            (with(vec![Some(-1.0)], 0.2), "threshold"),
-            (with(vec![None, Some(f64::NAN)], 0.2), "threshold"),
-            (with(vec![None], 0.0), "validation_fraction"),
-            (with(vec![None], 1.0), "validation_fraction"),
+            (with(vec![], 5, 100), "threshold"),
+            (with(vec![Some(-1.0)], 5, 100), "threshold"),
+            (with(vec![None, Some(f64::NAN)], 5, 100), "threshold"),
+            (with(vec![None], 1, 100), "n_folds"),
+            (with(vec![None], 5, 1), "max_scored"),
         ] {
             match run(&search, &x, &y).unwrap_err() {
                 Error::InvalidParameter { name: got, .. } => assert_eq!(got, name),

@@ -53,8 +53,8 @@ mod stored;
 mod tests;
 
 pub use auto::{
-    ThresholdChoice, ThresholdCriterion, ThresholdSearch, DEFAULT_THRESHOLDS,
-    DEFAULT_VALIDATION_FRACTION,
+    ThresholdChoice, ThresholdCriterion, ThresholdSearch, DEFAULT_FOLDS, DEFAULT_MAX_SCORED,
+    DEFAULT_THRESHOLDS,
 };
 use centroid_stats::{group_size, project_rows_t, CentroidScratch};
 pub use norm_bound::NormBound;

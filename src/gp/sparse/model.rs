@@ -132,6 +132,7 @@ impl SparseGp {
                 }
             }
         })?;
+        crate::gp::check_prediction(&mean, var.as_ref())?;
         Ok((mean, var))
     }
 }
