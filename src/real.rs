@@ -119,11 +119,9 @@ pub(crate) fn cast_view_mut<T: 'static, U: 'static, D: Dimension>(
 /// Elements per parallel task of [`all_finite`].
 const FINITE_TASK: usize = 1 << 16;
 
-/// Whether every entry of `x` is finite. `v − v` is `0` for a finite `v`
-/// and NaN for ±∞ and NaN, so the entries' `v − v` summed in 8 lanes (a
-/// branch-free loop the compiler vectorizes) is `0` exactly when all are
-/// finite; contiguous arrays are scanned in parallel blocks with
-/// [`Parallelism::Rayon`](crate::threads::Parallelism), others element by element.
+/// Whether every entry of `x` is finite: [`all_finite_scaled`] with scale 1.
+/// Contiguous arrays are scanned in parallel blocks with
+/// [`Parallelism::Rayon`](crate::threads::Parallelism), others row by row.
 pub fn all_finite<T: Real>(
     x: ndarray::ArrayView2<'_, T>,
     par: crate::threads::Parallelism,
@@ -140,31 +138,37 @@ pub fn all_finite_scaled<T: Real>(
     par: crate::threads::Parallelism,
 ) -> bool {
     use rayon::prelude::*;
-    // `w - w` with `w = v·scale` is the finiteness test itself (NaN for ±∞
-    // and NaN, else 0).
-    #[allow(clippy::eq_op)]
-    let block = |x: &[T]| -> bool {
-        let mut lanes = [T::zero(); 8];
-        let mut chunks = x.chunks_exact(8);
-        for c in &mut chunks {
-            for (l, v) in lanes.iter_mut().zip(c) {
-                let w = *v * scale;
-                *l += w - w;
-            }
-        }
-        let rest = chunks.remainder().iter().fold(T::zero(), |s, v| {
-            let w = *v * scale;
-            s + (w - w)
-        });
-        lanes.iter().fold(rest, |s, l| s + *l) == T::zero()
-    };
     match x.as_slice_memory_order() {
         Some(s) if par.is_parallel() && s.len() > FINITE_TASK => {
-            s.par_chunks(FINITE_TASK).all(block)
+            s.par_chunks(FINITE_TASK).all(|c| finite_slice(c, scale))
         }
-        Some(s) => s.chunks(FINITE_TASK).all(block),
-        None => x.iter().all(|v| (*v * scale).is_finite()),
+        Some(s) => finite_slice(s, scale),
+        // E.g. a column block of a wider array: row by row.
+        None => x.rows().into_iter().all(|r| match r.as_slice() {
+            Some(s) => finite_slice(s, scale),
+            None => r.iter().all(|v| (*v * scale).is_finite()),
+        }),
     }
+}
+
+/// `|v·scale| <= MAX` for every `v` of `x` (false for ±∞ and NaN, whose
+/// comparisons fail): independent comparisons AND-ed in runs of 256, a loop
+/// the compiler vectorizes without a dependency chain, stopping at the
+/// first run that fails.
+#[inline(always)]
+fn finite_slice_body<T: Real>(x: &[T], scale: T) -> bool {
+    let max = T::max_value();
+    x.chunks(256).all(|c| {
+        c.iter()
+            .fold(true, |ok, &v| ok & ((v * scale).abs() <= max))
+    })
+}
+
+widest_simd! {
+    /// [`finite_slice_body`] with the widest SIMD the CPU offers: the check
+    /// that the sketches and the Maclaurin map run on every feature they
+    /// write.
+    pub(crate) fn finite_slice<T: Real>(x: &[T], scale: T) -> bool = finite_slice_body;
 }
 
 /// Row `xr` as a slice: the row itself when it is contiguous, else a copy in
