@@ -238,16 +238,13 @@ impl MapAt {
         match self {
             MapAt::Fourier { w, sine, .. } => {
                 let m = w.nrows();
-                // T_ij = Σ over the columns of frequency j of R ⊙ ∂φ/∂u.
-                let mut t = Array2::<f64>::zeros((n, m));
+                // T_ij = Σ over the columns of frequency j of R ⊙ ∂φ/∂u, in
+                // `buf` (kept between chunks: no allocation per chunk).
+                let mut t = rows_of(buf, n, m);
                 match sine {
                     Some(sine) => {
-                        buf_resize(buf, n, m);
-                        sine.transform_into(x, buf.view_mut(), par)?;
-                        ndarray::Zip::from(&mut t)
-                            .and(&r.slice(s![.., ..m]))
-                            .and(&*buf)
-                            .for_each(|t, &r, &s| *t = r * s);
+                        sine.transform_into(x, t.view_mut(), par)?;
+                        t.zip_mut_with(&r.slice(s![.., ..m]), |s, &r| *s *= r);
                     }
                     None => {
                         // cos_sin: ∂cos u/∂ln l_a = sin(u) W_ja x_a, ∂sin u/∂ln l_a
@@ -313,11 +310,13 @@ impl MapAt {
     }
 }
 
-/// Resizes a scratch matrix to `n × m` (reallocating only to grow).
-fn buf_resize(buf: &mut Array2<f64>, n: usize, m: usize) {
-    if buf.dim() != (n, m) {
+/// The first `n` rows of a scratch matrix of `m` columns, reallocated only
+/// when it has fewer rows or other columns (a smaller last chunk reuses it).
+fn rows_of(buf: &mut Array2<f64>, n: usize, m: usize) -> ndarray::ArrayViewMut2<'_, f64> {
+    if buf.ncols() != m || buf.nrows() < n {
         *buf = Array2::zeros((n, m));
     }
+    buf.slice_mut(s![..n, ..])
 }
 
 /// The feature-space log marginal likelihood and its gradient as an
