@@ -80,6 +80,7 @@ bench: develop
 	$(VPY) benches/compare_gp.py
 	$(VPY) benches/compare_gpc.py
 	$(VPY) benches/compare_feature_gp_fit.py
+	$(VPY) benches/compare_sparse_gp.py
 	$(VPY) benches/compare_localized_gp.py
 	$(VPY) benches/compare_fourier.py
 	$(VPY) benches/gpu.py

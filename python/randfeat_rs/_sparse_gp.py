@@ -109,7 +109,7 @@ default="greedy_variance"
         Maximum L-BFGS iterations per run.
     chunk_size : int, default=None
         Rows per chunk of the passes over the data (memory ``O(chunk_size
-        M)``). ``None``: ``2**22 / M`` rows, at least 256.
+        M)``). ``None``: ``2**19 / M`` rows, at least 256.
     center_y : bool, default=True
         Subtract the training-target mean (zero prior mean on the rest).
     random_state : int, RandomState instance or None, default=None

@@ -24,10 +24,11 @@
 //! optimum still contributes its best point.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
-use argmin::core::{CostFunction, Executor, Gradient, State, TerminationReason};
+use argmin::core::observers::{Observe, ObserverMode};
+use argmin::core::{CostFunction, Executor, Gradient, State, TerminationReason, KV};
 use argmin::solver::linesearch::MoreThuenteLineSearch;
 use argmin::solver::quasinewton::LBFGS;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
@@ -381,8 +382,11 @@ struct Tracked<'a, O: Objective> {
     cache: Mutex<VecDeque<Cached>>,
     /// Number of evaluations of the objective.
     evals: AtomicU64,
-    /// The best point of the current L-BFGS segment `(cost, p)`.
-    best: Mutex<Option<(f64, Vec<f64>)>>,
+    /// The best point of the current L-BFGS segment `(p, cost, gradient)`.
+    best: Mutex<Option<Cached>>,
+    /// Set when the line search asked for a point within [`STALL_STEP`]
+    /// of the segment's best point (see [`Tracked::eval_step`]).
+    stalled: AtomicBool,
     /// The best evaluation ever, with its fit.
     best_fit: Mutex<Option<BestFit<O::Fit>>>,
 }
@@ -408,6 +412,7 @@ impl<'a, O: Objective> Tracked<'a, O> {
             cache: Mutex::new(VecDeque::with_capacity(CACHE_LEN)),
             evals: AtomicU64::new(0),
             best: Mutex::new(None),
+            stalled: AtomicBool::new(false),
             best_fit: Mutex::new(None),
         }
     }
@@ -453,8 +458,8 @@ impl<'a, O: Objective> Tracked<'a, O> {
             cache.push_back((p.to_vec(), cost, grad.clone()));
         }
         let mut best = self.best.lock().unwrap_or_else(|e| e.into_inner());
-        if best.as_ref().is_none_or(|(c, _)| cost < *c) {
-            *best = Some((cost, p.to_vec()));
+        if best.as_ref().is_none_or(|(_, c, _)| cost < *c) {
+            *best = Some((p.to_vec(), cost, grad.clone()));
         }
         let mut best_fit = self.best_fit.lock().unwrap_or_else(|e| e.into_inner());
         if best_fit.as_ref().is_none_or(|b| cost < b.cost) {
@@ -467,6 +472,92 @@ impl<'a, O: Objective> Tracked<'a, O> {
         }
         Ok((cost, grad))
     }
+
+    /// [`Tracked::eval`] for the line search: a new point within
+    /// [`STALL_STEP`] (relative) of the segment's best point ends the
+    /// segment instead (an error, with `stalled` set). A line search that
+    /// has shrunk its steps that far found no decrease where the objective
+    /// is smooth: it is fighting the rounding noise of the value (or a
+    /// non-descent direction, which a fresh segment repairs).
+    fn eval_step(&self, p: &[f64]) -> Result<(f64, Vec<f64>)> {
+        let near = self
+            .best
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|(b, _, _)| {
+                let dist = distance(p, b);
+                dist > 0.0 && dist <= STALL_STEP * norm(b).max(1.0)
+            });
+        if near {
+            self.stalled.store(true, Ordering::Relaxed);
+            return Err(Error::Internal("the line search stalled".into()));
+        }
+        self.eval(p)
+    }
+
+    /// The rounding noise of the cost near the segment's best point `b`:
+    /// the largest deviation of a remembered evaluation within
+    /// [`NOISE_RADIUS`] (relative) of `b` from the first-order model
+    /// `c(b) + g(b)·(q − b)` (at that distance the model's own error is
+    /// `O(radius²)`, far below the noise); 0 when there is none.
+    fn noise_near(&self, best: &Cached) -> f64 {
+        let (b, cb, gb) = best;
+        let radius = NOISE_RADIUS * norm(b).max(1.0);
+        self.cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|(q, _, _)| distance(q, b) <= radius)
+            .map(|(q, c, _)| {
+                let lin: f64 = gb
+                    .iter()
+                    .zip(q.iter().zip(b))
+                    .map(|(g, (x, y))| g * (x - y))
+                    .sum();
+                (c - cb - lin).abs()
+            })
+            .fold(0.0, f64::max)
+    }
+}
+
+/// `‖a − b‖`.
+fn distance(a: &[f64], b: &[f64]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y) * (x - y))
+        .sum::<f64>()
+        .sqrt()
+}
+
+/// `‖a‖`.
+fn norm(a: &[f64]) -> f64 {
+    a.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
+
+/// A line-search step shorter than this (relative to the best point's
+/// norm, at least 1) ends the segment (see [`Tracked::eval_step`]).
+const STALL_STEP: f64 = 1e-8;
+
+/// Evaluations within this distance (relative, as [`STALL_STEP`]) of a
+/// segment's best point measure the cost's rounding noise there (see
+/// [`Tracked::noise_near`]).
+const NOISE_RADIUS: f64 = 1e-6;
+
+/// Counts the iterations of an L-BFGS segment, also of one that ends with
+/// an error (argmin returns no state then).
+struct IterCount(Arc<AtomicU64>);
+
+impl<I: State> Observe<I> for IterCount {
+    fn observe_iter(
+        &mut self,
+        state: &I,
+        _kv: &KV,
+    ) -> std::result::Result<(), argmin::core::Error> {
+        // Called before the iteration counter moves on.
+        self.0.store(state.get_iter() + 1, Ordering::Relaxed);
+        Ok(())
+    }
 }
 
 struct Problem<'a, 'b, O: Objective>(&'b Tracked<'a, O>);
@@ -475,7 +566,7 @@ impl<O: Objective> CostFunction for Problem<'_, '_, O> {
     type Param = Vec<f64>;
     type Output = f64;
     fn cost(&self, p: &Vec<f64>) -> std::result::Result<f64, argmin::core::Error> {
-        Ok(self.0.eval(p)?.0)
+        Ok(self.0.eval_step(p)?.0)
     }
 }
 
@@ -483,7 +574,7 @@ impl<O: Objective> Gradient for Problem<'_, '_, O> {
     type Param = Vec<f64>;
     type Gradient = Vec<f64>;
     fn gradient(&self, p: &Vec<f64>) -> std::result::Result<Vec<f64>, argmin::core::Error> {
-        Ok(self.0.eval(p)?.1)
+        Ok(self.0.eval_step(p)?.1)
     }
 }
 
@@ -509,6 +600,14 @@ const MAX_SEGMENTS: usize = 20;
 /// point with fresh memory; it ends when a segment converges (gradient below
 /// [`TOL_GRAD`] or a cost change below [`TOL_COST`]), brings no decrease, or
 /// `max_iter` iterations are spent.
+///
+/// Near the optimum of an objective with rounding noise above those
+/// tolerances (e.g. a sparse-GP bound with a nearly singular `K_uu`), the
+/// line search keeps shrinking its steps in search of a decrease that the
+/// noise hides: a step shorter than [`STALL_STEP`] ends the segment, and
+/// the run ends when the gain a fresh steepest-descent step could bring
+/// (`‖g‖²/2`) is below the noise measured around the best point
+/// ([`Tracked::noise_near`]).
 fn run_lbfgs<O: Objective>(
     obj: &Tracked<'_, O>,
     start: Vec<f64>,
@@ -519,22 +618,26 @@ fn run_lbfgs<O: Objective>(
     let mut best_p = start;
     let mut total = 0u64;
     for _ in 0..MAX_SEGMENTS {
-        if total >= max_iter || g.iter().map(|v| v * v).sum::<f64>().sqrt() <= tol_grad {
+        if total >= max_iter || norm(&g) <= tol_grad {
             break;
         }
-        *obj.best.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *obj.best.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((best_p.clone(), best_c, g.clone()));
+        obj.stalled.store(false, Ordering::Relaxed);
         let solver = LBFGS::new(MoreThuenteLineSearch::new(), 10)
             .with_tolerance_grad(tol_grad)
             .and_then(|s| s.with_tolerance_cost(TOL_COST))
             .map_err(|e| Error::Internal(e.to_string()))?;
         let p0 = best_p.clone();
+        let iters = Arc::new(AtomicU64::new(0));
         let r = Executor::new(Problem(obj), solver)
             .configure(|s| s.param(p0).max_iters(max_iter - total))
+            .add_observer(IterCount(Arc::clone(&iters)), ObserverMode::Always)
             .run();
-        // Only a line-search failure (`SolverExit`) or an evaluation error
-        // warrants a fresh segment; a converged run or the iteration limit
-        // ends the run (restarting a converged run only re-spends
-        // evaluations on a steepest-descent probe of the optimum).
+        // Only a line-search failure (`SolverExit`), a stall or an
+        // evaluation error warrants a fresh segment; a converged run or the
+        // iteration limit ends the run (restarting a converged run only
+        // re-spends evaluations on a steepest-descent probe of the optimum).
         let resume = match &r {
             Ok(r) => matches!(
                 r.state().get_termination_reason(),
@@ -542,18 +645,21 @@ fn run_lbfgs<O: Objective>(
             ),
             Err(_) => true,
         };
-        total += r.map(|r| r.state().get_iter()).unwrap_or(0).max(1);
+        total += iters.load(Ordering::Relaxed).max(1);
         // A cancel ends the segment with an evaluation error; end the run.
         obj.monitor.check()?;
         let seg = obj.best.lock().unwrap_or_else(|e| e.into_inner()).take();
         match seg {
-            Some((c, p)) if c < best_c - TOL_COST * best_c.abs().max(1.0) => {
-                best_c = c;
-                best_p = p;
-                if !resume {
+            Some(b) if b.1 < best_c - TOL_COST * best_c.abs().max(1.0) => {
+                // A fresh segment starts with a steepest-descent step, which
+                // gains about ‖g‖²/2 in the (roughly Hessian-scaled)
+                // variables; below the cost's rounding noise it cannot
+                // make measurable progress.
+                let noise = obj.noise_near(&b);
+                (best_p, best_c, g) = b;
+                if !resume || 0.5 * norm(&g).powi(2) <= noise {
                     break;
                 }
-                g = obj.eval(&best_p)?.1;
             }
             _ => break,
         }

@@ -51,7 +51,7 @@ impl PySparseGp {
     /// the optimum (see [`fit_sparse`]). `inducing` is a selection name or
     /// an `M x d` array; `n_inducing` (clamped to the number of rows) is
     /// ignored for an array. `chunk_size` is the rows per chunk of the
-    /// passes over the data (None: `2^22 / M`, at least 256). `progress`,
+    /// passes over the data (None: `2^19 / M`, at least 256). `progress`,
     /// when given, is called as `progress(stage, done, total, messages)`
     /// while the fit runs.
     #[staticmethod]

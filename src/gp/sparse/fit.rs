@@ -11,11 +11,15 @@
 //! meaning for input coordinates), then one L-BFGS run over the
 //! hyperparameters and `Z` together from that optimum.
 
+use std::sync::Mutex;
+
 use ndarray::{Array2, ArrayView1, ArrayView2, Axis, CowArray, Ix1, Ix2};
 
 use super::inducing::{select_inducing, InducingInit};
 use super::model::SparseGp;
-use super::objective::{default_chunk_rows, evaluate};
+#[cfg(test)]
+use super::objective::evaluate;
+use super::objective::{default_chunk_rows, evaluate_in};
 use super::prior::InducingPrior;
 use super::stats::Method;
 use crate::error::{Error, Result};
@@ -71,7 +75,7 @@ impl Default for SparseGpConfig {
     }
 }
 
-/// The sparse-GP objective ([`evaluate`]) as an [`Objective`]: the
+/// The sparse-GP objective ([`evaluate`](super::objective::evaluate)) as an [`Objective`]: the
 /// coordinates are `θ = (ln of the free hyperparameters, vec Z)` with `Z`
 /// row-major when `optimize_inducing`, else the free log hyperparameters
 /// only (`Z` fixed). An evaluation's fit is the model at `θ`.
@@ -87,6 +91,8 @@ pub(crate) struct SparseObjective<'a> {
     center: bool,
     chunk_rows: usize,
     par: Parallelism,
+    /// The kernel blocks' memory, kept between evaluations.
+    scratch: Mutex<Vec<f64>>,
 }
 
 impl SparseObjective<'_> {
@@ -149,7 +155,9 @@ impl Objective for SparseObjective<'_> {
 
     fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<SparseGp>> {
         let prior = self.prior(theta)?;
-        let e = evaluate(
+        let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let e = evaluate_in(
+            &mut scratch,
             &prior,
             self.method,
             self.x.view(),
@@ -192,6 +200,7 @@ impl Objective for SparseObjective<'_> {
             center: self.center,
             chunk_rows: self.chunk_rows,
             par: self.par,
+            scratch: Mutex::new(Vec::new()),
         }))
     }
 }
@@ -275,6 +284,7 @@ pub fn fit_sparse(
         center: cfg.center,
         chunk_rows,
         par,
+        scratch: Mutex::new(Vec::new()),
     };
     let mut gp = if obj.params.free.is_empty() {
         monitor.check()?;

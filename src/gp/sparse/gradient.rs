@@ -147,10 +147,10 @@ pub fn accumulate_gradient(
     );
     let beta = &adjoint.vector;
     if !fitc {
-        // ∂F/∂k_i = 2 (∂F/∂S) k_i + (∂F/∂b) y_i.
-        for (row, &bm) in wb.chunks_exact_mut(n).zip(beta) {
-            for (w, &t) in row.iter_mut().zip(&yc) {
-                *w += bm * t;
+        // ∂F/∂k_i = 2 (∂F/∂S) k_i + (∂F/∂b) y_i, times the kernel's slope.
+        for ((row, srow), &bm) in wb.chunks_exact_mut(n).zip(sl.chunks_exact(n)).zip(beta) {
+            for ((w, &t), &sv) in row.iter_mut().zip(&yc).zip(srow) {
+                *w = (*w + bm * t) * sv;
             }
         }
     } else {
@@ -214,9 +214,12 @@ pub fn accumulate_gradient(
             par,
         );
     }
-    // The adjoint times the kernel's slope, contracted with the distances.
-    for (w, &t) in wb.iter_mut().zip(sl.iter()) {
-        *w *= t;
+    // The adjoint times the kernel's slope (VFE: above), contracted with
+    // the distances.
+    if fitc {
+        for (w, &t) in wb.iter_mut().zip(sl.iter()) {
+            *w *= t;
+        }
     }
     let (by_ls, by_z) = contract(&prior.params, prior.w.view(), ut.view(), wb, par);
     for (a, b) in sums.by_length_scale.iter_mut().zip(&by_ls) {

@@ -17,12 +17,15 @@ use crate::progress::Monitor;
 use crate::threads::Parallelism;
 
 /// The kernel block of one chunk holds at most this many values (`M ×
-/// rows`, 32 MiB), unless that is fewer than [`MIN_CHUNK_ROWS`] rows.
-const CHUNK_VALUES: usize = 1 << 22;
+/// rows`, 4 MiB), unless that is fewer than [`MIN_CHUNK_ROWS`] rows: the
+/// blocks of a chunk (the kernel values, their slopes and adjoints) stay in
+/// the cache between the kernel evaluation and the products that read them,
+/// and the products are still large enough to run at the GEMM's rate.
+const CHUNK_VALUES: usize = 1 << 19;
 /// The fewest rows of a default chunk.
 const MIN_CHUNK_ROWS: usize = 256;
 
-/// The default rows per chunk for `M` inducing inputs: `2^22 / M`, at
+/// The default rows per chunk for `M` inducing inputs: `2^19 / M`, at
 /// least 256.
 pub fn default_chunk_rows(n_inducing: usize) -> usize {
     (CHUNK_VALUES / n_inducing.max(1)).max(MIN_CHUNK_ROWS)
@@ -59,6 +62,39 @@ pub fn evaluate(
     par: Parallelism,
     monitor: &Monitor,
 ) -> Result<SparseEval> {
+    evaluate_in(
+        &mut Vec::new(),
+        prior,
+        method,
+        x,
+        y,
+        center,
+        chunk_rows,
+        want_grad,
+        par,
+        monitor,
+    )
+}
+
+/// [`evaluate`] with the chunks' kernel blocks in `scratch`, which grows
+/// as needed and is kept for the next evaluation (an optimizer's
+/// evaluations then reuse memory that is already mapped).
+///
+/// # Errors
+/// As [`evaluate`].
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn evaluate_in(
+    scratch: &mut Vec<f64>,
+    prior: &InducingPrior,
+    method: Method,
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    center: bool,
+    chunk_rows: usize,
+    want_grad: bool,
+    par: Parallelism,
+    monitor: &Monitor,
+) -> Result<SparseEval> {
     if chunk_rows == 0 {
         return Err(Error::invalid("chunk_size", "must be >= 1, got 0"));
     }
@@ -72,7 +108,6 @@ pub fn evaluate(
     let n = x.nrows();
     let m = prior.n_inducing();
     let mut stats = SparseStats::new(method, m);
-    let mut scratch = Vec::new();
     for start in (0..n).step_by(chunk_rows) {
         monitor.check()?;
         let stop = (start + chunk_rows).min(n);
@@ -80,7 +115,7 @@ pub fn evaluate(
             prior,
             x.slice(s![start..stop, ..]),
             y.slice(s![start..stop]),
-            &mut scratch,
+            scratch,
             par,
         )?;
     }
@@ -98,7 +133,7 @@ pub fn evaluate(
                     x.slice(s![start..stop, ..]),
                     y.slice(s![start..stop]),
                     b.y_mean,
-                    &mut scratch,
+                    scratch,
                     par,
                 )?;
             }
