@@ -224,9 +224,9 @@ fn check_transform<M: FeatureMap>(map: &M, x: (usize, usize), out: (usize, usize
 ///
 /// # Errors
 /// Shape mismatches; as [`resolve_device`] for `Gpu`; the map's errors
-/// (the sketches and the Maclaurin map refuse features that overflow,
-/// [`crate::sketch::overflow_error`]: on the CPU while they are written,
-/// after the GPU's output here).
+/// (the sketches and the Maclaurin map refuse features that overflow with
+/// an [`Error::InvalidParameter`] naming `X`: on the CPU while they are
+/// written, after the GPU's output here).
 pub fn transform_into<M: FeatureMap, T: Real>(
     map: &M,
     x: ArrayView2<'_, T>,
