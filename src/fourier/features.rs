@@ -2,7 +2,7 @@
 //! (`docs/math/fourier.rst`, "Feature variants"; `docs/math/conventions.rst`,
 //! "Layouts").
 
-use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis, CowArray, Ix2};
 use rayon::prelude::*;
 
 use super::fused;
@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::fwht::{signed_transform, transform};
 use crate::kernels::Kernel;
 use crate::linalg::gemm;
-use crate::real::{all_finite, all_finite_scaled, row_slice, Real};
+use crate::real::{all_finite, all_finite_scaled, cast_view, row_slice, Real};
 use crate::rng::substream;
 use crate::simd::Isa;
 use crate::threads::Parallelism;
@@ -682,8 +682,14 @@ impl FourierFeatures {
         par: Parallelism,
     ) {
         let m = self.n_frequencies();
-        let wt: Option<Array2<T>> = match &self.projection {
-            Projection::Dense(w) => Some(w.t().mapv(T::from_f64_lossy)),
+        // `Wᵀ` in `T`: a view of the frequencies for f64 (a copy per call
+        // costs about as much as the GEMM of a few hundred rows, and the
+        // call may be one of several row ranges), converted for f32.
+        let wt: Option<CowArray<'_, T, Ix2>> = match &self.projection {
+            Projection::Dense(w) => Some(match cast_view::<f64, T, Ix2>(w.t()) {
+                Some(view) => CowArray::from(view),
+                None => CowArray::from(w.t().mapv(T::from_f64_lossy)),
+            }),
             Projection::Structured { .. } => None,
         };
         let signs = self.signs_as::<T>();
