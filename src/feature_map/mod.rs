@@ -240,21 +240,10 @@ pub fn transform_into<M: FeatureMap, T: Real>(
         {
             let mut out = out;
             map.gpu_transform_into(x, out.view_mut())?;
-            return finite_gpu_output(out.view(), par);
+            return crate::sketch::refuse_overflow(crate::real::all_finite(out.view(), par));
         }
     }
     map.transform_into(x, out, par)
-}
-
-/// The GPU's features (computed in f32) refused when they overflow, as the
-/// CPU transforms refuse theirs.
-#[cfg(feature = "gpu")]
-fn finite_gpu_output<T: Real>(out: ArrayView2<'_, T>, par: Parallelism) -> Result<()> {
-    if crate::real::all_finite(out, par) {
-        Ok(())
-    } else {
-        Err(crate::sketch::overflow_error())
-    }
 }
 
 /// [`transform_into`] of `Φ(x − center)` for a [`CenteredFeatureMap`].
@@ -275,7 +264,7 @@ pub fn transform_centered_into<M: CenteredFeatureMap, T: Real>(
         {
             let mut out = out;
             map.gpu_transform_centered_into(x, center, out.view_mut())?;
-            return finite_gpu_output(out.view(), par);
+            return crate::sketch::refuse_overflow(crate::real::all_finite(out.view(), par));
         }
     }
     map.transform_centered_into(x, center, out, par)

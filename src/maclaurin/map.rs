@@ -744,7 +744,7 @@ impl MaclaurinMap {
                     );
                 }
             }
-            return finite_or_overflow(all_finite(out.view(), par));
+            return crate::sketch::refuse_overflow(all_finite(out.view(), par));
         }
         let mut col = 0;
         if self.counts[0] == 1 {
@@ -797,7 +797,7 @@ impl MaclaurinMap {
         } else {
             rows.for_each(|o, &lg| scale_rows(o, lg));
         }
-        finite_or_overflow(!overflow.into_inner())
+        crate::sketch::refuse_overflow(!overflow.into_inner())
     }
 
     /// The argument checks of [`Self::transform_centered_into`] (shared with
@@ -881,15 +881,5 @@ fn explicit_entry(t: f64, n: u32, ln_g: f64, kernel: &MaclaurinKernel) -> f64 {
         -v
     } else {
         v
-    }
-}
-
-/// `Ok` for finite features, else the overflow refusal of the sketches
-/// ([`crate::sketch::overflow_error`]).
-fn finite_or_overflow(finite: bool) -> Result<()> {
-    if finite {
-        Ok(())
-    } else {
-        Err(crate::sketch::overflow_error())
     }
 }

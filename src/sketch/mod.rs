@@ -337,11 +337,7 @@ impl PolySketch {
             Params::Srht(p) => p.transform(self, x, out, par),
             Params::Count(p) => p.transform(self.n_features, x, out, par),
         };
-        if finite {
-            Ok(())
-        } else {
-            Err(overflow_error())
-        }
+        refuse_overflow(finite)
     }
 }
 
@@ -555,7 +551,7 @@ pub fn polynomial_features_into<T: Real>(
 /// with per-thread scratch from `init` when `par` allows. The chunk size is
 /// fixed, so results never depend on the thread count. Returns whether every
 /// value written is finite, checked chunk by chunk while the chunk is still
-/// in cache (see [`overflow_error`]).
+/// in cache (see [`refuse_overflow`]).
 fn for_row_chunks<T, S, I, F>(
     x: ArrayView2<T>,
     mut out: ArrayViewMut2<T>,
@@ -591,17 +587,21 @@ where
     }
 }
 
-/// The error of features that overflow the float range: products of
-/// `degree` projections of `x / length_scale` overflow for rows far beyond
-/// the length scale, and such features are refused rather than returned as
-/// infinities.
-pub(crate) fn overflow_error() -> Error {
-    Error::invalid(
+/// `Ok` when the features written are finite, else the refusal of features
+/// that overflow the float range: products of `degree` projections of
+/// `x / length_scale` overflow for rows far beyond the length scale, and
+/// such features are refused rather than returned as infinities (the
+/// sketches, the Maclaurin map, and the GPU's output of both).
+pub(crate) fn refuse_overflow(finite: bool) -> Result<()> {
+    if finite {
+        return Ok(());
+    }
+    Err(Error::invalid(
         "X",
         "the features overflow the float range: they are products of `degree` \
          projections of x / length_scale, so rows far beyond the length scale overflow; \
          scale X down, raise length_scale or lower the degree",
-    )
+    ))
 }
 
 /// The next power of two `d' = 2^⌈log₂ d⌉` (`d' = 1` for `d <= 1`).
