@@ -2,7 +2,7 @@
 //! (`n_components`, `n_grids`, `n_inducing`, `max_degree`, the rows of an
 //! output): every such allocation is measured in bytes with overflow checks
 //! and compared with the memory available *before* anything is allocated,
-//! and the large buffers are reserved fallibly ([`try_vec`]), so that a size
+//! and the large buffers are allocated fallibly ([`try_zeroed_vec`]), so that a size
 //! that cannot work is an [`Error::InvalidParameter`] naming the argument to
 //! change instead of an abort of the process ("memory allocation failed")
 //! or a run of minutes.
@@ -57,7 +57,7 @@ pub fn check_within(
 /// Allocations up to this size pass [`check_alloc`] without reading the
 /// memory available (a file read, which would cost more than a small
 /// transform): a machine this library runs on has that much to spare, and
-/// the fallible reservation of [`try_vec`] still turns an allocator's
+/// the fallible allocation of [`try_zeroed_vec`] still turns an allocator's
 /// refusal into an error.
 pub const UNCHECKED_BYTES: u64 = 64 << 20;
 
@@ -82,23 +82,27 @@ pub fn check_alloc(
     }
 }
 
-/// `n` copies of `value`, the buffer reserved fallibly after
-/// [`check_alloc`]: a size that does not fit, or an allocation the system
-/// refuses, is [`too_large`] naming `param` instead of an abort.
-pub fn try_vec<T: Clone>(param: &'static str, what: &str, n: usize, value: T) -> Result<Vec<T>> {
+/// `n` zeros, allocated fallibly after [`check_alloc`]: a size that does not
+/// fit, or an allocation the system refuses, is [`too_large`] naming `param`
+/// instead of an abort. The buffer comes zeroed from the allocator
+/// (`alloc_zeroed`), so large buffers are fresh pages the OS zeroes on first
+/// touch, written once by the threads that fill them, instead of by a
+/// zero-filling pass on the calling thread.
+pub fn try_zeroed_vec<T: bytemuck::Zeroable>(
+    param: &'static str,
+    what: &str,
+    n: usize,
+) -> Result<Vec<T>> {
     let elem = std::mem::size_of::<T>();
     check_alloc(param, what, &[n], elem)?;
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| {
+    bytemuck::allocation::try_zeroed_vec(n).map_err(|()| {
         too_large(
             param,
             what,
             bytes_of(&[n], elem),
             crate::system::available_memory_bytes(),
         )
-    })?;
-    v.resize(n, value);
-    Ok(v)
+    })
 }
 
 #[cfg(test)]
@@ -197,9 +201,9 @@ mod tests {
     }
 
     #[test]
-    fn try_vec_refuses_instead_of_aborting() {
-        assert_eq!(try_vec("n", "x", 3, 1.5f64).unwrap(), vec![1.5; 3]);
-        assert!(try_vec("n_components", "x", usize::MAX / 8, 0.0f64).is_err());
-        assert!(try_vec("n_components", "x", 1 << 60, 0u8).is_err());
+    fn try_zeroed_vec_refuses_instead_of_aborting() {
+        assert_eq!(try_zeroed_vec::<f64>("n", "x", 3).unwrap(), vec![0.0; 3]);
+        assert!(try_zeroed_vec::<f64>("n_components", "x", usize::MAX / 8).is_err());
+        assert!(try_zeroed_vec::<u8>("n_components", "x", 1 << 60).is_err());
     }
 }

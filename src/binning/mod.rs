@@ -298,11 +298,10 @@ impl BinningGrids {
     pub fn keys<T: Real>(&self, x: ArrayView2<'_, T>, par: Parallelism) -> Result<Vec<u64>> {
         self.check_width(x.ncols())?;
         let np = self.n_grids();
-        let mut keys = crate::alloc::try_vec(
+        let mut keys: Vec<u64> = crate::alloc::try_zeroed_vec(
             "n_grids",
             &format!("the bin keys of {} rows in {np} grids (uint64)", x.nrows()),
             x.nrows().saturating_mul(np),
-            0u64,
         )?;
         let block = |(b, out): (usize, &mut [u64])| -> Result<()> {
             let mut h = vec![0u64; np];
