@@ -398,13 +398,20 @@ const PIECE_ROWS_PER_THREAD: usize = 2048;
 /// The duration [`call_rows`] sizes its pieces after the first for.
 const PIECE_SECONDS: f64 = 0.1;
 
+/// [`call_rows`] cuts pieces of at least this many rows per pool thread to
+/// whole multiples of it: a multiple of every map's rows per parallel work
+/// item (16 to 512), so that each thread of a piece gets the same number of
+/// work items instead of one thread finishing a piece's odd item alone.
+const PIECE_ALIGN_ROWS: usize = 512;
+
 /// Runs `f` on consecutive row ranges that cover `0..rows` through
 /// [`call_monitored`], which sees a Ctrl-C between two ranges. `row_flops`
 /// is a rough count of the floating-point operations per row: without
 /// `progress`, work of up to [`ONE_PIECE_FLOPS`] per pool thread is one
 /// range; larger work, and any work with `progress`, starts with a range of
 /// about [`FIRST_PIECE_FLOPS`] per pool thread and sizes the next ones from
-/// the measured time, to [`PIECE_SECONDS`] each. For
+/// the measured time, to [`PIECE_SECONDS`] each, cut to whole multiples of
+/// [`PIECE_ALIGN_ROWS`] per pool thread ([`align_piece`]). For
 /// row-wise maps, whose rows do not depend on each other, the result does
 /// not depend on the ranges. `f` gets the parallelism to run its range
 /// with: work of at most [`INLINE_FLOPS`] without a `progress` callback is
@@ -444,7 +451,8 @@ where
         let mut start = 0;
         loop {
             monitor.check()?;
-            let end = start + len.max(least).min(rows - start);
+            let piece = align_piece(len.max(least), PIECE_ALIGN_ROWS * threads);
+            let end = start + piece.min(rows - start);
             let t0 = Instant::now();
             f(start..end, Parallelism::Rayon)?;
             monitor.advance((end - start) as u64);
@@ -456,6 +464,17 @@ where
             }
         }
     })
+}
+
+/// `len` rounded to the nearest whole multiple of `unit` when it is at least
+/// `unit` (pieces of fewer rows, whose rows are expensive, keep their
+/// length).
+fn align_piece(len: usize, unit: usize) -> usize {
+    if len < unit {
+        len
+    } else {
+        (len + unit / 2) / unit * unit
+    }
 }
 
 /// Allocates an uninitialized C-order `rows x cols` NumPy array for Rust to
