@@ -2,7 +2,7 @@
 //! (`docs/math/fourier.rst`, "Feature variants"; `docs/math/conventions.rst`,
 //! "Layouts").
 
-use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis, CowArray, Ix2};
+use ndarray::{s, Array1, Array2, ArrayView2, ArrayViewMut2, Axis, Ix2};
 use rayon::prelude::*;
 
 use super::fused;
@@ -242,16 +242,27 @@ pub struct FourierFeatures {
     /// `max(1, max_j ‖w_j‖₁)`, computed on first use (see
     /// [`FourierFeatures::transform_into`]).
     #[cfg_attr(feature = "serde", serde(skip))]
-    projection_bound: Derived,
+    projection_bound: Derived<f64>,
+    /// The dense frequencies transposed (`d × m`) in float32, converted on
+    /// the first float32 tile transform (see [`Self::frequencies_t`]); boxed
+    /// so that the map stays small where it is held by value.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    frequencies_f32: Derived<Box<Array2<f32>>>,
 }
 
 /// A value derived from the other fields of a map, computed on first use:
 /// equal for equal maps, so it takes no part in comparisons, and it is not
 /// stored.
-#[derive(Clone, Debug, Default)]
-struct Derived(std::sync::OnceLock<f64>);
+#[derive(Clone, Debug)]
+struct Derived<V>(std::sync::OnceLock<V>);
 
-impl PartialEq for Derived {
+impl<V> Default for Derived<V> {
+    fn default() -> Self {
+        Derived(std::sync::OnceLock::new())
+    }
+}
+
+impl<V> PartialEq for Derived<V> {
     fn eq(&self, _: &Self) -> bool {
         true
     }
@@ -391,6 +402,7 @@ impl FourierFeatures {
             n_components,
             kernel_variance,
             projection_bound: Derived::default(),
+            frequencies_f32: Derived::default(),
         })
     }
 
@@ -672,6 +684,21 @@ impl FourierFeatures {
         Ok(())
     }
 
+    /// `Wᵀ` (`d × m`) in `T` for the tile transform's GEMM: a view of the
+    /// dense frequencies `w` for f64, and of their float32 copy for f32,
+    /// made once per map (a copy per call costs about as much as the GEMM of
+    /// a few hundred rows, and a call may be one of several row ranges).
+    fn frequencies_t<'a, T: Real>(&'a self, w: &'a Array2<f64>) -> ArrayView2<'a, T> {
+        if let Some(view) = cast_view::<f64, T, Ix2>(w.t()) {
+            return view;
+        }
+        let wt = self
+            .frequencies_f32
+            .0
+            .get_or_init(|| Box::new(w.t().mapv(|v| v as f32)));
+        cast_view::<f32, T, Ix2>(wt.view()).expect("Real is implemented for f32 and f64 only")
+    }
+
     /// The tile transform (faer GEMM, then the cosines in place): structured
     /// maps and dense maps with more than [`fused::MAX_FUSED_FEATURES`]
     /// inputs. Arguments as checked by [`FourierFeatures::transform_into`].
@@ -682,14 +709,8 @@ impl FourierFeatures {
         par: Parallelism,
     ) {
         let m = self.n_frequencies();
-        // `Wᵀ` in `T`: a view of the frequencies for f64 (a copy per call
-        // costs about as much as the GEMM of a few hundred rows, and the
-        // call may be one of several row ranges), converted for f32.
-        let wt: Option<CowArray<'_, T, Ix2>> = match &self.projection {
-            Projection::Dense(w) => Some(match cast_view::<f64, T, Ix2>(w.t()) {
-                Some(view) => CowArray::from(view),
-                None => CowArray::from(w.t().mapv(T::from_f64_lossy)),
-            }),
+        let wt = match &self.projection {
+            Projection::Dense(w) => Some(self.frequencies_t::<T>(w)),
             Projection::Structured { .. } => None,
         };
         let signs = self.signs_as::<T>();
