@@ -299,6 +299,12 @@ ESTIMATORS = [
         150,
         3,
     ),
+    Case(
+        "sparse-gpr-vfe-gpu",
+        partial(SparseGPR, 30, optimize=(), random_state=0, device="gpu"),
+        300,
+        6,
+    ),
 ]
 
 

@@ -299,6 +299,17 @@ def test_sparse_hyperparameter_fit_reaches_the_in_process_optimum(client) -> Non
     np.testing.assert_array_equal(got.inducing_points_, est.inducing)
 
 
+def test_sparse_on_dask_arrays_runs_on_the_cpu(client) -> None:
+    x, y = _data()
+    X, Y = _dask(x), _dask(y)
+    assert rdask.fit(_sparse(x, optimize=(), device="auto"), X, Y).device_ == "cpu"
+    est = _sparse(x, n_restarts=0, max_iter=2, device="auto")
+    assert rdask.optimize_sparse_gpr(est, X, Y).device_ == "cpu"
+    for run in (rdask.fit, rdask.optimize_sparse_gpr):
+        with pytest.raises(rf.InvalidInputError, match="workers' CPUs"):
+            run(_sparse(x, optimize=(), device="gpu"), X, Y)
+
+
 # Uneven row chunks of a few thousand rows: enough for the optimizer's
 # coarse levels (from 1,024 rows on).
 OPT_CHUNKS = (700, 1100, 450, 750)

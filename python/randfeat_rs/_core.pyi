@@ -460,6 +460,7 @@ class SparseGp:
         center_y: bool,
         chunk_size: int | None,
         seed: int,
+        device: str = "cpu",
         progress: _Progress | None = None,
     ) -> SparseGp: ...
     @property

@@ -18,7 +18,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._base import RandomStateMixin
+from ._base import DeviceMixin, RandomStateMixin
 from ._fourier import KERNELS
 from ._gp import GaussianPredictionMixin, KernelHyperparametersMixin
 from ._progress import progress_printer
@@ -33,10 +33,17 @@ INDUCING = ("greedy_variance", "kmeans", "random")
 #: The approximations ``method`` accepts.
 METHODS = ("vfe", "fitc")
 
+#: Why FITC has no GPU path (the message of ``device="gpu"``).
+FITC_CPU_ONLY = (
+    "method='fitc' has no GPU path (its per-row weights need a triangular solve per row, "
+    "which stays on the CPU in float64); use method='vfe' or device='cpu'"
+)
+
 
 class SparseGPR(
     GaussianPredictionMixin,
     KernelHyperparametersMixin,
+    DeviceMixin,
     RandomStateMixin,
     RegressorMixin,
     BaseEstimator,
@@ -112,6 +119,21 @@ default="greedy_variance"
         M)``). ``None``: ``2**19 / M`` rows, at least 256.
     center_y : bool, default=True
         Subtract the training-target mean (zero prior mean on the rest).
+    device : {"cpu", "gpu", "auto"}, default="cpu"
+        Where the model's statistics ``K_uf K_fu`` and ``K_uf y`` (the
+        ``O(N M^2)`` pass over the rows) are computed. ``"gpu"``: the kernel
+        block ``K_fu`` and its Gram are computed on the GPU in float32
+        (reduced in float64), at the final hyperparameters; the bound, the
+        weights and every solve stay on the CPU in float64, and so does the
+        hyperparameter fit (each L-BFGS evaluation's bound and gradient), so
+        the GPU pays off with fixed hyperparameters (``optimize=()``), where
+        its pass is the fit's only one. The float32 rounding of the
+        statistics is amplified in the solves by the conditioning of
+        ``K_uu`` (see docs/math/sparse_gp.rst, section Devices). A
+        :class:`~randfeat_rs.GpuError` when no adapter is usable, an
+        :class:`~randfeat_rs.InvalidInputError` for ``method="fitc"`` (no
+        GPU path). ``"auto"``: the GPU when a hardware adapter is usable and
+        ``method="vfe"``, else the CPU.
     random_state : int, RandomState instance or None, default=None
         Seeds the inducing-input selection and the restart draws.
     verbose : bool, default=False
@@ -140,6 +162,8 @@ default="greedy_variance"
     y_mean_ : float
         Training-target mean, added back to predictions (0 with
         ``center_y=False``).
+    device_ : str
+        The device the model's statistics were computed on: "cpu" or "gpu".
     n_features_in_ : int
         Number of input features.
 
@@ -178,6 +202,7 @@ default="greedy_variance"
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "chunk_size": [None, Interval(Integral, 1, None, closed="left")],
         "center_y": ["boolean"],
+        "device": DeviceMixin._device_constraint,
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -199,6 +224,7 @@ default="greedy_variance"
         max_iter: int = 500,
         chunk_size: Optional[int] = None,
         center_y: bool = True,
+        device: str = "cpu",
         random_state: Any = None,
         verbose: bool = False,
     ) -> None:
@@ -216,6 +242,7 @@ default="greedy_variance"
         self.max_iter = max_iter
         self.chunk_size = chunk_size
         self.center_y = center_y
+        self.device = device
         self.random_state = random_state
         self.verbose = verbose
 
@@ -238,6 +265,7 @@ default="greedy_variance"
         """
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C", y_numeric=True)
         y = np.ascontiguousarray(y, dtype=np.float64)
+        self._resolve_device(unsupported=FITC_CPU_ONLY if self.method == "fitc" else None)
         inducing = self.inducing
         if not isinstance(inducing, str):
             inducing = np.ascontiguousarray(inducing, dtype=np.float64)
@@ -268,6 +296,7 @@ default="greedy_variance"
                 center_y=bool(self.center_y),
                 chunk_size=None if self.chunk_size is None else int(self.chunk_size),
                 seed=self._fit_seed(),
+                device=self.device_,
                 progress=progress,
             )
         return self

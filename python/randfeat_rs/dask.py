@@ -75,6 +75,11 @@ SPLIT_EVERY = 8
 #: The rows an unfitted transformer of a fit is fitted on.
 FIT_ROWS = 10_000
 
+#: Why a SparseGPR on dask arrays has no GPU path (the message of ``device="gpu"``).
+SPARSE_DASK_CPU_ONLY = (
+    "a SparseGPR on dask arrays computes its statistics on the workers' CPUs in float64"
+)
+
 
 # --- input checks -------------------------------------------------------------------------
 
@@ -674,6 +679,7 @@ def _fit_sparse(estimator: SparseGPR, X: da.Array, y: da.Array) -> SparseGPR:
             "optimize=()); optimize_sparse_gpr fits them with one distributed pass per "
             "evaluation"
         )
+    model._resolve_device(unsupported=SPARSE_DASK_CPU_ONLY)
     prior = _core.SparsePrior(**_sparse_prior(model, int(X.shape[1])))
     model._fit_seed()
     stats = _sparse_stats(model, prior, X, y)
@@ -790,6 +796,7 @@ def optimize_sparse_gpr(
         raise TypeError(f"`estimator` must be a SparseGPR, got {type(estimator).__name__}")
     model = clone(estimator)
     model._validate_params()
+    model._resolve_device(unsupported=SPARSE_DASK_CPU_ONLY)
     names = [str(n) for n in model.optimize]
     start = _sparse_prior(model, int(X.shape[1]))
     if persist:

@@ -73,6 +73,7 @@ pub fn gpu_info() -> Option<GpuInfo> {
 
 /// The compiled compute pipelines.
 pub(super) struct Pipelines {
+    pub cross_kernel: wgpu::ComputePipeline,
     pub fwht_block: wgpu::ComputePipeline,
     pub fwht_stage: wgpu::ComputePipeline,
     pub gram: wgpu::ComputePipeline,
@@ -460,6 +461,11 @@ impl Pipelines {
         let gram = with_prelude(include_str!("shaders/gram.wgsl"));
         let sketch = projected(include_str!("shaders/sketch.wgsl"));
         Pipelines {
+            cross_kernel: make(
+                "cross_kernel",
+                with_prelude(include_str!("shaders/kernel.wgsl")),
+                "cross_kernel",
+            ),
             fwht_block: make("fwht_block", fwht.clone(), "fwht_block"),
             fwht_stage: make("fwht_stage", fwht, "fwht_stage"),
             gram: make("gram", gram.clone(), "gram_tile"),

@@ -24,6 +24,9 @@
 //!   truncated random map" and "Assembly");
 //! - [`rff_gram`], [`sketch_gram`], [`maclaurin_gram`]: those features and
 //!   their Gram matrix without the features leaving the device;
+//! - [`inducing_gram`]: the sparse GP's kernel block `K_fu = k(X, Z)` for the
+//!   stationary kernels and its Gram `K_uf K_fu`, `K_uf y`, without the block
+//!   leaving the device (`docs/math/sparse_gp.rst`, "Devices");
 //! - [`localized_gps`]: the localized GP's per-centroid features and Gram
 //!   matrices, batched over centroids (one read-back per batch).
 //!
@@ -58,6 +61,8 @@ mod fwht;
 #[cfg(feature = "gpu")]
 mod gram;
 #[cfg(feature = "gpu")]
+mod inducing;
+#[cfg(feature = "gpu")]
 mod localized;
 #[cfg(feature = "gpu")]
 mod maclaurin;
@@ -74,6 +79,8 @@ pub use context::{dispatch_count, gpu_info, set_chunk_bytes, GpuInfo};
 pub use fwht::{fwht_rows, fwht_rows_into};
 #[cfg(feature = "gpu")]
 pub use gram::{gram, Gram};
+#[cfg(feature = "gpu")]
+pub use inducing::inducing_gram;
 #[cfg(feature = "gpu")]
 pub use localized::localized_gps;
 #[cfg(feature = "gpu")]

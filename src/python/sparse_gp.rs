@@ -51,14 +51,19 @@ impl PySparseGp {
     /// the optimum (see [`fit_sparse`]). `inducing` is a selection name or
     /// an `M x d` array; `n_inducing` (clamped to the number of rows) is
     /// ignored for an array. `chunk_size` is the rows per chunk of the
-    /// passes over the data (None: `2^19 / M`, at least 256). `progress`,
+    /// passes over the data (None: `2^19 / M`, at least 256). `device`
+    /// "gpu" computes the model's statistics at the fitted hyperparameters
+    /// on the GPU (VFE only; the optimizer's evaluations stay on the CPU),
+    /// "auto" when an adapter is picked (see [`SparseGpConfig::device`]).
+    /// `progress`,
     /// when given, is called as `progress(stage, done, total, messages)`
     /// while the fit runs.
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (x, y, *, n_inducing, inducing, method, kernel, length_scale,
                         kernel_variance, noise_variance, ard, optimize, optimize_inducing,
-                        n_restarts, max_iter, center_y, chunk_size, seed, progress=None))]
+                        n_restarts, max_iter, center_y, chunk_size, seed, device="cpu",
+                        progress=None))]
     fn fit(
         py: Python<'_>,
         x: FloatArray2<'_>,
@@ -78,6 +83,7 @@ impl PySparseGp {
         center_y: bool,
         chunk_size: Option<usize>,
         seed: u64,
+        device: &str,
         progress: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let cfg = SparseGpConfig {
@@ -101,6 +107,7 @@ impl PySparseGp {
             },
             center: center_y,
             chunk_rows: chunk_size,
+            device: ffi::device(py, device)?,
         };
         let x = rows_f64(x);
         let (xv, yv) = (x.view(), y.as_array());

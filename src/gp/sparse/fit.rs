@@ -10,21 +10,31 @@
 //! a factor 10 of the start in log space, a perturbation that has no
 //! meaning for input coordinates), then one L-BFGS run over the
 //! hyperparameters and `Z` together from that optimum.
+//!
+//! Devices (see docs/math/sparse_gp.rst, section Devices): the optimizer's
+//! evaluations (the bound and its gradient, two passes over the rows) run on
+//! the CPU in float64. With [`SparseGpConfig::device`] resolved to the GPU
+//! (VFE only), the model's statistics at the final hyperparameters (`K_uf
+//! K_fu`, `K_uf y`) are computed once more on the GPU and the model's bound,
+//! weights and factors are solved from them on the CPU in float64; with
+//! nothing to optimize that GPU pass is the fit's only pass over the rows.
 
 use std::sync::Mutex;
 
 use ndarray::{Array2, ArrayView1, ArrayView2, Axis, CowArray, Ix1, Ix2};
 
+use super::bound::bound;
 use super::inducing::{select_inducing, InducingInit};
 use super::model::SparseGp;
 #[cfg(test)]
 use super::objective::evaluate;
 use super::objective::{default_chunk_rows, evaluate_in};
 use super::prior::InducingPrior;
-use super::stats::Method;
+use super::stats::{Method, SparseStats, FITC_CPU_ONLY};
 use crate::error::{Error, Result};
 use crate::gp::exact::check_training_data;
 use crate::gp::optimize::{self, Evaluation, HyperInit, LogParams, Objective, OptimizerConfig};
+use crate::gpu::{self, Device};
 use crate::kernels::{Kernel, StationaryKernel};
 use crate::progress::Monitor;
 use crate::threads::Parallelism;
@@ -54,6 +64,11 @@ pub struct SparseGpConfig {
     /// Rows per chunk of the passes over the data; `None`:
     /// [`default_chunk_rows`].
     pub chunk_rows: Option<usize>,
+    /// Where the model's statistics are computed (see the module
+    /// documentation): `Cpu`, `Gpu` (VFE only; an error without a usable
+    /// adapter) or `Auto` (the GPU when [`gpu::resolve`] picks it and the
+    /// method is VFE, else the CPU).
+    pub device: Device,
 }
 
 impl Default for SparseGpConfig {
@@ -71,7 +86,22 @@ impl Default for SparseGpConfig {
             optimizer: OptimizerConfig::default(),
             center: true,
             chunk_rows: None,
+            device: Device::Cpu,
         }
+    }
+}
+
+/// The device that computes the model's statistics for `method`: `Cpu` or
+/// `Gpu` (see [`SparseGpConfig::device`]).
+///
+/// # Errors
+/// `Gpu` only: [`Error::InvalidParameter`] (`device`) for FITC; as
+/// [`gpu::resolve`].
+pub fn resolve_device(method: Method, device: Device) -> Result<Device> {
+    match (method, device) {
+        (_, Device::Cpu) | (Method::Fitc, Device::Auto) => Ok(Device::Cpu),
+        (Method::Fitc, Device::Gpu) => Err(Error::invalid("device", FITC_CPU_ONLY)),
+        (Method::Vfe, d) => gpu::resolve(d),
     }
 }
 
@@ -125,6 +155,14 @@ impl SparseObjective<'_> {
             self.z.clone()
         };
         InducingPrior::new(kernel, v[k + 1], z.view(), self.par)
+    }
+
+    /// The model at `prior` from statistics computed on the GPU (one pass
+    /// over the rows), solved on the CPU in float64.
+    fn model_on_gpu(&self, prior: InducingPrior, n_iter: u64) -> Result<SparseGp> {
+        let stats = SparseStats::of_rows_gpu(self.method, &prior, self.x.view(), self.y.view())?;
+        let b = bound(&stats, &prior, self.center, false, self.par)?;
+        Ok(SparseGp::from_bound(self.method, prior, b, n_iter))
     }
 
     /// The start `θ₀` at the initial hyperparameters and inducing inputs.
@@ -220,12 +258,17 @@ const SPARSE_MATRICES: usize = 8;
 /// `monitor` gets the stages "inducing inputs" and "optimizer runs" and one
 /// message per run; every evaluation checks it before each chunk.
 ///
+/// With `cfg.device` resolved to the GPU ([`resolve_device`]), the returned
+/// model's statistics are computed on the GPU at the optimum (see the
+/// module documentation).
+///
 /// # Errors
 /// [`Error::ShapeMismatch`] / [`Error::InvalidParameter`] /
 /// [`Error::NonFinite`] for bad training data or configuration (see
 /// [`select_inducing`], [`HyperInit::resolve`]);
 /// [`Error::InducingNotPositiveDefinite`] when `K_uu` cannot be factored at
-/// the start; [`Error::Interrupted`] once `monitor` is cancelled.
+/// the start; [`Error::Interrupted`] once `monitor` is cancelled; as
+/// [`resolve_device`] and [`SparseStats::of_rows_gpu`] on the GPU.
 pub fn fit_sparse(
     x: ArrayView2<'_, f64>,
     y: ArrayView1<'_, f64>,
@@ -234,6 +277,7 @@ pub fn fit_sparse(
     monitor: &Monitor,
 ) -> Result<SparseGp> {
     check_training_data(x, y)?;
+    let device = resolve_device(cfg.method, cfg.device)?;
     let chunk_rows = cfg
         .chunk_rows
         .unwrap_or_else(|| default_chunk_rows(cfg.n_inducing));
@@ -286,6 +330,11 @@ pub fn fit_sparse(
         par,
         scratch: Mutex::new(Vec::new()),
     };
+    if device == Device::Gpu && obj.params.free.is_empty() && !cfg.optimize_inducing {
+        // Nothing to optimize: the GPU pass is the only one.
+        monitor.check()?;
+        return obj.model_on_gpu(obj.prior(&[])?, 0);
+    }
     let mut gp = if obj.params.free.is_empty() {
         monitor.check()?;
         obj.evaluate(&[], monitor)?.fit
@@ -309,6 +358,16 @@ pub fn fit_sparse(
         let opt = optimize::maximize(&obj, &obj.start(), &joint, monitor)?;
         gp = opt.fit;
         gp.n_iter = n_iter + opt.n_iter;
+    }
+    if device == Device::Gpu {
+        monitor.check()?;
+        let prior = InducingPrior::new(
+            gp.params.clone(),
+            gp.noise_variance,
+            gp.inducing.view(),
+            par,
+        )?;
+        gp = obj.model_on_gpu(prior, gp.n_iter)?;
     }
     Ok(gp)
 }
@@ -627,6 +686,67 @@ mod tests {
             a.objective,
             b.objective
         );
+    }
+
+    /// The GPU path's mechanics: the optimizer's path is the CPU's (the same
+    /// hyperparameters, inducing inputs and iterations), the final statistics
+    /// run on the device, and FITC is refused. (The accuracy of the GPU
+    /// statistics is checked against its bound in `crate::gpu`'s tests, the
+    /// bound and predictions against their first-order bounds in
+    /// tests/test_gpu_sparse_gp.py; here only a sanity check of 1e-4.)
+    #[cfg(feature = "gpu")]
+    #[test]
+    fn the_gpu_computes_the_final_statistics_of_vfe_only() {
+        let (x, y) = data(200, 2, 8);
+        let cfg = config(Method::Vfe, Kernel::Matern52, true);
+        let cpu = fit(&cfg, &x, &y);
+        let on_gpu = SparseGpConfig {
+            device: Device::Gpu,
+            ..cfg.clone()
+        };
+        let before = gpu::dispatch_count();
+        let g = fit(&on_gpu, &x, &y);
+        assert!(gpu::dispatch_count() > before);
+        assert_eq!(g.params, cpu.params);
+        assert_eq!(g.inducing, cpu.inducing);
+        assert_eq!(g.n_iter, cpu.n_iter);
+        assert!(
+            (g.objective - cpu.objective).abs() < 1e-4 * cpu.objective.abs(),
+            "{} vs {}",
+            g.objective,
+            cpu.objective
+        );
+        let fixed = SparseGpConfig {
+            hyper: HyperInit {
+                optimize: vec![],
+                ..on_gpu.hyper.clone()
+            },
+            ..on_gpu.clone()
+        };
+        let before = gpu::dispatch_count();
+        assert_eq!(fit(&fixed, &x, &y).n_iter, 0);
+        assert!(gpu::dispatch_count() > before);
+        for device in [Device::Gpu, Device::Auto] {
+            let fitc = SparseGpConfig {
+                method: Method::Fitc,
+                device,
+                ..cfg.clone()
+            };
+            let r = fit_sparse(
+                x.view(),
+                y.view(),
+                &fitc,
+                Parallelism::Rayon,
+                &Monitor::default(),
+            );
+            match device {
+                Device::Gpu => assert!(matches!(
+                    r.unwrap_err(),
+                    Error::InvalidParameter { name: "device", .. }
+                )),
+                _ => assert!(r.is_ok()),
+            }
+        }
     }
 
     #[test]

@@ -212,6 +212,55 @@ impl SparseStats {
         Ok(())
     }
 
+    /// The VFE statistics of the rows `(x, y)` under `prior` with the
+    /// kernel block and its Gram on the GPU (`gpu::inducing_gram` of the
+    /// `gpu` feature: `K_uf K_fu` and `K_uf [y − s, 1]` in f32, reduced in
+    /// f64, for the shift `s = mean(y)` of these rows, as the feature-space
+    /// GP's GPU statistics); the target sums are formed on the host in f64 (see
+    /// docs/math/sparse_gp.rst, section Devices). FITC's per-row weights
+    /// need `L^{−1} K_uf` and have no GPU path.
+    ///
+    /// # Errors
+    /// As [`SparseStats::accumulate`]; [`Error::InvalidParameter`]
+    /// (`device`) for FITC; [`Error::Gpu`] when no adapter is usable (or
+    /// without the `gpu` feature) or the device fails; as
+    /// `gpu::inducing_gram`.
+    pub fn of_rows_gpu(
+        method: Method,
+        prior: &InducingPrior,
+        x: ArrayView2<'_, f64>,
+        y: ArrayView1<'_, f64>,
+    ) -> Result<Self> {
+        if method == Method::Fitc {
+            return Err(Error::invalid("device", FITC_CPU_ONLY));
+        }
+        check_chunk(prior, x, y)?;
+        let m = prior.n_inducing();
+        let mut s = Self::new(method, m);
+        let n = x.nrows();
+        if n == 0 {
+            return Ok(s);
+        }
+        let shift = y.sum() / n as f64;
+        let mut targets = Array2::<f64>::ones((n, 2));
+        targets
+            .column_mut(0)
+            .zip_mut_with(&y, |t, &v| *t = v - shift);
+        let (gram, b) = gpu_gram(prior, x, targets.view())?;
+        let yc = targets.column(0);
+        s.gram = gram;
+        s.k_y = b.column(0).to_owned();
+        s.k_sum = b.column(1).to_owned();
+        s.n = n as u64;
+        s.y_shift = shift;
+        s.y_sum = yc.sum();
+        s.w_sum = n as f64;
+        s.wy_sum = s.y_sum;
+        s.wyy_sum = yc.iter().map(|t| t * t).sum();
+        s.kff_sum = diag_sum(&prior.params, n);
+        Ok(s)
+    }
+
     /// Adds the statistics of other rows under the same prior (exact: the
     /// result equals the statistics of the concatenated rows).
     ///
@@ -335,6 +384,36 @@ impl ShiftedSums for SparseStats {
         self.kff_sum += o.kff_sum;
         self.log_lambda_sum += o.log_lambda_sum;
     }
+}
+
+/// Why FITC has no GPU path (the reason of a `device="gpu"` error).
+pub const FITC_CPU_ONLY: &str = "device=\"gpu\" is not available for method=\"fitc\": its per-row \
+     weights need L^-1 K_uf, a triangular solve per row that stays on the CPU in float64; use \
+     method=\"vfe\" or device=\"cpu\"";
+
+/// `(K_uf K_fu, K_uf t)` on the GPU.
+#[cfg(feature = "gpu")]
+fn gpu_gram(
+    prior: &InducingPrior,
+    x: ArrayView2<'_, f64>,
+    t: ArrayView2<'_, f64>,
+) -> Result<(Array2<f64>, Array2<f64>)> {
+    let g = crate::gpu::inducing_gram(&prior.params, prior.z.view(), x, Some(t))?;
+    let b = g
+        .phi_t_y
+        .ok_or_else(|| Error::Internal("the GPU Gram came back without K_uf y".into()))?;
+    Ok((g.phi_t_phi, b))
+}
+
+/// Without the `gpu` feature: the error of [`crate::gpu::resolve`].
+#[cfg(not(feature = "gpu"))]
+fn gpu_gram(
+    _prior: &InducingPrior,
+    _x: ArrayView2<'_, f64>,
+    _t: ArrayView2<'_, f64>,
+) -> Result<(Array2<f64>, Array2<f64>)> {
+    crate::gpu::resolve(crate::gpu::Device::Gpu)?;
+    Err(Error::Internal("a GPU without the `gpu` feature".into()))
 }
 
 /// Checks a row chunk against a prior: width, length, finiteness.
