@@ -61,7 +61,7 @@ py-test: develop vulkan
 test: lint rust-test stubtest py-test
 
 # Property-based fuzzing: the public Python API (tests/test_fuzz.py, 1,700
-# cases for each of its 6 tests, 10,200 in all) and the core's public
+# cases for each of its 7 tests, 11,900 in all) and the core's public
 # functions (the fuzz_ proptests, 2,000 cases each). make test runs the same
 # tests with a short profile (20 cases per Python test, proptest's 256).
 fuzz: develop

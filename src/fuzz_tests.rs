@@ -15,7 +15,7 @@ use crate::fourier::samplers::Sampler;
 use crate::fwht::{fwht, fwht_rows};
 use crate::gp::exact::ExactGp;
 use crate::gp::features::FeatureGp;
-use crate::gp::localized::{LocalizedConfig, LocalizedMaclaurinGp};
+use crate::gp::localized::{LocalizedConfig, LocalizedMaclaurinGp, ThresholdSearch};
 use crate::gp::optimize::{HyperInit, OptimizerConfig};
 use crate::gp::sparse::fit::{fit_sparse, SparseGpConfig};
 use crate::kernels::{Kernel, StationaryKernel, KERNEL_NAMES};
@@ -344,23 +344,79 @@ proptest! {
 
     #[test]
     fn fuzz_localized_gp(
-        (x, y) in data(6, 2),
-        test in matrix(3, 2),
+        (x, y) in data(8, 3),
+        test in matrix(4, 3),
         n_components in 1usize..9,
         length_scale in param(),
+        kernel_variance in param(),
         noise_variance in param(),
         threshold in prop::option::of(param()),
+        n_clusters in prop::option::of(0usize..5),
+        tol in prop_oneof![Just(0.0), Just(1e-12), param()],
+        sketch in prop::sample::select(SKETCHES.to_vec()),
+        (center_y, at_test_points, auto) in (any::<bool>(), any::<bool>(), any::<bool>()),
     ) {
         let mut cfg = LocalizedConfig::new(n_components);
         cfg.map.length_scale = length_scale;
+        cfg.map.kernel_variance = kernel_variance;
+        cfg.map.sketch = sketch;
+        cfg.map.max_degree = 4;
         cfg.map.n_subsample = 4;
         cfg.noise_variance = noise_variance;
         cfg.threshold = threshold;
+        cfg.n_clusters = n_clusters;
+        cfg.tol = tol;
+        cfg.center_y = center_y;
         let (par, m) = (Parallelism::Rayon, Monitor::default());
-        if let Ok(gp) = LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 1, par, &m) {
-            if let Ok(p) = gp.predict(test.view(), true, par, &m) {
+        // Ordinary data and parameters must fit and predict; anything else
+        // may be refused, never with an internal error.
+        let ordinary = |v: f64| (0.1..=4.0).contains(&v);
+        // (The optimized allocation refuses a single row.)
+        let tame = x.nrows() >= 2
+            && x.ncols() >= 1
+            && y.len() == x.nrows()
+            && test.ncols() == x.ncols()
+            && x.iter().chain(&y).chain(&test).all(|v| v.abs() <= 3.0)
+            && [length_scale, kernel_variance, noise_variance].into_iter().all(ordinary)
+            && threshold.is_none_or(ordinary)
+            && n_clusters != Some(0)
+            && (tol == 0.0 || tol == 1e-12 || ordinary(tol));
+        let documented = |e: &crate::Error| {
+            !matches!(e, crate::Error::Internal(_) | crate::Error::ThreadPool(_) | crate::Error::Gpu(_))
+        };
+        let mut scored = None;
+        let fitted = if auto {
+            ThresholdSearch::default()
+                .run(x.view(), y.view(), &cfg, 1, par, &m)
+                .and_then(|choice| {
+                    scored = Some(choice.scores.len());
+                    let cfg = LocalizedConfig { threshold: choice.best, ..cfg.clone() };
+                    LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 1, par, &m)
+                })
+        } else {
+            LocalizedMaclaurinGp::fit(x.view(), y.view(), &cfg, 1, par, &m)
+        };
+        if let Some(k) = scored {
+            prop_assert!(k == 6 || (k == 0 && x.nrows() < 2), "{k} scores");
+        }
+        let predicted = fitted.and_then(|gp| {
+            if at_test_points {
+                gp.predict_at_test_points(test.view(), true, par, &m)
+            } else {
+                gp.predict(test.view(), true, par, &m)
+            }
+        });
+        match predicted {
+            Ok(p) => {
                 prop_assert_eq!(p.mean.len(), test.nrows());
-                prop_assert!(finite(p.mean.iter()) && finite(p.var.iter().flatten()));
+                let var = p.var.expect("a variance was asked for");
+                prop_assert_eq!(var.len(), test.nrows());
+                prop_assert!(finite(p.mean.iter()) && finite(var.iter()));
+                prop_assert!(var.iter().all(|&v| v >= 0.0), "{var:?}");
+            }
+            Err(e) => {
+                prop_assert!(documented(&e), "{e:?}");
+                prop_assert!(!tame, "ordinary data refused: {e}");
             }
         }
     }

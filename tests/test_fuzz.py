@@ -10,7 +10,7 @@ result of the documented shape and dtype. Nothing may crash the
 interpreter or raise anything else.
 
 ``make test`` runs a short profile (``RANDFEAT_FUZZ_EXAMPLES``, default 20
-examples per test); ``make fuzz`` runs 1,700 per test (10,200 cases).
+examples per test); ``make fuzz`` runs 1,700 per test (11,900 cases).
 """
 
 from __future__ import annotations
@@ -248,3 +248,69 @@ def test_fuzz_sketch_variance(data, d, degree, n, sketch, complex_weights):
     except DOCUMENTED:
         return
     assert isinstance(v, float) and np.isfinite(v) and v >= 0
+
+
+def _tame(a):
+    """Finite values of moderate size (no subnormals), where a fit must work."""
+    a = np.asarray(a, dtype=np.float64)
+    small = (a != 0) & (np.abs(a) < 1e-100)
+    return bool(np.isfinite(a).all() and (np.abs(a) <= 1e3).all() and not small.any())
+
+
+@FUZZ
+@given(
+    x=arrays(),
+    data=st.data(),
+    n_components=st.integers(1, 12),
+    length_scale=st.sampled_from(["scale", 1e-300, 1e-3, 0.3, 1.0, 5.0, 1e300]),
+    noise=st.sampled_from([None, 1e-300, 1e-8, 0.01, 1.0, 1e300]),
+    threshold=st.sampled_from([None, "auto", 1e-300, 0.01, 0.25, 1.0, 4.0, 1e300]),
+    n_clusters=st.sampled_from([None, 1, 2, 5]),
+    centers=st.sampled_from(["clusters", "test"]),
+    sketch=st.sampled_from(["tensor_srht", "gaussian", "rademacher"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_fuzz_localized_predict(
+    x, data, n_components, length_scale, noise, threshold, n_clusters, centers, sketch, seed
+):
+    # The localized GP's prediction paths: nearest centroid (any threshold,
+    # cluster count or "auto") and a GP at every test point; test inputs of
+    # either dtype and any layout, sometimes with the wrong number of columns.
+    y = data.draw(arrays(n_rows=x.shape[0], n_cols=1, dtype=np.float64))[:, 0]
+    cols = data.draw(st.sampled_from([x.shape[1], x.shape[1], x.shape[1] + 1]))
+    xt = data.draw(arrays(n_cols=cols))
+    est = LocalizedMaclaurinGPR(
+        n_components,
+        length_scale=length_scale,
+        noise_variance=noise,
+        threshold=threshold,
+        n_clusters=n_clusters,
+        centers=centers,
+        sketch=sketch,
+        max_degree=4,
+        random_state=seed,
+    )
+    # (The optimized allocation refuses a single row.)
+    tame = (
+        x.shape[0] >= 2
+        and _tame(x)
+        and _tame(y)
+        and _tame(xt)
+        and cols == x.shape[1]
+        and length_scale != 1e-300
+        and noise not in (1e-300, 1e300)
+        and threshold != 1e300
+    )
+    try:
+        # A fresh context per example (NumPy enters an errstate once).
+        with np.errstate(invalid="ignore", over="ignore"):
+            est.fit(x, y)
+            mean, std = est.predict(xt, return_std=True)
+            noisy_mean, noisy_std = est.predict_noisy(xt)
+    except DOCUMENTED as e:
+        assert not tame, f"a fit or prediction of ordinary data failed: {e!r}"
+        return
+    for out in (mean, std, noisy_mean, noisy_std):
+        _finite(out, (xt.shape[0],), np.float64)
+    assert (std >= 0).all() and (noisy_std >= std).all()
+    np.testing.assert_array_equal(noisy_mean, mean)

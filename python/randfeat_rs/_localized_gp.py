@@ -85,12 +85,14 @@ class LocalizedMaclaurinGPR(
         Clustering threshold ``theta`` in units of ``length_scale`` (> 0).
         ``None``: one cluster unless ``n_clusters`` is given (then the
         ``n_clusters`` farthest points). ``"auto"``: chosen in Rust from
-        ``(one cluster, 4, 2, 1, 0.5, 0.25)`` by 5-fold cross-validation
-        (folds drawn from the seed; at most 1,000 rows scored, every fit on
-        all the other rows): each candidate's score is the mean log
-        predictive density of the held-out noisy targets; the best score
-        wins (the fewest clusters on a tie), and the model is then fitted on
-        all rows. See docs/math/localized.rst, "Choosing the threshold".
+        ``(one cluster, 4, 2, 1, 0.5, 0.25)`` by fidelity to the exact GP
+        with the same hyperparameters: on the training rows (a subsample of
+        1,000 drawn from the seed when there are more) the exact GP and
+        every candidate are fitted, and each candidate's score is the mean
+        KL divergence of its leave-one-out predictive distributions to the
+        exact GP's; the lowest score wins (the fewest clusters on a tie),
+        and the model is then fitted on all rows. See docs/math/localized.rst,
+        "Choosing the threshold".
     n_clusters : int, default=None
         Maximum number of centroids (>= 1).
     centers : {"clusters", "test"}, default="clusters"
@@ -109,7 +111,7 @@ class LocalizedMaclaurinGPR(
         Subtract the training-target mean (zero prior mean on the rest).
     random_state : int, RandomState instance or None, default=None
         Seeds the allocation subsample, the sketch weights and the
-        ``threshold="auto"`` folds.
+        ``threshold="auto"`` subsample.
     verbose : bool, default=False
         Print progress to ``sys.stderr``: the allocation, the clustering, the
         centroid GPs built, the prediction.
@@ -146,9 +148,9 @@ class LocalizedMaclaurinGPR(
     truncation_degree_ : int
         Truncation degree ``p`` of the shared map.
     auto_scores_ : dict
-        Only with ``threshold="auto"``: the cross-validated mean log
-        predictive density for every ``theta / l`` of the grid (``None``:
-        one cluster), in grid order.
+        Only with ``threshold="auto"``: the mean leave-one-out KL divergence
+        to the exact GP (lower is better) for every ``theta / l`` of the grid
+        (``None``: one cluster), in grid order; empty with fewer than 2 rows.
     auto_std_errors_ : dict
         Only with ``threshold="auto"``: the standard error of every
         candidate's score difference to the best score (0 for the best;
@@ -162,8 +164,8 @@ class LocalizedMaclaurinGPR(
         ``tol=0``.
     seed_ : int
         The 64-bit seed drawn from ``random_state`` at ``fit``; the
-        allocation subsample, the sketch weights and the ``"auto"`` folds
-        were drawn from it.
+        allocation subsample, the sketch weights and the ``"auto"``
+        subsample were drawn from it.
     y_mean_ : float
         Target mean added back to predictions (0 with ``center_y=False``).
     device_ : str
@@ -332,7 +334,7 @@ class LocalizedMaclaurinGPR(
 
     @property
     def auto_scores_(self) -> dict:
-        """Cross-validated score of every candidate threshold (``threshold="auto"`` only)."""
+        """Score of every candidate threshold (``threshold="auto"`` only)."""
         scores = self._fitted_gp().threshold_scores
         if scores is None:
             raise AttributeError("auto_scores_ exists with threshold='auto' only")

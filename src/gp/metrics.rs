@@ -61,14 +61,19 @@ pub fn kl_divergence(
     check_finite("mean_q", mu_q.iter())?;
     check_variances("var_p", var_p)?;
     check_variances("var_q", var_q)?;
-    let mut s = 0.0;
-    for i in 0..n {
-        let vp = var_p[i].max(VARIANCE_FLOOR);
-        let vq = var_q[i].max(VARIANCE_FLOOR);
-        let dm = mu_p[i] - mu_q[i];
-        s += 0.5 * ((vq / vp).ln() + (vp + dm * dm) / vq - 1.0);
-    }
+    let s: f64 = (0..n)
+        .map(|i| kl_term(mu_p[i], var_p[i], mu_q[i], var_q[i]))
+        .sum();
     Ok(s / n as f64)
+}
+
+/// One point's `KL(N(μ_p, v_p) ‖ N(μ_q, v_q)) = ½[ln(v_q/v_p) + (v_p + (μ_p − μ_q)²)/v_q − 1]`,
+/// variances floored at 1e−12, unchecked (the term of [`kl_divergence`]).
+pub fn kl_term(mu_p: f64, var_p: f64, mu_q: f64, var_q: f64) -> f64 {
+    let vp = var_p.max(VARIANCE_FLOOR);
+    let vq = var_q.max(VARIANCE_FLOOR);
+    let dm = mu_p - mu_q;
+    0.5 * ((vq / vp).ln() + (vp + dm * dm) / vq - 1.0)
 }
 
 /// `√(mean_i (y_i − μ_i)²)`.

@@ -186,7 +186,8 @@ impl PyLocalizedGp {
     }
 
     /// With `threshold="auto"`: every candidate `θ/l` (None: one cluster)
-    /// with its cross-validated score, in grid order; None otherwise.
+    /// with its score (the mean leave-one-out KL divergence to the exact
+    /// GP), in grid order; None otherwise.
     #[getter]
     fn threshold_scores(&self) -> Option<Vec<(Option<f64>, f64)>> {
         self.inner.search.as_ref().map(|c| c.scores.clone())

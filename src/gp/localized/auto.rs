@@ -1,18 +1,26 @@
 //! The choice of the clustering threshold `θ` (the `threshold="auto"` of
 //! the Python estimator, `docs/math/localized.rst`, "Choosing the
-//! threshold"): every candidate of a grid is scored by K-fold
-//! cross-validation, the mean log predictive density of the held-out noisy
-//! targets; the best score wins, the first candidate in grid order on a tie
-//! (so the fewest clusters). The candidates and the criterion are values
-//! ([`ThresholdSearch`]), so another grid or score is a new value or a new
-//! [`ThresholdCriterion`] variant.
+//! threshold"). The localized GP approximates the exact GP with the same
+//! hyperparameters, and `θ` trades its cost for its fidelity, so the default
+//! criterion scores every candidate of a grid by its fidelity to the exact
+//! GP: the mean KL divergence of its leave-one-out predictions to the exact
+//! GP's, on the training rows (a seeded subsample of at most 1,000 when
+//! there are more); the most faithful candidate wins, the first in grid
+//! order on a tie (so the fewest clusters). K-fold cross-validation of the
+//! log predictive density is the other criterion. The candidates and the
+//! criterion are values ([`ThresholdSearch`]), so another grid or score is a
+//! new value or a new [`ThresholdCriterion`] variant.
 
+use faer::MatRef;
 use ndarray::{ArrayView1, ArrayView2, Axis};
 use rand::seq::SliceRandom;
 
 use super::{LocalizedConfig, LocalizedMaclaurinGp};
 use crate::error::{Error, Result};
+use crate::gp::cluster::nearest;
 use crate::gp::metrics;
+use crate::kernels::StationaryKernel;
+use crate::linalg::{as_faer, Cholesky};
 use crate::progress::Monitor;
 use crate::real::Real;
 use crate::rng::substream;
@@ -23,26 +31,29 @@ use crate::threads::Parallelism;
 pub const DEFAULT_THRESHOLDS: [Option<f64>; 6] =
     [None, Some(4.0), Some(2.0), Some(1.0), Some(0.5), Some(0.25)];
 
-/// The default number of cross-validation folds.
+/// The number of cross-validation folds of
+/// [`ThresholdCriterion::CrossValidatedLogDensity`] in
+/// [`ThresholdSearch::cross_validated`].
 pub const DEFAULT_FOLDS: usize = 5;
 
-/// The default bound on the rows scored over all folds (the rest of the
-/// rows only ever fit).
+/// The default bound on the rows scored (the rows of the exact GP of
+/// [`ThresholdCriterion::ExactGpFidelity`]; the held-out rows over all folds
+/// of [`ThresholdCriterion::CrossValidatedLogDensity`]).
 pub const DEFAULT_MAX_SCORED: usize = 1000;
 
-/// The stream of the fit's seed that draws the folds (apart from the
-/// streams of the map, so the folds do not change the weights).
+/// The stream of the fit's seed that draws the folds or the subsample
+/// (apart from the streams of the map, so they do not change the weights).
 const STREAM_SPLIT: u64 = 1 << 40;
 
-/// How the candidate thresholds are scored (higher is better) and chosen.
+/// How the candidate thresholds are scored and chosen.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum ThresholdCriterion {
-    /// K-fold cross-validation. `m = min(N, max_scored)` rows drawn from
-    /// the fit's seed are split into `K = min(n_folds, m)` folds of sizes
-    /// differing by at most one; for each fold the model is fitted on all
-    /// the other `N − |fold|` rows and predicts the fold. A candidate's
-    /// score is the mean over the `m` scored rows of
+    /// K-fold cross-validation (higher is better). `m = min(N, max_scored)`
+    /// rows drawn from the fit's seed are split into `K = min(n_folds, m)`
+    /// folds of sizes differing by at most one; for each fold the model is
+    /// fitted on all the other `N − |fold|` rows and predicts the fold. A
+    /// candidate's score is the mean over the `m` scored rows of
     /// `ln N(y_i; μ*_i, v*_i + σ_n²)` (minus [`metrics::nll_terms`]; a
     /// prediction that overflows scores `−∞`), and its standard error that of
     /// the mean of its per-row differences to the best candidate's terms
@@ -57,19 +68,60 @@ pub enum ThresholdCriterion {
         /// predictions; every fit uses the other rows).
         max_scored: usize,
     },
+    /// Fidelity to the exact GP with the same hyperparameters (lower is
+    /// better; the default). On `m = min(N, max_rows)` rows (all of them, or
+    /// a subsample drawn from the fit's seed), the exact GP and every
+    /// candidate are fitted (the same seed, so the same map draws), and
+    /// every row `i` gets both models' leave-one-out predictive
+    /// distributions of its noisy target: the exact GP's
+    /// `μ = y_i − [K_y⁻¹y]_i/[K_y⁻¹]_ii`, `v = 1/[K_y⁻¹]_ii`; the
+    /// candidate's, its centroids kept, from the GP of its nearest centroid
+    /// with the leverage `h_i = v*_i/σ_n²` of the row in that GP's
+    /// statistics (0 when the row is beyond the cutoff),
+    /// `μ = y_i − (y_i − μ*_i)/(1 − h_i)`, `v = v*_i/(1 − h_i) + σ_n²`
+    /// (`docs/math/localized.rst`, "Choosing the threshold"). A candidate
+    /// scores the mean over rows of `KL(candidate ‖ exact)`
+    /// ([`metrics::kl_term`]; `+∞` for a row whose prediction overflows or
+    /// whose leverage rounds to 1), and its standard error that of the mean
+    /// of its per-row differences to the best candidate's terms. The choice
+    /// is the lowest score, the first candidate on a tie. With fewer than 2
+    /// rows, no candidate is scored.
+    ExactGpFidelity {
+        /// The most rows of the exact GP, `>= 2` (its cost is
+        /// `O(max_rows³)` time and `2·max_rows²` float64).
+        max_rows: usize,
+    },
 }
 
 impl ThresholdCriterion {
     /// A short description (the Python estimator's `auto_criterion_`).
     pub fn name(&self) -> String {
         match self {
+            Self::ExactGpFidelity { max_rows } => format!(
+                "mean leave-one-out KL divergence to the exact GP, lower is better \
+                 (at most {max_rows} rows)"
+            ),
             Self::CrossValidatedLogDensity {
                 n_folds,
                 max_scored,
             } => format!(
-                "{n_folds}-fold cross-validated mean log predictive density \
-                 (at most {max_scored} rows scored)"
+                "{n_folds}-fold cross-validated mean log predictive density, higher is \
+                 better (at most {max_scored} rows scored)"
             ),
+        }
+    }
+
+    /// Whether a higher score is better (the log density) rather than a
+    /// lower one (the KL divergence).
+    pub fn higher_is_better(&self) -> bool {
+        matches!(self, Self::CrossValidatedLogDensity { .. })
+    }
+
+    /// What a score is, for the progress messages.
+    fn score_name(&self) -> &'static str {
+        match self {
+            Self::ExactGpFidelity { .. } => "mean leave-one-out KL to the exact GP",
+            Self::CrossValidatedLogDensity { .. } => "cross-validated log predictive density",
         }
     }
 }
@@ -86,14 +138,13 @@ pub struct ThresholdSearch {
 
 impl Default for ThresholdSearch {
     /// [`DEFAULT_THRESHOLDS`] scored by
-    /// [`ThresholdCriterion::CrossValidatedLogDensity`] with
-    /// [`DEFAULT_FOLDS`] folds and [`DEFAULT_MAX_SCORED`] rows.
+    /// [`ThresholdCriterion::ExactGpFidelity`] on at most
+    /// [`DEFAULT_MAX_SCORED`] rows.
     fn default() -> Self {
         Self {
             candidates: DEFAULT_THRESHOLDS.to_vec(),
-            criterion: ThresholdCriterion::CrossValidatedLogDensity {
-                n_folds: DEFAULT_FOLDS,
-                max_scored: DEFAULT_MAX_SCORED,
+            criterion: ThresholdCriterion::ExactGpFidelity {
+                max_rows: DEFAULT_MAX_SCORED,
             },
         }
     }
@@ -105,8 +156,9 @@ impl Default for ThresholdSearch {
 pub struct ThresholdChoice {
     /// The chosen `θ/l` (`None`: one cluster; also when nothing was scored).
     pub best: Option<f64>,
-    /// Every candidate with its score, in the order of the candidates
-    /// (empty when the data are too few to hold rows out).
+    /// Every candidate with its score (lower or higher is better as
+    /// [`ThresholdCriterion::higher_is_better`] says), in the order of the
+    /// candidates (empty when the data are too few to score).
     pub scores: Vec<(Option<f64>, f64)>,
     /// The standard error of every candidate's score difference to the best
     /// score (0 for the best), in the order of `scores`.
@@ -116,6 +168,19 @@ pub struct ThresholdChoice {
 }
 
 impl ThresholdSearch {
+    /// [`DEFAULT_THRESHOLDS`] scored by
+    /// [`ThresholdCriterion::CrossValidatedLogDensity`] with
+    /// [`DEFAULT_FOLDS`] folds and at most [`DEFAULT_MAX_SCORED`] rows.
+    pub fn cross_validated() -> Self {
+        Self {
+            candidates: DEFAULT_THRESHOLDS.to_vec(),
+            criterion: ThresholdCriterion::CrossValidatedLogDensity {
+                n_folds: DEFAULT_FOLDS,
+                max_scored: DEFAULT_MAX_SCORED,
+            },
+        }
+    }
+
     /// Scores every candidate for `config` (its `threshold` is replaced by
     /// each candidate; its `n_clusters` still bounds the clustering) on
     /// `(x, y)` and returns the choice with all the scores. `seed` is the
@@ -125,9 +190,9 @@ impl ThresholdSearch {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for an empty grid, a candidate that is
-    /// not a finite `θ > 0`, fewer than 2 folds or scored rows; a length of
-    /// `y` that differs from the rows of `x`; the errors of the fits and
-    /// predictions.
+    /// not a finite `θ > 0`, fewer than 2 folds, scored rows or exact-GP
+    /// rows; a length of `y` that differs from the rows of `x`; the errors
+    /// of the fits and predictions (and of the exact GP's memory check).
     pub fn run<T: Real>(
         &self,
         x: ArrayView2<'_, T>,
@@ -159,40 +224,199 @@ impl ThresholdSearch {
             });
         }
         let criterion = self.criterion;
-        let ThresholdCriterion::CrossValidatedLogDensity {
-            n_folds,
-            max_scored,
-        } = criterion;
-        if n_folds < 2 {
-            return Err(Error::invalid(
-                "n_folds",
-                format!("must be >= 2, got {n_folds}"),
-            ));
-        }
-        if max_scored < 2 {
-            return Err(Error::invalid(
-                "max_scored",
-                format!("must be >= 2, got {max_scored}"),
-            ));
-        }
-        let nothing = ThresholdChoice {
-            best: None,
-            scores: Vec::new(),
-            std_errors: Vec::new(),
-            criterion,
+        let fits = Fits {
+            config,
+            seed,
+            par,
+            monitor,
         };
+        let terms = match criterion {
+            ThresholdCriterion::ExactGpFidelity { max_rows } => {
+                if max_rows < 2 {
+                    return Err(Error::invalid(
+                        "max_rows",
+                        format!("must be >= 2, got {max_rows}"),
+                    ));
+                }
+                self.fidelity_terms(x, y, &fits, max_rows)?
+            }
+            ThresholdCriterion::CrossValidatedLogDensity {
+                n_folds,
+                max_scored,
+            } => {
+                if n_folds < 2 {
+                    return Err(Error::invalid(
+                        "n_folds",
+                        format!("must be >= 2, got {n_folds}"),
+                    ));
+                }
+                if max_scored < 2 {
+                    return Err(Error::invalid(
+                        "max_scored",
+                        format!("must be >= 2, got {max_scored}"),
+                    ));
+                }
+                self.cross_validated_terms(x, y, &fits, n_folds, max_scored)?
+            }
+        };
+        let Some(terms) = terms else {
+            return Ok(ThresholdChoice {
+                best: None,
+                scores: Vec::new(),
+                std_errors: Vec::new(),
+                criterion,
+            });
+        };
+        let mean = |t: &[f64]| t.iter().sum::<f64>() / t.len() as f64;
+        let scores: Vec<f64> = terms.iter().map(|t| mean(t)).collect();
+        let higher = criterion.higher_is_better();
+        let better = |a: f64, b: f64| if higher { a > b } else { a < b };
+        let top = (0..scores.len())
+            .reduce(|a, b| if better(scores[b], scores[a]) { b } else { a })
+            .unwrap_or(0);
+        let std_errors: Vec<f64> = terms
+            .iter()
+            .map(|t| paired_std_error(t, &terms[top]))
+            .collect();
+        for (c, &theta) in self.candidates.iter().enumerate() {
+            monitor.message(format!(
+                "threshold {}: {} {:.4} (standard error of the difference to the best {:.4}){}",
+                theta.map_or_else(|| "one cluster".to_string(), |t| t.to_string()),
+                criterion.score_name(),
+                scores[c],
+                std_errors[c],
+                if c == top { ", chosen" } else { "" }
+            ));
+        }
+        Ok(ThresholdChoice {
+            best: self.candidates[top],
+            scores: self.candidates.iter().copied().zip(scores).collect(),
+            std_errors,
+            criterion,
+        })
+    }
+
+    /// The per-row KL divergences of [`ThresholdCriterion::ExactGpFidelity`],
+    /// `terms[c][i]` for candidate `c` and row `i` of the subsample (in row
+    /// order); `None` with fewer than 2 rows.
+    fn fidelity_terms<T: Real>(
+        &self,
+        x: ArrayView2<'_, T>,
+        y: ArrayView1<'_, f64>,
+        fits: &Fits<'_>,
+        max_rows: usize,
+    ) -> Result<Option<Vec<Vec<f64>>>> {
+        let (config, seed, par, monitor) = (fits.config, fits.seed, fits.par, fits.monitor);
+        let n = x.nrows();
+        if n < 2 {
+            return Ok(None);
+        }
+        let m = n.min(max_rows);
+        crate::alloc::check_alloc(
+            "max_rows",
+            &format!("the exact GP's kernel matrix and its inverse on {m} rows (float64)"),
+            &[2, m, m],
+            8,
+        )?;
+        let rows: Vec<usize> = if m < n {
+            let mut order: Vec<usize> = (0..n).collect();
+            order.shuffle(&mut substream(seed, STREAM_SPLIT));
+            let mut rows = order[..m].to_vec();
+            rows.sort_unstable();
+            rows
+        } else {
+            (0..n).collect()
+        };
+        let (xs, ys) = (x.select(Axis(0), &rows), y.select(Axis(0), &rows));
+        let noise = config.noise_variance;
+        let mut exact: Option<(Vec<f64>, Vec<f64>)> = None;
+        let mut terms = Vec::with_capacity(self.candidates.len());
+        for &theta in &self.candidates {
+            // The fit checks the data before the exact GP uses them.
+            let gp = fits.fit(xs.view(), ys.view(), theta)?;
+            if exact.is_none() {
+                exact = Some(exact_loo(gp.x.view(), gp.y.view(), config, par)?);
+            }
+            let (mu_e, var_e) = exact
+                .as_ref()
+                .ok_or_else(|| Error::Internal("the exact GP is fitted".into()))?;
+            // Every row by its nearest centroid, as `predict` assigns it, and
+            // its squared distance there, summed as the centroid's
+            // statistics sum it (so the cutoff test is theirs).
+            let near = nearest(gp.centroids.view(), gp.x.view(), par, monitor)?;
+            let dist_sq: Vec<f64> = near
+                .iter()
+                .zip(gp.x.rows())
+                .map(|(&c, row)| {
+                    row.iter()
+                        .zip(gp.centroids.row(c))
+                        .map(|(a, b)| (a - b) * (a - b))
+                        .sum::<f64>()
+                })
+                .collect();
+            // A prediction that overflows (refused as an invalid `X`) scores
+            // +∞; other errors (an interruption) end the search.
+            let p = match gp.predict(gp.x.view(), true, par, monitor) {
+                Ok(p) => p,
+                Err(Error::InvalidParameter { .. }) => {
+                    terms.push(vec![f64::INFINITY; m]);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let var = p
+                .var
+                .ok_or_else(|| Error::Internal("the prediction has no variance".into()))?;
+            let row_terms = (0..m)
+                .map(|i| {
+                    // Centered units: the target mean cancels in the KL.
+                    let (yc, mu) = (gp.y[i], p.mean[i] - gp.y_mean);
+                    let v = var[i].max(0.0);
+                    let (mu_loo, v_loo) = if dist_sq[i] < gp.cutoff_sq {
+                        let keep = 1.0 - v / noise;
+                        if keep.is_nan() || keep <= 0.0 {
+                            return f64::INFINITY;
+                        }
+                        (yc - (yc - mu) / keep, v / keep)
+                    } else {
+                        (mu, v)
+                    };
+                    let t = metrics::kl_term(mu_loo, v_loo + noise, mu_e[i], var_e[i]);
+                    if t.is_finite() {
+                        t
+                    } else {
+                        f64::INFINITY
+                    }
+                })
+                .collect();
+            terms.push(row_terms);
+        }
+        Ok(Some(terms))
+    }
+
+    /// The per-row log densities of
+    /// [`ThresholdCriterion::CrossValidatedLogDensity`], `terms[c][i]` for
+    /// candidate `c` and scored row `i` (rows in fold order); `None` when some
+    /// fold leaves fewer than 2 rows to fit on.
+    fn cross_validated_terms<T: Real>(
+        &self,
+        x: ArrayView2<'_, T>,
+        y: ArrayView1<'_, f64>,
+        fits: &Fits<'_>,
+        n_folds: usize,
+        max_scored: usize,
+    ) -> Result<Option<Vec<Vec<f64>>>> {
+        let (config, seed, par, monitor) = (fits.config, fits.seed, fits.par, fits.monitor);
         let n = x.nrows();
         let m = n.min(max_scored);
         let k = n_folds.min(m);
         // The folds are the `m` first rows of the permutation, cut at
         // `j·m/K`; the largest has `⌈m/K⌉` rows.
         if k < 2 || n - m.div_ceil(k) < 2 {
-            return Ok(nothing);
+            return Ok(None);
         }
         let mut order: Vec<usize> = (0..n).collect();
         order.shuffle(&mut substream(seed, STREAM_SPLIT));
-        // `terms[c][i]`: candidate `c`'s log density of scored row `i`
-        // (rows in fold order).
         let mut terms = vec![Vec::with_capacity(m); self.candidates.len()];
         let mut in_fold = vec![false; n];
         for j in 0..k {
@@ -204,18 +428,7 @@ impl ThresholdSearch {
             let (x_train, y_train) = (x.select(Axis(0), &train), y.select(Axis(0), &train));
             let (x_val, y_val) = (x.select(Axis(0), &val), y.select(Axis(0), &val));
             for (&theta, out) in self.candidates.iter().zip(&mut terms) {
-                let cfg = LocalizedConfig {
-                    threshold: theta,
-                    ..config.clone()
-                };
-                let gp = LocalizedMaclaurinGp::fit(
-                    x_train.view(),
-                    y_train.view(),
-                    &cfg,
-                    seed,
-                    par,
-                    monitor,
-                )?;
+                let gp = fits.fit(x_train.view(), y_train.view(), theta)?;
                 // A prediction that overflows (refused as an invalid `X`)
                 // scores -∞; other errors (an interruption) end the search.
                 let p = match gp.predict(x_val.view(), true, par, monitor) {
@@ -234,32 +447,61 @@ impl ThresholdSearch {
                 out.extend(nll.iter().map(|t| -t));
             }
         }
-        let mean = |t: &[f64]| t.iter().sum::<f64>() / t.len() as f64;
-        let scores: Vec<f64> = terms.iter().map(|t| mean(t)).collect();
-        let top = (0..scores.len())
-            .reduce(|a, b| if scores[b] > scores[a] { b } else { a })
-            .unwrap_or(0);
-        let std_errors: Vec<f64> = terms
-            .iter()
-            .map(|t| paired_std_error(t, &terms[top]))
-            .collect();
-        for (c, &theta) in self.candidates.iter().enumerate() {
-            monitor.message(format!(
-                "threshold {}: cross-validated log predictive density {:.4} \
-                 (standard error of the difference to the best {:.4}){}",
-                theta.map_or_else(|| "one cluster".to_string(), |t| t.to_string()),
-                scores[c],
-                std_errors[c],
-                if c == top { ", chosen" } else { "" }
-            ));
-        }
-        Ok(ThresholdChoice {
-            best: self.candidates[top],
-            scores: self.candidates.iter().copied().zip(scores).collect(),
-            std_errors,
-            criterion,
-        })
+        Ok(Some(terms))
     }
+}
+
+/// What every candidate's fit shares: the settings (the threshold
+/// replaced), the seed, the parallelism and the monitor.
+struct Fits<'a> {
+    config: &'a LocalizedConfig,
+    seed: u64,
+    par: Parallelism,
+    monitor: &'a Monitor,
+}
+
+impl Fits<'_> {
+    /// The model of the candidate `θ/l = theta` on `(x, y)`.
+    fn fit<T: Real>(
+        &self,
+        x: ArrayView2<'_, T>,
+        y: ArrayView1<'_, f64>,
+        theta: Option<f64>,
+    ) -> Result<LocalizedMaclaurinGp> {
+        let cfg = LocalizedConfig {
+            threshold: theta,
+            ..self.config.clone()
+        };
+        LocalizedMaclaurinGp::fit(x, y, &cfg, self.seed, self.par, self.monitor)
+    }
+}
+
+/// The exact GP's leave-one-out predictive means and noisy variances at its
+/// training rows (`docs/math/gp.rst`; Rasmussen & Williams Eq. 5.12): with
+/// `K_y = K + σ_n² I` (the jitter ladder of [`Cholesky::shifted`]),
+/// `μ_i = y_i − [K_y⁻¹y]_i/[K_y⁻¹]_ii` and `v_i = 1/[K_y⁻¹]_ii`, for the
+/// Gaussian kernel of `config` and the (centered) targets `y`.
+fn exact_loo(
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    config: &LocalizedConfig,
+    par: Parallelism,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    let kernel =
+        StationaryKernel::gaussian(vec![config.map.length_scale], config.map.kernel_variance);
+    let chol = {
+        let k = kernel.cross(x, x, par);
+        let k: MatRef<'_, f64> = as_faer(k.view());
+        Cholesky::shifted(k, config.noise_variance, par)?
+    };
+    let alpha = chol.solve_vec(y, par);
+    let inv = chol.inverse_lower(par);
+    Ok((0..y.len())
+        .map(|i| {
+            let d = inv[(i, i)];
+            (y[i] - alpha[i] / d, 1.0 / d)
+        })
+        .unzip())
 }
 
 /// The standard error of the mean of `a_i − b_i`,
@@ -391,7 +633,8 @@ mod tests {
     #[test]
     fn scores_are_the_cross_validated_log_density_and_the_best_wins() {
         let (x, y) = data(90, 1);
-        let choice = run(&ThresholdSearch::default(), &x, &y).unwrap();
+        let cv = ThresholdSearch::cross_validated();
+        let choice = run(&cv, &x, &y).unwrap();
         let grid: Vec<Option<f64>> = choice.scores.iter().map(|s| s.0).collect();
         assert_eq!(grid, DEFAULT_THRESHOLDS.to_vec());
         let (scores, se, best) = oracle(&DEFAULT_THRESHOLDS, &x, &y, DEFAULT_FOLDS, 1000);
@@ -412,10 +655,10 @@ mod tests {
         assert!(choice.std_errors.contains(&0.0));
         // Bit-identical when repeated, and each score does not depend on the
         // other candidates.
-        assert_eq!(run(&ThresholdSearch::default(), &x, &y).unwrap(), choice);
+        assert_eq!(run(&cv, &x, &y).unwrap(), choice);
         let alone = ThresholdSearch {
             candidates: vec![Some(1.0)],
-            ..ThresholdSearch::default()
+            ..ThresholdSearch::cross_validated()
         };
         let one = run(&alone, &x, &y).unwrap();
         assert_eq!(one.scores, vec![choice.scores[3]]);
@@ -456,10 +699,17 @@ mod tests {
             n_clusters: Some(1),
             ..config()
         };
-        for candidates in [vec![Some(4.0), Some(0.5)], vec![Some(0.5), Some(4.0)]] {
+        let criteria = [
+            ThresholdSearch::default().criterion,
+            ThresholdSearch::cross_validated().criterion,
+        ];
+        for (candidates, criterion) in [vec![Some(4.0), Some(0.5)], vec![Some(0.5), Some(4.0)]]
+            .into_iter()
+            .flat_map(|c| criteria.map(|k| (c.clone(), k)))
+        {
             let search = ThresholdSearch {
                 candidates: candidates.clone(),
-                ..ThresholdSearch::default()
+                criterion,
             };
             let choice = search
                 .run(
@@ -478,23 +728,25 @@ mod tests {
 
     #[test]
     fn too_few_rows_score_nothing_and_bad_searches_are_refused() {
-        let (x, y) = data(2, 3);
-        let none = ThresholdChoice {
+        let none = |search: &ThresholdSearch| ThresholdChoice {
             best: None,
             scores: Vec::new(),
             std_errors: Vec::new(),
-            criterion: ThresholdSearch::default().criterion,
+            criterion: search.criterion,
         };
-        assert_eq!(run(&ThresholdSearch::default(), &x, &y).unwrap(), none);
+        let (fidelity, cv) = (
+            ThresholdSearch::default(),
+            ThresholdSearch::cross_validated(),
+        );
+        let (x, y) = data(1, 3);
+        assert_eq!(run(&fidelity, &x, &y).unwrap(), none(&fidelity));
+        // Two rows: each left out of the exact GP and the candidates once.
+        let (x, y) = data(2, 3);
+        assert_eq!(run(&fidelity, &x, &y).unwrap().scores.len(), 6);
+        assert_eq!(run(&cv, &x, &y).unwrap(), none(&cv));
         // Three rows: three folds of one row, each fitted on two.
         let (x, y) = data(3, 3);
-        assert_eq!(
-            run(&ThresholdSearch::default(), &x, &y)
-                .unwrap()
-                .scores
-                .len(),
-            6
-        );
+        assert_eq!(run(&cv, &x, &y).unwrap().scores.len(), 6);
 
         let (x, y) = data(20, 4);
         let with =
@@ -511,6 +763,13 @@ mod tests {
             (with(vec![None, Some(f64::NAN)], 5, 100), "threshold"),
             (with(vec![None], 1, 100), "n_folds"),
             (with(vec![None], 5, 1), "max_scored"),
+            (
+                ThresholdSearch {
+                    candidates: vec![None],
+                    criterion: ThresholdCriterion::ExactGpFidelity { max_rows: 1 },
+                },
+                "max_rows",
+            ),
         ] {
             match run(&search, &x, &y).unwrap_err() {
                 Error::InvalidParameter { name: got, .. } => assert_eq!(got, name),
@@ -518,9 +777,178 @@ mod tests {
             }
         }
         let short = y.slice(ndarray::s![..19]).to_owned();
-        assert!(matches!(
-            run(&ThresholdSearch::default(), &x, &short).unwrap_err(),
-            Error::ShapeMismatch { .. }
-        ));
+        for search in [fidelity, cv] {
+            assert!(matches!(
+                run(&search, &x, &short).unwrap_err(),
+                Error::ShapeMismatch { .. }
+            ));
+        }
+    }
+
+    /// `KL(N(μp, vp) ‖ N(μq, vq))`, written out.
+    fn kl(mp: f64, vp: f64, mq: f64, vq: f64) -> f64 {
+        0.5 * ((vq / vp).ln() + (vp + (mp - mq).powi(2)) / vq - 1.0)
+    }
+
+    /// `a⁻¹ b` for a symmetric positive definite `a`.
+    fn solve(a: &Array2<f64>, b: &[f64]) -> Vec<f64> {
+        let chol = Cholesky::new(as_faer(a.view()), Parallelism::Sequential).unwrap();
+        chol.solve_vec(ndarray::ArrayView1::from(b), Parallelism::Sequential)
+    }
+
+    /// The fidelity scores written out without the leave-one-out identities,
+    /// on the rows `rows` of `(x, y)`: for every row, the exact GP refitted on
+    /// the other rows, and the candidate's GP at the nearest centroid rebuilt
+    /// from the features of the other rows within the cutoff; the mean of
+    /// `KL(candidate ‖ exact)` of the noisy targets.
+    fn fidelity_oracle(
+        candidates: &[Option<f64>],
+        x: &Array2<f64>,
+        y: &Array1<f64>,
+        rows: &[usize],
+    ) -> Vec<f64> {
+        let (x, y) = (x.select(Axis(0), rows), y.select(Axis(0), rows));
+        let n = x.nrows();
+        let cfg0 = config();
+        let (l, s2, noise) = (cfg0.map.length_scale, cfg0.map.kernel_variance, 0.01);
+        let yc = y.mapv(|v| v - y.mean().unwrap());
+        let sq = |a: ndarray::ArrayView1<f64>, b: ndarray::ArrayView1<f64>| {
+            a.iter().zip(b).map(|(p, q)| (p - q) * (p - q)).sum::<f64>()
+        };
+        let k = |a, b| s2 * (-sq(a, b) / (2.0 * l * l)).exp();
+        let exact: Vec<(f64, f64)> = (0..n)
+            .map(|i| {
+                let others: Vec<usize> = (0..n).filter(|&j| j != i).collect();
+                let ky = Array2::from_shape_fn((n - 1, n - 1), |(a, b)| {
+                    k(x.row(others[a]), x.row(others[b])) + if a == b { noise } else { 0.0 }
+                });
+                let ks: Vec<f64> = others.iter().map(|&j| k(x.row(i), x.row(j))).collect();
+                let yo: Vec<f64> = others.iter().map(|&j| yc[j]).collect();
+                let (a, b) = (solve(&ky, &yo), solve(&ky, &ks));
+                let dot = |p: &[f64], q: &[f64]| p.iter().zip(q).map(|(u, v)| u * v).sum::<f64>();
+                (dot(&ks, &a), s2 - dot(&ks, &b) + noise)
+            })
+            .collect();
+        let seq = Parallelism::Sequential;
+        candidates
+            .iter()
+            .map(|&theta| {
+                let cfg = LocalizedConfig {
+                    threshold: theta,
+                    ..config()
+                };
+                let gp = LocalizedMaclaurinGp::fit(
+                    x.view(),
+                    y.view(),
+                    &cfg,
+                    5,
+                    seq,
+                    &Monitor::default(),
+                )
+                .unwrap();
+                let cs = gp.centroids();
+                let width = gp.map().width();
+                let terms: Vec<f64> = (0..n)
+                    .map(|i| {
+                        let d: Vec<f64> = cs.rows().into_iter().map(|c| sq(x.row(i), c)).collect();
+                        let c = (0..d.len()).fold(0, |b, c| if d[c] < d[b] { c } else { b });
+                        let center = cs.row(c).to_vec();
+                        let used: Vec<usize> = (0..n)
+                            .filter(|&j| j != i && sq(x.row(j), cs.row(c)) < gp.cutoff_sq())
+                            .collect();
+                        let mut phi = Array2::<f64>::zeros((n, width));
+                        gp.map()
+                            .transform_centered_into(x.view(), &center, phi.view_mut(), seq)
+                            .unwrap();
+                        let mut a = Array2::<f64>::eye(width);
+                        let mut b = vec![0.0; width];
+                        for &j in &used {
+                            for p in 0..width {
+                                b[p] += phi[[j, p]] * yc[j] / noise;
+                                for q in 0..width {
+                                    a[[p, q]] += phi[[j, p]] * phi[[j, q]] / noise;
+                                }
+                            }
+                        }
+                        let f = phi.row(i).to_vec();
+                        let (w, g) = (solve(&a, &b), solve(&a, &f));
+                        let mu: f64 = f.iter().zip(&w).map(|(u, v)| u * v).sum();
+                        let v: f64 = f.iter().zip(&g).map(|(u, v)| u * v).sum();
+                        kl(mu, v + noise, exact[i].0, exact[i].1)
+                    })
+                    .collect();
+                terms.iter().sum::<f64>() / n as f64
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fidelity_scores_are_the_leave_one_out_kl_to_the_exact_gp() {
+        // 40 rows over a few length scales: the small thresholds make many
+        // rows centroids, each predicted at itself with its centroids kept.
+        let (x, y) = data(40, 6);
+        let search = ThresholdSearch::default();
+        let choice = run(&search, &x, &y).unwrap();
+        assert_eq!(
+            choice.criterion.name().split(',').next(),
+            Some("mean leave-one-out KL divergence to the exact GP")
+        );
+        let all: Vec<usize> = (0..40).collect();
+        let want = fidelity_oracle(&DEFAULT_THRESHOLDS, &x, &y, &all);
+        for (&(theta, got), &w) in choice.scores.iter().zip(&want) {
+            assert!(
+                (got - w).abs() <= 1e-7 * w.abs().max(1e-3),
+                "{theta:?}: {got} vs {w}"
+            );
+        }
+        let lowest = want.iter().copied().fold(f64::INFINITY, f64::min);
+        let best = DEFAULT_THRESHOLDS[want.iter().position(|&w| w == lowest).unwrap()];
+        assert_eq!(choice.best, best);
+        assert!(choice.std_errors.iter().all(|&s| s >= 0.0));
+        assert_eq!(
+            choice.std_errors[want.iter().position(|&w| w == lowest).unwrap()],
+            0.0
+        );
+        // Candidates with many clusters make centroids of training rows.
+        let gp = LocalizedMaclaurinGp::fit(
+            x.view(),
+            y.view(),
+            &LocalizedConfig {
+                threshold: Some(0.25),
+                ..config()
+            },
+            5,
+            Parallelism::Rayon,
+            &Monitor::default(),
+        )
+        .unwrap();
+        assert!(gp.centroids().nrows() > 10);
+
+        // Deterministic, and each score does not depend on the others.
+        assert_eq!(run(&search, &x, &y).unwrap(), choice);
+        let alone = ThresholdSearch {
+            candidates: vec![Some(1.0)],
+            ..ThresholdSearch::default()
+        };
+        assert_eq!(run(&alone, &x, &y).unwrap().scores, vec![choice.scores[3]]);
+
+        // More rows than `max_rows`: the exact GP and the candidates on a
+        // subsample drawn from the seed's split stream.
+        let few = ThresholdSearch {
+            candidates: vec![None, Some(1.0)],
+            criterion: ThresholdCriterion::ExactGpFidelity { max_rows: 25 },
+        };
+        let mut order: Vec<usize> = (0..40).collect();
+        order.shuffle(&mut substream(5, STREAM_SPLIT));
+        let mut rows = order[..25].to_vec();
+        rows.sort_unstable();
+        let want = fidelity_oracle(&few.candidates, &x, &y, &rows);
+        let got = run(&few, &x, &y).unwrap();
+        for (&(theta, got), &w) in got.scores.iter().zip(&want) {
+            assert!(
+                (got - w).abs() <= 1e-7 * w.abs().max(1e-3),
+                "{theta:?}: {got} vs {w}"
+            );
+        }
     }
 }
