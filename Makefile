@@ -88,6 +88,7 @@ bench: develop
 	$(VPY) benches/compare_maclaurin.py
 	$(VPY) benches/compare_dask.py
 	$(VPY) benches/paper_000.py
+	$(VPY) benches/paper_002.py
 
 # The wheel PyPI users get on Linux: the stable ABI (abi3, CPython >= 3.9),
 # linked by zig against glibc 2.17 symbols (manylinux2014, which pip accepts

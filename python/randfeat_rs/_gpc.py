@@ -531,9 +531,9 @@ class ExactGPC(_DirichletClassifier):
     """Dirichlet-based GP classifier with the exact Gaussian kernel.
 
     The model of :class:`RandomFeatureGPC` with the kernel matrix itself:
-    per class the exact GP with ``K + Sigma_c`` (``O(N^3)`` time, ``C + 2``
-    matrices of ``N x N`` float64 held, one more with ``optimize``; refused
-    when they exceed the available memory). The reference for the
+    per class the exact GP with ``K + Sigma_c`` (``O(N^3)`` time, ``C + 1``
+    matrices of ``N x N`` float64 held, at least 5 with ``optimize``;
+    refused when they exceed the available memory). The reference for the
     feature-space approximations.
 
     Parameters

@@ -35,20 +35,37 @@
 //!
 //! **Exact kernel** ([`ExactDirichletLml`]): with `W = Σ_c (α_cα_cᵀ −
 //! (K + Σ_c)⁻¹)`, `∂/∂ln l_a = ½ Σ_ij W_ij K_ij (x_ia − x_ja)²/l_a²` and
-//! `∂/∂ln σ² = ½ Σ_ij W_ij K_ij` (Gaussian kernel).
+//! `∂/∂ln σ² = ½ Σ_ij W_ij K_ij` (Gaussian kernel). Every class differs
+//! from `B = K + σ²₀ I` only on its own `n_c` rows, where the noise is
+//! smaller by `g = σ²₀ − σ²₁ > 0`: `K + Σ_c = B − g P_cP_cᵀ`, so with one
+//! factor and inverse of `B`, `U_c = B⁻¹P_c` and the `n_c × n_c`
+//! `S_c = I/g − P_cᵀB⁻¹P_c` (positive definite: its eigenvalues are at
+//! least `1/g − 1/σ²₀ = σ²₁/(σ²₀ g)`) Woodbury and the determinant lemma give
+//!
+//! ```text
+//! (K + Σ_c)⁻¹ = B⁻¹ + U_c S_c⁻¹ U_cᵀ,   ln det(K + Σ_c) = ln det B + n_c ln g + ln det S_c
+//! ```
+//!
+//! (`O(N³ + N² Σ_c n_c) = O(N³)` an evaluation instead of `C` factors and
+//! inverses of `N × N` matrices); the per-class factors that prediction
+//! needs are formed once, at the optimum.
 
 use std::borrow::Cow;
 
-use ndarray::{s, Array2, ArrayView2, Axis, CowArray, Ix2};
+use faer::linalg::matmul::matmul;
+use faer::Accum;
+use ndarray::{s, Array1, Array2, ArrayView2, Axis, CowArray, Ix2};
 
-use super::{exact::fit_classes, ClassStats, DirichletGpc, ExactGpc, LabelTransform};
+use super::{
+    exact::fit_classes, rows_by_class, ClassStats, DirichletGpc, ExactGpc, LabelTransform, LN_2PI,
+};
 use crate::error::{Error, Result};
 use crate::feature_map::AnyFeatureMap;
 use crate::gp::exact::check_training_data;
 use crate::gp::feature_lml::{HyperMap, MapAt};
 use crate::gp::optimize::{self, Evaluation, LogParams, Objective, OptimizerConfig};
 use crate::kernels::{Kernel, StationaryKernel};
-use crate::linalg::gemm;
+use crate::linalg::{as_faer, as_faer_mut, faer_par, gemm, Cholesky};
 use crate::nystroem::NystroemFeatures;
 use crate::progress::Monitor;
 use crate::threads::Parallelism;
@@ -609,42 +626,123 @@ impl<'a> ExactDirichletLml<'a> {
         })
     }
 
-    fn lml(&self, values: &[f64], monitor: &Monitor) -> Result<(Vec<f64>, ExactGpc)> {
-        let par = self.par;
+    /// The exact classifier at `values` (a Cholesky factor of `K + Σ_c`
+    /// per class, what prediction needs).
+    fn model(&self, values: &[f64], monitor: &Monitor) -> Result<ExactGpc> {
         let k = values.len() - 2;
         let kernel = StationaryKernel::gaussian(values[..k].to_vec(), values[k]);
         let transform = LabelTransform::new(self.alpha_epsilon)?;
         let x = self.x.view();
-        let kmat = kernel.cross(x, x, par);
+        let kmat = kernel.cross(x, x, self.par);
         let classes = fit_classes(
-            kmat.clone(),
+            kmat,
             &self.labels,
             self.n_classes,
             &transform,
-            par,
+            self.par,
             monitor,
         )?;
-        let mut grad = vec![0.0; values.len()];
-        if !self.params.free.is_empty() {
-            let n = x.nrows();
-            let mut w = Array2::<f64>::zeros((n, n));
-            for c in &classes {
-                monitor.check()?;
-                w -= &c.chol.inverse(par);
-                let a = c.coef.view().insert_axis(Axis(1));
-                w += &a.dot(&a.t());
+        Ok(ExactGpc {
+            x_train: x.to_owned(),
+            kernel,
+            transform,
+            classes,
+        })
+    }
+
+    /// The summed class log marginal likelihood at `values` and its
+    /// gradient, every class from one factor of `B = K + σ²₀ I` (see the
+    /// module docs, "Exact kernel").
+    fn lml(&self, values: &[f64], monitor: &Monitor) -> Result<(f64, Vec<f64>)> {
+        let par = self.par;
+        let k = values.len() - 2;
+        let kernel = StationaryKernel::gaussian(values[..k].to_vec(), values[k]);
+        let t = LabelTransform::new(self.alpha_epsilon)?;
+        let x = self.x.view();
+        let n = x.nrows();
+        let kmat = kernel.cross(x, x, par);
+        let b = Cholesky::shifted(as_faer(kmat.view()), t.noise_out, par)?;
+        let b_inv = b.inverse(par);
+        // σ²₀ − σ²₁ > 0: a row of the class has the smaller noise.
+        let gap = t.noise_out - t.noise_in;
+        let want_grad = !self.params.free.is_empty();
+        let mut w = Array2::<f64>::zeros(if want_grad { (n, n) } else { (0, 0) });
+        let mut alphas = Array2::<f64>::zeros((n, self.n_classes));
+        let mut value = 0.0;
+        for (c, idx) in rows_by_class(&self.labels, self.n_classes)
+            .iter()
+            .enumerate()
+        {
+            monitor.check()?;
+            let mean = t.prior_mean(idx.len() as u64, n as u64);
+            let mut r = Array1::from_elem(n, t.target_out - mean);
+            for &i in idx {
+                r[i] = t.target_in - mean;
             }
+            let beta = b_inv.dot(&r);
+            let mut alpha = beta.clone();
+            let mut log_det = b.log_det();
+            if !idx.is_empty() {
+                // K + Σ_c = B − gap·P Pᵀ (P the columns of the class's rows):
+                // (K + Σ_c)⁻¹ = B⁻¹ + U S⁻¹ Uᵀ with U = B⁻¹P and
+                // S = I/gap − PᵀB⁻¹P, positive definite (its eigenvalues are
+                // at least 1/gap − 1/σ²₀ > 0), and
+                // det(K + Σ_c) = det B · gapⁿᶜ · det S.
+                let u = b_inv.select(Axis(1), idx);
+                let mut s_mat = u.select(Axis(0), idx).mapv(|v| -v);
+                for i in 0..idx.len() {
+                    s_mat[(i, i)] += 1.0 / gap;
+                }
+                let s_chol = Cholesky::new(as_faer(s_mat.view()), par)?;
+                let beta_c = Array1::from_iter(idx.iter().map(|&i| beta[i]));
+                let z = Array1::from(s_chol.solve_vec(beta_c.view(), par));
+                alpha += &u.dot(&z);
+                log_det += idx.len() as f64 * gap.ln() + s_chol.log_det();
+                if want_grad {
+                    // W −= U S⁻¹ Uᵀ (the −B⁻¹ of every class is added below).
+                    let v = u.dot(&s_chol.inverse(par));
+                    matmul(
+                        as_faer_mut(w.view_mut()),
+                        Accum::Add,
+                        as_faer(v.view()),
+                        as_faer(u.t()),
+                        -1.0,
+                        faer_par(par),
+                    );
+                }
+            }
+            value -= 0.5 * (r.dot(&alpha) + log_det + n as f64 * LN_2PI);
+            alphas.column_mut(c).assign(&alpha);
+        }
+        let mut grad = vec![0.0; values.len()];
+        if want_grad {
+            monitor.check()?;
+            // W = Σ_c (α_cα_cᵀ − (K + Σ_c)⁻¹).
+            w.scaled_add(-(self.n_classes as f64), &b_inv);
+            matmul(
+                as_faer_mut(w.view_mut()),
+                Accum::Add,
+                as_faer(alphas.view()),
+                as_faer(alphas.t()),
+                1.0,
+                faer_par(par),
+            );
             // M = W ⊙ K (symmetric).
             w *= &kmat;
             grad[k] = 0.5 * w.sum();
             if self.params.free.iter().any(|&i| i < k) {
-                let mut per_dim = vec![0.0; x.ncols()];
+                let d = x.ncols();
+                let mut per_dim = vec![0.0; d];
+                let mut delta = vec![0.0; d];
                 for i in 0..n {
+                    let xi = x.row(i);
                     for j in 0..i {
                         let m = w[(i, j)];
-                        for (a, pd) in per_dim.iter_mut().enumerate() {
-                            let delta = x[(i, a)] - x[(j, a)];
-                            *pd += m * delta * delta;
+                        for ((dl, a), b) in delta.iter_mut().zip(&xi).zip(&x.row(j)) {
+                            *dl = a - b;
+                        }
+                        for (pd, dl) in per_dim.iter_mut().zip(&delta) {
+                            *pd += m * dl * dl;
                         }
                     }
                 }
@@ -658,18 +756,14 @@ impl<'a> ExactDirichletLml<'a> {
                 }
             }
         }
-        let model = ExactGpc {
-            x_train: x.to_owned(),
-            kernel,
-            transform,
-            classes,
-        };
-        Ok((grad, model))
+        Ok((value, grad))
     }
 }
 
+/// An evaluation has no fit: the factors of `K + Σ_c` that prediction
+/// needs are formed once, at the optimum ([`fit_exact_gpc`]).
 impl Objective for ExactDirichletLml<'_> {
-    type Fit = ExactGpc;
+    type Fit = ();
 
     fn n_rows(&self) -> usize {
         self.x.nrows()
@@ -677,11 +771,11 @@ impl Objective for ExactDirichletLml<'_> {
 
     fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<Self::Fit>> {
         let values = self.params.at(theta)?;
-        let (grad, model) = self.lml(&values, monitor)?;
+        let (value, grad) = self.lml(&values, monitor)?;
         Ok(Evaluation {
-            value: model.lml(),
+            value,
             grad: self.params.select(&grad),
-            fit: model,
+            fit: (),
         })
     }
 
@@ -709,10 +803,10 @@ pub struct FittedExactGpc {
 
 /// Fits the hyperparameters of the exact classifier (Gaussian kernel) from
 /// `length_scale` and `kernel_variance` by maximizing `Σ_c LML_c`
-/// ([`ExactDirichletLml`], [`optimize::maximize`]; one evaluation when
-/// nothing is free). It holds `C + 3` (`C + 2` without optimization)
-/// float64 `N × N` matrices and refuses to start when they exceed
-/// `memory_bytes`.
+/// ([`ExactDirichletLml`], [`optimize::maximize`]), then factors every
+/// class at the optimum (or at the given values when nothing is free). It
+/// holds `C + 1` (while optimizing at least 5) float64 `N × N` matrices and
+/// refuses to start when they exceed `memory_bytes`.
 ///
 /// # Errors
 /// As [`ExactDirichletLml::new`]; too little memory;
@@ -730,9 +824,13 @@ pub fn fit_exact_gpc(
     monitor: &Monitor,
 ) -> Result<FittedExactGpc> {
     let params = cfg.free.params(length_scale, kernel_variance)?;
-    // The kernel, its copy with the noise and a factor per class; for the
-    // gradient `W` as well.
-    let n_matrices = n_classes + 2 + usize::from(!params.free.is_empty());
+    // The kernel and a factor per class; while optimizing the kernel, the
+    // factor of B, its inverse (and faer's copy of it) and W.
+    let n_matrices = if params.free.is_empty() {
+        n_classes + 1
+    } else {
+        (n_classes + 1).max(5)
+    };
     super::exact::check_memory(x.nrows(), n_matrices, memory_bytes)?;
     let obj = ExactDirichletLml::new(
         x.view(),
@@ -742,7 +840,14 @@ pub fn fit_exact_gpc(
         params.clone(),
         par,
     )?;
-    let (_, model, n_iter) = maximize_or_evaluate(&obj, &params, &cfg.optimizer, monitor)?;
+    let (theta, n_iter) = if params.free.is_empty() {
+        (Vec::new(), 0)
+    } else {
+        let opt = optimize::maximize(&obj, &params.start(), &cfg.optimizer, monitor)?;
+        (opt.theta, opt.n_iter)
+    };
+    monitor.check()?;
+    let model = obj.model(&params.at(&theta)?, monitor)?;
     Ok(FittedExactGpc { model, n_iter })
 }
 

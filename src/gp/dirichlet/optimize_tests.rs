@@ -126,6 +126,28 @@ fn exact_gradients_match_central_differences() {
 }
 
 #[test]
+fn exact_objective_equals_the_per_class_factors() {
+    // Classes 0..3 from the bands, one class of a single row, one empty.
+    let x = random(40, 2, 5);
+    let mut y = labels(&x);
+    y[7] = 3;
+    let monitor = Monitor::default();
+    for (ls, kv, alpha_epsilon) in [(0.9, 1.3, 0.02), (2.5, 0.4, 0.3)] {
+        let obj =
+            ExactDirichletLml::new(x.view(), &y, 5, alpha_epsilon, all_free(vec![ls], kv), PAR)
+                .unwrap();
+        let value = obj.evaluate(&[ls.ln(), kv.ln()], &monitor).unwrap().value;
+        let kernel = StationaryKernel::gaussian(vec![ls], kv);
+        let model = ExactGpc::fit(x.view(), &y, 5, kernel, alpha_epsilon, 1 << 30, PAR).unwrap();
+        assert!(
+            (value - model.lml()).abs() < 1e-10 * model.lml().abs(),
+            "{value} vs {}",
+            model.lml()
+        );
+    }
+}
+
+#[test]
 fn nystroem_of_every_point_reaches_the_exact_optimum() {
     let x = random(45, 2, 3);
     let y = labels(&x);
