@@ -68,10 +68,9 @@ def evaluate(make, Xtr, ytr, Xte, yte) -> dict:
     }
 
 
-def main() -> None:
-    print(machine_line())
-    Xtr, ytr, Xte, yte = digits()
-    arms = {
+def randfeat_arms() -> dict:
+    """The randfeat_rs arms, by name: callables that return an unfitted classifier."""
+    return {
         "randfeat_rs RandomFeatureGPC (RFF D=512, optimize)": lambda: rf.RandomFeatureGPC(
             rf.RandomFourierFeatures(512, length_scale=2.0, random_state=0),
             optimize=("length_scale", "kernel_variance"),
@@ -98,6 +97,14 @@ def main() -> None:
             n_restarts=0,
             random_state=0,
         ),
+    }
+
+
+def main() -> None:
+    print(machine_line())
+    Xtr, ytr, Xte, yte = digits()
+    arms = {
+        **randfeat_arms(),
         "sklearn GaussianProcessClassifier (C*RBF(8.0))": lambda: GaussianProcessClassifier(
             ConstantKernel(1.0) * RBF(8.0), random_state=0
         ),
