@@ -6,17 +6,21 @@
 #   make wheel-test  that wheel in a fresh venv: a smoke test and the README
 #   make docs   the documentation site (docs/_build/html), warnings as errors
 #   make fuzz   property-based fuzzing of the Python API and the core (10,000+ cases)
+#   make bench-anchors  opt-in: the PyTorch + GPyTorch anchors side by side (.venv-anchors)
 
 PYTHON ?= python3
 VENV   := .venv
 VPY    := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+ANCHORS := .venv-anchors
+APY     := $(ANCHORS)/bin/python
+ASTAMP  := $(ANCHORS)/.installed
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export PYTHONDONTWRITEBYTECODE := 1
 # Quiet Mesa's "lavapipe is not a conformant vulkan implementation" banner.
 export MESA_VK_IGNORE_CONFORMANCE_WARNING := 1
 
-.PHONY: test demo bench develop lint rust-test py-test stubtest clean vulkan wheel wheel-test docs fuzz
+.PHONY: test demo bench bench-anchors develop lint rust-test py-test stubtest clean vulkan wheel wheel-test docs fuzz
 
 $(STAMP): requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -90,6 +94,27 @@ bench: develop
 	$(VPY) benches/paper_000.py
 	$(VPY) benches/paper_002.py
 
+# Opt-in, never run by test or bench: the GPyTorch anchors of the sparse-GP,
+# feature-GP and classification goals, timed side by side with randfeat_rs
+# in one run (benches/anchors/, several minutes on 2 cores). PyTorch (CPU
+# use of the PyPI wheel, about 6 GB with its CUDA libraries) and GPyTorch
+# live in their own .venv-anchors, pinned in requirements-anchors.txt; the
+# release wheel of this checkout (built with .venv's maturin, abi3) is
+# installed into it.
+$(ASTAMP): requirements-anchors.txt
+	$(PYTHON) -m venv $(ANCHORS)
+	$(APY) -m pip install --quiet --disable-pip-version-check -r requirements-anchors.txt
+	touch $(ASTAMP)
+
+bench-anchors: develop $(ASTAMP)
+	rm -rf target/anchors-wheel
+	$(VENV)/bin/maturin build --release --interpreter $(VPY) --out target/anchors-wheel --quiet
+	$(APY) -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall \
+	  target/anchors-wheel/*.whl
+	$(APY) benches/anchors/sgpr_kin8nm.py
+	$(APY) benches/anchors/gp_step_100k.py
+	$(APY) benches/anchors/dirichlet_digits.py
+
 # The wheel PyPI users get on Linux: the stable ABI (abi3, CPython >= 3.9),
 # linked by zig against glibc 2.17 symbols (manylinux2014, which pip accepts
 # on every maintained distribution), the extension stripped of its symbols
@@ -114,4 +139,4 @@ docs: develop
 	@echo "make: the site is docs/_build/html/index.html"
 
 clean:
-	rm -rf $(VENV) target dist docs/_build docs/auto_examples docs/api/generated
+	rm -rf $(VENV) $(ANCHORS) target dist docs/_build docs/auto_examples docs/api/generated

@@ -30,6 +30,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -44,27 +45,34 @@ ANCHOR_GPYTORCH_STEP_S = 18.1
 CHUNK = 2048
 
 
+def data() -> tuple[np.ndarray, np.ndarray]:
+    """The N x d inputs x ~ N(0, I) and targets sin(sum(x) / 2) + 0.1 noise (seeded)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((N, D_IN))
+    return X, np.sin(X.sum(1) / 2) + 0.1 * rng.standard_normal(N)
+
+
+def lml_evaluation(X: np.ndarray, y: np.ndarray) -> Callable[[], object]:
+    """A callable running one LML-and-gradient evaluation of the D-feature GP on (X, y)."""
+    rff = rf.RandomFourierFeatures(D_FEAT, length_scale=2.0, random_state=0).fit(X)
+    return lambda: _core.feature_gp_lml(
+        rff._feature_map(),
+        X,
+        y,
+        drawn_length_scale=2.0,
+        length_scale=[2.5],
+        kernel_variance=0.5,
+        noise_variance=0.02,
+        center=True,
+        chunk_size=CHUNK,
+    )
+
+
 def main() -> None:
     print(f"Machine: {machine_line()}")
     print(f"Load average: {os.getloadavg()}\n")
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((N, D_IN))
-    y = np.sin(X.sum(1) / 2) + 0.1 * rng.standard_normal(N)
-    rff = rf.RandomFourierFeatures(D_FEAT, length_scale=2.0, random_state=0).fit(X)
-
-    def evaluation() -> None:
-        _core.feature_gp_lml(
-            rff._feature_map(),
-            X,
-            y,
-            drawn_length_scale=2.0,
-            length_scale=[2.5],
-            kernel_variance=0.5,
-            noise_variance=0.02,
-            center=True,
-            chunk_size=CHUNK,
-        )
-
+    X, y = data()
+    evaluation = lml_evaluation(X, y)
     per_eval = median_time(evaluation, repeats=3, warmup=1)
     fmas = 1.5 * N * D_FEAT**2
     print(f"One LML + gradient evaluation (N = {N:,}, d = {D_IN}, D = {D_FEAT:,}):")

@@ -179,9 +179,9 @@ def main() -> None:
         big_fit(optimize=True)
 
 
-def digits_arms() -> None:
-    Xtr, ytr, Xte, yte = digits()
-    arms = {
+def randfeat_arms() -> dict:
+    """The randfeat_rs arms, by name: callables that return an unfitted classifier."""
+    return {
         "randfeat_rs RandomFeatureGPC (RFF D=512, optimize)": lambda: rf.RandomFeatureGPC(
             rf.RandomFourierFeatures(512, length_scale=2.0, random_state=0),
             optimize=("length_scale", "kernel_variance"),
@@ -208,6 +208,13 @@ def digits_arms() -> None:
             n_restarts=0,
             random_state=0,
         ),
+    }
+
+
+def digits_arms() -> None:
+    Xtr, ytr, Xte, yte = digits()
+    arms = {
+        **randfeat_arms(),
         "sklearn GaussianProcessClassifier (C*RBF(8.0))": lambda: GaussianProcessClassifier(
             ConstantKernel(1.0) * RBF(8.0), random_state=0
         ),
