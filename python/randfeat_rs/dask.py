@@ -496,8 +496,9 @@ def fit(estimator: Any, X: Any, y: Any, *, persist: bool = True) -> Any:
       (restarts, coarse levels, the stage over the inducing inputs) with
       every evaluation of the bound and its gradient two tree reductions:
       the statistics (``O(M^2)`` to the driver), then, with the prior sent
-      back to the workers, the gradient sums. It follows the in-memory
-      fit's path to its optimum, with the same ``n_iter_``.
+      back to the workers, the gradient sums. It reaches the in-memory
+      optimum; the end of the path (in the bound's rounding noise) and
+      ``n_iter_`` can differ with the summation order.
 
     Parameters
     ----------
