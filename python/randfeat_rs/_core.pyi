@@ -17,6 +17,7 @@ __all__ = [
     "DirichletGPC",
     "ExactGp",
     "FeatureGp",
+    "FeatureLmlGradientPass",
     "FeatureLmlSums",
     "FeatureMap",
     "FeatureStats",
@@ -58,6 +59,7 @@ __all__ = [
     "set_num_threads",
     "simd_level",
     "sketch_variance",
+    "sparse_gp_optimize_blocks",
 ]
 __version__: str
 
@@ -159,6 +161,7 @@ def feature_gp_optimize_blocks(
     features: FeatureMap,
     *,
     evaluate: Callable[[list[float], int, bool], FeatureLmlSums],
+    gradient_pass: Callable[[FeatureLmlGradientPass, int], NDArray[np.float64]],
     n_rows: int,
     length_scale: float,
     noise_variance: float,
@@ -521,7 +524,7 @@ class SparseStats:
     def y_mean(self) -> float: ...
     @property
     def method(self) -> str: ...
-    def fit(self, *, prior: SparsePrior, center_y: bool, n_iter: int = 0) -> SparseGp: ...
+    def fit(self, *, prior: SparsePrior, center_y: bool) -> SparseGp: ...
     def gradient_sums(
         self,
         x: NDArray[np.floating],
@@ -546,6 +549,26 @@ class SparseGradientSums:
     @classmethod
     def _from_state(cls, state: bytes) -> SparseGradientSums: ...
 
+def sparse_gp_optimize_blocks(
+    *,
+    evaluate: Callable[[SparsePrior, int], tuple[SparseStats, SparseGradientSums]],
+    n_rows: int,
+    inducing: NDArray[np.floating],
+    method: str,
+    kernel: str,
+    length_scale: list[float],
+    kernel_variance: float,
+    noise_variance: float,
+    ard: bool,
+    optimize: list[str],
+    optimize_inducing: bool,
+    n_restarts: int,
+    max_iter: int,
+    center_y: bool,
+    seed: int,
+    progress: _Progress | None = None,
+) -> SparseGp: ...
+
 # Feature-space GP sums over blocks (src/python/feature_sums.rs)
 @final
 class FeatureLmlSums:
@@ -565,9 +588,25 @@ class FeatureLmlSums:
     @property
     def n(self) -> int: ...
     def log_marginal_likelihood(self, *, center_y: bool) -> tuple[float, list[float]]: ...
+    def gradient_pass(self, *, center_y: bool) -> FeatureLmlGradientPass: ...
     def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
     @classmethod
     def _from_state(cls, state: bytes) -> FeatureLmlSums: ...
+
+@final
+class FeatureLmlGradientPass:
+    def of_rows(
+        self,
+        x: NDArray[np.float64],
+        y: NDArray[np.float64],
+        *,
+        features: FeatureMap,
+        drawn_length_scale: float,
+        chunk_size: int,
+    ) -> NDArray[np.float64]: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @classmethod
+    def _from_state(cls, state: bytes) -> FeatureLmlGradientPass: ...
 
 # Localized Maclaurin GP (src/python/localized_gp.rs)
 @final

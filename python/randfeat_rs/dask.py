@@ -22,17 +22,18 @@ process by default, or a cluster once a ``distributed.Client`` exists.
   one process on the same rows up to the rounding of the summation order
   (about ``1e-15`` relative). A merge never modifies its inputs, so tasks
   that Dask recomputes after losing a worker cannot count rows twice.
-- ``fit(RandomFeatureGPR(optimize=...), X, y)`` fits the hyperparameters
-  of the feature-space GP with the in-memory optimizer, the input blocks
-  persisted on the workers: every evaluation of the log marginal likelihood
-  and its gradient is one tree reduction of per-block sums (``(k + 1) D^2``
-  float64 for ``k`` length scales) and a ``D x D`` solve on the driver.
-- :func:`sparse_objective` evaluates a :class:`~randfeat_rs.SparseGPR`'s
-  objective and gradient in two tree reductions, and
-  :func:`optimize_sparse_gpr` fits the hyperparameters of a
-  :class:`~randfeat_rs.SparseGPR` by L-BFGS with the input blocks persisted
-  on the workers: every evaluation of the bound and its gradient is two
-  tree reductions (the statistics, then the gradient sums).
+- ``fit(RandomFeatureGPR(optimize=...), X, y)`` and ``fit(SparseGPR(optimize=...),
+  X, y)`` fit the hyperparameters with the optimizer of the in-memory fit
+  (L-BFGS, restarts, coarse levels, in Rust on the driver), the input
+  blocks persisted on the workers. Every evaluation of the feature-space
+  GP's log marginal likelihood and its gradient is one tree reduction of
+  per-block sums (``2 D^2`` float64) and a ``D x D`` solve on the driver;
+  with ``ard=True`` a second reduction, with the solve sent to the blocks,
+  gives the per-dimension length-scale gradient. Every evaluation of the
+  sparse GP's bound and its gradient is two tree reductions (the
+  statistics, then the gradient sums).
+- :func:`sparse_objective` is one such evaluation of a
+  :class:`~randfeat_rs.SparseGPR`'s objective and gradient.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ from typing import Any, Callable, Optional
 import dask
 import dask.array as da
 import numpy as np
-import scipy.optimize
 import scipy.sparse
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
@@ -60,7 +60,6 @@ from .exceptions import InvalidInputError
 
 __all__ = [
     "fit",
-    "optimize_sparse_gpr",
     "predict",
     "predict_latent",
     "predict_noisy",
@@ -318,13 +317,17 @@ def _apply_latent(x: np.ndarray, estimator: Any) -> np.ndarray:
 
 def _merged(parts: list[Any]) -> Any:
     """The merge of some statistics (None for empty blocks), into a copy:
-    the inputs stay as they are, so a recomputed task gives the same sum."""
+    the inputs stay as they are, so a recomputed task gives the same sum.
+    Statistics are the library's mergeable sums or float64 arrays (added)."""
     parts = [p for p in parts if p is not None]
     if not parts:
         return None
     out = parts[0].copy()
     for p in parts[1:]:
-        out.merge(p)
+        if isinstance(out, np.ndarray):
+            out += p
+        else:
+            out.merge(p)
     return out
 
 
@@ -479,16 +482,28 @@ def fit(estimator: Any, X: Any, y: Any, *, persist: bool = True) -> Any:
       above): the in-memory optimizer (L-BFGS, ``n_restarts`` restarts,
       coarse-to-fine levels, in Rust on the driver) with every evaluation
       of the marginal likelihood and its gradient one tree reduction of
-      per-block sums, ``(k + 1) D^2`` float64 for ``k`` length scales
-      (``k = 0`` when the length scale is fixed, ``n_features`` with
-      ``ard=True``; refused beyond 256 MiB), and a ``D x D`` solve on the
-      driver. It reaches the in-memory optimum (the same evaluations up to
-      the rounding of the summation order).
+      per-block sums, ``2 D^2`` float64 with the length scale free (``D^2``
+      when it is fixed or with ``ard=True``; refused beyond 256 MiB), and a
+      ``D x D`` solve on the driver; with ``ard=True`` and the length
+      scales free, a second reduction sends ``w`` and ``A^-1`` of that
+      solve to the blocks, which return their part of the per-dimension
+      gradient (``n_features`` floats each), at the cost of the in-memory
+      evaluation's second pass. It follows the in-memory fit's path (the
+      same evaluations up to the rounding of the summation order) to its
+      optimum, with the same ``n_iter_``.
     - :class:`~randfeat_rs.RandomFeatureGPC`: the classes are the distinct
       labels of ``y`` (one pass over ``y``), the transformer as above.
     - :class:`~randfeat_rs.SparseGPR`: the inducing inputs as an array
-      (``inducing``) and the hyperparameters as values; ``optimize`` empty
-      (fixed hyperparameters), or see :func:`optimize_sparse_gpr`.
+      (``inducing``, e.g. chosen on a subsample in memory) and the
+      hyperparameters as values (the starts of those in ``optimize``).
+      With fixed hyperparameters one pass; with ``optimize`` (and
+      ``optimize_inducing``) the optimizer of the in-memory fit
+      (restarts, coarse levels, the stage over the inducing inputs) with
+      every evaluation of the bound and its gradient two tree reductions:
+      the statistics (``O(M^2)`` to the driver), then, with the prior sent
+      back to the workers, the gradient sums. It reaches the in-memory
+      optimum; the end of the path (in the bound's rounding noise) and
+      ``n_iter_`` can differ with the summation order.
 
     Parameters
     ----------
@@ -500,7 +515,7 @@ def fit(estimator: Any, X: Any, y: Any, *, persist: bool = True) -> Any:
         Targets or labels; rechunked to the row chunks of ``X`` when they
         differ.
     persist : bool, default=True
-        For ``RandomFeatureGPR(optimize=...)``: persist ``X`` and ``y`` on
+        For hyperparameter fits (``optimize``): persist ``X`` and ``y`` on
         the workers for the optimizer's evaluations (``False``: every
         evaluation recomputes or reloads the blocks, for data larger than
         the cluster's memory). Other fits make one pass and ignore it.
@@ -522,7 +537,7 @@ def fit(estimator: Any, X: Any, y: Any, *, persist: bool = True) -> Any:
     X = _rows(X)
     y = _targets(y, X)
     if isinstance(estimator, SparseGPR):
-        return _fit_sparse(estimator, X, y)
+        return _fit_sparse(estimator, X, y, persist)
     if isinstance(estimator, RandomFeatureGPR):
         return _fit_feature_gpr(estimator, X, y, persist)
     if isinstance(estimator, RandomFeatureGPC):
@@ -602,13 +617,42 @@ def _feature_lml_block(
     )
 
 
+def _gradient_pass_block(
+    second: Any, fmap: Any, drawn_length_scale: float, chunk: int, x: np.ndarray, y: np.ndarray
+) -> Any:
+    """One row block's part of the per-dimension length-scale gradient
+    (the entries, then the row count) for the driver's solve ``second`` (a
+    worker task); None for an empty block."""
+    if x.shape[0] == 0:
+        return None
+    return second.of_rows(
+        np.ascontiguousarray(x, dtype=np.float64),
+        np.ascontiguousarray(y, dtype=np.float64),
+        features=fmap,
+        drawn_length_scale=drawn_length_scale,
+        chunk_size=chunk,
+    )
+
+
+def _level(levels: list, level: int) -> tuple[da.Array, da.Array]:
+    """The rows of the optimizer's coarse level ``level``: ``levels[0]`` is
+    ``(X, y)``, level ``j + 1`` the strided rows ``0, 4, 8, ...`` of level
+    ``j`` (``n_j // 4`` of them), as the in-memory subsample; added to
+    ``levels`` as they are first asked for."""
+    while len(levels) <= level:
+        xl, yl = levels[-1]
+        stop = 4 * (xl.shape[0] // 4)
+        levels.append((xl[:stop:4], yl[:stop:4]))
+    return levels[level]
+
+
 def _optimize_feature_gpr(model: RandomFeatureGPR, X: da.Array, y: da.Array, persist: bool) -> None:
     """The marginal-likelihood fit of ``model.optimize`` on dask arrays: the
     in-memory optimizer (``_core.feature_gp_optimize_blocks``: L-BFGS,
     restarts and coarse levels in Rust) asks for the merged per-block sums
-    of every evaluation, one tree reduction each, over ``X`` and ``y``
-    persisted on the workers (with ``persist``); the coarse levels are the
-    strided rows ``0, 4, 8, ...`` of the level above, as in memory."""
+    of every evaluation, one tree reduction each (two with ``ard=True``),
+    over ``X`` and ``y`` persisted on the workers (with ``persist``), on
+    the coarse levels of :func:`_level`."""
     names = _optimize_names(model.optimize)
     f = model._optimizable_features()
     if persist:
@@ -623,17 +667,18 @@ def _optimize_feature_gpr(model: RandomFeatureGPR, X: da.Array, y: da.Array, per
     levels = [(X, y)]
 
     def evaluate(values: list, level: int, gradient: bool) -> Any:
-        while len(levels) <= level:
-            xl, yl = levels[-1]
-            stop = 4 * (xl.shape[0] // 4)
-            levels.append((xl[:stop:4], yl[:stop:4]))
-        xl, yl = levels[level]
+        xl, yl = _level(levels, level)
         return _reduced(_feature_lml_block, (fmap, drawn, values, gradient, chunk), xl, yl)
+
+    def gradient_pass(second: Any, level: int) -> Any:
+        xl, yl = _level(levels, level)
+        return _reduced(_gradient_pass_block, (second, fmap, drawn, chunk), xl, yl)
 
     with progress_printer(type(model).__name__, bool(model.verbose)) as progress:
         fitted = _core.feature_gp_optimize_blocks(
             fmap,
             evaluate=evaluate,
+            gradient_pass=gradient_pass,
             n_rows=int(X.shape[0]),
             length_scale=drawn,
             noise_variance=noise,
@@ -670,22 +715,59 @@ def _fit_gpc(estimator: RandomFeatureGPC, X: da.Array, y: da.Array) -> RandomFea
     return model
 
 
-def _fit_sparse(estimator: SparseGPR, X: da.Array, y: da.Array) -> SparseGPR:
+def _fit_sparse(estimator: SparseGPR, X: da.Array, y: da.Array, persist: bool) -> SparseGPR:
     model = clone(estimator)
     model._validate_params()
-    if len(model.optimize) > 0 or model.optimize_inducing:
-        raise InvalidInputError(
-            "SparseGPR on dask arrays: `fit` keeps the hyperparameters fixed (set "
-            "optimize=()); optimize_sparse_gpr fits them with one distributed pass per "
-            "evaluation"
-        )
     model._resolve_device(unsupported=SPARSE_DASK_CPU_ONLY)
-    prior = _core.SparsePrior(**_sparse_prior(model, int(X.shape[1])))
-    model._fit_seed()
-    stats = _sparse_stats(model, prior, X, y)
-    model._gp = stats.fit(prior=prior, center_y=bool(model.center_y))
-    model.n_features_in_ = int(X.shape[1])
+    d = int(X.shape[1])
+    start = _sparse_prior(model, d)
+    seed = model._fit_seed()
+    if len(model.optimize) == 0 and not model.optimize_inducing:
+        prior = _core.SparsePrior(**start)
+        stats = _sparse_stats(model, prior, X, y)
+        model._gp = stats.fit(prior=prior, center_y=bool(model.center_y))
+    else:
+        model._gp = _optimize_sparse(model, start, seed, X, y, persist)
+    model.n_features_in_ = d
     return model
+
+
+def _optimize_sparse(
+    model: SparseGPR, start: dict, seed: int, X: da.Array, y: da.Array, persist: bool
+) -> Any:
+    """The fitted ``_core.SparseGp`` of the hyperparameter fit on dask
+    arrays: the in-memory optimizer (``_core.sparse_gp_optimize_blocks``:
+    L-BFGS, restarts, coarse levels and the stage over the inducing inputs
+    in Rust) asks for the statistics and gradient sums of every evaluation
+    (two tree reductions) over ``X`` and ``y`` persisted on the workers
+    (with ``persist``), on the coarse levels of :func:`_level`."""
+    if persist:
+        X, y = dask.persist(X, y)
+    levels = [(X, y)]
+
+    def evaluate(prior: Any, level: int) -> tuple[Any, Any]:
+        xl, yl = _level(levels, level)
+        return _sparse_passes(model, prior, xl, yl)
+
+    with progress_printer(type(model).__name__, bool(model.verbose)) as progress:
+        return _core.sparse_gp_optimize_blocks(
+            evaluate=evaluate,
+            n_rows=int(X.shape[0]),
+            inducing=start["inducing"],
+            method=model.method,
+            kernel=start["kernel"],
+            length_scale=start["length_scale"],
+            kernel_variance=start["kernel_variance"],
+            noise_variance=start["noise_variance"],
+            ard=bool(model.ard),
+            optimize=[str(n) for n in model.optimize],
+            optimize_inducing=bool(model.optimize_inducing),
+            n_restarts=int(model.n_restarts),
+            max_iter=int(model.max_iter),
+            center_y=bool(model.center_y),
+            seed=seed,
+            progress=progress,
+        )
 
 
 def _sparse_stats(model: SparseGPR, prior: Any, X: da.Array, y: da.Array) -> Any:
@@ -709,17 +791,14 @@ def _sparse_gradient_block(
     )
 
 
-def _sparse_evaluate(
-    model: SparseGPR, prior: Any, X: da.Array, y: da.Array
-) -> tuple[float, list[float]]:
-    """The objective at ``prior`` and its gradient in the log
-    hyperparameters: two tree reductions (statistics, gradient sums)."""
+def _sparse_passes(model: SparseGPR, prior: Any, X: da.Array, y: da.Array) -> tuple[Any, Any]:
+    """The statistics at ``prior`` and the gradient sums of their bound's
+    adjoints: two tree reductions."""
     center = bool(model.center_y)
     chunk = None if model.chunk_size is None else int(model.chunk_size)
     stats = _sparse_stats(model, prior, X, y)
     sums = _reduced(_sparse_gradient_block, (stats, prior, center, chunk), X, y)
-    value, grad, _ = stats.objective(sums, prior=prior, center_y=center)
-    return float(value), list(grad)
+    return stats, sums
 
 
 def sparse_objective(estimator: SparseGPR, X: Any, y: Any) -> tuple[float, np.ndarray]:
@@ -745,106 +824,6 @@ def sparse_objective(estimator: SparseGPR, X: Any, y: Any) -> tuple[float, np.nd
         raise TypeError(f"`estimator` must be a SparseGPR, got {type(estimator).__name__}")
     estimator._validate_params()
     prior = _core.SparsePrior(**_sparse_prior(estimator, int(X.shape[1])))
-    value, grad = _sparse_evaluate(estimator, prior, X, y)
-    return value, np.asarray(grad)
-
-
-def optimize_sparse_gpr(
-    estimator: SparseGPR,
-    X: Any,
-    y: Any,
-    *,
-    max_iter: Optional[int] = None,
-    persist: bool = True,
-) -> SparseGPR:
-    """Fit a :class:`~randfeat_rs.SparseGPR`'s hyperparameters on dask arrays.
-
-    L-BFGS (SciPy's, over the logs of the hyperparameters in
-    ``estimator.optimize``, from the given values, the inducing inputs
-    fixed) on the objective of ``estimator.method``; every evaluation is
-    two distributed passes over the blocks, each a tree reduction: the
-    statistics (``O(M^2)`` to the driver), then, with the bound's adjoints
-    sent back to the workers, the gradient sums. The input blocks are
-    persisted on the workers first (``persist=True``), so the passes do not
-    recompute or reload them. The result is the model at the optimum, with
-    the objective and gradient of the in-memory fit (the same function at
-    every point); the optimizer's path differs from the in-memory one
-    (which adds restarts and a coarse-to-fine start), so compare optima,
-    not iterates.
-
-    Parameters
-    ----------
-    estimator : SparseGPR
-        With ``inducing`` an array and ``length_scale``,
-        ``kernel_variance``, ``noise_variance`` values (the starts).
-    X : dask.array.Array of shape (n_samples, n_features)
-    y : dask.array.Array of shape (n_samples,)
-    max_iter : int, default=None
-        L-BFGS iterations (``None``: ``estimator.max_iter``).
-    persist : bool, default=True
-        Persist ``X`` and ``y`` on the workers for the evaluations.
-
-    Returns
-    -------
-    SparseGPR
-        A fitted clone: the model at the optimum; ``n_iter_`` counts the
-        L-BFGS iterations.
-    """
-    X = _rows(X)
-    y = _targets(y, X)
-    if not isinstance(estimator, SparseGPR):
-        raise TypeError(f"`estimator` must be a SparseGPR, got {type(estimator).__name__}")
-    model = clone(estimator)
-    model._validate_params()
-    model._resolve_device(unsupported=SPARSE_DASK_CPU_ONLY)
-    names = [str(n) for n in model.optimize]
-    start = _sparse_prior(model, int(X.shape[1]))
-    if persist:
-        X, y = dask.persist(X, y)
-    n_ls = len(start["length_scale"])
-    # The log hyperparameters (ln l.., ln kernel_variance, ln noise_variance).
-    theta0 = np.log([*start["length_scale"], start["kernel_variance"], start["noise_variance"]])
-    free = np.zeros(theta0.shape[0], dtype=bool)
-    for n in names:
-        if n == "length_scale":
-            free[:n_ls] = True
-        elif n == "kernel_variance":
-            free[n_ls] = True
-        elif n == "noise_variance":
-            free[n_ls + 1] = True
-
-    def prior_at(theta: np.ndarray) -> Any:
-        v = np.exp(theta)
-        return _core.SparsePrior(
-            **{
-                **start,
-                "length_scale": v[:n_ls].tolist(),
-                "kernel_variance": float(v[n_ls]),
-                "noise_variance": float(v[n_ls + 1]),
-            }
-        )
-
-    def evaluate(free_theta: np.ndarray) -> tuple[float, np.ndarray]:
-        theta = theta0.copy()
-        theta[free] = free_theta
-        value, grad = _sparse_evaluate(model, prior_at(theta), X, y)
-        return -value, -np.asarray(grad)[free]
-
-    n_iter = 0
-    theta = theta0.copy()
-    if free.any():
-        res = scipy.optimize.minimize(
-            evaluate,
-            theta0[free],
-            jac=True,
-            method="L-BFGS-B",
-            options={"maxiter": int(max_iter if max_iter is not None else model.max_iter)},
-        )
-        theta[free] = res.x
-        n_iter = int(res.nit)
-    prior = prior_at(theta)
-    model._fit_seed()
-    stats = _sparse_stats(model, prior, X, y)
-    model._gp = stats.fit(prior=prior, center_y=bool(model.center_y), n_iter=n_iter)
-    model.n_features_in_ = int(X.shape[1])
-    return model
+    stats, sums = _sparse_passes(estimator, prior, X, y)
+    value, grad, _ = stats.objective(sums, prior=prior, center_y=bool(estimator.center_y))
+    return float(value), np.asarray(grad)

@@ -27,7 +27,8 @@ pub use dirichlet::{DirichletGpc, ExactGpc};
 pub use exact::{fit_exact, ExactGpConfig};
 pub use exact::{ExactGp, LmlEval};
 pub use feature_lml::{
-    fit_feature_gp, fit_feature_gp_blocks, FeatureLmlConfig, FittedFeatureGp, HyperMap, LmlSums,
+    fit_feature_gp, fit_feature_gp_blocks, FeatureLmlConfig, FittedFeatureGp, GradientPass,
+    HyperMap, LmlSums,
 };
 pub use features::FeatureGp;
 pub use localized::{LocalizedConfig, LocalizedMaclaurinGp, ThresholdSearch};

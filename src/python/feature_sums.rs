@@ -2,20 +2,19 @@
 //! that live in blocks elsewhere (docs/math/gp.rst, feature-space GP,
 //! "Distributed evaluation"): the per-block sums of one evaluation
 //! (`_core.FeatureLmlSums`: computed from one block, merged exactly,
-//! pickled by value) and the optimizer that asks a Python callable for the
-//! merged sums of every evaluation (`_core.feature_gp_optimize_blocks`).
+//! pickled by value), the second pass of an evaluation with per-dimension
+//! length scales (`_core.FeatureLmlGradientPass`) and the optimizer that
+//! asks Python callables for the merged sums of every evaluation
+//! (`_core.feature_gp_optimize_blocks`).
 
-use std::sync::Mutex;
-
-use numpy::{PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{IntoPyArray, PyArray1, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use super::feature_map::PyFeatureMap;
 use super::ffi;
 use super::gp::{fitted, lml_config, parse_optimize, Fitted};
-use crate::error::{Error, Result};
-use crate::gp::{fit_feature_gp_blocks, HyperMap, LmlSums};
+use crate::gp::{fit_feature_gp_blocks, GradientPass, HyperMap, LmlSums};
 use crate::progress::Monitor;
 use crate::threads::Parallelism;
 
@@ -46,10 +45,7 @@ impl PyLmlSums {
         gradient: bool,
         chunk_size: usize,
     ) -> PyResult<Self> {
-        let map = ffi::map_result(
-            py,
-            HyperMap::new(features.inner.clone(), vec![drawn_length_scale]),
-        )?;
+        let map = hyper_map(py, &features, drawn_length_scale)?;
         let (xv, yv) = (x.as_array(), y.as_array());
         let inner = ffi::call_monitored(py, None, |monitor| {
             LmlSums::of_rows(
@@ -95,6 +91,18 @@ impl PyLmlSums {
         Ok((gp.lml, grad))
     }
 
+    /// The second reduction of an evaluation with per-dimension length
+    /// scales: the pass of these (all rows', without the length-scale
+    /// parts) sums' solve, whose summed `of_rows` over all rows are the
+    /// length-scale entries of the gradient; `center_y` as in
+    /// `log_marginal_likelihood`.
+    #[pyo3(signature = (*, center_y))]
+    fn gradient_pass(&self, py: Python<'_>, center_y: bool) -> PyResult<PyGradientPass> {
+        let sums = &self.inner;
+        let inner = ffi::call(py, || sums.gradient_pass(center_y, Parallelism::Rayon))?;
+        Ok(PyGradientPass { inner })
+    }
+
     /// Pickles the sums by value (see [`ffi::reduce`]).
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<ffi::Reduced<'py>> {
         ffi::reduce(slf, &slf.borrow().inner)
@@ -110,22 +118,83 @@ impl PyLmlSums {
     }
 }
 
+/// The map of `features` drawn at `length_scale`, whose hyperparameters
+/// move with the draw fixed.
+fn hyper_map(py: Python<'_>, features: &PyFeatureMap, length_scale: f64) -> PyResult<HyperMap> {
+    ffi::map_result(
+        py,
+        HyperMap::new(features.inner.clone(), vec![length_scale]),
+    )
+}
+
+/// The second reduction of an evaluation with per-dimension length scales
+/// (see [`GradientPass`]): the driver's solve, sent to every block, pickled
+/// by value.
+#[pyclass(module = "randfeat_rs._core", name = "FeatureLmlGradientPass", frozen)]
+pub(super) struct PyGradientPass {
+    inner: GradientPass,
+}
+
+#[pymethods]
+impl PyGradientPass {
+    /// The length-scale gradient's sums of the rows `(x, y)` of one block
+    /// under the fitted random Fourier map `features` drawn at
+    /// `drawn_length_scale`, `chunk_size` rows transformed at a time: one
+    /// entry per length scale, then the number of rows (float64; the
+    /// entries of blocks add up to those of their rows together).
+    #[pyo3(signature = (x, y, *, features, drawn_length_scale, chunk_size))]
+    fn of_rows<'py>(
+        &self,
+        py: Python<'py>,
+        x: PyReadonlyArray2<'_, f64>,
+        y: PyReadonlyArray1<'_, f64>,
+        features: PyRef<'_, PyFeatureMap>,
+        drawn_length_scale: f64,
+        chunk_size: usize,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let map = hyper_map(py, &features, drawn_length_scale)?;
+        let (xv, yv, pass) = (x.as_array(), y.as_array(), &self.inner);
+        let out = ffi::call_monitored(py, None, |monitor| {
+            pass.of_rows(&map, xv, yv, chunk_size, Parallelism::Rayon, monitor)
+        })?;
+        Ok(out.into_pyarray(py))
+    }
+
+    /// Pickles the pass by value (see [`ffi::reduce`]).
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<ffi::Reduced<'py>> {
+        ffi::reduce(slf, &slf.get().inner)
+    }
+
+    /// The pass of a pickled payload (see [`ffi::from_state`]), checked by
+    /// [`GradientPass::validate`].
+    #[classmethod]
+    fn _from_state(cls: &Bound<'_, PyType>, state: &[u8]) -> PyResult<Self> {
+        let inner: GradientPass = ffi::from_state::<Self, _>(cls.py(), state)?;
+        ffi::map_result(cls.py(), inner.validate())?;
+        Ok(Self { inner })
+    }
+}
+
 /// Fits the hyperparameters of the feature-space GP of a fitted random
 /// Fourier or Maclaurin map on rows held elsewhere
 /// ([`fit_feature_gp_blocks`]): the optimizer, restarts and coarse levels
 /// of `feature_gp_optimize`, every evaluation the `FeatureLmlSums` of all
 /// rows that `evaluate(values, level, gradient)` returns (level 0: all
-/// `n_rows` rows; level `j + 1`: the rows `0, 4, 8, ...` of level `j`).
-/// `noise_variance` is the fixed or initial noise variance. Runs on the
-/// calling thread with the GIL (the callable runs there); Ctrl-C is checked
-/// before every evaluation. Returns what `feature_gp_optimize` returns.
+/// `n_rows` rows; level `j + 1`: the rows `0, 4, 8, ...` of level `j`) and,
+/// with per-dimension length scales, the summed
+/// `FeatureLmlGradientPass.of_rows` of all rows of the level that
+/// `gradient_pass(pass, level)` returns. `noise_variance` is the fixed or
+/// initial noise variance. Runs on the calling thread with the GIL (the
+/// callables run there); Ctrl-C is checked before every call. Returns what
+/// `feature_gp_optimize` returns.
 #[pyfunction]
-#[pyo3(signature = (features, *, evaluate, n_rows, length_scale, noise_variance, optimize, n_restarts, seed, center, ard=false, progress=None))]
+#[pyo3(signature = (features, *, evaluate, gradient_pass, n_rows, length_scale, noise_variance, optimize, n_restarts, seed, center, ard=false, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn feature_gp_optimize_blocks<'py>(
     py: Python<'py>,
     features: PyRef<'py, PyFeatureMap>,
     evaluate: Py<PyAny>,
+    gradient_pass: Py<PyAny>,
     n_rows: usize,
     length_scale: f64,
     noise_variance: f64,
@@ -137,10 +206,7 @@ fn feature_gp_optimize_blocks<'py>(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Fitted<'py>> {
     let optimize = parse_optimize(py, &optimize)?;
-    let map = ffi::map_result(
-        py,
-        HyperMap::new(features.inner.clone(), vec![length_scale]),
-    )?;
+    let map = hyper_map(py, &features, length_scale)?;
     let cfg = lml_config(
         Some(noise_variance),
         ard,
@@ -151,42 +217,47 @@ fn feature_gp_optimize_blocks<'py>(
         1,
     );
     let monitor = Monitor::new();
-    // A Python exception of the callable (or Ctrl-C) ends the fit as an
-    // interruption and is raised as it is.
-    let raised: Mutex<Option<PyErr>> = Mutex::new(None);
-    let sums = |values: &[f64], level: usize, gradient: bool| -> Result<LmlSums> {
-        Python::attach(|py| {
-            let call = || -> PyResult<LmlSums> {
-                py.check_signals()?;
-                if let Some(p) = &progress {
-                    ffi::report(&monitor, p.bind(py))?;
-                }
-                let out = evaluate
-                    .bind(py)
-                    .call1((values.to_vec(), level, gradient))?;
-                let sums = out.downcast::<PyLmlSums>()?;
-                let inner = sums.borrow().inner.clone();
-                Ok(inner)
-            };
-            call().map_err(|e| {
-                monitor.cancel();
-                *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                Error::Interrupted
-            })
+    let calls = ffi::Callbacks::new(&monitor, progress.as_ref());
+    let sums = |values: &[f64], level: usize, gradient: bool| {
+        calls.call(|py| {
+            let out = evaluate
+                .bind(py)
+                .call1((values.to_vec(), level, gradient))?;
+            let sums = out.downcast::<PyLmlSums>()?;
+            let inner = sums.borrow().inner.clone();
+            Ok(inner)
         })
     };
-    let fit = fit_feature_gp_blocks(&map, n_rows, &cfg, &sums, Parallelism::Rayon, &monitor);
-    if let Some(e) = raised.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        return Err(e);
-    }
-    if let Some(p) = &progress {
-        ffi::report(&monitor, p.bind(py))?;
-    }
-    Ok(fitted(py, ffi::map_result(py, fit)?))
+    let pass = |pass: &GradientPass, level: usize| {
+        calls.call(|py| {
+            let payload = Py::new(
+                py,
+                PyGradientPass {
+                    inner: pass.clone(),
+                },
+            )?;
+            let out = gradient_pass.bind(py).call1((payload, level))?;
+            let sums: PyReadonlyArray1<'_, f64> = out.extract()?;
+            Ok(sums.as_array().to_vec())
+        })
+    };
+    let fit = fit_feature_gp_blocks(
+        &map,
+        n_rows,
+        &cfg,
+        &sums,
+        &pass,
+        Parallelism::Rayon,
+        &monitor,
+    );
+    let fit = calls.finish(py, fit)?;
+    Ok(fitted(py, fit))
 }
 
-/// Registers `FeatureLmlSums` and `feature_gp_optimize_blocks`.
+/// Registers `FeatureLmlSums`, `FeatureLmlGradientPass` and
+/// `feature_gp_optimize_blocks`.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyLmlSums>()?;
+    m.add_class::<PyGradientPass>()?;
     m.add_function(wrap_pyfunction!(feature_gp_optimize_blocks, m)?)
 }

@@ -30,6 +30,7 @@ use std::any::Any;
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray2, PyReadwriteArray2, PyUntypedArrayMethods};
@@ -368,6 +369,73 @@ pub(crate) fn report(monitor: &Monitor, callback: &Bound<'_, PyAny>) -> PyResult
     let (stage, done, total) = monitor.snapshot();
     callback.call1((stage, done, total, monitor.take_messages()))?;
     Ok(())
+}
+
+/// Calls into Python from a Rust computation that runs on the calling
+/// thread with the GIL held (an optimizer asking a Python callable for the
+/// reductions of a distributed evaluation): every call first checks Ctrl-C
+/// and reports progress; a `NotPositiveDefiniteError` is the call's
+/// [`Error::NotPositiveDefinite`], any other Python exception cancels the
+/// monitor, ends the computation as [`Error::Interrupted`] and is kept, to
+/// be raised as it is by [`Callbacks::finish`].
+pub(crate) struct Callbacks<'a> {
+    monitor: &'a Monitor,
+    progress: Option<&'a Py<PyAny>>,
+    raised: Mutex<Option<PyErr>>,
+}
+
+impl<'a> Callbacks<'a> {
+    /// Callbacks reporting `monitor` to `progress` (when given).
+    pub(crate) fn new(monitor: &'a Monitor, progress: Option<&'a Py<PyAny>>) -> Self {
+        Self {
+            monitor,
+            progress,
+            raised: Mutex::new(None),
+        }
+    }
+
+    /// `f` with the GIL, after the Ctrl-C check and the progress report.
+    ///
+    /// # Errors
+    /// [`Error::Interrupted`] for a Python exception (kept) or Ctrl-C.
+    pub(crate) fn call<T>(&self, f: impl FnOnce(Python<'_>) -> PyResult<T>) -> crate::Result<T> {
+        Python::attach(|py| {
+            let run = || -> PyResult<T> {
+                py.check_signals()?;
+                if let Some(p) = self.progress {
+                    report(self.monitor, p.bind(py))?;
+                }
+                f(py)
+            };
+            run().map_err(|e| {
+                // A factorization that fails in a reduction fails the
+                // evaluation, as it would in memory: the optimizer handles
+                // it (the pivot is not carried over).
+                let numerical = py
+                    .import("randfeat_rs.exceptions")
+                    .and_then(|m| m.getattr("NotPositiveDefiniteError"))
+                    .is_ok_and(|cls| e.matches(py, cls).unwrap_or(false));
+                if numerical {
+                    return Error::NotPositiveDefinite { index: 0 };
+                }
+                self.monitor.cancel();
+                *self.raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                Error::Interrupted
+            })
+        })
+    }
+
+    /// The outcome of the computation: the kept Python exception if a call
+    /// raised one, else `outcome` after a last progress report.
+    pub(crate) fn finish<T>(self, py: Python<'_>, outcome: crate::Result<T>) -> PyResult<T> {
+        if let Some(e) = self.raised.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(e);
+        }
+        if let Some(p) = self.progress {
+            report(self.monitor, p.bind(py))?;
+        }
+        map_result(py, outcome)
+    }
 }
 
 /// Work of at most this many floating-point operations per pool thread

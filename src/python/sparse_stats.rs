@@ -5,7 +5,9 @@
 //! statistics ([`SparseStats`], `_core.SparseStats`) and the second pass's
 //! gradient sums ([`GradientSums`], `_core.SparseGradientSums`), each
 //! computed from one block of rows, merged exactly, pickled by value, and
-//! finished into the model or the objective's gradient.
+//! finished into the model or the objective's gradient; and the optimizer
+//! of the in-memory fit on such evaluations
+//! (`_core.sparse_gp_optimize_blocks`).
 
 use ndarray::{s, Array2, ArrayView1, ArrayView2};
 use numpy::{IntoPyArray, PyArray2, PyReadonlyArray1};
@@ -13,13 +15,17 @@ use pyo3::prelude::*;
 use pyo3::types::PyType;
 
 use super::ffi::{self, FloatArray2};
+use super::gp::parse_optimize;
 use super::sparse_gp::{rows_f64, PySparseGp};
 use crate::error::{Error, Result};
+use crate::gp::optimize::{HyperInit, OptimizerConfig};
 use crate::gp::sparse::{
-    accumulate_gradient, bound, default_chunk_rows, finish, Adjoint, Bound as SparseBound,
-    GradientSums, InducingPrior, Method, SparseGp, SparseStats,
+    accumulate_gradient, bound, default_chunk_rows, finish, fit_sparse_blocks, Adjoint,
+    Bound as SparseBound, GradientSums, InducingInit, InducingPrior, Method, SparseGp,
+    SparseGpConfig, SparseStats,
 };
 use crate::kernels::{Kernel, StationaryKernel};
+use crate::progress::Monitor;
 use crate::threads::Parallelism;
 
 /// The values that define a [`PySparsePrior`] (its pickled form).
@@ -219,20 +225,18 @@ impl PySparseStats {
     /// The sparse GP of the merged statistics at `prior` (no optimization;
     /// `center_y` subtracts the target mean): the model `SparseGp.fit`
     /// gives on the same rows with these fixed hyperparameters and
-    /// inducing inputs. `n_iter` is the optimizer iterations the model
-    /// reports (those of a fit done elsewhere).
-    #[pyo3(signature = (*, prior, center_y, n_iter=0))]
+    /// inducing inputs.
+    #[pyo3(signature = (*, prior, center_y))]
     fn fit(
         &self,
         py: Python<'_>,
         prior: PyRef<'_, PySparsePrior>,
         center_y: bool,
-        n_iter: u64,
     ) -> PyResult<PySparseGp> {
         let (stats, prior) = (&self.inner, &prior.built);
         let inner = ffi::call(py, || {
             let b = bound(stats, prior, center_y, false, Parallelism::Rayon)?;
-            let gp = SparseGp::from_bound(stats.method, prior.clone(), b, n_iter);
+            let gp = SparseGp::from_bound(stats.method, prior.clone(), b, 0);
             gp.validate()?;
             Ok(gp)
         })?;
@@ -372,9 +376,96 @@ impl PySparseGradientSums {
     }
 }
 
-/// Registers `SparsePrior`, `SparseStats` and `SparseGradientSums`.
+/// Fits a sparse GP's hyperparameters (and with `optimize_inducing` its
+/// inducing inputs) on `n_rows` rows of `n_features` columns held
+/// elsewhere ([`fit_sparse_blocks`]): the optimizer, restarts, coarse
+/// levels and stages of `SparseGp.fit` from the given inducing inputs
+/// (`M x d`) and hyperparameters, every evaluation the pair `(SparseStats,
+/// SparseGradientSums)` of all rows that `evaluate(prior, level)` returns
+/// for a `SparsePrior` (level 0: all rows; level `j + 1`: the rows `0, 4,
+/// 8, ...` of level `j`). Runs on the calling thread with the GIL (the
+/// callable runs there); Ctrl-C is checked before every evaluation.
+/// `progress` as in `SparseGp.fit`.
+#[pyfunction]
+#[pyo3(signature = (*, evaluate, n_rows, inducing, method, kernel, length_scale, kernel_variance,
+                    noise_variance, ard, optimize, optimize_inducing, n_restarts, max_iter,
+                    center_y, seed, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn sparse_gp_optimize_blocks(
+    py: Python<'_>,
+    evaluate: Py<PyAny>,
+    n_rows: usize,
+    inducing: FloatArray2<'_>,
+    method: &str,
+    kernel: &str,
+    length_scale: Vec<f64>,
+    kernel_variance: f64,
+    noise_variance: f64,
+    ard: bool,
+    optimize: Vec<String>,
+    optimize_inducing: bool,
+    n_restarts: usize,
+    max_iter: u64,
+    center_y: bool,
+    seed: u64,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<PySparseGp> {
+    let z = rows_f64(inducing);
+    let d = z.ncols();
+    let cfg = SparseGpConfig {
+        kernel: ffi::map_result(py, Kernel::from_name(kernel))?,
+        method: ffi::map_result(py, Method::from_name(method))?,
+        n_inducing: z.nrows(),
+        inducing: InducingInit::Given(z),
+        hyper: HyperInit {
+            length_scale: Some(length_scale),
+            kernel_variance: Some(kernel_variance),
+            noise_variance: Some(noise_variance),
+            ard,
+            optimize: parse_optimize(py, &optimize)?,
+        },
+        optimize_inducing,
+        optimizer: OptimizerConfig {
+            n_restarts,
+            seed,
+            max_iter,
+            ..OptimizerConfig::default()
+        },
+        center: center_y,
+        chunk_rows: None,
+        device: crate::gpu::Device::Cpu,
+    };
+    let monitor = Monitor::new();
+    let calls = ffi::Callbacks::new(&monitor, progress.as_ref());
+    let sums = |prior: &InducingPrior, level: usize| {
+        calls.call(|py| {
+            let prior = Py::new(
+                py,
+                PySparsePrior {
+                    values: PriorValues {
+                        z: prior.z.clone(),
+                        params: prior.params.clone(),
+                        noise: prior.noise_variance,
+                    },
+                    built: prior.clone(),
+                },
+            )?;
+            let out = evaluate.bind(py).call1((prior, level))?;
+            let (stats, sums): (PyRef<'_, PySparseStats>, PyRef<'_, PySparseGradientSums>) =
+                out.extract()?;
+            Ok((stats.inner.clone(), sums.inner.clone()))
+        })
+    };
+    let fit = fit_sparse_blocks(n_rows, d, &cfg, &sums, Parallelism::Rayon, &monitor);
+    let inner = calls.finish(py, fit)?;
+    Ok(PySparseGp { inner })
+}
+
+/// Registers `SparsePrior`, `SparseStats`, `SparseGradientSums` and
+/// `sparse_gp_optimize_blocks`.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PySparsePrior>()?;
     m.add_class::<PySparseStats>()?;
-    m.add_class::<PySparseGradientSums>()
+    m.add_class::<PySparseGradientSums>()?;
+    m.add_function(wrap_pyfunction!(sparse_gp_optimize_blocks, m)?)
 }

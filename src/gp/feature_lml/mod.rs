@@ -38,7 +38,7 @@ use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
 
 mod sums;
-pub use sums::{fit_feature_gp_blocks, BlockLml, LmlSums, MAX_SUMS_BYTES};
+pub use sums::{fit_feature_gp_blocks, BlockLml, GradientPass, LmlSums, MAX_SUMS_BYTES};
 
 /// What the error for a map without a known derivative names.
 const SUPPORTED: &str = "the marginal-likelihood fit of the feature-space GP needs a feature map \
@@ -393,6 +393,74 @@ fn buf_resize(buf: &mut Array2<f64>, n: usize, m: usize) {
     }
 }
 
+/// The second pass of the length-scale gradient (see the module docs):
+/// with the solve of the first pass (`w`, `A^{−1}`, the subtracted target
+/// mean `ȳ` and `σ_n²`), every chunk's `Φ_c` again, `R_c = α_c wᵀ −
+/// Φ_c A^{−1}/σ_n²` (one GEMM, `α_c = (y_c − ȳ − Φ_c w)/σ_n²`) and its
+/// contraction with `∂Φ_c/∂ln l_a` ([`MapAt::contract`]). The in-process
+/// evaluation runs it over all rows, a distributed one over each block
+/// ([`GradientPass`]); the sums add up.
+pub(crate) struct SecondPass<'a> {
+    /// The map at the evaluation's hyperparameters.
+    pub map: &'a MapAt,
+    /// `w = A^{−1}Φᵀ(y − ȳ)/σ_n²` (`D`).
+    pub beta: ArrayView1<'a, f64>,
+    /// `A^{−1}` (`D × D`).
+    pub a_inv: ArrayView2<'a, f64>,
+    /// The target mean subtracted (0 without centering).
+    pub y_mean: f64,
+    /// `σ_n²`.
+    pub noise_variance: f64,
+}
+
+impl SecondPass<'_> {
+    /// Adds `Σ_i ⟨R_i, ∂φ_i/∂ln l_a⟩` of the rows `(x, y)` to `out` (one
+    /// entry per length scale), `chunk_rows` rows at a time; `monitor` is
+    /// checked before every chunk.
+    pub(crate) fn add_rows(
+        &self,
+        x: ArrayView2<'_, f64>,
+        y: ArrayView1<'_, f64>,
+        chunk_rows: usize,
+        par: Parallelism,
+        monitor: &Monitor,
+        out: &mut [f64],
+    ) -> Result<()> {
+        let rows = chunk_rows.min(x.nrows());
+        let dim = self.beta.len();
+        let (w, nv) = (self.beta, self.noise_variance);
+        let mut phi = Array2::<f64>::zeros((rows, dim));
+        let mut r = Array2::<f64>::zeros((rows, dim));
+        let mut buf = Array2::<f64>::zeros((0, 0));
+        let fpar = faer_par(par);
+        for (xc, yc) in x
+            .axis_chunks_iter(Axis(0), chunk_rows)
+            .zip(y.axis_chunks_iter(Axis(0), chunk_rows))
+        {
+            monitor.check()?;
+            let c = xc.nrows();
+            let mut p = phi.slice_mut(s![..c, ..]);
+            self.map.transform(xc, p.view_mut(), par)?;
+            let alpha: Array1<f64> = (&yc - self.y_mean - p.dot(&w)) / nv;
+            let mut rc = r.slice_mut(s![..c, ..]);
+            faer::linalg::matmul::matmul(
+                as_faer_mut(rc.view_mut()),
+                Accum::Replace,
+                as_faer(p.view()),
+                as_faer(self.a_inv),
+                -1.0 / nv,
+                fpar,
+            );
+            for (mut row, &a) in rc.rows_mut().into_iter().zip(&alpha) {
+                row.scaled_add(a, &w);
+            }
+            self.map
+                .contract(xc, p.view(), rc.view(), &mut buf, out, par)?;
+        }
+        Ok(())
+    }
+}
+
 /// The feature-space log marginal likelihood and its gradient as an
 /// [`Objective`] of the free log hyperparameters `(ln l.., ln σ², ln σ_n²)`;
 /// an evaluation's fit is the fitted GP and its statistics.
@@ -480,13 +548,15 @@ impl<'a> FeatureLml<'a> {
         let dim = self.map.n_components();
         let n_rows = self.x.nrows();
         let rows = self.chunk_rows.min(n_rows);
-        let mut phi = Array2::<f64>::zeros((rows, dim));
         let mut stats = FeatureStats::new(dim);
-        for (xc, yc) in self.chunks() {
-            monitor.check()?;
-            let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
-            map.transform(xc, p.view_mut(), self.par)?;
-            stats.accumulate(p.view(), yc, self.par)?;
+        {
+            let mut phi = Array2::<f64>::zeros((rows, dim));
+            for (xc, yc) in self.chunks() {
+                monitor.check()?;
+                let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
+                map.transform(xc, p.view_mut(), self.par)?;
+                stats.accumulate(p.view(), yc, self.par)?;
+            }
         }
         let gp = FeatureGp::fit(&stats, nv, self.center, self.par)?;
         let mut grad = vec![0.0; values.len()];
@@ -498,32 +568,22 @@ impl<'a> FeatureLml<'a> {
         let a_inv = gp.chol.inverse(self.par);
         sums::variance_gradients(&stats, &gp, &a_inv, self.center, &mut grad[k..]);
         if free.iter().any(|&i| i < k) {
-            let w = &gp.beta;
             let y_mean = if self.center { stats.y_mean() } else { 0.0 };
-            let mut r = Array2::<f64>::zeros((rows, dim));
-            let mut buf = Array2::<f64>::zeros((0, 0));
-            let fpar = faer_par(self.par);
-            for (xc, yc) in self.chunks() {
-                monitor.check()?;
-                let c = xc.nrows();
-                let mut p = phi.slice_mut(s![..c, ..]);
-                map.transform(xc, p.view_mut(), self.par)?;
-                // α = (y − ȳ − Φw)/σ_n², R = α wᵀ − Φ A^{−1}/σ_n².
-                let alpha: Array1<f64> = (&yc - y_mean - p.dot(w)) / nv;
-                let mut rc = r.slice_mut(s![..c, ..]);
-                faer::linalg::matmul::matmul(
-                    as_faer_mut(rc.view_mut()),
-                    Accum::Replace,
-                    as_faer(p.view()),
-                    as_faer(a_inv.view()),
-                    -1.0 / nv,
-                    fpar,
-                );
-                for (mut row, &a) in rc.rows_mut().into_iter().zip(&alpha) {
-                    row.scaled_add(a, w);
-                }
-                map.contract(xc, p.view(), rc.view(), &mut buf, &mut grad[..k], self.par)?;
-            }
+            let second = SecondPass {
+                map: &map,
+                beta: gp.beta.view(),
+                a_inv: a_inv.view(),
+                y_mean,
+                noise_variance: nv,
+            };
+            second.add_rows(
+                self.x.view(),
+                self.y.view(),
+                self.chunk_rows,
+                self.par,
+                monitor,
+                &mut grad[..k],
+            )?;
         }
         Ok((grad, gp, stats))
     }

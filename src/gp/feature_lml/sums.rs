@@ -17,11 +17,18 @@
 //! `G_aᵀ(y − s)` and `G_aᵀ1` (kept relative to the statistics' shift `s`
 //! and re-centered like `Φᵀy`) for every length scale: `k + 1` matrices of
 //! `D × D` for `k` length scales, against the one of [`FeatureStats`].
+//! That is one reduction per evaluation at about the in-process cost for
+//! one length scale (`C` is one more `n D²` product per block, where the
+//! in-process evaluation's second pass has one too). With `d`
+//! per-dimension length scales it would be `d` such products per block, so
+//! there an evaluation takes two reductions instead: the statistics, then,
+//! with `w` and `A^{−1}` of the driver's solve sent to the blocks, each
+//! block's part of the in-process second pass ([`GradientPass`]).
 
 use faer::Accum;
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, Axis};
 
-use super::{no_ard, FeatureLmlConfig, FittedFeatureGp, HyperMap, MapAt};
+use super::{no_ard, FeatureLmlConfig, FittedFeatureGp, HyperMap, MapAt, SecondPass};
 use crate::error::{check_finite, Error, Result};
 use crate::gp::features::FeatureGp;
 use crate::gp::optimize::{Evaluation, HyperInit, LogParams, Objective};
@@ -281,6 +288,36 @@ impl LmlSums {
     /// # Errors
     /// No rows; a failed factorization.
     pub fn evaluate(&self, center: bool, par: Parallelism) -> Result<(Vec<f64>, FeatureGp)> {
+        self.evaluate_with_inverse(center, par)
+            .map(|(grad, gp, _)| (grad, gp))
+    }
+
+    /// The second pass of the per-dimension length-scale gradient for the
+    /// solve of these (all rows') statistics (see [`GradientPass`]).
+    ///
+    /// # Errors
+    /// As [`LmlSums::evaluate`].
+    pub fn gradient_pass(&self, center: bool, par: Parallelism) -> Result<GradientPass> {
+        let (_, gp, a_inv) = self.evaluate_with_inverse(center, par)?;
+        Ok(self.pass_of(&gp, a_inv, center))
+    }
+
+    /// The [`GradientPass`] of `gp`, the GP of these sums, and its `A^{−1}`.
+    fn pass_of(&self, gp: &FeatureGp, a_inv: Array2<f64>, center: bool) -> GradientPass {
+        GradientPass {
+            values: self.values.clone(),
+            beta: gp.beta.clone(),
+            a_inv,
+            y_mean: if center { self.stats.y_mean() } else { 0.0 },
+        }
+    }
+
+    /// [`LmlSums::evaluate`], with `A^{−1}`.
+    fn evaluate_with_inverse(
+        &self,
+        center: bool,
+        par: Parallelism,
+    ) -> Result<(Vec<f64>, FeatureGp, Array2<f64>)> {
         let k = self.values.len() - 2;
         let nv = self.values[k + 1];
         let gp = FeatureGp::fit(&self.stats, nv, center, par)?;
@@ -301,7 +338,116 @@ impl LmlSums {
                 grad[a] = (w.dot(&gy) - w.dot(&c.dot(w)) - trace) / nv;
             }
         }
-        Ok((grad, gp))
+        Ok((grad, gp, a_inv))
+    }
+}
+
+/// The second reduction of a distributed evaluation with per-dimension
+/// length scales: what the driver's solve of the first reduction's
+/// statistics sends to every block (`w`, `A^{−1}`, the subtracted target
+/// mean, at `values`), so that each block adds its rows' part of the
+/// length-scale gradient with the in-process second pass
+/// (`O(n D² + n D d)` per block of `n` rows), where
+/// the per-block sums [`LmlSums`] of one reduction would take `d` products
+/// `ΦᵀG_a` of `n D²` each. Pickled by value.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct GradientPass {
+    /// The hyperparameters `(l.., σ², σ_n²)` of the evaluation.
+    pub values: Vec<f64>,
+    /// `w` (`D`).
+    pub beta: Array1<f64>,
+    /// `A^{−1}` (`D × D`).
+    pub a_inv: Array2<f64>,
+    /// The target mean subtracted (0 without centering).
+    pub y_mean: f64,
+}
+
+impl GradientPass {
+    /// The length-scale gradient's sums of the rows `(x, y)` under `map`,
+    /// `chunk_rows` rows transformed at a time: `k` entries (one per length
+    /// scale) followed by the number of rows, so that the sums of blocks
+    /// add up to those of all rows.
+    ///
+    /// # Errors
+    /// As [`LmlSums::of_rows`]; [`Error::ShapeMismatch`] for a `w` or
+    /// `A^{−1}` of another width than the map's.
+    pub fn of_rows(
+        &self,
+        map: &HyperMap,
+        x: ArrayView2<'_, f64>,
+        y: ArrayView1<'_, f64>,
+        chunk_rows: usize,
+        par: Parallelism,
+        monitor: &Monitor,
+    ) -> Result<Vec<f64>> {
+        if x.nrows() != y.len() {
+            return Err(Error::ShapeMismatch {
+                name: "length of y (the number of rows of X)",
+                expected: x.nrows(),
+                got: y.len(),
+            });
+        }
+        check_finite("X", x.iter())?;
+        check_finite("y", y.iter())?;
+        Error::check_n_features(map.n_features_in(), x.ncols())?;
+        self.validate()?;
+        let k = check_values(map, &self.values)?;
+        if self.beta.len() != map.n_components() {
+            return Err(Error::ShapeMismatch {
+                name: "length of the weights of the gradient pass",
+                expected: map.n_components(),
+                got: self.beta.len(),
+            });
+        }
+        if chunk_rows == 0 {
+            return Err(Error::invalid("chunk_size", "must be >= 1, got 0"));
+        }
+        crate::alloc::check_alloc(
+            "chunk_size",
+            "two chunks of features (float64)",
+            &[2, chunk_rows.min(x.nrows()), map.n_components()],
+            8,
+        )?;
+        let mut out = vec![0.0; k + 1];
+        let at = MapAt::new(map.at(&self.values[..k], self.values[k])?)?;
+        let pass = SecondPass {
+            map: &at,
+            beta: self.beta.view(),
+            a_inv: self.a_inv.view(),
+            y_mean: self.y_mean,
+            noise_variance: self.values[k + 1],
+        };
+        pass.add_rows(x, y, chunk_rows, par, monitor, &mut out[..k])?;
+        out[k] = x.nrows() as f64;
+        Ok(out)
+    }
+
+    /// Checks the shapes and values of a pass built from outside (e.g.
+    /// deserialized): `A^{−1}` square of the width of `w`, all finite.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] or [`Error::NonFinite`].
+    pub fn validate(&self) -> Result<()> {
+        let d = self.beta.len();
+        if self.a_inv.dim() != (d, d) {
+            return Err(Error::ShapeMismatch {
+                name: "size of the inverse of the gradient pass",
+                expected: d,
+                got: self.a_inv.nrows(),
+            });
+        }
+        if self.values.len() < 3 {
+            return Err(Error::ShapeMismatch {
+                name: "number of hyperparameters of the gradient pass",
+                expected: 3,
+                got: self.values.len(),
+            });
+        }
+        check_finite("beta", self.beta.iter())?;
+        check_finite("a_inv", self.a_inv.iter())?;
+        check_finite("y_mean", std::iter::once(&self.y_mean))?;
+        check_finite("values", self.values.iter())
     }
 }
 
@@ -376,23 +522,30 @@ impl ShiftedSums for LmlSums {
 }
 
 /// The feature-space LML as an [`Objective`] whose evaluations come from
-/// `sums(values, level, gradient)`: the merged [`LmlSums`] of all rows at
-/// `values`, with the length-scale parts when `gradient`, of the coarse
-/// level `level` (0: all `N` rows; level `j + 1` keeps the rows `0, 4, 8,
-/// …` of level `j`, `⌊n_j/4⌋` of them, as [`super::FeatureLml`]'s subsample).
-pub struct BlockLml<'a, F> {
-    map: &'a HyperMap,
-    params: LogParams,
-    center: bool,
-    n_rows: usize,
-    level: usize,
-    sums: &'a F,
-    par: Parallelism,
+/// reductions over rows held elsewhere, of the coarse level `level` (0: all
+/// `N` rows; level `j + 1` keeps the rows `0, 4, 8, …` of level `j`,
+/// `⌊n_j/4⌋` of them, as [`super::FeatureLml`]'s subsample):
+/// `sums(values, level, gradient)` gives the merged [`LmlSums`] of all rows
+/// at `values`, with the length-scale parts when `gradient`; with
+/// per-dimension length scales the evaluation asks for the statistics only
+/// and then for `pass(p, level)`, the summed [`GradientPass::of_rows`] of
+/// all rows for the pass `p` of the driver's solve (two reductions, each
+/// block at the cost of the in-process passes).
+pub struct BlockLml<'a, F, G> {
+    pub(super) map: &'a HyperMap,
+    pub(super) params: LogParams,
+    pub(super) center: bool,
+    pub(super) n_rows: usize,
+    pub(super) level: usize,
+    pub(super) sums: &'a F,
+    pub(super) pass: &'a G,
+    pub(super) par: Parallelism,
 }
 
-impl<F> Objective for BlockLml<'_, F>
+impl<F, G> Objective for BlockLml<'_, F, G>
 where
     F: Fn(&[f64], usize, bool) -> Result<LmlSums> + Sync,
+    G: Fn(&GradientPass, usize) -> Result<Vec<f64>> + Sync,
 {
     type Fit = (FeatureGp, FeatureStats);
 
@@ -405,23 +558,41 @@ where
         let values = self.params.at(theta)?;
         let k = self.params.n_length_scales();
         let gradient = self.params.free.iter().any(|&i| i < k);
-        let sums = (self.sums)(&values, self.level, gradient)?;
+        // One length scale: its cross products in the one reduction; one
+        // per dimension: a second reduction.
+        let second = gradient && k > 1;
+        let cross = gradient && !second;
+        let sums = (self.sums)(&values, self.level, cross)?;
         sums.validate()?;
-        if sums.values != values
-            || sums.stats.n != self.n_rows as u64
-            || sums.stats.n_features() != self.map.n_components()
-            || sums.cross.len() != if gradient { k } else { 0 }
-        {
-            return Err(Error::invalid(
+        let incomplete = || {
+            Error::invalid(
                 "sums",
                 format!(
                     "an evaluation needs the sums of all {} rows of level {} at the requested \
-                     hyperparameters (got {} rows)",
-                    self.n_rows, self.level, sums.stats.n
+                     hyperparameters",
+                    self.n_rows, self.level
                 ),
-            ));
+            )
+        };
+        if sums.values != values
+            || sums.stats.n != self.n_rows as u64
+            || sums.stats.n_features() != self.map.n_components()
+            || sums.cross.len() != if cross { k } else { 0 }
+        {
+            return Err(incomplete());
         }
-        let (grad, gp) = crate::threads::install(|| sums.evaluate(self.center, self.par))??;
+        let (mut grad, gp, a_inv) =
+            crate::threads::install(|| sums.evaluate_with_inverse(self.center, self.par))??;
+        if second {
+            monitor.check()?;
+            let pass = sums.pass_of(&gp, a_inv, self.center);
+            let out = (self.pass)(&pass, self.level)?;
+            check_finite("length-scale sums", out.iter())?;
+            if out.len() != k + 1 || out[k] != self.n_rows as f64 {
+                return Err(incomplete());
+            }
+            grad[..k].copy_from_slice(&out[..k]);
+        }
         Ok(Evaluation {
             value: gp.lml,
             grad: self.params.select(&grad),
@@ -439,6 +610,7 @@ where
             n_rows: rows.len(),
             level: self.level + 1,
             sums: self.sums,
+            pass: self.pass,
             par: self.par,
         }))
     }
@@ -447,23 +619,25 @@ where
 /// [`super::fit_feature_gp`] on rows held elsewhere: the same start
 /// (`cfg.noise_variance` must be given: `0.1 var(y)` is the caller's to
 /// compute), optimizer, restarts and coarse levels, every evaluation the
-/// merged sums of `sums(values, level, gradient)` over `n_rows` rows (see
-/// [`BlockLml`]); the map at the optimum, its GP and statistics.
+/// reductions `sums` and (per-dimension length scales) `pass` over `n_rows`
+/// rows (see [`BlockLml`]); the map at the optimum, its GP and statistics.
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] without `cfg.noise_variance`, for sums too
 /// large ([`LmlSums::check_size`]) and as [`super::fit_feature_gp`]; the
-/// errors of `sums`.
-pub fn fit_feature_gp_blocks<F>(
+/// errors of `sums` and `pass`.
+pub fn fit_feature_gp_blocks<F, G>(
     map: &HyperMap,
     n_rows: usize,
     cfg: &FeatureLmlConfig,
     sums: &F,
+    pass: &G,
     par: Parallelism,
     monitor: &Monitor,
 ) -> Result<FittedFeatureGp>
 where
     F: Fn(&[f64], usize, bool) -> Result<LmlSums> + Sync,
+    G: Fn(&GradientPass, usize) -> Result<Vec<f64>> + Sync,
 {
     if n_rows == 0 {
         return Err(Error::invalid("X", "needs at least one training row"));
@@ -489,8 +663,8 @@ where
     // Every value is given: the rows are not read.
     let params = init.resolve(Array2::zeros((0, d)).view(), Array1::zeros(0).view())?;
     let k = params.n_length_scales();
-    let gradient = params.free.iter().any(|&i| i < k);
-    LmlSums::check_size(map.n_components(), if gradient { k } else { 0 })?;
+    let cross = k == 1 && params.free.contains(&0);
+    LmlSums::check_size(map.n_components(), usize::from(cross))?;
     let obj = BlockLml {
         map,
         params,
@@ -498,6 +672,7 @@ where
         n_rows,
         level: 0,
         sums,
+        pass,
         par,
     };
     super::optimize_objective(map, &obj.params, &obj, cfg, monitor)

@@ -739,18 +739,171 @@ fn level_sums(
     level: usize,
     gradient: bool,
 ) -> Result<LmlSums> {
-    let (mut x, mut y) = (x.clone(), y.clone());
-    for _ in 0..level {
-        let rows: Vec<usize> = (0..x.nrows() / 4).map(|i| 4 * i).collect();
-        x = x.select(Axis(0), &rows);
-        y = y.select(Axis(0), &rows);
-    }
+    let (x, y) = level_rows(x, y, level);
     let (a, b) = x.view().split_at(Axis(0), x.nrows() / 3);
     let (ya, yb) = y.view().split_at(Axis(0), y.len() / 3);
     let m = Monitor::default();
     let mut s = LmlSums::of_rows(map, v, gradient, a, ya, 64, PAR, &m)?;
     s.merge(&LmlSums::of_rows(map, v, gradient, b, yb, 64, PAR, &m)?)?;
     Ok(s)
+}
+
+/// The rows of the coarse level `level` of `(x, y)`.
+fn level_rows(x: &Array2<f64>, y: &Array1<f64>, level: usize) -> (Array2<f64>, Array1<f64>) {
+    let (mut x, mut y) = (x.clone(), y.clone());
+    for _ in 0..level {
+        let rows: Vec<usize> = (0..x.nrows() / 4).map(|i| 4 * i).collect();
+        x = x.select(Axis(0), &rows);
+        y = y.select(Axis(0), &rows);
+    }
+    (x, y)
+}
+
+/// The summed [`GradientPass::of_rows`] of the coarse level `level` of
+/// `(x, y)` in two blocks.
+fn level_pass(
+    map: &HyperMap,
+    x: &Array2<f64>,
+    y: &Array1<f64>,
+    pass: &GradientPass,
+    level: usize,
+) -> Result<Vec<f64>> {
+    let (x, y) = level_rows(x, y, level);
+    let (a, b) = x.view().split_at(Axis(0), x.nrows() / 3);
+    let (ya, yb) = y.view().split_at(Axis(0), y.len() / 3);
+    let m = Monitor::default();
+    let mut out = pass.of_rows(map, a, ya, 64, PAR, &m)?;
+    for (o, v) in out.iter_mut().zip(pass.of_rows(map, b, yb, 64, PAR, &m)?) {
+        *o += v;
+    }
+    Ok(out)
+}
+
+#[test]
+fn a_block_evaluation_equals_the_in_process_one() {
+    // One length scale: the one reduction with the cross products; per
+    // dimension: the statistics' solve, then the second pass over blocks
+    // (one of them empty, the pass pickled). The same sums as the
+    // in-process evaluation's, added in another order: rounding of about
+    // 1e−15 relative per sum, amplified by the D × D solve (condition
+    // ≲ 1e2 here).
+    let x = random(61, 3, 21);
+    let x1 = random(29, 1, 22);
+    for (name, map, x) in cases(&x, &x1) {
+        let y = targets(&x);
+        let cuts = [0, 20, 20, x.nrows()];
+        let m = Monitor::default();
+        let blocks = || {
+            cuts.windows(2)
+                .map(|w| (x.slice(s![w[0]..w[1], ..]), y.slice(s![w[0]..w[1]])))
+        };
+        let sums = |v: &[f64], _: usize, gradient: bool| -> Result<LmlSums> {
+            let mut out = LmlSums::new(v.to_vec(), map.n_components(), gradient)?;
+            for (xb, yb) in blocks() {
+                out.merge(&LmlSums::of_rows(&map, v, gradient, xb, yb, 5, PAR, &m)?)?;
+            }
+            Ok(out)
+        };
+        let pass = |p: &GradientPass, _: usize| -> Result<Vec<f64>> {
+            let p = pickled(p);
+            let mut out = vec![0.0; p.values.len() - 1];
+            for (xb, yb) in blocks() {
+                let part = p.of_rows(&map, xb, yb, 5, PAR, &m)?;
+                assert_eq!(part[part.len() - 1], xb.nrows() as f64);
+                for (o, v) in out.iter_mut().zip(part) {
+                    *o += v;
+                }
+            }
+            Ok(out)
+        };
+        for ard in [false, true] {
+            if ard && !map.supports_ard() {
+                continue;
+            }
+            let params = all_free(values(ard, x.ncols()));
+            for center in [true, false] {
+                let obj = FeatureLml::new(&map, x.view(), y.view(), params.clone(), center, 7, PAR)
+                    .unwrap();
+                let e = obj.evaluate(&params.start(), &m).unwrap();
+                let on_blocks = BlockLml {
+                    map: &map,
+                    params: params.clone(),
+                    center,
+                    n_rows: x.nrows(),
+                    level: 0,
+                    sums: &sums,
+                    pass: &pass,
+                    par: PAR,
+                };
+                let b = on_blocks.evaluate(&params.start(), &m).unwrap();
+                let case = format!("{name} ard {ard} center {center}");
+                assert!((b.value - e.value).abs() < 1e-12 * e.value.abs(), "{case}");
+                assert_close(&case, &b.grad, &e.grad, 1e-12);
+            }
+        }
+    }
+    // Bad passes are refused.
+    let map = fourier(3, Kernel::Gaussian, Sampler::Mc, Variant::CosSin, 16);
+    let x = random(10, 3, 23);
+    let y = targets(&x);
+    let m = Monitor::default();
+    let pass = GradientPass {
+        values: values(true, 3),
+        beta: Array1::zeros(16),
+        a_inv: Array2::eye(16),
+        y_mean: 0.0,
+    };
+    let narrow = GradientPass {
+        beta: Array1::zeros(8),
+        a_inv: Array2::eye(8),
+        ..pass.clone()
+    };
+    let err = narrow
+        .of_rows(&map, x.view(), y.view(), 4, PAR, &m)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::ShapeMismatch {
+                expected: 16,
+                got: 8,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let skew = GradientPass {
+        a_inv: Array2::eye(15),
+        ..pass.clone()
+    };
+    assert!(skew.of_rows(&map, x.view(), y.view(), 4, PAR, &m).is_err());
+    let nan = GradientPass {
+        y_mean: f64::NAN,
+        ..pass.clone()
+    };
+    assert!(matches!(
+        nan.of_rows(&map, x.view(), y.view(), 4, PAR, &m)
+            .unwrap_err(),
+        Error::NonFinite { .. }
+    ));
+    let err = pass
+        .of_rows(&map, x.view(), y.view(), 0, PAR, &m)
+        .unwrap_err();
+    assert!(err.to_string().contains("chunk_size"), "{err}");
+}
+
+/// A value through serde's round trip (CBOR, as the pickled payload of a
+/// task), exact for `f64`.
+#[cfg(feature = "serde")]
+fn pickled<T: serde::Serialize + serde::de::DeserializeOwned>(v: &T) -> T {
+    let mut bytes = Vec::new();
+    ciborium::into_writer(v, &mut bytes).unwrap();
+    ciborium::from_reader(bytes.as_slice()).unwrap()
+}
+
+#[cfg(not(feature = "serde"))]
+fn pickled<T: Clone>(v: &T) -> T {
+    v.clone()
 }
 
 #[test]
@@ -785,9 +938,12 @@ fn the_fit_on_block_sums_reaches_the_in_process_optimum() {
         let fit = fit_feature_gp(&map, x.view(), y.view(), &cfg, PAR, &Monitor::new()).unwrap();
         let sums =
             |v: &[f64], level: usize, gradient: bool| level_sums(&map, &x, &y, v, level, gradient);
+        let pass = |p: &GradientPass, level: usize| level_pass(&map, &x, &y, p, level);
         let blocks =
-            fit_feature_gp_blocks(&map, x.nrows(), &cfg, &sums, PAR, &Monitor::new()).unwrap();
+            fit_feature_gp_blocks(&map, x.nrows(), &cfg, &sums, &pass, PAR, &Monitor::new())
+                .unwrap();
         // The same evaluations up to the summation order: the same path.
+        assert_eq!(blocks.n_iter, fit.n_iter);
         let rel = |a: f64, b: f64| (a - b).abs() / b.abs();
         assert!(
             rel(blocks.gp.lml, fit.gp.lml) < 1e-10,
@@ -834,12 +990,27 @@ fn block_sums_refuse_bad_input() {
     let cfg = FeatureLmlConfig::default();
     let sums =
         |v: &[f64], _: usize, g: bool| LmlSums::of_rows(&map, v, g, x.view(), y.view(), 8, PAR, &m);
-    let err = fit_feature_gp_blocks(&map, 40, &cfg, &sums, PAR, &Monitor::new()).unwrap_err();
+    let pass = |p: &GradientPass, _: usize| p.of_rows(&map, x.view(), y.view(), 8, PAR, &m);
+    let err =
+        fit_feature_gp_blocks(&map, 40, &cfg, &sums, &pass, PAR, &Monitor::new()).unwrap_err();
     assert!(err.to_string().contains("noise_variance"), "{err}");
     let cfg = FeatureLmlConfig {
         noise_variance: Some(0.1),
         ..Default::default()
     };
-    let err = fit_feature_gp_blocks(&map, 41, &cfg, &sums, PAR, &Monitor::new()).unwrap_err();
+    let err =
+        fit_feature_gp_blocks(&map, 41, &cfg, &sums, &pass, PAR, &Monitor::new()).unwrap_err();
     assert!(err.to_string().contains("all 41 rows"), "{err}");
+    // With per-dimension length scales, a second pass over other rows.
+    let cfg = FeatureLmlConfig {
+        noise_variance: Some(0.1),
+        ard: true,
+        ..Default::default()
+    };
+    let short = |p: &GradientPass, _: usize| {
+        p.of_rows(&map, x.slice(s![..39, ..]), y.slice(s![..39]), 8, PAR, &m)
+    };
+    let err =
+        fit_feature_gp_blocks(&map, 40, &cfg, &sums, &short, PAR, &Monitor::new()).unwrap_err();
+    assert!(err.to_string().contains("all 40 rows"), "{err}");
 }

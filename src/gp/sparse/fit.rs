@@ -11,6 +11,12 @@
 //! meaning for input coordinates), then one L-BFGS run over the
 //! hyperparameters and `Z` together from that optimum.
 //!
+//! [`fit_sparse`] evaluates over rows in memory; [`fit_sparse_blocks`]
+//! runs the same fit on rows held elsewhere (Dask workers), every
+//! evaluation two reductions of sums that add up over blocks (the
+//! statistics, then the gradient sums; docs/math/sparse_gp.rst, section
+//! Streaming).
+//!
 //! Devices (see docs/math/sparse_gp.rst, section Devices): the optimizer's
 //! evaluations (the bound and its gradient, two passes over the rows) run on
 //! the CPU in float64. With [`SparseGpConfig::device`] resolved to the GPU
@@ -21,9 +27,10 @@
 
 use std::sync::Mutex;
 
-use ndarray::{Array2, ArrayView1, ArrayView2, Axis, CowArray, Ix1, Ix2};
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis, CowArray, Ix1, Ix2};
 
-use super::bound::bound;
+use super::bound::{bound, Bound};
+use super::gradient::{finish, Gradient, GradientSums};
 use super::inducing::{select_inducing, InducingInit};
 use super::model::SparseGp;
 #[cfg(test)]
@@ -105,13 +112,163 @@ pub fn resolve_device(method: Method, device: Device) -> Result<Device> {
     }
 }
 
-/// The sparse-GP objective ([`evaluate`](super::objective::evaluate)) as an [`Objective`]: the
-/// coordinates are `θ = (ln of the free hyperparameters, vec Z)` with `Z`
-/// row-major when `optimize_inducing`, else the free log hyperparameters
-/// only (`Z` fixed). An evaluation's fit is the model at `θ`.
-pub(crate) struct SparseObjective<'a> {
+/// Where the rows of a [`SparseObjective`] are, and how one evaluation's
+/// two passes over them (the statistics, then with the bound's adjoints the
+/// gradient sums; docs/math/sparse_gp.rst, section Streaming) run.
+pub(crate) trait SparseRows: Sync + Sized {
+    /// The number of rows.
+    fn n_rows(&self) -> usize;
+
+    /// The objective of `method` at `prior` (the targets centered with
+    /// `center`) with its adjoints, and its gradient in the log
+    /// hyperparameters and `Z`.
+    fn evaluate(
+        &self,
+        prior: &InducingPrior,
+        method: Method,
+        center: bool,
+        monitor: &Monitor,
+    ) -> Result<(Bound, Gradient)>;
+
+    /// The rows `rows` (the optimizer's coarse level), or `None` when these
+    /// rows cannot be subsampled so.
+    fn subsample(&self, rows: &[usize]) -> Option<Self>;
+}
+
+/// Rows in memory: both passes over row chunks ([`evaluate_in`]).
+pub(crate) struct InMemory<'a> {
     x: CowArray<'a, f64, Ix2>,
     y: CowArray<'a, f64, Ix1>,
+    chunk_rows: usize,
+    par: Parallelism,
+    /// The kernel blocks' memory, kept between evaluations.
+    scratch: Mutex<Vec<f64>>,
+}
+
+impl SparseRows for InMemory<'_> {
+    fn n_rows(&self) -> usize {
+        self.x.nrows()
+    }
+
+    fn evaluate(
+        &self,
+        prior: &InducingPrior,
+        method: Method,
+        center: bool,
+        monitor: &Monitor,
+    ) -> Result<(Bound, Gradient)> {
+        let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let e = evaluate_in(
+            &mut scratch,
+            prior,
+            method,
+            self.x.view(),
+            self.y.view(),
+            center,
+            self.chunk_rows,
+            true,
+            self.par,
+            monitor,
+        )?;
+        let g = e
+            .gradient
+            .ok_or_else(|| Error::Internal("an evaluation without its gradient".into()))?;
+        Ok((e.bound, g))
+    }
+
+    fn subsample(&self, rows: &[usize]) -> Option<Self> {
+        Some(Self {
+            x: self.x.select(Axis(0), rows).into(),
+            y: self.y.select(Axis(0), rows).into(),
+            chunk_rows: self.chunk_rows,
+            par: self.par,
+            scratch: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+/// Rows held elsewhere (e.g. in the blocks of Dask workers), of the coarse
+/// level `level` (0: all `n_rows` rows; level `j + 1` keeps the rows `0, 4,
+/// 8, …` of level `j`, as the in-memory subsample): `sums(prior, level)`
+/// gives the merged statistics of all rows of the level and the merged
+/// gradient sums of the second pass with those statistics' adjoints (two
+/// reductions); the bound and the gradient are finished here.
+pub(crate) struct BlockRows<'a, F> {
+    n_rows: usize,
+    level: usize,
+    sums: &'a F,
+    par: Parallelism,
+}
+
+impl<F> SparseRows for BlockRows<'_, F>
+where
+    F: Fn(&InducingPrior, usize) -> Result<(SparseStats, GradientSums)> + Sync,
+{
+    fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+
+    fn evaluate(
+        &self,
+        prior: &InducingPrior,
+        method: Method,
+        center: bool,
+        monitor: &Monitor,
+    ) -> Result<(Bound, Gradient)> {
+        monitor.check()?;
+        let (stats, sums) = (self.sums)(prior, self.level)?;
+        stats.validate()?;
+        let (m, d) = prior.z.dim();
+        let kuu = match method {
+            Method::Vfe => 0,
+            Method::Fitc => m,
+        };
+        if stats.n != self.n_rows as u64
+            || stats.method != method
+            || stats.n_inducing() != m
+            || sums.by_inducing.dim() != (m, d)
+            || sums.by_length_scale.len() != d
+            || sums.row_kuu.dim() != (kuu, kuu)
+        {
+            return Err(Error::invalid(
+                "sums",
+                format!(
+                    "an evaluation needs the {} statistics and gradient sums of all {} rows of \
+                     level {} under the requested prior (got {} rows)",
+                    method.name(),
+                    self.n_rows,
+                    self.level,
+                    stats.n
+                ),
+            ));
+        }
+        let b = crate::threads::install(|| bound(&stats, prior, center, true, self.par))??;
+        let adj = b
+            .adjoint
+            .as_ref()
+            .ok_or_else(|| Error::Internal("a bound without its adjoint".into()))?;
+        let g = crate::threads::install(|| finish(adj, prior, &sums, self.par))?;
+        Ok((b, g))
+    }
+
+    fn subsample(&self, rows: &[usize]) -> Option<Self> {
+        let strided =
+            rows.len() == self.n_rows / 4 && rows.iter().enumerate().all(|(i, &r)| r == 4 * i);
+        strided.then(|| Self {
+            n_rows: rows.len(),
+            level: self.level + 1,
+            sums: self.sums,
+            par: self.par,
+        })
+    }
+}
+
+/// The sparse-GP objective as an [`Objective`]: the coordinates are `θ =
+/// (ln of the free hyperparameters, vec Z)` with `Z` row-major when
+/// `optimize_inducing`, else the free log hyperparameters only (`Z` fixed).
+/// An evaluation's fit is the model at `θ`.
+pub(crate) struct SparseObjective<R> {
+    rows: R,
     kernel: Kernel,
     method: Method,
     params: LogParams,
@@ -119,13 +276,10 @@ pub(crate) struct SparseObjective<'a> {
     z: Array2<f64>,
     optimize_inducing: bool,
     center: bool,
-    chunk_rows: usize,
     par: Parallelism,
-    /// The kernel blocks' memory, kept between evaluations.
-    scratch: Mutex<Vec<f64>>,
 }
 
-impl SparseObjective<'_> {
+impl<R> SparseObjective<R> {
     /// The hyperparameters and inducing inputs at `θ`.
     fn prior(&self, theta: &[f64]) -> Result<InducingPrior> {
         let n_hyper = self.params.free.len();
@@ -157,14 +311,6 @@ impl SparseObjective<'_> {
         InducingPrior::new(kernel, v[k + 1], z.view(), self.par)
     }
 
-    /// The model at `prior` from statistics computed on the GPU (one pass
-    /// over the rows), solved on the CPU in float64.
-    fn model_on_gpu(&self, prior: InducingPrior, n_iter: u64) -> Result<SparseGp> {
-        let stats = SparseStats::of_rows_gpu(self.method, &prior, self.x.view(), self.y.view())?;
-        let b = bound(&stats, &prior, self.center, false, self.par)?;
-        Ok(SparseGp::from_bound(self.method, prior, b, n_iter))
-    }
-
     /// The start `θ₀` at the initial hyperparameters and inducing inputs.
     fn start(&self) -> Vec<f64> {
         let mut t = self.params.start();
@@ -175,11 +321,11 @@ impl SparseObjective<'_> {
     }
 }
 
-impl Objective for SparseObjective<'_> {
+impl<R: SparseRows> Objective for SparseObjective<R> {
     type Fit = SparseGp;
 
     fn n_rows(&self) -> usize {
-        self.x.nrows()
+        self.rows.n_rows()
     }
 
     /// VFE's value is a lower bound on the GP's LML ("bound"); FITC's is
@@ -193,30 +339,17 @@ impl Objective for SparseObjective<'_> {
 
     fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<SparseGp>> {
         let prior = self.prior(theta)?;
-        let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        let e = evaluate_in(
-            &mut scratch,
-            &prior,
-            self.method,
-            self.x.view(),
-            self.y.view(),
-            self.center,
-            self.chunk_rows,
-            true,
-            self.par,
-            monitor,
-        )?;
-        let g = e
-            .gradient
-            .ok_or_else(|| Error::Internal("an evaluation without its gradient".into()))?;
+        let (b, g) = self
+            .rows
+            .evaluate(&prior, self.method, self.center, monitor)?;
         let mut grad = self.params.select(&g.hyper);
         if self.optimize_inducing {
             grad.extend(g.inducing.iter());
         }
         Ok(Evaluation {
-            value: e.bound.value,
+            value: b.value,
             grad,
-            fit: SparseGp::from_bound(self.method, prior, e.bound, 0),
+            fit: SparseGp::from_bound(self.method, prior, b, 0),
         })
     }
 
@@ -227,19 +360,27 @@ impl Objective for SparseObjective<'_> {
         if self.optimize_inducing {
             return Ok(None);
         }
-        Ok(Some(Self {
-            x: self.x.select(Axis(0), rows).into(),
-            y: self.y.select(Axis(0), rows).into(),
+        Ok(self.rows.subsample(rows).map(|r| Self {
+            rows: r,
             kernel: self.kernel,
             method: self.method,
             params: self.params.clone(),
             z: self.z.clone(),
             optimize_inducing: false,
             center: self.center,
-            chunk_rows: self.chunk_rows,
             par: self.par,
-            scratch: Mutex::new(Vec::new()),
         }))
+    }
+}
+
+impl SparseObjective<InMemory<'_>> {
+    /// The model at `prior` from statistics computed on the GPU (one pass
+    /// over the rows), solved on the CPU in float64.
+    fn model_on_gpu(&self, prior: InducingPrior, n_iter: u64) -> Result<SparseGp> {
+        let stats =
+            SparseStats::of_rows_gpu(self.method, &prior, self.rows.x.view(), self.rows.y.view())?;
+        let b = bound(&stats, &prior, self.center, false, self.par)?;
+        Ok(SparseGp::from_bound(self.method, prior, b, n_iter))
     }
 }
 
@@ -254,13 +395,12 @@ const SPARSE_MATRICES: usize = 8;
 /// `n_restarts` restarts) and, with `cfg.optimize_inducing`, a second run
 /// over those and `Z` together. The best evaluation's model is returned (no
 /// refit); with nothing to optimize, the model at the initial values.
-///
-/// `monitor` gets the stages "inducing inputs" and "optimizer runs" and one
-/// message per run; every evaluation checks it before each chunk.
-///
 /// With `cfg.device` resolved to the GPU ([`resolve_device`]), the returned
 /// model's statistics are computed on the GPU at the optimum (see the
 /// module documentation).
+///
+/// `monitor` gets the stages "inducing inputs" and "optimizer runs" and one
+/// message per run; every evaluation checks it before each chunk.
 ///
 /// # Errors
 /// [`Error::ShapeMismatch`] / [`Error::InvalidParameter`] /
@@ -318,28 +458,149 @@ pub fn fit_sparse(
         monitor,
     )?;
     let mut obj = SparseObjective {
-        x: x.reborrow().into(),
-        y: y.reborrow().into(),
+        rows: InMemory {
+            x: x.reborrow().into(),
+            y: y.reborrow().into(),
+            chunk_rows,
+            par,
+            scratch: Mutex::new(Vec::new()),
+        },
         kernel: cfg.kernel,
         method: cfg.method,
         params,
         z,
         optimize_inducing: false,
         center: cfg.center,
-        chunk_rows,
         par,
-        scratch: Mutex::new(Vec::new()),
     };
     if device == Device::Gpu && obj.params.free.is_empty() && !cfg.optimize_inducing {
         // Nothing to optimize: the GPU pass is the only one.
         monitor.check()?;
         return obj.model_on_gpu(obj.prior(&[])?, 0);
     }
+    let mut gp = optimize_from(&mut obj, cfg, monitor)?;
+    if device == Device::Gpu {
+        monitor.check()?;
+        let prior = InducingPrior::new(
+            gp.params.clone(),
+            gp.noise_variance,
+            gp.inducing.view(),
+            par,
+        )?;
+        gp = obj.model_on_gpu(prior, gp.n_iter)?;
+    }
+    Ok(gp)
+}
+
+/// [`fit_sparse`] on `n_rows` rows of `d` columns held elsewhere: the same
+/// optimizer, restarts, coarse levels and (with `cfg.optimize_inducing`)
+/// second stage, every evaluation the two reductions of `sums(prior,
+/// level)`: the merged statistics of all rows of the coarse level `level`
+/// under `prior` (0: all rows; level `j + 1` keeps the rows `0, 4, 8, …`
+/// of level `j`), and the merged gradient sums of the second pass with the
+/// adjoints of those statistics' bound. The inducing inputs must be given
+/// ([`InducingInit::Given`]) and so must every hyperparameter (the starts
+/// of the free ones): the defaults would read the rows.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] for inducing inputs to be chosen, a missing
+/// hyperparameter or no rows, and as [`fit_sparse`]; the errors of `sums`.
+pub fn fit_sparse_blocks<F>(
+    n_rows: usize,
+    d: usize,
+    cfg: &SparseGpConfig,
+    sums: &F,
+    par: Parallelism,
+    monitor: &Monitor,
+) -> Result<SparseGp>
+where
+    F: Fn(&InducingPrior, usize) -> Result<(SparseStats, GradientSums)> + Sync,
+{
+    if n_rows == 0 {
+        return Err(Error::invalid("X", "needs at least one training row"));
+    }
+    if cfg.device == Device::Gpu {
+        return Err(Error::invalid(
+            "device",
+            "a fit on rows held elsewhere computes its sums where the rows are, on the CPU",
+        ));
+    }
+    let InducingInit::Given(z) = &cfg.inducing else {
+        return Err(Error::invalid(
+            "inducing",
+            "a fit on rows held elsewhere needs the inducing inputs as an array",
+        ));
+    };
+    for (name, given) in [
+        ("length_scale", cfg.hyper.length_scale.is_some()),
+        ("kernel_variance", cfg.hyper.kernel_variance.is_some()),
+        ("noise_variance", cfg.hyper.noise_variance.is_some()),
+    ] {
+        if !given {
+            return Err(Error::invalid(
+                name,
+                "a fit on rows held elsewhere needs its value (the start when optimized)",
+            ));
+        }
+    }
+    let m = z.nrows();
+    crate::alloc::check_alloc(
+        "n_inducing",
+        &format!("the sparse GP's {SPARSE_MATRICES} matrices of {m} x {m} float64"),
+        &[SPARSE_MATRICES, m, m],
+        8,
+    )?;
+    // Every value and the inducing inputs are given: the rows are not read.
+    let none = Array2::zeros((0, d));
+    let params = cfg.hyper.resolve(none.view(), Array1::zeros(0).view())?;
+    let k = params.n_length_scales();
+    let v = &params.values;
+    let start_kernel = StationaryKernel {
+        kernel: cfg.kernel,
+        length_scale: v[..k].to_vec(),
+        variance: v[k],
+    };
+    let z = select_inducing(
+        none.view(),
+        m,
+        &cfg.inducing,
+        &start_kernel,
+        cfg.optimizer.seed,
+        par,
+        monitor,
+    )?;
+    let mut obj = SparseObjective {
+        rows: BlockRows {
+            n_rows,
+            level: 0,
+            sums,
+            par,
+        },
+        kernel: cfg.kernel,
+        method: cfg.method,
+        params,
+        z,
+        optimize_inducing: false,
+        center: cfg.center,
+        par,
+    };
+    optimize_from(&mut obj, cfg, monitor)
+}
+
+/// The optimum of `obj` (the model at the start when nothing is free)
+/// and, with `cfg.optimize_inducing`, the second stage over the
+/// hyperparameters and `Z` from there: the tail of [`fit_sparse`] and
+/// [`fit_sparse_blocks`].
+fn optimize_from<R: SparseRows>(
+    obj: &mut SparseObjective<R>,
+    cfg: &SparseGpConfig,
+    monitor: &Monitor,
+) -> Result<SparseGp> {
     let mut gp = if obj.params.free.is_empty() {
         monitor.check()?;
         obj.evaluate(&[], monitor)?.fit
     } else {
-        let opt = optimize::maximize(&obj, &obj.start(), &cfg.optimizer, monitor)?;
+        let opt = optimize::maximize(&*obj, &obj.start(), &cfg.optimizer, monitor)?;
         let mut gp = opt.fit;
         gp.n_iter = opt.n_iter;
         gp
@@ -355,19 +616,9 @@ pub fn fit_sparse(
             ..cfg.optimizer.clone()
         };
         let n_iter = gp.n_iter;
-        let opt = optimize::maximize(&obj, &obj.start(), &joint, monitor)?;
+        let opt = optimize::maximize(&*obj, &obj.start(), &joint, monitor)?;
         gp = opt.fit;
         gp.n_iter = n_iter + opt.n_iter;
-    }
-    if device == Device::Gpu {
-        monitor.check()?;
-        let prior = InducingPrior::new(
-            gp.params.clone(),
-            gp.noise_variance,
-            gp.inducing.view(),
-            par,
-        )?;
-        gp = obj.model_on_gpu(prior, gp.n_iter)?;
     }
     Ok(gp)
 }
@@ -385,10 +636,13 @@ fn params_at(params: &LogParams, gp: &SparseGp) -> Vec<f64> {
 
 #[cfg(test)]
 mod tests {
-    use ndarray::{s, Array1};
+    use ndarray::s;
     use rand::Rng as _;
 
+    use super::super::gradient::accumulate_gradient;
     use super::*;
+
+    const PAR: Parallelism = Parallelism::Rayon;
     use crate::gp::optimize::Hyper;
 
     fn data(n: usize, d: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {
@@ -688,6 +942,235 @@ mod tests {
         );
     }
 
+    /// The statistics and gradient sums of the coarse level `level` of
+    /// `(x, y)` (rows `0, 4, 8, …` of the level above) under `prior`, each
+    /// pass over the blocks cut at `cuts` (`None`: one block) merged: what
+    /// a distributed evaluation's two reductions give.
+    fn level_sums(
+        x: &Array2<f64>,
+        y: &Array1<f64>,
+        method: Method,
+        prior: &InducingPrior,
+        level: usize,
+        three_blocks: bool,
+    ) -> Result<(SparseStats, GradientSums)> {
+        let (mut x, mut y) = (x.clone(), y.clone());
+        for _ in 0..level {
+            let rows: Vec<usize> = (0..x.nrows() / 4).map(|i| 4 * i).collect();
+            x = x.select(Axis(0), &rows);
+            y = y.select(Axis(0), &rows);
+        }
+        let n = x.nrows();
+        let cuts: Vec<usize> = if three_blocks {
+            vec![0, n / 3, n / 3, n]
+        } else {
+            vec![0, n]
+        };
+        let blocks = || {
+            cuts.windows(2)
+                .map(|w| (x.slice(s![w[0]..w[1], ..]), y.slice(s![w[0]..w[1]])))
+        };
+        let mut scratch = Vec::new();
+        let mut stats = SparseStats::new(method, prior.n_inducing());
+        for (xb, yb) in blocks() {
+            let mut part = SparseStats::new(method, prior.n_inducing());
+            part.accumulate(prior, xb, yb, &mut scratch, PAR)?;
+            stats.merge(&part)?;
+        }
+        let b = bound(&stats, prior, true, true, PAR)?;
+        let adj = b.adjoint.as_ref().unwrap();
+        let (m, d) = prior.z.dim();
+        let mut sums = GradientSums::new(method, m, d);
+        for (xb, yb) in blocks() {
+            let mut part = GradientSums::new(method, m, d);
+            accumulate_gradient(&mut part, adj, prior, xb, yb, b.y_mean, &mut scratch, PAR)?;
+            sums.merge(&part)?;
+        }
+        Ok((stats, sums))
+    }
+
+    #[test]
+    fn the_fit_on_block_sums_follows_the_in_memory_fit() {
+        // 700 rows and coarse levels from 128 rows on: a coarse level below
+        // the full one, a restart and (once) the stage over Z.
+        let (x, y) = data(700, 2, 8);
+        let z = x.select(Axis(0), &(0..14).map(|i| 50 * i).collect::<Vec<_>>());
+        // FITC with per-dimension length scales is multimodal here: a path
+        // that rounding moves may end at another local optimum, so it is
+        // checked on one block only.
+        for (method, ard, optimize_inducing, uneven) in [
+            (Method::Vfe, false, false, true),
+            (Method::Fitc, true, false, false),
+            (Method::Vfe, false, true, true),
+        ] {
+            let cfg = SparseGpConfig {
+                inducing: InducingInit::Given(z.clone()),
+                hyper: HyperInit {
+                    length_scale: Some(vec![0.7]),
+                    kernel_variance: Some(0.8),
+                    noise_variance: Some(0.1),
+                    ard,
+                    ..Default::default()
+                },
+                optimize_inducing,
+                optimizer: OptimizerConfig {
+                    n_restarts: 1,
+                    seed: 5,
+                    coarse_min_rows: 128,
+                    ..Default::default()
+                },
+                ..config(method, Kernel::Gaussian, ard)
+            };
+            let in_memory = fit(&cfg, &x, &y);
+            let case = format!("{method:?} ard {ard} Z {optimize_inducing}");
+            // One block (the in-memory fit's one chunk): the same sums, so
+            // the same evaluations bit for bit and the same path.
+            let one = |prior: &InducingPrior, level: usize| {
+                level_sums(&x, &y, method, prior, level, false)
+            };
+            let blocks = fit_sparse_blocks(700, 2, &cfg, &one, PAR, &Monitor::default()).unwrap();
+            assert_eq!(blocks.n_iter, in_memory.n_iter, "{case}");
+            assert_eq!(
+                blocks.objective.to_bits(),
+                in_memory.objective.to_bits(),
+                "{case}"
+            );
+            assert_eq!(blocks.params, in_memory.params, "{case}");
+            assert_eq!(blocks.inducing, in_memory.inducing, "{case}");
+            // Three blocks: the sums in another order (about 1e−15 relative
+            // each). The fit ends where L-BFGS's steps meet the bound's
+            // rounding noise, so the tail of the path (and the iteration
+            // count) may differ, but not the optimum: the stop leaves
+            // `‖g‖²/2 ≤ 5e−15` per row to gain in the preconditioned
+            // variables, and the bound is flat to that within about 1e−6
+            // relative in the hyperparameters here.
+            if !uneven {
+                continue;
+            }
+            let three = |prior: &InducingPrior, level: usize| {
+                level_sums(&x, &y, method, prior, level, true)
+            };
+            let blocks = fit_sparse_blocks(700, 2, &cfg, &three, PAR, &Monitor::default()).unwrap();
+            assert!(
+                (blocks.objective - in_memory.objective).abs() < 1e-9 * in_memory.objective.abs(),
+                "{case}: {} vs {}",
+                blocks.objective,
+                in_memory.objective
+            );
+            let rel = |a: f64, b: f64| (a - b).abs() / b.abs();
+            for (a, b) in blocks
+                .params
+                .length_scale
+                .iter()
+                .zip(&in_memory.params.length_scale)
+            {
+                assert!(rel(*a, *b) < 1e-6, "{case}: {a} vs {b}");
+            }
+            assert!(rel(blocks.noise_variance, in_memory.noise_variance) < 1e-6);
+            assert!(rel(blocks.params.variance, in_memory.params.variance) < 1e-6);
+            if optimize_inducing {
+                let dz = (&blocks.inducing - &in_memory.inducing)
+                    .iter()
+                    .fold(0.0f64, |m, v| m.max(v.abs()));
+                assert!(dz < 1e-5, "{case}: {dz}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_fit_on_block_sums_refuses_what_needs_the_rows() {
+        let (x, y) = data(40, 2, 9);
+        let sums = |prior: &InducingPrior, level: usize| {
+            level_sums(&x, &y, Method::Vfe, prior, level, true)
+        };
+        let given = SparseGpConfig {
+            inducing: InducingInit::Given(x.slice(s![..4, ..]).to_owned()),
+            hyper: HyperInit {
+                length_scale: Some(vec![1.0]),
+                kernel_variance: Some(1.0),
+                noise_variance: Some(0.1),
+                ..Default::default()
+            },
+            ..config(Method::Vfe, Kernel::Gaussian, false)
+        };
+        let run = |cfg: &SparseGpConfig, n: usize| {
+            fit_sparse_blocks(n, 2, cfg, &sums, PAR, &Monitor::default()).unwrap_err()
+        };
+        let chosen = SparseGpConfig {
+            inducing: InducingInit::KMeans,
+            ..given.clone()
+        };
+        assert!(run(&chosen, 40).to_string().contains("inducing"));
+        let no_noise = SparseGpConfig {
+            hyper: HyperInit {
+                noise_variance: None,
+                ..given.hyper.clone()
+            },
+            ..given.clone()
+        };
+        assert!(run(&no_noise, 40).to_string().contains("noise_variance"));
+        assert!(run(&given, 0).to_string().contains("training row"));
+        // Sums of other rows than announced.
+        assert!(run(&given, 41).to_string().contains("all 41 rows"));
+        // Sums of the other method.
+        let fitc = SparseGpConfig {
+            method: Method::Fitc,
+            ..given.clone()
+        };
+        assert!(run(&fitc, 40).to_string().contains("fitc statistics"));
+    }
+
+    #[test]
+    fn bad_input_and_cancellation() {
+        let (x, y) = data(30, 2, 7);
+        let cfg = config(Method::Vfe, Kernel::Gaussian, false);
+        let run = |cfg: &SparseGpConfig, x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>| {
+            fit_sparse(x, y, cfg, Parallelism::Rayon, &Monitor::default())
+        };
+        let mut xn = x.clone();
+        xn[(3, 1)] = f64::NAN;
+        assert_eq!(
+            run(&cfg, xn.view(), y.view()).unwrap_err(),
+            Error::NonFinite { name: "X" }
+        );
+        assert!(matches!(
+            run(&cfg, x.view(), y.slice(s![..29])).unwrap_err(),
+            Error::ShapeMismatch { .. }
+        ));
+        let zero = SparseGpConfig {
+            n_inducing: 0,
+            ..cfg.clone()
+        };
+        assert!(run(&zero, x.view(), y.view())
+            .unwrap_err()
+            .to_string()
+            .contains("n_inducing"));
+        let wide = SparseGpConfig {
+            inducing: InducingInit::Given(Array2::zeros((4, 3))),
+            ..cfg.clone()
+        };
+        assert!(matches!(
+            run(&wide, x.view(), y.view()).unwrap_err(),
+            Error::ShapeMismatch {
+                expected: 2,
+                got: 3,
+                ..
+            }
+        ));
+        // M > N is clamped to N.
+        let many = SparseGpConfig {
+            n_inducing: 500,
+            ..cfg.clone()
+        };
+        assert_eq!(run(&many, x.view(), y.view()).unwrap().inducing.nrows(), 30);
+        let monitor = Monitor::default();
+        monitor.cancel();
+        assert_eq!(
+            fit_sparse(x.view(), y.view(), &cfg, Parallelism::Rayon, &monitor).unwrap_err(),
+            Error::Interrupted
+        );
+    }
+
     /// The GPU path's mechanics: the optimizer's path is the CPU's (the same
     /// hyperparameters, inducing inputs and iterations), the final statistics
     /// run on the device, and FITC is refused. (The accuracy of the GPU
@@ -747,56 +1230,5 @@ mod tests {
                 _ => assert!(r.is_ok()),
             }
         }
-    }
-
-    #[test]
-    fn bad_input_and_cancellation() {
-        let (x, y) = data(30, 2, 7);
-        let cfg = config(Method::Vfe, Kernel::Gaussian, false);
-        let run = |cfg: &SparseGpConfig, x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>| {
-            fit_sparse(x, y, cfg, Parallelism::Rayon, &Monitor::default())
-        };
-        let mut xn = x.clone();
-        xn[(3, 1)] = f64::NAN;
-        assert_eq!(
-            run(&cfg, xn.view(), y.view()).unwrap_err(),
-            Error::NonFinite { name: "X" }
-        );
-        assert!(matches!(
-            run(&cfg, x.view(), y.slice(s![..29])).unwrap_err(),
-            Error::ShapeMismatch { .. }
-        ));
-        let zero = SparseGpConfig {
-            n_inducing: 0,
-            ..cfg.clone()
-        };
-        assert!(run(&zero, x.view(), y.view())
-            .unwrap_err()
-            .to_string()
-            .contains("n_inducing"));
-        let wide = SparseGpConfig {
-            inducing: InducingInit::Given(Array2::zeros((4, 3))),
-            ..cfg.clone()
-        };
-        assert!(matches!(
-            run(&wide, x.view(), y.view()).unwrap_err(),
-            Error::ShapeMismatch {
-                expected: 2,
-                got: 3,
-                ..
-            }
-        ));
-        // M > N is clamped to N.
-        let many = SparseGpConfig {
-            n_inducing: 500,
-            ..cfg.clone()
-        };
-        assert_eq!(run(&many, x.view(), y.view()).unwrap().inducing.nrows(), 30);
-        let monitor = Monitor::default();
-        monitor.cancel();
-        assert_eq!(
-            fit_sparse(x.view(), y.view(), &cfg, Parallelism::Rayon, &monitor).unwrap_err(),
-            Error::Interrupted
-        );
     }
 }

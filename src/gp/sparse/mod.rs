@@ -36,7 +36,7 @@ pub mod stats;
 mod tests;
 
 pub use bound::{bound, Adjoint, Bound};
-pub use fit::{fit_sparse, resolve_device, SparseGpConfig};
+pub use fit::{fit_sparse, fit_sparse_blocks, resolve_device, SparseGpConfig};
 pub use gradient::{accumulate_gradient, finish, Gradient, GradientSums};
 pub use inducing::{select_inducing, InducingInit, INDUCING_NAMES};
 pub use kernel_blocks::kernel_matrix;
