@@ -424,55 +424,23 @@ pub fn fit_sparse(
     if chunk_rows == 0 {
         return Err(Error::invalid("chunk_size", "must be >= 1, got 0"));
     }
-    // The M × M matrices of a bound evaluation (K_uu, its factor, the
-    // statistics and their adjoints) and the M × chunk kernel blocks with
-    // their slopes and adjoints, M = min(n_inducing, N).
+    // The M × chunk kernel blocks with their slopes and adjoints, M =
+    // min(n_inducing, N).
     let m = cfg.n_inducing.min(x.nrows());
-    crate::alloc::check_alloc(
-        "n_inducing",
-        &format!("the sparse GP's {SPARSE_MATRICES} matrices of {m} x {m} float64"),
-        &[SPARSE_MATRICES, m, m],
-        8,
-    )?;
     crate::alloc::check_alloc(
         "chunk_size",
         &format!("the sparse GP's kernel blocks of {m} x {chunk_rows} float64"),
         &[3, m, chunk_rows],
         8,
     )?;
-    let params = cfg.hyper.resolve(x, y)?;
-    let k = params.n_length_scales();
-    let v = &params.values;
-    let start_kernel = StationaryKernel {
-        kernel: cfg.kernel,
-        length_scale: v[..k].to_vec(),
-        variance: v[k],
-    };
-    let z = select_inducing(
-        x,
-        cfg.n_inducing,
-        &cfg.inducing,
-        &start_kernel,
-        cfg.optimizer.seed,
+    let rows = InMemory {
+        x: x.reborrow().into(),
+        y: y.reborrow().into(),
+        chunk_rows,
         par,
-        monitor,
-    )?;
-    let mut obj = SparseObjective {
-        rows: InMemory {
-            x: x.reborrow().into(),
-            y: y.reborrow().into(),
-            chunk_rows,
-            par,
-            scratch: Mutex::new(Vec::new()),
-        },
-        kernel: cfg.kernel,
-        method: cfg.method,
-        params,
-        z,
-        optimize_inducing: false,
-        center: cfg.center,
-        par,
+        scratch: Mutex::new(Vec::new()),
     };
+    let mut obj = start_objective(rows, x, y, m, cfg, par, monitor)?;
     if device == Device::Gpu && obj.params.free.is_empty() && !cfg.optimize_inducing {
         // Nothing to optimize: the GPU pass is the only one.
         monitor.check()?;
@@ -543,16 +511,48 @@ where
             ));
         }
     }
+    // Every value and the inducing inputs are given: the rows are not read.
+    let none = Array2::zeros((0, d));
+    let rows = BlockRows {
+        n_rows,
+        level: 0,
+        sums,
+        par,
+    };
     let m = z.nrows();
+    let mut obj = start_objective(
+        rows,
+        none.view(),
+        Array1::zeros(0).view(),
+        m,
+        cfg,
+        par,
+        monitor,
+    )?;
+    optimize_from(&mut obj, cfg, monitor)
+}
+
+/// The objective at the start of a fit on `rows`: the hyperparameters of
+/// `cfg.hyper` resolved on `(x, y)` and the inducing inputs chosen with them
+/// (a fit on rows held elsewhere passes no rows, every value and `Z` being
+/// given), after the size check of the `m × m` matrices of an evaluation
+/// (`K_uu`, its factor, the statistics and their adjoints).
+fn start_objective<R>(
+    rows: R,
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    m: usize,
+    cfg: &SparseGpConfig,
+    par: Parallelism,
+    monitor: &Monitor,
+) -> Result<SparseObjective<R>> {
     crate::alloc::check_alloc(
         "n_inducing",
         &format!("the sparse GP's {SPARSE_MATRICES} matrices of {m} x {m} float64"),
         &[SPARSE_MATRICES, m, m],
         8,
     )?;
-    // Every value and the inducing inputs are given: the rows are not read.
-    let none = Array2::zeros((0, d));
-    let params = cfg.hyper.resolve(none.view(), Array1::zeros(0).view())?;
+    let params = cfg.hyper.resolve(x, y)?;
     let k = params.n_length_scales();
     let v = &params.values;
     let start_kernel = StationaryKernel {
@@ -561,21 +561,16 @@ where
         variance: v[k],
     };
     let z = select_inducing(
-        none.view(),
-        m,
+        x,
+        cfg.n_inducing,
         &cfg.inducing,
         &start_kernel,
         cfg.optimizer.seed,
         par,
         monitor,
     )?;
-    let mut obj = SparseObjective {
-        rows: BlockRows {
-            n_rows,
-            level: 0,
-            sums,
-            par,
-        },
+    Ok(SparseObjective {
+        rows,
         kernel: cfg.kernel,
         method: cfg.method,
         params,
@@ -583,8 +578,7 @@ where
         optimize_inducing: false,
         center: cfg.center,
         par,
-    };
-    optimize_from(&mut obj, cfg, monitor)
+    })
 }
 
 /// The optimum of `obj` (the model at the start when nothing is free)
