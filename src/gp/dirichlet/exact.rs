@@ -115,7 +115,7 @@ impl ExactGpc {
         check_labels(labels, n_classes)?;
         kernel.validate(x.ncols())?;
         check_memory(n, n_classes + 1, memory_bytes)?;
-        let k = kernel.cross(x, x, par);
+        let k = crate::gp::exact::kernel_matrix_symmetric(x, &kernel, par);
         let classes = fit_classes(k, labels, n_classes, &transform, par, &Monitor::default())?;
         Ok(Self {
             x_train: x.to_owned(),

@@ -55,13 +55,14 @@ use std::borrow::Cow;
 use faer::linalg::matmul::matmul;
 use faer::Accum;
 use ndarray::{s, Array1, Array2, ArrayView2, Axis, CowArray, Ix2};
+use rayon::prelude::*;
 
 use super::{
     exact::fit_classes, rows_by_class, ClassStats, DirichletGpc, ExactGpc, LabelTransform, LN_2PI,
 };
 use crate::error::{Error, Result};
 use crate::feature_map::AnyFeatureMap;
-use crate::gp::exact::check_training_data;
+use crate::gp::exact::{check_training_data, dot_sq, kernel_matrix_symmetric};
 use crate::gp::feature_lml::{HyperMap, MapAt};
 use crate::gp::optimize::{self, Evaluation, LogParams, Objective, OptimizerConfig};
 use crate::kernels::{Kernel, StationaryKernel};
@@ -633,7 +634,7 @@ impl<'a> ExactDirichletLml<'a> {
         let kernel = StationaryKernel::gaussian(values[..k].to_vec(), values[k]);
         let transform = LabelTransform::new(self.alpha_epsilon)?;
         let x = self.x.view();
-        let kmat = kernel.cross(x, x, self.par);
+        let kmat = kernel_matrix_symmetric(x, &kernel, self.par);
         let classes = fit_classes(
             kmat,
             &self.labels,
@@ -660,7 +661,7 @@ impl<'a> ExactDirichletLml<'a> {
         let t = LabelTransform::new(self.alpha_epsilon)?;
         let x = self.x.view();
         let n = x.nrows();
-        let kmat = kernel.cross(x, x, par);
+        let kmat = kernel_matrix_symmetric(x, &kernel, par);
         let b = Cholesky::shifted(as_faer(kmat.view()), t.noise_out, par)?;
         let b_inv = b.inverse(par);
         // σ²₀ − σ²₁ > 0: a row of the class has the smaller noise.
@@ -731,21 +732,7 @@ impl<'a> ExactDirichletLml<'a> {
             w *= &kmat;
             grad[k] = 0.5 * w.sum();
             if self.params.free.iter().any(|&i| i < k) {
-                let d = x.ncols();
-                let mut per_dim = vec![0.0; d];
-                let mut delta = vec![0.0; d];
-                for i in 0..n {
-                    let xi = x.row(i);
-                    for j in 0..i {
-                        let m = w[(i, j)];
-                        for ((dl, a), b) in delta.iter_mut().zip(&xi).zip(&x.row(j)) {
-                            *dl = a - b;
-                        }
-                        for (pd, dl) in per_dim.iter_mut().zip(&delta) {
-                            *pd += m * dl * dl;
-                        }
-                    }
-                }
+                let per_dim = lower_sq_contraction(x, &w, par);
                 // ½ Σ_ij over the symmetric sum = the strict lower triangle.
                 if k == 1 {
                     grad[0] = per_dim.iter().sum::<f64>() / (values[0] * values[0]);
@@ -758,6 +745,56 @@ impl<'a> ExactDirichletLml<'a> {
         }
         Ok((value, grad))
     }
+}
+
+/// `out[a] = Σ_{j<i} m_j (x_ja − x_ia)²` for one row `i = m.len()` of the
+/// strict lower triangle, from `xt = Xᵀ` (`d × n` row-major), each sum with
+/// [`dot_sq`]'s eight partial sums (no FMA contraction: the same bits at
+/// every SIMD level).
+#[inline(always)]
+fn lower_row_sq_body(m: &[f64], xt: &[f64], n: usize, out: &mut [f64]) {
+    let i = m.len();
+    for (o, row) in out.iter_mut().zip(xt.chunks_exact(n)) {
+        *o = dot_sq(m, &row[..i], row[i]);
+    }
+}
+
+widest_simd! {
+    /// [`lower_row_sq_body`] with the widest SIMD the CPU offers.
+    fn lower_row_sq(m: &[f64], xt: &[f64], n: usize, out: &mut [f64]) = lower_row_sq_body;
+}
+
+/// `Σ_i Σ_{j<i} M_ij (x_ia − x_ja)²` for every dimension `a` (`M` square,
+/// `N × N`; its strict lower triangle is read): the length-scale gradient
+/// of the exact classifier before the division by `l_a²`. Rows in parallel,
+/// their terms summed in row order: the result does not depend on the
+/// thread count.
+fn lower_sq_contraction(x: ArrayView2<'_, f64>, m: &Array2<f64>, par: Parallelism) -> Vec<f64> {
+    let (n, d) = x.dim();
+    let mut per_dim = vec![0.0; d];
+    if n == 0 || d == 0 {
+        return per_dim;
+    }
+    let xt = x.t().as_standard_layout().into_owned();
+    let xs = xt.as_slice().unwrap_or_default();
+    let m = m.as_standard_layout();
+    let ms = m.as_slice().unwrap_or_default();
+    let row = |i: usize| -> Vec<f64> {
+        let mut out = vec![0.0; d];
+        lower_row_sq(&ms[i * n..i * n + i], xs, n, &mut out);
+        out
+    };
+    let rows: Vec<Vec<f64>> = if par.is_parallel() {
+        (1..n).into_par_iter().map(row).collect()
+    } else {
+        (1..n).map(row).collect()
+    };
+    for r in &rows {
+        for (acc, v) in per_dim.iter_mut().zip(r) {
+            *acc += v;
+        }
+    }
+    per_dim
 }
 
 /// An evaluation has no fit: the factors of `K + Σ_c` that prediction

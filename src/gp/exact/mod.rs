@@ -204,6 +204,47 @@ fn kernel_lower(
     }
 }
 
+/// The full symmetric kernel matrix `K = k(X, X)` (`N × N`, row-major) of
+/// the exact GPs that factor it whole (the classifier's `K + Σ_c`): the
+/// lower triangle by [`kernel_lower`] (distances summed per dimension over
+/// the scaled inputs, vectorized over rows, columns in parallel; no
+/// `‖a‖² + ‖b‖² − 2aᵀb` cancellation, so zero distance gives exactly `σ²`),
+/// mirrored into the upper one (exactly symmetric). Each entry is computed
+/// alone, so the result does not depend on the thread count. Inputs whose
+/// scaled values overflow (or a profile that is NaN there) go through
+/// [`StationaryKernel::cross`], which recomputes such distances from the
+/// scaled differences.
+pub(crate) fn kernel_matrix_symmetric(
+    x: ArrayView2<'_, f64>,
+    kernel: &StationaryKernel,
+    par: Parallelism,
+) -> Array2<f64> {
+    let n = x.nrows();
+    let ut = scaled_transposed(x, kernel);
+    if !ut.iter().all(|v| v.is_finite()) {
+        return kernel.cross(x, x, par);
+    }
+    let mut k = Vec::new();
+    kernel_lower(&ut, kernel.kernel, kernel.variance, par, &mut k);
+    // Read row-major, column j of the lower triangle is row j of the upper
+    // one: copy it below the diagonal, in blocks so that the transposed
+    // reads stay in cache.
+    const B: usize = 64;
+    for i0 in (0..n).step_by(B) {
+        for j0 in (0..=i0).step_by(B) {
+            for i in i0..(i0 + B).min(n) {
+                for j in j0..(j0 + B).min(i) {
+                    k[i * n + j] = k[j * n + i];
+                }
+            }
+        }
+    }
+    if k.iter().any(|v| v.is_nan()) {
+        return kernel.cross(x, x, par);
+    }
+    Array2::from_shape_vec((n, n), k).unwrap_or_else(|_| unreachable!("N² entries"))
+}
+
 /// Buffers that the successive LML evaluations of one fit reuse: the kernel
 /// matrix, the inverse `K_y^{−1}` and faer's scratch for it. Fresh `N × N`
 /// buffers each evaluation come from the OS as untouched pages (glibc maps
@@ -283,7 +324,7 @@ struct GradColumn<'a> {
 /// `Σ_i a_i (c_i − v)²` with eight independent partial sums
 /// (vectorizable; a fixed order, so the same bits at any SIMD width).
 #[inline(always)]
-fn dot_sq(a: &[f64], c: &[f64], v: f64) -> f64 {
+pub(crate) fn dot_sq(a: &[f64], c: &[f64], v: f64) -> f64 {
     let mut acc = [0.0; 8];
     let (ca, cc) = (a.chunks_exact(8), c.chunks_exact(8));
     let (ra, rc) = (ca.remainder(), cc.remainder());
@@ -847,6 +888,59 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn symmetric_kernel_matrix_is_the_pairwise_kernel_exactly_symmetric() {
+        // 150 rows: several 64-row mirror blocks and a ragged last one; a
+        // repeated row (exact zero distance off the diagonal).
+        let mut x =
+            Array2::from_shape_fn((150, 5), |(i, j)| ((i * 7 + j * 3) % 17) as f64 / 5.0 - 1.5);
+        let r = x.row(3).to_owned();
+        x.row_mut(100).assign(&r);
+        for kind in KERNELS {
+            for ls in [vec![1.3], vec![0.7, 1.9, 0.4, 2.5, 1.1]] {
+                let kernel = StationaryKernel {
+                    kernel: kind,
+                    length_scale: ls,
+                    variance: 1.7,
+                };
+                let k = kernel_matrix_symmetric(x.view(), &kernel, Parallelism::Rayon);
+                let seq = kernel_matrix_symmetric(x.view(), &kernel, Parallelism::Sequential);
+                assert_eq!(k, seq, "{kind:?}: independent of the thread count");
+                let n = x.nrows();
+                let scaled = |i: usize| -> Vec<f64> {
+                    (0..5)
+                        .map(|a| x[(i, a)] / kernel.length_scale_of(a))
+                        .collect()
+                };
+                for i in 0..n {
+                    assert_eq!(k[(i, i)], 1.7, "{kind:?}: exact diagonal");
+                    for j in 0..n {
+                        assert_eq!(k[(i, j)].to_bits(), k[(j, i)].to_bits(), "{kind:?}");
+                        let rho = kind.distance(&scaled(i), &scaled(j));
+                        let want = 1.7 * kind.profile(rho);
+                        // A few ulp, plus the exponential's conditioning
+                        // (x/l here, x·(1/l) in the kernel: ρ differs by ~ρε).
+                        let tol = (8.0 + 2.0 * rho) * f64::EPSILON * want + 1e-300;
+                        assert!(
+                            (k[(i, j)] - want).abs() <= tol,
+                            "{kind:?} ({i}, {j}): {} vs {want}",
+                            k[(i, j)]
+                        );
+                    }
+                }
+                assert_eq!(k[(3, 100)], 1.7, "{kind:?}: repeated row");
+            }
+        }
+        // Scaled inputs beyond the float range: the pairwise fallback.
+        let big = Array2::from_shape_fn((4, 2), |(i, j)| (i as f64 - 1.5) * 1e300 + j as f64);
+        let kernel = StationaryKernel::gaussian(vec![1e-10], 2.0);
+        let k = kernel_matrix_symmetric(big.view(), &kernel, Parallelism::Rayon);
+        assert_eq!(k, kernel.cross(big.view(), big.view(), Parallelism::Rayon));
+        for i in 0..4 {
+            assert_eq!(k[(i, i)], 2.0);
         }
     }
 
