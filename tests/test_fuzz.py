@@ -166,8 +166,9 @@ def test_fuzz_dense_transformers(x, data, name, n, kernel, seed):
         warnings.filterwarnings(
             "ignore", message="sampler='structured' is noticeably biased", category=UserWarning
         )
-        # The Maclaurin allocation warns when subsample pairs give non-finite
-        # statistics (rows of 1e150 at length_scale=1), by design.
+        # The Maclaurin allocation warns, by design, when subsample pairs give
+        # non-finite statistics: the Gaussian map centers X at its mean, so a
+        # single row of 1e150 at length_scale=1 puts every pair out of range.
         warnings.filterwarnings(
             "ignore", message=".*non-finite Maclaurin statistics", category=RuntimeWarning
         )
