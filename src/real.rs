@@ -171,6 +171,16 @@ widest_simd! {
     pub(crate) fn finite_slice<T: Real>(x: &[T], scale: T) -> bool = finite_slice_body;
 }
 
+/// `v · 2^e` for any integer `e`: exact unless the result leaves the normal
+/// range (`2f64.powi(e)` alone overflows beyond `e = 1023`).
+pub(crate) fn times_pow2(v: f64, e: i32) -> f64 {
+    // Three steps of one direction, each factor inside the normal range for
+    // |e| <= 3069.
+    let e = e.clamp(-3000, 3000);
+    let third = e / 3;
+    v * 2f64.powi(third) * 2f64.powi(third) * 2f64.powi(e - 2 * third)
+}
+
 /// Row `xr` as a slice: the row itself when it is contiguous, else a copy in
 /// `buf` (for kernels written over slices).
 pub(crate) fn row_slice<'s, 'a: 's, T: Copy>(

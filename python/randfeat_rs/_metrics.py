@@ -43,7 +43,11 @@ def kl_divergence(mean_p: Any, var_p: Any, mean_q: Any, var_q: Any) -> float:
         (complex, bool, object, strings: a :class:`TypeError` naming it).
     InvalidInputError
         If an argument is ragged, has the wrong number of dimensions, the
-        lengths differ or a value is not finite (a :class:`ValueError`).
+        lengths differ, a value is not finite, a variance is negative, or
+        the divergence itself exceeds the float range (means that differ by
+        far more than the standard deviations; a :class:`ValueError`).
+        Every divergence below about 1.8e308 is returned, whatever the
+        magnitudes of its arguments.
 
     Examples
     --------
@@ -79,7 +83,9 @@ def rmse(y_true: Any, y_pred: Any) -> float:
         (complex, bool, object, strings: a :class:`TypeError` naming it).
     InvalidInputError
         If an argument is ragged, has the wrong number of dimensions, the
-        lengths differ or a value is not finite (a :class:`ValueError`).
+        lengths differ, a value is not finite, or the error itself exceeds
+        the float range (a :class:`ValueError`); errors below about 1.8e308
+        are returned, whatever the magnitudes of the arguments.
     """
     return float(_core.rmse(_vector(y_true, "y_true"), _vector(y_pred, "y_pred")))
 
@@ -105,7 +111,8 @@ def mean_nll(y_true: Any, mean: Any, var: Any) -> float:
         (complex, bool, object, strings: a :class:`TypeError` naming it).
     InvalidInputError
         If an argument is ragged, has the wrong number of dimensions, the
-        lengths differ or a value is not finite (a :class:`ValueError`).
+        lengths differ, a value is not finite, a variance is negative, or
+        the mean itself exceeds the float range (a :class:`ValueError`).
     """
     return float(
         _core.mean_nll(_vector(y_true, "y_true"), _vector(mean, "mean"), _vector(var, "var"))
@@ -130,7 +137,9 @@ def relative_frobenius_error(K_approx: Any, K_exact: Any) -> float:
         (complex, bool, object, strings: a :class:`TypeError` naming it).
     InvalidInputError
         If an argument is ragged, has the wrong number of dimensions, the
-        lengths differ or a value is not finite (a :class:`ValueError`).
+        lengths differ, a value is not finite, ``K_exact`` is zero, or the
+        ratio itself exceeds the float range (a :class:`ValueError`); the
+        norms are computed with scaling, so entries near 1e308 are fine.
     """
     a = real_array(K_approx, "K_approx", (2,))
     b = real_array(K_exact, "K_exact", (2,))

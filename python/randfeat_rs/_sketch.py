@@ -209,7 +209,9 @@ def sketch_variance(
         (complex, bool, object, strings; a :class:`TypeError` naming it).
     InvalidInputError
         If ``x`` or ``y`` is not 1-D or a parameter is out of range, such as
-        a degree above 32 (a :class:`ValueError`).
+        a degree above 32, or the variance itself (it grows as
+        ``(|x| |y| / length_scale**2) ** (2 * degree)``) exceeds the float
+        range (a :class:`ValueError`).
 
     Examples
     --------

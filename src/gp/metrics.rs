@@ -6,6 +6,7 @@ use ndarray::{ArrayView1, ArrayView2};
 
 use super::check_finite;
 use crate::error::{Error, Result};
+use crate::real::times_pow2;
 
 /// Variances are floored here before logs and divisions (`docs/math/gp.rst`,
 /// "Metrics").
@@ -61,19 +62,34 @@ pub fn kl_divergence(
     check_finite("mean_q", mu_q.iter())?;
     check_variances("var_p", var_p)?;
     check_variances("var_q", var_q)?;
-    let s: f64 = (0..n)
-        .map(|i| kl_term(mu_p[i], var_p[i], mu_q[i], var_q[i]))
-        .sum();
-    Ok(s / n as f64)
+    let term = |i: usize| kl_term(mu_p[i], var_p[i], mu_q[i], var_q[i]);
+    let mut mean = (0..n).map(term).sum::<f64>() / n as f64;
+    if !mean.is_finite() {
+        // The sum of finite terms overflowed: average without summing them whole.
+        mean = (0..n).map(|i| term(i) / n as f64).sum();
+    }
+    if !mean.is_finite() {
+        return Err(Error::invalid(
+            "mean_p",
+            "the KL divergence overflows the float range: the means differ by far more \
+             than the standard deviations, or var_p is far above var_q",
+        ));
+    }
+    Ok(mean)
 }
 
 /// One point's `KL(N(μ_p, v_p) ‖ N(μ_q, v_q)) = ½[ln(v_q/v_p) + (v_p + (μ_p − μ_q)²)/v_q − 1]`,
 /// variances floored at 1e−12, unchecked (the term of [`kl_divergence`]).
+///
+/// Computed as `½(ln v_q − ln v_p) + (½v_p)/v_q + 2((½μ_p − ½μ_q)/√v_q)² − ½`
+/// so that no intermediate overflows for finite arguments (`v_q/v_p` does
+/// for `v_q = 1e300`, `v_p` floored, and `μ_p − μ_q` for opposite ±1e308):
+/// the term is infinite only when its value exceeds the float range.
 pub fn kl_term(mu_p: f64, var_p: f64, mu_q: f64, var_q: f64) -> f64 {
     let vp = var_p.max(VARIANCE_FLOOR);
     let vq = var_q.max(VARIANCE_FLOOR);
-    let dm = mu_p - mu_q;
-    0.5 * ((vq / vp).ln() + (vp + dm * dm) / vq - 1.0)
+    let r = (0.5 * mu_p - 0.5 * mu_q) / vq.sqrt();
+    0.5 * (vq.ln() - vp.ln()) + (0.5 * vp) / vq + 2.0 * r * r - 0.5
 }
 
 /// `√(mean_i (y_i − μ_i)²)`.
@@ -82,12 +98,22 @@ pub fn rmse(y_true: ArrayView1<'_, f64>, y_pred: ArrayView1<'_, f64>) -> Result<
     same_len("length of y_pred", y_true.len(), y_pred.len())?;
     check_finite("y_true", y_true.iter())?;
     check_finite("y_pred", y_pred.iter())?;
-    let s: f64 = y_true
-        .iter()
-        .zip(y_pred.iter())
-        .map(|(a, b)| (a - b) * (a - b))
-        .sum();
-    Ok((s / y_true.len() as f64).sqrt())
+    // Halves of the differences, scaled by a power of two (exact): the
+    // squares of 1e300 errors would overflow a plain sum.
+    let (e, s) = scaled_sum_of_squares(|| {
+        y_true
+            .iter()
+            .zip(y_pred.iter())
+            .map(|(a, b)| 0.5 * a - 0.5 * b)
+    });
+    let r = times_pow2((s / y_true.len() as f64).sqrt() * 2.0, e);
+    if !r.is_finite() {
+        return Err(Error::invalid(
+            "y_pred",
+            "the root mean squared error overflows the float range",
+        ));
+    }
+    Ok(r)
 }
 
 /// Mean negative log predictive density `mean_i [½ ln(2π v_i) + (y_i − μ_i)²/(2 v_i)]`
@@ -99,7 +125,20 @@ pub fn mean_nll(
     var: ArrayView1<'_, f64>,
 ) -> Result<f64> {
     let terms = nll_terms(y_true, mean, var)?;
-    Ok(terms.iter().sum::<f64>() / terms.len() as f64)
+    let n = terms.len() as f64;
+    let mut m = terms.iter().sum::<f64>() / n;
+    if !m.is_finite() {
+        // The sum of finite terms overflowed: average without summing them whole.
+        m = terms.iter().map(|t| t / n).sum();
+    }
+    if !m.is_finite() {
+        return Err(Error::invalid(
+            "mean",
+            "the mean negative log density overflows the float range: the errors are \
+             far beyond the predictive standard deviations",
+        ));
+    }
+    Ok(m)
 }
 
 /// The negative log predictive density of every point,
@@ -122,9 +161,11 @@ pub fn nll_terms(
     check_variances("var", var)?;
     Ok((0..n)
         .map(|i| {
+            // (y − μ)²/(2v) as 2((y/2 − μ/2)/√v)², which overflows only
+            // when its value does.
             let v = var[i].max(VARIANCE_FLOOR);
-            let r = y_true[i] - mean[i];
-            0.5 * (LN_2PI + v.ln()) + r * r / (2.0 * v)
+            let r = (0.5 * y_true[i] - 0.5 * mean[i]) / v.sqrt();
+            0.5 * (LN_2PI + v.ln()) + 2.0 * r * r
         })
         .collect())
 }
@@ -148,16 +189,49 @@ pub fn relative_frobenius_error(
     }
     check_finite("K_approx", k_approx.iter())?;
     check_finite("K_exact", k_exact.iter())?;
-    let num: f64 = k_approx
-        .iter()
-        .zip(k_exact.iter())
-        .map(|(a, b)| (a - b) * (a - b))
-        .sum();
-    let den: f64 = k_exact.iter().map(|b| b * b).sum();
+    // Both norms are taken of entries scaled by a power of two near their
+    // largest magnitude (exact, so ordinary inputs give the unscaled result
+    // bit for bit): squares of entries near 1e300 would overflow, and the
+    // difference is formed of halves, which cannot.
+    let diff = || {
+        k_approx
+            .iter()
+            .zip(k_exact.iter())
+            .map(|(a, b)| 0.5 * a - 0.5 * b)
+    };
+    let (num_scale, num) = scaled_sum_of_squares(diff);
+    let (den_scale, den) = scaled_sum_of_squares(|| k_exact.iter().copied());
     if den == 0.0 {
         return Err(Error::invalid("K_exact", "has zero Frobenius norm"));
     }
-    Ok((num / den).sqrt())
+    // ‖K̂ − K‖ = 2·num_scale·√num and ‖K‖ = den_scale·√den.
+    let ratio = times_pow2((num / den).sqrt() * 2.0, num_scale - den_scale);
+    if !ratio.is_finite() {
+        return Err(Error::invalid(
+            "K_approx",
+            "the relative Frobenius error overflows the float range",
+        ));
+    }
+    Ok(ratio)
+}
+
+/// `(e, Σ (v / 2^e)²)` with `2^e` the power of two at or below the largest
+/// `|v|` (`e = 0` when every value is zero), so the sum cannot overflow.
+fn scaled_sum_of_squares<I: Iterator<Item = f64>>(values: impl Fn() -> I) -> (i32, f64) {
+    let max = values().fold(0.0_f64, |m, v| m.max(v.abs()));
+    if max == 0.0 {
+        return (0, 0.0);
+    }
+    let e = max.log2().floor() as i32;
+    (
+        e,
+        values()
+            .map(|v| {
+                let t = times_pow2(v, -e);
+                t * t
+            })
+            .sum(),
+    )
 }
 
 #[cfg(test)]
@@ -224,5 +298,65 @@ mod tests {
         .is_err());
         assert!(relative_frobenius_error(array![[1.0]].view(), array![[0.0]].view()).is_err());
         assert!(relative_frobenius_error(array![[1.0, 2.0]].view(), array![[1.0]].view()).is_err());
+    }
+
+    /// Fuzzing found `ln(v_q/v_p)` overflowing to inf for `v_q = 1e300` over
+    /// a floored `v_p`, `NaN` from the squares of 1e300 entries in the
+    /// Frobenius error and inf from those of 1e300 errors in the RMSE.
+    #[test]
+    fn extreme_values_stay_finite() {
+        let kl = |a: f64, b: f64, c: f64, d: f64| {
+            kl_divergence(
+                array![a].view(),
+                array![b].view(),
+                array![c].view(),
+                array![d].view(),
+            )
+        };
+        // ½[ln(1e300/1e-12) + 1e-12/1e300 − 1] = ½[312 ln 10 − 1].
+        let v = kl(0.0, 0.0, 0.0, 1e300).unwrap();
+        assert!((v - 0.5 * (312.0 * 10f64.ln() - 1.0)).abs() < 1e-12, "{v}");
+        // (μ_p − μ_q)² overflows, the KL (≈ 2e100) does not.
+        let v = kl(1e200, 1.0, -1e200, 1e300).unwrap();
+        assert!((v / 2e100 - 1.0).abs() < 1e-12, "{v}");
+        // A KL beyond the float range is refused, not returned as inf.
+        assert!(kl(1e300, 1.0, -1e300, 1.0)
+            .unwrap_err()
+            .to_string()
+            .contains("overflow"));
+        assert!(kl(0.0, 1e300, 0.0, 0.0).is_err());
+
+        let k = array![[1e300, 0.0], [0.0, 1e300]];
+        let kh = array![[1e300, 1e299], [1e299, 1e300]];
+        let e = relative_frobenius_error(kh.view(), k.view()).unwrap();
+        assert!((e - (0.02_f64 / 2.0).sqrt()).abs() < 1e-15, "{e}");
+        let e = relative_frobenius_error(array![[-1e308]].view(), array![[1e308]].view()).unwrap();
+        assert_eq!(e, 2.0);
+        // Tiny reference, huge difference: a finite ratio of 1e300.
+        let e = relative_frobenius_error(array![[1e100]].view(), array![[1e-200]].view()).unwrap();
+        assert!((e / 1e300 - 1.0).abs() < 1e-12, "{e}");
+        let e = relative_frobenius_error(array![[5e-324]].view(), array![[5e-324]].view()).unwrap();
+        assert_eq!(e, 0.0);
+        // rmse and mean_nll of 1e300 errors (fuzzing: rmse gave inf).
+        let r = rmse(array![0.0, 0.0].view(), array![0.0, 1e300].view()).unwrap();
+        assert!((r / (1e300 / 2f64.sqrt()) - 1.0).abs() < 1e-15, "{r}");
+        assert!(rmse(array![1e308].view(), array![-1e308].view())
+            .unwrap_err()
+            .to_string()
+            .contains("overflow"));
+        let m = mean_nll(
+            array![0.0].view(),
+            array![1e300].view(),
+            array![1e300].view(),
+        )
+        .unwrap();
+        assert!((m / 5e299 - 1.0).abs() < 1e-12, "{m}");
+        assert!(mean_nll(array![0.0].view(), array![1e300].view(), array![1.0].view()).is_err());
+        assert!(
+            relative_frobenius_error(array![[1e300]].view(), array![[1e-300]].view())
+                .unwrap_err()
+                .to_string()
+                .contains("overflow")
+        );
     }
 }

@@ -5,6 +5,7 @@
 
 use super::SketchKind;
 use crate::error::{Error, Result};
+use crate::real::times_pow2;
 
 /// A scalar weight law with `E z = 0`, `E|z|² = 1` (`docs/math/sketches.rst`,
 /// "The generic sketch of degree n").
@@ -169,7 +170,8 @@ pub fn sketch_variance(
             / (d * d);
         return Ok(SketchVariance {
             complex: None,
-            real_part: v,
+            // >= 0 but for rounding (see below).
+            real_part: at_least_zero(v),
         });
     }
     let law = WeightLaw::of(kind, complex);
@@ -182,10 +184,22 @@ pub fn sketch_variance(
         complex_var += pairs * (c.powi(n) - m2n);
         real_var += pairs * ((c.powi(n) - m2n) + (pc.powi(n) - m2n)) / 2.0;
     }
+    // Each variance is >= 0 in exact arithmetic, but its terms are differences
+    // of nearly equal powers (M^n − m^2n with M = m² for x ∥ y), which rounding
+    // can leave a few ulps below zero (−8.9e-16 seen): clamp at 0.
     Ok(SketchVariance {
-        complex: Some(complex_var),
-        real_part: real_var,
+        complex: Some(at_least_zero(complex_var)),
+        real_part: at_least_zero(real_var),
     })
+}
+
+/// `v`, or 0 for a negative `v` (NaN stays NaN, unlike `f64::max`).
+fn at_least_zero(v: f64) -> f64 {
+    if v < 0.0 {
+        0.0
+    } else {
+        v
+    }
 }
 
 /// Real-part variance of the estimate of `(xᵀy/l² + c)^n`
@@ -228,9 +242,50 @@ pub fn polynomial_kernel_variance(
             .collect()
     };
     let (xa, ya) = (aug(x), aug(y));
-    let p = PairStats::new(&xa, &ya);
+    if xa.iter().chain(&ya).any(|v| !v.is_finite()) {
+        return Err(Error::invalid(
+            "x",
+            "x / length_scale or y / length_scale overflows the float range",
+        ));
+    }
+    // Every moment of the table is homogeneous of degree 2 in x and in y, so
+    // the variance of the pair (x/2^a, y/2^b) times 2^(2n(a + b)) is the
+    // pair's: with 2^a and 2^b near the norms the statistics are O(1) (the
+    // products of squared norms of 1e300 entries overflow, 0·inf is NaN for
+    // a zero x) and powers of two keep ordinary inputs bit for bit.
+    let (ea, xs) = scale_to_unit_norm(&xa);
+    let (eb, ys) = scale_to_unit_norm(&ya);
+    let p = PairStats::new(&xs, &ys);
     let d_pad = super::padded_dim(xa.len());
-    Ok(sketch_variance(kind, complex, degree, n_features, d_pad, &p)?.real_part)
+    let v = sketch_variance(kind, complex, degree, n_features, d_pad, &p)?.real_part;
+    let v = times_pow2(v, 2 * degree as i32 * (ea + eb));
+    if !v.is_finite() {
+        return Err(Error::invalid(
+            "x",
+            "the variance overflows the float range: it grows as (|x| |y| / length_scale^2)^(2 degree)",
+        ));
+    }
+    Ok(v)
+}
+
+/// `(e, v / 2^e)` with `2^e` the power of two at or below `‖v‖` (`e = 0`
+/// for a zero vector): exact, and the scaled norm lies in `[1, 2)`.
+fn scale_to_unit_norm(v: &[f64]) -> (i32, Vec<f64>) {
+    let max = v.iter().fold(0.0_f64, |m, t| m.max(t.abs()));
+    if max == 0.0 {
+        return (0, v.to_vec());
+    }
+    let e_max = max.log2().floor() as i32;
+    let ss: f64 = v
+        .iter()
+        .map(|&t| {
+            let u = times_pow2(t, -e_max);
+            u * u
+        })
+        .sum();
+    // ‖v‖ = 2^e_max √ss with 1 <= ss < 4d.
+    let e = e_max + (0.5 * ss.log2()).floor() as i32;
+    (e, v.iter().map(|&t| times_pow2(t, -e)).collect())
 }
 
 #[cfg(test)]
@@ -373,5 +428,61 @@ mod tests {
         assert!(sketch_variance(TensorSketch, true, 2, 4, 1, &p).is_err());
         assert!(SketchKind::parse("srht").is_err());
         assert_eq!(SketchKind::parse("tensor_srht").unwrap(), TensorSrht);
+    }
+
+    /// Fuzzing found NaN for a zero `x` against 1e300 entries (0·inf in
+    /// `‖x‖²‖y‖²`) and a variance of −2.7e-20 from rounding.
+    #[test]
+    fn extreme_pairs_and_rounding() {
+        let var = |kind, complex, degree, nf, x: &[f64], y: &[f64]| {
+            polynomial_kernel_variance(kind, complex, degree, nf, x, y, 0.0, 1.0)
+        };
+        for kind in [Gaussian, Rademacher, TensorSrht, TensorSketch] {
+            let v = var(kind, false, 2, 3, &[0.0, 0.0, 0.0], &[0.0, 1e300, 0.0]).unwrap();
+            assert_eq!(v, 0.0, "{kind:?}");
+            // Homogeneity: scaling x by 1e200 and y by 1e-200 changes nothing.
+            let a = var(kind, false, 3, 5, &[1.0, -0.5, 2.0], &[0.25, 1.0, 1.0]).unwrap();
+            let b = var(
+                kind,
+                false,
+                3,
+                5,
+                &[1e200, -0.5e200, 2e200],
+                &[0.25e-200, 1e-200, 1e-200],
+            )
+            .unwrap();
+            assert_relative_eq!(a, b, max_relative = 1e-12);
+            // Powers of two scale exactly.
+            let t = 2f64.powi(100);
+            let c = var(
+                kind,
+                false,
+                3,
+                5,
+                &[t, -0.5 * t, 2.0 * t],
+                &[0.25, 1.0, 1.0],
+            )
+            .unwrap();
+            assert_eq!(c, a * 2f64.powi(2 * 3 * 100));
+        }
+        // (xᵀy)⁴ of 1e150 norms: a variance near 1e600 is refused.
+        let e = var(Gaussian, false, 2, 1, &[0.0, 0.0, 1.0], &[0.0, 0.0, 1e150]).unwrap_err();
+        assert!(e.to_string().contains("overflow"), "{e}");
+        // x / length_scale itself overflowing is refused too.
+        assert!(
+            polynomial_kernel_variance(Gaussian, false, 1, 1, &[1e300], &[1.0], 0.0, 1e-300)
+                .is_err()
+        );
+        let nf = crate::sketch::sketch_features_for(2, true).unwrap();
+        let v = var(
+            TensorSrht,
+            true,
+            2,
+            nf,
+            &[0.5968072426887456],
+            &[-0.19743264543855576],
+        )
+        .unwrap();
+        assert_eq!(v, 0.0);
     }
 }
