@@ -355,19 +355,3 @@ pub(super) fn phase2_all_levels<T: Real>(
         })
         .collect()
 }
-
-/// Test hook for timing: the plain-loop passes compiled for the widest
-/// instruction set of this CPU (the control of `compare_levels_timing`).
-#[cfg(test)]
-pub(super) fn time_plain<T: Real>(x: &mut [T]) {
-    /// `butterfly::small` as an operation.
-    struct Plain<'a, T>(&'a mut [T]);
-    impl<S: Simd, T: Real> WithSimd<S> for Plain<'_, T> {
-        type Output = ();
-        #[inline(always)]
-        fn with_simd(self, _: S) {
-            butterfly::small(self.0)
-        }
-    }
-    Isa::detect().dispatch(Plain(x))
-}
