@@ -145,16 +145,7 @@ impl LmlSums {
         monitor: &Monitor,
     ) -> Result<Self> {
         // A block may be empty (its sums are zero).
-        if x.nrows() != y.len() {
-            return Err(Error::ShapeMismatch {
-                name: "length of y (the number of rows of X)",
-                expected: x.nrows(),
-                got: y.len(),
-            });
-        }
-        check_finite("X", x.iter())?;
-        check_finite("y", y.iter())?;
-        Error::check_n_features(map.n_features_in(), x.ncols())?;
+        check_block(map, x, y)?;
         let k = check_values(map, values)?;
         if chunk_rows == 0 {
             return Err(Error::invalid("chunk_size", "must be >= 1, got 0"));
@@ -381,16 +372,7 @@ impl GradientPass {
         par: Parallelism,
         monitor: &Monitor,
     ) -> Result<Vec<f64>> {
-        if x.nrows() != y.len() {
-            return Err(Error::ShapeMismatch {
-                name: "length of y (the number of rows of X)",
-                expected: x.nrows(),
-                got: y.len(),
-            });
-        }
-        check_finite("X", x.iter())?;
-        check_finite("y", y.iter())?;
-        Error::check_n_features(map.n_features_in(), x.ncols())?;
+        check_block(map, x, y)?;
         self.validate()?;
         let k = check_values(map, &self.values)?;
         if self.beta.len() != map.n_components() {
@@ -676,4 +658,19 @@ where
         par,
     };
     super::optimize_objective(map, &obj.params, &obj, cfg, monitor)
+}
+
+/// The checks of one block of rows for `map`: as many targets as rows,
+/// finite values, and `map`'s input width (an empty block is valid).
+fn check_block(map: &HyperMap, x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>) -> Result<()> {
+    if x.nrows() != y.len() {
+        return Err(Error::ShapeMismatch {
+            name: "length of y (the number of rows of X)",
+            expected: x.nrows(),
+            got: y.len(),
+        });
+    }
+    check_finite("X", x.iter())?;
+    check_finite("y", y.iter())?;
+    Error::check_n_features(map.n_features_in(), x.ncols())
 }
