@@ -2,11 +2,16 @@
 
 1. kin8nm (7,372 training / 820 test rows of the shipped copy, a seeded
    permutation; inputs and targets standardized by the training set),
-   M = 512 inducing inputs a random subset of the training rows (fixed),
-   the Gaussian kernel with one length scale and with one per dimension
-   (ARD): the fit to convergence (L-BFGS, coarse to fine, no restarts),
-   its bound per row, and the test RMSE and mean negative log predictive
-   density of the noisy predictive (standardized units).
+   M = 512 inducing inputs, the Gaussian kernel: with a random subset of
+   the training rows (fixed), one length scale and one per dimension
+   (ARD); with k-means centres (fixed) and ARD, each fitted to
+   convergence (L-BFGS, coarse to fine, no restarts); and with ARD and
+   the inducing inputs trained from the random subset
+   (``optimize_inducing=True``) for a budget of ``max_iter=20`` L-BFGS
+   iterations per run, as GPyTorch trains its inducing inputs for 100
+   Adam steps. Printed: the fit time, its bound per row, and the test
+   RMSE and mean negative log predictive density of the noisy predictive
+   (standardized units).
 
    The library a user would otherwise pick is GPyTorch's SGPR
    (InducingPointKernel, M = 512 random training rows, Adam lr 0.1, 100
@@ -84,28 +89,36 @@ def kin8nm() -> None:
     X = (X - mu) / sd
     ym, ys = y[tr].mean(), y[tr].std()
     y = (y - ym) / ys
-    print(
-        f"kin8nm, M = {M_KIN} random training rows (fixed), Gaussian kernel, "
-        f"{N_TRAIN:,} train / {len(te)} test:"
-    )
-    print("                       fit (s)   -bound/N   test RMSE   test NLL")
-    for ard in (False, True):
+    print(f"kin8nm, M = {M_KIN}, Gaussian kernel, {N_TRAIN:,} train / {len(te)} test:")
+    print("                                         fit (s)   -bound/N   test RMSE   test NLL")
+    arms = {
+        "random Z (fixed)": {"inducing": "random"},
+        "random Z (fixed), ARD": {"inducing": "random", "ard": True},
+        "k-means Z (fixed), ARD": {"inducing": "kmeans", "ard": True},
+        "random Z trained, ARD, max_iter=20": {
+            "inducing": "random",
+            "ard": True,
+            "optimize_inducing": True,
+            "max_iter": 20,
+        },
+    }
+    for name, kwargs in arms.items():
         t0 = time.perf_counter()
-        gp = rf.SparseGPR(M_KIN, inducing="random", ard=ard, random_state=0).fit(X[tr], y[tr])
+        gp = rf.SparseGPR(M_KIN, random_state=0, **kwargs).fit(X[tr], y[tr])
         fit_s = time.perf_counter() - t0
         loss = -gp.log_marginal_likelihood_ / N_TRAIN
         mean, std = gp.predict_noisy(X[te])
         rmse = float(np.sqrt(np.mean((mean - y[te]) ** 2)))
         nll = float(np.mean(0.5 * np.log(2 * np.pi * std**2) + (y[te] - mean) ** 2 / (2 * std**2)))
-        name = "randfeat_rs, ARD" if ard else "randfeat_rs"
         print(
-            f"  {name:<18}{fit_s:8.2f}   {loss:8.3f}   {rmse:9.3f}   {nll:8.3f}   "
+            f"  {name:<38}{fit_s:8.2f}   {loss:8.3f}   {rmse:9.3f}   {nll:8.3f}   "
             f"ratio {ANCHOR_SGPR_FIT_S / fit_s:5.1f}x (goal >= 10x), "
             f"{gp.n_iter_} L-BFGS iterations"
         )
     print(
-        f"  {'GPyTorch (anchor)':<18}{ANCHOR_SGPR_FIT_S:8.2f}   {ANCHOR_SGPR_LOSS:8.3f}   "
-        f"{ANCHOR_SGPR_RMSE:9.3f}   {ANCHOR_SGPR_NLL:8.3f}   (100 Adam steps)"
+        f"  {'GPyTorch SGPR, Z trained (anchor)':<38}{ANCHOR_SGPR_FIT_S:8.2f}   "
+        f"{ANCHOR_SGPR_LOSS:8.3f}   {ANCHOR_SGPR_RMSE:9.3f}   {ANCHOR_SGPR_NLL:8.3f}   "
+        "(100 Adam steps)"
     )
 
 

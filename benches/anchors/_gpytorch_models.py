@@ -57,10 +57,11 @@ def tensor(a: np.ndarray) -> torch.Tensor:
 
 
 class _SGPRModel(gpytorch.models.ExactGP):
-    def __init__(self, x, y, likelihood, inducing):
+    def __init__(self, x, y, likelihood, inducing, ard):
         super().__init__(x, y, likelihood)
         self.mean_module = gpytorch.means.ConstantMean()
-        self.base_covar_module = gpytorch.kernels.ScaleKernel(gpytorch.kernels.RBFKernel())
+        rbf = gpytorch.kernels.RBFKernel(ard_num_dims=x.shape[1] if ard else None)
+        self.base_covar_module = gpytorch.kernels.ScaleKernel(rbf)
         self.covar_module = gpytorch.kernels.InducingPointKernel(
             self.base_covar_module, inducing_points=inducing, likelihood=likelihood
         )
@@ -148,6 +149,8 @@ class GPyTorchSGPR(_Regressor):
     train_inducing : bool
         Whether Adam moves the inducing inputs (GPyTorch's default) or
         they stay fixed (``requires_grad=False``).
+    ard : bool
+        One length scale per input dimension (``ard_num_dims``).
     n_steps : int
         Adam steps of ``fit``.
     lr : float
@@ -155,15 +158,23 @@ class GPyTorchSGPR(_Regressor):
     """
 
     def __init__(
-        self, inducing: np.ndarray, *, train_inducing: bool, n_steps: int = 100, lr: float = 0.1
+        self,
+        inducing: np.ndarray,
+        *,
+        train_inducing: bool,
+        ard: bool = False,
+        n_steps: int = 100,
+        lr: float = 0.1,
     ):
-        self.inducing, self.train_inducing = inducing, train_inducing
+        self.inducing, self.train_inducing, self.ard = inducing, train_inducing, ard
         self.n_steps, self.lr = n_steps, lr
 
     def build(self, X: np.ndarray, y: np.ndarray) -> GPyTorchSGPR:
         """Set up the model on ``(X, y)`` without training."""
         self.likelihood = gpytorch.likelihoods.GaussianLikelihood()
-        self.model = _SGPRModel(tensor(X), tensor(y), self.likelihood, tensor(self.inducing))
+        self.model = _SGPRModel(
+            tensor(X), tensor(y), self.likelihood, tensor(self.inducing), self.ard
+        )
         self.model.covar_module.inducing_points.requires_grad_(self.train_inducing)
         return self
 
@@ -171,7 +182,7 @@ class GPyTorchSGPR(_Regressor):
         """``n_steps`` Adam steps on the negative bound per row."""
         self.build(X, y)._train(self.n_steps, self.lr)
         scaled = self.model.base_covar_module
-        self.length_scale_ = scaled.base_kernel.lengthscale.item()
+        self.length_scale_ = scaled.base_kernel.lengthscale.detach().numpy().ravel()
         self.kernel_variance_ = scaled.outputscale.item()
         self.noise_variance_ = self.likelihood.noise.item()
         self.n_iter_ = self.n_steps

@@ -799,6 +799,57 @@ mod tests {
     }
 
     #[test]
+    fn the_joint_objective_gradient_matches_central_differences() {
+        // The second stage's coordinates: the free log hyperparameters
+        // (none, one or one per dimension) and Z row-major.
+        let (x, y) = data(60, 3, 4);
+        for (kernel, ard, optimize) in [
+            (Kernel::Gaussian, false, true),
+            (Kernel::Matern32, true, true),
+            (Kernel::Gaussian, true, false),
+        ] {
+            let mut cfg = config(Method::Vfe, kernel, ard);
+            cfg.n_inducing = 5;
+            cfg.inducing = InducingInit::Random;
+            if !optimize {
+                cfg.hyper.optimize = vec![];
+            }
+            let rows = InMemory {
+                x: x.view().into(),
+                y: y.view().into(),
+                chunk_rows: 17,
+                par: PAR,
+                scratch: Mutex::new(Vec::new()),
+            };
+            let mut obj =
+                start_objective(rows, x.view(), y.view(), 5, &cfg, PAR, &Monitor::default())
+                    .unwrap();
+            obj.optimize_inducing = true;
+            let theta = obj.start();
+            let monitor = Monitor::default();
+            let at = |t: &[f64]| obj.evaluate(t, &monitor).unwrap();
+            let e = at(&theta);
+            // The start reproduces the inducing inputs.
+            let z = e.fit.inducing.clone();
+            assert!((&z - &obj.z)
+                .iter()
+                .all(|v| v.abs() <= 1e-12 * (1.0 + z.len() as f64)));
+            let h = 1e-5;
+            for j in 0..theta.len() {
+                let (mut tp, mut tm) = (theta.clone(), theta.clone());
+                tp[j] += h;
+                tm[j] -= h;
+                let fd = (at(&tp).value - at(&tm).value) / (2.0 * h);
+                assert!(
+                    (fd - e.grad[j]).abs() < 1e-5 * (1.0 + fd.abs()),
+                    "{kernel:?} ard {ard} θ_{j}: fd {fd} vs {}",
+                    e.grad[j]
+                );
+            }
+        }
+    }
+
+    #[test]
     fn fits_are_deterministic() {
         let (x, y) = data(120, 3, 2);
         for inducing in [

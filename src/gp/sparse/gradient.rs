@@ -146,14 +146,9 @@ pub fn accumulate_gradient(
         par,
     );
     let beta = &adjoint.vector;
-    if !fitc {
-        // ∂F/∂k_i = 2 (∂F/∂S) k_i + (∂F/∂b) y_i, times the kernel's slope.
-        for ((row, srow), &bm) in wb.chunks_exact_mut(n).zip(sl.chunks_exact(n)).zip(beta) {
-            for ((w, &t), &sv) in row.iter_mut().zip(&yc).zip(srow) {
-                *w = (*w + bm * t) * sv;
-            }
-        }
-    } else {
+    // VFE: ∂F/∂k_i = 2 (∂F/∂S) k_i + (∂F/∂b) y_i, the second term added
+    // (and the kernel's slope applied) by the contraction below.
+    if fitc {
         let q2 = &mut rest[..m * n];
         matmul(
             MatMut::from_row_major_slice_mut(q2, m, n),
@@ -214,14 +209,17 @@ pub fn accumulate_gradient(
             par,
         );
     }
-    // The adjoint times the kernel's slope (VFE: above), contracted with
-    // the distances.
-    if fitc {
-        for (w, &t) in wb.iter_mut().zip(sl.iter()) {
-            *w *= t;
-        }
-    }
-    let (by_ls, by_z) = contract(&prior.params, prior.w.view(), ut.view(), wb, par);
+    // The adjoint times the kernel's slope, contracted with the distances.
+    let offset = (!fitc).then_some((beta.as_slice().unwrap_or_default(), yc.as_slice()));
+    let (by_ls, by_z) = contract(
+        &prior.params,
+        prior.w.view(),
+        ut.view(),
+        wb,
+        sl,
+        offset,
+        par,
+    );
     for (a, b) in sums.by_length_scale.iter_mut().zip(&by_ls) {
         *a += b;
     }
@@ -266,8 +264,16 @@ pub fn finish(
         Some(&mut slope),
         par,
     );
-    let g: Vec<f64> = d_kuu.iter().zip(&slope).map(|(a, b)| a * b).collect();
-    let (uu_ls, uu_z) = contract(&prior.params, prior.w.view(), wt.view(), &g, par);
+    let d_kuu_std = d_kuu.as_standard_layout();
+    let (uu_ls, uu_z) = contract(
+        &prior.params,
+        prior.w.view(),
+        wt.view(),
+        d_kuu_std.as_slice().unwrap_or_default(),
+        &slope,
+        None,
+        par,
+    );
     let by_ls: Vec<f64> = sums
         .by_length_scale
         .iter()

@@ -209,39 +209,45 @@ pub(crate) fn cross_block(
     });
 }
 
-/// `Σ_i g_i δ_ia e'(δ_ia)` and `Σ_i g_i e'(δ_ia)` for each dimension `a`
-/// (`δ_ia = u_ia − w_a`, `e'` of [`Kernel::distance_slope`]) into
-/// `by_ls[a]` and `by_z[a]`; `ut` is `d × n` row-major, `g` has `n`
-/// entries.
+/// Dimensions per group of [`contract`]: one 512-bit vector of `f64`.
+const DIM_LANES: usize = 8;
+
+/// The adjoints of one inducing input's row of a block, `g_i = (a_i +
+/// β y_i) s_i` (`offset = Some((β, y))`) or `a_i s_i`: the adjoint `a` of
+/// the kernel values plus, for VFE, the targets' part, times the slope `s`.
+#[derive(Clone, Copy)]
+struct AdjointRow<'a> {
+    adjoint: &'a [f64],
+    slope: &'a [f64],
+    offset: Option<(f64, &'a [f64])>,
+}
+
+/// `(Σ_i g_i δ_ia e'(δ_ia), Σ_i g_i e'(δ_ia))` for the `DIM_LANES`
+/// dimensions `a` of one group at once (`δ_ia = u_ia − w_a`; `e'(δ) = δ`,
+/// the factor 2 of `2δ` applied by the caller, or `sign(δ)`, 0 at 0).
+/// `rows` holds the scaled points `n × dp` row-major and `col` is the
+/// group's first column. Each lane adds its terms one row after another,
+/// in row order: a vector of independent running sums, the same bits as
+/// a scalar loop over the rows for each dimension.
 #[inline(always)]
-fn contract_body(
-    euclidean: bool,
-    ut: &[f64],
-    w: &[f64],
-    g: &[f64],
-    by_ls: &mut [f64],
-    by_z: &mut [f64],
-) {
-    let n = g.len();
-    for (a, &wa) in w.iter().enumerate() {
-        let col = &ut[a * n..(a + 1) * n];
-        let (mut sl, mut sz) = (0.0, 0.0);
-        if euclidean {
-            // e'(δ) = 2δ: Σ g δ·2δ and Σ g·2δ (the factors 2 applied once).
-            for (&v, &gi) in col.iter().zip(g) {
-                let t = v - wa;
+fn contract_group<const EUCLIDEAN: bool>(
+    rows: &[f64],
+    dp: usize,
+    col: usize,
+    w: &[f64; DIM_LANES],
+    g: AdjointRow<'_>,
+) -> ([f64; DIM_LANES], [f64; DIM_LANES]) {
+    let (mut sl, mut sz) = ([0.0; DIM_LANES], [0.0; DIM_LANES]);
+    let mut add = |u: &[f64], gi: f64| {
+        for j in 0..DIM_LANES {
+            let t = u[j] - w[j];
+            if EUCLIDEAN {
                 let gt = gi * t;
-                sz += gt;
-                sl += gt * t;
-            }
-            sl *= 2.0;
-            sz *= 2.0;
-        } else {
-            // e'(δ) = sign(δ): Σ g |δ| and Σ g sign(δ).
-            for (&v, &gi) in col.iter().zip(g) {
-                let t = v - wa;
-                sl += gi * t.abs();
-                sz += if t > 0.0 {
+                sz[j] += gt;
+                sl[j] += gt * t;
+            } else {
+                sl[j] += gi * t.abs();
+                sz[j] += if t > 0.0 {
                     gi
                 } else if t < 0.0 {
                     -gi
@@ -250,8 +256,48 @@ fn contract_body(
                 };
             }
         }
-        by_ls[a] = sl;
-        by_z[a] = sz;
+    };
+    let points = rows.chunks_exact(dp).map(|r| &r[col..col + DIM_LANES]);
+    match g.offset {
+        Some((beta, y)) => {
+            for (((u, &a), &s), &yi) in points.zip(g.adjoint).zip(g.slope).zip(y) {
+                add(u, (a + beta * yi) * s);
+            }
+        }
+        None => {
+            for ((u, &a), &s) in points.zip(g.adjoint).zip(g.slope) {
+                add(u, a * s);
+            }
+        }
+    }
+    (sl, sz)
+}
+
+/// `Σ_i g_i δ_ia e'(δ_ia)` and `Σ_i g_i e'(δ_ia)` for each dimension `a`
+/// (`e'` of [`Kernel::distance_slope`]) into `by_ls[a]` and `by_z[a]`
+/// (`dp` entries each), for the padded scaled points `rows` (`n × dp`)
+/// and the padded scaled inducing input `w` (`dp`).
+#[inline(always)]
+fn contract_body(
+    euclidean: bool,
+    rows: &[f64],
+    w: &[f64],
+    g: AdjointRow<'_>,
+    by_ls: &mut [f64],
+    by_z: &mut [f64],
+) {
+    let dp = w.len();
+    for col in (0..dp).step_by(DIM_LANES) {
+        let mut wg = [0.0; DIM_LANES];
+        wg.copy_from_slice(&w[col..col + DIM_LANES]);
+        let (sl, sz) = if euclidean {
+            let (sl, sz) = contract_group::<true>(rows, dp, col, &wg, g);
+            (sl.map(|v| 2.0 * v), sz.map(|v| 2.0 * v))
+        } else {
+            contract_group::<false>(rows, dp, col, &wg, g)
+        };
+        by_ls[col..col + DIM_LANES].copy_from_slice(&sl);
+        by_z[col..col + DIM_LANES].copy_from_slice(&sz);
     }
 }
 
@@ -259,17 +305,30 @@ widest_simd! {
     /// [`contract_body`] with the widest SIMD the CPU offers.
     fn contract_row(
         euclidean: bool,
-        ut: &[f64],
+        rows: &[f64],
         w: &[f64],
-        g: &[f64],
+        g: AdjointRow<'_>,
         by_ls: &mut [f64],
         by_z: &mut [f64],
     ) = contract_body;
 }
 
+/// `vt` (`d × n` row-major) as rows `n × dp`, `dp` = `d` rounded up to a
+/// multiple of [`DIM_LANES`], zero padded.
+fn padded_rows(vt: &[f64], d: usize, n: usize, dp: usize) -> Vec<f64> {
+    let mut rows = vec![0.0; n * dp];
+    for a in 0..d {
+        for (r, &v) in rows.chunks_exact_mut(dp).zip(&vt[a * n..(a + 1) * n]) {
+            r[a] = v;
+        }
+    }
+    rows
+}
+
 /// Contracts a block of adjoints with the kernel's derivatives: with
-/// `g[m·n + i] = (∂F/∂k(x_i, z_m)) · σ² ψ(ρ_mi)` (`M × n`, the adjoint of
-/// the block times its [`cross_block`] slope), returns
+/// `g[m·n + i] = (adjoint[m·n + i] + β_m y_i) · slope[m·n + i]` (`offset
+/// = Some((β, y))`; without it the `β y` term is absent), the adjoint of
+/// the block times its [`cross_block`] slope `σ² ψ(ρ_mi)`, returns
 ///
 /// - `by_ls[a] = Σ_{m,i} g_mi δ_mia e'(δ_mia)`, the block's part of
 ///   `∂F/∂ln l_a` (sum over `a` for one shared length scale), and
@@ -277,50 +336,56 @@ widest_simd! {
 ///   (`z_m` as the kernel's second argument),
 ///
 /// with `δ_mi = (x_i − z_m)/l` (see [`Kernel::profile_slope`]). Parallel
-/// over inducing inputs; `by_ls` is summed over them in order (the same
-/// bits for any thread count).
+/// over inducing inputs; every sum runs over the rows in order and `by_ls`
+/// over the inducing inputs in order (the same bits for any thread count
+/// and SIMD width).
 pub(crate) fn contract(
     params: &StationaryKernel,
     w: ArrayView2<'_, f64>,
     ut: ArrayView2<'_, f64>,
-    g: &[f64],
+    adjoint: &[f64],
+    slope: &[f64],
+    offset: Option<(&[f64], &[f64])>,
     par: Parallelism,
 ) -> (Vec<f64>, Array2<f64>) {
     let (m, d) = w.dim();
     let n = ut.ncols();
+    let dp = d.div_ceil(DIM_LANES) * DIM_LANES;
     let ut = ut.as_standard_layout();
-    let u = ut.as_slice().unwrap_or_default();
-    let w = w.as_standard_layout();
-    let ws = w.as_slice().unwrap_or_default();
+    let rows = padded_rows(ut.as_slice().unwrap_or_default(), d, n, dp);
+    let mut wp = vec![0.0; m * dp];
+    for (r, src) in wp.chunks_exact_mut(dp.max(1)).zip(w.rows()) {
+        for (o, &v) in r.iter_mut().zip(src) {
+            *o = v;
+        }
+    }
     let euclidean = !params.kernel.uses_l1();
-    // Per inducing input: d entries of by_ls, then d of by_z.
-    let mut per = vec![0.0; m * 2 * d];
+    // Per inducing input: dp entries of by_ls, then dp of by_z.
+    let mut per = vec![0.0; m * 2 * dp];
     let row = |(k, out): (usize, &mut [f64])| {
-        let (ls, z) = out.split_at_mut(d);
+        let (ls, z) = out.split_at_mut(dp);
+        let g = AdjointRow {
+            adjoint: &adjoint[k * n..(k + 1) * n],
+            slope: &slope[k * n..(k + 1) * n],
+            offset: offset.map(|(beta, y)| (beta[k], y)),
+        };
         if n > 0 {
-            contract_row(
-                euclidean,
-                u,
-                &ws[k * d..(k + 1) * d],
-                &g[k * n..(k + 1) * n],
-                ls,
-                z,
-            );
+            contract_row(euclidean, &rows, &wp[k * dp..(k + 1) * dp], g, ls, z);
         }
     };
     if d > 0 {
         if par.is_parallel() {
-            per.par_chunks_mut(2 * d).enumerate().for_each(row);
+            per.par_chunks_mut(2 * dp).enumerate().for_each(row);
         } else {
-            per.chunks_mut(2 * d).enumerate().for_each(row);
+            per.chunks_mut(2 * dp).enumerate().for_each(row);
         }
     }
     let mut by_ls = vec![0.0; d];
     let mut by_z = Array2::<f64>::zeros((m, d));
-    for (k, p) in per.chunks(2 * d.max(1)).enumerate().take(m) {
+    for (k, p) in per.chunks(2 * dp.max(1)).enumerate().take(m) {
         for a in 0..d {
             by_ls[a] += p[a];
-            by_z[(k, a)] = p[d + a] / params.length_scale_of(a);
+            by_z[(k, a)] = p[dp + a] / params.length_scale_of(a);
         }
     }
     (by_ls, by_z)
