@@ -313,13 +313,13 @@ widest_simd! {
     ) = contract_body;
 }
 
-/// `vt` (`d × n` row-major) as rows `n × dp`, `dp` = `d` rounded up to a
-/// multiple of [`DIM_LANES`], zero padded.
-fn padded_rows(vt: &[f64], d: usize, n: usize, dp: usize) -> Vec<f64> {
-    let mut rows = vec![0.0; n * dp];
-    for a in 0..d {
-        for (r, &v) in rows.chunks_exact_mut(dp).zip(&vt[a * n..(a + 1) * n]) {
-            r[a] = v;
+/// The rows of `a` (`n × d`, any layout) zero padded to `dp ≥ d` columns,
+/// `n × dp` row-major: the layout [`contract_body`] reads.
+fn padded_rows(a: ArrayView2<'_, f64>, dp: usize) -> Vec<f64> {
+    let mut rows = vec![0.0; a.nrows() * dp];
+    for (r, src) in rows.chunks_exact_mut(dp.max(1)).zip(a.rows()) {
+        for (o, &v) in r.iter_mut().zip(src) {
+            *o = v;
         }
     }
     rows
@@ -351,14 +351,8 @@ pub(crate) fn contract(
     let (m, d) = w.dim();
     let n = ut.ncols();
     let dp = d.div_ceil(DIM_LANES) * DIM_LANES;
-    let ut = ut.as_standard_layout();
-    let rows = padded_rows(ut.as_slice().unwrap_or_default(), d, n, dp);
-    let mut wp = vec![0.0; m * dp];
-    for (r, src) in wp.chunks_exact_mut(dp.max(1)).zip(w.rows()) {
-        for (o, &v) in r.iter_mut().zip(src) {
-            *o = v;
-        }
-    }
+    let rows = padded_rows(ut.t(), dp);
+    let wp = padded_rows(w, dp);
     let euclidean = !params.kernel.uses_l1();
     // Per inducing input: dp entries of by_ls, then dp of by_z.
     let mut per = vec![0.0; m * 2 * dp];
