@@ -11,7 +11,10 @@ Times, transfers included, every case of ISSUE 8:
 - the localized GP on kin8nm (standardized, theta = 0.5 l: 760 clusters,
   D = 256), fit + predict, the per-centroid statistics on the GPU
   (``device="gpu"``) vs the CPU; below ``--scale 0.01`` the training rows
-  and the cluster count are cut to ``100 * scale`` of the full problem.
+  and the cluster count are cut to ``100 * scale`` of the full problem;
+- SparseGPR with fixed hyperparameters at N = 1,000,000, d = 8, M = 1,024
+  (issue 20's ``device=``): the statistics ``K_uf K_fu``, ``K_uf y`` on the
+  GPU (only X crosses the bus) vs the CPU path.
 
 Large N is processed in row blocks (the time of one block times the number of
 blocks), as a streaming fit would. ``--scale`` multiplies every N (default:
@@ -22,7 +25,8 @@ The CPU columns: randfeat_rs's CPU path (FWHT, PolynomialSketch,
 RandomFourierFeatures, MaclaurinFeatures, LocalizedMaclaurinGPR) and NumPy
 (BLAS) for Phi^T Phi. PyTorch-CUDA arms exist where the same math is a few
 tensor ops (FWHT, TensorSRHT, RFF, Gram); none for the Maclaurin map and the
-localized GP (their pipelines are this library's own).
+localized GP (their pipelines are this library's own); for SparseGPR the
+PyTorch arm computes the two statistics only.
 Goal (ISSUE 8, on an H200): >= 20x the 16-core CPU path at N = 1e6 and >= half
 the throughput of the same math in PyTorch-CUDA.
 """
@@ -229,6 +233,7 @@ def main() -> None:
     )
 
     localized(scale, on_gpu, repeats)
+    sparse(scale, on_gpu, torch, repeats)
     if on_gpu:
         print(f"GPU dispatches recorded: {gpu.dispatch_count()}")
 
@@ -276,6 +281,64 @@ def localized(scale: float, on_gpu: bool, repeats: int) -> None:
             f"  localized GP: max |mean GPU - mean CPU| = {diff:.2e} (targets sd {ytr.std():.3f}); "
             f"{per_fit} GPU dispatches per fit + predict (centroids batched)"
         )
+
+
+def sparse(scale: float, on_gpu: bool, torch, repeats: int) -> None:
+    """SparseGPR with fixed hyperparameters (``optimize=()``), Gaussian kernel
+    with l = 1, N = 1,000,000, d = 8, M = 1,024 random inducing rows (K_uu's
+    condition number is printed: the float32 statistics need it moderate,
+    docs/math/sparse_gp.rst, section Devices): the fit, whose cost
+    is the statistics ``K_uf K_fu``, ``K_uf y`` (N M^2 multiply-adds). Only
+    ``X`` (N x 8) crosses the bus. The PyTorch-CUDA arm computes the same two
+    statistics in float32 row blocks (no solve: M^3 is 1e-3 of the work)."""
+    n = int(1_000_000 * scale)
+    m = max(16, min(1_024, n // 4))
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((n, 8))
+    y = np.sin(X.sum(1) / 2) + 0.1 * rng.standard_normal(n)
+    kw = dict(
+        inducing="random",
+        length_scale=1.0,
+        kernel_variance=1.0,
+        noise_variance=0.01,
+        optimize=(),
+        random_state=0,
+    )
+    fits = {}
+
+    def run(device: str):
+        fits[device] = rf.SparseGPR(m, device=device, **kw).fit(X, y)
+
+    run("cpu")
+    z = fits["cpu"].inducing_points_
+    kuu = np.exp(-0.5 * ((z[:, None, :] - z[None]) ** 2).sum(-1))
+    print(f"  SparseGPR: condition number of K_uu {np.linalg.cond(kuu):.1e}")
+
+    def torch_stats():
+        zt = torch.from_numpy(z).float().cuda()
+        s = torch.zeros((m, m), dtype=torch.float32, device="cuda")
+        b = torch.zeros(m, dtype=torch.float32, device="cuda")
+        yc = y - y.mean()
+        for lo in range(0, n, 65_536):
+            xt = torch.from_numpy(X[lo : lo + 65_536]).float().cuda()
+            k = torch.exp(-0.5 * torch.cdist(xt, zt) ** 2)
+            s += k.T @ k
+            b += k.T @ torch.from_numpy(yc[lo : lo + 65_536]).float().cuda()
+        return s.double().cpu().numpy(), b.double().cpu().numpy()
+
+    bench(
+        f"SparseGPR fit N={n:,} d=8 M={m:,} fixed",
+        1,
+        lambda: run("cpu"),
+        (lambda: run("gpu")) if on_gpu else None,
+        torch_stats if torch else None,
+        repeats,
+    )
+    if on_gpu:
+        Xt = rng.standard_normal((1_000, 8))
+        diff = float(np.abs(fits["gpu"].predict(Xt) - fits["cpu"].predict(Xt)).max())
+        rel = abs(fits["gpu"].log_marginal_likelihood_ / fits["cpu"].log_marginal_likelihood_ - 1)
+        print(f"  SparseGPR: max |mean GPU - mean CPU| = {diff:.2e}; bound rel. diff {rel:.1e}")
 
 
 if __name__ == "__main__":

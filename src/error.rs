@@ -62,6 +62,23 @@ pub enum Error {
         /// The jitter added to the diagonal at the last attempt.
         jitter: f64,
     },
+    /// A sparse GP's statistics `K_uf K_fu`, `K_uf y` computed on the GPU in
+    /// float32 do not make a positive definite `B = I + L⁻¹ S L⁻ᵀ / σ_n²`
+    /// (or their Nyström trace exceeds the kernel's): `K_uu` is too
+    /// ill-conditioned for float32 statistics (docs/math/sparse_gp.rst,
+    /// section Devices).
+    #[error(
+        "the GPU's float32 statistics K_uf K_fu of the M = {m} inducing inputs are not \
+         accurate enough for them: the kernel matrix K_uu is too ill-conditioned for float32 \
+         rounding at this noise variance (I + L^-1 K_uf K_fu L^-T / noise_variance came out \
+         indefinite, or the Nystrom trace above the kernel's); compute the statistics in \
+         float64 with device=\"cpu\" (device=\"auto\" falls back to it), or use fewer \
+         inducing inputs (n_inducing), a shorter length_scale or a larger noise_variance"
+    )]
+    GpuStatisticsNotPositiveDefinite {
+        /// The number of inducing inputs `M`.
+        m: usize,
+    },
     /// The GPU was requested but no adapter is usable, or a GPU call failed
     /// (device creation, buffer allocation, shader validation, device lost).
     #[error("GPU error: {0}")]

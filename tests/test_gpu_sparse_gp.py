@@ -14,7 +14,13 @@ import pickle
 import numpy as np
 import pytest
 
-from randfeat_rs import GpuError, InvalidInputError, SparseGPR, kernel_matrix
+from randfeat_rs import (
+    GpuError,
+    InvalidInputError,
+    NotPositiveDefiniteError,
+    SparseGPR,
+    kernel_matrix,
+)
 from randfeat_rs import gpu as rgpu
 
 U32 = 2.0**-24
@@ -169,8 +175,9 @@ def test_fitted_hyperparameters_are_the_cpu_fit_and_pickling_keeps_the_model():
 def test_device_choice_errors_and_fallbacks(monkeypatch):
     X, y = _data(60, 3)
     kw = dict(n_inducing=8, optimize=(), random_state=0)
-    # lavapipe is a software adapter: "auto" keeps the CPU unless allowed.
-    assert SparseGPR(device="auto", **kw).fit(X, y).device_ == "cpu"
+    # A software adapter (lavapipe) is picked by "auto" only when allowed.
+    plain = "cpu" if rgpu.info()["software"] else "gpu"
+    assert SparseGPR(device="auto", **kw).fit(X, y).device_ == plain
     monkeypatch.setenv("RANDFEAT_GPU", "software")
     before = rgpu.dispatch_count()
     assert SparseGPR(device="auto", **kw).fit(X, y).device_ == "gpu"
@@ -189,3 +196,38 @@ def test_device_choice_errors_and_fallbacks(monkeypatch):
     assert rgpu.dispatch_count() == before, "nothing may run on a hidden GPU"
     with pytest.raises(ValueError, match="device"):
         SparseGPR(device="cuda", **kw).fit(X, y)
+
+
+def test_statistics_too_ill_conditioned_for_float32_are_refused_and_auto_falls_back(monkeypatch):
+    # K_uu's condition number is about 1e6 and the noise variance 1e-3: the
+    # float32 rounding of K_uf K_fu leaves I + L^-1 S L^-T / noise indefinite.
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((100, 8))
+    y = np.sin(X.sum(1) / 2) + 0.1 * rng.standard_normal(100)
+    kw = dict(
+        n_inducing=50,
+        inducing="random",
+        length_scale=8.0,
+        kernel_variance=1.0,
+        noise_variance=1e-3,
+        optimize=(),
+        random_state=0,
+    )
+    cpu = SparseGPR(**kw).fit(X, y)
+    with pytest.raises(NotPositiveDefiniteError, match=r"float32 statistics .* M = 50"):
+        SparseGPR(device="gpu", **kw).fit(X, y)
+    monkeypatch.setenv("RANDFEAT_GPU", "software")
+    before = rgpu.dispatch_count()
+    with pytest.warns(RuntimeWarning, match="computed on the CPU in float64"):
+        auto = SparseGPR(device="auto", **kw).fit(X, y)
+    assert rgpu.dispatch_count() > before, "the GPU was tried first"
+    assert auto.device_ == "cpu"
+    assert auto.log_marginal_likelihood_ == cpu.log_marginal_likelihood_
+    np.testing.assert_array_equal(auto.predict(X), cpu.predict(X))
+    # With the hyperparameters fitted, the fall-back keeps the CPU's optimum.
+    fitted = {**kw, "optimize": ("kernel_variance",), "max_iter": 5}
+    ref = SparseGPR(**fitted).fit(X, y)
+    with pytest.warns(RuntimeWarning):
+        auto = SparseGPR(device="auto", **fitted).fit(X, y)
+    assert auto.device_ == "cpu" and auto.n_iter_ == ref.n_iter_
+    np.testing.assert_array_equal(auto.predict(X), ref.predict(X))

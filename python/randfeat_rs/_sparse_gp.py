@@ -9,6 +9,7 @@ time and ``O(M^2 + chunk M)`` memory whatever ``N``.
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 from typing import Any, Optional
 
@@ -129,11 +130,16 @@ default="greedy_variance"
         the GPU pays off with fixed hyperparameters (``optimize=()``), where
         its pass is the fit's only one. The float32 rounding of the
         statistics is amplified in the solves by the conditioning of
-        ``K_uu`` (see docs/math/sparse_gp.rst, section Devices). A
-        :class:`~randfeat_rs.GpuError` when no adapter is usable, an
-        :class:`~randfeat_rs.InvalidInputError` for ``method="fitc"`` (no
-        GPU path). ``"auto"``: the GPU when a hardware adapter is usable and
-        ``method="vfe"``, else the CPU.
+        ``K_uu`` (see docs/math/sparse_gp.rst, section Devices): with many
+        close inducing inputs, a long length scale or a small noise variance
+        the model drifts from the float64 one, and past that ``fit`` raises
+        a :class:`~randfeat_rs.NotPositiveDefiniteError` that names the
+        float32 statistics. A :class:`~randfeat_rs.GpuError` when no adapter
+        is usable, an :class:`~randfeat_rs.InvalidInputError` for
+        ``method="fitc"`` (no GPU path). ``"auto"``: the GPU when a hardware
+        adapter is usable and ``method="vfe"``, else the CPU; when the
+        GPU's float32 statistics fail, the CPU's float64 ones with a
+        ``RuntimeWarning``.
     random_state : int, RandomState instance or None, default=None
         Seeds the inducing-input selection and the restart draws.
     verbose : bool, default=False
@@ -172,7 +178,9 @@ default="greedy_variance"
     NotPositiveDefiniteError
         From ``fit``, when ``K_uu`` cannot be factored even with the largest
         jitter; the message names ``M``, the jitter and how to
-        re-initialize.
+        re-initialize. With ``device="gpu"``, also when ``K_uu`` is too
+        ill-conditioned for the GPU's float32 statistics (the message says
+        so and names ``M``).
 
     Examples
     --------
@@ -296,8 +304,19 @@ default="greedy_variance"
                 center_y=bool(self.center_y),
                 chunk_size=None if self.chunk_size is None else int(self.chunk_size),
                 seed=self._fit_seed(),
-                device=self.device_,
+                # "auto" goes to Rust as such: it falls back to the CPU when
+                # the GPU's float32 statistics fail.
+                device="auto" if self.device == "auto" else self.device_,
                 progress=progress,
+            )
+        picked, self.device_ = self.device_, "gpu" if self._gp.on_gpu else "cpu"
+        if picked != self.device_:
+            warnings.warn(
+                "SparseGPR(device='auto'): the GPU's float32 statistics were not accurate "
+                "enough for these inducing inputs (K_uu too ill-conditioned); the model's "
+                "statistics were computed on the CPU in float64 instead",
+                RuntimeWarning,
+                stacklevel=2,
             )
         return self
 

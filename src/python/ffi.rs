@@ -640,9 +640,9 @@ fn class_name(e: &Error) -> &'static str {
         | Error::ShapeMismatch { .. }
         | Error::InvalidParameter { .. }
         | Error::NonFinite { .. } => "InvalidInputError",
-        Error::NotPositiveDefinite { .. } | Error::InducingNotPositiveDefinite { .. } => {
-            "NotPositiveDefiniteError"
-        }
+        Error::NotPositiveDefinite { .. }
+        | Error::InducingNotPositiveDefinite { .. }
+        | Error::GpuStatisticsNotPositiveDefinite { .. } => "NotPositiveDefiniteError",
         Error::ThreadPool(_) | Error::Interrupted => "RandfeatError",
         Error::Gpu(_) => "GpuError",
         Error::Internal(_) => "RustPanicError",

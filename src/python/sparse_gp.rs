@@ -54,7 +54,8 @@ impl PySparseGp {
     /// passes over the data (None: `2^19 / M`, at least 256). `device`
     /// "gpu" computes the model's statistics at the fitted hyperparameters
     /// on the GPU (VFE only; the optimizer's evaluations stay on the CPU),
-    /// "auto" when an adapter is picked (see [`SparseGpConfig::device`]).
+    /// "auto" when an adapter is picked, falling back to the CPU when the
+    /// float32 statistics fail (see [`SparseGpConfig::device`]).
     /// `progress`,
     /// when given, is called as `progress(stage, done, total, messages)`
     /// while the fit runs.
@@ -145,6 +146,12 @@ impl PySparseGp {
     #[getter]
     fn jitter(&self) -> f64 {
         self.inner.jitter()
+    }
+
+    /// Whether the model's statistics were computed on the GPU.
+    #[getter]
+    fn on_gpu(&self) -> bool {
+        self.inner.on_gpu
     }
 
     /// The objective at the fitted parameters, of the centered targets:

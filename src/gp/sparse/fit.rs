@@ -74,7 +74,8 @@ pub struct SparseGpConfig {
     /// Where the model's statistics are computed (see the module
     /// documentation): `Cpu`, `Gpu` (VFE only; an error without a usable
     /// adapter) or `Auto` (the GPU when [`gpu::resolve`] picks it and the
-    /// method is VFE, else the CPU).
+    /// method is VFE, else the CPU; the CPU also when the GPU's float32
+    /// statistics fail, see [`Error::GpuStatisticsNotPositiveDefinite`]).
     pub device: Device,
 }
 
@@ -412,8 +413,18 @@ impl SparseObjective<InMemory<'_>> {
     fn model_on_gpu(&self, prior: InducingPrior, n_iter: u64) -> Result<SparseGp> {
         let stats =
             SparseStats::of_rows_gpu(self.method, &prior, self.rows.x.view(), self.rows.y.view())?;
-        let b = bound(&stats, &prior, self.center, false, self.par)?;
-        Ok(SparseGp::from_bound(self.method, prior, b, n_iter))
+        let m = prior.n_inducing();
+        // The prior is factored already, so a failure here is the float32
+        // statistics' (`B` indefinite, or the trace guard of [`bound`]).
+        let b = bound(&stats, &prior, self.center, false, self.par).map_err(|e| match e {
+            Error::NotPositiveDefinite { .. } | Error::InducingNotPositiveDefinite { .. } => {
+                Error::GpuStatisticsNotPositiveDefinite { m }
+            }
+            other => other,
+        })?;
+        let mut gp = SparseGp::from_bound(self.method, prior, b, n_iter);
+        gp.on_gpu = true;
+        Ok(gp)
     }
 }
 
@@ -441,7 +452,10 @@ const SPARSE_MATRICES: usize = 8;
 /// [`select_inducing`], [`HyperInit::resolve`]);
 /// [`Error::InducingNotPositiveDefinite`] when `K_uu` cannot be factored at
 /// the start; [`Error::Interrupted`] once `monitor` is cancelled; as
-/// [`resolve_device`] and [`SparseStats::of_rows_gpu`] on the GPU.
+/// [`resolve_device`] and [`SparseStats::of_rows_gpu`] on the GPU, and
+/// with `Device::Gpu` [`Error::GpuStatisticsNotPositiveDefinite`] when
+/// `K_uu` is too ill-conditioned for the GPU's float32 statistics
+/// (`Device::Auto` computes them on the CPU instead).
 pub fn fit_sparse(
     x: ArrayView2<'_, f64>,
     y: ArrayView1<'_, f64>,
@@ -474,12 +488,23 @@ pub fn fit_sparse(
         scratch: Mutex::new(Vec::new()),
     };
     let mut obj = start_objective(rows, x, y, m, cfg, par, monitor)?;
+    // With `Auto`, statistics too ill-conditioned for the GPU's float32
+    // are computed again on the CPU in float64.
+    let falls_back = |r: &Result<SparseGp>| {
+        cfg.device == Device::Auto
+            && matches!(r, Err(Error::GpuStatisticsNotPositiveDefinite { .. }))
+    };
+    let mut device = device;
     if device == Device::Gpu && obj.params.free.is_empty() && !cfg.optimize_inducing {
         // Nothing to optimize: the GPU pass is the only one.
         monitor.check()?;
-        return obj.model_on_gpu(obj.prior(&[])?, 0);
+        let r = obj.model_on_gpu(obj.prior(&[])?, 0);
+        if !falls_back(&r) {
+            return r;
+        }
+        device = Device::Cpu;
     }
-    let mut gp = optimize_from(&mut obj, cfg, monitor)?;
+    let gp = optimize_from(&mut obj, cfg, monitor)?;
     if device == Device::Gpu {
         monitor.check()?;
         let prior = InducingPrior::new(
@@ -488,7 +513,8 @@ pub fn fit_sparse(
             gp.inducing.view(),
             par,
         )?;
-        gp = obj.model_on_gpu(prior, gp.n_iter)?;
+        let r = obj.model_on_gpu(prior, gp.n_iter);
+        return if falls_back(&r) { Ok(gp) } else { r };
     }
     Ok(gp)
 }
@@ -1249,6 +1275,51 @@ mod tests {
         );
     }
 
+    /// Inducing inputs too ill-conditioned for float32 statistics (`K_uu`'s
+    /// condition number about 1e7 with the noise variance 1e−3: the
+    /// rounding of the GPU's `K_uf K_fu` leaves `B` indefinite) are refused
+    /// on the GPU with the error that names the float32 statistics, while
+    /// the CPU fits them; the fall-back of `Auto` is tested in
+    /// tests/test_gpu_sparse_gp.py (it needs a hardware adapter, or
+    /// RANDFEAT_GPU=software set for the process).
+    #[cfg(feature = "gpu")]
+    #[test]
+    fn statistics_too_ill_conditioned_for_float32_are_refused_on_the_gpu() {
+        let (x, y) = data(200, 8, 3);
+        let cfg = SparseGpConfig {
+            n_inducing: 100,
+            inducing: InducingInit::Random,
+            hyper: HyperInit {
+                length_scale: Some(vec![9.0]),
+                kernel_variance: Some(1.0),
+                noise_variance: Some(1e-3),
+                ard: false,
+                optimize: vec![],
+            },
+            ..Default::default()
+        };
+        let cpu = fit(&cfg, &x, &y);
+        assert!(!cpu.on_gpu && cpu.objective.is_finite());
+        let on_gpu = SparseGpConfig {
+            device: Device::Gpu,
+            ..cfg
+        };
+        let err = fit_sparse(
+            x.view(),
+            y.view(),
+            &on_gpu,
+            Parallelism::Rayon,
+            &Monitor::default(),
+        )
+        .unwrap_err();
+        assert_eq!(err, Error::GpuStatisticsNotPositiveDefinite { m: 100 });
+        let msg = err.to_string();
+        assert!(
+            msg.contains("M = 100") && msg.contains("float32") && msg.contains("device=\"cpu\""),
+            "{msg}"
+        );
+    }
+
     /// The GPU path's mechanics: the optimizer's path is the CPU's (the same
     /// hyperparameters, inducing inputs and iterations), the final statistics
     /// run on the device, and FITC is refused. (The accuracy of the GPU
@@ -1268,6 +1339,7 @@ mod tests {
         let before = gpu::dispatch_count();
         let g = fit(&on_gpu, &x, &y);
         assert!(gpu::dispatch_count() > before);
+        assert!(g.on_gpu && !cpu.on_gpu);
         assert_eq!(g.params, cpu.params);
         assert_eq!(g.inducing, cpu.inducing);
         assert_eq!(g.n_iter, cpu.n_iter);

@@ -44,6 +44,10 @@ pub struct SparseGp {
     pub objective: f64,
     /// L-BFGS iterations spent on the fit (0 without optimization).
     pub n_iter: u64,
+    /// Whether the statistics behind the factors and weights were computed
+    /// on the GPU (float32, docs/math/sparse_gp.rst, section Devices).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub on_gpu: bool,
 }
 
 /// Test points per block of [`SparseGp::predict`] (bounds the `M × block`
@@ -64,6 +68,7 @@ impl SparseGp {
             y_mean: bound.y_mean,
             objective: bound.value,
             n_iter,
+            on_gpu: false,
         }
     }
 
