@@ -143,11 +143,11 @@ pub(crate) const TRACE_TOL: f64 = 1e-4;
 /// # Errors
 /// [`Error::ShapeMismatch`] when the statistics have another `M`;
 /// [`Error::InvalidParameter`] when they hold no row;
-/// [`Error::NotPositiveDefinite`] when `B` cannot be factored (only for
-/// non-finite statistics, `B ⪰ I` otherwise);
-/// [`Error::InducingNotPositiveDefinite`] when VFE's `tr(Q_ff)` exceeds
-/// `Σ k_ff` by more than `2σ_n² · 1e−4 N` (`K_uu` numerically singular at
-/// its jitter: an optimizer then backs off).
+/// [`Error::InducingNotPositiveDefinite`] when `B` cannot be factored
+/// (`B ⪰ I` in exact arithmetic, but the rounding of `S` reaches it
+/// through `L^{−1}`, so `K_uu` is numerically singular at its jitter), or
+/// when VFE's `tr(Q_ff)` exceeds `Σ k_ff` by more than `2σ_n² · 1e−4 N`
+/// (the same cause); an optimizer then backs off.
 pub fn bound(
     stats: &SparseStats,
     prior: &InducingPrior,
@@ -180,7 +180,13 @@ pub fn bound(
     }
     let mut bmat = cmat.clone();
     bmat.diag_mut().mapv_inplace(|v| v + 1.0);
-    let chol_b = Cholesky::new(as_faer(bmat.view()), par)?;
+    let chol_b = Cholesky::new(as_faer(bmat.view()), par).map_err(|e| match e {
+        Error::NotPositiveDefinite { .. } => Error::InducingNotPositiveDefinite {
+            m,
+            jitter: prior.jitter(),
+        },
+        other => other,
+    })?;
     let scale = if vfe { 1.0 / s } else { 1.0 };
     let e = solve_vec(l, b.view(), true, par);
     let c = solve_vec(&chol_b, e.view(), true, par) * scale;

@@ -1275,22 +1275,16 @@ mod tests {
         );
     }
 
-    /// Inducing inputs too ill-conditioned for float32 statistics (`K_uu`'s
-    /// condition number about 1e7 with the noise variance 1e−3: the
-    /// rounding of the GPU's `K_uf K_fu` leaves `B` indefinite) are refused
-    /// on the GPU with the error that names the float32 statistics, while
-    /// the CPU fits them; the fall-back of `Auto` is tested in
-    /// tests/test_gpu_sparse_gp.py (it needs a hardware adapter, or
-    /// RANDFEAT_GPU=software set for the process).
-    #[cfg(feature = "gpu")]
-    #[test]
-    fn statistics_too_ill_conditioned_for_float32_are_refused_on_the_gpu() {
-        let (x, y) = data(200, 8, 3);
+    /// Fixed hyperparameters, `n` rows of [`data`] in 8 dimensions, `m`
+    /// random inducing rows, the Gaussian kernel with length scale `l`,
+    /// noise variance 1e−3.
+    fn conditioning_case(n: usize, m: usize, l: f64) -> (Array2<f64>, Array1<f64>, SparseGpConfig) {
+        let (x, y) = data(n, 8, 3);
         let cfg = SparseGpConfig {
-            n_inducing: 100,
+            n_inducing: m,
             inducing: InducingInit::Random,
             hyper: HyperInit {
-                length_scale: Some(vec![9.0]),
+                length_scale: Some(vec![l]),
                 kernel_variance: Some(1.0),
                 noise_variance: Some(1e-3),
                 ard: false,
@@ -1298,6 +1292,46 @@ mod tests {
             },
             ..Default::default()
         };
+        (x, y, cfg)
+    }
+
+    /// With a length scale far beyond the inputs' spread, `K_uu` is
+    /// numerically singular even with its jitter: the rounding of the
+    /// float64 statistics reaches `B` through `L^{−1}` and `B` cannot be
+    /// factored. That is reported as the inducing inputs' error (naming `M`
+    /// and the jitter, with the re-initialization advice), not as a bare
+    /// failed factorization.
+    #[test]
+    fn a_b_that_cannot_be_factored_is_reported_as_singular_inducing_inputs() {
+        let (x, y, cfg) = conditioning_case(100, 50, 230.0);
+        let err = fit_sparse(
+            x.view(),
+            y.view(),
+            &cfg,
+            Parallelism::Rayon,
+            &Monitor::default(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, Error::InducingNotPositiveDefinite { m: 50, .. }),
+            "{err}"
+        );
+    }
+
+    /// Inducing inputs too ill-conditioned for float32 statistics (the
+    /// length scale against the inputs' spread of the Python test, whose
+    /// `K_uu` has a condition number of about 1e11, with the noise variance
+    /// 1e−3: the
+    /// rounding of the GPU's kernel values leaves `B` indefinite or the
+    /// Nyström trace above the kernel's) are refused on the GPU with the
+    /// error that names the float32 statistics, while the CPU fits them;
+    /// the fall-back of `Auto` is tested in tests/test_gpu_sparse_gp.py (it
+    /// needs a hardware adapter, or RANDFEAT_GPU=software set for the
+    /// process).
+    #[cfg(feature = "gpu")]
+    #[test]
+    fn statistics_too_ill_conditioned_for_float32_are_refused_on_the_gpu() {
+        let (x, y, cfg) = conditioning_case(100, 50, 65.0);
         let cpu = fit(&cfg, &x, &y);
         assert!(!cpu.on_gpu && cpu.objective.is_finite());
         let on_gpu = SparseGpConfig {
@@ -1312,10 +1346,10 @@ mod tests {
             &Monitor::default(),
         )
         .unwrap_err();
-        assert_eq!(err, Error::GpuStatisticsNotPositiveDefinite { m: 100 });
+        assert_eq!(err, Error::GpuStatisticsNotPositiveDefinite { m: 50 });
         let msg = err.to_string();
         assert!(
-            msg.contains("M = 100") && msg.contains("float32") && msg.contains("device=\"cpu\""),
+            msg.contains("M = 50") && msg.contains("float32") && msg.contains("device=\"cpu\""),
             "{msg}"
         );
     }
