@@ -77,10 +77,12 @@ pub(super) struct Pipelines {
     pub fwht_block: wgpu::ComputePipeline,
     pub fwht_stage: wgpu::ComputePipeline,
     pub gram: wgpu::ComputePipeline,
+    pub gram_exact: wgpu::ComputePipeline,
     pub gram_jobs: wgpu::ComputePipeline,
     pub local_gather: wgpu::ComputePipeline,
     pub mac_finish: wgpu::ComputePipeline,
     pub reduce: wgpu::ComputePipeline,
+    pub reduce_exact: wgpu::ComputePipeline,
     pub rff: wgpu::ComputePipeline,
     pub sketch_dense: wgpu::ComputePipeline,
     pub srht_fill: wgpu::ComputePipeline,
@@ -459,6 +461,7 @@ impl Pipelines {
         let fwht =
             with_prelude(include_str!("shaders/fwht.wgsl")).replace("{BLOCK}", &block.to_string());
         let gram = with_prelude(include_str!("shaders/gram.wgsl"));
+        let reduce = with_prelude(include_str!("shaders/reduce.wgsl"));
         let sketch = projected(include_str!("shaders/sketch.wgsl"));
         Pipelines {
             cross_kernel: make(
@@ -469,6 +472,7 @@ impl Pipelines {
             fwht_block: make("fwht_block", fwht.clone(), "fwht_block"),
             fwht_stage: make("fwht_stage", fwht, "fwht_stage"),
             gram: make("gram", gram.clone(), "gram_tile"),
+            gram_exact: make("gram_exact", gram.clone(), "gram_tile_exact"),
             gram_jobs: make("gram_jobs", gram, "gram_jobs"),
             local_gather: make(
                 "local_gather",
@@ -480,11 +484,8 @@ impl Pipelines {
                 with_prelude(include_str!("shaders/maclaurin.wgsl")),
                 "mac_finish",
             ),
-            reduce: make(
-                "reduce",
-                with_prelude(include_str!("shaders/reduce.wgsl")),
-                "reduce_pairs",
-            ),
+            reduce: make("reduce", reduce.clone(), "reduce_pairs"),
+            reduce_exact: make("reduce_exact", reduce, "reduce_pairs_exact"),
             rff: make(
                 "rff",
                 projected(include_str!("shaders/rff.wgsl")),

@@ -80,6 +80,7 @@ pub fn gram<T: Real>(phi: ArrayView2<T>, y: Option<ArrayView2<T>>) -> Result<Gra
         d,
         y.as_ref().map(|_| t),
         usize::MAX,
+        false,
         |rows, _, _, _, a, b| {
             ctx.upload(a, &to_f32(phi.slice(s![rows.clone(), ..])));
             if let Some(y) = &y {
@@ -90,12 +91,14 @@ pub fn gram<T: Real>(phi: ArrayView2<T>, y: Option<ArrayView2<T>>) -> Result<Gra
     )
 }
 
-/// `Φᵀ Φ`, `Φᵀ y` of `map`'s features of `x` (the caller holds the session).
+/// `Φᵀ Φ`, `Φᵀ y` of `map`'s features of `x` (the caller holds the session),
+/// with the compensated sums of [`accumulate`] when `exact`.
 pub(super) fn map_gram<T: Real, M: DeviceMap>(
     ctx: &Context,
     map: &M,
     x: ArrayView2<T>,
     y: Option<ArrayView2<f64>>,
+    exact: bool,
 ) -> Result<Gram> {
     let n = x.nrows();
     let max_rows = map.rows_per_chunk(ctx)?;
@@ -109,6 +112,7 @@ pub(super) fn map_gram<T: Real, M: DeviceMap>(
         map.width(),
         t,
         max_rows,
+        exact,
         |r, slot, enc, keep, a, b| {
             while bufs.len() <= slot {
                 bufs.push((
@@ -148,12 +152,21 @@ pub(super) fn check_y_rows(n: usize, y_rows: Option<usize>) -> Result<()> {
 /// alternate, so chunk `k + 1` is filled, uploaded and submitted while
 /// chunk `k` is still accumulated, and chunk `k`'s partial sums (`Φᵀ Φ` and
 /// `Φᵀ y`, read back in one copy) are added on the host while `k + 1` runs.
+///
+/// With `exact`, the sums are those of `gram_tile_exact` and
+/// `reduce_pairs_exact` (`gram.wgsl`, `reduce.wgsl`): every entry a pair
+/// `hi + lo` of floats from TwoProduct and TwoSum, so that an entry's error
+/// is at most about `(u + 3 n u²) Σ |φ_ni φ_nj|` for a chunk of `n` rows
+/// (the `u` where the FMA is not fused) instead of [`gram`]'s
+/// `γ_64 Σ |φ_ni φ_nj|`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn accumulate(
     ctx: &Context,
     n: usize,
     d: usize,
     t: Option<usize>,
     max_rows: usize,
+    exact: bool,
     mut fill: impl FnMut(
         Range<usize>,
         usize,
@@ -175,8 +188,10 @@ pub(super) fn accumulate(
                 d * d
             )));
         }
+        // Floats per entry of a split's sums: hi and lo when exact.
+        let parts = if exact { 2 } else { 1 };
         // Rows per chunk: the input chunk and the partials must fit.
-        let splits_cap = (cap.max(d * d) / (d * d)).clamp(1, MAX_SPLITS);
+        let splits_cap = (cap.max(parts * d * d) / (parts * d * d)).clamp(1, MAX_SPLITS);
         let rows_per = (cap / width)
             .max(1)
             .min(splits_cap * SPAN)
@@ -184,28 +199,31 @@ pub(super) fn accumulate(
             .min(n);
         let splits = rows_per.div_ceil(SPAN);
         let n_slots = if rows_per < n { 2 } else { 1 };
-        // The reduced Φᵀ Φ ends in the first d² floats of `part`, and Φᵀ y is
-        // copied after it, so one read-back returns both.
+        // The reduced Φᵀ Φ ends in the first parts d² floats of `part`, and
+        // Φᵀ y is copied after it, so one read-back returns both.
         let slots: Vec<[wgpu::Buffer; 4]> = (0..n_slots)
             .map(|_| {
                 [
                     ctx.storage(rows_per * d),
                     ctx.storage(rows_per * t),
-                    ctx.storage((splits * d * d).max(d * d + d * t)),
-                    ctx.storage(splits * d * t),
+                    ctx.storage((splits * parts * d * d).max(parts * (d * d + d * t))),
+                    ctx.storage(splits * parts * d * t),
                 ]
             })
             .collect();
         let with_y = gy.is_some() && t > 0;
-        let read_len = d * d + if with_y { d * t } else { 0 };
+        let read_len = parts * (d * d + if with_y { d * t } else { 0 });
+        // Each block of `len` sums, as `parts` consecutive arrays.
+        let add_block = |out: &mut Array2<f64>, p: &[f32]| {
+            let len = out.len();
+            out.iter_mut().enumerate().for_each(|(k, o)| {
+                *o += (0..parts).map(|h| f64::from(p[h * len + k])).sum::<f64>();
+            });
+        };
         let mut add = |p: &[f32]| {
-            g.iter_mut()
-                .zip(&p[..d * d])
-                .for_each(|(o, &v)| *o += f64::from(v));
+            add_block(&mut g, p);
             if let Some(gy) = gy.as_mut().filter(|_| with_y) {
-                gy.iter_mut()
-                    .zip(&p[d * d..])
-                    .for_each(|(o, &v)| *o += f64::from(v));
+                add_block(gy, &p[parts * d * d..]);
             }
         };
         let mut previous = None;
@@ -232,6 +250,7 @@ pub(super) fn accumulate(
                 d,
                 sp,
                 true,
+                exact,
             )?;
             if with_y {
                 product(
@@ -244,9 +263,11 @@ pub(super) fn accumulate(
                     t,
                     sp,
                     false,
+                    exact,
                 )?;
-                let bytes = (d * d * 4) as u64;
-                encoder.copy_buffer_to_buffer(part_y, 0, part, bytes, (d * t * 4) as u64);
+                let bytes = (parts * d * d * 4) as u64;
+                let len = (parts * d * t * 4) as u64;
+                encoder.copy_buffer_to_buffer(part_y, 0, part, bytes, len);
             }
             let pending = ctx.submit_read(encoder, part, read_len)?;
             if let Some(p) = previous.take() {
@@ -276,7 +297,9 @@ fn to_f32<T: Real>(a: ArrayView2<T>) -> Vec<f32> {
 }
 
 /// Records the partial products `Aᵀ B` of `splits` row splits into
-/// `bufs[2]` and their pairwise reduction into its first `da x db` floats.
+/// `bufs[2]` and their pairwise reduction into its first `da x db` floats;
+/// with `exact`, those of `gram_tile_exact` and `reduce_pairs_exact` (`hi`
+/// and `lo` in the first `2 da db` floats).
 #[allow(clippy::too_many_arguments)]
 fn product(
     ctx: &Context,
@@ -288,8 +311,14 @@ fn product(
     db: usize,
     splits: usize,
     sym: bool,
+    exact: bool,
 ) -> Result<()> {
     let pipes = &ctx.pipelines;
+    let (pipe, reduce) = if exact {
+        (&pipes.gram_exact, &pipes.reduce_exact)
+    } else {
+        (&pipes.gram, &pipes.reduce)
+    };
     let (ti, tj) = (da.div_ceil(TILE), db.div_ceil(TILE));
     let params = ctx.uniform(&[
         rows as u32,
@@ -301,8 +330,8 @@ fn product(
         0,
         0,
     ]);
-    let bind = ctx.bind(&pipes.gram, &[bufs[0], bufs[1], bufs[2], &params]);
-    ctx.dispatch(encoder, &pipes.gram, &bind, (ti * tj) as u64, splits as u32)?;
+    let bind = ctx.bind(pipe, &[bufs[0], bufs[1], bufs[2], &params]);
+    ctx.dispatch(encoder, pipe, &bind, (ti * tj) as u64, splits as u32)?;
     keep.push(params);
     let len = da * db;
     let mut count = splits;
@@ -310,9 +339,9 @@ fn product(
         let half = count.div_ceil(2);
         let pairs = count - half;
         let params = ctx.uniform(&[len as u32, half as u32, pairs as u32, 0]);
-        let bind = ctx.bind(&pipes.reduce, &[bufs[2], &params]);
+        let bind = ctx.bind(reduce, &[bufs[2], &params]);
         let groups = (pairs * len).div_ceil(WORKGROUP as usize) as u64;
-        ctx.dispatch(encoder, &pipes.reduce, &bind, groups, 1)?;
+        ctx.dispatch(encoder, reduce, &bind, groups, 1)?;
         keep.push(params);
         count = half;
     }
@@ -388,6 +417,50 @@ mod tests {
             check(&phi, &phi, &r.phi_t_phi);
             check(&phi, &y, r.phi_t_y.as_ref().unwrap());
             assert_eq!(r.phi_t_phi, r.phi_t_phi.t());
+        }
+    }
+
+    /// The compensated accumulation (`gram_tile_exact`) is within
+    /// `(u + 3 n u²) Σ |φ_ni φ_nj|` of the f64 product of the same f32
+    /// values (plus that product's own `γ_n` of f64; the `u` is the
+    /// products' rounding where the FMA is not fused, as on lavapipe). A
+    /// plain f32 running sum of these positive values is off by about
+    /// `√n u` of the entry, past the bound for the larger `n`, so this also
+    /// catches a shader compiler that folds TwoSum away.
+    #[test]
+    fn exact_gram_matches_f64_to_u_squared() {
+        let ctx = context::tests::ctx();
+        let _session = ctx.session().unwrap();
+        // Chunks of 1,024 rows (one split each) and chunks of all rows (up
+        // to 5 splits of 4,096 rows, added by `reduce_pairs_exact`).
+        let cases = [
+            (1, 1, 1),
+            (77, 5, 2),
+            (5000, 70, 2),
+            (300, 130, 3),
+            (20_000, 40, 1),
+        ];
+        for (&(n, d, t), max_rows) in cases.iter().flat_map(|c| [(c, 1024), (c, usize::MAX)]) {
+            // Positive values (like kernel values): sums without cancellation.
+            let phi = random(n, d, 1.0f32, (n * d) as u64).mapv(f32::abs);
+            let y = random(n, t, 1.0f32, 7);
+            let r = accumulate(ctx, n, d, Some(t), max_rows, true, |rows, _, _, _, a, b| {
+                ctx.upload(a, &to_f32(phi.slice(s![rows.clone(), ..])));
+                ctx.upload(b, &to_f32(y.slice(s![rows, ..])));
+                Ok(())
+            })
+            .unwrap();
+            let u = f64::from(f32::EPSILON) / 2.0;
+            let u64_ = f64::EPSILON / 2.0;
+            let rel = u + 3.0 * n as f64 * u * u + 2.0 * n as f64 * u64_;
+            for (b, got) in [(&phi, &r.phi_t_phi), (&y, r.phi_t_y.as_ref().unwrap())] {
+                let (a64, b64) = (phi.mapv(f64::from), b.mapv(f64::from));
+                let exact = a64.t().dot(&b64);
+                let abs = a64.mapv(f64::abs).t().dot(&b64.mapv(f64::abs));
+                for ((e, m), g) in exact.iter().zip(&abs).zip(got) {
+                    assert!((e - g).abs() <= rel * m, "{g} vs {e} (bound {})", rel * m);
+                }
+            }
         }
     }
 

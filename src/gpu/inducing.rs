@@ -23,9 +23,13 @@ use crate::real::Real;
 /// origin, as the shifted target statistics do for `y`), then rounded to
 /// f32. Each kernel value carries the rounding of those inputs, of the
 /// f32 distance and of an explicit `exp` (within 2 ulp, see
-/// `kernel.wgsl`); the Gram adds the error bound of [`super::gram`],
-/// `γ_64 Σ_i |k_im k_im'|` (all the kernels are positive, so relative to
-/// the entry itself). Identical points are at distance exactly 0.
+/// `kernel.wgsl`); the Gram is the compensated one of
+/// [`super::gram::accumulate`] (`exact`), which adds at most
+/// `(u + 3 n u²) Σ_i |k_im k_im'|` for chunks of `n` rows (all the kernels
+/// are positive, so relative to the entry itself): the solves amplify the
+/// statistics' error by the conditioning of `K_uu`, so the plain Gram's
+/// `γ_64` would cost accuracy the kernel values have. Identical points are
+/// at distance exactly 0.
 ///
 /// # Errors
 /// [`Error::Gpu`] when no adapter is usable, `M × M` or `M × d` floats
@@ -50,7 +54,7 @@ pub fn inducing_gram(
     let _session = ctx.session()?;
     let dev = DeviceKernel::new(ctx, params, z)?;
     dev.check_range(x)?;
-    map_gram(ctx, &dev, x, y)
+    map_gram(ctx, &dev, x, y, true)
 }
 
 /// The shader's code of a kernel (see `kernel.wgsl`).
@@ -246,9 +250,10 @@ mod tests {
 
     /// The bound of `|G̃ − G|` and `|b̃ − b|` entrywise for `K` (`N × M`, f64,
     /// positive), the value bounds `eps` (`N × M`) and the targets `y`:
-    /// `Σ_i k_im k_im' ((1 + ε_im)(1 + ε_im')(1 + γ_64) − 1)` and
-    /// `Σ_i k_im |y_i| ((1 + ε_im)(1 + u)(1 + γ_64) − 1)`, plus the f32
-    /// underflow of values below `2^−126 σ²` (flushed to 0).
+    /// `Σ_i k_im k_im' ((1 + ε_im)(1 + ε_im')(1 + a) − 1)` and
+    /// `Σ_i k_im |y_i| ((1 + ε_im)(1 + u)(1 + a) − 1)` with the compensated
+    /// Gram's `a = u + 3 N u²` (see `super::gram::accumulate`), plus the
+    /// f32 underflow of values below `2^−126 σ²` (flushed to 0).
     fn gram_bounds(
         k: &Array2<f64>,
         eps: &Array2<f64>,
@@ -256,7 +261,7 @@ mod tests {
         var: f64,
     ) -> (Array2<f64>, Array1<f64>) {
         let (n, m) = k.dim();
-        let g = gamma(64);
+        let g = U + 3.0 * n as f64 * U * U;
         let tiny = var * 2f64.powi(-126);
         let mut bg = Array2::<f64>::zeros((m, m));
         let mut by = Array1::<f64>::zeros(m);

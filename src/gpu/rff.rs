@@ -87,7 +87,7 @@ pub fn rff_gram<T: Real, W: Real>(
     check_args(x.ncols(), w, phases, variant, scale)?;
     let _session = ctx.session()?;
     let dev = DeviceRff::new(ctx, w, phases, variant, scale)?;
-    map_gram(ctx, &dev, x, y)
+    map_gram(ctx, &dev, x, y, false)
 }
 
 /// Checks the arguments of [`rff_features`] for inputs with `d` columns.

@@ -14,6 +14,17 @@
 // partials of the splits are then summed pairwise (reduce.wgsl) and the
 // chunks in f64 on the host.
 //
+// gram_tile_exact (the sparse GP's K_uf K_fu, whose solves amplify rounding
+// by the conditioning of K_uu) keeps each entry as an unevaluated sum
+// hi + lo of two floats: every product is split exactly into its rounded
+// value and its error by an FMA (where the FMA is fused), every add of the
+// rounded value to hi is exact by TwoSum, and the two errors are summed in
+// lo. Split z writes hi to part[2 z da db + i db + j] and lo da db floats
+// later; reduce_pairs_exact (reduce.wgsl) adds the splits' pairs the same
+// way, and the host adds hi + lo in f64. An entry's error is then at most
+// about (u + 3 rows u^2) sum |a b| (u = 2^-24; the u is the products'
+// rounding where the FMA is not fused) instead of gamma_64 sum |a b|.
+//
 // gram_jobs (the localized GP, batched over centroids) sums row ranges given
 // by a table instead: workgroup z covers rows jobs[2z] .. jobs[2z + 1] (at
 // most span rows, all of one centroid) and writes part[offset + z da db ..];
@@ -28,7 +39,8 @@ struct Params {
     tiles_j: u32,
     // First float of the output (gram_jobs; 0 for gram_tile).
     offset: u32,
-    pad: u32,
+    // Always 0 (see opaque).
+    zero: u32,
 }
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;
@@ -59,13 +71,97 @@ fn gram_jobs(
     tile_sum(flat_group(wid, nwg), wid.z, jobs[2u * wid.z], jobs[2u * wid.z + 1u], lid3, lid);
 }
 
+@compute @workgroup_size(16, 16)
+fn gram_tile_exact(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_id) lid3: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let tile = flat_group(wid, nwg);
+    let ti = tile / p.tiles_j;
+    let tj = tile % p.tiles_j;
+    if !tile_needed(ti, tj) {
+        return;
+    }
+    let tr = lid3.y;
+    let tc = lid3.x;
+    let r_begin = wid.z * p.span;
+    let r_end = min(r_begin + p.span, p.rows);
+    var hi: array<f32, 16>;
+    var lo: array<f32, 16>;
+    for (var r0 = r_begin; r0 < r_end; r0 += K) {
+        load_step(ti, tj, r0, r_end, lid);
+        workgroupBarrier();
+        for (var k = 0u; k < K; k++) {
+            var av: array<f32, 4>;
+            var bv: array<f32, 4>;
+            for (var x = 0u; x < 4u; x++) {
+                av[x] = tile_a[k * T + tr + 16u * x];
+                bv[x] = tile_b[k * T + tc + 16u * x];
+            }
+            for (var x = 0u; x < 4u; x++) {
+                for (var y = 0u; y < 4u; y++) {
+                    let q = x * 4u + y;
+                    // TwoProduct: prod + perr = av bv exactly.
+                    let prod = opaque(av[x] * bv[y], p.zero);
+                    let perr = fma(av[x], bv[y], -prod);
+                    // TwoSum: s + serr = hi + prod exactly.
+                    let s = opaque(hi[q] + prod, p.zero);
+                    let back = opaque(s - hi[q], p.zero);
+                    let serr = (hi[q] - (s - back)) + (prod - back);
+                    hi[q] = s;
+                    lo[q] += serr + perr;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    let base = 2u * wid.z * p.da * p.db;
+    for (var x = 0u; x < 4u; x++) {
+        for (var y = 0u; y < 4u; y++) {
+            let i = ti * T + tr + 16u * x;
+            let j = tj * T + tc + 16u * y;
+            if i < p.da && j < p.db {
+                part[base + i * p.db + j] = hi[x * 4u + y];
+                part[base + p.da * p.db + i * p.db + j] = lo[x * 4u + y];
+            }
+        }
+    }
+}
+
+// Whether output tile (ti, tj) exists and is computed (with sym, only those
+// on and above the diagonal).
+fn tile_needed(ti: u32, tj: u32) -> bool {
+    return ti < (p.da + T - 1u) / T && !(p.sym == 1u && tj < ti);
+}
+
+// Loads rows [r0, r0 + K) (those below r_end; zeros past it) of the column
+// blocks ti of A and tj of B into tile_a and tile_b.
+fn load_step(ti: u32, tj: u32, r0: u32, r_end: u32, lid: u32) {
+    for (var e = lid; e < K * T; e += 256u) {
+        let r = r0 + e / T;
+        let ia = ti * T + e % T;
+        let jb = tj * T + e % T;
+        var va = 0.0;
+        var vb = 0.0;
+        if r < r_end && ia < p.da {
+            va = a[r * p.da + ia];
+        }
+        if r < r_end && jb < p.db {
+            vb = b[r * p.db + jb];
+        }
+        tile_a[e] = va;
+        tile_b[e] = vb;
+    }
+}
+
 // Output tile `tile` of split z over the rows [r_begin, r_end) (uniform
 // across the workgroup: the barriers below need it).
 fn tile_sum(tile: u32, z: u32, r_begin: u32, r_end: u32, lid3: vec3<u32>, lid: u32) {
     let ti = tile / p.tiles_j;
     let tj = tile % p.tiles_j;
-    let tiles_i = (p.da + T - 1u) / T;
-    if ti >= tiles_i || (p.sym == 1u && tj < ti) {
+    if !tile_needed(ti, tj) {
         return;
     }
     let tr = lid3.y;
@@ -74,21 +170,7 @@ fn tile_sum(tile: u32, z: u32, r_begin: u32, r_end: u32, lid3: vec3<u32>, lid: u
     var mid: array<f32, 16>;
     var steps = 0u;
     for (var r0 = r_begin; r0 < r_end; r0 += K) {
-        for (var e = lid; e < K * T; e += 256u) {
-            let r = r0 + e / T;
-            let ia = ti * T + e % T;
-            let jb = tj * T + e % T;
-            var va = 0.0;
-            var vb = 0.0;
-            if r < r_end && ia < p.da {
-                va = a[r * p.da + ia];
-            }
-            if r < r_end && jb < p.db {
-                vb = b[r * p.db + jb];
-            }
-            tile_a[e] = va;
-            tile_b[e] = vb;
-        }
+        load_step(ti, tj, r0, r_end, lid);
         workgroupBarrier();
         var blk: array<f32, 16>;
         for (var k = 0u; k < K; k++) {

@@ -16,3 +16,13 @@ var<workgroup> tile_c: array<f32, 1024>;
 fn flat_group(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return wid.x + wid.y * nwg.x;
 }
+
+// x itself, through an integer operation with a runtime 0 (`zero`, always 0)
+// that the shader compiler cannot see through: without it, a compiler free
+// to treat float arithmetic as real arithmetic (SPIR-V without
+// NoContraction, which WGSL cannot ask for) may fold (hi + prod) - hi into
+// prod, and the errors of TwoSum and TwoProduct into 0 (gram.wgsl,
+// reduce.wgsl).
+fn opaque(x: f32, zero: u32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) ^ zero);
+}
