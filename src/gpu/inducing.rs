@@ -23,8 +23,8 @@ use crate::real::Real;
 /// origin, as the shifted target statistics do for `y`), then rounded to
 /// f32. Each kernel value carries the rounding of those inputs, of the
 /// f32 distance and of an explicit `exp` (within 2 ulp, see
-/// `kernel.wgsl`); the Gram is the compensated one of
-/// [`super::gram::accumulate`] (`exact`), which adds at most
+/// `kernel.wgsl`); the Gram is the compensated one (`gram_tile_exact` and
+/// `reduce_pairs_exact` of `gram.wgsl` and `reduce.wgsl`), which adds at most
 /// `(u + 3 n u²) Σ_i |k_im k_im'|` for chunks of `n` rows (all the kernels
 /// are positive, so relative to the entry itself): the solves amplify the
 /// statistics' error by the conditioning of `K_uu`, so the plain Gram's
