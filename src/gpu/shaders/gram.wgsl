@@ -94,12 +94,8 @@ fn gram_tile_exact(
         load_step(ti, tj, r0, r_end, lid);
         workgroupBarrier();
         for (var k = 0u; k < K; k++) {
-            var av: array<f32, 4>;
-            var bv: array<f32, 4>;
-            for (var x = 0u; x < 4u; x++) {
-                av[x] = tile_a[k * T + tr + 16u * x];
-                bv[x] = tile_b[k * T + tc + 16u * x];
-            }
+            let av = column_values(k, tr, true);
+            let bv = column_values(k, tc, false);
             for (var x = 0u; x < 4u; x++) {
                 for (var y = 0u; y < 4u; y++) {
                     let q = x * 4u + y;
@@ -118,22 +114,43 @@ fn gram_tile_exact(
         workgroupBarrier();
     }
     let base = 2u * wid.z * p.da * p.db;
-    for (var x = 0u; x < 4u; x++) {
-        for (var y = 0u; y < 4u; y++) {
-            let i = ti * T + tr + 16u * x;
-            let j = tj * T + tc + 16u * y;
-            if i < p.da && j < p.db {
-                part[base + i * p.db + j] = hi[x * 4u + y];
-                part[base + p.da * p.db + i * p.db + j] = lo[x * 4u + y];
-            }
-        }
-    }
+    store_tile(base, ti, tj, tr, tc, hi);
+    store_tile(base + p.da * p.db, ti, tj, tr, tc, lo);
 }
 
 // Whether output tile (ti, tj) exists and is computed (with sym, only those
 // on and above the diagonal).
 fn tile_needed(ti: u32, tj: u32) -> bool {
     return ti < (p.da + T - 1u) / T && !(p.sym == 1u && tj < ti);
+}
+
+// The 4 values of step k a thread multiplies: columns c, c + 16, c + 32,
+// c + 48 of the 64 in tile_a (from_a) or tile_b.
+fn column_values(k: u32, c: u32, from_a: bool) -> array<f32, 4> {
+    var v: array<f32, 4>;
+    for (var x = 0u; x < 4u; x++) {
+        let e = k * T + c + 16u * x;
+        if from_a {
+            v[x] = tile_a[e];
+        } else {
+            v[x] = tile_b[e];
+        }
+    }
+    return v;
+}
+
+// Writes a thread's 4 x 4 outputs `vals` of tile (ti, tj), those inside
+// da x db, to part[base + i db + j].
+fn store_tile(base: u32, ti: u32, tj: u32, tr: u32, tc: u32, vals: array<f32, 16>) {
+    for (var x = 0u; x < 4u; x++) {
+        for (var y = 0u; y < 4u; y++) {
+            let i = ti * T + tr + 16u * x;
+            let j = tj * T + tc + 16u * y;
+            if i < p.da && j < p.db {
+                part[base + i * p.db + j] = vals[x * 4u + y];
+            }
+        }
+    }
 }
 
 // Loads rows [r0, r0 + K) (those below r_end; zeros past it) of the column
@@ -174,12 +191,8 @@ fn tile_sum(tile: u32, z: u32, r_begin: u32, r_end: u32, lid3: vec3<u32>, lid: u
         workgroupBarrier();
         var blk: array<f32, 16>;
         for (var k = 0u; k < K; k++) {
-            var av: array<f32, 4>;
-            var bv: array<f32, 4>;
-            for (var x = 0u; x < 4u; x++) {
-                av[x] = tile_a[k * T + tr + 16u * x];
-                bv[x] = tile_b[k * T + tc + 16u * x];
-            }
+            let av = column_values(k, tr, true);
+            let bv = column_values(k, tc, false);
             for (var x = 0u; x < 4u; x++) {
                 for (var y = 0u; y < 4u; y++) {
                     blk[x * 4u + y] += av[x] * bv[y];
@@ -198,14 +211,8 @@ fn tile_sum(tile: u32, z: u32, r_begin: u32, r_end: u32, lid3: vec3<u32>, lid: u
         }
         workgroupBarrier();
     }
-    let base = p.offset + z * p.da * p.db;
-    for (var x = 0u; x < 4u; x++) {
-        for (var y = 0u; y < 4u; y++) {
-            let i = ti * T + tr + 16u * x;
-            let j = tj * T + tc + 16u * y;
-            if i < p.da && j < p.db {
-                part[base + i * p.db + j] = acc[x * 4u + y] + mid[x * 4u + y];
-            }
-        }
+    for (var q = 0u; q < 16u; q++) {
+        acc[q] += mid[q];
     }
+    store_tile(p.offset + z * p.da * p.db, ti, tj, tr, tc, acc);
 }
