@@ -730,7 +730,7 @@ default="greedy_variance"
         Random restarts of the optimizer after the run from the start.
     chunk_size : int, default=None
         Rows per chunk of the pass over the data (memory ``O(chunk_size
-        M)``). ``None``: ``2**19 / M`` rows, at least 256.
+        M)``). ``None``: ``2**18 / M`` rows, at least 256.
     random_state : int, RandomState instance or None, default=None
         Seeds the inducing-input selection, the optimizer's restarts and the
         held-out split of ``alpha_epsilon="auto"``.

@@ -117,7 +117,7 @@ default="greedy_variance"
         Maximum L-BFGS iterations per run.
     chunk_size : int, default=None
         Rows per chunk of the passes over the data (memory ``O(chunk_size
-        M)``). ``None``: ``2**19 / M`` rows, at least 256.
+        M)``). ``None``: ``2**18 / M`` rows, at least 256.
     center_y : bool, default=True
         Subtract the training-target mean (zero prior mean on the rest).
     device : {"cpu", "gpu", "auto"}, default="cpu"

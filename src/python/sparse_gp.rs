@@ -51,7 +51,7 @@ impl PySparseGp {
     /// the optimum (see [`fit_sparse`]). `inducing` is a selection name or
     /// an `M x d` array; `n_inducing` (clamped to the number of rows) is
     /// ignored for an array. `chunk_size` is the rows per chunk of the
-    /// passes over the data (None: `2^19 / M`, at least 256). `device`
+    /// passes over the data (None: `2^18 / M`, at least 256). `device`
     /// "gpu" computes the model's statistics at the fitted hyperparameters
     /// on the GPU (VFE only; the optimizer's evaluations stay on the CPU),
     /// "auto" when an adapter is picked, falling back to the CPU when the

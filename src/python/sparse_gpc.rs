@@ -37,7 +37,7 @@ impl PySparseGpc {
     /// rows, ignored for an array) chosen with the kernel `kernel` of
     /// `length_scale` (one value or one per column) and `kernel_variance`,
     /// then one pass of the per-class statistics in chunks of `chunk_size`
-    /// rows (None: `2^19 / M`, at least 256) and a VFE solve per class. The
+    /// rows (None: `2^18 / M`, at least 256) and a VFE solve per class. The
     /// hyperparameters named in `optimize` (`"length_scale"`,
     /// `"kernel_variance"`) maximize the summed bound from there, `Z` fixed
     /// (`n_restarts` restarts drawn from `seed`). `progress`, when given, is

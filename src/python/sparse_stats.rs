@@ -166,7 +166,7 @@ pub(super) struct PySparseStats {
 impl PySparseStats {
     /// The statistics of the rows `(x, y)` (`x` float32 or float64, `n x
     /// d`) under `method` ("vfe" or "fitc") and `prior`, accumulated
-    /// `chunk_size` rows at a time (None: `2^19 / M`, at least 256).
+    /// `chunk_size` rows at a time (None: `2^18 / M`, at least 256).
     #[staticmethod]
     #[pyo3(signature = (x, y, *, prior, method, chunk_size=None))]
     fn of_rows(

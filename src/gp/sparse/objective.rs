@@ -17,15 +17,16 @@ use crate::progress::Monitor;
 use crate::threads::Parallelism;
 
 /// The kernel block of one chunk holds at most this many values (`M ×
-/// rows`, 4 MiB), unless that is fewer than [`MIN_CHUNK_ROWS`] rows: the
+/// rows`, 2 MiB), unless that is fewer than [`MIN_CHUNK_ROWS`] rows: the
 /// blocks of a chunk (the kernel values, their slopes and adjoints) stay in
 /// the cache between the kernel evaluation and the products that read them,
-/// and the products are still large enough to run at the GEMM's rate.
-const CHUNK_VALUES: usize = 1 << 19;
+/// and the products are still large enough to run at the GEMM's rate
+/// (BENCHMARKS.md, "Sparse GP", has the chunk sizes tried).
+const CHUNK_VALUES: usize = 1 << 18;
 /// The fewest rows of a default chunk.
 const MIN_CHUNK_ROWS: usize = 256;
 
-/// The default rows per chunk for `M` inducing inputs: `2^19 / M`, at
+/// The default rows per chunk for `M` inducing inputs: `2^18 / M`, at
 /// least 256.
 pub fn default_chunk_rows(n_inducing: usize) -> usize {
     (CHUNK_VALUES / n_inducing.max(1)).max(MIN_CHUNK_ROWS)
