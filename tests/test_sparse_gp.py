@@ -175,6 +175,21 @@ def test_bad_input_names_the_argument():
         gp.predict(X[:, :2])
 
 
+def test_a_subsample_optimum_that_all_rows_cannot_evaluate_falls_back_to_the_start():
+    # With 20 inducing inputs the bound on these rows is best towards the
+    # noise-only model (kernel variance -> 0): the 750-row subsample's
+    # optimum lies where the full bound's factorization fails. The fit then
+    # runs on all rows from its start (it used to raise there).
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-2, 2, (3000, 3))
+    y = np.sin(2 * X[:, 0]) + np.cos(X[:, -1]) + 0.1 * rng.standard_normal(3000)
+    params = dict(inducing=X[::150], length_scale=0.7, kernel_variance=0.8, noise_variance=0.1)
+    start = SparseGPR(**params, optimize=()).fit(X, y).log_marginal_likelihood_
+    gp = SparseGPR(**params, n_restarts=0).fit(X, y)
+    assert np.isfinite(gp.log_marginal_likelihood_)
+    assert gp.log_marginal_likelihood_ > start
+
+
 @parametrize_with_checks([SparseGPR()])
 def test_sklearn_compatible(estimator, check):
     check(estimator)

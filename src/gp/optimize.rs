@@ -700,8 +700,9 @@ struct Run<F> {
 /// variables `p` with `θ = θ_sub + H^{−1/2} p`: the per-row value of a
 /// subsample has nearly the same optimum and curvature as the full one, so
 /// L-BFGS's first step is close to a Newton step and a few full-size
-/// evaluations converge. If the subsample fails (e.g. its Cholesky), the run
-/// starts from `start` on all rows.
+/// evaluations converge. If the subsample fails (e.g. its Cholesky), or all
+/// rows cannot be evaluated at its optimum, the run starts from `start` on
+/// all rows.
 fn run_coarse_to_fine<O: Objective>(
     obj: &O,
     start: Vec<f64>,
@@ -748,10 +749,25 @@ fn run_coarse_to_fine<O: Objective>(
     }
     let p0 = match &precond {
         Some((origin, _)) => vec![0.0; origin.len()],
-        None => start,
+        None => start.clone(),
     };
-    let tracked = Tracked::new(obj, precond, monitor);
-    let (_, _, it) = run_lbfgs(&tracked, p0, cfg.max_iter, cfg.tol_grad)?;
+    let coarse_start = precond.is_some();
+    let mut tracked = Tracked::new(obj, precond, monitor);
+    let it = match run_lbfgs(&tracked, p0, cfg.max_iter, cfg.tol_grad) {
+        Ok((_, _, it)) => it,
+        // The subsample's optimum can be a point where all rows cannot be
+        // evaluated (e.g. a kernel variance near 0 that the subsample
+        // tolerates): then, as when the subsample fails, start on all rows
+        // from `start`.
+        Err(e) if coarse_start && e != Error::Interrupted => {
+            monitor.message(format!(
+                "  {n} rows failed at the subsample's optimum ({e}); starting from the start"
+            ));
+            tracked = Tracked::new(obj, None, monitor);
+            run_lbfgs(&tracked, start, cfg.max_iter, cfg.tol_grad)?.2
+        }
+        Err(e) => return Err(e),
+    };
     monitor.message(format!(
         "  {n} rows: {} {} evaluations",
         tracked.evals.load(Ordering::Relaxed),
