@@ -173,6 +173,19 @@ impl Kernel {
         self.profile_and_slope(dist).1
     }
 
+    /// `ψ(ρ)/κ(ρ)` where it is the same constant `c` at every distance: ½
+    /// for the Gaussian (`κ = e^{−ρ/2}`) and 1 for the Laplacian (`κ =
+    /// e^{−ρ}`); `None` for the Matérn kernels. [`Kernel::profile_and_slope`]
+    /// then returns `ψ = c · κ` exactly (`c` is a power of 2), so a caller
+    /// holding `σ² κ` has `σ² ψ` without computing it.
+    pub fn constant_slope_ratio(self) -> Option<f64> {
+        match self {
+            Kernel::Gaussian => Some(0.5),
+            Kernel::Laplacian => Some(1.0),
+            Kernel::Matern12 | Kernel::Matern32 | Kernel::Matern52 => None,
+        }
+    }
+
     /// `(κ(ρ), ψ(ρ))` of [`Kernel::profile`] and [`Kernel::profile_slope`]
     /// together, through the vectorizable `vexp::exp` (within 2 ulp
     /// of `f64::exp`), so that a loop over a slice of distances vectorizes
@@ -576,6 +589,18 @@ mod tests {
                 let fd = (k_ard(kernel, &x, &yp, &l) - k_ard(kernel, &x, &ym, &l)) / (2.0 * h);
                 let an = psi * e1 / l[a];
                 assert!((fd - an).abs() < 1e-9, "{kernel:?} y_{a}: {fd} vs {an}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_constant_slope_ratio_is_the_slope_over_the_value_exactly() {
+        for kernel in ALL {
+            if let Some(c) = kernel.constant_slope_ratio() {
+                for dist in [0.0, 1e-12, 0.3, 2.0, 40.0, 700.0] {
+                    let (k, p) = kernel.profile_and_slope(dist);
+                    assert_eq!(p, c * k, "{kernel:?} {dist}");
+                }
             }
         }
     }

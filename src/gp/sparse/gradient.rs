@@ -25,7 +25,6 @@ use super::kernel_blocks::{contract, cross_block, fold_length_scales, scaled_t};
 use super::prior::InducingPrior;
 use super::stats::{check_chunk, Method};
 use crate::error::{Error, Result};
-use crate::kernels::Kernel;
 use crate::linalg::{as_faer, faer_par};
 use crate::threads::Parallelism;
 
@@ -101,7 +100,7 @@ fn matmul(
 
 /// Adds the row chunk `(x, y)` to `sums` (second pass; `y_offset` is the
 /// bound's `ȳ`). `scratch` is reused between chunks (`3·M·n` values, FITC
-/// `4·M·n`, VFE with the Gaussian kernel `2·M·n`).
+/// `4·M·n`, VFE with the Gaussian or Laplacian kernel `2·M·n`).
 ///
 /// # Errors
 /// As [`super::stats::SparseStats::accumulate`].
@@ -130,21 +129,24 @@ pub fn accumulate_gradient(
         return Ok(());
     }
     let fitc = adjoint.method == Method::Fitc;
-    // The Gaussian kernel's slope is half its value (`σ² ψ = σ² e^{−ρ/2}/2`),
-    // so VFE, which keeps the block, contracts the block itself and halves
-    // the sums (exact: a power of 2): the slopes are not stored.
-    let half_value_slope = !fitc && prior.params.kernel == Kernel::Gaussian;
-    let bufs = match (fitc, half_value_slope) {
-        (true, _) => 4,
-        (false, false) => 3,
-        (false, true) => 2,
+    // Where the slope is a constant times the value (Gaussian, Laplacian),
+    // VFE, which keeps the block, contracts the block itself and scales the
+    // sums (exactly: a power of 2): the slopes are not stored.
+    let slope_ratio = prior.params.kernel.constant_slope_ratio().filter(|_| !fitc);
+    let from_block = slope_ratio.is_some();
+    let bufs = if fitc {
+        4
+    } else if from_block {
+        2
+    } else {
+        3
     };
     scratch.resize((bufs * m * n).max(scratch.len()), 0.0);
     let (kb, rest) = scratch.split_at_mut(m * n);
-    let (sl, rest) = rest.split_at_mut(if half_value_slope { 0 } else { m * n });
+    let (sl, rest) = rest.split_at_mut(if from_block { 0 } else { m * n });
     let (wb, rest) = rest.split_at_mut(m * n);
     let ut = scaled_t(&prior.params, x);
-    let slope_out = (!half_value_slope).then_some(&mut *sl);
+    let slope_out = (!from_block).then_some(&mut *sl);
     cross_block(&prior.params, prior.w.view(), ut.view(), kb, slope_out, par);
     let yc: Vec<f64> = y.iter().map(|v| v - y_offset).collect();
     let kr = MatRef::from_row_major_slice(kb, m, n);
@@ -221,7 +223,7 @@ pub fn accumulate_gradient(
     }
     // The adjoint times the kernel's slope, contracted with the distances.
     let offset = (!fitc).then_some((beta.as_slice().unwrap_or_default(), yc.as_slice()));
-    let slope: &[f64] = if half_value_slope { kb } else { sl };
+    let slope: &[f64] = if from_block { kb } else { sl };
     let (by_ls, by_z) = contract(
         &prior.params,
         prior.w.view(),
@@ -231,7 +233,7 @@ pub fn accumulate_gradient(
         offset,
         par,
     );
-    let scale = if half_value_slope { 0.5 } else { 1.0 };
+    let scale = slope_ratio.unwrap_or(1.0);
     for (a, b) in sums.by_length_scale.iter_mut().zip(&by_ls) {
         *a += scale * b;
     }
