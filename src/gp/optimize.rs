@@ -387,6 +387,9 @@ struct Tracked<'a, O: Objective> {
     /// Set when the line search asked for a point within [`STALL_STEP`]
     /// of the segment's best point (see [`Tracked::eval_step`]).
     stalled: AtomicBool,
+    /// The last point of the current L-BFGS segment that could not be
+    /// evaluated (see [`backtrack`]).
+    failed: Mutex<Option<Vec<f64>>>,
     /// The best evaluation ever, with its fit.
     best_fit: Mutex<Option<BestFit<O::Fit>>>,
 }
@@ -413,6 +416,7 @@ impl<'a, O: Objective> Tracked<'a, O> {
             evals: AtomicU64::new(0),
             best: Mutex::new(None),
             stalled: AtomicBool::new(false),
+            failed: Mutex::new(None),
             best_fit: Mutex::new(None),
         }
     }
@@ -441,7 +445,15 @@ impl<'a, O: Objective> Tracked<'a, O> {
         }
         self.monitor.check()?;
         let theta = self.theta(p);
-        let e = self.obj.evaluate(&theta, self.monitor)?;
+        let e = match self.obj.evaluate(&theta, self.monitor) {
+            Ok(e) => e,
+            Err(e) => {
+                if e != Error::Interrupted {
+                    *self.failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.to_vec());
+                }
+                return Err(e);
+            }
+        };
         let n = self.obj.n_rows() as f64;
         let cost = -e.value / n;
         let mut grad: Vec<f64> = e.grad.iter().map(|g| -g / n).collect();
@@ -624,6 +636,7 @@ fn run_lbfgs<O: Objective>(
         *obj.best.lock().unwrap_or_else(|e| e.into_inner()) =
             Some((best_p.clone(), best_c, g.clone()));
         obj.stalled.store(false, Ordering::Relaxed);
+        *obj.failed.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let solver = LBFGS::new(MoreThuenteLineSearch::new(), 10)
             .with_tolerance_grad(tol_grad)
             .and_then(|s| s.with_tolerance_cost(TOL_COST))
@@ -649,6 +662,7 @@ fn run_lbfgs<O: Objective>(
         // A cancel ends the segment with an evaluation error; end the run.
         obj.monitor.check()?;
         let seg = obj.best.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let failed = obj.failed.lock().unwrap_or_else(|e| e.into_inner()).take();
         match seg {
             Some(b) if b.1 < best_c - TOL_COST * best_c.abs().max(1.0) => {
                 // A fresh segment starts with a steepest-descent step, which
@@ -661,10 +675,82 @@ fn run_lbfgs<O: Objective>(
                     break;
                 }
             }
-            _ => break,
+            // A segment without a decrease that ended at a point that cannot
+            // be evaluated: its next segment would take the same first step.
+            _ => match failed.map(|f| backtrack(obj, &best_p, best_c, &g, &f)) {
+                Some(Ok(Some(b))) => (best_p, best_c, g) = b,
+                Some(Err(e)) => return Err(e),
+                _ => break,
+            },
         }
     }
     Ok((best_c, best_p, total))
+}
+
+/// The Armijo constant of [`backtrack`]: a step must gain at least this
+/// fraction of what the first-order model promises.
+const ARMIJO: f64 = 1e-4;
+
+/// Backs off from a point `failed` that could not be evaluated (e.g. a
+/// sparse-GP bound whose `K_uu` is numerically singular there) towards the
+/// best point `(p, c, g)`. Tries the step `d = failed − p` (or, when `d` is
+/// not a descent direction, the steepest-descent step `−g` of the same
+/// length), then each coordinate's part of that steepest-descent step
+/// alone (largest `|g_i|` first), halving each until a point can be
+/// evaluated and gains at least [`ARMIJO`] times the first-order model's
+/// promise (Armijo's condition). Returns the first such point, or `None`
+/// when every step falls below [`STALL_STEP`] first.
+///
+/// argmin's line search ends a segment at the first point it cannot
+/// evaluate, and a fresh segment from the same best point would take the
+/// same steepest-descent step: without this, a run that meets such a
+/// region (a cost of `+∞` there, for the optimizer) ends wherever it was.
+/// The region is typically bounded in one parameter (a noise variance too
+/// small for a length scale, say), so a step that crosses into it along a
+/// diagonal can still make progress along the other coordinates.
+fn backtrack<O: Objective>(
+    obj: &Tracked<'_, O>,
+    p: &[f64],
+    c: f64,
+    g: &[f64],
+    failed: &[f64],
+) -> Result<Option<Cached>> {
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    let d: Vec<f64> = failed.iter().zip(p).map(|(f, x)| f - x).collect();
+    let len = norm(&d);
+    let scale = len / norm(g).max(f64::MIN_POSITIVE);
+    let steepest: Vec<f64> = g.iter().map(|v| -v * scale).collect();
+    // The failed step itself is known to fail: its halves come first.
+    let mut tries = vec![(
+        if dot(g, &d) < 0.0 {
+            d
+        } else {
+            steepest.clone()
+        },
+        0.5,
+    )];
+    let mut order: Vec<usize> = (0..g.len()).filter(|&i| g[i] != 0.0).collect();
+    order.sort_by(|&i, &j| g[j].abs().total_cmp(&g[i].abs()));
+    if order.len() > 1 {
+        for i in order {
+            let mut e = vec![0.0; g.len()];
+            e[i] = steepest[i];
+            tries.push((e, 1.0));
+        }
+    }
+    let min_step = STALL_STEP * norm(p).max(1.0);
+    for (d, mut t) in tries {
+        let (slope, len) = (dot(g, &d), norm(&d));
+        while t * len > min_step {
+            let q: Vec<f64> = p.iter().zip(&d).map(|(x, v)| x + t * v).collect();
+            match obj.eval(&q) {
+                Ok((cq, gq)) if cq <= c + ARMIJO * t * slope => return Ok(Some((q, cq, gq))),
+                Err(Error::Interrupted) => return Err(Error::Interrupted),
+                _ => t *= 0.5,
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Step of the forward differences of the subsample's gradient that give
@@ -942,6 +1028,46 @@ mod tests {
                 subsampled: true,
             }))
         }
+    }
+
+    /// [`Quadratic`] that cannot be evaluated where `θ_0 > wall`.
+    struct Walled(Quadratic, f64);
+
+    impl Objective for Walled {
+        type Fit = usize;
+        fn n_rows(&self) -> usize {
+            self.0.n
+        }
+        fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<usize>> {
+            if theta[0] > self.1 {
+                return Err(Error::InducingNotPositiveDefinite { m: 1, jitter: 0.0 });
+            }
+            self.0.evaluate(theta, monitor)
+        }
+    }
+
+    /// The maximum `(3, −1)` lies beyond a region that cannot be evaluated
+    /// (`θ_0 > 1.5`), which L-BFGS's first step enters: the run backs off
+    /// and ends at the best point that can be evaluated, `(1.5, −1)` (it
+    /// used to end at the start).
+    #[test]
+    fn points_that_cannot_be_evaluated_are_backed_off_from() {
+        let obj = Walled(
+            Quadratic {
+                c: vec![3.0, -1.0],
+                w: vec![1.0, 1.0],
+                n: 100,
+                subsampled: false,
+            },
+            1.5,
+        );
+        let cfg = OptimizerConfig {
+            n_restarts: 0,
+            ..Default::default()
+        };
+        let opt = maximize(&obj, &[0.0, 0.0], &cfg, &Monitor::new()).unwrap();
+        assert!((opt.theta[0] - 1.5).abs() < 1e-6, "{:?}", opt.theta);
+        assert!((opt.theta[1] + 1.0).abs() < 1e-6, "{:?}", opt.theta);
     }
 
     #[test]
