@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from randfeat_rs import ExactGPR, InvalidInputError, SparseGPR
+from randfeat_rs import ExactGPR, InvalidInputError, NotPositiveDefiniteError, SparseGPR
 
 # Fixed hyperparameters of the oracle tests.
 FIXED = dict(length_scale=0.9, kernel_variance=1.3, noise_variance=0.05, optimize=())
@@ -175,19 +175,74 @@ def test_bad_input_names_the_argument():
         gp.predict(X[:, :2])
 
 
-def test_a_subsample_optimum_that_all_rows_cannot_evaluate_falls_back_to_the_start():
-    # With 20 inducing inputs the bound on these rows is best towards the
-    # noise-only model (kernel variance -> 0): the 750-row subsample's
-    # optimum lies where the full bound's factorization fails. The fit then
-    # runs on all rows from its start (it used to raise there).
+def _vfe_bound_whitened(X, y, Z, length_scale, kernel_variance, noise_variance, jitter):
+    """Titsias' bound (Gaussian kernel, centered targets) from the whitened
+    columns A = L^-1 K_uf / sigma_n, dense: the numerically stable form."""
+    from scipy.linalg import solve_triangular
+
+    def k(a, b):
+        d2 = ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
+        return kernel_variance * np.exp(-0.5 * d2 / length_scale**2)
+
+    n, m = len(y), len(Z)
+    yc = y - y.mean()
+    L = np.linalg.cholesky(k(Z, Z) + jitter * np.eye(m))
+    A = solve_triangular(L, k(Z, X), lower=True) / np.sqrt(noise_variance)
+    LB = np.linalg.cholesky(np.eye(m) + A @ A.T)
+    c = solve_triangular(LB, A @ yc, lower=True) / np.sqrt(noise_variance)
+    return (
+        -0.5 * n * np.log(2 * np.pi * noise_variance)
+        - np.log(np.diag(LB)).sum()
+        - 0.5 * yc @ yc / noise_variance
+        + 0.5 * c @ c
+        - 0.5 * n * kernel_variance / noise_variance
+        + 0.5 * (A**2).sum()
+    )
+
+
+@pytest.mark.parametrize("n_restarts", [0, 2])
+def test_fits_on_ill_conditioned_inducing_inputs_report_their_true_bound(n_restarts):
+    # With 20 inducing inputs for 3,000 rows in 3-d, the bound rises from
+    # the start (0.7, 0.8, 0.1) towards long length scales and large kernel
+    # variances, where K_uu is nearly singular (condition 1e8 and beyond).
+    # There the optimizer used to end at points where the rounding of the
+    # float64 statistics, amplified by K_uu^-1, made the computed bound
+    # thousands of nats higher than the bound itself, or to stop at the
+    # first point it could not evaluate, below the noise-only model. The
+    # fit's bound must be the stable dense computation's at its own
+    # hyperparameters and jitter (they agree to about 1e-9 per row), and
+    # better than the noise-only model (kernel variance -> 0).
     rng = np.random.default_rng(3)
     X = rng.uniform(-2, 2, (3000, 3))
     y = np.sin(2 * X[:, 0]) + np.cos(X[:, -1]) + 0.1 * rng.standard_normal(3000)
-    params = dict(inducing=X[::150], length_scale=0.7, kernel_variance=0.8, noise_variance=0.1)
-    start = SparseGPR(**params, optimize=()).fit(X, y).log_marginal_likelihood_
-    gp = SparseGPR(**params, n_restarts=0).fit(X, y)
-    assert np.isfinite(gp.log_marginal_likelihood_)
-    assert gp.log_marginal_likelihood_ > start
+    Z = X[::150]
+    params = dict(inducing=Z, length_scale=0.7, kernel_variance=0.8, noise_variance=0.1)
+    gp = SparseGPR(**params, n_restarts=n_restarts, random_state=0).fit(X, y)
+    ref = _vfe_bound_whitened(
+        X, y, Z, gp.length_scale_, gp.kernel_variance_, gp.noise_variance_, gp.jitter_
+    )
+    assert abs(gp.log_marginal_likelihood_ - ref) < 1e-8 * len(y)
+    noise_only = -0.5 * len(y) * (np.log(2 * np.pi * y.var()) + 1)
+    assert gp.log_marginal_likelihood_ > noise_only + 1000
+
+
+def test_a_bound_that_float64_cannot_resolve_is_refused():
+    # Kernel variance / noise variance = 8e9 with a condition number of
+    # K_uu near 1e13: no float64 computation of the bound keeps a digit
+    # there (a dense whitened one included), so the evaluation is refused
+    # with the re-initialization advice rather than reported.
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-2, 2, (3000, 3))
+    y = np.sin(2 * X[:, 0]) + np.cos(X[:, -1]) + 0.1 * rng.standard_normal(3000)
+    gp = SparseGPR(
+        inducing=X[::150],
+        length_scale=61.1,
+        kernel_variance=4.5e8,
+        noise_variance=0.056,
+        optimize=(),
+    )
+    with pytest.raises(NotPositiveDefiniteError, match="M = 20"):
+        gp.fit(X, y)
 
 
 @parametrize_with_checks([SparseGPR()])

@@ -214,6 +214,16 @@ impl Cholesky {
         Err(Error::NotPositiveDefinite { index })
     }
 
+    /// Factors `a + jitter·I` with the ladder of [`Cholesky::shifted`]
+    /// above `jitter`; the recorded jitter includes `jitter`.
+    ///
+    /// Errors: as [`Cholesky::new`].
+    pub fn with_jitter(a: MatRef<'_, f64>, jitter: f64, par: Parallelism) -> Result<Self> {
+        let mut chol = Self::shifted(a, jitter, par)?;
+        chol.jitter += jitter;
+        Ok(chol)
+    }
+
     /// Wraps an existing lower-triangular factor `l` (e.g. one stored by a
     /// fitted model, checked by [`check_factor`]); its strict upper triangle
     /// is ignored.

@@ -168,6 +168,7 @@ impl SparseClassStats {
             wyy_sum: n1 * t1 * t1 * a1 + n0 * t0 * t0 * a0,
             kff_sum: sc.kff_sum * a1 + (kff - sc.kff_sum) * a0,
             log_lambda_sum: n1 * transform.noise_in.ln() + n0 * transform.noise_out.ln(),
+            whitened: false,
         }
     }
 }
@@ -334,7 +335,8 @@ impl SparseGpc {
         // The prior's noise variance is that of a homoscedastic model; the
         // class evaluations use the per-row noise of their statistics
         // instead, so any positive value serves.
-        let prior = InducingPrior::new(cfg.kernel.clone(), 1.0, z.view(), par)?;
+        // Its class statistics are combined and sandwiched in kernel space.
+        let prior = InducingPrior::new(cfg.kernel.clone(), 1.0, z.view(), par)?.without_whitening();
         let stats = accumulate_rows(&prior, x, labels, n_classes, chunk_rows, par, monitor)?;
         Self::from_stats(&stats, prior, cfg.alpha_epsilon, par, monitor)
     }

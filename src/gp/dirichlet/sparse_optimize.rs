@@ -161,7 +161,8 @@ impl SparseGpcBound<'_> {
             length_scale: v[..k].to_vec(),
             variance: v[k],
         };
-        InducingPrior::new(kernel, 1.0, self.z.view(), self.par)
+        // The class statistics are combined and sandwiched in kernel space.
+        Ok(InducingPrior::new(kernel, 1.0, self.z.view(), self.par)?.without_whitening())
     }
 }
 

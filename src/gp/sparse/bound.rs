@@ -109,6 +109,22 @@ fn symmetrize(a: &mut Array2<f64>) {
     }
 }
 
+/// `L X Lᵀ` for the factor `L` of `chol` (kernel-space statistics from
+/// whitened ones).
+fn unwhiten(chol: &Cholesky, x: &Array2<f64>) -> Array2<f64> {
+    let l = chol.l();
+    let p = l * as_faer(x.view()) * l.transpose();
+    let mut a = Array2::from_shape_fn((p.nrows(), p.ncols()), |(i, j)| p[(i, j)]);
+    symmetrize(&mut a);
+    a
+}
+
+/// `L v` for the factor `L` of `chol`.
+fn times_l(chol: &Cholesky, v: ArrayView1<'_, f64>) -> Array1<f64> {
+    let l = chol.l();
+    Array1::from_shape_fn(v.len(), |i| (0..=i).map(|j| l[(i, j)] * v[j]).sum())
+}
+
 /// `Σ_ij a_ij b_ij`.
 pub(crate) fn frobenius(a: &Array2<f64>, b: &Array2<f64>) -> f64 {
     a.iter().zip(b.iter()).map(|(x, y)| x * y).sum()
@@ -146,8 +162,9 @@ pub(crate) const TRACE_TOL: f64 = 1e-4;
 /// [`Error::InducingNotPositiveDefinite`] when `B` cannot be factored
 /// (`B ⪰ I` in exact arithmetic, but the rounding of `S` reaches it
 /// through `L^{−1}`, so `K_uu` is numerically singular at its jitter), or
-/// when VFE's `tr(Q_ff)` exceeds `Σ k_ff` by more than `2σ_n² · 1e−4 N`
-/// (the same cause); an optimizer then backs off.
+/// when VFE's `tr(Q_ff)` exceeds `Σ k_ff` by more than `2σ_n² · 1e−4 N`,
+/// or the data fit `yᵀ(Q_ff + Λ)^{−1} y` is below 0 by more than
+/// `2 · 1e−4 N` (the same cause); an optimizer then backs off.
 pub fn bound(
     stats: &SparseStats,
     prior: &InducingPrior,
@@ -171,10 +188,19 @@ pub fn bound(
     let n = stats.n as f64;
     let (b, yy) = stats.centered(center);
     let y_mean = if center { stats.y_mean() } else { 0.0 };
-    let sm = stats.gram_symmetric();
     let l = &prior.chol;
-    // C = L^{−1} S L^{−ᵀ} (VFE: / σ_n²), B = I + C.
-    let mut cmat = sandwich(l, &sm, true, par);
+    // C = L^{−1} S L^{−ᵀ} (VFE: / σ_n²), B = I + C; e = L^{−1} b. Whitened
+    // statistics hold C σ_n² and e; S and b follow by products with L.
+    let (sm, mut cmat, e, b) = if stats.whitened {
+        let t = stats.gram_symmetric();
+        let b_k = times_l(l, b.view());
+        (unwhiten(l, &t), t, b, b_k)
+    } else {
+        let sm = stats.gram_symmetric();
+        let c = sandwich(l, &sm, true, par);
+        let e = solve_vec(l, b.view(), true, par);
+        (sm, c, e, b)
+    };
     if vfe {
         cmat.mapv_inplace(|v| v / s);
     }
@@ -188,7 +214,6 @@ pub fn bound(
         other => other,
     })?;
     let scale = if vfe { 1.0 / s } else { 1.0 };
-    let e = solve_vec(l, b.view(), true, par);
     let c = solve_vec(&chol_b, e.view(), true, par) * scale;
     // tr(Q_ff) = σ_n² tr(C) ≤ Σ k_ff in exact arithmetic. Past that (by
     // more than rounding), L^{−1} has lost the accuracy the trace term
@@ -202,6 +227,16 @@ pub fn bound(
     }
     let half_log_det_b = 0.5 * chol_b.log_det();
     let ctc = c.dot(&c);
+    // The data fit yᵀ(Q_ff + Λ)^{−1} y = yᵀΛ^{−1}y − cᵀc is ≥ 0 in exact
+    // arithmetic (Λ = σ_n² I for VFE). Below 0 by more than rounding, the
+    // same loss of accuracy has reached c (the bound would reward it).
+    let data_fit = if vfe { yy / s } else { yy } - ctc;
+    if data_fit / 2.0 < -TRACE_TOL * n {
+        return Err(Error::InducingNotPositiveDefinite {
+            m,
+            jitter: prior.jitter(),
+        });
+    }
     let value = if vfe {
         -0.5 * n * LN_2PI - half_log_det_b - 0.5 * n * s.ln() - yy / (2.0 * s) + 0.5 * ctc
             - stats.kff_sum / (2.0 * s)

@@ -89,6 +89,11 @@ pub struct SparseStats {
     pub kff_sum: f64,
     /// `Σ ln Λ_i` (FITC; 0 for VFE).
     pub log_lambda_sum: f64,
+    /// The kernel columns entered as `L^{−1} k_i` (VFE under a prior that
+    /// asks for it, see [`InducingPrior::whiten`]): `gram` holds
+    /// `L^{−1} S L^{−ᵀ}`, `k_y` and `k_sum` hold `L^{−1}` times theirs.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub whitened: bool,
 }
 
 impl SparseStats {
@@ -107,6 +112,7 @@ impl SparseStats {
             wyy_sum: 0.0,
             kff_sum: 0.0,
             log_lambda_sum: 0.0,
+            whitened: false,
         }
     }
 
@@ -143,8 +149,16 @@ impl SparseStats {
         if n == 0 {
             return Ok(());
         }
+        let whiten = self.method == Method::Vfe && prior.whiten;
         if self.n == 0 {
             self.y_shift = y.sum() / n as f64;
+            self.whitened = whiten;
+        } else if self.whitened != whiten {
+            return Err(Error::invalid(
+                "prior",
+                "the statistics were accumulated under a prior of other inducing inputs or \
+                 hyperparameters",
+            ));
         }
         let yc: Vec<f64> = y.iter().map(|v| v - self.y_shift).collect();
         let ut = scaled_t(&prior.params, x);
@@ -156,6 +170,12 @@ impl SparseStats {
         scratch.resize(need.max(scratch.len()), 0.0);
         let (kb, rest) = scratch.split_at_mut(m * n);
         cross_block(&prior.params, prior.w.view(), ut.view(), kb, None, par);
+        if whiten {
+            // L^{−1} K_uf: its Gram is C σ_n² without the rounding of S
+            // amplified by K_uu^{−1} (see InducingPrior::whiten).
+            let vm = faer::MatMut::from_row_major_slice_mut(kb, m, n);
+            prior.chol.solve_lower_in_place(vm, par);
+        }
         // The extra rows of the Gram kernel: [w (y − s); w] scaled by √w
         // like the block's columns, so that its sums carry the weight w.
         let mut extra = Vec::with_capacity(2 * n);
@@ -283,6 +303,12 @@ impl SparseStats {
                     other.method.name(),
                     self.method.name()
                 ),
+            ));
+        }
+        if self.n > 0 && other.n > 0 && self.whitened != other.whitened {
+            return Err(Error::invalid(
+                "statistics",
+                "cannot merge whitened statistics with statistics of the kernel columns",
             ));
         }
         self.merge_shifted(other);

@@ -723,3 +723,79 @@ fn coinciding_inducing_inputs_get_a_recorded_jitter() {
     let gp = SparseGp::from_bound(Method::Vfe, pr.clone(), e.bound, 0);
     assert_eq!(gp.jitter(), pr.jitter());
 }
+
+/// The data fit `yᵀ(Q_ff + Λ)^{−1} y = yᵀΛ^{−1}y − cᵀc` cannot be negative;
+/// statistics whose `k_y` has lost its accuracy (here: scaled by 10, so
+/// `cᵀc` grows 100-fold past `yᵀΛ^{−1}y`) are refused as singular inducing
+/// inputs, for VFE and FITC, instead of giving a bound that rewards them.
+#[test]
+fn a_negative_data_fit_is_refused() {
+    let x = random(40, 2, 11);
+    let y = targets(&x);
+    let p = params(Kernel::Gaussian, &[0.9, 0.9], 1.2);
+    let pr = prior(&p, 0.05, x.slice(s![..8, ..]));
+    for method in [Method::Vfe, Method::Fitc] {
+        let mut stats = SparseStats::new(method, 8);
+        stats
+            .accumulate(&pr, x.view(), y.view(), &mut Vec::new(), Parallelism::Rayon)
+            .unwrap();
+        assert!(bound(&stats, &pr, true, false, Parallelism::Rayon).is_ok());
+        stats.k_y.mapv_inplace(|v| 10.0 * v);
+        let err = bound(&stats, &pr, true, false, Parallelism::Rayon).unwrap_err();
+        assert!(
+            matches!(err, Error::InducingNotPositiveDefinite { m: 8, .. }),
+            "{method:?}: {err}"
+        );
+    }
+}
+
+/// Statistics of the whitened columns `L^{−1} k_i` and of the kernel
+/// columns give the same bound and gradient where `K_uu` is well
+/// conditioned (both are accurate there: the same sums in another basis),
+/// in one chunk and in many; the two kinds do not merge.
+#[test]
+fn whitened_statistics_give_the_kernel_space_bound_and_gradient() {
+    let x = random(60, 2, 21);
+    let y = targets(&x);
+    let p = params(Kernel::Matern52, &[0.7, 1.1], 1.3);
+    let plain = prior(&p, 0.05, x.slice(s![..10, ..]));
+    assert!(!plain.whiten());
+    let mut white = plain.clone();
+    white.whiten = true;
+    let run = |pr: &InducingPrior, chunk: usize| {
+        evaluate(
+            pr,
+            Method::Vfe,
+            x.view(),
+            y.view(),
+            true,
+            chunk,
+            true,
+            Parallelism::Rayon,
+            &Monitor::default(),
+        )
+        .unwrap()
+    };
+    for chunk in [7, 60] {
+        let (a, b) = (run(&plain, chunk), run(&white, chunk));
+        assert!(!a.stats.whitened && b.stats.whitened);
+        let (va, vb) = (a.bound.value, b.bound.value);
+        assert!((va - vb).abs() <= 1e-12 * va.abs(), "{va} vs {vb}");
+        let (ga, gb) = (a.gradient.unwrap(), b.gradient.unwrap());
+        let scale = ga.hyper.iter().fold(1.0_f64, |m, v| m.max(v.abs()));
+        for (u, v) in ga.hyper.iter().zip(&gb.hyper) {
+            assert!(
+                (u - v).abs() <= 1e-10 * scale,
+                "{:?} vs {:?}",
+                ga.hyper,
+                gb.hyper
+            );
+        }
+        for (u, v) in ga.inducing.iter().zip(&gb.inducing) {
+            assert!((u - v).abs() <= 1e-10 * scale, "{u} vs {v}");
+        }
+        let mut merged = a.stats.clone();
+        let err = merged.merge(&b.stats).unwrap_err();
+        assert!(matches!(err, Error::InvalidParameter { .. }), "{err}");
+    }
+}
