@@ -162,7 +162,9 @@ default="greedy_variance"
         VFE's lower bound on the log marginal likelihood, or FITC's log
         marginal likelihood.
     jitter_ : float
-        Jitter added to the diagonal of ``K_uu`` to factor it (0 normally).
+        Jitter added to the diagonal of ``K_uu`` (0 normally): when it cannot
+        be factored, or when it factors but is numerically singular (see
+        the "Accuracy" section of the sparse GP's math page).
     n_iter_ : int
         L-BFGS iterations spent, over all runs and stages.
     y_mean_ : float
@@ -177,10 +179,13 @@ default="greedy_variance"
     ------
     NotPositiveDefiniteError
         From ``fit``, when ``K_uu`` cannot be factored even with the largest
-        jitter; the message names ``M``, the jitter and how to
-        re-initialize. With ``device="gpu"``, also when ``K_uu`` is too
-        ill-conditioned for the GPU's float32 statistics (the message says
-        so and names ``M``).
+        jitter, or when no float64 computation of the bound would keep its
+        digits at the given hyperparameters (a kernel variance many orders
+        above the noise variance with a nearly singular ``K_uu``); the
+        message names ``M``, the jitter and how to re-initialize. A fit that
+        optimizes backs off from such points instead. With
+        ``device="gpu"``, also when ``K_uu`` is too ill-conditioned for the
+        GPU's float32 statistics (the message says so and names ``M``).
 
     Examples
     --------
