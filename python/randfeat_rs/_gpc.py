@@ -697,7 +697,10 @@ class SparseGPC(_DirichletClassifier):
     K_fu`` and the rest) are weighted sums of per-class sums of one pass
     over the rows in chunks: ``O(N M^2)`` for all classes, memory ``O(C
     M^2)`` (docs/math/classification.rst, "Inducing points"). With ``Z``
-    the training inputs it is :class:`ExactGPC`.
+    the training inputs it is :class:`ExactGPC`. Where ``K_uu`` is nearly
+    singular the sums are taken in the whitened basis ``L^{-1} k(Z, x)`` and
+    ``K_uu`` gets a jitter, as in :class:`SparseGPR`, so that the reported
+    bound is the bound.
 
     Parameters
     ----------
@@ -756,7 +759,9 @@ default="greedy_variance"
     inducing_points_ : ndarray of shape (M, n_features), float64
         The inducing inputs.
     jitter_ : float
-        Jitter added to the diagonal of ``K_uu`` to factor it (0 normally).
+        Jitter added to the diagonal of ``K_uu`` (0 normally): where it
+        cannot be factored, or is numerically singular for the smallest
+        per-row noise of the class regressions.
     kernel_variance_ : float
         The kernel variance used (fitted with ``optimize``).
     length_scale_ : float or ndarray of shape (n_features,)
@@ -776,7 +781,9 @@ default="greedy_variance"
     ------
     NotPositiveDefiniteError
         From ``fit``, when ``K_uu`` cannot be factored even with the largest
-        jitter.
+        jitter, or is so ill-conditioned for the kernel variance that no
+        float64 computation of the bound keeps its digits (fewer inducing
+        inputs, a shorter length scale or a smaller kernel variance help).
 
     Examples
     --------

@@ -168,7 +168,9 @@ impl SparseClassStats {
             wyy_sum: n1 * t1 * t1 * a1 + n0 * t0 * t0 * a0,
             kff_sum: sc.kff_sum * a1 + (kff - sc.kff_sum) * a0,
             log_lambda_sum: n1 * transform.noise_in.ln() + n0 * transform.noise_out.ln(),
-            whitened: false,
+            // Weighted sums of whitened statistics are whitened (a class
+            // without rows holds zeros either way).
+            whitened: self.classes.iter().any(|s| s.whitened),
         }
     }
 }
@@ -260,7 +262,8 @@ impl SparseGpc {
             return Err(Error::invalid("X", "needs at least one training row"));
         }
         let l = prior.chol();
-        // Σ_{i∈k} q_ii = tr(L⁻¹ G_k L⁻ᵀ) for every true class k.
+        // Σ_{i∈k} q_ii = tr(L⁻¹ G_k L⁻ᵀ) for every true class k (whitened
+        // statistics hold L⁻¹ G_k L⁻ᵀ).
         let q_sums = stats
             .classes
             .iter()
@@ -273,7 +276,11 @@ impl SparseGpc {
                         got: s.n_inducing(),
                     });
                 }
-                Ok(sandwich(l, &s.gram_symmetric(), true, par).diag().sum())
+                Ok(if s.whitened {
+                    s.gram.diag().sum()
+                } else {
+                    sandwich(l, &s.gram_symmetric(), true, par).diag().sum()
+                })
             })
             .collect::<Result<Vec<f64>>>()?;
         let q_total: f64 = q_sums.iter().sum();
@@ -332,11 +339,7 @@ impl SparseGpc {
         monitor: &Monitor,
     ) -> Result<Self> {
         let (z, chunk_rows) = checked_inducing(x, labels, n_classes, cfg, par, monitor)?;
-        // The prior's noise variance is that of a homoscedastic model; the
-        // class evaluations use the per-row noise of their statistics
-        // instead, so any positive value serves.
-        // Its class statistics are combined and sandwiched in kernel space.
-        let prior = InducingPrior::new(cfg.kernel.clone(), 1.0, z.view(), par)?.without_whitening();
+        let prior = class_prior(cfg.kernel.clone(), cfg.alpha_epsilon, z.view(), par)?;
         let stats = accumulate_rows(&prior, x, labels, n_classes, chunk_rows, par, monitor)?;
         Self::from_stats(&stats, prior, cfg.alpha_epsilon, par, monitor)
     }
@@ -416,6 +419,25 @@ impl SparseGpc {
         })?;
         Ok((mean, var))
     }
+}
+
+/// The prior of the class regressions under `kernel` at the inducing
+/// inputs `z`: `K_uu`'s factor (the jitter ladder) and the choice of
+/// whitened statistics (see [`InducingPrior::whiten`]). Both weigh the
+/// statistics' rounding against the noise; the class evaluations use the
+/// per-row noise of their statistics, of which the smallest, `σ²₁` (rows
+/// in the class), stands in for the prior's noise variance.
+///
+/// # Errors
+/// As [`LabelTransform::new`] and [`InducingPrior::new`].
+pub(crate) fn class_prior(
+    kernel: StationaryKernel,
+    alpha_epsilon: f64,
+    z: ArrayView2<'_, f64>,
+    par: Parallelism,
+) -> Result<InducingPrior> {
+    let noise = LabelTransform::new(alpha_epsilon)?.noise_in;
+    InducingPrior::new(kernel, noise, z, par)
 }
 
 /// Checks the training data and `cfg` of a sparse classifier fit (see

@@ -29,11 +29,11 @@ use ndarray::{s, Array1, Array2, ArrayView2, Axis, CowArray, Ix2};
 use super::optimize::FreeHypers;
 use super::rows_by_class;
 use super::sparse::{
-    accumulate_rows, checked_inducing, SparseClassStats, SparseGpc, SparseGpcConfig,
+    accumulate_rows, checked_inducing, class_prior, SparseClassStats, SparseGpc, SparseGpcConfig,
 };
 use crate::error::Result;
 use crate::gp::optimize::{self, Evaluation, LogParams, Objective, OptimizerConfig};
-use crate::gp::sparse::bound::{frobenius, sandwich, Adjoint};
+use crate::gp::sparse::bound::{frobenius, sandwich, times_l, unwhiten, Adjoint};
 use crate::gp::sparse::{accumulate_gradient, finish, GradientSums, InducingPrior, Method};
 use crate::kernels::{Kernel, StationaryKernel};
 use crate::progress::Monitor;
@@ -76,14 +76,23 @@ pub(crate) fn bound_gradient(
     for (c, lat) in gpc.classes.iter().enumerate() {
         monitor.check()?;
         let w = stats.class_stats(c, t);
-        let sm = w.gram_symmetric();
         let (b, _) = w.centered(true);
+        // The kernel-space S and b and C = L⁻¹ S L⁻ᵀ (whitened statistics
+        // hold C and L⁻¹b).
+        let (sm, cmat, b) = if w.whitened {
+            let cmat = w.gram_symmetric();
+            (unwhiten(l, &cmat), cmat, times_l(l, b.view()))
+        } else {
+            let sm = w.gram_symmetric();
+            let cmat = sandwich(l, &sm, true, par);
+            (sm, cmat, b)
+        };
         let alpha = &lat.weights;
         // K_uu⁻¹ − Σ⁻¹ = L⁻ᵀ(I − B⁻¹)L⁻¹ and K_uu⁻¹S K_uu⁻¹ = L⁻ᵀ C L⁻¹.
         let mut i_minus = -lat.chol_b.inverse(par);
         i_minus.diag_mut().mapv_inplace(|v| v + 1.0);
         let e1 = sandwich(l, &i_minus, false, par);
-        let e2 = sandwich(l, &sandwich(l, &sm, true, par), false, par);
+        let e2 = sandwich(l, &cmat, false, par);
         let p = (&e1 - &outer(alpha)) * 0.5;
         d_kuu = d_kuu + &p - &(e2 * 0.5);
         // S ∝ σ⁴, b ∝ σ², Σ k_ii/σ²_ic ∝ σ² (K_uu's part in `finish`).
@@ -161,8 +170,7 @@ impl SparseGpcBound<'_> {
             length_scale: v[..k].to_vec(),
             variance: v[k],
         };
-        // The class statistics are combined and sandwiched in kernel space.
-        Ok(InducingPrior::new(kernel, 1.0, self.z.view(), self.par)?.without_whitening())
+        class_prior(kernel, self.alpha_epsilon, self.z.view(), self.par)
     }
 }
 

@@ -51,6 +51,26 @@ fn objective<'a>(
     }
 }
 
+/// Asserts that the gradient of `obj` at its start equals central
+/// differences of step `h` to 1e-5 relative.
+fn assert_central_differences(obj: &SparseGpcBound<'_>, h: f64, case: &str) {
+    let theta = obj.params.start();
+    let e = obj.evaluate(&theta, &Monitor::default()).unwrap();
+    for i in 0..theta.len() {
+        let at = |d: f64| {
+            let mut t = theta.clone();
+            t[i] += d;
+            obj.evaluate(&t, &Monitor::default()).unwrap().value
+        };
+        let fd = (at(h) - at(-h)) / (2.0 * h);
+        assert!(
+            (e.grad[i] - fd).abs() < 1e-5 * (1.0 + fd.abs()),
+            "{case} coordinate {i}: analytic {} vs central difference {fd}",
+            e.grad[i]
+        );
+    }
+}
+
 #[test]
 fn the_gradient_of_the_summed_bound_matches_central_differences() {
     let (x, labels) = data(70, 1);
@@ -61,22 +81,7 @@ fn the_gradient_of_the_summed_bound_matches_central_differences() {
         (vec![0.9], Kernel::Matern52),
     ] {
         let obj = objective(&x, &labels, z.clone(), ls.clone(), kernel);
-        let theta = obj.params.start();
-        let e = obj.evaluate(&theta, &Monitor::default()).unwrap();
-        let h = 1e-5;
-        for i in 0..theta.len() {
-            let at = |d: f64| {
-                let mut t = theta.clone();
-                t[i] += d;
-                obj.evaluate(&t, &Monitor::default()).unwrap().value
-            };
-            let fd = (at(h) - at(-h)) / (2.0 * h);
-            assert!(
-                (e.grad[i] - fd).abs() < 1e-5 * (1.0 + fd.abs()),
-                "{kernel:?} {ls:?} coordinate {i}: analytic {} vs central difference {fd}",
-                e.grad[i]
-            );
-        }
+        assert_central_differences(&obj, 1e-5, &format!("{kernel:?} {ls:?}"));
     }
 }
 
@@ -165,4 +170,29 @@ fn the_fit_raises_the_bound_to_a_stationary_point() {
 
 fn default_chunk(gpc: &SparseGpc) -> usize {
     crate::gp::sparse::default_chunk_rows(gpc.inducing.nrows())
+}
+
+#[test]
+fn the_gradient_on_an_ill_conditioned_k_uu_matches_central_differences() {
+    // Twelve inducing inputs close together on a line, a long length scale
+    // and a large kernel variance (as the sparse classifier's test of the
+    // bound there): the statistics are whitened.
+    let (x, labels) = data(300, 4);
+    let z = Array2::from_shape_fn((12, 2), |(i, j)| {
+        let s = -1.0 + 2.0 * i as f64 / 11.0;
+        if j == 0 {
+            s
+        } else {
+            0.3 * s
+        }
+    });
+    let mut obj = objective(&x, &labels, z, vec![2.5], Kernel::Gaussian);
+    obj.params = FreeHypers {
+        length_scale: true,
+        kernel_variance: true,
+    }
+    .params(vec![2.5], 40.0)
+    .unwrap();
+    assert!(obj.prior(&obj.params.start()).unwrap().whiten());
+    assert_central_differences(&obj, 1e-4, "ill-conditioned");
 }

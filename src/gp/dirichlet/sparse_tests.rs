@@ -207,6 +207,19 @@ fn dense_bound(
             q[(i, j)] = kuf.column(j).dot(&a);
         }
     }
+    bound_of_q(q, labels, k.variance, t, c)
+}
+
+/// `ln N(r | 0, Q + Σ) − ½ tr(Σ⁻¹(K − Q))` of class `c` for the Nyström
+/// matrix `Q` (`k_ii = variance`).
+fn bound_of_q(
+    q: Array2<f64>,
+    labels: &[usize],
+    variance: f64,
+    t: &LabelTransform,
+    c: usize,
+) -> f64 {
+    let n = labels.len();
     let n_in = labels.iter().filter(|&&k| k == c).count();
     let mean = t.prior_mean(n_in as u64, n as u64);
     let mut cov = q.clone();
@@ -216,7 +229,7 @@ fn dense_bound(
         let (noise, target) = t.noise_and_target(k == c);
         cov[(i, i)] += noise;
         r[i] = target - mean;
-        trace += (1.7 - q[(i, i)]) / noise;
+        trace += (variance - q[(i, i)]) / noise;
     }
     let lc = Cholesky::new(as_faer(cov.view()), PAR).unwrap();
     let alpha = Array1::from(lc.solve_vec(r.view(), PAR));
@@ -329,4 +342,53 @@ fn bad_input_is_refused_with_the_argument_named() {
         SparseGpc::fit(x.view(), &labels, 3, &cfg, PAR, &monitor).unwrap_err(),
         Error::Interrupted
     );
+}
+
+/// [`dense_bound`] from the whitened columns `A = L⁻¹K_uf` of the factor
+/// `L` of `K_uu + εI` (`Q = AᵀA`, accurate whatever `K_uu`'s conditioning:
+/// the form GPflow computes).
+fn dense_whitened_bound(
+    x: &Array2<f64>,
+    labels: &[usize],
+    z: &Array2<f64>,
+    k: &StationaryKernel,
+    jitter: f64,
+    t: &LabelTransform,
+    c: usize,
+) -> f64 {
+    let mut a = kernel_matrix(k, z.view(), x.view(), PAR);
+    let kuu = kernel_matrix(k, z.view(), z.view(), PAR);
+    let l = Cholesky::with_jitter(as_faer(kuu.view()), jitter, PAR).unwrap();
+    l.solve_lower_in_place(crate::linalg::as_faer_mut(a.view_mut()), PAR);
+    bound_of_q(a.t().dot(&a), labels, k.variance, t, c)
+}
+
+#[test]
+fn ill_conditioned_inducing_inputs_give_the_true_bound() {
+    // Twelve inducing inputs close together on a line under a long length
+    // scale and a large kernel variance: K_uu's condition number is far
+    // past what kernel-space sums K_uf Σ⁻¹ K_fu can carry through L⁻¹.
+    let x = random(300, 2, 21, 2.0);
+    let labels = labels_of(&x);
+    let z = Array2::from_shape_fn((12, 2), |(i, j)| {
+        let s = -1.0 + 2.0 * i as f64 / 11.0;
+        if j == 0 {
+            s
+        } else {
+            0.3 * s
+        }
+    });
+    let k = kernel(&[2.5], 40.0);
+    let t = LabelTransform::new(0.01).unwrap();
+    let prior = InducingPrior::new(k.clone(), t.noise_in, z.view(), PAR).unwrap();
+    assert!(prior.whiten(), "the case must need whitened statistics");
+    let sparse = fit(&x, &labels, &config(k.clone(), z.clone(), 0.01));
+    for c in 0..3 {
+        let f = sparse.classes[c].bound;
+        let dense = dense_whitened_bound(&x, &labels, &z, &k, prior.jitter(), &t, c);
+        assert!(
+            (f - dense).abs() < 1e-8 * x.nrows() as f64,
+            "class {c}: {f} vs dense whitened {dense}"
+        );
+    }
 }

@@ -111,7 +111,7 @@ fn symmetrize(a: &mut Array2<f64>) {
 
 /// `L X Lᵀ` for the factor `L` of `chol` (kernel-space statistics from
 /// whitened ones).
-fn unwhiten(chol: &Cholesky, x: &Array2<f64>) -> Array2<f64> {
+pub(crate) fn unwhiten(chol: &Cholesky, x: &Array2<f64>) -> Array2<f64> {
     let l = chol.l();
     let p = l * as_faer(x.view()) * l.transpose();
     let mut a = Array2::from_shape_fn((p.nrows(), p.ncols()), |(i, j)| p[(i, j)]);
@@ -120,7 +120,7 @@ fn unwhiten(chol: &Cholesky, x: &Array2<f64>) -> Array2<f64> {
 }
 
 /// `L v` for the factor `L` of `chol`.
-fn times_l(chol: &Cholesky, v: ArrayView1<'_, f64>) -> Array1<f64> {
+pub(crate) fn times_l(chol: &Cholesky, v: ArrayView1<'_, f64>) -> Array1<f64> {
     let l = chol.l();
     Array1::from_shape_fn(v.len(), |i| (0..=i).map(|j| l[(i, j)] * v[j]).sum())
 }

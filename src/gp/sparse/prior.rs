@@ -93,13 +93,6 @@ impl InducingPrior {
         self.whiten
     }
 
-    /// The same prior with statistics in kernel space whatever `K_uu`'s
-    /// conditioning (for sums that are combined or sandwiched elsewhere).
-    pub(crate) fn without_whitening(mut self) -> Self {
-        self.whiten = false;
-        self
-    }
-
     /// The number of inducing inputs `M`.
     pub fn n_inducing(&self) -> usize {
         self.z.nrows()
