@@ -79,6 +79,7 @@ bench: develop
 	cargo bench --bench fwht -- --warm-up-time 1 --measurement-time 3
 	cargo bench --bench syrk -- --warm-up-time 1 --measurement-time 3
 	cargo bench --bench floor -- --warm-up-time 1 --measurement-time 3
+	cargo bench --bench sparse -- --warm-up-time 1 --measurement-time 5
 	$(VPY) benches/compare_fwht.py
 	$(VPY) benches/compare_binning.py
 	$(VPY) benches/compare_gp.py

@@ -7,7 +7,9 @@
 //! - localized GP centroid blocks, one thread, feature-major rows (`Φᵀ`):
 //!   `D = 64, K = 256`, `D = 256, K = 128`, `D = 256, K = 512`;
 //! - the feature GP's chunk, `D = 1,024`, `K = 2,048`, sample-major (`Φ`
-//!   as `RandomFeatureGPR` gets it), on 1 and 2 threads.
+//!   as `RandomFeatureGPR` gets it), on 1 and 2 threads;
+//! - the sparse GP's chunk, `D = 1,024` inducing inputs by `K = 256` rows,
+//!   feature-major (`K_uf`), on 2 threads.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use faer::linalg::matmul::triangular::{matmul, BlockStructure};
@@ -51,20 +53,20 @@ fn in_pool<R: Send>(pool: &rayon::ThreadPool, threads: usize, f: impl FnOnce() -
 fn gram(c: &mut Criterion) {
     let mut grp = c.benchmark_group("gram_lower");
     let isa = Isa::detect();
-    for (d, k, threads) in [
-        (64usize, 256usize, 1usize),
-        (256, 128, 1),
-        (256, 512, 1),
-        (1024, 2048, 1),
-        (1024, 2048, 2),
+    // The feature GP's chunk is sample-major (`Φ`), a centroid block and
+    // the sparse GP's kernel block feature-major (`Φᵀ`, `K_uf`).
+    for (d, k, threads, sample_major) in [
+        (64usize, 256usize, 1usize, false),
+        (256, 128, 1, false),
+        (256, 512, 1, false),
+        (1024, 2048, 1, true),
+        (1024, 2048, 2, true),
+        (1024, 256, 2, false),
     ] {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .unwrap();
-        // The feature GP's chunk is sample-major (`Φ`), a centroid block
-        // feature-major (`Φᵀ`).
-        let sample_major = d >= 1024;
         let layout = if sample_major {
             Layout::SampleMajor { ld: d }
         } else {
