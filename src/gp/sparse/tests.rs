@@ -60,6 +60,27 @@ fn eval(
     .unwrap()
 }
 
+/// The centered objective and its gradient in chunks of `chunk` rows.
+fn centered_in_chunks(
+    pr: &InducingPrior,
+    method: Method,
+    x: ArrayView2<'_, f64>,
+    y: ArrayView1<'_, f64>,
+    chunk: usize,
+) -> crate::error::Result<SparseEval> {
+    evaluate(
+        pr,
+        method,
+        x,
+        y,
+        true,
+        chunk,
+        true,
+        Parallelism::Rayon,
+        &Monitor::default(),
+    )
+}
+
 fn random(n: usize, d: usize, seed: u64) -> Array2<f64> {
     let mut rng = crate::rng::seeded(seed);
     Array2::from_shape_fn((n, d), |_| rng.random_range(-2.0..2.0))
@@ -386,20 +407,8 @@ fn chunks_of_any_size_give_the_one_chunk_objective() {
     for method in [Method::Vfe, Method::Fitc] {
         let p = params(Kernel::Matern32, &[0.9, 1.2], 1.0);
         let pr = prior(&p, 0.1, z.view());
-        let run = |chunk: usize| {
-            evaluate(
-                &pr,
-                method,
-                x.view(),
-                y.view(),
-                true,
-                chunk,
-                true,
-                Parallelism::Rayon,
-                &Monitor::default(),
-            )
-            .unwrap()
-        };
+        let run =
+            |chunk: usize| centered_in_chunks(&pr, method, x.view(), y.view(), chunk).unwrap();
         let one = run(53);
         for chunk in [1, 2, 7, 20, 52, 1000] {
             let e = run(chunk);
@@ -678,17 +687,7 @@ fn bad_input_is_a_clear_error() {
     let mut yn = y.clone();
     yn[2] = f64::INFINITY;
     let ev = |x: &Array2<f64>, y: &Array1<f64>| {
-        evaluate(
-            &pr,
-            Method::Vfe,
-            x.view(),
-            y.view(),
-            true,
-            4,
-            true,
-            Parallelism::Rayon,
-            &Monitor::default(),
-        )
+        centered_in_chunks(&pr, Method::Vfe, x.view(), y.view(), 4)
     };
     assert_eq!(ev(&xn, &y).unwrap_err(), Error::NonFinite { name: "X" });
     assert_eq!(ev(&x, &yn).unwrap_err(), Error::NonFinite { name: "y" });
@@ -763,18 +762,7 @@ fn whitened_statistics_give_the_kernel_space_bound_and_gradient() {
     let mut white = plain.clone();
     white.whiten = true;
     let run = |pr: &InducingPrior, chunk: usize| {
-        evaluate(
-            pr,
-            Method::Vfe,
-            x.view(),
-            y.view(),
-            true,
-            chunk,
-            true,
-            Parallelism::Rayon,
-            &Monitor::default(),
-        )
-        .unwrap()
+        centered_in_chunks(pr, Method::Vfe, x.view(), y.view(), chunk).unwrap()
     };
     for chunk in [7, 60] {
         let (a, b) = (run(&plain, chunk), run(&white, chunk));
