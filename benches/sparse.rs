@@ -8,11 +8,15 @@
 //! - `statistics`: the first pass, `K_uf K_fu` (`N M²/2`);
 //! - `gradient`: the second pass at fixed adjoints, the product with the
 //!   adjoint (`N M²`) and the contraction with the kernel's slopes;
-//! - `evaluation`: both passes and the `M³` work between them
-//!   (`1.5 N M²`), as `SparseGPR.fit` runs it.
+//! - `between_passes`: the `O(M³)` work that does not grow with `N`, the
+//!   bound with its adjoints and the gradient's parts through `K_uu`;
+//! - `evaluation`: both passes and the work between them (`1.5 N M²`
+//!   multiply-adds in the passes), as `SparseGPR.fit` runs it.
 //!
-//! `N = 32,768` here: the time per row is that of `N = 1,000,000` (the
-//! chunks are the same), and a sample takes seconds. Run with `make bench`.
+//! `N = 32,768` here: the passes' time per row is that of `N = 1,000,000`
+//! (the chunks are the same), and a sample takes seconds. An evaluation at
+//! `N` rows therefore takes `N / 32,768` times the two passes plus
+//! `between_passes`. Run with `make bench`.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ndarray::{s, Array1, Array2};
@@ -20,8 +24,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 use randfeat_rs::gp::sparse::{
-    accumulate_gradient, bound, default_chunk_rows, evaluate, GradientSums, InducingPrior, Method,
-    SparseStats,
+    accumulate_gradient, bound, default_chunk_rows, evaluate, finish, GradientSums, InducingPrior,
+    Method, SparseStats,
 };
 use randfeat_rs::kernels::StationaryKernel;
 use randfeat_rs::progress::Monitor;
@@ -91,27 +95,26 @@ fn sparse(c: &mut Criterion) {
         bch.iter(|| pool.install(&mut statistics))
     });
     grp.throughput(Throughput::Elements(fmas));
+    let gradient_pass = |scratch: &mut Vec<f64>| {
+        let mut sums = GradientSums::new(Method::Vfe, M, D);
+        for r in chunks() {
+            accumulate_gradient(
+                &mut sums,
+                adjoint,
+                &prior,
+                x.slice(s![r.clone(), ..]),
+                y.slice(s![r]),
+                b.y_mean,
+                scratch,
+                par,
+            )
+            .expect("valid chunks");
+        }
+        sums
+    };
     let mut scratch = Vec::new();
     grp.bench_function("gradient", |bch| {
-        bch.iter(|| {
-            pool.install(|| {
-                let mut sums = GradientSums::new(Method::Vfe, M, D);
-                for r in chunks() {
-                    accumulate_gradient(
-                        &mut sums,
-                        adjoint,
-                        &prior,
-                        x.slice(s![r.clone(), ..]),
-                        y.slice(s![r]),
-                        b.y_mean,
-                        &mut scratch,
-                        par,
-                    )
-                    .expect("valid chunks");
-                }
-                sums
-            })
-        })
+        bch.iter(|| pool.install(|| gradient_pass(&mut scratch)))
     });
     grp.throughput(Throughput::Elements(fmas * 3 / 2));
     grp.bench_function("evaluation", |bch| {
@@ -132,7 +135,21 @@ fn sparse(c: &mut Criterion) {
             })
         })
     });
+    let sums = pool.install(|| gradient_pass(&mut scratch));
     grp.finish();
+    // No throughput: this work does not grow with the rows.
+    let mut fixed = c.benchmark_group("sparse_vfe_m1024_fixed");
+    fixed.sample_size(10);
+    fixed.bench_function("between_passes", |bch| {
+        bch.iter(|| {
+            pool.install(|| {
+                let b = bound(&stats, &prior, true, true, par).expect("a bound");
+                let adjoint = b.adjoint.as_ref().expect("adjoints were requested");
+                finish(adjoint, &prior, &sums, par)
+            })
+        })
+    });
+    fixed.finish();
 }
 
 criterion_group!(benches, sparse);

@@ -33,7 +33,7 @@ use super::sparse::{
 };
 use crate::error::Result;
 use crate::gp::optimize::{self, Evaluation, LogParams, Objective, OptimizerConfig};
-use crate::gp::sparse::bound::{frobenius, sandwich, times_l, unwhiten, Adjoint};
+use crate::gp::sparse::bound::{both_spaces, frobenius, sandwich, Adjoint};
 use crate::gp::sparse::{accumulate_gradient, finish, GradientSums, InducingPrior, Method};
 use crate::kernels::{Kernel, StationaryKernel};
 use crate::progress::Monitor;
@@ -77,16 +77,8 @@ pub(crate) fn bound_gradient(
         monitor.check()?;
         let w = stats.class_stats(c, t);
         let (b, _) = w.centered(true);
-        // The kernel-space S and b and C = L⁻¹ S L⁻ᵀ (whitened statistics
-        // hold C and L⁻¹b).
-        let (sm, cmat, b) = if w.whitened {
-            let cmat = w.gram_symmetric();
-            (unwhiten(l, &cmat), cmat, times_l(l, b.view()))
-        } else {
-            let sm = w.gram_symmetric();
-            let cmat = sandwich(l, &sm, true, par);
-            (sm, cmat, b)
-        };
+        // The kernel-space S and b and C = L⁻¹ S L⁻ᵀ.
+        let (sm, cmat, _, b) = both_spaces(&w, b, l, par);
         let alpha = &lat.weights;
         // K_uu⁻¹ − Σ⁻¹ = L⁻ᵀ(I − B⁻¹)L⁻¹ and K_uu⁻¹S K_uu⁻¹ = L⁻ᵀ C L⁻¹.
         let mut i_minus = -lat.chol_b.inverse(par);

@@ -111,7 +111,7 @@ fn symmetrize(a: &mut Array2<f64>) {
 
 /// `L X Lᵀ` for the factor `L` of `chol` (kernel-space statistics from
 /// whitened ones).
-pub(crate) fn unwhiten(chol: &Cholesky, x: &Array2<f64>) -> Array2<f64> {
+fn unwhiten(chol: &Cholesky, x: &Array2<f64>) -> Array2<f64> {
     let l = chol.l();
     let p = l * as_faer(x.view()) * l.transpose();
     let mut a = Array2::from_shape_fn((p.nrows(), p.ncols()), |(i, j)| p[(i, j)]);
@@ -120,7 +120,7 @@ pub(crate) fn unwhiten(chol: &Cholesky, x: &Array2<f64>) -> Array2<f64> {
 }
 
 /// `L v` for the factor `L` of `chol`.
-pub(crate) fn times_l(chol: &Cholesky, v: ArrayView1<'_, f64>) -> Array1<f64> {
+fn times_l(chol: &Cholesky, v: ArrayView1<'_, f64>) -> Array1<f64> {
     let l = chol.l();
     Array1::from_shape_fn(v.len(), |i| (0..=i).map(|j| l[(i, j)] * v[j]).sum())
 }
@@ -146,6 +146,28 @@ fn solve_vec(
         chol.solve_upper_in_place(m, par);
     }
     x
+}
+
+/// The statistics in kernel space and whitened by `L = chol(K_uu)`:
+/// `(S, L^{−1} S L^{−ᵀ}, L^{−1} b, b)` for the Gram `S` of `stats` and its
+/// (centered) vector `b`. Whitened statistics hold `L^{−1} S L^{−ᵀ}` and
+/// `L^{−1} b`, kernel-space ones `S` and `b`; the other two follow by
+/// products with `L` or solves with it.
+pub(crate) fn both_spaces(
+    stats: &SparseStats,
+    b: Array1<f64>,
+    l: &Cholesky,
+    par: Parallelism,
+) -> (Array2<f64>, Array2<f64>, Array1<f64>, Array1<f64>) {
+    let gram = stats.gram_symmetric();
+    if stats.whitened {
+        let b_k = times_l(l, b.view());
+        (unwhiten(l, &gram), gram, b, b_k)
+    } else {
+        let c = sandwich(l, &gram, true, par);
+        let e = solve_vec(l, b.view(), true, par);
+        (gram, c, e, b)
+    }
 }
 
 /// The excess of `tr(Q_ff)` over `Σ k_ff` that [`bound`] accepts as
@@ -189,18 +211,8 @@ pub fn bound(
     let (b, yy) = stats.centered(center);
     let y_mean = if center { stats.y_mean() } else { 0.0 };
     let l = &prior.chol;
-    // C = L^{−1} S L^{−ᵀ} (VFE: / σ_n²), B = I + C; e = L^{−1} b. Whitened
-    // statistics hold C σ_n² and e; S and b follow by products with L.
-    let (sm, mut cmat, e, b) = if stats.whitened {
-        let t = stats.gram_symmetric();
-        let b_k = times_l(l, b.view());
-        (unwhiten(l, &t), t, b, b_k)
-    } else {
-        let sm = stats.gram_symmetric();
-        let c = sandwich(l, &sm, true, par);
-        let e = solve_vec(l, b.view(), true, par);
-        (sm, c, e, b)
-    };
+    // C = L^{−1} S L^{−ᵀ} (VFE: / σ_n²), B = I + C.
+    let (sm, mut cmat, e, b) = both_spaces(stats, b, l, par);
     if vfe {
         cmat.mapv_inplace(|v| v / s);
     }
