@@ -97,14 +97,24 @@ pub(crate) fn sandwich(
     a
 }
 
-/// `a ← (a + aᵀ)/2`.
+/// `a ← (a + aᵀ)/2` for a square `a`, in square tiles (a row of one tile
+/// meets a column of its mirror: tiles keep both in the cache).
 fn symmetrize(a: &mut Array2<f64>) {
+    const TILE: usize = 32;
     let n = a.nrows();
-    for i in 0..n {
-        for j in 0..i {
-            let v = 0.5 * (a[(i, j)] + a[(j, i)]);
-            a[(i, j)] = v;
-            a[(j, i)] = v;
+    if !a.is_standard_layout() {
+        *a = a.as_standard_layout().into_owned();
+    }
+    let v = a.as_slice_mut().unwrap_or_default();
+    for ib in (0..n).step_by(TILE) {
+        for jb in (0..=ib).step_by(TILE) {
+            for i in ib..(ib + TILE).min(n) {
+                for j in jb..(jb + TILE).min(i) {
+                    let m = 0.5 * (v[i * n + j] + v[j * n + i]);
+                    v[i * n + j] = m;
+                    v[j * n + i] = m;
+                }
+            }
         }
     }
 }

@@ -389,9 +389,13 @@ impl<R: SparseRows> Objective for SparseObjective<R> {
 
     /// The coarse levels: the same objective on a subset of the rows, only
     /// with `Z` fixed (with `Z` free the subsample's Hessian would take
-    /// `M·d` evaluations).
+    /// `M·d` evaluations) and at least `M` rows. An evaluation costs about
+    /// `1.5 n M²` multiply-adds in the passes plus a fixed `O(M³)` for the
+    /// factors of `K_uu` and `B` and the adjoints: on fewer rows than
+    /// inducing inputs the fixed part dominates, so such a level costs
+    /// nearly what the level above it does.
     fn subsample(&self, rows: &[usize]) -> Result<Option<Self>> {
-        if self.optimize_inducing {
+        if self.optimize_inducing || rows.len() < self.z.nrows() {
             return Ok(None);
         }
         Ok(self.rows.subsample(rows).map(|r| Self {
@@ -1045,6 +1049,30 @@ mod tests {
             a.objective,
             b.objective
         );
+    }
+
+    #[test]
+    fn coarse_levels_keep_at_least_as_many_rows_as_inducing_inputs() {
+        // 1,200 rows: the coarse level of 300 rows runs for M = 16, not for
+        // M = 301 (it would cost about what all rows do).
+        let (x, y) = data(1200, 4, 6);
+        for (m, coarse) in [(16, true), (301, false)] {
+            let cfg = SparseGpConfig {
+                n_inducing: m,
+                inducing: InducingInit::Random,
+                optimizer: OptimizerConfig {
+                    n_restarts: 0,
+                    ..Default::default()
+                },
+                ..config(Method::Vfe, Kernel::Gaussian, false)
+            };
+            let monitor = Monitor::new();
+            fit_sparse(x.view(), y.view(), &cfg, Parallelism::Rayon, &monitor).unwrap();
+            let messages = monitor.take_messages();
+            let level = |rows: &str| messages.iter().any(|t| t.contains(rows));
+            assert_eq!(level("300 rows"), coarse, "M = {m}: {messages:?}");
+            assert!(level("1200 rows"), "M = {m}: {messages:?}");
+        }
     }
 
     /// The statistics and gradient sums of the coarse level `level` of
