@@ -7,7 +7,7 @@ use ndarray::{Array1, Array2, ArrayView2};
 
 use super::{check_labels, stack_classes, LabelTransform, LatentGp, LN_2PI};
 use crate::error::{Error, Result};
-use crate::gp::exact::{check_training_data, predict_exact};
+use crate::gp::exact::{check_training_data, predict_exact_all, ExactPieces};
 use crate::kernels::StationaryKernel;
 use crate::linalg::{as_faer, Cholesky};
 use crate::progress::Monitor;
@@ -136,33 +136,29 @@ impl ExactGpc {
     }
 
     /// Latent means `μ*` (`m × C`) and, with `want_var`, variances `v*`
-    /// (`m × C`) at the rows of `xs`, class by class through
-    /// [`predict_exact`].
+    /// (`m × C`) at the rows of `xs`, every class through
+    /// [`predict_exact_all`] (the classes share the kernel and the training
+    /// rows, so the cross-covariance is computed once).
     ///
     /// # Errors
-    /// As [`predict_exact`].
+    /// As [`predict_exact_all`].
     pub fn predict_latent(
         &self,
         xs: ArrayView2<'_, f64>,
         want_var: bool,
         par: Parallelism,
     ) -> Result<(Array2<f64>, Option<Array2<f64>>)> {
-        let per_class = self
+        let fits: Vec<ExactPieces<'_>> = self
             .classes
             .iter()
-            .map(|c| {
-                predict_exact(
-                    self.x_train.view(),
-                    &c.chol,
-                    c.coef.view(),
-                    c.mean,
-                    &self.kernel,
-                    xs,
-                    want_var,
-                    par,
-                )
+            .map(|c| ExactPieces {
+                chol: &c.chol,
+                alpha: c.coef.view(),
+                y_mean: c.mean,
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect();
+        let per_class =
+            predict_exact_all(self.x_train.view(), &fits, &self.kernel, xs, want_var, par)?;
         Ok(stack_classes(xs.nrows(), per_class))
     }
 }

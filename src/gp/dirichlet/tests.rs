@@ -148,6 +148,41 @@ fn exact_classifier_matches_the_oracle() {
 }
 
 #[test]
+fn classes_sharing_the_cross_covariance_predict_as_each_class_alone() {
+    // Three classes over more test points than one prediction block: each
+    // class's column equals its own exact GP's prediction, to the bit.
+    let x = random(60, 2, 3);
+    let labels: Vec<usize> = (0..60).map(|i| (i * 7) % 3).collect();
+    let kernel = StationaryKernel {
+        kernel: Kernel::Matern52,
+        length_scale: vec![0.7, 1.3],
+        variance: 1.5,
+    };
+    let gpc = ExactGpc::fit(x.view(), &labels, 3, kernel.clone(), 0.05, MEMORY, PAR).unwrap();
+    let xs = random(1100, 2, 4);
+    let (mu, var) = gpc.predict_latent(xs.view(), true, PAR).unwrap();
+    let var = var.unwrap();
+    for (c, class) in gpc.classes.iter().enumerate() {
+        let (m1, v1) = crate::gp::exact::predict_exact(
+            x.view(),
+            &class.chol,
+            class.coef.view(),
+            class.mean,
+            &kernel,
+            xs.view(),
+            true,
+            PAR,
+        )
+        .unwrap();
+        assert_eq!(mu.column(c), m1, "class {c}: means");
+        assert_eq!(var.column(c), v1.unwrap(), "class {c}: variances");
+    }
+    let (mu_only, none) = gpc.predict_latent(xs.view(), false, PAR).unwrap();
+    assert!(none.is_none());
+    assert_eq!(mu_only, mu);
+}
+
+#[test]
 fn nystroem_features_of_every_point_reproduce_the_exact_classifier() {
     let (n, d) = (15, 2);
     let x = random(n, d, 3).mapv(|v| 2.0 * v);

@@ -676,54 +676,105 @@ pub fn predict_exact(
     xs: ArrayView2<'_, f64>,
     want_var: bool,
     par: Parallelism,
-) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
+) -> Result<MeanAndVariance> {
+    let fit = ExactPieces {
+        chol,
+        alpha: alpha.reborrow(),
+        y_mean,
+    };
+    let mut out = predict_exact_all(x_train, &[fit], kernel, xs, want_var, par)?;
+    out.pop()
+        .ok_or_else(|| Error::Internal("one prediction per fit".into()))
+}
+
+/// A predictive mean and, when asked for, the latent variance.
+pub type MeanAndVariance = (Array1<f64>, Option<Array1<f64>>);
+
+/// The fitted pieces of one exact GP that its predictions need: the factor
+/// of `K_y`, the weights `α = K_y^{−1}(y − ȳ)` and the mean `ȳ`.
+#[derive(Clone, Copy)]
+pub struct ExactPieces<'a> {
+    /// The Cholesky factor of `K_y` of the training rows.
+    pub chol: &'a Cholesky,
+    /// `α = K_y^{−1}(y − ȳ)`.
+    pub alpha: ArrayView1<'a, f64>,
+    /// The target mean added back to the predictive mean.
+    pub y_mean: f64,
+}
+
+/// [`predict_exact`] for several GPs on the same training rows and kernel
+/// (the classes of a Dirichlet classifier, which differ only in their
+/// noise and targets): the cross-covariance `k*` of each block of test
+/// points is computed once and shared; each GP's results are those
+/// [`predict_exact`] gives it alone.
+///
+/// # Errors
+/// [`Error::ShapeMismatch`] for a factor or weights of another size than
+/// the training rows, or test points of another width; invalid kernel
+/// parameters; [`Error::NonFinite`] for NaN in `xs` or in a prediction.
+pub fn predict_exact_all(
+    x_train: ArrayView2<'_, f64>,
+    fits: &[ExactPieces<'_>],
+    kernel: &StationaryKernel,
+    xs: ArrayView2<'_, f64>,
+    want_var: bool,
+    par: Parallelism,
+) -> Result<Vec<MeanAndVariance>> {
     let (n, d) = x_train.dim();
     Error::check_n_features(d, xs.ncols())?;
-    if chol.dim() != n || alpha.len() != n {
-        return Err(Error::ShapeMismatch {
-            name: "size of the fitted factor and alpha (training rows)",
-            expected: n,
-            got: if chol.dim() != n {
-                chol.dim()
-            } else {
-                alpha.len()
-            },
-        });
+    for f in fits {
+        if f.chol.dim() != n || f.alpha.len() != n {
+            return Err(Error::ShapeMismatch {
+                name: "size of the fitted factor and alpha (training rows)",
+                expected: n,
+                got: if f.chol.dim() != n {
+                    f.chol.dim()
+                } else {
+                    f.alpha.len()
+                },
+            });
+        }
     }
     kernel.validate(d)?;
     check_finite("X", xs.iter())?;
     let m = xs.nrows();
-    let mut mean = Array1::<f64>::zeros(m);
-    let mut var = want_var.then(|| Array1::<f64>::zeros(m));
+    let mut out: Vec<MeanAndVariance> = fits
+        .iter()
+        .map(|_| (Array1::zeros(m), want_var.then(|| Array1::zeros(m))))
+        .collect();
     let mut start = 0;
     while start < m {
         let stop = (start + PREDICT_BLOCK).min(m);
         let block = xs.slice(ndarray::s![start..stop, ..]);
         // k* for the block: N × b (row-major: row i is training point i).
         let ks = kernel.cross(x_train, block, par);
-        let mu = ks.t().dot(&alpha);
-        for (o, v) in mean
-            .slice_mut(ndarray::s![start..stop])
-            .iter_mut()
-            .zip(mu.iter())
-        {
-            *o = v + y_mean;
-        }
-        if let Some(var) = var.as_mut() {
-            let b = stop - start;
-            // Column-major copy for the triangular solve L V = k*.
-            let mut v = faer::Mat::<f64>::from_fn(n, b, |i, j| ks[(i, j)]);
-            chol.solve_lower_in_place(v.as_mut(), par);
-            let vm: MatMut<'_, f64> = v.as_mut();
-            for j in 0..b {
-                let s: f64 = (0..n).map(|i| vm[(i, j)] * vm[(i, j)]).sum();
-                var[start + j] = (kernel.variance - s).max(0.0);
+        for (f, (mean, var)) in fits.iter().zip(out.iter_mut()) {
+            let mu = ks.t().dot(&f.alpha);
+            for (o, v) in mean
+                .slice_mut(ndarray::s![start..stop])
+                .iter_mut()
+                .zip(mu.iter())
+            {
+                *o = v + f.y_mean;
+            }
+            if let Some(var) = var.as_mut() {
+                let b = stop - start;
+                // Column-major copy for the triangular solve L V = k*.
+                let mut v = faer::Mat::<f64>::from_fn(n, b, |i, j| ks[(i, j)]);
+                f.chol.solve_lower_in_place(v.as_mut(), par);
+                let vm: MatMut<'_, f64> = v.as_mut();
+                for j in 0..b {
+                    let s: f64 = (0..n).map(|i| vm[(i, j)] * vm[(i, j)]).sum();
+                    var[start + j] = (kernel.variance - s).max(0.0);
+                }
             }
         }
         start = stop;
     }
-    crate::gp::check_prediction(&mean, var.as_ref())?;
-    Ok((mean, var))
+    for (mean, var) in &out {
+        crate::gp::check_prediction(mean, var.as_ref())?;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
