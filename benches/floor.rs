@@ -126,7 +126,8 @@ mod work {
         let mut lanes = [0.0; 4];
         v.iter()
             .map(|a| {
-                _mm256_storeu_pd(lanes.as_mut_ptr(), *a);
+                // SAFETY: `lanes` holds the vector's 4 lanes.
+                unsafe { _mm256_storeu_pd(lanes.as_mut_ptr(), *a) };
                 lanes.iter().sum::<f64>()
             })
             .sum()

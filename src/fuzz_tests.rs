@@ -314,12 +314,11 @@ proptest! {
             center,
             ..SparseGpConfig::default()
         };
-        if let Ok(gp) = fit_sparse(x.view(), y.view(), &cfg, par, &Monitor::default()) {
-            if let Ok((mean, var)) = gp.predict(test.view(), true, par) {
+        if let Ok(gp) = fit_sparse(x.view(), y.view(), &cfg, par, &Monitor::default())
+            && let Ok((mean, var)) = gp.predict(test.view(), true, par) {
                 prop_assert_eq!(mean.len(), test.nrows());
                 prop_assert!(finite(mean.iter()) && finite(var.iter().flatten()));
             }
-        }
     }
 
     #[test]
@@ -334,12 +333,11 @@ proptest! {
         if y.len() != phi.nrows() || stats.accumulate(phi.view(), y.view(), par).is_err() {
             return Ok(());
         }
-        if let Ok(gp) = FeatureGp::fit(&stats, noise_variance, center, par) {
-            if let Ok((mean, var)) = gp.predict(test.view(), true, par) {
+        if let Ok(gp) = FeatureGp::fit(&stats, noise_variance, center, par)
+            && let Ok((mean, var)) = gp.predict(test.view(), true, par) {
                 prop_assert_eq!(mean.len(), test.nrows());
                 prop_assert!(finite(mean.iter()) && finite(var.iter().flatten()));
             }
-        }
     }
 
     #[test]

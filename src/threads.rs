@@ -73,17 +73,18 @@ fn pool() -> Result<Arc<rayon::ThreadPool>> {
     let mut guard = POOL.lock().unwrap_or_else(|e| e.into_inner());
     let pid = std::process::id();
     let threads = wanted_threads();
-    if let Some(entry) = guard.as_ref() {
-        if entry.pid == pid && entry.threads == threads {
-            return Ok(Arc::clone(&entry.pool));
-        }
+    if let Some(entry) = guard.as_ref()
+        && entry.pid == pid
+        && entry.threads == threads
+    {
+        return Ok(Arc::clone(&entry.pool));
     }
-    if let Some(old) = guard.take() {
-        if old.pid != pid {
-            // Inherited through fork: its worker threads do not exist in this
-            // process, so dropping it could wait on them. Leak it instead.
-            std::mem::forget(old);
-        }
+    if let Some(old) = guard.take()
+        && old.pid != pid
+    {
+        // Inherited through fork: its worker threads do not exist in this
+        // process, so dropping it could wait on them. Leak it instead.
+        std::mem::forget(old);
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)

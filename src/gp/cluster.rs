@@ -50,13 +50,13 @@ pub fn farthest_point<T: Real>(
             got: start.len(),
         });
     }
-    if let Some(t) = threshold {
-        if !(t.is_finite() && t >= 0.0) {
-            return Err(Error::invalid(
-                "threshold",
-                format!("must be a finite number >= 0, got {t}"),
-            ));
-        }
+    if let Some(t) = threshold
+        && !(t.is_finite() && t >= 0.0)
+    {
+        return Err(Error::invalid(
+            "threshold",
+            format!("must be a finite number >= 0, got {t}"),
+        ));
     }
     if max_clusters == Some(0) {
         return Err(Error::invalid("n_clusters", "must be >= 1, got 0"));

@@ -161,16 +161,15 @@ impl MaclaurinConfig {
                  only; use one of them or allocation=\"random\"",
             ));
         }
-        if self.h01 {
-            if let MaclaurinKernel::Polynomial { degree, bias } = self.kernel {
-                if bias <= 0.0 || degree < 2 {
-                    return Err(Error::invalid(
-                        "h01",
-                        "the exact linear part needs a polynomial kernel with bias > 0 and \
+        if self.h01
+            && let MaclaurinKernel::Polynomial { degree, bias } = self.kernel
+            && (bias <= 0.0 || degree < 2)
+        {
+            return Err(Error::invalid(
+                "h01",
+                "the exact linear part needs a polynomial kernel with bias > 0 and \
                          degree >= 2",
-                    ));
-                }
-            }
+            ));
         }
         Ok(())
     }
@@ -504,14 +503,14 @@ impl MaclaurinMap {
                 format!("entry 1 counts the h01 linear columns and must be d = {dim}"),
             ));
         }
-        if let Some(c) = &center {
-            if c.len() != dim {
-                return Err(Error::ShapeMismatch {
-                    name: "length of center",
-                    expected: dim,
-                    got: c.len(),
-                });
-            }
+        if let Some(c) = &center
+            && c.len() != dim
+        {
+            return Err(Error::ShapeMismatch {
+                name: "length of center",
+                expected: dim,
+                got: c.len(),
+            });
         }
         let first = if config.h01 { 2 } else { 1 };
         let mut sketched = 0usize;

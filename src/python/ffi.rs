@@ -337,11 +337,11 @@ where
             match rx.recv_timeout(POLL_INTERVAL) {
                 Ok(r) => return (r, raised),
                 Err(RecvTimeoutError::Timeout) => {
-                    if raised.is_none() {
-                        if let Err(e) = Python::attach(|py| poll(py, monitor, callback)) {
-                            monitor.cancel();
-                            raised = Some(e);
-                        }
+                    if raised.is_none()
+                        && let Err(e) = Python::attach(|py| poll(py, monitor, callback))
+                    {
+                        monitor.cancel();
+                        raised = Some(e);
                     }
                 }
                 Err(RecvTimeoutError::Disconnected) => {

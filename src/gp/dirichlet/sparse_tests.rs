@@ -289,9 +289,9 @@ fn selected_inducing_inputs_and_the_default_chunks_fit() {
             .rows()
             .into_iter()
             .zip(&labels)
-            .filter(|(r, &k)| {
+            .filter(|(r, k)| {
                 let best = (0..3).max_by(|&a, &b| r[a].total_cmp(&r[b])).unwrap();
-                best == k
+                best == **k
             })
             .count();
         assert!(correct >= 285, "{init:?}: {correct} of 300");

@@ -198,13 +198,13 @@ impl LocalizedMaclaurinGp {
                 "the localized GP needs the Gaussian kernel (only it may be centered)",
             ));
         }
-        if let Some(t) = config.threshold {
-            if !(t.is_finite() && t > 0.0) {
-                return Err(Error::invalid(
-                    "threshold",
-                    format!("must be a finite number > 0 (in units of the length scale), got {t}"),
-                ));
-            }
+        if let Some(t) = config.threshold
+            && !(t.is_finite() && t > 0.0)
+        {
+            return Err(Error::invalid(
+                "threshold",
+                format!("must be a finite number > 0 (in units of the length scale), got {t}"),
+            ));
         }
         if config.n_clusters == Some(0) {
             return Err(Error::invalid("n_clusters", "must be >= 1, got 0"));
