@@ -7,7 +7,7 @@ use faer::{MatMut, MatRef, Par};
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
-use super::check_positive;
+use super::{check_positive, MeanAndVariance};
 use crate::error::{Error, Result};
 use crate::feature_map::{self, FeatureMap};
 use crate::gpu::Device;
@@ -100,7 +100,7 @@ impl FeatureGp {
         phi: ArrayView2<'_, T>,
         want_var: bool,
         par: Parallelism,
-    ) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
+    ) -> Result<MeanAndVariance> {
         predict_features(
             self.chol.l(),
             self.beta.view(),
@@ -156,7 +156,7 @@ impl FeatureGp {
         chunk_rows: usize,
         par: Parallelism,
         monitor: &Monitor,
-    ) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
+    ) -> Result<MeanAndVariance> {
         let n = x.nrows();
         let mut mean = Array1::zeros(n);
         let mut var = want_var.then(|| Array1::zeros(n));
@@ -196,7 +196,7 @@ pub fn predict_features<T: Real>(
     phi: ArrayView2<'_, T>,
     want_var: bool,
     par: Parallelism,
-) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
+) -> Result<MeanAndVariance> {
     let d = l.nrows();
     for (name, got) in [
         (

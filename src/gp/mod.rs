@@ -35,10 +35,14 @@ pub use localized::{LocalizedConfig, LocalizedMaclaurinGp, ThresholdSearch};
 pub use optimize::{Hyper, HyperInit, OptimizerConfig};
 pub use sparse::SparseGp;
 
-use ndarray::ArrayView1;
+use ndarray::{Array1, ArrayView1};
 
 pub(crate) use crate::error::check_finite;
 use crate::error::{Error, Result};
+
+/// A predictive mean and, when asked for, the latent variance (every GP
+/// model's `predict`).
+pub type MeanAndVariance = (Array1<f64>, Option<Array1<f64>>);
 
 /// The target variance that scales the default hyperparameters of the GP
 /// regressors (docs/math/gp.rst, section Exact GP): the population

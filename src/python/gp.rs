@@ -75,7 +75,7 @@ impl StdKind {
 /// standard deviation `std` asks for.
 pub(super) fn prediction<'py>(
     py: Python<'py>,
-    (mean, var): (Array1<f64>, Option<Array1<f64>>),
+    (mean, var): gp::MeanAndVariance,
     std: Option<StdKind>,
     noise: f64,
 ) -> Prediction<'py> {

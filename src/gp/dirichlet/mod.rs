@@ -50,8 +50,8 @@ pub use sparse::{SparseClassStats, SparseGpc, SparseGpcConfig};
 
 use ndarray::{s, Array1, Array2, ArrayView2, Axis};
 
-use super::check_positive;
 use super::features::predict_features;
+use super::{check_positive, MeanAndVariance};
 use crate::error::{Error, Result};
 use crate::feature_map::{self, FeatureMap};
 use crate::gpu::Device;
@@ -504,7 +504,7 @@ impl DirichletGpc {
 /// Per-class `(mean, variance)` columns stacked into `m × C` matrices.
 pub(crate) fn stack_classes(
     m: usize,
-    per_class: Vec<(Array1<f64>, Option<Array1<f64>>)>,
+    per_class: Vec<MeanAndVariance>,
 ) -> (Array2<f64>, Option<Array2<f64>>) {
     let c = per_class.len();
     let mut mean = Array2::zeros((m, c));

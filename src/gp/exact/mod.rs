@@ -9,7 +9,7 @@ use faer::{Mat, MatMut, MatRef};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
 
-use super::{check_finite, check_positive};
+use super::{check_finite, check_positive, MeanAndVariance};
 use crate::error::{Error, Result};
 use crate::kernels::{Kernel, StationaryKernel};
 use crate::linalg::{faer_par, Cholesky};
@@ -646,7 +646,7 @@ impl ExactGp {
         xs: ArrayView2<'_, f64>,
         want_var: bool,
         par: Parallelism,
-    ) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
+    ) -> Result<MeanAndVariance> {
         predict_exact(
             self.x_train.view(),
             &self.chol,
@@ -686,9 +686,6 @@ pub fn predict_exact(
     out.pop()
         .ok_or_else(|| Error::Internal("one prediction per fit".into()))
 }
-
-/// A predictive mean and, when asked for, the latent variance.
-pub type MeanAndVariance = (Array1<f64>, Option<Array1<f64>>);
 
 /// The fitted pieces of one exact GP that its predictions need: the factor
 /// of `K_y`, the weights `α = K_y^{−1}(y − ȳ)` and the mean `ȳ`.

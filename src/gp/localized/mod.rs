@@ -33,9 +33,9 @@ use std::time::Instant;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
-use super::check_positive;
 use super::cluster::{farthest_point, nearest};
 use super::features::FeatureGp;
+use super::{check_positive, MeanAndVariance};
 use crate::error::{Error, Result};
 use crate::gpu::Device;
 use crate::maclaurin::{MaclaurinConfig, MaclaurinKernel, MaclaurinMap};
@@ -597,7 +597,7 @@ impl LocalizedMaclaurinGp {
         m: usize,
         want_var: bool,
         parts: impl Iterator<Item = Part>,
-    ) -> (Array1<f64>, Option<Array1<f64>>) {
+    ) -> MeanAndVariance {
         let mut mean = Array1::from_elem(m, self.y_mean);
         let mut var = want_var.then(|| Array1::<f64>::zeros(m));
         for (rows, mu, v) in parts {

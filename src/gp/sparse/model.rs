@@ -14,6 +14,7 @@ use super::kernel_blocks::{cross_block, scaled_t};
 use super::prior::InducingPrior;
 use super::stats::Method;
 use crate::error::{check_finite, Error, Result};
+use crate::gp::MeanAndVariance;
 use crate::kernels::StationaryKernel;
 use crate::linalg::Cholesky;
 use crate::threads::Parallelism;
@@ -114,7 +115,7 @@ impl SparseGp {
         xs: ArrayView2<'_, f64>,
         want_var: bool,
         par: Parallelism,
-    ) -> Result<(Array1<f64>, Option<Array1<f64>>)> {
+    ) -> Result<MeanAndVariance> {
         let rows = xs.nrows();
         let mut mean = Array1::<f64>::zeros(rows);
         let mut var = want_var.then(|| Array1::<f64>::zeros(rows));
