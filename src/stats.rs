@@ -168,6 +168,15 @@ impl FeatureStats {
         Ok(())
     }
 
+    /// The statistics of the features times `s` (`ΦᵀΦ` times `s²`, `Φᵀy`
+    /// and `Φᵀ1` times `s`): e.g. a kernel variance `σ²` applied to features
+    /// taken at unit kernel variance, `s = σ`.
+    pub fn scale_features(&mut self, s: f64) {
+        self.gram *= s * s;
+        self.phi_y *= s;
+        self.phi_sum *= s;
+    }
+
     /// The training-target mean `ȳ`.
     pub fn y_mean(&self) -> f64 {
         if self.n == 0 {

@@ -304,8 +304,12 @@ OPT_CHUNKS = (700, 1100, 450, 750)
 @pytest.mark.parametrize("ard", [False, True])
 def test_feature_gpr_hyperparameter_fit_reaches_the_in_process_optimum(client, ard) -> None:
     x, y = _data(sum(OPT_CHUNKS), seed=3)
+    # 128 components: with 64 the LML of one length scale keeps growing
+    # along the ridge of a growing length scale and kernel variance up to
+    # the variance ratio the float64 statistics resolve, where its rounding
+    # noise (~1e-3 nats) would set the last digits compared below.
     est = rf.RandomFeatureGPR(
-        rf.RandomFourierFeatures(64, length_scale=0.8, random_state=0),
+        rf.RandomFourierFeatures(128, length_scale=0.8, random_state=0),
         optimize=("length_scale", "kernel_variance", "noise_variance"),
         ard=ard,
         n_restarts=1,
@@ -315,8 +319,15 @@ def test_feature_gpr_hyperparameter_fit_reaches_the_in_process_optimum(client, a
     ref = rf.RandomFeatureGPR(**est.get_params(deep=False)).fit(x, y)
     got = rdask.fit(est, _dask(x, OPT_CHUNKS), _dask(y, OPT_CHUNKS))
     # The same optimizer on the same evaluations up to the rounding of the
-    # summation order (about 1e-13 relative in the LML): the same path.
-    assert got.n_iter_ == ref.n_iter_ > 0
+    # summation order (about 1e-13 relative in the LML): the same path for
+    # L-BFGS (ARD). The profiled search of one length scale ends where its
+    # parabola's promise meets the tolerance, judged from those values, so
+    # on another CPU's rounding a level may end one evaluation earlier or
+    # later.
+    if ard:
+        assert got.n_iter_ == ref.n_iter_ > 0
+    else:
+        assert abs(got.n_iter_ - ref.n_iter_) <= 2 and ref.n_iter_ > 0
     lml, lml_ref = got.log_marginal_likelihood_, ref.log_marginal_likelihood_
     assert abs(lml - lml_ref) < RTOL * abs(lml_ref)
     assert np.shape(got.length_scale_) == ((3,) if ard else ())

@@ -688,10 +688,15 @@ class RandomFeatureGPR(
         Hyperparameters (a subset of ``("length_scale", "kernel_variance",
         "noise_variance")``) that :meth:`fit` sets by maximizing the
         feature-space log marginal likelihood (see docs/math/gp.rst,
-        feature-space GP): L-BFGS with analytic gradients in Rust, the same
-        optimizer as :class:`ExactGPR` (restarts, coarse to fine), every
-        evaluation streamed over ``chunk_size`` rows (``O(N D^2)`` time,
-        ``O(D^2 + chunk_size D)`` memory). The random draw of the fitted
+        feature-space GP), in Rust, every evaluation streamed over
+        ``chunk_size`` rows (``O(N D^2)`` time, ``O(D^2 + chunk_size D)``
+        memory). With one length scale the kernel and noise variances are
+        profiled out (maximized exactly at each length scale from the
+        eigenvalues of ``Phi^T Phi``) and the length scale is searched by
+        parabolic interpolation, coarse to fine, one pass over the rows per
+        length scale tried; with ``ard=True``, L-BFGS with analytic
+        gradients as in :class:`ExactGPR`. Both restart ``n_restarts``
+        times. The random draw of the fitted
         transformer stays fixed: the frequencies of
         :class:`~randfeat_rs.RandomFourierFeatures` are rescaled by the
         length scale, the inputs of :class:`~randfeat_rs.MaclaurinFeatures`
@@ -748,7 +753,9 @@ class RandomFeatureGPR(
         fitted values (``features_`` is the transformer at them);
         ``length_scale_`` has shape (n_features,) with ``ard=True``.
     n_iter_ : int
-        L-BFGS iterations spent over all runs (0 without ``optimize``).
+        Optimizer iterations over all runs (0 without ``optimize``): the
+        length scales tried on all levels (one length scale), or L-BFGS
+        iterations (``ard=True``).
     seed_ : int
         The 64-bit seed drawn from ``random_state``, when the fit draws one:
         for the transformer's ``random_state`` (see ``features``) and, with

@@ -123,7 +123,7 @@ pub struct Evaluation<F> {
 
 /// Log parameters beyond this magnitude are refused (`e^±40` spans any
 /// sensible scale).
-const MAX_ABS_LOG: f64 = 40.0;
+pub(crate) const MAX_ABS_LOG: f64 = 40.0;
 
 /// The hyperparameters `(l.., σ², σ_n²)` of a stationary-kernel GP and which
 /// of them are free: the optimizer's coordinates are `θ = ln values[free]`.

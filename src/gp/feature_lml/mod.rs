@@ -1,9 +1,13 @@
 //! Marginal-likelihood fit of the feature-space GP (see docs/math/gp.rst,
 //! feature-space GP and its gradients): the length scale(s), kernel
 //! variance and noise variance of a feature map `Φ(x; θ)` fitted by
-//! maximizing the feature-space log marginal likelihood with the generic
-//! L-BFGS path of [`super::optimize`], streamed over row chunks
-//! (`O(N D²)` time per evaluation, `O(D² + chunk·D)` memory).
+//! maximizing the feature-space log marginal likelihood, streamed over row
+//! chunks (`O(N D²)` time per evaluation, `O(D² + chunk·D)` memory): with
+//! one length scale by a profiled search (docs/math/gp.rst, "Profiled
+//! fit": the variances maximized exactly at each length scale, one
+//! statistics pass per length scale tried), with per-dimension length
+//! scales by the generic L-BFGS path of [`super::optimize`] on the LML and
+//! its gradient below.
 //!
 //! With `A = ΦᵀΦ/σ_n² + I`, `w = A^{−1}Φᵀy/σ_n²`, `r = y − Φw` and
 //! `α = r/σ_n²`:
@@ -37,6 +41,7 @@ use crate::progress::Monitor;
 use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
 
+mod profiled;
 mod sums;
 pub use sums::{fit_feature_gp_blocks, BlockLml, GradientPass, LmlSums, MAX_SUMS_BYTES};
 
@@ -535,6 +540,28 @@ impl<'a> FeatureLml<'a> {
             .zip(self.y.axis_chunks_iter(Axis(0), self.chunk_rows))
     }
 
+    /// The statistics of all rows under `map`, `chunk_rows` rows at a time;
+    /// `monitor` is checked before every chunk.
+    fn stats_of(&self, map: &MapAt, monitor: &Monitor) -> Result<FeatureStats> {
+        let dim = self.map.n_components();
+        let rows = self.chunk_rows.min(self.x.nrows());
+        let mut stats = FeatureStats::new(dim);
+        let mut phi = Array2::<f64>::zeros((rows, dim));
+        for (xc, yc) in self.chunks() {
+            monitor.check()?;
+            let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
+            map.transform(xc, p.view_mut(), self.par)?;
+            stats.accumulate(p.view(), yc, self.par)?;
+        }
+        Ok(stats)
+    }
+
+    /// The statistics of all rows at the one length scale `l` and unit
+    /// kernel variance (what [`profiled`] searches over).
+    fn unit_stats(&self, l: f64, monitor: &Monitor) -> Result<FeatureStats> {
+        self.stats_of(&MapAt::new(self.map.at(&[l], 1.0)?)?, monitor)
+    }
+
     /// The LML, the fitted GP and statistics, and the gradient over all
     /// hyperparameters (the entries of fixed ones are 0) at `values`.
     fn lml(
@@ -545,19 +572,7 @@ impl<'a> FeatureLml<'a> {
         let k = values.len() - 2;
         let (kv, nv) = (values[k], values[k + 1]);
         let map = MapAt::new(self.map.at(&values[..k], kv)?)?;
-        let dim = self.map.n_components();
-        let n_rows = self.x.nrows();
-        let rows = self.chunk_rows.min(n_rows);
-        let mut stats = FeatureStats::new(dim);
-        {
-            let mut phi = Array2::<f64>::zeros((rows, dim));
-            for (xc, yc) in self.chunks() {
-                monitor.check()?;
-                let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
-                map.transform(xc, p.view_mut(), self.par)?;
-                stats.accumulate(p.view(), yc, self.par)?;
-            }
-        }
+        let stats = self.stats_of(&map, monitor)?;
         let gp = FeatureGp::fit(&stats, nv, self.center, self.par)?;
         let mut grad = vec![0.0; values.len()];
         let free = &self.params.free;
@@ -684,11 +699,14 @@ pub struct FittedFeatureGp {
 }
 
 /// Fits the hyperparameters of the feature-space GP on `map` by maximizing
-/// its log marginal likelihood ([`FeatureLml`], [`optimize::maximize`]):
-/// from the map's own length scale(s) and kernel variance and the given (or
-/// [`super::initial_noise_variance`]) noise variance, then `n_restarts`
-/// starts within a factor 10 of them, each run coarse to fine. The best evaluation's GP and
-/// statistics are returned with the map at the optimum (no refit).
+/// its log marginal likelihood: from the map's own length scale(s) and
+/// kernel variance and the given (or [`super::initial_noise_variance`])
+/// noise variance, then `n_restarts` starts within a factor 10 of them,
+/// each run coarse to fine. With one length scale by the profiled search
+/// of docs/math/gp.rst, "Profiled fit" (its best evaluation's statistics scaled to the fitted
+/// kernel variance, and their GP); with per-dimension ones by L-BFGS
+/// ([`FeatureLml`], [`optimize::maximize`]), the best evaluation's GP and
+/// statistics kept. Returned with the map at the optimum (no refit).
 ///
 /// `monitor` gets the stage "optimizer runs" and one message per run and
 /// subsample level; every row chunk of every evaluation checks it.
@@ -727,6 +745,29 @@ pub fn fit_feature_gp(
         cfg.chunk_rows,
         par,
     )?;
+    if params.n_length_scales() == 1 && !params.free.is_empty() {
+        // The profiled search: the coarse levels' rows copied once.
+        let mut levels = vec![obj];
+        if params.free.contains(&0) {
+            for _ in 1..profiled::level_rows(
+                x.nrows(),
+                cfg.optimizer.coarse_min_rows,
+                map.n_components(),
+            )
+            .len()
+            {
+                let last = &levels[levels.len() - 1];
+                let rows: Vec<usize> = (0..last.n_rows() / 4).map(|i| 4 * i).collect();
+                let sub = last
+                    .subsample(&rows)?
+                    .ok_or_else(|| Error::Internal("no coarse level".into()))?;
+                levels.push(sub);
+            }
+        }
+        let stats_at =
+            |l: f64, level: usize, monitor: &Monitor| levels[level].unit_stats(l, monitor);
+        return profiled::fit(map, &params, cfg, x.nrows(), &stats_at, par, monitor);
+    }
     optimize_objective(map, &params, &obj, cfg, monitor)
 }
 

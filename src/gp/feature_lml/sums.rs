@@ -546,16 +546,7 @@ where
         let cross = gradient && !second;
         let sums = (self.sums)(&values, self.level, cross)?;
         sums.validate()?;
-        let incomplete = || {
-            Error::invalid(
-                "sums",
-                format!(
-                    "an evaluation needs the sums of all {} rows of level {} at the requested \
-                     hyperparameters",
-                    self.n_rows, self.level
-                ),
-            )
-        };
+        let incomplete = || incomplete_sums(self.n_rows, self.level);
         if sums.values != values
             || sums.stats.n != self.n_rows as u64
             || sums.stats.n_features() != self.map.n_components()
@@ -596,6 +587,18 @@ where
             par: self.par,
         }))
     }
+}
+
+/// The error for sums that are not those of all `n_rows` rows of `level`
+/// at the requested hyperparameters.
+fn incomplete_sums(n_rows: usize, level: usize) -> Error {
+    Error::invalid(
+        "sums",
+        format!(
+            "an evaluation needs the sums of all {n_rows} rows of level {level} at the \
+             requested hyperparameters"
+        ),
+    )
 }
 
 /// [`super::fit_feature_gp`] on rows held elsewhere: the same start
@@ -645,6 +648,28 @@ where
     // Every value is given: the rows are not read.
     let params = init.resolve(Array2::zeros((0, d)).view(), Array1::zeros(0).view())?;
     let k = params.n_length_scales();
+    if k == 1 && !params.free.is_empty() {
+        // The profiled search: the statistics at unit kernel variance.
+        let levels =
+            super::profiled::level_rows(n_rows, cfg.optimizer.coarse_min_rows, map.n_components());
+        LmlSums::check_size(map.n_components(), 0)?;
+        let stats_at = |l: f64, level: usize, monitor: &Monitor| {
+            monitor.check()?;
+            let values = vec![l, 1.0, noise];
+            let s = sums(&values, level, false)?;
+            s.validate()?;
+            let rows = levels.get(level).copied().unwrap_or(0);
+            if s.values != values
+                || s.stats.n != rows as u64
+                || s.stats.n_features() != map.n_components()
+                || !s.cross.is_empty()
+            {
+                return Err(incomplete_sums(rows, level));
+            }
+            Ok(s.stats)
+        };
+        return super::profiled::fit(map, &params, cfg, n_rows, &stats_at, par, monitor);
+    }
     let cross = k == 1 && params.free.contains(&0);
     LmlSums::check_size(map.n_components(), usize::from(cross))?;
     let obj = BlockLml {

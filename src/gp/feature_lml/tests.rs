@@ -370,7 +370,10 @@ fn the_fit_keeps_its_best_evaluation_and_reaches_a_stationary_point() {
             messages.iter().any(|m| m.starts_with("run 2/2: LML = ")),
             "{messages:?}"
         );
-        // The kept GP is the refit of the map at the optimum, bit for bit.
+        // The kept GP is the refit of the map at the optimum: bit for bit
+        // from the L-BFGS path (ARD); from the profiled search (one length
+        // scale) its statistics are those at unit kernel variance scaled by
+        // σ², which equal the refit's up to rounding.
         let refit = FeatureGp::fit_map(
             &fit.map,
             x.view(),
@@ -383,14 +386,22 @@ fn the_fit_keeps_its_best_evaluation_and_reaches_a_stationary_point() {
             &Monitor::default(),
         )
         .unwrap();
-        assert_eq!((refit.lml, &refit.beta), (fit.gp.lml, &fit.gp.beta));
+        if ard {
+            assert_eq!((refit.lml, &refit.beta), (fit.gp.lml, &fit.gp.beta));
+        } else {
+            assert!((refit.lml - fit.gp.lml).abs() < 1e-12 * refit.lml.abs());
+            let scale = refit.beta.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
+            for (a, b) in refit.beta.iter().zip(&fit.gp.beta) {
+                assert!((a - b).abs() < 1e-10 * scale, "{a} vs {b}");
+            }
+        }
         // A stationary point: the gradient of −LML/N is small.
         let mut v = fit.length_scale.clone();
         v.extend([fit.kernel_variance, fit.gp.noise_variance]);
         let params = all_free(v);
         let obj = FeatureLml::new(&map, x.view(), y.view(), params.clone(), true, 64, PAR).unwrap();
         let e = obj.evaluate(&params.start(), &Monitor::default()).unwrap();
-        assert_eq!(e.value, fit.gp.lml);
+        assert!((e.value - fit.gp.lml).abs() < 1e-12 * e.value.abs());
         let gnorm = e.grad.iter().map(|g| g * g).sum::<f64>().sqrt();
         assert!(gnorm < 1e-4 * x.nrows() as f64, "|grad| = {gnorm}");
     }
@@ -942,8 +953,17 @@ fn the_fit_on_block_sums_reaches_the_in_process_optimum() {
         let blocks =
             fit_feature_gp_blocks(&map, x.nrows(), &cfg, &sums, &pass, PAR, &Monitor::new())
                 .unwrap();
-        // The same evaluations up to the summation order: the same path.
-        assert_eq!(blocks.n_iter, fit.n_iter);
+        // The same evaluations up to the summation order: the same path
+        // for L-BFGS (ARD). The profiled search (one length scale) ends
+        // where its parabola's promise meets the tolerance (here 3.5e−8
+        // nats), judged from values that agree to ~1e−13 relative, so a
+        // level can end one evaluation earlier or later (it does here).
+        if ard {
+            assert_eq!(blocks.n_iter, fit.n_iter);
+        } else {
+            let (a, b) = (blocks.n_iter, fit.n_iter);
+            assert!(a.abs_diff(b) <= 2, "{a} vs {b}");
+        }
         let rel = |a: f64, b: f64| (a - b).abs() / b.abs();
         assert!(
             rel(blocks.gp.lml, fit.gp.lml) < 1e-10,
