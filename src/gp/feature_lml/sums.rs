@@ -647,12 +647,13 @@ where
     };
     // Every value is given: the rows are not read.
     let params = init.resolve(Array2::zeros((0, d)).view(), Array1::zeros(0).view())?;
-    let k = params.n_length_scales();
-    if k == 1 && !params.free.is_empty() {
+    // Every reduction of a fit is of the statistics alone: the profiled
+    // search's, and with per-dimension length scales the first of two.
+    LmlSums::check_size(map.n_components(), 0)?;
+    if params.n_length_scales() == 1 && !params.free.is_empty() {
         // The profiled search: the statistics at unit kernel variance.
         let levels =
             super::profiled::level_rows(n_rows, cfg.optimizer.coarse_min_rows, map.n_components());
-        LmlSums::check_size(map.n_components(), 0)?;
         let stats_at = |l: f64, level: usize, monitor: &Monitor| {
             monitor.check()?;
             let values = vec![l, 1.0, noise];
@@ -670,8 +671,6 @@ where
         };
         return super::profiled::fit(map, &params, cfg, n_rows, &stats_at, par, monitor);
     }
-    let cross = k == 1 && params.free.contains(&0);
-    LmlSums::check_size(map.n_components(), usize::from(cross))?;
     let obj = BlockLml {
         map,
         params,
