@@ -927,8 +927,58 @@ pub fn maximize<O: Objective>(
     cfg: &OptimizerConfig,
     monitor: &Monitor,
 ) -> Result<Optimum<O::Fit>> {
+    let (run, n_iter) = best_of_runs(start, cfg, monitor, |start| {
+        let run = run_coarse_to_fine(obj, start, cfg, monitor)?;
+        let summary = format!(
+            "{} = {:.6} after {} L-BFGS iterations",
+            obj.value_name(),
+            run.fit.value,
+            run.iters
+        );
+        Ok(RunOutcome {
+            score: -run.cost,
+            iters: run.iters,
+            summary,
+            run,
+        })
+    })?;
+    Ok(Optimum {
+        theta: run.theta,
+        value: run.fit.value,
+        fit: run.fit.fit,
+        n_iter,
+    })
+}
+
+/// What one optimizer run of [`best_of_runs`] gives back.
+pub(crate) struct RunOutcome<R> {
+    /// The run's result.
+    pub run: R,
+    /// Its score: the best of the runs has the largest (the first of
+    /// equals).
+    pub score: f64,
+    /// The iterations (or evaluations) it spent.
+    pub iters: u64,
+    /// How it ended, for the progress message `run i/n: {summary}`.
+    pub summary: String,
+}
+
+/// The restarts of an optimizer: `n_restarts + 1` runs of `run`, the first
+/// from `start`, every other from `start` moved by `ln 10 · U(−1, 1)` in
+/// each coordinate (a decade either way, drawn from `seed`). Each run is
+/// reported to `monitor`; the best run and the iterations of all are kept.
+///
+/// # Errors
+/// [`Error::Interrupted`] at once; when every run fails, the first run's
+/// error.
+pub(crate) fn best_of_runs<R>(
+    start: &[f64],
+    cfg: &OptimizerConfig,
+    monitor: &Monitor,
+    mut run: impl FnMut(Vec<f64>) -> Result<RunOutcome<R>>,
+) -> Result<(R, u64)> {
     let mut rng = crate::rng::seeded(cfg.seed);
-    let mut best: Option<Run<O::Fit>> = None;
+    let mut best: Option<RunOutcome<R>> = None;
     let mut first_err = None;
     let mut n_iter = 0u64;
     let runs = cfg.n_restarts + 1;
@@ -942,19 +992,13 @@ pub fn maximize<O: Objective>(
                 .map(|v| v + std::f64::consts::LN_10 * rng.random_range(-1.0..=1.0))
                 .collect()
         };
-        match run_coarse_to_fine(obj, start, cfg, monitor) {
-            Ok(run) => {
-                n_iter += run.iters;
-                monitor.message(format!(
-                    "run {}/{runs}: {} = {:.6} after {} L-BFGS iterations",
-                    r + 1,
-                    obj.value_name(),
-                    run.fit.value,
-                    run.iters,
-                ));
-                // Only the best run's fit is kept (bounds the memory).
-                if best.as_ref().is_none_or(|b| run.cost < b.cost) {
-                    best = Some(run);
+        match run(start) {
+            Ok(out) => {
+                n_iter += out.iters;
+                monitor.message(format!("run {}/{runs}: {}", r + 1, out.summary));
+                // Only the best run is kept (bounds the memory).
+                if best.as_ref().is_none_or(|b| out.score > b.score) {
+                    best = Some(out);
                 }
             }
             Err(Error::Interrupted) => return Err(Error::Interrupted),
@@ -965,15 +1009,10 @@ pub fn maximize<O: Objective>(
         }
         monitor.advance(1);
     }
-    let Some(run) = best else {
-        return Err(first_err.unwrap_or_else(|| Error::Internal("no optimizer run".into())));
-    };
-    Ok(Optimum {
-        theta: run.theta,
-        value: run.fit.value,
-        fit: run.fit.fit,
-        n_iter,
-    })
+    match best {
+        Some(out) => Ok((out.run, n_iter)),
+        None => Err(first_err.unwrap_or_else(|| Error::Internal("no optimizer run".into()))),
+    }
 }
 
 #[cfg(test)]
@@ -1068,6 +1107,91 @@ mod tests {
         let opt = maximize(&obj, &[0.0, 0.0], &cfg, &Monitor::new()).unwrap();
         assert!((opt.theta[0] - 1.5).abs() < 1e-6, "{:?}", opt.theta);
         assert!((opt.theta[1] + 1.0).abs() < 1e-6, "{:?}", opt.theta);
+    }
+
+    #[test]
+    fn best_of_runs_keeps_the_best_run_and_the_first_error() {
+        let cfg = OptimizerConfig {
+            n_restarts: 4,
+            seed: 7,
+            ..Default::default()
+        };
+        let outcome = |start: Vec<f64>, score: f64| RunOutcome {
+            run: start,
+            score,
+            iters: 3,
+            summary: format!("score {score}"),
+        };
+        // Scores 0, 1, 2, 2, 1 by run: the best is the first of the two 2s;
+        // the restarts lie within a decade of the start.
+        let monitor = Monitor::new();
+        let mut starts = Vec::new();
+        let scores = [0.0, 1.0, 2.0, 2.0, 1.0];
+        let (best, iters) = best_of_runs(&[1.0, -2.0], &cfg, &monitor, |s| {
+            starts.push(s.clone());
+            Ok(outcome(s, scores[starts.len() - 1]))
+        })
+        .unwrap();
+        assert_eq!(iters, 15);
+        assert_eq!(starts[0], vec![1.0, -2.0]);
+        assert_eq!(best, starts[2]);
+        assert_ne!(starts[2], starts[3]);
+        for s in &starts[1..] {
+            assert!((s[0] - 1.0).abs() <= std::f64::consts::LN_10);
+            assert!((s[1] + 2.0).abs() <= std::f64::consts::LN_10);
+        }
+        let messages = monitor.take_messages();
+        assert!(
+            messages.iter().any(|m| m == "run 3/5: score 2"),
+            "{messages:?}"
+        );
+        // The same seed draws the same starts.
+        let mut again = Vec::new();
+        best_of_runs(&[1.0, -2.0], &cfg, &Monitor::new(), |s| {
+            again.push(s.clone());
+            Ok(outcome(s, 0.0))
+        })
+        .unwrap();
+        assert_eq!(again, starts);
+        // Failed runs are skipped; when all fail, the first error.
+        let mut n = 0;
+        let (best, iters) = best_of_runs(&[0.0], &cfg, &Monitor::new(), |s| {
+            n += 1;
+            if n % 2 == 1 {
+                Err(Error::invalid("run", format!("{n}")))
+            } else {
+                Ok(outcome(s, n as f64))
+            }
+        })
+        .unwrap();
+        assert_eq!((best.len(), iters), (1, 6));
+        let mut n = 0;
+        let err = best_of_runs(
+            &[0.0],
+            &cfg,
+            &Monitor::new(),
+            |_| -> Result<RunOutcome<()>> {
+                n += 1;
+                Err(Error::invalid("run", format!("failure {n}")))
+            },
+        )
+        .err()
+        .unwrap();
+        assert!(err.to_string().contains("failure 1"), "{err}");
+        // An interruption stops at once.
+        let mut n = 0;
+        let err = best_of_runs(
+            &[0.0],
+            &cfg,
+            &Monitor::new(),
+            |_| -> Result<RunOutcome<()>> {
+                n += 1;
+                Err(Error::Interrupted)
+            },
+        )
+        .err()
+        .unwrap();
+        assert!(matches!(err, Error::Interrupted) && n == 1);
     }
 
     #[test]

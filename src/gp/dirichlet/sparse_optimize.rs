@@ -51,7 +51,7 @@ fn outer(v: &Array1<f64>) -> Array2<f64> {
 /// a second pass over every class's rows in chunks of `chunk_rows`.
 ///
 /// # Errors
-/// As [`accumulate_gradient`]; [`Error::Interrupted`] once `monitor` is
+/// As [`accumulate_gradient`]; [`Error::Interrupted`](crate::error::Error::Interrupted) once `monitor` is
 /// cancelled.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn bound_gradient(

@@ -23,12 +23,11 @@ use argmin::core::{CostFunction, Executor};
 use argmin::solver::brent::BrentOpt;
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::evd::{self, ComputeEigenvectors};
-use rand::Rng as _;
 
 use super::{FeatureLmlConfig, FittedFeatureGp, HyperMap};
 use crate::error::{Error, Result};
 use crate::gp::features::FeatureGp;
-use crate::gp::optimize::{LogParams, MAX_ABS_LOG};
+use crate::gp::optimize::{best_of_runs, LogParams, RunOutcome, MAX_ABS_LOG};
 use crate::linalg::{as_faer, faer_par};
 use crate::progress::Monitor;
 use crate::stats::FeatureStats;
@@ -627,8 +626,9 @@ pub(crate) fn fit(
     })
 }
 
-/// The runs of [`fit`] over the length scale from `ln l = t0`: the best
-/// evaluation on all rows and the evaluations spent.
+/// The runs of [`fit`] over the length scale from `ln l = t0` (restarts as
+/// [`best_of_runs`] draws them): the best evaluation on all rows and the
+/// evaluations spent.
 fn runs(
     eval: &dyn Fn(f64, usize) -> Result<Best>,
     t0: f64,
@@ -640,40 +640,15 @@ fn runs(
     let opt = &cfg.optimizer;
     let levels = level_rows(n_rows, opt.coarse_min_rows, width);
     let tol = 0.5 * opt.tol_grad * opt.tol_grad;
-    let n_runs = opt.n_restarts + 1;
-    monitor.stage("optimizer runs", n_runs as u64);
-    let mut rng = crate::rng::seeded(opt.seed);
-    let (mut best, mut first_err, mut n_iter) = (None::<Best>, None, 0u64);
-    for r in 0..n_runs {
-        let start = if r == 0 {
-            t0
-        } else {
-            t0 + std::f64::consts::LN_10 * rng.random_range(-1.0..=1.0)
-        };
-        match run(eval, start, &levels, tol, monitor) {
-            Ok((b, evals)) => {
-                n_iter += evals;
-                monitor.message(format!(
-                    "run {}/{n_runs}: LML = {:.6} after {evals} length scales tried",
-                    r + 1,
-                    b.lml
-                ));
-                if best.as_ref().is_none_or(|o| b.lml > o.lml) {
-                    best = Some(b);
-                }
-            }
-            Err(Error::Interrupted) => return Err(Error::Interrupted),
-            Err(e) => {
-                monitor.message(format!("run {}/{n_runs} failed: {e}", r + 1));
-                first_err.get_or_insert(e);
-            }
-        }
-        monitor.advance(1);
-    }
-    match best {
-        Some(b) => Ok((b, n_iter)),
-        None => Err(first_err.unwrap_or_else(|| Error::Internal("no optimizer run".into()))),
-    }
+    best_of_runs(&[t0], opt, monitor, |start| {
+        let (best, evals) = run(eval, start[0], &levels, tol, monitor)?;
+        Ok(RunOutcome {
+            score: best.lml,
+            iters: evals,
+            summary: format!("LML = {:.6} after {evals} length scales tried", best.lml),
+            run: best,
+        })
+    })
 }
 
 /// One run of [`runs`] from `ln l = start` over `levels` (rows per level,
