@@ -1165,32 +1165,25 @@ mod tests {
         })
         .unwrap();
         assert_eq!((best.len(), iters), (1, 6));
-        let mut n = 0;
-        let err = best_of_runs(
-            &[0.0],
-            &cfg,
-            &Monitor::new(),
-            |_| -> Result<RunOutcome<()>> {
-                n += 1;
-                Err(Error::invalid("run", format!("failure {n}")))
-            },
-        )
-        .err()
-        .unwrap();
-        assert!(err.to_string().contains("failure 1"), "{err}");
+        // Every run failing with `make(run number)`: the error returned and
+        // the runs tried.
+        let failing = |make: &dyn Fn(usize) -> Error| {
+            let mut n = 0;
+            let out = best_of_runs(
+                &[0.0],
+                &cfg,
+                &Monitor::new(),
+                |_| -> Result<RunOutcome<()>> {
+                    n += 1;
+                    Err(make(n))
+                },
+            );
+            (out.err().unwrap(), n)
+        };
+        let (err, n) = failing(&|n| Error::invalid("run", format!("failure {n}")));
+        assert!(err.to_string().contains("failure 1") && n == 5, "{err}");
         // An interruption stops at once.
-        let mut n = 0;
-        let err = best_of_runs(
-            &[0.0],
-            &cfg,
-            &Monitor::new(),
-            |_| -> Result<RunOutcome<()>> {
-                n += 1;
-                Err(Error::Interrupted)
-            },
-        )
-        .err()
-        .unwrap();
+        let (err, n) = failing(&|_| Error::Interrupted);
         assert!(matches!(err, Error::Interrupted) && n == 1);
     }
 
