@@ -771,11 +771,12 @@ mod tests {
     use rand::Rng as _;
 
     use super::*;
-    use crate::fourier::{FourierConfig, FourierFeatures, Sampler, Variant};
+    use crate::fourier::{Sampler, Variant};
+    use crate::gp::feature_lml::tests::{fourier, maclaurin};
     use crate::gp::feature_lml::{fit_feature_gp, FeatureLml};
     use crate::gp::optimize::{Hyper, Objective, OptimizerConfig};
     use crate::kernels::Kernel;
-    use crate::maclaurin::{MaclaurinConfig, MaclaurinKernel, MaclaurinMap};
+    use crate::maclaurin::{MaclaurinConfig, MaclaurinKernel};
 
     const PAR: Parallelism = Parallelism::Rayon;
 
@@ -1057,26 +1058,15 @@ mod tests {
     }
 
     fn maps(x: &Array2<f64>) -> Vec<HyperMap> {
-        let cfg = FourierConfig {
-            n_components: 64,
-            kernel: Kernel::Matern32,
-            length_scale: 1.3,
-            kernel_variance: 0.8,
-            sampler: Sampler::Orthogonal,
-            variant: Variant::CosBias,
-        };
-        let rff = FourierFeatures::fit(&cfg, 2, 5).unwrap();
-        let mac = MaclaurinMap::fit(
-            x.view(),
-            &MaclaurinConfig::new(MaclaurinKernel::Gaussian, 40),
-            9,
-            PAR,
-            &Monitor::default(),
-        )
-        .unwrap();
         vec![
-            HyperMap::new(rff.into(), vec![1.3]).unwrap(),
-            HyperMap::Maclaurin(mac),
+            fourier(
+                2,
+                Kernel::Matern32,
+                Sampler::Orthogonal,
+                Variant::CosBias,
+                64,
+            ),
+            maclaurin(x, MaclaurinConfig::new(MaclaurinKernel::Gaussian, 40)),
         ]
     }
 

@@ -35,7 +35,15 @@ fn targets(x: &Array2<f64>) -> Array1<f64> {
         .collect()
 }
 
-fn fourier(d: usize, kernel: Kernel, sampler: Sampler, variant: Variant, width: usize) -> HyperMap {
+/// A Fourier map of `width` features on `d` inputs (length scale 1.3,
+/// kernel variance 0.8, seed 5).
+pub(super) fn fourier(
+    d: usize,
+    kernel: Kernel,
+    sampler: Sampler,
+    variant: Variant,
+    width: usize,
+) -> HyperMap {
     let cfg = FourierConfig {
         n_components: width,
         kernel,
@@ -48,7 +56,8 @@ fn fourier(d: usize, kernel: Kernel, sampler: Sampler, variant: Variant, width: 
     HyperMap::new(map.into(), vec![1.3]).unwrap()
 }
 
-fn maclaurin(x: &Array2<f64>, cfg: MaclaurinConfig) -> HyperMap {
+/// The Maclaurin map of `cfg` fitted on `x` (seed 9).
+pub(super) fn maclaurin(x: &Array2<f64>, cfg: MaclaurinConfig) -> HyperMap {
     let map = MaclaurinMap::fit(x.view(), &cfg, 9, PAR, &Monitor::default()).unwrap();
     HyperMap::Maclaurin(map)
 }
