@@ -545,15 +545,9 @@ where
         let second = gradient && k > 1;
         let cross = gradient && !second;
         let sums = (self.sums)(&values, self.level, cross)?;
-        sums.validate()?;
-        let incomplete = || incomplete_sums(self.n_rows, self.level);
-        if sums.values != values
-            || sums.stats.n != self.n_rows as u64
-            || sums.stats.n_features() != self.map.n_components()
-            || sums.cross.len() != if cross { k } else { 0 }
-        {
-            return Err(incomplete());
-        }
+        let n_cross = if cross { k } else { 0 };
+        let dim = self.map.n_components();
+        check_complete(&sums, &values, self.n_rows, self.level, dim, n_cross)?;
         let (mut grad, gp, a_inv) =
             crate::threads::install(|| sums.evaluate_with_inverse(self.center, self.par))??;
         if second {
@@ -562,7 +556,7 @@ where
             let out = (self.pass)(&pass, self.level)?;
             check_finite("length-scale sums", out.iter())?;
             if out.len() != k + 1 || out[k] != self.n_rows as f64 {
-                return Err(incomplete());
+                return Err(incomplete_sums(self.n_rows, self.level));
             }
             grad[..k].copy_from_slice(&out[..k]);
         }
@@ -599,6 +593,31 @@ fn incomplete_sums(n_rows: usize, level: usize) -> Error {
              requested hyperparameters"
         ),
     )
+}
+
+/// Checks that `sums` (given back by the caller's reduction) are valid and
+/// those of all `n_rows` rows of `level` at `values`, of `dim` features,
+/// with `n_cross` cross products.
+///
+/// # Errors
+/// As [`LmlSums::validate`]; [`incomplete_sums`] otherwise.
+fn check_complete(
+    sums: &LmlSums,
+    values: &[f64],
+    n_rows: usize,
+    level: usize,
+    dim: usize,
+    n_cross: usize,
+) -> Result<()> {
+    sums.validate()?;
+    if sums.values != values
+        || sums.stats.n != n_rows as u64
+        || sums.stats.n_features() != dim
+        || sums.cross.len() != n_cross
+    {
+        return Err(incomplete_sums(n_rows, level));
+    }
+    Ok(())
 }
 
 /// [`super::fit_feature_gp`] on rows held elsewhere: the same start
@@ -658,15 +677,8 @@ where
             monitor.check()?;
             let values = vec![l, 1.0, noise];
             let s = sums(&values, level, false)?;
-            s.validate()?;
             let rows = levels.get(level).copied().unwrap_or(0);
-            if s.values != values
-                || s.stats.n != rows as u64
-                || s.stats.n_features() != map.n_components()
-                || !s.cross.is_empty()
-            {
-                return Err(incomplete_sums(rows, level));
-            }
+            check_complete(&s, &values, rows, level, map.n_components(), 0)?;
             Ok(s.stats)
         };
         return super::profiled::fit(map, &params, cfg, n_rows, &stats_at, par, monitor);
