@@ -10,6 +10,10 @@
   equivariant under scaling the inputs and the length scale together (the
   ``|x|^2 + |y|^2 - 2 x.y`` cancellation and the ``1/l`` overflow broke
   both).
+- Hyperparameter fits follow the units of the targets: scaling ``y`` by
+  ``c`` scales the fitted variances by ``c^2`` and shifts the log marginal
+  likelihood by ``-N ln c``, for ``c`` far from 1 (the optimizer's range is
+  relative to data-scaled starts, not absolute).
 """
 
 from __future__ import annotations
@@ -253,3 +257,60 @@ def test_overflowing_product_features_are_refused(make, dtype):
     with pytest.raises(ValueError, match=r"`X`.*overflow"):
         est.transform(far)
     assert np.isfinite(est.transform(X.astype(dtype))).all()
+
+
+ALL_HYPER = ("length_scale", "kernel_variance", "noise_variance")
+FITS = {
+    "exact-gpr": lambda: ExactGPR(random_state=0),
+    "exact-gpr-ard": lambda: ExactGPR(ard=True, random_state=0),
+    "sparse-gpr": lambda: SparseGPR(n_inducing=20, random_state=0),
+    "rf-gpr": lambda: RandomFeatureGPR(
+        RandomFourierFeatures(256, random_state=0), optimize=ALL_HYPER, random_state=0
+    ),
+    "rf-gpr-ard": lambda: RandomFeatureGPR(
+        RandomFourierFeatures(256, random_state=0), optimize=ALL_HYPER, ard=True, random_state=0
+    ),
+}
+
+
+@pytest.mark.parametrize("fit", FITS, ids=list(FITS))
+@pytest.mark.parametrize("exponent", [40, -40])
+def test_fitted_hyperparameters_follow_the_units_of_y(fit, exponent):
+    # Targets in units 2^40 (about 1e12) apart: an exact power of two, so
+    # the data differ only in their exponent. The fits start on the
+    # targets' scale (var(y); the random-feature fit profiles both
+    # variances at its start) and their range is relative to it, so they
+    # reach the same optimum; before, a range of e^+-40 in absolute units
+    # refused the small targets (a variance of 2^-80 is e^-55) and the
+    # random-feature fit with per-dimension length scales stopped at a
+    # poor optimum near its unit kernel variance for the large ones.
+    r = np.random.default_rng(3)
+    x = r.uniform(-3, 3, (60, 2))
+    y = np.sin(x[:, 0]) + 0.5 * np.cos(x[:, 1]) + 0.05 * r.standard_normal(60)
+    c = 2.0**exponent
+    base, scaled = FITS[fit]().fit(x, y), FITS[fit]().fit(x, c * y)
+    # Tolerances are the optimizer's: it stops where the gradient is small,
+    # which fixes the LML to far better than the hyperparameters.
+    np.testing.assert_allclose(
+        scaled.log_marginal_likelihood_ + len(y) * np.log(c),
+        base.log_marginal_likelihood_,
+        rtol=0,
+        atol=1e-4,
+    )
+    np.testing.assert_allclose(scaled.length_scale_, base.length_scale_, rtol=1e-3)
+    np.testing.assert_allclose(scaled.kernel_variance_ / c**2, base.kernel_variance_, rtol=1e-3)
+    np.testing.assert_allclose(scaled.noise_variance_ / c**2, base.noise_variance_, rtol=1e-3)
+    np.testing.assert_allclose(scaled.predict(x) / c, base.predict(x), rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize("fit", FITS, ids=list(FITS))
+@pytest.mark.parametrize("scale", [1e21, 1e-21])
+def test_fits_refuse_targets_beyond_the_float64_range_of_their_sums(fit, scale):
+    # Variance 1e+-42 of the targets: outside 1e-40..1e40, where the sparse
+    # bound's gradient overflowed (a NaN matrix) and the random-feature
+    # fits returned a NaN or a meaningless marginal likelihood.
+    with pytest.raises(rf.InvalidInputError, match=r"variance .* outside 1e-40\.\.1e40"):
+        FITS[fit]().fit(X, scale * Y)
+    # A fit with nothing to optimize is not refused.
+    if fit.startswith("exact"):
+        ExactGPR(length_scale=1.0, noise_variance=1e-3 * scale**2, optimize=()).fit(X, scale * Y)

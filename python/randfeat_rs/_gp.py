@@ -220,7 +220,12 @@ class ExactGPR(
         One length scale per input dimension.
     optimize : tuple of str, default=("length_scale", "kernel_variance", "noise_variance")
         The hyperparameters fitted by maximizing the log marginal
-        likelihood; an empty tuple fits none.
+        likelihood; an empty tuple fits none. Each may move by at most a
+        factor ``e^40`` from its initialization (on the data's scale, so
+        the fit follows the units of ``X`` and ``y``); a run beyond that
+        raises :class:`~randfeat_rs.InvalidInputError` naming it, and so
+        does a fit on targets of variance outside ``1e-40..1e40`` (rescale
+        them).
     n_restarts : int, default=2
         Additional L-BFGS runs from starts drawn uniformly (in log space)
         within a factor 10 of the initialization.
@@ -702,7 +707,10 @@ class RandomFeatureGPR(
         length scale, the inputs of :class:`~randfeat_rs.MaclaurinFeatures`
         are (its allocation and sketches stay). The fit starts from the
         transformer's ``length_scale`` and ``kernel_variance`` and from
-        ``noise_variance``; the others stay fixed. Other transformers raise
+        ``noise_variance`` (with ``ard=True`` the free variances start at
+        their maximum at the start length scales, on the targets' scale);
+        the others stay fixed. Each may move by at most a factor ``e^40``
+        from its start. Other transformers raise
         :class:`~randfeat_rs.InvalidInputError`. ``None``: no fit, the
         transformer's kernel as given. The fit runs on the CPU in float64;
         :meth:`partial_fit` adds rows at the fitted hyperparameters.

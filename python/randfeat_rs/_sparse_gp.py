@@ -106,7 +106,8 @@ default="greedy_variance"
         of ``y`` (0.1 when all targets are equal).
     optimize : tuple of str, default=("length_scale", "kernel_variance", "noise_variance")
         The hyperparameters fitted by maximizing the objective; an empty
-        tuple fits none.
+        tuple fits none. Each may move by at most a factor ``e^40`` from
+        its initialization, as in :class:`~randfeat_rs.ExactGPR`.
     optimize_inducing : bool, default=False
         After the hyperparameter fit, one L-BFGS run over the
         hyperparameters and the inducing inputs together.

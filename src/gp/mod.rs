@@ -66,6 +66,34 @@ pub fn target_variance_scale(y: ArrayView1<'_, f64>) -> f64 {
     }
 }
 
+/// The target variances whose hyperparameter fits run in float64: from
+/// `var(y)` the optimizer may move each variance by `e^±40` (about
+/// `10^±17`), and the sparse bound's gradient divides by the fourth power
+/// of the noise variance, which stays a normal float from here.
+const TARGET_VARIANCE_RANGE: (f64, f64) = (1e-40, 1e40);
+
+/// Refuses a hyperparameter fit on targets of variance `var` outside
+/// `10^−40..10^40` (a standard deviation beyond `10^±20`): rescaled, the
+/// same targets fit to the same optimum (the fitted variances scale by the
+/// square of the factor).
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming `y` and the variance.
+pub(crate) fn check_target_scale(var: f64) -> Result<()> {
+    let (lo, hi) = TARGET_VARIANCE_RANGE;
+    if (lo..=hi).contains(&var) {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        "y",
+        format!(
+            "the targets' variance {var:.3e} is outside {lo:e}..{hi:e}, where a \
+             hyperparameter fit's float64 sums overflow or lose their digits; rescale y \
+             (e.g. divide it by its standard deviation)"
+        ),
+    ))
+}
+
 /// The default noise variance of the GP regressors (docs/math/gp.rst,
 /// section Exact GP): `σ_n² = 0.1 · var(y)`, with the zero-variance rule of
 /// [`target_variance_scale`] (all targets equal: `σ_n² = 0.1`).
@@ -137,5 +165,16 @@ mod tests {
         }
         // A variance that underflows to 0 counts as zero too.
         assert_eq!(target_variance_scale(array![0.0, 1e-300].view()), 1.0);
+    }
+
+    #[test]
+    fn fits_take_target_variances_within_ten_to_the_forty() {
+        for var in [1e-40, 1.0, 1e40] {
+            assert!(check_target_scale(var).is_ok(), "{var}");
+        }
+        for var in [0.99e-40, 1.01e40, f64::INFINITY, f64::NAN] {
+            let e = check_target_scale(var).unwrap_err().to_string();
+            assert!(e.contains("`y`") && e.contains("rescale"), "{e}");
+        }
     }
 }

@@ -121,8 +121,11 @@ pub struct Evaluation<F> {
     pub fit: F,
 }
 
-/// Log parameters beyond this magnitude are refused (`e^±40` spans any
-/// sensible scale).
+/// How far (in the log) the optimizer may move a hyperparameter from its
+/// start: `e^±40` around a start on the data's own scale (the median
+/// pairwise distance, `var(y)`) spans any sensible value whatever the units
+/// of `x` and `y`, and a run beyond it has diverged (e.g. the noise
+/// variance of noiseless targets towards 0).
 pub(crate) const MAX_ABS_LOG: f64 = 40.0;
 
 /// The hyperparameters `(l.., σ², σ_n²)` of a stationary-kernel GP and which
@@ -151,8 +154,9 @@ impl LogParams {
     /// given.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] when a coordinate is not finite or beyond
-    /// `±40` (the optimizer left the range `e^−40..e^40`).
+    /// [`Error::InvalidParameter`] when a coordinate is not finite or more
+    /// than 40 from its start `ln values[i]` (the optimizer moved the
+    /// hyperparameter beyond `e^±40` times its start: a run that diverged).
     pub fn at(&self, theta: &[f64]) -> Result<Vec<f64>> {
         if theta.len() != self.free.len() {
             return Err(Error::ShapeMismatch {
@@ -161,14 +165,11 @@ impl LogParams {
                 got: theta.len(),
             });
         }
-        if theta
-            .iter()
-            .any(|v| !v.is_finite() || v.abs() > MAX_ABS_LOG)
-        {
-            return Err(Error::invalid(
-                "hyperparameters",
-                "the optimizer left the range e^-40..e^40",
-            ));
+        for (&i, &t) in self.free.iter().zip(theta) {
+            let start = self.values[i];
+            if !t.is_finite() || (t - start.ln()).abs() > MAX_ABS_LOG {
+                return Err(left_the_range(self.name(i), start));
+            }
         }
         let mut v = self.values.clone();
         for (&i, &t) in self.free.iter().zip(theta) {
@@ -177,10 +178,33 @@ impl LogParams {
         Ok(v)
     }
 
+    /// The name of hyperparameter `i`: the length scales, then the kernel
+    /// and the noise variance.
+    fn name(&self, i: usize) -> &'static str {
+        match i.checked_sub(self.n_length_scales()) {
+            None => "length_scale",
+            Some(0) => "kernel_variance",
+            Some(_) => "noise_variance",
+        }
+    }
+
     /// `g[free]` of a gradient `g` over all hyperparameters.
     pub fn select(&self, grad: &[f64]) -> Vec<f64> {
         self.free.iter().map(|&i| grad[i]).collect()
     }
+}
+
+/// The error of an optimizer that moved hyperparameter `name` beyond
+/// `e^±`[`MAX_ABS_LOG`] times its `start`.
+pub(crate) fn left_the_range(name: &str, start: f64) -> Error {
+    Error::invalid(
+        "hyperparameters",
+        format!(
+            "the optimizer moved {name} beyond e^±{MAX_ABS_LOG} times its start {start:.4e}: \
+             the marginal likelihood keeps rising towards 0 or infinity there; fix {name} \
+             (leave it out of `optimize`) or start it nearer the data's scale"
+        ),
+    )
 }
 
 /// Where the hyperparameters of a stationary-kernel GP start and which are
@@ -227,7 +251,9 @@ impl HyperInit {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for a length-scale count other than 1 (or
-    /// `d` with `ard`) and for values that are not finite and `> 0`.
+    /// `d` with `ard`), for values that are not finite and `> 0`, and, with
+    /// something to fit, for targets whose variance is outside
+    /// `10^−40..10^40`.
     pub fn resolve(&self, x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>) -> Result<LogParams> {
         let d = x.ncols();
         let n_ls = if self.ard { d } else { 1 };
@@ -273,6 +299,9 @@ impl HyperInit {
         }
         if self.optimize.contains(&Hyper::NoiseVariance) {
             free.push(n_ls + 1);
+        }
+        if !free.is_empty() && !y.is_empty() {
+            super::check_target_scale(super::target_variance_scale(y))?;
         }
         Ok(LogParams { values, free })
     }
@@ -1228,7 +1257,15 @@ mod tests {
         let v = p.at(&[0.0, 1.0]).unwrap();
         assert_eq!(v, vec![1.0, 2.0, 1.0f64.exp()]);
         assert_eq!(p.select(&[1.0, 2.0, 3.0]), vec![1.0, 3.0]);
-        assert!(p.at(&[41.0, 0.0]).is_err());
+        // The range is e^±40 around each start: ln 0.5 ± 40 and ln 0.1 ± 40.
+        assert!(p.at(&[0.5f64.ln() + 39.9, 0.1f64.ln() - 39.9]).is_ok());
+        let e = p.at(&[0.5f64.ln() + 40.1, 0.0]).unwrap_err().to_string();
+        assert!(e.contains("length_scale") && e.contains("5.0000e-1"), "{e}");
+        let e = p.at(&[0.0, 0.1f64.ln() - 40.1]).unwrap_err().to_string();
+        assert!(
+            e.contains("noise_variance") && e.contains("1.0000e-1"),
+            "{e}"
+        );
         assert!(p.at(&[f64::NAN, 0.0]).is_err());
         assert!(p.at(&[0.0]).is_err());
     }

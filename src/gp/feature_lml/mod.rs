@@ -556,10 +556,10 @@ impl<'a> FeatureLml<'a> {
         Ok(stats)
     }
 
-    /// The statistics of all rows at the one length scale `l` and unit
+    /// The statistics of all rows at the length scale(s) `l` and unit
     /// kernel variance (what [`profiled`] searches over).
-    fn unit_stats(&self, l: f64, monitor: &Monitor) -> Result<FeatureStats> {
-        self.stats_of(&MapAt::new(self.map.at(&[l], 1.0)?)?, monitor)
+    fn unit_stats(&self, l: &[f64], monitor: &Monitor) -> Result<FeatureStats> {
+        self.stats_of(&MapAt::new(self.map.at(l, 1.0)?)?, monitor)
     }
 
     /// The LML, the fitted GP and statistics, and the gradient over all
@@ -701,8 +701,10 @@ pub struct FittedFeatureGp {
 /// Fits the hyperparameters of the feature-space GP on `map` by maximizing
 /// its log marginal likelihood: from the map's own length scale(s) and
 /// kernel variance and the given (or [`super::initial_noise_variance`])
-/// noise variance, then `n_restarts` starts within a factor 10 of them,
-/// each run coarse to fine. With one length scale by the profiled search
+/// noise variance (with per-dimension length scales, the free variances
+/// at their maximum at those length scales, docs/math/gp.rst), then
+/// `n_restarts` starts within a factor 10 of them, each run coarse to
+/// fine. With one length scale by the profiled search
 /// of docs/math/gp.rst, "Profiled fit" (its best evaluation's statistics scaled to the fitted
 /// kernel variance, and their GP); with per-dimension ones by L-BFGS
 /// ([`FeatureLml`], [`optimize::maximize`]), the best evaluation's GP and
@@ -765,10 +767,24 @@ pub fn fit_feature_gp(
             }
         }
         let stats_at =
-            |l: f64, level: usize, monitor: &Monitor| levels[level].unit_stats(l, monitor);
+            |l: f64, level: usize, monitor: &Monitor| levels[level].unit_stats(&[l], monitor);
         return profiled::fit(map, &params, cfg, x.nrows(), &stats_at, par, monitor);
     }
-    optimize_objective(map, &params, &obj, cfg, monitor)
+    let mut obj = obj;
+    if needs_variance_start(&params) {
+        let k = params.n_length_scales();
+        let stats = obj.unit_stats(&params.values[..k], monitor)?;
+        obj.params = profiled::variance_start(&params, &stats, cfg.center, par)?;
+    }
+    optimize_objective(map, &obj.params, &obj, cfg, monitor)
+}
+
+/// Whether an L-BFGS fit of `params` starts from the profiled variances
+/// ([`profiled::variance_start`]): per-dimension length scales with a free
+/// variance (one length scale is profiled throughout).
+fn needs_variance_start(params: &LogParams) -> bool {
+    let k = params.n_length_scales();
+    k > 1 && params.free.iter().any(|&i| i >= k)
 }
 
 /// The optimum of a feature-space LML objective (one evaluation when

@@ -27,7 +27,7 @@ use faer::linalg::evd::{self, ComputeEigenvectors};
 use super::{FeatureLmlConfig, FittedFeatureGp, HyperMap};
 use crate::error::{Error, Result};
 use crate::gp::features::FeatureGp;
-use crate::gp::optimize::{best_of_runs, LogParams, RunOutcome, MAX_ABS_LOG};
+use crate::gp::optimize::{best_of_runs, left_the_range, LogParams, RunOutcome, MAX_ABS_LOG};
 use crate::linalg::{as_faer, faer_par};
 use crate::progress::Monitor;
 use crate::stats::FeatureStats;
@@ -130,6 +130,16 @@ impl Spectrum {
         kv / nv * f64::EPSILON * self.trace
     }
 
+    /// Refuses targets whose variance `‖y − ȳ‖²/N` is outside what a fit
+    /// computes ([`crate::gp::check_target_scale`]; constant targets
+    /// pass, [`Spectrum::maximize`] refuses them).
+    fn check_target_scale(&self) -> Result<()> {
+        if self.yy > 0.0 {
+            crate::gp::check_target_scale(self.yy / self.n)?;
+        }
+        Ok(())
+    }
+
     /// Whether the ratio `kv/nv` is at the cap of [`RESOLVED`].
     pub(crate) fn at_ratio_cap(&self, kv: f64, nv: f64) -> bool {
         (kv / nv).ln() > self.r_max.ln() - LIMIT_GAP
@@ -165,16 +175,18 @@ impl Spectrum {
 
     /// The maximum of the LML over the free ones of the kernel variance
     /// (`free_kv`) and the noise variance (`free_nv`), the fixed ones at
-    /// `kv` and `nv`: `(LML, σ², σ_n²)`. A free variance is searched within
-    /// `e^−40..e^40` and a ratio `r = σ²/σ_n²` of at most the resolved one
-    /// ([`RESOLVED`], [`Spectrum::at_ratio_cap`]); one free: over its log,
-    /// both: over `ln r`, by a grid of spacing [`GRID_STEP`] and then
-    /// Brent's method between the best grid point's neighbours.
+    /// `kv` and `nv` (the free ones' starts): `(LML, σ², σ_n²)`. A ratio
+    /// `r = σ²/σ_n²` is searched up to the resolved one ([`RESOLVED`],
+    /// [`Spectrum::at_ratio_cap`]); one free: over its log, within `e^±40`
+    /// times its start (as [`LogParams::at`]); both: over `ln r ≥ −80`
+    /// (`σ_n²` profiled, within `e^±40` times its start), by a grid of
+    /// spacing [`GRID_STEP`] and then Brent's method between the best grid
+    /// point's neighbours.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for constant targets (no maximum), when
-    /// the maximum lies at `e^±40` (as [`LogParams::at`]), or nowhere is
-    /// finite.
+    /// [`Error::InvalidParameter`] for constant targets (no maximum), for
+    /// targets of a variance outside `10^−40..10^40`, when the maximum lies
+    /// at a limit of that range, or nowhere is finite.
     pub(crate) fn maximize(
         &self,
         kv: f64,
@@ -200,13 +212,22 @@ impl Spectrum {
                 ),
             ));
         }
+        self.check_target_scale()?;
         let ln_r_max = self.r_max.ln();
-        // The search interval: the ratio at most the resolved one.
+        // The search interval: a free variance within e^±40 times its
+        // start, the ratio at most the resolved one.
         let (lo, hi) = match (free_kv, free_nv) {
-            (true, false) => (-MAX_ABS_LOG, MAX_ABS_LOG.min(ln_r_max + nv.ln())),
-            (false, true) => ((-MAX_ABS_LOG).max(kv.ln() - ln_r_max), MAX_ABS_LOG),
+            (true, false) => (
+                kv.ln() - MAX_ABS_LOG,
+                (kv.ln() + MAX_ABS_LOG).min(ln_r_max + nv.ln()),
+            ),
+            (false, true) => (
+                (nv.ln() - MAX_ABS_LOG).max(kv.ln() - ln_r_max),
+                nv.ln() + MAX_ABS_LOG,
+            ),
             _ => (-2.0 * MAX_ABS_LOG, ln_r_max.min(2.0 * MAX_ABS_LOG)),
         };
+        let (kv0, nv0) = (kv, nv);
         let t = match (free_kv, free_nv) {
             (true, false) => maximize_1d(|t| finite(self.lml(t.exp(), nv)), lo, hi)?,
             (false, true) => maximize_1d(|t| finite(self.lml(kv, t.exp())), lo, hi)?,
@@ -220,16 +241,23 @@ impl Spectrum {
                 (t.exp() * nv, nv)
             }
         };
-        // A maximum at (or past) e^±40 is where the optimizer left the
-        // range, as for L-BFGS.
-        if [kv, nv]
-            .iter()
-            .any(|v| !(v.is_finite() && *v > 0.0 && v.ln().abs() < MAX_ABS_LOG - LIMIT_GAP))
+        // A maximum at (or past) e^±40 times a start, or at the smallest
+        // ratio, is where the optimizer left the range, as for L-BFGS.
+        let beyond = |v: f64, start: f64| {
+            !(v.is_finite() && v > 0.0 && (v.ln() - start.ln()).abs() < MAX_ABS_LOG - LIMIT_GAP)
+        };
+        if free_nv && beyond(nv, nv0) {
+            return Err(left_the_range("noise_variance", nv0));
+        }
+        let ratio_at_limit = t <= lo + LIMIT_GAP || (hi < ln_r_max && t >= hi - LIMIT_GAP);
+        if free_kv
+            && if free_nv {
+                ratio_at_limit
+            } else {
+                beyond(kv, kv0)
+            }
         {
-            return Err(Error::invalid(
-                "hyperparameters",
-                "the optimizer left the range e^-40..e^40",
-            ));
+            return Err(left_the_range("kernel_variance", kv0));
         }
         Ok((self.lml(kv, nv), kv, nv))
     }
@@ -252,7 +280,8 @@ fn maximize_1d(f: impl Fn(f64) -> Option<f64>, lo: f64, hi: f64) -> Result<f64> 
     let none = || {
         Error::invalid(
             "hyperparameters",
-            "the marginal likelihood is not finite for any variance in e^-40..e^40",
+            "the marginal likelihood is not finite for any variance within e^±40 times its \
+             start",
         )
     };
     if lo.partial_cmp(&hi).is_none_or(|o| o.is_gt()) {
@@ -311,8 +340,8 @@ struct Point {
     noise: f64,
 }
 
-/// Maximizes `f` over `t ∈ [−40, 40]` from `start` (whose value must be
-/// finite) by safeguarded parabolic interpolation: after `start` and
+/// Maximizes `f` over `t ∈ [lo, hi] = range` from `start` (in it, whose
+/// value must be finite) by safeguarded parabolic interpolation: after `start` and
 /// `start + step`, each step goes to the vertex of the parabola through the
 /// best point and its neighbours (on both sides when it is bracketed),
 /// kept inside the bracket (a step beyond a neighbour halves the distance
@@ -335,6 +364,7 @@ struct Point {
 pub(crate) fn search(
     mut f: impl FnMut(f64) -> Result<Option<(f64, f64)>>,
     start: f64,
+    range: (f64, f64),
     step: f64,
     curvature: Option<f64>,
     tol_gain: f64,
@@ -350,7 +380,7 @@ pub(crate) fn search(
         noise: noise0,
     }];
     let mut kappa = curvature;
-    let mut next = (start + step).clamp(-MAX_ABS_LOG, MAX_ABS_LOG);
+    let mut next = (start + step).clamp(range.0, range.1);
     loop {
         if pts.iter().all(|p| p.t != next) {
             let (v, noise) = f(next)?.unwrap_or((f64::NEG_INFINITY, 0.0));
@@ -411,7 +441,7 @@ pub(crate) fn search(
         {
             dt = 0.5 * (h.t - tb);
         }
-        dt = (tb + dt).clamp(-MAX_ABS_LOG, MAX_ABS_LOG) - tb;
+        dt = (tb + dt).clamp(range.0, range.1) - tb;
         if let Some((g, a)) = model
             && g * dt + 0.5 * a * dt * dt <= tol_gain + noise
         {
@@ -626,9 +656,41 @@ pub(crate) fn fit(
     })
 }
 
+/// The start of an L-BFGS fit (per-dimension length scales): `params` with
+/// the free variances at their maximum ([`Spectrum::maximize`]) at the
+/// start length scales, from `stats`, the statistics there at unit kernel
+/// variance. The run then starts on the targets' scale, whatever the map's
+/// kernel variance (one of 1 for targets in thousands is a start the
+/// optimizer does not recover from). `params` as given when no variance is
+/// free or that maximum does not exist (e.g. constant targets: the run
+/// reports it).
+///
+/// # Errors
+/// Targets of a variance outside `10^−40..10^40`; an eigendecomposition
+/// that does not converge.
+pub(crate) fn variance_start(
+    params: &LogParams,
+    stats: &FeatureStats,
+    center: bool,
+    par: Parallelism,
+) -> Result<LogParams> {
+    let k = params.n_length_scales();
+    let (free_kv, free_nv) = (params.free.contains(&k), params.free.contains(&(k + 1)));
+    let (kv0, nv0) = (params.values[k], params.values[k + 1]);
+    let spectrum = crate::threads::install(|| Spectrum::new(stats, center, par))??;
+    spectrum.check_target_scale()?;
+    let mut start = params.clone();
+    if let Ok((_, kv, nv)) = spectrum.maximize(kv0, nv0, free_kv, free_nv) {
+        start.values[k] = kv;
+        start.values[k + 1] = nv;
+    }
+    Ok(start)
+}
+
 /// The runs of [`fit`] over the length scale from `ln l = t0` (restarts as
-/// [`best_of_runs`] draws them): the best evaluation on all rows and the
-/// evaluations spent.
+/// [`best_of_runs`] draws them), within `e^±40` times the start `l` (as
+/// [`LogParams::at`]): the best evaluation on all rows and the evaluations
+/// spent.
 fn runs(
     eval: &dyn Fn(f64, usize) -> Result<Best>,
     t0: f64,
@@ -641,7 +703,8 @@ fn runs(
     let levels = level_rows(n_rows, opt.coarse_min_rows, width);
     let tol = 0.5 * opt.tol_grad * opt.tol_grad;
     best_of_runs(&[t0], opt, monitor, |start| {
-        let (best, evals) = run(eval, start[0], &levels, tol, monitor)?;
+        let range = (t0 - MAX_ABS_LOG, t0 + MAX_ABS_LOG);
+        let (best, evals) = run(eval, start[0], range, &levels, tol, monitor)?;
         Ok(RunOutcome {
             score: best.lml,
             iters: evals,
@@ -652,7 +715,7 @@ fn runs(
 }
 
 /// One run of [`runs`] from `ln l = start` over `levels` (rows per level,
-/// all rows first): a [`search`] per level from the coarsest; the best
+/// all rows first) within `range`: a [`search`] per level from the coarsest; the best
 /// evaluation on all rows and the evaluations spent. A coarse level whose
 /// start cannot be evaluated is skipped; all rows start again from `start`
 /// when the coarse optimum cannot be evaluated there (as `optimize`'s
@@ -660,6 +723,7 @@ fn runs(
 fn run(
     eval: &dyn Fn(f64, usize) -> Result<Best>,
     start: f64,
+    range: (f64, f64),
     levels: &[usize],
     tol: f64,
     monitor: &Monitor,
@@ -673,7 +737,7 @@ fn run(
         } else {
             tol.max(COARSE_GAIN / n)
         };
-        let mut outcome = search_level(eval, level, n, t, step, kappa, tol_gain)?;
+        let mut outcome = search_level(eval, level, n, t, range, step, kappa, tol_gain)?;
         if level == 0 && outcome.0.is_none() && t != start {
             monitor.message(format!(
                 "  {} rows failed at the coarse optimum ({}); starting from the start",
@@ -683,7 +747,7 @@ fn run(
                     .as_ref()
                     .map_or_else(String::new, Error::to_string)
             ));
-            outcome = search_level(eval, level, n, start, INITIAL_STEP, kappa, tol_gain)?;
+            outcome = search_level(eval, level, n, start, range, INITIAL_STEP, kappa, tol_gain)?;
         }
         let (searched, best, err) = outcome;
         let Some(s) = searched else {
@@ -727,14 +791,17 @@ fn run(
     Err(Error::Internal("a profiled run without levels".into()))
 }
 
-/// A [`search`] on the level `level` of `n` rows (values per row): its
+/// A [`search`] on the level `level` of `n` rows (values per row) within
+/// `range`: its
 /// result (`None` when the start cannot be evaluated), the best
 /// evaluation and the last error of an evaluation.
+#[allow(clippy::too_many_arguments)]
 fn search_level(
     eval: &dyn Fn(f64, usize) -> Result<Best>,
     level: usize,
     n: f64,
     start: f64,
+    range: (f64, f64),
     step: f64,
     kappa: Option<f64>,
     tol_gain: f64,
@@ -757,6 +824,7 @@ fn search_level(
             }
         },
         start,
+        range,
         step,
         kappa,
         tol_gain,
@@ -943,6 +1011,7 @@ mod tests {
         search(
             |t| Ok(f(t).map(|v| (v, 0.0))),
             start,
+            (-MAX_ABS_LOG, MAX_ABS_LOG),
             step,
             kappa,
             tol,
@@ -1012,9 +1081,17 @@ mod tests {
         };
         let f = |t: f64| Some((-(t - 0.4).powi(2) + wiggle(t), noise));
         for (start, kappa) in [(0.0, None), (0.3, Some(2.0))] {
-            let s = search(|t| Ok(f(t)), start, 0.1, kappa, 1e-14, MAX_EVALS)
-                .unwrap()
-                .unwrap();
+            let s = search(
+                |t| Ok(f(t)),
+                start,
+                (-1.0, 1.0),
+                0.1,
+                kappa,
+                1e-14,
+                MAX_EVALS,
+            )
+            .unwrap()
+            .unwrap();
             assert!(s.evals < 15, "{s:?}");
             assert!((s.t - 0.4).powi(2) < 5.0 * noise, "{s:?}");
         }
@@ -1022,7 +1099,7 @@ mod tests {
 
     #[test]
     fn a_start_that_cannot_be_evaluated_is_none_and_errors_pass_through() {
-        let none = search(|_| Ok(None), 0.0, 0.5, None, 1e-8, 10).unwrap();
+        let none = search(|_| Ok(None), 0.0, (-1.0, 1.0), 0.5, None, 1e-8, 10).unwrap();
         assert!(none.is_none());
         let mut calls = 0;
         let err = search(
@@ -1035,6 +1112,7 @@ mod tests {
                 }
             },
             0.0,
+            (-1.0, 1.0),
             0.5,
             None,
             1e-8,
@@ -1042,6 +1120,34 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err, Error::Interrupted);
+    }
+
+    #[test]
+    fn the_search_stays_in_its_range() {
+        // Rising everywhere: the search ends at the range's upper end and
+        // never evaluates outside the range.
+        for (start, range) in [(0.0, (-3.0, 2.5)), (30.0, (-10.0, 70.0))] {
+            let mut seen = Vec::new();
+            let s = search(
+                |t| {
+                    seen.push(t);
+                    Ok(Some((t, 0.0)))
+                },
+                start,
+                range,
+                0.5,
+                None,
+                1e-12,
+                MAX_EVALS,
+            )
+            .unwrap()
+            .unwrap();
+            assert_eq!(s.t, range.1, "{s:?}");
+            assert!(
+                seen.iter().all(|&t| range.0 <= t && t <= range.1),
+                "{seen:?}"
+            );
+        }
     }
 
     fn data(n: usize, seed: u64) -> (Array2<f64>, Array1<f64>) {

@@ -683,6 +683,17 @@ where
         };
         return super::profiled::fit(map, &params, cfg, n_rows, &stats_at, par, monitor);
     }
+    let params = if super::needs_variance_start(&params) {
+        // The statistics at the start length scales, unit kernel variance.
+        let k = params.n_length_scales();
+        let mut values = params.values.clone();
+        values[k] = 1.0;
+        let s = sums(&values, 0, false)?;
+        check_complete(&s, &values, n_rows, 0, map.n_components(), 0)?;
+        super::profiled::variance_start(&params, &s.stats, cfg.center, par)?
+    } else {
+        params
+    };
     let obj = BlockLml {
         map,
         params,
