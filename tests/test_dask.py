@@ -296,6 +296,21 @@ def test_sparse_on_dask_arrays_runs_on_the_cpu(client) -> None:
             rdask.fit(_sparse(x, optimize=optimize, device="gpu"), X, Y)
 
 
+def test_sparse_fit_refuses_targets_beyond_the_float64_range(client) -> None:
+    # As in memory (tests/test_extremes.py): a variance of the targets
+    # outside 1e-40..1e40 is refused before the first evaluation; beyond
+    # it the bound's gradient overflowed into a NaN-matrix error.
+    x, y = _data()
+    for scale in (1e21, 1e-21):
+        s2 = scale**2
+        est = _sparse(x, kernel_variance=0.8 * s2, noise_variance=0.1 * s2, max_iter=2)
+        with pytest.raises(rf.InvalidInputError, match=r"variance .* outside 1e-40\.\.1e40"):
+            rdask.fit(est, _dask(x), _dask(scale * y))
+    # Fixed hyperparameters: no fit, no refusal.
+    est = _sparse(x, kernel_variance=0.8e42, noise_variance=0.1e42, optimize=())
+    assert np.isfinite(rdask.fit(est, _dask(x), _dask(1e21 * y)).log_marginal_likelihood_)
+
+
 # Uneven row chunks of a few thousand rows: enough for the optimizer's
 # coarse levels (from 1,024 rows on).
 OPT_CHUNKS = (700, 1100, 450, 750)

@@ -743,6 +743,10 @@ def _optimize_sparse(
     (with ``persist``), on the coarse levels of :func:`_level`."""
     if persist:
         X, y = dask.persist(X, y)
+    # The in-memory fit's refusal of targets beyond float64's range for a
+    # fit (var(y), 1 for constant targets).
+    var = float(da.var(y.astype(np.float64)).compute())
+    _core.check_target_scale(var if var > 0 else 1.0)
     levels = [(X, y)]
 
     def evaluate(prior: Any, level: int) -> tuple[Any, Any]:

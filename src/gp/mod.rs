@@ -87,9 +87,9 @@ pub(crate) fn check_target_scale(var: f64) -> Result<()> {
     Err(Error::invalid(
         "y",
         format!(
-            "the targets' variance {var:.3e} is outside {lo:e}..{hi:e}, where a \
-             hyperparameter fit's float64 sums overflow or lose their digits; rescale y \
-             (e.g. divide it by its standard deviation)"
+            "the targets' variance {var:.3e} is outside {lo:e}..{hi:e}: a hyperparameter \
+             fit moves the variances up to e^±40 from it, where their fourth powers leave \
+             the float64 range; rescale y (e.g. divide it by its standard deviation)"
         ),
     ))
 }

@@ -103,6 +103,14 @@ fn initial_noise_variance(y: PyReadonlyArray1<'_, f64>) -> f64 {
     gp::initial_noise_variance(y.as_array())
 }
 
+/// Refuses a hyperparameter fit on targets of variance `var` outside
+/// `1e-40..1e40` (see `gp::check_target_scale`): the check of the fits on
+/// rows held elsewhere, whose variance their caller reduces.
+#[pyfunction]
+fn check_target_scale(py: Python<'_>, var: f64) -> PyResult<()> {
+    gp::check_target_scale(var).map_err(|e| ffi::to_pyerr(py, e))
+}
+
 /// A fitted exact GP and its training targets (for the log marginal
 /// likelihood at other hyperparameters).
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -756,6 +764,7 @@ fn relative_frobenius_error(
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(initial_noise_variance, m)?)?;
+    m.add_function(wrap_pyfunction!(check_target_scale, m)?)?;
     m.add_function(wrap_pyfunction!(exact_gp_lml, m)?)?;
     m.add_function(wrap_pyfunction!(feature_gp_optimize, m)?)?;
     m.add_function(wrap_pyfunction!(feature_gp_lml, m)?)?;
