@@ -341,16 +341,17 @@ struct Point {
 }
 
 /// Maximizes `f` over `t ∈ [lo, hi] = range` from `start` (in it, whose
-/// value must be finite) by safeguarded parabolic interpolation: after `start` and
-/// `start + step`, each step goes to the vertex of the parabola through the
-/// best point and its neighbours (on both sides when it is bracketed),
-/// kept inside the bracket (a step beyond a neighbour halves the distance
-/// to it instead) and within four times the span of the points; with two
-/// points and a `curvature` guess `κ` (`f'' ≈ −κ`), to the vertex of the
-/// parabola of that curvature through both; without a concave model, away
-/// from the lower neighbour by [`EXPAND`] times the distance. `f` gives the
-/// value and a bound on its rounding noise, or `None` for a point that
-/// cannot be evaluated (a bracket end, never a model point).
+/// value must be finite) by safeguarded parabolic interpolation: after
+/// `start` and `start + step`, each step goes to the vertex of the parabola
+/// through the best point and its neighbours (on both sides when it is
+/// bracketed), kept inside the bracket (a step beyond a neighbour halves
+/// the distance to it instead) and within four times the span of the
+/// points; with two points and a `curvature` guess `κ` (`f'' ≈ −κ`), to
+/// the vertex of the parabola of that curvature through both; without a
+/// concave model, away from the lower neighbour by [`EXPAND`] times the
+/// distance. `f` gives the value and a bound on its rounding noise, or
+/// `None` for a point that cannot be evaluated (a bracket end, never a
+/// model point).
 ///
 /// The search ends when the model promises a gain of at most `tol_gain`
 /// plus the best point's noise, when the bracket around the best point is
@@ -715,8 +716,8 @@ fn runs(
 }
 
 /// One run of [`runs`] from `ln l = start` over `levels` (rows per level,
-/// all rows first) within `range`: a [`search`] per level from the coarsest; the best
-/// evaluation on all rows and the evaluations spent. A coarse level whose
+/// all rows first) within `range`: a [`search`] per level from the
+/// coarsest; the best evaluation on all rows and the evaluations spent. A coarse level whose
 /// start cannot be evaluated is skipped; all rows start again from `start`
 /// when the coarse optimum cannot be evaluated there (as `optimize`'s
 /// coarse-to-fine runs do).
@@ -792,9 +793,8 @@ fn run(
 }
 
 /// A [`search`] on the level `level` of `n` rows (values per row) within
-/// `range`: its
-/// result (`None` when the start cannot be evaluated), the best
-/// evaluation and the last error of an evaluation.
+/// `range`: its result (`None` when the start cannot be evaluated), the
+/// best evaluation and the last error of an evaluation.
 #[allow(clippy::too_many_arguments)]
 fn search_level(
     eval: &dyn Fn(f64, usize) -> Result<Best>,
