@@ -321,7 +321,7 @@ fn adjoint(
             let a_s_a = alpha.dot(&sm.dot(alpha));
             let d_noise = tr_binv_c / (2.0 * s) - n / (2.0 * s) + yy / (2.0 * s * s)
                 - b.dot(alpha) / (s * s * s)
-                + a_s_a / (2.0 * s.powi(4))
+                + a_s_a / (2.0 * s * s) / (s * s)
                 + stats.kff_sum / (2.0 * s * s)
                 - tr_c / (2.0 * s);
             // S ∝ σ⁴, b ∝ σ², Σ k_ff ∝ σ² (K_uu's part is added with
