@@ -16,9 +16,7 @@
    log marginal likelihood and its per-dimension gradient on ``--ard-n``
    rows (200,000), in memory with 2 threads against the dask arm on the
    rows persisted on the 2 workers: the two reductions of the fit
-   (statistics, then the second pass with the driver's solve) and, for
-   reference, the one reduction of per-block sums with a cross product per
-   dimension that they replace.
+   (statistics, then the second pass with the driver's solve).
 
 Peak memory per worker: the largest VmHWM (peak resident set) of the
 worker processes after the fits. Goal (issue): dask throughput >= 85% of
@@ -226,14 +224,10 @@ def _ard_evaluation(n: int, before: int) -> None:
     del Xm, ym
 
     def two() -> None:
-        sums = rdask._reduced(rdask._feature_lml_block, (fmap, 1.0, values, False, chunk), X, y)
+        sums = rdask._reduced(rdask._feature_lml_block, (fmap, 1.0, values, chunk), X, y)
         sums.log_marginal_likelihood(center_y=True)
         second = sums.gradient_pass(center_y=True)
         rdask._reduced(rdask._gradient_pass_block, (second, fmap, 1.0, chunk), X, y)
-
-    def one() -> None:
-        sums = rdask._reduced(rdask._feature_lml_block, (fmap, 1.0, values, True, chunk), X, y)
-        sums.log_marginal_likelihood(center_y=True)
 
     def best(f) -> float:  # type: ignore[no-untyped-def]
         times = []
@@ -243,13 +237,12 @@ def _ard_evaluation(n: int, before: int) -> None:
             times.append(time.perf_counter() - t0)
         return min(times)
 
-    t_two, t_one = best(two), best(one)
+    t_two = best(two)
     print(f"\nRandomFeatureGPR(ard=True), RFF D = {d_feat}, d = {D_IN}: one LML-and-gradient")
     print(f"evaluation of {n:,} rows (minimum of 3)")
     print(f"  in-process, in memory, 2 threads:                  {t_mem:8.2f} s")
     print(f"  dask, 2 workers x 1 thread, two reductions:        {t_two:8.2f} s")
-    print(f"  dask, one reduction with d cross products (before): {t_one:8.2f} s")
-    print(f"  ratio dask / in-process: two reductions {t_two / t_mem:.2f}, one {t_one / t_mem:.2f}")
+    print(f"  ratio dask / in-process: {t_two / t_mem:.2f}")
 
 
 if __name__ == "__main__":

@@ -441,7 +441,7 @@ def test_an_ard_evaluation_on_the_cluster_equals_the_in_process_one(client) -> N
     fmap = rf.RandomFourierFeatures(32, length_scale=0.8, random_state=0).fit(x)._feature_map()
     values = [0.7, 1.1, 1.5, 1.2, 0.05]
     X, Y = _dask(x), _dask(y)
-    sums = rdask._reduced(rdask._feature_lml_block, (fmap, 0.8, values, False, 64), X, Y)
+    sums = rdask._reduced(rdask._feature_lml_block, (fmap, 0.8, values, 64), X, Y)
     lml, grad = sums.log_marginal_likelihood(center_y=True)
     second = sums.gradient_pass(center_y=True)
     ls = rdask._reduced(rdask._gradient_pass_block, (second, fmap, 0.8, 64), X, Y)
@@ -466,14 +466,16 @@ def test_feature_lml_sums_merge_and_pickle_by_value() -> None:
     fmap = rf.RandomFourierFeatures(16, length_scale=0.8, random_state=0).fit(x)._feature_map()
     kw = dict(features=fmap, drawn_length_scale=0.8, values=[0.7, 1.2, 0.05], chunk_size=32)
     sums = rf._core.FeatureLmlSums
-    one = sums.of_rows(x, y, gradient=True, **kw)
-    a = sums.of_rows(x[:40], y[:40], gradient=True, **kw)
-    a.merge(pickle.loads(pickle.dumps(sums.of_rows(x[40:], y[40:], gradient=True, **kw))))
+    one = sums.of_rows(x, y, **kw)
+    a = sums.of_rows(x[:40], y[:40], **kw)
+    a.merge(pickle.loads(pickle.dumps(sums.of_rows(x[40:], y[40:], **kw))))
     assert a.n == one.n == 90
     v1, g1 = one.log_marginal_likelihood(center_y=True)
     v, g = a.log_marginal_likelihood(center_y=True)
     assert abs(v - v1) < RTOL * abs(v1) and _rel(g, g1) < RTOL and len(g) == 3
-    other = sums.of_rows(x, y, gradient=True, **{**kw, "values": [1.0, 1.2, 0.05]})
+    # The length-scale entry comes from the second reduction (gradient_pass).
+    assert g[0] == g1[0] == 0.0 and g[1] != 0.0
+    other = sums.of_rows(x, y, **{**kw, "values": [1.0, 1.2, 0.05]})
     with pytest.raises(rf.InvalidInputError, match="other hyperparameters"):
         a.merge(other)
 

@@ -162,7 +162,7 @@ def feature_gp_optimize(
 def feature_gp_optimize_blocks(
     features: FeatureMap,
     *,
-    evaluate: Callable[[list[float], int, bool], FeatureLmlSums],
+    evaluate: Callable[[list[float], int], FeatureLmlSums],
     gradient_pass: Callable[[FeatureLmlGradientPass, int], NDArray[np.float64]],
     n_rows: int,
     length_scale: float,
@@ -584,7 +584,6 @@ class FeatureLmlSums:
         features: FeatureMap,
         drawn_length_scale: float,
         values: list[float],
-        gradient: bool,
         chunk_size: int,
     ) -> FeatureLmlSums: ...
     def merge(self, other: FeatureLmlSums) -> None: ...

@@ -26,10 +26,11 @@ process by default, or a cluster once a ``distributed.Client`` exists.
   X, y)`` fit the hyperparameters with the optimizer of the in-memory fit
   (L-BFGS, restarts, coarse levels, in Rust on the driver), the input
   blocks persisted on the workers. Every evaluation of the feature-space
-  GP's log marginal likelihood and its gradient is one tree reduction of
-  per-block sums (``2 D^2`` float64) and a ``D x D`` solve on the driver;
-  with ``ard=True`` a second reduction, with the solve sent to the blocks,
-  gives the per-dimension length-scale gradient. Every evaluation of the
+  GP's log marginal likelihood is one tree reduction of the per-block
+  statistics (``D^2`` float64) and a ``D x D`` solve on the driver (with one
+  length scale, the profiled search over it); with ``ard=True`` a second
+  reduction, with the solve sent to the blocks, gives the per-dimension
+  length-scale gradient. Every evaluation of the
   sparse GP's bound and its gradient is two tree reductions (the
   statistics, then the gradient sums).
 - :func:`sparse_objective` is one such evaluation of a
@@ -450,10 +451,16 @@ def _reduced(block_fn: Callable, static: tuple, X: da.Array, y: da.Array) -> Any
     return stats
 
 
+def _target_variance_scale(var: Any) -> float:
+    """var(y), or 1 for constant targets: the scale the in-memory fits
+    start their variances from."""
+    var = float(var)
+    return var if var > 0 else 1.0
+
+
 def _initial_noise_variance(var: Any) -> float:
     """``0.1 var(y)`` (0.1 for constant targets), as the in-memory fits."""
-    var = float(var)
-    return 0.1 * (var if var > 0 else 1.0)
+    return 0.1 * _target_variance_scale(var)
 
 
 def fit(estimator: Any, X: Any, y: Any, *, persist: bool = True) -> Any:
@@ -481,14 +488,14 @@ def fit(estimator: Any, X: Any, y: Any, *, persist: bool = True) -> Any:
       :class:`~randfeat_rs.MaclaurinFeatures` transformer, fitted as
       above): the in-memory optimizer (L-BFGS, ``n_restarts`` restarts,
       coarse-to-fine levels, in Rust on the driver) with every evaluation
-      of the marginal likelihood and its gradient one tree reduction of
-      per-block sums, ``2 D^2`` float64 with the length scale free (``D^2``
-      when it is fixed or with ``ard=True``; refused beyond 256 MiB), and a
-      ``D x D`` solve on the driver; with ``ard=True`` and the length
-      scales free, a second reduction sends ``w`` and ``A^-1`` of that
-      solve to the blocks, which return their part of the per-dimension
-      gradient (``n_features`` floats each), at the cost of the in-memory
-      evaluation's second pass. It follows the in-memory fit's path (the
+      of the marginal likelihood one tree reduction of the per-block
+      statistics, ``D^2`` float64 (refused beyond 256 MiB), and a ``D x D``
+      solve on the driver: with one length scale the profiled search over
+      it (the variances maximized in closed form); with ``ard=True`` and
+      the length scales free, L-BFGS, a second reduction sending ``w`` and
+      ``A^-1`` of that solve to the blocks, which return their part of the
+      per-dimension gradient (``n_features`` floats each), at the cost of
+      the in-memory evaluation's second pass. It follows the in-memory fit's path (the
       same evaluations up to the rounding of the summation order) to its
       optimum, with the same ``n_iter_``.
     - :class:`~randfeat_rs.RandomFeatureGPC`: the classes are the distinct
@@ -597,13 +604,12 @@ def _feature_lml_block(
     fmap: Any,
     drawn_length_scale: float,
     values: list,
-    gradient: bool,
     chunk: int,
     x: np.ndarray,
     y: np.ndarray,
 ) -> Any:
-    """The sums of the feature-space LML and its gradient of one row block
-    at ``values`` (a worker task); None for an empty block."""
+    """The sums of the feature-space LML of one row block at ``values`` (a
+    worker task); None for an empty block."""
     if x.shape[0] == 0:
         return None
     return _core.FeatureLmlSums.of_rows(
@@ -612,7 +618,6 @@ def _feature_lml_block(
         features=fmap,
         drawn_length_scale=drawn_length_scale,
         values=values,
-        gradient=gradient,
         chunk_size=chunk,
     )
 
@@ -666,9 +671,9 @@ def _optimize_feature_gpr(model: RandomFeatureGPR, X: da.Array, y: da.Array, per
     chunk = int(model.chunk_size)
     levels = [(X, y)]
 
-    def evaluate(values: list, level: int, gradient: bool) -> Any:
+    def evaluate(values: list, level: int) -> Any:
         xl, yl = _level(levels, level)
-        return _reduced(_feature_lml_block, (fmap, drawn, values, gradient, chunk), xl, yl)
+        return _reduced(_feature_lml_block, (fmap, drawn, values, chunk), xl, yl)
 
     def gradient_pass(second: Any, level: int) -> Any:
         xl, yl = _level(levels, level)
@@ -743,10 +748,9 @@ def _optimize_sparse(
     (with ``persist``), on the coarse levels of :func:`_level`."""
     if persist:
         X, y = dask.persist(X, y)
-    # The in-memory fit's refusal of targets beyond float64's range for a
-    # fit (var(y), 1 for constant targets).
-    var = float(da.var(y.astype(np.float64)).compute())
-    _core.check_target_scale(var if var > 0 else 1.0)
+    # The in-memory fit's refusal of targets beyond float64's range for a fit.
+    var = da.var(y.astype(np.float64)).compute()
+    _core.check_target_scale(_target_variance_scale(var))
     levels = [(X, y)]
 
     def evaluate(prior: Any, level: int) -> tuple[Any, Any]:

@@ -2,8 +2,8 @@
 //! that live in blocks elsewhere (docs/math/gp.rst, feature-space GP,
 //! "Distributed evaluation"): the per-block sums of one evaluation
 //! (`_core.FeatureLmlSums`: computed from one block, merged exactly,
-//! pickled by value), the second pass of an evaluation with per-dimension
-//! length scales (`_core.FeatureLmlGradientPass`) and the optimizer that
+//! pickled by value), the second pass of an evaluation with a free length
+//! scale (`_core.FeatureLmlGradientPass`) and the optimizer that
 //! asks Python callables for the merged sums of every evaluation
 //! (`_core.feature_gp_optimize_blocks`).
 
@@ -19,7 +19,7 @@ use crate::progress::Monitor;
 use crate::threads::Parallelism;
 
 /// The sums over rows of one evaluation of the feature-space log marginal
-/// likelihood and its gradient (see [`LmlSums`]), pickled by value.
+/// likelihood (see [`LmlSums`]), pickled by value.
 #[pyclass(module = "randfeat_rs._core", name = "FeatureLmlSums")]
 pub(super) struct PyLmlSums {
     inner: LmlSums,
@@ -30,10 +30,10 @@ impl PyLmlSums {
     /// The sums of the rows `(x, y)` of one block under the fitted random
     /// Fourier or Maclaurin map `features` (a Fourier map drawn at
     /// `drawn_length_scale`) at the hyperparameters `values = (l..,
-    /// kernel_variance, noise_variance)`, with the length-scale parts when
-    /// `gradient`, `chunk_size` rows transformed at a time.
+    /// kernel_variance, noise_variance)`, `chunk_size` rows transformed at
+    /// a time.
     #[staticmethod]
-    #[pyo3(signature = (x, y, *, features, drawn_length_scale, values, gradient, chunk_size))]
+    #[pyo3(signature = (x, y, *, features, drawn_length_scale, values, chunk_size))]
     #[allow(clippy::too_many_arguments)]
     fn of_rows(
         py: Python<'_>,
@@ -42,7 +42,6 @@ impl PyLmlSums {
         features: PyRef<'_, PyFeatureMap>,
         drawn_length_scale: f64,
         values: Vec<f64>,
-        gradient: bool,
         chunk_size: usize,
     ) -> PyResult<Self> {
         let map = hyper_map(py, &features, drawn_length_scale)?;
@@ -51,7 +50,6 @@ impl PyLmlSums {
             LmlSums::of_rows(
                 &map,
                 &values,
-                gradient,
                 xv,
                 yv,
                 chunk_size,
@@ -82,8 +80,8 @@ impl PyLmlSums {
 
     /// The log marginal likelihood of these (all rows') sums and its
     /// gradient with respect to `(ln l.., ln kernel_variance, ln
-    /// noise_variance)` (the length-scale entries 0 without the
-    /// length-scale parts); `center_y` subtracts the target mean.
+    /// noise_variance)`, the length-scale entries 0 (those are the summed
+    /// `of_rows` of `gradient_pass`); `center_y` subtracts the target mean.
     #[pyo3(signature = (*, center_y))]
     fn log_marginal_likelihood(&self, py: Python<'_>, center_y: bool) -> PyResult<(f64, Vec<f64>)> {
         let sums = &self.inner;
@@ -91,11 +89,10 @@ impl PyLmlSums {
         Ok((gp.lml, grad))
     }
 
-    /// The second reduction of an evaluation with per-dimension length
-    /// scales: the pass of these (all rows', without the length-scale
-    /// parts) sums' solve, whose summed `of_rows` over all rows are the
-    /// length-scale entries of the gradient; `center_y` as in
-    /// `log_marginal_likelihood`.
+    /// The second reduction of an evaluation with a free length scale: the
+    /// pass of these (all rows') sums' solve, whose summed `of_rows` over
+    /// all rows are the length-scale entries of the gradient; `center_y` as
+    /// in `log_marginal_likelihood`.
     #[pyo3(signature = (*, center_y))]
     fn gradient_pass(&self, py: Python<'_>, center_y: bool) -> PyResult<PyGradientPass> {
         let sums = &self.inner;
@@ -127,8 +124,8 @@ fn hyper_map(py: Python<'_>, features: &PyFeatureMap, length_scale: f64) -> PyRe
     )
 }
 
-/// The second reduction of an evaluation with per-dimension length scales
-/// (see [`GradientPass`]): the driver's solve, sent to every block, pickled
+/// The second reduction of an evaluation with a free length scale (see
+/// [`GradientPass`]): the driver's solve, sent to every block, pickled
 /// by value.
 #[pyclass(module = "randfeat_rs._core", name = "FeatureLmlGradientPass", frozen)]
 pub(super) struct PyGradientPass {
@@ -179,9 +176,9 @@ impl PyGradientPass {
 /// Fourier or Maclaurin map on rows held elsewhere
 /// ([`fit_feature_gp_blocks`]): the optimizer, restarts and coarse levels
 /// of `feature_gp_optimize`, every evaluation the `FeatureLmlSums` of all
-/// rows that `evaluate(values, level, gradient)` returns (level 0: all
-/// `n_rows` rows; level `j + 1`: the rows `0, 4, 8, ...` of level `j`) and,
-/// with per-dimension length scales, the summed
+/// rows that `evaluate(values, level)` returns (level 0: all `n_rows` rows;
+/// level `j + 1`: the rows `0, 4, 8, ...` of level `j`) and, with a free
+/// length scale outside the profiled search (per-dimension ones), the summed
 /// `FeatureLmlGradientPass.of_rows` of all rows of the level that
 /// `gradient_pass(pass, level)` returns. `noise_variance` is the fixed or
 /// initial noise variance. Runs on the calling thread with the GIL (the
@@ -218,11 +215,9 @@ fn feature_gp_optimize_blocks<'py>(
     );
     let monitor = Monitor::new();
     let calls = ffi::Callbacks::new(&monitor, progress.as_ref());
-    let sums = |values: &[f64], level: usize, gradient: bool| {
+    let sums = |values: &[f64], level: usize| {
         calls.call(|py| {
-            let out = evaluate
-                .bind(py)
-                .call1((values.to_vec(), level, gradient))?;
+            let out = evaluate.bind(py).call1((values.to_vec(), level))?;
             let sums = out.downcast::<PyLmlSums>()?;
             let inner = sums.borrow().inner.clone();
             Ok(inner)

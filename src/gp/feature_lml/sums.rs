@@ -1,53 +1,38 @@
 //! The feature-space LML and its gradient from sums over rows (see
 //! docs/math/gp.rst, feature-space GP, "Distributed evaluation"): for fits
-//! whose rows live in blocks elsewhere (Dask workers), one evaluation is one
-//! reduction of mergeable per-block sums ([`LmlSums`]) and a `D × D` solve
-//! on the driver ([`LmlSums::evaluate`]); [`fit_feature_gp_blocks`] runs the
-//! in-process optimizer ([`super::fit_feature_gp`]'s restarts and coarse
-//! levels) on such evaluations.
-//!
-//! With `G_a = ∂Φ/∂ln l_a` (`N × D`) the length-scale gradient of the
-//! module docs, `Σ_i ⟨R_i, (G_a)_i⟩` with `R = α wᵀ − Φ A^{−1}/σ_n²` and
-//! `α = (y − ȳ − Φw)/σ_n²`, is
-//!
-//! `∂LML/∂ln l_a = (wᵀ G_aᵀ(y − ȳ) − wᵀ C_a w − ⟨A^{−1}, C_a⟩) / σ_n²`,
-//! `C_a = ΦᵀG_a`,
-//!
-//! so besides [`FeatureStats`] each block contributes `C_a` (`D × D`),
-//! `G_aᵀ(y − s)` and `G_aᵀ1` (kept relative to the statistics' shift `s`
-//! and re-centered like `Φᵀy`) for every length scale: `k + 1` matrices of
-//! `D × D` for `k` length scales, against the one of [`FeatureStats`].
-//! That is one reduction per evaluation at about the in-process cost for
-//! one length scale (`C` is one more `n D²` product per block, where the
-//! in-process evaluation's second pass has one too). With `d`
-//! per-dimension length scales it would be `d` such products per block, so
-//! there an evaluation takes two reductions instead: the statistics, then,
-//! with `w` and `A^{−1}` of the driver's solve sent to the blocks, each
-//! block's part of the in-process second pass ([`GradientPass`]).
+//! whose rows live in blocks elsewhere (Dask workers). The statistics
+//! [`FeatureStats`] at the hyperparameters of an evaluation merge exactly
+//! over blocks ([`LmlSums`]); from them the driver's `D × D` solve gives
+//! the LML and its variance gradients ([`LmlSums::evaluate`]). The
+//! length-scale gradient needs the products of every row's features with
+//! the solve, so when a length scale is free the solve goes back to the
+//! blocks, each adding its rows' part of the in-process second pass
+//! ([`GradientPass`]): two reductions, each block at the in-process cost
+//! per row. [`fit_feature_gp_blocks`] runs the in-process optimizer
+//! ([`super::fit_feature_gp`]'s profiled search with one length scale, its
+//! L-BFGS with per-dimension ones, restarts and coarse levels) on such
+//! evaluations.
 
-use faer::Accum;
 use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, Axis};
 
 use super::{no_ard, FeatureLmlConfig, FittedFeatureGp, HyperMap, MapAt, SecondPass};
 use crate::error::{check_finite, Error, Result};
 use crate::gp::features::FeatureGp;
 use crate::gp::optimize::{Evaluation, HyperInit, LogParams, Objective};
-use crate::linalg::{as_faer, as_faer_mut, faer_par};
 use crate::progress::Monitor;
-use crate::stats::{FeatureStats, ShiftedSums};
+use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
 
-/// The largest set of [`LmlSums`] accepted: 256 MiB, i.e. `(k + 1) D²`
-/// float64 with `k` length scales (`D = 4,096` with one length scale, `D =
-/// 1,024` with up to 31 per-dimension ones). Every block's task and every
-/// merge of the tree reduction holds a few of them.
+/// The largest [`LmlSums`] accepted: 256 MiB, i.e. `D²` float64 (`D =
+/// 4,096` features). Every block's task and every merge of the tree
+/// reduction holds a few of them.
 pub const MAX_SUMS_BYTES: usize = 256 << 20;
 
-/// Sums over rows that determine the feature-space LML and its gradient at
-/// the hyperparameters `values` (see the module docs): the statistics and,
-/// when the length-scale gradient is wanted, per length scale `a` the cross
-/// products `C_a = ΦᵀG_a`, `G_aᵀ(y − s)` and `G_aᵀ1`. Merged exactly, so
-/// the sums of blocks equal those of their concatenated rows.
+/// The sums over rows that determine the feature-space LML and its
+/// variance gradients at the hyperparameters `values` (see the module
+/// docs): the statistics `ΦᵀΦ`, `Φᵀ(y − s)`, `Φᵀ1` and the target sums of
+/// the features at `values`. Merged exactly, so the sums of blocks equal
+/// those of their concatenated rows.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct LmlSums {
@@ -55,89 +40,60 @@ pub struct LmlSums {
     pub values: Vec<f64>,
     /// `ΦᵀΦ`, `Φᵀ(y − s)`, `Φᵀ1` and the target sums.
     pub stats: FeatureStats,
-    /// `C_a = Φᵀ ∂Φ/∂ln l_a` (`D × D`, not symmetric) for each length scale
-    /// `a`; empty without the length-scale gradient.
-    pub cross: Vec<Array2<f64>>,
-    /// `(∂Φ/∂ln l_a)ᵀ(y − s)`, one row per entry of `cross` (`k × D`).
-    pub dphi_y: Array2<f64>,
-    /// `(∂Φ/∂ln l_a)ᵀ1`, one row per entry of `cross` (`k × D`).
-    pub dphi_sum: Array2<f64>,
 }
 
 impl LmlSums {
     /// Empty sums of `D = n_features` features at `values` (`(l.., σ²,
-    /// σ_n²)`), with the length-scale parts when `gradient`.
+    /// σ_n²)`).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] when the sums exceed [`MAX_SUMS_BYTES`]
-    /// (naming `ard` for per-dimension length scales, else `n_components`)
     /// or cannot be allocated.
-    pub fn new(values: Vec<f64>, n_features: usize, gradient: bool) -> Result<Self> {
-        let k = if gradient {
-            values.len().saturating_sub(2)
-        } else {
-            0
-        };
-        Self::check_size(n_features, k)?;
+    pub fn new(values: Vec<f64>, n_features: usize) -> Result<Self> {
+        Self::check_size(n_features)?;
         Ok(Self {
             values,
             stats: FeatureStats::new(n_features),
-            cross: (0..k)
-                .map(|_| Array2::zeros((n_features, n_features)))
-                .collect(),
-            dphi_y: Array2::zeros((k, n_features)),
-            dphi_sum: Array2::zeros((k, n_features)),
         })
     }
 
-    /// Refuses sums of `D = n_features` features with `k` length-scale
-    /// parts beyond [`MAX_SUMS_BYTES`], `(k + 1) D²` float64.
+    /// Refuses sums of `D = n_features` features beyond
+    /// [`MAX_SUMS_BYTES`], `D²` float64, naming `n_components`.
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] as in [`LmlSums::new`].
-    pub fn check_size(n_features: usize, k: usize) -> Result<()> {
-        let bytes = (k as u128 + 1) * (n_features as u128).pow(2) * 8;
+    pub fn check_size(n_features: usize) -> Result<()> {
+        let bytes = (n_features as u128).pow(2) * 8;
         if bytes > MAX_SUMS_BYTES as u128 {
             let mib = bytes >> 20;
             let reason = format!(
-                "the per-block sums of the marginal likelihood and its gradient take (k + 1) D^2 \
-                 float64 for k = {k} length scale(s) and D = {n_features} features ({mib} MiB), \
-                 more than the {} MiB allowed; use fewer components{}",
+                "the per-block sums of the marginal likelihood take D^2 float64 for D = \
+                 {n_features} features ({mib} MiB), more than the {} MiB allowed; use fewer \
+                 components",
                 MAX_SUMS_BYTES >> 20,
-                if k > 1 {
-                    " or one length scale (ard=False)"
-                } else {
-                    ""
-                }
             );
-            return Err(Error::invalid(
-                if k > 1 { "ard" } else { "n_components" },
-                reason,
-            ));
+            return Err(Error::invalid("n_components", reason));
         }
         crate::alloc::check_alloc(
             "n_components",
-            "the sums of the marginal likelihood and its gradient (float64)",
-            &[k + 1, n_features, n_features],
+            "the sums of the marginal likelihood (float64)",
+            &[n_features, n_features],
             8,
         )
         .map(|_| ())
     }
 
     /// The sums of the rows `(x, y)` under `map` at `values` (`(l.., σ²,
-    /// σ_n²)`), with the length-scale parts when `gradient`, `chunk_rows`
-    /// rows transformed at a time.
+    /// σ_n²)`), `chunk_rows` rows transformed at a time.
     ///
     /// # Errors
     /// Shape mismatches, non-finite data, `chunk_rows = 0` (as
     /// [`super::FeatureLml::new`], but a block may have no rows); invalid
     /// hyperparameters;
     /// [`Error::Interrupted`] once `monitor` is cancelled.
-    #[allow(clippy::too_many_arguments)]
     pub fn of_rows(
         map: &HyperMap,
         values: &[f64],
-        gradient: bool,
         x: ArrayView2<'_, f64>,
         y: ArrayView1<'_, f64>,
         chunk_rows: usize,
@@ -151,53 +107,24 @@ impl LmlSums {
             return Err(Error::invalid("chunk_size", "must be >= 1, got 0"));
         }
         let dim = map.n_components();
-        let mut sums = Self::new(values.to_vec(), dim, gradient)?;
+        let mut sums = Self::new(values.to_vec(), dim)?;
         let rows = chunk_rows.min(x.nrows());
         crate::alloc::check_alloc(
             "chunk_size",
-            "a chunk of features and of their derivative (float64)",
-            &[2, rows, dim],
+            "a chunk of features (float64)",
+            &[rows, dim],
             8,
         )?;
         let at = MapAt::new(map.at(&values[..k], values[k])?)?;
         let mut phi = Array2::<f64>::zeros((rows, dim));
-        let mut g = Array2::<f64>::zeros((if gradient { rows } else { 0 }, dim));
-        let fpar = faer_par(par);
         for (xc, yc) in x
             .axis_chunks_iter(Axis(0), chunk_rows)
             .zip(y.axis_chunks_iter(Axis(0), chunk_rows))
         {
             monitor.check()?;
-            let c = xc.nrows();
-            let mut p = phi.slice_mut(s![..c, ..]);
+            let mut p = phi.slice_mut(s![..xc.nrows(), ..]);
             at.transform(xc, p.view_mut(), par)?;
             sums.stats.accumulate(p.view(), yc, par)?;
-            if !gradient {
-                continue;
-            }
-            let yc = yc.mapv(|v| v - sums.stats.y_shift);
-            let Self {
-                cross,
-                dphi_y,
-                dphi_sum,
-                ..
-            } = &mut sums;
-            let mut gc = g.slice_mut(s![..c, ..]);
-            at.derivatives(xc, p.view(), k, gc.view_mut(), par, |a, ga| {
-                faer::linalg::matmul::matmul(
-                    as_faer_mut(cross[a].view_mut()),
-                    Accum::Add,
-                    as_faer(p.t()),
-                    as_faer(ga),
-                    1.0,
-                    fpar,
-                );
-                let mut gy = dphi_y.row_mut(a);
-                gy += &ga.t().dot(&yc);
-                let mut gs = dphi_sum.row_mut(a);
-                gs += &ga.sum_axis(Axis(0));
-                Ok(())
-            })?;
         }
         Ok(sums)
     }
@@ -214,16 +141,13 @@ impl LmlSums {
                 "the sums to merge were computed at other hyperparameters",
             ));
         }
-        if other.stats.n_features() != self.stats.n_features()
-            || other.cross.len() != self.cross.len()
-        {
+        if other.stats.n_features() != self.stats.n_features() {
             return Err(Error::invalid(
                 "sums",
-                "the sums to merge have another number of features or length scales",
+                "the sums to merge have another number of features",
             ));
         }
-        self.merge_shifted(other);
-        Ok(())
+        self.stats.merge(&other.stats)
     }
 
     /// Checks the shapes and values of sums built from outside (e.g.
@@ -233,48 +157,13 @@ impl LmlSums {
     /// [`Error::ShapeMismatch`] or [`Error::NonFinite`].
     pub fn validate(&self) -> Result<()> {
         self.stats.validate()?;
-        let d = self.stats.n_features();
-        let k = self.cross.len();
-        if k != 0 && k + 2 != self.values.len() {
-            return Err(Error::ShapeMismatch {
-                name: "number of length-scale sums",
-                expected: self.values.len().saturating_sub(2),
-                got: k,
-            });
-        }
-        for (name, expected, got) in [
-            ("rows of dphi_y", k, self.dphi_y.nrows()),
-            ("columns of dphi_y", d, self.dphi_y.ncols()),
-            ("rows of dphi_sum", k, self.dphi_sum.nrows()),
-            ("columns of dphi_sum", d, self.dphi_sum.ncols()),
-        ] {
-            if expected != got {
-                return Err(Error::ShapeMismatch {
-                    name,
-                    expected,
-                    got,
-                });
-            }
-        }
-        for c in &self.cross {
-            if c.dim() != (d, d) {
-                return Err(Error::ShapeMismatch {
-                    name: "size of the cross products",
-                    expected: d,
-                    got: c.nrows(),
-                });
-            }
-            check_finite("cross", c.iter())?;
-        }
-        check_finite("dphi_y", self.dphi_y.iter())?;
-        check_finite("dphi_sum", self.dphi_sum.iter())?;
         check_finite("values", self.values.iter())
     }
 
-    /// The LML of all rows' sums, the fitted GP, and the gradient over all
-    /// hyperparameters `(ln l.., ln σ², ln σ_n²)` (the length-scale entries
-    /// 0 without the length-scale sums): the values [`super::FeatureLml`] gives
-    /// from the same rows.
+    /// The LML of all rows' sums, the fitted GP, and the gradient over the
+    /// hyperparameters `(ln l.., ln σ², ln σ_n²)` with the length-scale
+    /// entries 0 (those are the sums of [`LmlSums::gradient_pass`] over the
+    /// rows): the values [`super::FeatureLml`] gives from the same rows.
     ///
     /// # Errors
     /// No rows; a failed factorization.
@@ -315,32 +204,17 @@ impl LmlSums {
         let mut grad = vec![0.0; k + 2];
         let a_inv = gp.chol.inverse(par);
         variance_gradients(&self.stats, &gp, &a_inv, center, &mut grad[k..]);
-        if !self.cross.is_empty() {
-            // G_aᵀ(y − ȳ) = G_aᵀ(y − s) − (ȳ − s) G_aᵀ1.
-            let delta = if center {
-                self.stats.y_mean() - self.stats.y_shift
-            } else {
-                -self.stats.y_shift
-            };
-            let w = &gp.beta;
-            for (a, c) in self.cross.iter().enumerate() {
-                let gy = &self.dphi_y.row(a) - &(&self.dphi_sum.row(a) * delta);
-                let trace: f64 = a_inv.iter().zip(c).map(|(p, q)| p * q).sum();
-                grad[a] = (w.dot(&gy) - w.dot(&c.dot(w)) - trace) / nv;
-            }
-        }
         Ok((grad, gp, a_inv))
     }
 }
 
-/// The second reduction of a distributed evaluation with per-dimension
-/// length scales: what the driver's solve of the first reduction's
-/// statistics sends to every block (`w`, `A^{−1}`, the subtracted target
-/// mean, at `values`), so that each block adds its rows' part of the
-/// length-scale gradient with the in-process second pass
-/// (`O(n D² + n D d)` per block of `n` rows), where
-/// the per-block sums [`LmlSums`] of one reduction would take `d` products
-/// `ΦᵀG_a` of `n D²` each. Pickled by value.
+/// The second reduction of a distributed evaluation with a free length
+/// scale: what the driver's solve of the first reduction's statistics sends
+/// to every block (`w`, `A^{−1}`, the subtracted target mean, at `values`),
+/// so that each block adds its rows' part of the length-scale gradient with
+/// the in-process second pass (`O(n D² + n D d)` per block of `n` rows; a
+/// one-reduction evaluation would need the products `ΦᵀG_a` per length
+/// scale from every block, `n D²` each). Pickled by value.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GradientPass {
@@ -477,42 +351,14 @@ pub(super) fn variance_gradients(
     out[1] = 0.5 * (r2 / nv - (n - d) - trace_inv);
 }
 
-/// Shifts of [`LmlSums`]: the statistics', and `G_aᵀ(y − s')` by `G_aᵀ1`.
-impl ShiftedSums for LmlSums {
-    fn rows(&self) -> u64 {
-        self.stats.n
-    }
-
-    fn shift(&self) -> f64 {
-        self.stats.y_shift
-    }
-
-    fn reshift(&mut self, new_shift: f64) {
-        let c = self.stats.y_shift - new_shift;
-        self.stats.reshift(new_shift);
-        self.dphi_y.scaled_add(c, &self.dphi_sum);
-    }
-
-    fn add_same_shift(&mut self, o: &Self) {
-        self.stats.add_same_shift(&o.stats);
-        for (c, oc) in self.cross.iter_mut().zip(&o.cross) {
-            *c += oc;
-        }
-        self.dphi_y += &o.dphi_y;
-        self.dphi_sum += &o.dphi_sum;
-    }
-}
-
 /// The feature-space LML as an [`Objective`] whose evaluations come from
 /// reductions over rows held elsewhere, of the coarse level `level` (0: all
 /// `N` rows; level `j + 1` keeps the rows `0, 4, 8, …` of level `j`,
 /// `⌊n_j/4⌋` of them, as [`super::FeatureLml`]'s subsample):
-/// `sums(values, level, gradient)` gives the merged [`LmlSums`] of all rows
-/// at `values`, with the length-scale parts when `gradient`; with
-/// per-dimension length scales the evaluation asks for the statistics only
-/// and then for `pass(p, level)`, the summed [`GradientPass::of_rows`] of
-/// all rows for the pass `p` of the driver's solve (two reductions, each
-/// block at the cost of the in-process passes).
+/// `sums(values, level)` gives the merged [`LmlSums`] of all rows at
+/// `values` and, when a length scale is free, `pass(p, level)` the summed
+/// [`GradientPass::of_rows`] of all rows for the pass `p` of the driver's
+/// solve (two reductions, each block at the cost of the in-process passes).
 pub struct BlockLml<'a, F, G> {
     pub(super) map: &'a HyperMap,
     pub(super) params: LogParams,
@@ -526,7 +372,7 @@ pub struct BlockLml<'a, F, G> {
 
 impl<F, G> Objective for BlockLml<'_, F, G>
 where
-    F: Fn(&[f64], usize, bool) -> Result<LmlSums> + Sync,
+    F: Fn(&[f64], usize) -> Result<LmlSums> + Sync,
     G: Fn(&GradientPass, usize) -> Result<Vec<f64>> + Sync,
 {
     type Fit = (FeatureGp, FeatureStats);
@@ -539,15 +385,11 @@ where
         monitor.check()?;
         let values = self.params.at(theta)?;
         let k = self.params.n_length_scales();
-        let gradient = self.params.free.iter().any(|&i| i < k);
-        // One length scale: its cross products in the one reduction; one
-        // per dimension: a second reduction.
-        let second = gradient && k > 1;
-        let cross = gradient && !second;
-        let sums = (self.sums)(&values, self.level, cross)?;
-        let n_cross = if cross { k } else { 0 };
+        // A free length scale: its gradient from a second reduction.
+        let second = self.params.free.iter().any(|&i| i < k);
+        let sums = (self.sums)(&values, self.level)?;
         let dim = self.map.n_components();
-        check_complete(&sums, &values, self.n_rows, self.level, dim, n_cross)?;
+        check_complete(&sums, &values, self.n_rows, self.level, dim)?;
         let (mut grad, gp, a_inv) =
             crate::threads::install(|| sums.evaluate_with_inverse(self.center, self.par))??;
         if second {
@@ -596,8 +438,7 @@ fn incomplete_sums(n_rows: usize, level: usize) -> Error {
 }
 
 /// Checks that `sums` (given back by the caller's reduction) are valid and
-/// those of all `n_rows` rows of `level` at `values`, of `dim` features,
-/// with `n_cross` cross products.
+/// those of all `n_rows` rows of `level` at `values`, of `dim` features.
 ///
 /// # Errors
 /// As [`LmlSums::validate`]; [`incomplete_sums`] otherwise.
@@ -607,14 +448,9 @@ fn check_complete(
     n_rows: usize,
     level: usize,
     dim: usize,
-    n_cross: usize,
 ) -> Result<()> {
     sums.validate()?;
-    if sums.values != values
-        || sums.stats.n != n_rows as u64
-        || sums.stats.n_features() != dim
-        || sums.cross.len() != n_cross
-    {
+    if sums.values != values || sums.stats.n != n_rows as u64 || sums.stats.n_features() != dim {
         return Err(incomplete_sums(n_rows, level));
     }
     Ok(())
@@ -640,7 +476,7 @@ pub fn fit_feature_gp_blocks<F, G>(
     monitor: &Monitor,
 ) -> Result<FittedFeatureGp>
 where
-    F: Fn(&[f64], usize, bool) -> Result<LmlSums> + Sync,
+    F: Fn(&[f64], usize) -> Result<LmlSums> + Sync,
     G: Fn(&GradientPass, usize) -> Result<Vec<f64>> + Sync,
 {
     if n_rows == 0 {
@@ -666,9 +502,7 @@ where
     };
     // Every value is given: the rows are not read.
     let params = init.resolve(Array2::zeros((0, d)).view(), Array1::zeros(0).view())?;
-    // Every reduction of a fit is of the statistics alone: the profiled
-    // search's, and with per-dimension length scales the first of two.
-    LmlSums::check_size(map.n_components(), 0)?;
+    LmlSums::check_size(map.n_components())?;
     if params.n_length_scales() == 1 && !params.free.is_empty() {
         // The profiled search: the statistics at unit kernel variance.
         let levels =
@@ -676,9 +510,9 @@ where
         let stats_at = |l: f64, level: usize, monitor: &Monitor| {
             monitor.check()?;
             let values = vec![l, 1.0, noise];
-            let s = sums(&values, level, false)?;
+            let s = sums(&values, level)?;
             let rows = levels.get(level).copied().unwrap_or(0);
-            check_complete(&s, &values, rows, level, map.n_components(), 0)?;
+            check_complete(&s, &values, rows, level, map.n_components())?;
             Ok(s.stats)
         };
         return super::profiled::fit(map, &params, cfg, n_rows, &stats_at, par, monitor);
@@ -688,8 +522,8 @@ where
         let k = params.n_length_scales();
         let mut values = params.values.clone();
         values[k] = 1.0;
-        let s = sums(&values, 0, false)?;
-        check_complete(&s, &values, n_rows, 0, map.n_components(), 0)?;
+        let s = sums(&values, 0)?;
+        check_complete(&s, &values, n_rows, 0, map.n_components())?;
         super::profiled::variance_start(&params, &s.stats, cfg.center, par)?
     } else {
         params
