@@ -21,7 +21,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 import scipy.sparse
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import DataConversionWarning, NotFittedError
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -191,6 +191,41 @@ def test_fitted_model_predicts_lazily_bit_for_bit(client) -> None:
     np.testing.assert_array_equal(s.compute(), want[1])
 
 
+def test_lazy_outputs_take_rows_of_unknown_chunk_sizes(client) -> None:
+    # Boolean indexing leaves the row-chunk sizes unknown: the per-block
+    # outputs need none of them (fits, which count rows, refuse them: see
+    # test_bad_inputs_of_fit).
+    x, y = _data()
+    keep = x[:, 0] > -0.5
+    X = _dask(x)[_dask(keep)]
+    assert np.isnan(X.chunks[0][0])
+    rff = rf.RandomFourierFeatures(32, random_state=0).fit(x)
+    np.testing.assert_array_equal(rdask.transform(rff, X).compute(), rff.transform(x[keep]))
+    gp = rf.RandomFeatureGPR(rff, noise_variance=0.1).fit(x, y)
+    np.testing.assert_array_equal(rdask.predict(gp, X).compute(), gp.predict(x[keep]))
+    mean, std = rdask.predict(gp, X, return_std=True)
+    want = gp.predict(x[keep], return_std=True)
+    np.testing.assert_array_equal(mean.compute(), want[0])
+    np.testing.assert_array_equal(std.compute(), want[1])
+    gpc = rf.RandomFeatureGPC(rff).fit(x, y > 0)
+    np.testing.assert_array_equal(rdask.predict_proba(gpc, X).compute(), gpc.predict_proba(x[keep]))
+    latent = [a.compute() for a in rdask.predict_latent(gpc, X)]
+    for got, ref in zip(latent, gpc.predict_latent(x[keep])):
+        np.testing.assert_array_equal(got, ref)
+
+
+def test_a_column_vector_y_is_raveled_with_the_in_memory_warning(client) -> None:
+    x, y = _data()
+    gp = rf.RandomFeatureGPR(rf.RandomFourierFeatures(16, random_state=0), noise_variance=0.1)
+    with pytest.warns(DataConversionWarning, match="column-vector y") as in_memory:
+        rf.RandomFeatureGPR(**gp.get_params(deep=False)).fit(x, y[:, None])
+    with pytest.warns(DataConversionWarning, match="column-vector y") as on_dask:
+        got = rdask.fit(gp, _dask(x), _dask(y[:, None]))
+    assert str(on_dask[0].message) == str(in_memory[0].message)
+    assert on_dask[0].filename == __file__
+    np.testing.assert_array_equal(got.coef_, rdask.fit(gp, _dask(x), _dask(y)).coef_)
+
+
 def test_sparse_gpr_fit_equals_the_in_process_fit(client) -> None:
     x, y = _data()
     z = x[::25]
@@ -314,6 +349,33 @@ def test_sparse_fit_refuses_targets_beyond_the_float64_range(client) -> None:
 # Uneven row chunks of a few thousand rows: enough for the optimizer's
 # coarse levels (from 1,024 rows on).
 OPT_CHUNKS = (700, 1100, 450, 750)
+
+
+def test_fits_refuse_constant_targets_as_in_memory(client) -> None:
+    # The residual after centering is 0: no maximum (see test_extremes).
+    x, _ = _data()
+    flat = np.full(N, 1.5)
+    fits = [
+        rf.SparseGPR(inducing=x[:8], length_scale=1.0, kernel_variance=1.0, noise_variance=0.1),
+        rf.RandomFeatureGPR(
+            rf.RandomFourierFeatures(16, random_state=0), optimize=("noise_variance",)
+        ),
+        rf.RandomFeatureGPR(
+            rf.RandomFourierFeatures(16, random_state=0),
+            optimize=("length_scale", "kernel_variance", "noise_variance"),
+            ard=True,
+        ),
+    ]
+    for est in fits:
+        with pytest.raises(rf.InvalidInputError) as in_memory:
+            type(est)(**est.get_params(deep=False)).fit(x, flat)
+        with pytest.raises(rf.InvalidInputError) as on_dask:
+            rdask.fit(est, _dask(x), _dask(flat))
+        assert "are constant" in str(on_dask.value)
+        assert str(on_dask.value) == str(in_memory.value)
+    # Uncentered, nonzero constant targets are fitted.
+    sparse = fits[0].set_params(center_y=False, optimize=("noise_variance",))
+    assert np.isfinite(rdask.fit(sparse, _dask(x), _dask(flat)).log_marginal_likelihood_)
 
 
 @pytest.mark.parametrize("ard", [False, True])

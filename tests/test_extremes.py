@@ -314,3 +314,30 @@ def test_fits_refuse_targets_beyond_the_float64_range_of_their_sums(fit, scale):
     # A fit with nothing to optimize is not refused.
     if fit.startswith("exact"):
         ExactGPR(length_scale=1.0, noise_variance=1e-3 * scale**2, optimize=()).fit(X, scale * Y)
+
+
+@pytest.mark.parametrize("fit", FITS, ids=list(FITS))
+@pytest.mark.parametrize("only", [None, "length_scale", "noise_variance"])
+def test_fits_refuse_constant_targets(fit, only):
+    # After centering the residual is 0: the marginal likelihood grows
+    # without bound as the variances shrink (or the length scale grows).
+    # Before, every fit but the profiled one ended at the optimizer's range
+    # (the noise variance at e^-40 of its start) and reported it as fitted.
+    est = FITS[fit]()
+    if only is not None:
+        # ARD needs the length scales free: with the noise variance too.
+        ard = fit.endswith("ard") and only != "length_scale"
+        est.set_params(optimize=("length_scale", only) if ard else (only,))
+    n = len(X)
+    with pytest.raises(rf.InvalidInputError, match=rf"`y`.* {n} training target\(s\) are constant"):
+        est.fit(X, np.full(n, 2.5))
+    # Not constant: one target differs.
+    y = np.full(n, 2.5)
+    y[7] = 2.6
+    assert np.isfinite(FITS[fit]().fit(X, y).log_marginal_likelihood_)
+    # Without centering, only all-zero targets are constant.
+    with pytest.raises(rf.InvalidInputError, match="are constant"):
+        FITS[fit]().set_params(center_y=False).fit(X, np.zeros(n))
+    # Fixed hyperparameters: a model, predicting the constant.
+    fixed = FITS[fit]().set_params(optimize=(), ard=False).fit(X, np.full(n, 2.5))
+    np.testing.assert_allclose(fixed.predict(X[:5]), 2.5, rtol=0, atol=1e-12)

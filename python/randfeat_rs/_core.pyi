@@ -33,7 +33,7 @@ __all__ = [
     "_inverse_normal_cdf",
     "_sketch_estimates",
     "_sobol_points",
-    "check_target_scale",
+    "check_fit_targets",
     "exact_gp_lml",
     "expected_softmax",
     "feature_gp_lml",
@@ -121,7 +121,7 @@ class BinningMap:
 _Prediction = tuple[NDArray[np.float64], NDArray[np.float64] | None]
 
 def initial_noise_variance(y: NDArray[np.float64]) -> float: ...
-def check_target_scale(var: float) -> None: ...
+def check_fit_targets(*, n: int, mean: float, var: float, center: bool) -> None: ...
 def exact_gp_lml(
     x: NDArray[np.float64],
     y: NDArray[np.float64],

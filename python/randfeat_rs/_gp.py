@@ -222,10 +222,12 @@ class ExactGPR(
         The hyperparameters fitted by maximizing the log marginal
         likelihood; an empty tuple fits none. Each may move by at most a
         factor ``e^40`` from its initialization (on the data's scale, so
-        the fit follows the units of ``X`` and ``y``); a run beyond that
-        raises :class:`~randfeat_rs.InvalidInputError` naming it, and so
-        does a fit on targets of variance outside ``1e-40..1e40`` (rescale
-        them).
+        the fit follows the units of ``X`` and ``y``): a maximum beyond
+        that ends the fit at the edge of the range. A fit raises
+        :class:`~randfeat_rs.InvalidInputError` for targets that are
+        constant after centering (all equal; all zero with
+        ``center_y=False``), whose likelihood has no maximum, and for
+        targets of variance outside ``1e-40..1e40`` (rescale them).
     n_restarts : int, default=2
         Additional L-BFGS runs from starts drawn uniformly (in log space)
         within a factor 10 of the initialization.
@@ -710,7 +712,9 @@ class RandomFeatureGPR(
         ``noise_variance`` (with ``ard=True`` the free variances start at
         their maximum at the start length scales, on the targets' scale);
         the others stay fixed. Each may move by at most a factor ``e^40``
-        from its start. Other transformers raise
+        from its start; constant targets and targets of variance outside
+        ``1e-40..1e40`` are refused as in :class:`ExactGPR`. Other
+        transformers raise
         :class:`~randfeat_rs.InvalidInputError`. ``None``: no fit, the
         transformer's kernel as given. The fit runs on the CPU in float64;
         :meth:`partial_fit` adds rows at the fitted hyperparameters.

@@ -40,6 +40,7 @@ process by default, or a cluster once a ``distributed.Client`` exists.
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import Any, Callable, Optional
 
 import dask
@@ -47,7 +48,7 @@ import dask.array as da
 import numpy as np
 import scipy.sparse
 from sklearn.base import clone
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import DataConversionWarning, NotFittedError
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
@@ -84,9 +85,10 @@ SPARSE_DASK_CPU_ONLY = (
 # --- input checks -------------------------------------------------------------------------
 
 
-def _rows(X: Any, name: str = "X") -> da.Array:
+def _rows(X: Any, name: str = "X", *, known_rows: bool = True) -> da.Array:
     """``X`` as a 2-D dask array chunked along rows only (a chunking along
-    features is merged into whole rows), with known chunk sizes."""
+    features is merged into whole rows), with known row-chunk sizes when
+    ``known_rows`` (fits count rows; the lazy per-block outputs do not)."""
     if not isinstance(X, da.Array):
         raise TypeError(
             f"`{name}` must be a dask.array.Array, got {type(X).__name__}; wrap in-memory "
@@ -94,7 +96,7 @@ def _rows(X: Any, name: str = "X") -> da.Array:
         )
     if X.ndim != 2:
         raise ValueError(f"`{name}` must be 2-D (n_samples, n_features), got {X.ndim}-D")
-    if any(np.isnan(c) for c in X.chunks[0]):
+    if known_rows and any(np.isnan(c) for c in X.chunks[0]):
         raise ValueError(
             f"`{name}` has unknown row-chunk sizes; call {name}.compute_chunk_sizes() first"
         )
@@ -111,6 +113,13 @@ def _targets(y: Any, X: da.Array) -> da.Array:
             f"`y` must be a dask.array.Array (row-chunked like `X`), got {type(y).__name__}"
         )
     if y.ndim == 2 and y.shape[1] == 1:
+        # As the in-memory fits (scikit-learn's column_or_1d).
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected. Please change the "
+            "shape of y to (n_samples, ), for example using ravel().",
+            DataConversionWarning,
+            stacklevel=3,
+        )
         y = y[:, 0]
     if y.ndim != 1:
         raise ValueError(f"`y` must be 1-D (n_samples,), got shape {y.shape}")
@@ -165,7 +174,8 @@ def transform(estimator: Any, X: Any) -> da.Array:
         ``transform``); it travels to the workers by pickle.
     X : dask.array.Array of shape (n_samples, n_features)
         Chunked along rows (chunks along features are merged into whole
-        rows first).
+        rows first); the row-chunk sizes may be unknown (e.g. after
+        boolean indexing), and so are the output's then.
 
     Returns
     -------
@@ -193,7 +203,7 @@ def transform(estimator: Any, X: Any) -> da.Array:
 def _map_rows(estimator: Any, method: str, X: Any) -> da.Array:
     """``estimator.<method>`` of every row block of ``X``, lazily: a 2-D
     output (columns in one chunk; scipy.sparse blocks as CSR) or a 1-D one."""
-    X = _rows(X)
+    X = _rows(X, known_rows=False)
     meta = _template(estimator, method, X.shape[1], _float_dtype(X.dtype))
     if scipy.sparse.issparse(meta):
         meta = scipy.sparse.csr_matrix(meta)
@@ -228,7 +238,7 @@ def _apply_pair(x: np.ndarray, estimator: Any, method: str, **kwargs: Any) -> np
 def _pair(estimator: Any, method: str, X: Any, **kwargs: Any) -> tuple[da.Array, da.Array]:
     """The two 1-D outputs of ``estimator.<method>`` of every row block."""
     estimator = _for_prediction(estimator)
-    X = _rows(X)
+    X = _rows(X, known_rows=False)
     both = X.map_blocks(
         _apply_pair,
         estimator,
@@ -295,7 +305,7 @@ def predict_latent(estimator: Any, X: Any) -> tuple[da.Array, da.Array]:
     mean, var : dask.array.Array of shape (n_samples, n_classes), float64
     """
     estimator = _for_prediction(estimator)
-    X = _rows(X)
+    X = _rows(X, known_rows=False)
     c = len(estimator.classes_)
     both = X.map_blocks(
         _apply_latent,
@@ -451,16 +461,10 @@ def _reduced(block_fn: Callable, static: tuple, X: da.Array, y: da.Array) -> Any
     return stats
 
 
-def _target_variance_scale(var: Any) -> float:
-    """var(y), or 1 for constant targets: the scale the in-memory fits
-    start their variances from."""
-    var = float(var)
-    return var if var > 0 else 1.0
-
-
 def _initial_noise_variance(var: Any) -> float:
     """``0.1 var(y)`` (0.1 for constant targets), as the in-memory fits."""
-    return 0.1 * _target_variance_scale(var)
+    var = float(var)
+    return 0.1 * (var if var > 0 else 1.0)
 
 
 def fit(estimator: Any, X: Any, y: Any, *, persist: bool = True) -> Any:
@@ -748,9 +752,13 @@ def _optimize_sparse(
     (with ``persist``), on the coarse levels of :func:`_level`."""
     if persist:
         X, y = dask.persist(X, y)
-    # The in-memory fit's refusal of targets beyond float64's range for a fit.
-    var = da.var(y.astype(np.float64)).compute()
-    _core.check_target_scale(_target_variance_scale(var))
+    # The in-memory fit's refusals of constant targets and of targets beyond
+    # float64's range for a fit.
+    y64 = y.astype(np.float64)
+    mean, var = dask.compute(da.mean(y64), da.var(y64))
+    _core.check_fit_targets(
+        n=int(y.shape[0]), mean=float(mean), var=float(var), center=bool(model.center_y)
+    )
     levels = [(X, y)]
 
     def evaluate(prior: Any, level: int) -> tuple[Any, Any]:

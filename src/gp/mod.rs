@@ -94,6 +94,43 @@ pub(crate) fn check_target_scale(var: f64) -> Result<()> {
     ))
 }
 
+/// The refusal of a hyperparameter fit on constant targets (see
+/// [`check_targets_vary`]); `n` targets.
+pub(crate) fn constant_targets(n: usize) -> Error {
+    Error::invalid(
+        "y",
+        format!(
+            "the {n} training target(s) are constant{}: the marginal likelihood has no \
+             maximum in the kernel and noise variances; fix them",
+            if n == 1 { " (n_samples = 1)" } else { "" }
+        ),
+    )
+}
+
+/// Refuses a fit of the hyperparameters `params` (some free) on targets
+/// that are constant after the model's centering (all equal with `center`,
+/// all zero without): the residual `y − ȳ` is then 0 and the log marginal
+/// likelihood `−½ log|K + σ_n² I| + const` grows without bound as the
+/// variances shrink (or a length scale grows), so every fit would end at
+/// the optimizer's range, not at a maximum.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming `y` ([`constant_targets`]).
+pub(crate) fn check_targets_vary(
+    y: ArrayView1<'_, f64>,
+    center: bool,
+    params: &optimize::LogParams,
+) -> Result<()> {
+    let Some(&first) = y.first() else {
+        return Ok(());
+    };
+    let level = if center { first } else { 0.0 };
+    if !params.free.is_empty() && y.iter().all(|&v| v == level) {
+        return Err(constant_targets(y.len()));
+    }
+    Ok(())
+}
+
 /// The default noise variance of the GP regressors (docs/math/gp.rst,
 /// section Exact GP): `σ_n² = 0.1 · var(y)`, with the zero-variance rule of
 /// [`target_variance_scale`] (all targets equal: `σ_n² = 0.1`).
@@ -165,6 +202,32 @@ mod tests {
         }
         // A variance that underflows to 0 counts as zero too.
         assert_eq!(target_variance_scale(array![0.0, 1e-300].view()), 1.0);
+    }
+
+    #[test]
+    fn fits_refuse_targets_constant_after_centering() {
+        let some = optimize::LogParams {
+            values: vec![1.0, 1.0, 0.1],
+            free: vec![2],
+        };
+        let none = optimize::LogParams {
+            free: vec![],
+            ..some.clone()
+        };
+        let flat = Array1::from_elem(5, 2.5);
+        let e = check_targets_vary(flat.view(), true, &some).unwrap_err();
+        assert!(
+            e.to_string().contains("5 training target(s) are constant"),
+            "{e}"
+        );
+        let e = check_targets_vary(array![3.0].view(), true, &some).unwrap_err();
+        assert!(e.to_string().contains("(n_samples = 1)"), "{e}");
+        // Uncentered, only zeros are constant; nothing free, nothing refused.
+        assert!(check_targets_vary(flat.view(), false, &some).is_ok());
+        assert!(check_targets_vary(Array1::zeros(4).view(), false, &some).is_err());
+        assert!(check_targets_vary(flat.view(), true, &none).is_ok());
+        assert!(check_targets_vary(array![2.5, 2.5, 2.6].view(), true, &some).is_ok());
+        assert!(check_targets_vary(Array1::zeros(0).view(), true, &some).is_ok());
     }
 
     #[test]

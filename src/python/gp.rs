@@ -103,12 +103,22 @@ fn initial_noise_variance(y: PyReadonlyArray1<'_, f64>) -> f64 {
     gp::initial_noise_variance(y.as_array())
 }
 
-/// Refuses a hyperparameter fit on targets of variance `var` outside
-/// `1e-40..1e40` (see `gp::check_target_scale`): the check of the fits on
-/// rows held elsewhere, whose variance their caller reduces.
+/// Refuses a hyperparameter fit on `n` targets of mean `mean` and variance
+/// `var` that are constant after the model's centering (`center`; see
+/// `gp::check_targets_vary`) or of a variance outside `1e-40..1e40` (see
+/// `gp::check_target_scale`; constant targets count as variance 1): the
+/// checks of the in-memory fits, for fits on rows held elsewhere, whose
+/// moments their caller reduces.
 #[pyfunction]
-fn check_target_scale(py: Python<'_>, var: f64) -> PyResult<()> {
-    gp::check_target_scale(var).map_err(|e| ffi::to_pyerr(py, e))
+#[pyo3(signature = (*, n, mean, var, center))]
+fn check_fit_targets(py: Python<'_>, n: usize, mean: f64, var: f64, center: bool) -> PyResult<()> {
+    let check = || {
+        if n > 0 && var == 0.0 && (center || mean == 0.0) {
+            return Err(gp::constant_targets(n));
+        }
+        gp::check_target_scale(if var > 0.0 { var } else { 1.0 })
+    };
+    check().map_err(|e| ffi::to_pyerr(py, e))
 }
 
 /// A fitted exact GP and its training targets (for the log marginal
@@ -764,7 +774,7 @@ fn relative_frobenius_error(
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(initial_noise_variance, m)?)?;
-    m.add_function(wrap_pyfunction!(check_target_scale, m)?)?;
+    m.add_function(wrap_pyfunction!(check_fit_targets, m)?)?;
     m.add_function(wrap_pyfunction!(exact_gp_lml, m)?)?;
     m.add_function(wrap_pyfunction!(feature_gp_optimize, m)?)?;
     m.add_function(wrap_pyfunction!(feature_gp_lml, m)?)?;

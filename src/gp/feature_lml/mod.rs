@@ -672,6 +672,7 @@ pub fn fit_feature_gp(
         optimize: cfg.optimize.clone(),
     };
     let params = init.resolve(x, y)?;
+    crate::gp::check_targets_vary(y, cfg.center, &params)?;
     let obj = FeatureLml::new(
         map,
         x.view(),

@@ -130,9 +130,18 @@ impl Spectrum {
         kv / nv * f64::EPSILON * self.trace
     }
 
+    /// Refuses constant targets (`‖y − ȳ‖² = 0`, or `‖y‖² = 0` without
+    /// centering): no maximum ([`crate::gp::check_targets_vary`]).
+    fn check_targets_vary(&self) -> Result<()> {
+        if self.yy <= 0.0 {
+            return Err(crate::gp::constant_targets(self.n as usize));
+        }
+        Ok(())
+    }
+
     /// Refuses targets whose variance `‖y − ȳ‖²/N` is outside what a fit
     /// computes ([`crate::gp::check_target_scale`]; constant targets
-    /// pass, [`Spectrum::maximize`] refuses them).
+    /// pass, [`Spectrum::check_targets_vary`] refuses them).
     fn check_target_scale(&self) -> Result<()> {
         if self.yy > 0.0 {
             crate::gp::check_target_scale(self.yy / self.n)?;
@@ -197,21 +206,7 @@ impl Spectrum {
         if !(free_kv || free_nv) {
             return Ok((self.lml(kv, nv), kv, nv));
         }
-        if self.yy <= 0.0 {
-            return Err(Error::invalid(
-                "y",
-                format!(
-                    "the {} training target(s) are constant{}: the marginal likelihood has no \
-                     maximum in the kernel and noise variances; fix them",
-                    self.n,
-                    if self.n == 1.0 {
-                        " (n_samples = 1)"
-                    } else {
-                        ""
-                    }
-                ),
-            ));
-        }
+        self.check_targets_vary()?;
         self.check_target_scale()?;
         let ln_r_max = self.r_max.ln();
         // The search interval: a free variance within e^±40 times its
@@ -608,6 +603,8 @@ pub(crate) fn fit(
         monitor.check()?;
         let (lml, kv, nv, capped, noise) = crate::threads::install(|| {
             let spectrum = Spectrum::new(&stats, cfg.center, par)?;
+            // Also with the length scale alone free: no maximum either.
+            spectrum.check_targets_vary()?;
             let (lml, kv, nv) = spectrum.maximize(kv0, nv0, free_kv, free_nv)?;
             let noise = spectrum.rounding_noise(kv, nv);
             Ok::<_, Error>((lml, kv, nv, spectrum.at_ratio_cap(kv, nv), noise))
@@ -667,8 +664,8 @@ pub(crate) fn fit(
 /// reports it).
 ///
 /// # Errors
-/// Targets of a variance outside `10^−40..10^40`; an eigendecomposition
-/// that does not converge.
+/// Constant targets; targets of a variance outside `10^−40..10^40`; an
+/// eigendecomposition that does not converge.
 pub(crate) fn variance_start(
     params: &LogParams,
     stats: &FeatureStats,
@@ -679,6 +676,7 @@ pub(crate) fn variance_start(
     let (free_kv, free_nv) = (params.free.contains(&k), params.free.contains(&(k + 1)));
     let (kv0, nv0) = (params.values[k], params.values[k + 1]);
     let spectrum = crate::threads::install(|| Spectrum::new(stats, center, par))??;
+    spectrum.check_targets_vary()?;
     spectrum.check_target_scale()?;
     let mut start = params.clone();
     if let Ok((_, kv, nv)) = spectrum.maximize(kv0, nv0, free_kv, free_nv) {

@@ -616,6 +616,7 @@ fn start_objective<R>(
         8,
     )?;
     let params = cfg.hyper.resolve(x, y)?;
+    crate::gp::check_targets_vary(y, cfg.center, &params)?;
     let k = params.n_length_scales();
     let v = &params.values;
     let start_kernel = StationaryKernel {
