@@ -365,6 +365,10 @@ def test_fits_refuse_constant_targets_as_in_memory(client) -> None:
             optimize=("length_scale", "kernel_variance", "noise_variance"),
             ard=True,
         ),
+        # No variance free: the statistics' variance start does not run.
+        rf.RandomFeatureGPR(
+            rf.RandomFourierFeatures(16, random_state=0), optimize=("length_scale",), ard=True
+        ),
     ]
     for est in fits:
         with pytest.raises(rf.InvalidInputError) as in_memory:

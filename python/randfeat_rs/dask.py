@@ -461,6 +461,15 @@ def _reduced(block_fn: Callable, static: tuple, X: da.Array, y: da.Array) -> Any
     return stats
 
 
+def _checked_target_variance(y: da.Array, center: bool) -> float:
+    """var(y), after the in-memory fits' refusals of constant targets and
+    of targets beyond float64's range for a fit (one pass over ``y``)."""
+    y64 = y.astype(np.float64)
+    mean, var = dask.compute(da.mean(y64), da.var(y64))
+    _core.check_fit_targets(n=int(y.shape[0]), mean=float(mean), var=float(var), center=center)
+    return float(var)
+
+
 def _initial_noise_variance(var: Any) -> float:
     """``0.1 var(y)`` (0.1 for constant targets), as the in-memory fits."""
     var = float(var)
@@ -666,8 +675,11 @@ def _optimize_feature_gpr(model: RandomFeatureGPR, X: da.Array, y: da.Array, per
     f = model._optimizable_features()
     if persist:
         X, y = dask.persist(X, y)
+    var = _checked_target_variance(y, bool(model.center_y)) if names else None
     if model.noise_variance is None:
-        noise = _initial_noise_variance(da.var(y.astype(np.float64)).compute())
+        if var is None:
+            var = da.var(y.astype(np.float64)).compute()
+        noise = _initial_noise_variance(var)
     else:
         noise = float(model.noise_variance)
     fmap = f._feature_map()
@@ -752,13 +764,7 @@ def _optimize_sparse(
     (with ``persist``), on the coarse levels of :func:`_level`."""
     if persist:
         X, y = dask.persist(X, y)
-    # The in-memory fit's refusals of constant targets and of targets beyond
-    # float64's range for a fit.
-    y64 = y.astype(np.float64)
-    mean, var = dask.compute(da.mean(y64), da.var(y64))
-    _core.check_fit_targets(
-        n=int(y.shape[0]), mean=float(mean), var=float(var), center=bool(model.center_y)
-    )
+    _checked_target_variance(y, bool(model.center_y))
     levels = [(X, y)]
 
     def evaluate(prior: Any, level: int) -> tuple[Any, Any]:
