@@ -107,25 +107,22 @@ pub(crate) fn constant_targets(n: usize) -> Error {
     )
 }
 
-/// Refuses a fit of the hyperparameters `params` (some free) on targets
-/// that are constant after the model's centering (all equal with `center`,
-/// all zero without): the residual `y − ȳ` is then 0 and the log marginal
-/// likelihood `−½ log|K + σ_n² I| + const` grows without bound as the
-/// variances shrink (or a length scale grows), so every fit would end at
-/// the optimizer's range, not at a maximum.
+/// Refuses a hyperparameter fit on targets that are constant after the
+/// model's centering (all equal with `center`, all zero without): the
+/// residual `y − ȳ` is then 0 and the log marginal likelihood
+/// `−½ log|K + σ_n² I| + const` grows without bound as the variances shrink
+/// (or a length scale grows), so every fit would end at the optimizer's
+/// range, not at a maximum. Called by [`HyperInit::resolve`] when something
+/// is free.
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] naming `y` ([`constant_targets`]).
-pub(crate) fn check_targets_vary(
-    y: ArrayView1<'_, f64>,
-    center: bool,
-    params: &optimize::LogParams,
-) -> Result<()> {
+pub(crate) fn check_targets_vary(y: ArrayView1<'_, f64>, center: bool) -> Result<()> {
     let Some(&first) = y.first() else {
         return Ok(());
     };
     let level = if center { first } else { 0.0 };
-    if !params.free.is_empty() && y.iter().all(|&v| v == level) {
+    if y.iter().all(|&v| v == level) {
         return Err(constant_targets(y.len()));
     }
     Ok(())
@@ -173,7 +170,7 @@ pub(crate) fn check_positive(name: &'static str, v: f64) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use ndarray::{array, Array1};
+    use ndarray::{array, Array1, Array2};
 
     use super::*;
 
@@ -206,28 +203,30 @@ mod tests {
 
     #[test]
     fn fits_refuse_targets_constant_after_centering() {
-        let some = optimize::LogParams {
-            values: vec![1.0, 1.0, 0.1],
-            free: vec![2],
-        };
-        let none = optimize::LogParams {
-            free: vec![],
-            ..some.clone()
-        };
         let flat = Array1::from_elem(5, 2.5);
-        let e = check_targets_vary(flat.view(), true, &some).unwrap_err();
+        let e = check_targets_vary(flat.view(), true).unwrap_err();
         assert!(
             e.to_string().contains("5 training target(s) are constant"),
             "{e}"
         );
-        let e = check_targets_vary(array![3.0].view(), true, &some).unwrap_err();
+        let e = check_targets_vary(array![3.0].view(), true).unwrap_err();
         assert!(e.to_string().contains("(n_samples = 1)"), "{e}");
-        // Uncentered, only zeros are constant; nothing free, nothing refused.
-        assert!(check_targets_vary(flat.view(), false, &some).is_ok());
-        assert!(check_targets_vary(Array1::zeros(4).view(), false, &some).is_err());
-        assert!(check_targets_vary(flat.view(), true, &none).is_ok());
-        assert!(check_targets_vary(array![2.5, 2.5, 2.6].view(), true, &some).is_ok());
-        assert!(check_targets_vary(Array1::zeros(0).view(), true, &some).is_ok());
+        // Uncentered, only zeros are constant.
+        assert!(check_targets_vary(flat.view(), false).is_ok());
+        assert!(check_targets_vary(Array1::zeros(4).view(), false).is_err());
+        assert!(check_targets_vary(array![2.5, 2.5, 2.6].view(), true).is_ok());
+        assert!(check_targets_vary(Array1::zeros(0).view(), true).is_ok());
+        // Through `resolve`: only with something free.
+        let x = Array2::<f64>::zeros((5, 1));
+        let fixed = optimize::HyperInit {
+            optimize: vec![],
+            ..Default::default()
+        };
+        assert!(fixed.resolve(x.view(), flat.view(), true).is_ok());
+        let e = optimize::HyperInit::default()
+            .resolve(x.view(), flat.view(), true)
+            .unwrap_err();
+        assert!(e.to_string().contains("are constant"), "{e}");
     }
 
     #[test]

@@ -247,14 +247,21 @@ impl HyperInit {
     /// The hyperparameters for training data `(x, y)`: the given values, the
     /// defaults for the missing ones (median pairwise distance of `x`,
     /// `var(y)` and `0.1 var(y)`, with `var(y) = 1` for constant targets),
-    /// and the free indices of `optimize`.
+    /// and the free indices of `optimize`; `center` is whether the model
+    /// subtracts the target mean.
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for a length-scale count other than 1 (or
     /// `d` with `ard`), for values that are not finite and `> 0`, and, with
     /// something to fit, for targets whose variance is outside
-    /// `10^−40..10^40`.
-    pub fn resolve(&self, x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>) -> Result<LogParams> {
+    /// `10^−40..10^40` or that are constant after the centering `center`
+    /// (all equal; all zero without centering), which have no maximum.
+    pub fn resolve(
+        &self,
+        x: ArrayView2<'_, f64>,
+        y: ArrayView1<'_, f64>,
+        center: bool,
+    ) -> Result<LogParams> {
         let d = x.ncols();
         let n_ls = if self.ard { d } else { 1 };
         let ls = match &self.length_scale {
@@ -302,6 +309,7 @@ impl HyperInit {
         }
         if !free.is_empty() && !y.is_empty() {
             super::check_target_scale(super::target_variance_scale(y))?;
+            super::check_targets_vary(y, center)?;
         }
         Ok(LogParams { values, free })
     }
@@ -1274,7 +1282,9 @@ mod tests {
     fn init_resolves_defaults_and_names() {
         let x = ndarray::array![[0.0, 0.0], [1.0, 0.0], [3.0, 0.0]];
         let y = ndarray::array![1.0, 2.0, 3.0];
-        let p = HyperInit::default().resolve(x.view(), y.view()).unwrap();
+        let p = HyperInit::default()
+            .resolve(x.view(), y.view(), true)
+            .unwrap();
         let var = 2.0 / 3.0;
         assert_eq!(p.values, vec![2.0, var, 0.1 * var]);
         assert_eq!(p.free, vec![0, 1, 2]);
@@ -1284,7 +1294,7 @@ mod tests {
             optimize: vec![Hyper::NoiseVariance],
             ..Default::default()
         };
-        let p = ard.resolve(x.view(), y.view()).unwrap();
+        let p = ard.resolve(x.view(), y.view(), true).unwrap();
         assert_eq!(p.values[..2], [0.5, 0.5]);
         assert_eq!(p.free, vec![3]);
         assert_eq!(

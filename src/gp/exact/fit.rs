@@ -148,8 +148,7 @@ pub fn fit_exact(
     let n = x.nrows();
     let y_mean = if cfg.center { y.sum() / n as f64 } else { 0.0 };
     let yc: Array1<f64> = y.mapv(|v| v - y_mean);
-    let params = cfg.hyper.resolve(x, y)?;
-    crate::gp::check_targets_vary(y, cfg.center, &params)?;
+    let params = cfg.hyper.resolve(x, y, cfg.center)?;
     let k = params.n_length_scales();
     let kernel = |v: &[f64]| StationaryKernel {
         kernel: cfg.kernel,

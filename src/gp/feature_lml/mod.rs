@@ -671,8 +671,7 @@ pub fn fit_feature_gp(
         ard: cfg.ard,
         optimize: cfg.optimize.clone(),
     };
-    let params = init.resolve(x, y)?;
-    crate::gp::check_targets_vary(y, cfg.center, &params)?;
+    let params = init.resolve(x, y, cfg.center)?;
     let obj = FeatureLml::new(
         map,
         x.view(),

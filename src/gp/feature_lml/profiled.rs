@@ -1214,7 +1214,7 @@ mod tests {
                 kernel_variance: Some(kv0),
                 ..Default::default()
             }
-            .resolve(x.view(), y.view())
+            .resolve(x.view(), y.view(), true)
             .unwrap();
             let obj =
                 FeatureLml::new(&map, x.view(), y.view(), params.clone(), true, 256, PAR).unwrap();

@@ -501,7 +501,11 @@ where
         optimize: cfg.optimize.clone(),
     };
     // Every value is given: the rows are not read.
-    let params = init.resolve(Array2::zeros((0, d)).view(), Array1::zeros(0).view())?;
+    let params = init.resolve(
+        Array2::zeros((0, d)).view(),
+        Array1::zeros(0).view(),
+        cfg.center,
+    )?;
     LmlSums::check_size(map.n_components())?;
     if params.n_length_scales() == 1 && !params.free.is_empty() {
         // The profiled search: the statistics at unit kernel variance.

@@ -615,8 +615,7 @@ fn start_objective<R>(
         &[SPARSE_MATRICES, m, m],
         8,
     )?;
-    let params = cfg.hyper.resolve(x, y)?;
-    crate::gp::check_targets_vary(y, cfg.center, &params)?;
+    let params = cfg.hyper.resolve(x, y, cfg.center)?;
     let k = params.n_length_scales();
     let v = &params.values;
     let start_kernel = StationaryKernel {
