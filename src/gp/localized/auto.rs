@@ -495,12 +495,11 @@ fn exact_loo(
         Cholesky::shifted(k, config.noise_variance, par)?
     };
     let alpha = chol.solve_vec(y, par);
-    let inv = chol.inverse_lower(par);
-    Ok((0..y.len())
-        .map(|i| {
-            let d = inv[(i, i)];
-            (y[i] - alpha[i] / d, 1.0 / d)
-        })
+    Ok(chol
+        .inverse_diagonal(par)
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| (y[i] - alpha[i] / d, 1.0 / d))
         .unzip())
 }
 
