@@ -103,7 +103,6 @@ pub(crate) fn bound_gradient(
         let adjoint = Adjoint {
             method: Method::Vfe,
             left: (&p_sum * a0 + &(&per_class[k] * (a1 - a0))) * 2.0,
-            kuu_inv: Array2::zeros((0, 0)),
             vector,
             d_kuu: Array2::zeros((0, 0)),
             d_log_variance: 0.0,
@@ -129,7 +128,6 @@ pub(crate) fn bound_gradient(
     let total = Adjoint {
         method: Method::Vfe,
         left: Array2::zeros((0, 0)),
-        kuu_inv: Array2::zeros((0, 0)),
         vector: Array1::zeros(0),
         d_kuu,
         d_log_variance,

@@ -57,11 +57,9 @@ pub struct Adjoint {
     /// The method the adjoint belongs to.
     pub method: Method,
     /// VFE: `2 ∂F/∂S` (the data part's `∂F/∂K_fu = 2 K_fu ∂F/∂S + y (∂F/∂b)ᵀ`);
-    /// FITC: `Σ^{−1}`.
+    /// FITC: `B^{−1}` (the pass works in the whitened columns `L^{−1} k_i`).
     pub(crate) left: Array2<f64>,
-    /// VFE: unused (empty); FITC: `K_uu^{−1}`.
-    pub(crate) kuu_inv: Array2<f64>,
-    /// VFE: `∂F/∂b`; FITC: `β = Σ^{−1} b`.
+    /// VFE: `∂F/∂b`; FITC: `Lᵀβ` with `β = Σ^{−1} b`.
     pub(crate) vector: Array1<f64>,
     /// `∂F/∂K_uu` without the per-row part of FITC (added after the
     /// second pass).
@@ -133,6 +131,13 @@ fn unwhiten(chol: &Cholesky, x: &Array2<f64>) -> Array2<f64> {
 fn times_l(chol: &Cholesky, v: ArrayView1<'_, f64>) -> Array1<f64> {
     let l = chol.l();
     Array1::from_shape_fn(v.len(), |i| (0..=i).map(|j| l[(i, j)] * v[j]).sum())
+}
+
+/// `Lᵀ v` for the factor `L` of `chol`.
+fn times_l_t(chol: &Cholesky, v: ArrayView1<'_, f64>) -> Array1<f64> {
+    let l = chol.l();
+    let n = v.len();
+    Array1::from_shape_fn(n, |i| (i..n).map(|j| l[(j, i)] * v[j]).sum())
 }
 
 /// `Σ_ij a_ij b_ij`.
@@ -330,7 +335,6 @@ fn adjoint(
             Adjoint {
                 method: Method::Vfe,
                 left: p_s * 2.0,
-                kuu_inv: Array2::zeros((0, 0)),
                 vector: d_b,
                 d_kuu,
                 d_log_variance,
@@ -338,14 +342,11 @@ fn adjoint(
             }
         }
         Method::Fitc => {
-            let kuu_inv = l.inverse(par);
-            let sigma_inv = &kuu_inv - &e1;
             let d_kuu = (&e1 - &aat) * 0.5;
             Adjoint {
                 method: Method::Fitc,
-                left: sigma_inv,
-                kuu_inv,
-                vector: alpha.clone(),
+                left: binv,
+                vector: times_l_t(l, alpha.view()),
                 d_kuu,
                 d_log_variance: 0.0,
                 d_log_noise: 0.0,

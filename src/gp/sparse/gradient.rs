@@ -14,16 +14,18 @@
 //! `g_i = ∂F/∂Λ_i = (k_iᵀ Σ^{−1} k_i + r_i²)/(2Λ_i²) − 1/(2Λ_i)`,
 //! `∂F/∂k_i = (β r_i − Σ^{−1} k_i)/Λ_i − 2 g_i a_i`, and the rows add
 //! `Σ_i g_i a_i a_iᵀ` to `∂F/∂K_uu`, `Σ_i g_i` to `∂F/∂σ_n²` and
-//! `σ² Σ_i g_i` to `∂F/∂ln σ²` (through `k(x_i, x_i) = σ²`); two `M × M`
-//! by `M × n` products and one `M × n` by `n × M` product per chunk.
+//! `σ² Σ_i g_i` to `∂F/∂ln σ²` (through `k(x_i, x_i) = σ²`). All of it is
+//! formed in the whitened columns `L^{−1} k_i` (docs/math/sparse_gp.rst,
+//! section FITC): two triangular solves and two `M × M` by `M × n`
+//! products per chunk.
 
 use faer::{Accum, MatMut, MatRef};
 use ndarray::{Array2, ArrayView1, ArrayView2};
 
-use super::bound::{frobenius, Adjoint};
+use super::bound::{frobenius, sandwich, Adjoint};
 use super::kernel_blocks::{contract, cross_block, fold_length_scales, scaled_t};
 use super::prior::InducingPrior;
-use super::stats::{check_chunk, Method};
+use super::stats::{check_chunk, fitc_lambda, Method};
 use crate::error::{Error, Result};
 use crate::linalg::{as_faer, faer_par};
 use crate::threads::Parallelism;
@@ -37,7 +39,8 @@ pub struct GradientSums {
     pub by_length_scale: Vec<f64>,
     /// `Σ_i (∂F/∂K_fu)_im ∂k(x_i, z_m)/∂z_ma` (`M × d`).
     pub by_inducing: Array2<f64>,
-    /// FITC: `Σ_i g_i a_i a_iᵀ` (`M × M`); VFE: empty.
+    /// FITC: `Σ_i g_i v_i v_iᵀ` (`M × M`, whitened: `v_i = L^{−1} k_i`,
+    /// so `Σ_i g_i a_i a_iᵀ = L^{−ᵀ} row_kuu L^{−1}`); VFE: empty.
     pub row_kuu: Array2<f64>,
     /// FITC: `Σ_i g_i`; VFE: 0.
     pub g_sum: f64,
@@ -149,75 +152,17 @@ pub fn accumulate_gradient(
     let slope_out = (!from_block).then_some(&mut *sl);
     cross_block(&prior.params, prior.w.view(), ut.view(), kb, slope_out, par);
     let yc: Vec<f64> = y.iter().map(|v| v - y_offset).collect();
-    let kr = MatRef::from_row_major_slice(kb, m, n);
-    matmul(
-        MatMut::from_row_major_slice_mut(wb, m, n),
-        false,
-        as_faer(adjoint.left.view()),
-        kr,
-        par,
-    );
     let beta = &adjoint.vector;
-    // VFE: ∂F/∂k_i = 2 (∂F/∂S) k_i + (∂F/∂b) y_i, the second term added
-    // (and the kernel's slope applied) by the contraction below.
     if fitc {
-        let q2 = &mut rest[..m * n];
+        fitc_row_adjoints(sums, adjoint, prior, &yc, kb, wb, &mut rest[..m * n], par);
+    } else {
+        // VFE: ∂F/∂k_i = 2 (∂F/∂S) k_i + (∂F/∂b) y_i, the second term
+        // added (and the kernel's slope applied) by the contraction below.
         matmul(
-            MatMut::from_row_major_slice_mut(q2, m, n),
+            MatMut::from_row_major_slice_mut(wb, m, n),
             false,
-            as_faer(adjoint.kuu_inv.view()),
+            as_faer(adjoint.left.view()),
             MatRef::from_row_major_slice(kb, m, n),
-            par,
-        );
-        // Per row i: k_iᵀΣ^{−1}k_i, k_iᵀK_uu^{−1}k_i and βᵀk_i.
-        let (mut h, mut q, mut bk) = (vec![0.0; n], vec![0.0; n], vec![0.0; n]);
-        for (((kr, w), q2r), &bm) in kb
-            .chunks_exact(n)
-            .zip(wb.chunks_exact(n))
-            .zip(q2.chunks_exact(n))
-            .zip(beta)
-        {
-            for i in 0..n {
-                h[i] += kr[i] * w[i];
-                q[i] += kr[i] * q2r[i];
-                bk[i] += bm * kr[i];
-            }
-        }
-        let (v, s) = (prior.params.variance, prior.noise_variance);
-        let mut lam = vec![0.0; n];
-        let mut res = vec![0.0; n];
-        let mut g = vec![0.0; n];
-        for i in 0..n {
-            lam[i] = s + (v - q[i]).max(0.0);
-            res[i] = yc[i] - bk[i];
-            g[i] = (h[i] + res[i] * res[i]) / (2.0 * lam[i] * lam[i]) - 1.0 / (2.0 * lam[i]);
-        }
-        // ∂F/∂k_i = (β r_i − Σ^{−1} k_i)/Λ_i − 2 g_i a_i, into wb.
-        let mut fk = 0.0;
-        for (((w, q2r), kr), &bm) in wb
-            .chunks_exact_mut(n)
-            .zip(q2.chunks_exact(n))
-            .zip(kb.chunks_exact(n))
-            .zip(beta)
-        {
-            for i in 0..n {
-                w[i] = (bm * res[i] - w[i]) / lam[i] - 2.0 * g[i] * q2r[i];
-                fk += w[i] * kr[i];
-            }
-        }
-        sums.fk_sum += fk;
-        sums.g_sum += g.iter().sum::<f64>();
-        // Σ_i g_i a_i a_iᵀ: the block is no longer needed, it takes a ⊙ g.
-        for (kr, q2r) in kb.chunks_exact_mut(n).zip(q2.chunks_exact(n)) {
-            for i in 0..n {
-                kr[i] = q2r[i] * g[i];
-            }
-        }
-        matmul(
-            crate::linalg::as_faer_mut(sums.row_kuu.view_mut()),
-            true,
-            MatRef::from_row_major_slice(kb, m, n),
-            MatRef::from_row_major_slice(q2, m, n).transpose(),
             par,
         );
     }
@@ -239,6 +184,84 @@ pub fn accumulate_gradient(
     }
     sums.by_inducing.scaled_add(scale, &by_z);
     Ok(())
+}
+
+/// FITC's per-row part of the second pass for one chunk, in the whitened
+/// columns `v_i = L^{−1} k_i` (as its statistics; `B = I + L^{−1} S L^{−ᵀ}`,
+/// `β̃ = Lᵀβ`): `Λ_i` as the statistics pass forms it, `k_iᵀΣ^{−1}k_i =
+/// v_iᵀB^{−1}v_i`, `βᵀk_i = β̃ᵀv_i`, and `∂F/∂k_i = L^{−ᵀ} t_i` with
+/// `t_i = (β̃ r_i − B^{−1} v_i)/Λ_i − 2 g_i v_i` (`Σ^{−1} = L^{−ᵀ}B^{−1}L^{−1}`,
+/// `K_uu^{−1} = L^{−ᵀ}L^{−1}`). Products with the explicit `Σ^{−1}` and
+/// `K_uu^{−1}` instead lose digits in proportion to the conditioning of
+/// `K_uu`. Adds `Σ t_iᵀv_i` (`= Σ (∂F/∂k_i)ᵀk_i`), `Σ g_i` and the whitened
+/// `Σ g_i v_i v_iᵀ` to `sums`; leaves `∂F/∂K_fu` in `wb` (`M × n`); `kb`
+/// (the kernel block on entry) and `work` are overwritten.
+#[allow(clippy::too_many_arguments)]
+fn fitc_row_adjoints(
+    sums: &mut GradientSums,
+    adjoint: &Adjoint,
+    prior: &InducingPrior,
+    yc: &[f64],
+    kb: &mut [f64],
+    wb: &mut [f64],
+    work: &mut [f64],
+    par: Parallelism,
+) {
+    let n = yc.len();
+    let m = prior.n_inducing();
+    prior
+        .chol
+        .solve_lower_in_place(MatMut::from_row_major_slice_mut(kb, m, n), par);
+    let v: &[f64] = kb;
+    let lam = fitc_lambda(prior, v, n);
+    // B^{−1} v_i, into wb.
+    matmul(
+        MatMut::from_row_major_slice_mut(wb, m, n),
+        false,
+        as_faer(adjoint.left.view()),
+        MatRef::from_row_major_slice(v, m, n),
+        par,
+    );
+    let beta = &adjoint.vector;
+    // Per row i: v_iᵀB^{−1}v_i and β̃ᵀv_i.
+    let (mut h, mut bv) = (vec![0.0; n], vec![0.0; n]);
+    for ((vr, ur), &bm) in v.chunks_exact(n).zip(wb.chunks_exact(n)).zip(beta) {
+        for i in 0..n {
+            h[i] += vr[i] * ur[i];
+            bv[i] += bm * vr[i];
+        }
+    }
+    let res: Vec<f64> = yc.iter().zip(&bv).map(|(y, b)| y - b).collect();
+    let g: Vec<f64> = (0..n)
+        .map(|i| (h[i] + res[i] * res[i]) / (2.0 * lam[i] * lam[i]) - 1.0 / (2.0 * lam[i]))
+        .collect();
+    // t_i into wb, g_i v_i into work.
+    let mut fk = 0.0;
+    for (((t, vr), gv), &bm) in wb
+        .chunks_exact_mut(n)
+        .zip(v.chunks_exact(n))
+        .zip(work.chunks_exact_mut(n))
+        .zip(beta)
+    {
+        for i in 0..n {
+            t[i] = (bm * res[i] - t[i]) / lam[i] - 2.0 * g[i] * vr[i];
+            fk += t[i] * vr[i];
+            gv[i] = g[i] * vr[i];
+        }
+    }
+    sums.fk_sum += fk;
+    sums.g_sum += g.iter().sum::<f64>();
+    matmul(
+        crate::linalg::as_faer_mut(sums.row_kuu.view_mut()),
+        true,
+        MatRef::from_row_major_slice(work, m, n),
+        MatRef::from_row_major_slice(v, m, n).transpose(),
+        par,
+    );
+    // ∂F/∂K_fu = L^{−ᵀ} t.
+    prior
+        .chol
+        .solve_upper_in_place(MatMut::from_row_major_slice_mut(wb, m, n), par);
 }
 
 /// The gradient of the objective: `hyper = (∂/∂ln l_1, …, ∂/∂ln l_k,
@@ -264,7 +287,8 @@ pub fn finish(
     let fitc = adjoint.method == Method::Fitc;
     let mut d_kuu = adjoint.d_kuu.clone();
     if fitc {
-        d_kuu += &sums.row_kuu;
+        // Σ g_i a_i a_iᵀ = L^{−ᵀ} (Σ g_i v_i v_iᵀ) L^{−1}.
+        d_kuu += &sandwich(&prior.chol, &sums.row_kuu, false, par);
     }
     // K_uu without jitter and its slopes, from the scaled inducing inputs.
     let wt = prior.w.t().as_standard_layout().into_owned();

@@ -89,8 +89,8 @@ pub struct SparseStats {
     pub kff_sum: f64,
     /// `Σ ln Λ_i` (FITC; 0 for VFE).
     pub log_lambda_sum: f64,
-    /// The kernel columns entered as `L^{−1} k_i` (VFE under a prior that
-    /// asks for it, see [`InducingPrior::whiten`]): `gram` holds
+    /// The kernel columns entered as `L^{−1} k_i` (FITC always, VFE under a
+    /// prior that asks for it, see [`InducingPrior::whiten`]): `gram` holds
     /// `L^{−1} S L^{−ᵀ}`, `k_y` and `k_sum` hold `L^{−1}` times theirs.
     #[cfg_attr(feature = "serde", serde(default))]
     pub whitened: bool,
@@ -122,8 +122,7 @@ impl SparseStats {
     }
 
     /// Adds a row chunk `(x, y)` under `prior` (`x` is `n × d`). `scratch`
-    /// is reused between chunks (it grows to `M·n` values, twice that for
-    /// FITC).
+    /// is reused between chunks (it grows to `M·n` values).
     ///
     /// # Errors
     /// [`Error::ShapeMismatch`] for a chunk of the wrong width or length, or
@@ -149,7 +148,9 @@ impl SparseStats {
         if n == 0 {
             return Ok(());
         }
-        let whiten = self.method == Method::Vfe && prior.whiten;
+        // FITC's Λ_i needs L^{−1} k_i anyway, so its statistics are always
+        // whitened (no extra work); VFE's when the prior asks for it.
+        let whiten = self.method == Method::Fitc || prior.whiten;
         if self.n == 0 {
             self.y_shift = y.sum() / n as f64;
             self.whitened = whiten;
@@ -162,17 +163,12 @@ impl SparseStats {
         }
         let yc: Vec<f64> = y.iter().map(|v| v - self.y_shift).collect();
         let ut = scaled_t(&prior.params, x);
-        let need = if self.method == Method::Fitc {
-            2 * m * n
-        } else {
-            m * n
-        };
-        scratch.resize(need.max(scratch.len()), 0.0);
-        let (kb, rest) = scratch.split_at_mut(m * n);
+        scratch.resize((m * n).max(scratch.len()), 0.0);
+        let kb = &mut scratch[..m * n];
         cross_block(&prior.params, prior.w.view(), ut.view(), kb, None, par);
         if whiten {
-            // L^{−1} K_uf: its Gram is C σ_n² without the rounding of S
-            // amplified by K_uu^{−1} (see InducingPrior::whiten).
+            // L^{−1} K_uf: its Gram is C (VFE: C σ_n²) without the rounding
+            // of S amplified by K_uu^{−1} (see InducingPrior::whiten).
             let vm = faer::MatMut::from_row_major_slice_mut(kb, m, n);
             prior.chol.solve_lower_in_place(vm, par);
         }
@@ -188,7 +184,7 @@ impl SparseStats {
                 self.wyy_sum += yc.iter().map(|t| t * t).sum::<f64>();
             }
             Method::Fitc => {
-                let lam = fitc_lambda(prior, kb, n, &mut rest[..m * n], par);
+                let lam = fitc_lambda(prior, kb, n);
                 for (i, &l) in lam.iter().enumerate() {
                     let (w, r) = (1.0 / l, l.sqrt().recip());
                     self.w_sum += w;
@@ -460,22 +456,11 @@ pub(crate) fn check_chunk(
     check_finite("y", y.iter())
 }
 
-/// FITC's `Λ_i = σ_n² + max(k(x_i, x_i) − ‖L^{−1} k_i‖², 0)` for the
-/// columns `k_i` of the `M × n` block `kb` (`v` is `M·n` scratch for
-/// `L^{−1} K_uf`). The clip keeps `Λ_i ≥ σ_n²` when rounding makes the
-/// Nyström variance exceed the prior one.
-pub(crate) fn fitc_lambda(
-    prior: &InducingPrior,
-    kb: &[f64],
-    n: usize,
-    v: &mut [f64],
-    par: Parallelism,
-) -> Vec<f64> {
-    let m = prior.n_inducing();
-    v.copy_from_slice(kb);
-    // The M × n row-major block as a faer matrix (row stride n).
-    let vm = faer::MatMut::from_row_major_slice_mut(v, m, n);
-    prior.chol.solve_lower_in_place(vm, par);
+/// FITC's `Λ_i = σ_n² + max(k(x_i, x_i) − ‖v_i‖², 0)` for the whitened
+/// columns `v_i = L^{−1} k_i` of the `M × n` block `v`. The clip keeps
+/// `Λ_i ≥ σ_n²` when rounding makes the Nyström variance exceed the prior
+/// one.
+pub(crate) fn fitc_lambda(prior: &InducingPrior, v: &[f64], n: usize) -> Vec<f64> {
     let mut q = vec![0.0; n];
     for row in v.chunks_exact(n) {
         for (qi, &t) in q.iter_mut().zip(row) {
