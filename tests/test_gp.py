@@ -414,8 +414,22 @@ def test_sufficient_statistics_api_and_pickle():
     back = pickle.loads(pickle.dumps(st))
     np.testing.assert_array_equal(back.gram, st.gram)
     assert back.n_samples == 30 and "n_samples=30" in repr(back)
-    with pytest.raises(InvalidInputError, match="n_features"):
-        SufficientStatistics(0)
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(InvalidInputError, match="n_features"):
+            SufficientStatistics(bad)
+    with pytest.raises(InvalidInputError, match=r"n_features.*beyond any memory"):
+        SufficientStatistics(2**70)
+    # Complex or string features are refused, not cut to their real part;
+    # integer features are converted, float32 ones kept.
+    for bad in (phi * 1j, phi.astype(str)):
+        with pytest.raises(TypeError, match=r"phi.*real numbers"):
+            SufficientStatistics(4).accumulate(bad, y)
+    with pytest.raises(TypeError, match=r"transformer's output.*real numbers"):
+        RandomFeatureGPR(FunctionTransformer(lambda X: X * 1j)).fit(phi, y)
+    ints = np.arange(8).reshape(2, 4)
+    np.testing.assert_array_equal(
+        SufficientStatistics(4).accumulate(ints, y[:2]).gram, (ints.T @ ints).astype(float)
+    )
     with pytest.raises(ValueError, match="number of features"):
         st.accumulate(phi[:, :3], y)
     with pytest.raises(InvalidInputError, match="`y` has 29 values"):
@@ -486,6 +500,15 @@ def test_bad_inputs(yacht_subset):
     gp = ExactGPR(n_restarts=0).fit(X, y)
     with pytest.raises(InvalidInputError, match="theta"):
         gp.log_marginal_likelihood(np.zeros(5))
+    # theta has the fitted model's length scales: one without ARD, one per
+    # feature with it (a per-feature theta was the LML of another kernel).
+    assert X.shape[1] > 1
+    with pytest.raises(InvalidInputError, match=r"theta.*must have length 3"):
+        gp.log_marginal_likelihood(np.zeros(X.shape[1] + 2))
+    ard = ExactGPR(ard=True, optimize=()).fit(X, y)
+    with pytest.raises(InvalidInputError, match=r"theta.*one length scale per feature"):
+        ard.log_marginal_likelihood(np.zeros(3))
+    assert np.isfinite(ard.log_marginal_likelihood(np.zeros(X.shape[1] + 2)))
 
 
 def test_a_corrupted_stored_factor_is_a_clear_error(yacht_subset):
@@ -507,6 +530,10 @@ def test_a_corrupted_stored_factor_is_a_clear_error(yacht_subset):
                 est.L_ = corrupted
         with pytest.raises(ValueError, match="square"):
             est.L_ = good[:, :-1]
+        # A valid factor of another system's size (the fit's N or D rows).
+        n = good.shape[0]
+        with pytest.raises(ValueError, match=rf"size of the Cholesky factor.*expected {n}, got 3"):
+            est.L_ = np.eye(3)
         # The refused factors left the fitted one in place.
         np.testing.assert_array_equal(est.predict(X, return_std=True)[1], want[1])
         est.L_ = good

@@ -245,6 +245,75 @@ def test_a_bound_that_float64_cannot_resolve_is_refused():
         gp.fit(X, y)
 
 
+def _fitc_dense(X, y, Z, length_scale, kernel_variance, noise_variance, jitter):
+    """FITC's ln N(y - mean | 0, Q_ff + Lambda) from the dense N x N matrix,
+    with Q_ff = A^T A, A = L^-1 K_uf (L the factor of K_uu + jitter I)."""
+
+    def k(a, b):
+        d2 = ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1)
+        return kernel_variance * np.exp(-0.5 * d2 / length_scale**2)
+
+    L = np.linalg.cholesky(k(Z, Z) + jitter * np.eye(len(Z)))
+    A = np.linalg.solve(L, k(Z, X))
+    C = A.T @ A
+    np.fill_diagonal(C, kernel_variance + noise_variance)
+    yc = y - y.mean()
+    Lc = np.linalg.cholesky(C)
+    a = np.linalg.solve(Lc, yc)
+    return -0.5 * a @ a - np.log(np.diag(Lc)).sum() - 0.5 * len(y) * np.log(2 * np.pi)
+
+
+@pytest.mark.parametrize("length_scale", [2.0, 3.0, 4.0])
+def test_fitc_is_accurate_where_k_uu_is_ill_conditioned(length_scale):
+    # Eight inducing inputs spread over the inputs' span of 6 with length
+    # scales of 2 to 4: K_uu has condition numbers of 6e5 to 1e10 (a jitter
+    # from 3 on). FITC's statistics are sums over the whitened columns
+    # L^-1 k(Z, x_i); summed in kernel space, their rounding reached the
+    # likelihood through K_uu^-1 and reported it up to 1.8 nats high.
+    rng = np.random.default_rng(3)
+    X = np.sort(rng.uniform(-3, 3, (80, 1)), axis=0)
+    y = np.sin(X[:, 0]) + 1e-3 * rng.standard_normal(80)
+    Z = np.linspace(-3, 3, 8)[:, None]
+    gp = SparseGPR(
+        inducing=Z,
+        method="fitc",
+        length_scale=length_scale,
+        kernel_variance=1.0,
+        noise_variance=1e-6,
+        optimize=(),
+    ).fit(X, y)
+    ref = _fitc_dense(X, y, Z, length_scale, 1.0, 1e-6, gp.jitter_)
+    assert abs(gp.log_marginal_likelihood_ - ref) < 1e-6
+
+
+@pytest.mark.parametrize("scale", [1e-120, 1e120])
+def test_kernel_variances_beyond_the_statistics_range_are_refused(scale):
+    # S = K_uf K_fu scales as the kernel variance squared: near 1e-150 it
+    # underflowed and the model predicted its prior whatever the data, near
+    # 1e150 it overflowed into an error about non-finite values. Such
+    # variances are refused naming the parameter and the remedy.
+    X, y = _data()
+    gp = SparseGPR(
+        10, length_scale=1.5, kernel_variance=scale, noise_variance=0.01 * scale, optimize=()
+    )
+    with pytest.raises(InvalidInputError, match=r"kernel_variance.*rescale y"):
+        gp.fit(X, y * np.sqrt(scale))
+    # At the edge of the range the fit is the unit-scale one, rescaled.
+    edge = 1e-100 if scale < 1 else 1e100
+    Z = X[:10]
+    unit = SparseGPR(
+        inducing=Z, length_scale=1.5, kernel_variance=1.0, noise_variance=0.01, optimize=()
+    )
+    scaled = SparseGPR(
+        inducing=Z, length_scale=1.5, kernel_variance=edge, noise_variance=0.01 * edge, optimize=()
+    )
+    Xt = _data(5, seed=1)[0]
+    mean, std = scaled.fit(X, y * np.sqrt(edge)).predict(Xt, return_std=True)
+    want_mean, want_std = unit.fit(X, y).predict(Xt, return_std=True)
+    np.testing.assert_allclose(mean, want_mean * np.sqrt(edge), rtol=1e-9)
+    np.testing.assert_allclose(std, want_std * np.sqrt(edge), rtol=1e-9)
+
+
 @parametrize_with_checks([SparseGPR()])
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -26,7 +26,7 @@ from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin
 from ._fourier import KERNELS, RandomFourierFeatures
 from ._maclaurin import MaclaurinFeatures
 from ._progress import ProgressPrinter, progress_printer
-from .exceptions import InvalidInputError
+from .exceptions import InvalidDtypeError, InvalidInputError
 
 __all__ = ["ExactGPR", "RandomFeatureGPR", "SufficientStatistics"]
 
@@ -460,7 +460,18 @@ class SufficientStatistics:
     """
 
     def __init__(self, n_features: int) -> None:
-        self._stats = _core.FeatureStats(n_features)
+        if (
+            isinstance(n_features, (bool, np.bool_))
+            or not isinstance(n_features, Integral)
+            or n_features < 1
+        ):
+            raise InvalidInputError(f"`n_features` must be an integer >= 1, got {n_features!r}")
+        if n_features >= 2**63:
+            raise InvalidInputError(
+                f"`n_features` = {n_features} is beyond any memory: its Gram matrix has "
+                "n_features^2 entries"
+            )
+        self._stats = _core.FeatureStats(int(n_features))
 
     @classmethod
     def from_features(
@@ -500,12 +511,7 @@ class SufficientStatistics:
         -------
         self : SufficientStatistics
         """
-        phi = np.asarray(phi)
-        if phi.ndim != 2:
-            raise InvalidInputError(f"`phi` must be 2-D, got {phi.ndim}-D")
-        if phi.dtype not in (np.float32, np.float64):
-            phi = phi.astype(np.float64)
-        phi = np.ascontiguousarray(phi)
+        phi = _feature_block(phi, "phi")
         y = _as_targets(y, phi.shape[0])
         self._stats.accumulate(phi, y)
         return self
@@ -599,13 +605,27 @@ def _features_chunk(features: Any, X: np.ndarray) -> np.ndarray:
     if hasattr(phi, "toarray"):
         phi = phi.toarray()
     phi = np.asarray(phi)
-    if phi.dtype not in (np.float32, np.float64):
-        phi = phi.astype(np.float64)
     if phi.ndim != 2 or phi.shape[0] != X.shape[0]:
         raise InvalidInputError(
             f"the transformer returned shape {phi.shape} for {X.shape[0]} rows; "
             "expected (n_rows, n_components)"
         )
+    return _feature_block(phi, "the transformer's output")
+
+
+def _feature_block(phi: Any, name: str) -> np.ndarray:
+    """``phi`` as a C-contiguous 2-D float32/float64 array: float32 and
+    float64 kept, integers converted to float64, any other dtype (complex
+    included, which would lose its imaginary part) refused."""
+    phi = np.asarray(phi)
+    if phi.ndim != 2:
+        raise InvalidInputError(f"`{name}` must be 2-D, got {phi.ndim}-D")
+    if phi.dtype.kind not in "fiu":
+        raise InvalidDtypeError(
+            f"`{name}` must hold real numbers (a float or integer dtype), got dtype {phi.dtype}"
+        )
+    if phi.dtype not in (np.float32, np.float64):
+        phi = phi.astype(np.float64)
     return np.ascontiguousarray(phi)
 
 

@@ -100,7 +100,9 @@ default="greedy_variance"
         One length scale per input dimension.
     kernel_variance : float, default=None
         Fixed or initial kernel variance. ``None``: the variance of ``y``
-        (1 when all targets are equal).
+        (1 when all targets are equal). Within ``1e-100..1e100``: the
+        statistics scale as its square, and beyond that range float64 cannot
+        hold them (an ``InvalidInputError`` asks to rescale ``y``).
     noise_variance : float, default=None
         Fixed or initial noise variance. ``None``: 0.1 times the variance
         of ``y`` (0.1 when all targets are equal).

@@ -6,14 +6,14 @@
 //! marginal-likelihood fit of a feature map's hyperparameters and one
 //! evaluation of it; and the metrics.
 
-use ndarray::Array1;
+use ndarray::{Array1, ArrayView2};
 use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::types::{PyAny, PyType};
 
 use super::feature_map::PyFeatureMap;
 use super::ffi::{self, with_float_view, FloatArray2};
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::gp::exact::{check_exact_size, log_marginal_likelihood};
 use crate::gp::feature_lml::FeatureLml;
 use crate::gp::optimize::{LogParams, Objective, HYPER_NAMES};
@@ -127,6 +127,21 @@ fn check_fit_targets(py: Python<'_>, n: usize, mean: f64, var: f64, center: bool
 struct ExactGpState {
     gp: ExactGp,
     y_train: Array1<f64>,
+}
+
+/// A factor to replace `current`, the fitted one: square with a positive
+/// finite diagonal ([`Cholesky::from_lower`]) and of the same size (the
+/// system it factors has one row per training row, or per feature).
+fn replacement_factor(current: &Cholesky, l: ArrayView2<'_, f64>) -> Result<Cholesky> {
+    let chol = Cholesky::from_lower(l)?;
+    if chol.dim() != current.dim() {
+        return Err(Error::ShapeMismatch {
+            name: "size of the Cholesky factor (that of the fitted one)",
+            expected: current.dim(),
+            got: chol.dim(),
+        });
+    }
+    Ok(chol)
 }
 
 /// A fitted exact GP with a stationary kernel (docs/math/gp.rst, section
@@ -265,10 +280,10 @@ impl PyExactGp {
     }
 
     /// The same GP with the Cholesky factor `chol` (its lower triangle is
-    /// read; checked: square, positive finite diagonal).
+    /// read; checked by [`replacement_factor`]).
     fn with_factor(&self, py: Python<'_>, chol: PyReadonlyArray2<'_, f64>) -> PyResult<Self> {
         let l = chol.as_array();
-        let chol = ffi::call(py, || Cholesky::from_lower(l))?;
+        let chol = ffi::call(py, || replacement_factor(&self.inner.gp.chol, l))?;
         let mut inner = self.inner.clone();
         inner.gp.chol = chol;
         Ok(Self { inner })
@@ -292,8 +307,9 @@ impl PyExactGp {
 
     /// The log marginal likelihood of the centered training targets at the
     /// log hyperparameters `theta = (ln l_1, ..., ln l_k, ln kernel_variance,
-    /// ln noise_variance)` (`k` = 1 or the number of features; None: the
-    /// fitted ones, exactly), with its gradient with respect to `theta`.
+    /// ln noise_variance)` (`k` the fitted model's number of length scales:
+    /// 1, or one per feature with ARD; None: the fitted ones, exactly), with
+    /// its gradient with respect to `theta`.
     #[pyo3(signature = (theta=None, eval_gradient=false))]
     fn log_marginal_likelihood<'py>(
         &self,
@@ -302,13 +318,18 @@ impl PyExactGp {
         eval_gradient: bool,
     ) -> PyResult<(f64, Arr1<'py>)> {
         let gp = &self.inner.gp;
-        let d = gp.x_train.ncols();
         let (kernel, noise) = match theta {
             None => (gp.kernel.clone(), gp.noise_variance),
             Some(t) => {
-                let k = t.len().saturating_sub(2);
-                if t.len() < 3 || (k != 1 && k != d) {
-                    let reason = format!("must have length 3 or {}, got {}", d + 2, t.len());
+                // One length scale, or one per feature with ARD: as fitted.
+                let k = gp.kernel.length_scale.len();
+                if t.len() != k + 2 {
+                    let ard = if k == 1 {
+                        ""
+                    } else {
+                        " (one length scale per feature)"
+                    };
+                    let reason = format!("must have length {}{ard}, got {}", k + 2, t.len());
                     return Err(ffi::to_pyerr(py, Error::invalid("theta", reason)));
                 }
                 let kernel = StationaryKernel {
@@ -678,10 +699,10 @@ impl PyFeatureGp {
     }
 
     /// The same GP with the Cholesky factor `chol` (its lower triangle is
-    /// read; checked: square, positive finite diagonal).
+    /// read; checked by [`replacement_factor`]).
     fn with_factor(&self, py: Python<'_>, chol: PyReadonlyArray2<'_, f64>) -> PyResult<Self> {
         let l = chol.as_array();
-        let chol = ffi::call(py, || Cholesky::from_lower(l))?;
+        let chol = ffi::call(py, || replacement_factor(&self.inner.chol, l))?;
         let mut inner = self.inner.clone();
         inner.chol = chol;
         Ok(Self { inner })

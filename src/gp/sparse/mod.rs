@@ -42,5 +42,5 @@ pub use inducing::{select_inducing, InducingInit, INDUCING_NAMES};
 pub use kernel_blocks::kernel_matrix;
 pub use model::SparseGp;
 pub use objective::{default_chunk_rows, evaluate, SparseEval};
-pub use prior::InducingPrior;
+pub use prior::{InducingPrior, KERNEL_VARIANCE_RANGE};
 pub use stats::{Method, SparseStats};

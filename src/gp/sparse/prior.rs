@@ -40,7 +40,8 @@ impl InducingPrior {
     /// Builds `K_uu` and factors it.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for bad hyperparameters or no inducing
+    /// [`Error::InvalidParameter`] for bad hyperparameters (a kernel
+    /// variance outside [`KERNEL_VARIANCE_RANGE`] included) or no inducing
     /// input, [`Error::ShapeMismatch`] for a length-scale count that does
     /// not match `Z`'s width, [`Error::NonFinite`] for NaN in `Z`, and
     /// [`Error::InducingNotPositiveDefinite`] when the last jitter fails.
@@ -58,6 +59,7 @@ impl InducingPrior {
             ));
         }
         params.validate(d)?;
+        check_variance_scale(params.variance)?;
         check_positive("noise_variance", noise_variance)?;
         check_finite("inducing", z.iter())?;
         let w = params.scale(z);
@@ -107,6 +109,33 @@ impl InducingPrior {
     pub fn chol(&self) -> &Cholesky {
         &self.chol
     }
+}
+
+/// The kernel variances `σ²` a sparse GP computes with. Its statistics
+/// are sums of products of kernel values, `S = K_uf K_fu ∝ σ⁴`, which past
+/// `σ² ≈ 10^±150` leave float64's normal range (the bound then ignores the
+/// data, or cannot be formed); `10^±100` leaves room for the sums over rows
+/// and for kernel values below `σ²`. A hyperparameter fit stays far inside:
+/// it starts at the targets' variance (`10^±40` at most) and moves it by
+/// `e^±40` at most.
+pub const KERNEL_VARIANCE_RANGE: (f64, f64) = (1e-100, 1e100);
+
+/// Refuses a kernel variance outside [`KERNEL_VARIANCE_RANGE`].
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming `kernel_variance`.
+fn check_variance_scale(variance: f64) -> Result<()> {
+    let (lo, hi) = KERNEL_VARIANCE_RANGE;
+    if (lo..=hi).contains(&variance) {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        "kernel_variance",
+        format!(
+            "{variance:e} is outside {lo:e}..{hi:e}: the sparse GP's statistics scale as its \
+             square and leave the float64 range; rescale y (and the variances with it)"
+        ),
+    ))
 }
 
 /// The largest rounding of the bound per row (in nats) that the

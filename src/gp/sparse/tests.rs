@@ -850,3 +850,61 @@ fn fitc_is_accurate_where_k_uu_is_ill_conditioned() {
         }
     }
 }
+
+/// Kernel variances beyond `10^±100` are refused, naming the parameter:
+/// `S ∝ σ⁴` leaves float64's range near `10^±150`, where the bound ignored
+/// the data (a prior's prediction) or could not be formed. The edges of the
+/// range still give the scale-equivariant bound (`σ² = 1` with the targets
+/// and the noise variance scaled by `σ²`, less `(N/2) ln σ²`).
+#[test]
+fn kernel_variances_beyond_float64s_range_for_the_statistics_are_refused() {
+    let x = random(40, 2, 5);
+    let y = targets(&x);
+    let z = x.slice(s![..6, ..]).to_owned();
+    let unit = params(Kernel::Gaussian, &[0.8], 1.0);
+    let base = eval(
+        &unit,
+        0.05,
+        z.view(),
+        Method::Vfe,
+        x.view(),
+        y.view(),
+        false,
+    )
+    .bound
+    .value;
+    for v in [1e-100, 1e100] {
+        let p = params(Kernel::Gaussian, &[0.8], v);
+        let ys = y.mapv(|t| t * v.sqrt());
+        let f = eval(
+            &p,
+            0.05 * v,
+            z.view(),
+            Method::Vfe,
+            x.view(),
+            ys.view(),
+            false,
+        )
+        .bound
+        .value;
+        let want = base - 0.5 * 40.0 * v.ln();
+        assert!(
+            (f - want).abs() < 1e-9 * want.abs(),
+            "σ² = {v:e}: {f} vs {want}"
+        );
+    }
+    for v in [1e-101, 1e101, 1e-200, 1e200] {
+        let p = params(Kernel::Gaussian, &[0.8], v);
+        let err = InducingPrior::new(p, 0.05 * v, z.view(), Parallelism::Rayon).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::InvalidParameter {
+                    name: "kernel_variance",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+}
