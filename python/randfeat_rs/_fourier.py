@@ -53,7 +53,9 @@ default="mc"
         (``"antithetic"``, needs an even number of frequencies; with
         ``cos_sin`` it does not reduce the variance, see docs/math/fourier.rst,
         "Frequency samplers");
-        orthogonal blocks (``"orthogonal"``, ORF); ``H D H D H D`` blocks
+        orthogonal blocks (``"orthogonal"``, ORF; the kernels with a radially
+        symmetric spectral density, Gaussian and Matérn, not ``"laplacian"``,
+        whose frequencies have i.i.d. Cauchy coordinates); ``H D H D H D`` blocks
         applied with the fast Walsh-Hadamard transform (``"structured"``,
         SORF, Gaussian only, ``O(D log d)`` per row; slightly biased, and
         a warning is given for fewer than 16 padded features); exact

@@ -3,10 +3,12 @@
 //! `structured`, whose blocks are kept as sign vectors and applied through the
 //! FWHT (see [`super::features::Projection::Structured`]).
 //!
-//! Support by kernel: `mc`, `antithetic` and `orthogonal` work for every
-//! kernel (ORF rows get a Haar direction and the norm of a fresh spectral
-//! sample, so each row is marginally exact); `structured` and
-//! `moment_matching` are Gaussian-only (SORF's fixed row norm `√d'/l` and
+//! Support by kernel: `mc` and `antithetic` work for every kernel;
+//! `orthogonal` works for the kernels with a radially symmetric spectral
+//! density, Gaussian and Matérn (ORF rows get a Haar direction and the norm of
+//! a fresh spectral sample, which has the density's law only when the density
+//! depends on `‖w‖` alone; the Laplacian's product of Cauchy coordinates does
+//! not, so it is refused); `structured` and `moment_matching` are Gaussian-only (SORF's fixed row norm `√d'/l` and
 //! the whitening to `N(0, I/l²)` are Gaussian constructions; the Matérn t
 //! densities with 1 or 3 degrees of freedom have no finite covariance to
 //! match); `qmc` covers the kernels with an explicit inverse CDF per
@@ -93,6 +95,15 @@ impl Sampler {
                     self.name(),
                     kernel.name()
                 ),
+            ));
+        }
+        if self == Sampler::Orthogonal && kernel == Kernel::Laplacian {
+            return Err(Error::invalid(
+                "sampler",
+                "sampler \"orthogonal\" supports kernels \"gaussian\", \"matern12\", \
+                 \"matern32\" and \"matern52\" (radially symmetric spectral densities), got \
+                 \"laplacian\", whose spectral density is a product of Cauchy coordinates; \
+                 use sampler \"mc\", \"antithetic\" or \"qmc\"",
             ));
         }
         if self == Sampler::Qmc && !matches!(kernel, Kernel::Gaussian | Kernel::Laplacian) {
