@@ -221,6 +221,25 @@ def test_degree_is_bounded(sketch, dtype):
     """Degrees up to 32 give finite features for ||x'|| about 1; above, a clear error."""
     X = (np.random.default_rng(0).standard_normal((5, 4)) / 2).astype(dtype)
     top = _core.MAX_POLYNOMIAL_DEGREE
+@pytest.mark.parametrize("n_components", [2**32, 2**32 + 8, 2**40])
+def test_tensor_sketch_refuses_more_features_than_32_bit_hashes_address(n_components):
+    # 2**32 left the hash range empty (a panic) and 2**32 + 8 wrapped to 8.
+    X = np.ones((3, 4))
+    sk = PolynomialSketch(n_components, sketch="tensor_sketch")
+    with pytest.raises(InvalidInputError, match=r"n_components.*4294967295"):
+        sk.fit(X)
+    x = [1.0, 2.0]
+    with pytest.raises(InvalidInputError, match=r"n_components.*4294967295"):
+        sketch_variance(x, x, degree=2, n_components=n_components, sketch="tensor_sketch")
+
+
+def test_tensor_sketch_variance_at_the_widest_sketch():
+    # D = 2**32 - 1 (odd: e = 1): the closed form, no refusal.
+    x = [1.0, 2.0]
+    v = sketch_variance(x, x, degree=2, n_components=2**32 - 1, sketch="tensor_sketch")
+    assert 0 < v < 1e-6
+
+
     assert top == 32
     Z = PolynomialSketch(16, degree=top, sketch=sketch, random_state=0).fit_transform(X)
     assert Z.dtype == dtype and np.isfinite(Z).all()

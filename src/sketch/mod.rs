@@ -222,7 +222,8 @@ impl PolySketch {
                         "TensorSketch has no complex variant; use complex_weights=False",
                     ));
                 }
-                Params::Count(count::Count::draw(degree, dim, n_features, rng))
+                let width = tensor_sketch_width(n_features)?;
+                Params::Count(count::Count::draw(degree, dim, width, rng))
             }
         };
         Ok(Self {
@@ -462,6 +463,26 @@ pub const MAX_DEGREE: u32 = 32;
 
 /// Checks the degree `n` of the polynomial kernel: `1 ≤ n ≤` [`MAX_DEGREE`]
 /// (any unsigned integer, so that the message shows the value as given).
+/// The most features a TensorSketch can have: its hashes are `u32` values in
+/// `0..D`.
+pub const MAX_TENSOR_SKETCH_FEATURES: usize = u32::MAX as usize;
+
+/// The number of TensorSketch features `D` as the `u32` its hashes range
+/// over; an error naming `n_components` above
+/// [`MAX_TENSOR_SKETCH_FEATURES`].
+pub fn tensor_sketch_width(n_features: usize) -> Result<u32> {
+    u32::try_from(n_features).map_err(|_| {
+        Error::invalid(
+            "n_components",
+            format!(
+                "TensorSketch hashes every input coordinate to one of its features with a \
+                 32-bit hash, so it has at most {MAX_TENSOR_SKETCH_FEATURES} features, got \
+                 {n_features}"
+            ),
+        )
+    })
+}
+
 pub fn check_degree(degree: impl Into<u64>) -> Result<()> {
     let degree: u64 = degree.into();
     if degree == 0 || degree > u64::from(MAX_DEGREE) {
