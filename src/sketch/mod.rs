@@ -147,7 +147,9 @@ pub struct PolySketch {
 impl PolySketch {
     /// Draws all parameters from `rng`. `dim` is the input dimension d
     /// (TensorSRHT pads to d' internally). Errors: degree 0, n_features 0,
-    /// complex TensorSketch, dim 0.
+    /// complex TensorSketch, a TensorSketch wider than
+    /// [`MAX_TENSOR_SKETCH_FEATURES`], dim 0, parameters larger than the
+    /// memory available or than the system can allocate.
     pub fn draw(
         kind: SketchKind,
         complex: bool,
@@ -211,9 +213,9 @@ impl PolySketch {
         let params = match kind {
             SketchKind::Gaussian | SketchKind::Rademacher => Params::Dense(dense::Dense::draw(
                 kind, complex, degree, dim, n_features, rng,
-            )),
+            )?),
             SketchKind::TensorSrht => {
-                Params::Srht(srht::Srht::draw(complex, degree, dim, n_features, rng))
+                Params::Srht(srht::Srht::draw(complex, degree, dim, n_features, rng)?)
             }
             SketchKind::TensorSketch => {
                 if complex {
@@ -461,8 +463,6 @@ pub fn check_kernel_params(bias: f64, length_scale: f64) -> Result<()> {
 /// dense inputs: higher degrees overflow or cannot be estimated.
 pub const MAX_DEGREE: u32 = 32;
 
-/// Checks the degree `n` of the polynomial kernel: `1 ≤ n ≤` [`MAX_DEGREE`]
-/// (any unsigned integer, so that the message shows the value as given).
 /// The most features a TensorSketch can have: its hashes are `u32` values in
 /// `0..D`.
 pub const MAX_TENSOR_SKETCH_FEATURES: usize = u32::MAX as usize;
@@ -483,6 +483,8 @@ pub fn tensor_sketch_width(n_features: usize) -> Result<u32> {
     })
 }
 
+/// Checks the degree `n` of the polynomial kernel: `1 ≤ n ≤` [`MAX_DEGREE`]
+/// (any unsigned integer, so that the message shows the value as given).
 pub fn check_degree(degree: impl Into<u64>) -> Result<()> {
     let degree: u64 = degree.into();
     if degree == 0 || degree > u64::from(MAX_DEGREE) {
