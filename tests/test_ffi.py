@@ -50,7 +50,7 @@ def test_set_num_threads_roundtrip_and_results_identical(set_num_threads):
     np.testing.assert_array_equal(a, rf.fwht(long))
 
 
-@pytest.mark.parametrize("bad", [0, -1, 2.5, "2", True])
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "2", True, 65536, 2**63, 2**64])
 def test_set_num_threads_rejects(bad):
     with pytest.raises(rf.InvalidInputError):
         rf.set_num_threads(bad)
