@@ -409,3 +409,22 @@ def test_bad_data():
         NystroemFeatures(kernel="poly").fit(np.zeros((3, 2)))
     with pytest.raises(ValueError, match="length_scale"):
         rf.kernel_matrix(np.zeros((2, 2)), length_scale=-1)
+
+
+@pytest.mark.parametrize("kernel", [None, 3])
+def test_kernel_matrix_refuses_a_kernel_that_is_not_a_name(kernel):
+    with pytest.raises(rf.InvalidInputError, match="unknown kernel"):
+        rf.kernel_matrix(np.zeros((2, 2)), kernel=kernel)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "n_features"),
+    [({"sampler": "structured"}, 3), ({"sampler": "qmc", "n_components": 12}, 3)],
+)
+@pytest.mark.parametrize("method", ["fit", "fit_transform"])
+def test_sampler_warnings_point_at_the_callers_line(kwargs, n_features, method):
+    x = np.random.default_rng(0).standard_normal((5, n_features))
+    rff = RandomFourierFeatures(**{"n_components": 8, "random_state": 0, **kwargs})
+    with pytest.warns(UserWarning, match="sampler=") as record:
+        getattr(rff, method)(x)
+    assert record[0].filename == __file__
