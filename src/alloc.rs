@@ -105,6 +105,29 @@ pub fn try_zeroed_vec<T: bytemuck::Zeroable>(
     })
 }
 
+/// A `rows × cols` array of zeros, allocated fallibly ([`try_zeroed_vec`]):
+/// a size that overflows, does not fit, or that the system refuses is
+/// [`too_large`] naming `param` instead of an abort.
+pub fn try_zeros2<T: bytemuck::Zeroable>(
+    param: &'static str,
+    what: &str,
+    rows: usize,
+    cols: usize,
+) -> Result<ndarray::Array2<T>> {
+    let elem = std::mem::size_of::<T>();
+    let n = rows.checked_mul(cols).ok_or_else(|| {
+        too_large(
+            param,
+            what,
+            bytes_of(&[rows, cols], elem),
+            crate::system::available_memory_bytes(),
+        )
+    })?;
+    let v = try_zeroed_vec(param, what, n)?;
+    ndarray::Array2::from_shape_vec((rows, cols), v)
+        .map_err(|e| Error::Internal(format!("{what}: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,6 +221,16 @@ mod tests {
             crate::stats::FeatureStats::check_size(10_000_000, 1).unwrap_err(),
             "n_components",
         );
+    }
+
+    #[test]
+    fn try_zeros2_refuses_instead_of_aborting() {
+        let a = try_zeros2::<f64>("n", "x", 2, 3).unwrap();
+        assert_eq!(a, ndarray::Array2::<f64>::zeros((2, 3)));
+        let e = try_zeros2::<f64>("n_components", "x", usize::MAX, 2).unwrap_err();
+        assert!(e.to_string().contains("more than 2^64 bytes"), "{e}");
+        let e = try_zeros2::<f64>("n_grids", "x", 1 << 40, 1 << 10).unwrap_err();
+        assert!(e.to_string().contains("lower n_grids"), "{e}");
     }
 
     #[test]

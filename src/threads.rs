@@ -57,7 +57,7 @@ fn read_default_threads() -> usize {
         .unwrap_or(1);
     match std::env::var(NUM_THREADS_ENV) {
         Ok(v) => match v.trim().parse::<usize>() {
-            Ok(n) if n >= 1 => n,
+            Ok(n) if (1..=max_num_threads()).contains(&n) => n,
             _ => cores,
         },
         Err(_) => cores,
@@ -100,11 +100,30 @@ fn pool() -> Result<Arc<rayon::ThreadPool>> {
     Ok(pool)
 }
 
+/// The most threads a pool can have: rayon's limit
+/// ([`rayon::max_num_threads`], 65535 on 64-bit targets), which it would
+/// otherwise apply silently.
+pub fn max_num_threads() -> usize {
+    rayon::max_num_threads()
+}
+
+/// The error of a thread count outside `1..=`[`max_num_threads`], showing
+/// `n` as the caller gave it.
+pub(crate) fn invalid_thread_count(n: impl std::fmt::Display) -> Error {
+    Error::invalid(
+        "n",
+        format!(
+            "the number of threads must be between 1 and {}, got {n}",
+            max_num_threads()
+        ),
+    )
+}
+
 /// Sets the number of threads used by [`install`] (and so by every Python
-/// call). `n` must be at least 1.
+/// call). `n` must be between 1 and [`max_num_threads`].
 pub fn set_num_threads(n: usize) -> Result<()> {
-    if n == 0 {
-        return Err(Error::invalid("n", "the number of threads must be >= 1"));
+    if !(1..=max_num_threads()).contains(&n) {
+        return Err(invalid_thread_count(n));
     }
     *REQUESTED.lock().unwrap_or_else(|e| e.into_inner()) = Some(n);
     Ok(())
@@ -143,5 +162,8 @@ mod tests {
         let n = install(rayon::current_num_threads).unwrap();
         assert_eq!(n, 2);
         assert!(set_num_threads(0).is_err());
+        let e = set_num_threads(max_num_threads() + 1).unwrap_err();
+        assert!(e.to_string().contains("between 1 and"), "{e}");
+        assert_eq!(get_num_threads(), 2);
     }
 }

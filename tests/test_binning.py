@@ -355,3 +355,11 @@ def test_wrong_width_in_the_core():
     )
     with pytest.raises(InvalidInputError, match="number of features of X: expected 3, got 4"):
         fitted.transform(np.zeros((2, 4)))
+
+
+@pytest.mark.parametrize("method", ["fit", "fit_transform"])
+def test_hashing_warning_points_at_the_callers_line(method):
+    rb = RandomBinningFeatures(4, hashing=10, random_state=0)
+    with pytest.warns(UserWarning, match="hash collisions") as record:
+        getattr(rb, method)(np.ones((3, 2)))
+    assert record[0].filename == __file__

@@ -637,3 +637,43 @@ def test_inconsistent_numbers_of_samples_are_refused(supervised_case):
     X, y, _ = _data(supervised_case)
     with _raises(ValueError, "inconsistent numbers of samples"):
         supervised_case.make().fit(X, y[:-1])
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [
+        RandomFourierFeatures,
+        NystroemFeatures,
+        MaclaurinFeatures,
+        PolynomialSketch,
+        RandomBinningFeatures,
+    ],
+)
+def test_random_state_is_documented_as_validated(cls):
+    # The docstring lists what the parameter validation accepts: a numpy
+    # Generator is refused, so it is not offered.
+    assert "random_state : int, RandomState instance or None, default=None" in cls.__doc__
+    est = cls(8) if cls is not RandomBinningFeatures else cls(2)
+    est.set_params(random_state=np.random.default_rng(0))
+    with pytest.raises(ValueError, match="random_state"):
+        est.fit(np.ones((4, 3)))
+
+
+@pytest.mark.parametrize(
+    ("make", "param"),
+    [
+        (lambda v: RandomFourierFeatures(v), "n_components"),
+        (lambda v: NystroemFeatures(v), "n_components"),
+        (lambda v: MaclaurinFeatures(v), "n_components"),
+        (lambda v: MaclaurinFeatures(16, max_degree=v), "max_degree"),
+        (lambda v: PolynomialSketch(v), "n_components"),
+        (lambda v: RandomBinningFeatures(v), "n_grids"),
+        (lambda v: RandomBinningFeatures(4, hashing=v), "hashing"),
+    ],
+)
+@pytest.mark.parametrize("value", [2**64, True])
+def test_counts_beyond_the_core_or_given_as_bools_are_refused(make, param, value):
+    # 2**64 overflowed the conversion to the core (a bare OverflowError);
+    # True passed as 1.
+    with pytest.raises(ValueError, match=f"'{param}' parameter"):
+        make(value).fit(np.ones((4, 3)))

@@ -50,7 +50,7 @@ def test_set_num_threads_roundtrip_and_results_identical(set_num_threads):
     np.testing.assert_array_equal(a, rf.fwht(long))
 
 
-@pytest.mark.parametrize("bad", [0, -1, 2.5, "2", True])
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "2", True, 65536, 2**63, 2**64])
 def test_set_num_threads_rejects(bad):
     with pytest.raises(rf.InvalidInputError):
         rf.set_num_threads(bad)
@@ -130,3 +130,45 @@ def test_pickled_state_is_checked_before_it_is_read():
             _core.FeatureMap._from_state(bad)
     with pytest.raises(rf.InvalidInputError, match="holds a FeatureMap, not a BinningMap"):
         _core.BinningMap._from_state(state)
+
+
+# Fits whose random parameters are gigabytes: under a 4 GiB address-space
+# limit each must raise the library's error naming the parameter, not abort
+# ("memory allocation failed", exit code 134) or panic.
+_MEMORY_LIMIT_CHILD = """
+import resource
+resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+import numpy as np
+import randfeat_rs as rf
+X = np.random.default_rng(0).standard_normal((6, 5))
+fits = [
+    lambda: rf.RandomFourierFeatures(2**28, variant="cos_bias").fit(X),
+    lambda: rf.PolynomialSketch(2**28, sketch="rademacher").fit(X),
+    lambda: rf.PolynomialSketch(2**30).fit(X),
+    lambda: rf.RandomBinningFeatures(2**28).fit(X),
+    lambda: rf.RandomFourierFeatures(2**24).fit(X).transform(np.zeros((64, 5))),
+    lambda: rf.kernel_matrix(np.zeros((2**17, 1))),
+]
+for fit in fits:
+    try:
+        fit()
+        print("no error")
+    except rf.InvalidInputError as e:
+        print("InvalidInputError", str(e).split(":")[0])
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS is enforced on Linux")
+def test_fits_beyond_an_address_space_limit_raise():
+    env = dict(os.environ, RANDFEAT_NUM_THREADS="2", OPENBLAS_NUM_THREADS="1")
+    out = subprocess.run(
+        [sys.executable, "-c", _MEMORY_LIMIT_CHILD],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    names = ["n_components"] * 3 + ["n_grids", "n_components", "X"]
+    assert lines == [f"InvalidInputError invalid value for `{n}`" for n in names], out.stdout

@@ -356,11 +356,45 @@ def test_sklearn_compatible(estimator, check):
         ({"sampler": "structured", "kernel": "laplacian"}, "gaussian"),
         ({"sampler": "moment_matching", "kernel": "matern32"}, "gaussian"),
         ({"sampler": "qmc", "kernel": "matern12"}, "qmc"),
+        ({"sampler": "orthogonal", "kernel": "laplacian"}, "orthogonal.*matern52"),
     ],
 )
 def test_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
         RandomFourierFeatures(**kwargs).fit(np.zeros((3, 2)))
+
+
+def test_orthogonal_sampler_refuses_the_laplacian():
+    """ORF needs a radially symmetric spectral density (docs/math/fourier.rst)."""
+    rff = RandomFourierFeatures(64, sampler="orthogonal", kernel="laplacian")
+    with pytest.raises(rf.InvalidInputError, match='supports kernels "gaussian"'):
+        rff.fit(np.zeros((3, 2)))
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "matern12", "matern32", "matern52"])
+def test_orthogonal_sampler_takes_the_radial_kernels(kernel):
+    rff = RandomFourierFeatures(64, sampler="orthogonal", kernel=kernel, random_state=0)
+    assert rff.fit(np.zeros((3, 2))).frequencies_.shape == (32, 2)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_kernel_matrix_refuses_non_finite_values(bad):
+    x = np.zeros((3, 2))
+    x[1, 0] = bad
+    with pytest.raises(rf.InvalidInputError, match="`X` contains NaN or infinite"):
+        rf.kernel_matrix(x)
+    with pytest.raises(rf.InvalidInputError, match="`Y` contains NaN or infinite"):
+        rf.kernel_matrix(np.zeros((2, 2)), x, kernel="laplacian")
+
+
+def test_kernel_matrix_refuses_an_output_beyond_memory():
+    # 2**22 rows: a 2**22 x 2**22 float64 output, 128 TiB, refused before
+    # anything is allocated (it aborted the process).
+    x = np.zeros((1 << 22, 1))
+    with pytest.raises(
+        rf.InvalidInputError, match=r"`X`.*4194304 rows x 4194304 columns.*140737488355328 bytes"
+    ):
+        rf.kernel_matrix(x)
 
 
 def test_bad_data():
@@ -375,3 +409,22 @@ def test_bad_data():
         NystroemFeatures(kernel="poly").fit(np.zeros((3, 2)))
     with pytest.raises(ValueError, match="length_scale"):
         rf.kernel_matrix(np.zeros((2, 2)), length_scale=-1)
+
+
+@pytest.mark.parametrize("kernel", [None, 3])
+def test_kernel_matrix_refuses_a_kernel_that_is_not_a_name(kernel):
+    with pytest.raises(rf.InvalidInputError, match="unknown kernel"):
+        rf.kernel_matrix(np.zeros((2, 2)), kernel=kernel)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "n_features"),
+    [({"sampler": "structured"}, 3), ({"sampler": "qmc", "n_components": 12}, 3)],
+)
+@pytest.mark.parametrize("method", ["fit", "fit_transform"])
+def test_sampler_warnings_point_at_the_callers_line(kwargs, n_features, method):
+    x = np.random.default_rng(0).standard_normal((5, n_features))
+    rff = RandomFourierFeatures(**{"n_components": 8, "random_state": 0, **kwargs})
+    with pytest.warns(UserWarning, match="sampler=") as record:
+        getattr(rff, method)(x)
+    assert record[0].filename == __file__

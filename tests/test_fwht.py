@@ -159,6 +159,31 @@ def test_bad_out():
         rf.fwht(big[:2], out=big[1:])
 
 
+@pytest.mark.parametrize(
+    ("src", "dst"),
+    [
+        (np.s_[:, :4], np.s_[:, 4:]),  # column halves: interleaved address ranges
+        (np.s_[:, 4:], np.s_[:, :4]),
+        (np.s_[:2], np.s_[2:]),  # row halves
+        (np.s_[:, ::2], np.s_[:, 1::2]),  # even and odd columns
+    ],
+)
+def test_out_disjoint_from_x_in_one_buffer(src, dst):
+    buf = np.random.default_rng(5).standard_normal((4, 8))
+    x = buf[src].copy()
+    other = buf[src].copy()  # what the source holds before and after
+    res = rf.fwht(buf[src], out=buf[dst])
+    assert res.base is buf or res.base is buf.base
+    np.testing.assert_allclose(buf[dst], x @ scipy.linalg.hadamard(x.shape[1]), atol=1e-12)
+    np.testing.assert_array_equal(buf[src], other)
+
+
+def test_out_disjoint_1d_halves():
+    a = np.arange(8.0)
+    rf.fwht(a[:4], out=a[4:])
+    np.testing.assert_array_equal(a, [0, 1, 2, 3, 6, -2, -4, 0])
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     arr=hnp.arrays(

@@ -16,7 +16,7 @@ from sklearn.kernel_approximation import RBFSampler
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from randfeat_rs import InvalidInputError, MaclaurinFeatures
+from randfeat_rs import InvalidDtypeError, InvalidInputError, MaclaurinFeatures
 
 
 def _data(n=60, d=5, seed=0):
@@ -201,3 +201,22 @@ def test_maclaurin_vs_rff_across_length_scales(yacht):
     print("\nyacht, D = 256: length_scale | optimized Maclaurin | RBFSampler")
     for ell, mac, rff in rows:
         print(f"  {ell:7.3f} | {mac:.4f} | {rff:.4f}")
+
+
+@pytest.mark.parametrize(
+    ("center", "error", "match"),
+    [
+        (np.zeros((1, 3)), InvalidInputError, "`center` must be 1-D"),
+        (np.zeros(2), InvalidInputError, "length of center"),
+        (np.array([np.nan, 0.0, 0.0]), InvalidInputError, "`center` contains NaN"),
+        (np.zeros(3) + 1j, InvalidDtypeError, "`center` must hold real numbers"),
+    ],
+)
+def test_transform_centered_refuses_a_bad_center(center, error, match):
+    x = np.random.default_rng(0).standard_normal((6, 3))
+    mf = MaclaurinFeatures(16, random_state=0).fit(x)
+    with pytest.raises(error, match=match):
+        mf.transform_centered(x, center)
+    np.testing.assert_array_equal(
+        mf.transform_centered(x, [0, 0, 0]), mf.transform_centered(x, np.zeros(3))
+    )

@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from randfeat_rs import InvalidInputError, PolynomialSketch, _core, sketch_variance
+from randfeat_rs import (
+    InvalidDtypeError,
+    InvalidInputError,
+    PolynomialSketch,
+    _core,
+    sketch_variance,
+)
 
 VARIANTS = [
     ("gaussian", False),
@@ -215,6 +221,25 @@ def test_errors_name_the_argument():
         sketch_variance([np.nan, 1.0], x, degree=2, n_components=4, sketch="rademacher")
 
 
+@pytest.mark.parametrize("n_components", [2**32, 2**32 + 8, 2**40])
+def test_tensor_sketch_refuses_more_features_than_32_bit_hashes_address(n_components):
+    # 2**32 left the hash range empty (a panic) and 2**32 + 8 wrapped to 8.
+    X = np.ones((3, 4))
+    sk = PolynomialSketch(n_components, sketch="tensor_sketch")
+    with pytest.raises(InvalidInputError, match=r"n_components.*4294967295"):
+        sk.fit(X)
+    x = [1.0, 2.0]
+    with pytest.raises(InvalidInputError, match=r"n_components.*4294967295"):
+        sketch_variance(x, x, degree=2, n_components=n_components, sketch="tensor_sketch")
+
+
+def test_tensor_sketch_variance_at_the_widest_sketch():
+    # D = 2**32 - 1 (odd: e = 1): the closed form, no refusal.
+    x = [1.0, 2.0]
+    v = sketch_variance(x, x, degree=2, n_components=2**32 - 1, sketch="tensor_sketch")
+    assert 0 < v < 1e-6
+
+
 @pytest.mark.parametrize("sketch", ["tensor_srht", "rademacher", "gaussian", "tensor_sketch"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_degree_is_bounded(sketch, dtype):
@@ -244,3 +269,21 @@ def test_degree_is_bounded(sketch, dtype):
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"degree": True}, InvalidDtypeError, "`degree` must be an integer"),
+        ({"n_components": True}, InvalidDtypeError, "`n_components` must be an integer"),
+        ({"degree": 2.0}, InvalidDtypeError, "`degree` must be an integer"),
+        ({"complex_weights": "no"}, InvalidDtypeError, "`complex_weights` must be a bool"),
+        ({"n_components": 2**70}, InvalidInputError, "`n_components`.*too large"),
+        ({"degree": 2**70}, InvalidInputError, "`degree`.*too large"),
+    ],
+)
+def test_sketch_variance_refuses_non_integers_and_huge_counts(kwargs, error, match):
+    x = [1.0, 2.0]
+    params = {"degree": 2, "n_components": 4, "sketch": "gaussian", **kwargs}
+    with pytest.raises(error, match=match):
+        sketch_variance(x, x, **params)

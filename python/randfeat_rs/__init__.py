@@ -70,7 +70,7 @@ gpu_info = gpu.info
 
 
 def set_num_threads(n: int) -> None:
-    """Set the number of threads randfeat_rs uses (``n >= 1``).
+    """Set the number of threads randfeat_rs uses (``1 <= n <= 65535``).
 
     The default is the ``RANDFEAT_NUM_THREADS`` environment variable, or all
     cores. Takes effect at the next call.
@@ -78,7 +78,8 @@ def set_num_threads(n: int) -> None:
     Raises
     ------
     InvalidInputError
-        If ``n < 1`` or not an integer.
+        If ``n`` is not an integer, or is below 1 or above the thread pool's
+        limit (65535 threads on 64-bit platforms).
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise InvalidInputError(f"`n` must be an integer >= 1, got {n!r}")

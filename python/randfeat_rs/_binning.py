@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any, ClassVar
 
 import numpy as np
@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
 from ._base import RandomFeaturesBase
+from ._validation import MAX_COUNT, Count, user_stacklevel
 
 __all__ = ["RandomBinningFeatures"]
 
@@ -98,10 +99,10 @@ class RandomBinningFeatures(RandomFeaturesBase):
     """
 
     _parameter_constraints: ClassVar[dict] = {
-        "n_grids": [Interval(Integral, 1, None, closed="left")],
+        "n_grids": [Count(1, MAX_COUNT)],
         "kernel": [StrOptions({"laplacian"})],
         "length_scale": [Interval(Real, 0, None, closed="neither")],
-        "hashing": [None, Interval(Integral, 1, None, closed="left")],
+        "hashing": [None, Count(1, MAX_COUNT)],
         "random_state": ["random_state"],
     }
 
@@ -175,7 +176,7 @@ class RandomBinningFeatures(RandomFeaturesBase):
                 "collisions bias the kernel estimate by about n_grids / hashing "
                 f"= {self.n_grids / self.hashing:.3g}",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
         return None if csr is None else _to_csr(csr, X.shape[0])
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any, Optional
 
 import numpy as np
@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
 from ._base import DenseFeaturesBase, map_param
-from ._validation import real_array, real_scalar
+from ._validation import MAX_COUNT, Count, real_array, real_scalar, user_stacklevel
 from .exceptions import InvalidInputError
 
 KERNELS = ("gaussian", "laplacian", "matern12", "matern32", "matern52")
@@ -53,7 +53,9 @@ default="mc"
         (``"antithetic"``, needs an even number of frequencies; with
         ``cos_sin`` it does not reduce the variance, see docs/math/fourier.rst,
         "Frequency samplers");
-        orthogonal blocks (``"orthogonal"``, ORF); ``H D H D H D`` blocks
+        orthogonal blocks (``"orthogonal"``, ORF; the kernels with a radially
+        symmetric spectral density, Gaussian and Matérn, not ``"laplacian"``,
+        whose frequencies have i.i.d. Cauchy coordinates); ``H D H D H D`` blocks
         applied with the fast Walsh-Hadamard transform (``"structured"``,
         SORF, Gaussian only, ``O(D log d)`` per row; slightly biased, and
         a warning is given for fewer than 16 padded features); exact
@@ -119,7 +121,7 @@ default="mc"
     """
 
     _parameter_constraints: dict = {  # noqa: RUF012
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_components": [Count(1, MAX_COUNT)],
         "kernel": [StrOptions(set(KERNELS))],
         "length_scale": [Interval(Real, 0, None, closed="neither")],
         "kernel_variance": [Interval(Real, 0, None, closed="neither")],
@@ -190,14 +192,14 @@ default="mc"
                 "sampler='structured' is noticeably biased for fewer than 16 (padded) "
                 f"features; n_features={d}",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         if self.sampler == "qmc" and m > 0 and m & (m - 1):
             warnings.warn(
                 f"sampler='qmc' keeps its balance properties for a power-of-two number of "
                 f"frequencies; got {m}",
                 UserWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         return self
 
@@ -258,7 +260,7 @@ class NystroemFeatures(DenseFeaturesBase):
     """
 
     _parameter_constraints: dict = {  # noqa: RUF012
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_components": [Count(1, MAX_COUNT)],
         "kernel": [StrOptions(set(KERNELS))],
         "length_scale": [Interval(Real, 0, None, closed="neither")],
         "random_state": ["random_state"],
@@ -346,6 +348,8 @@ def kernel_matrix(
     ls = real_scalar(length_scale, "length_scale")
     if not (np.isfinite(ls) and ls > 0):
         raise InvalidInputError(f"`length_scale` must be a finite number > 0, got {length_scale}")
+    if not isinstance(kernel, str):
+        raise InvalidInputError(f"unknown kernel {kernel!r}; expected one of {list(KERNELS)}")
     x = real_array(X, "X", (2,))
     y = x if Y is None else real_array(Y, "Y", (2,))
     return _core.kernel_matrix(x, y, kernel, ls)

@@ -40,7 +40,10 @@ def fwht(
         Return ``H x / sqrt(n)``, the orthonormal transform (its own inverse).
     out : ndarray, optional
         Where to write the result: same shape and dtype as ``x``, writeable.
-        ``out=x`` transforms in place.
+        ``out=x`` transforms in place; an ``out`` that overlaps ``x``
+        otherwise is refused, and one that shares ``x``'s buffer without
+        overlapping it (e.g. the other half of its columns) is written from
+        a copy of ``x``.
     device : {"cpu", "gpu", "auto"}, default="cpu"
         Where to compute (see :mod:`randfeat_rs.gpu`). The GPU computes in
         float32 (float64 input is rounded to float32 on the way); "auto" uses
@@ -106,8 +109,13 @@ def fwht(
             _core.fwht_inplace(out_rows, normalized=bool(normalized))
     elif np.shares_memory(out, arr):
         raise InvalidInputError("`out` overlaps `x` without being `x` itself")
-    elif on_gpu:
-        _core.gpu_fwht(rows, out_rows, normalized=bool(normalized))
     else:
-        _core.fwht_into(rows, out_rows, normalized=bool(normalized))
+        if np.may_share_memory(out, arr):
+            # Disjoint parts of one buffer (e.g. two column halves): NumPy's
+            # borrow tracking cannot tell them apart, so read a copy of x.
+            rows = rows.copy()
+        if on_gpu:
+            _core.gpu_fwht(rows, out_rows, normalized=bool(normalized))
+        else:
+            _core.fwht_into(rows, out_rows, normalized=bool(normalized))
     return out

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any, ClassVar, Optional
 
 import numpy as np
@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from . import _core
 from ._base import DenseFeaturesBase, map_param
 from ._progress import progress_printer
+from ._validation import MAX_COUNT, MAX_DEGREE_COUNT, Count, real_array, user_stacklevel
 
 __all__ = ["MaclaurinFeatures"]
 
@@ -68,7 +69,7 @@ class MaclaurinFeatures(DenseFeaturesBase):
         Rows of the subsample of the pair statistics (``>= 2``).
     h01 : bool, default=False
         Use the exact linear map (``d`` columns) instead of a degree-1 sketch.
-    random_state : int, RandomState, Generator or None, default=None
+    random_state : int, RandomState instance or None, default=None
         Seed of the subsample and of every random sketch.
     verbose : bool, default=False
         Print progress to ``sys.stderr``: the pair statistics and the search
@@ -122,18 +123,18 @@ class MaclaurinFeatures(DenseFeaturesBase):
     """
 
     _parameter_constraints: ClassVar[dict] = {
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_components": [Count(1, MAX_COUNT)],
         "kernel": [StrOptions({"gaussian", "exponential", "polynomial"})],
         "length_scale": [Interval(Real, 0, None, closed="neither")],
         "kernel_variance": [Interval(Real, 0, None, closed="neither")],
         "bias": [Interval(Real, 0, None, closed="left")],
-        "degree": [Interval(Integral, 1, None, closed="left"), None],
+        "degree": [Count(1, MAX_DEGREE_COUNT), None],
         "sketch": [StrOptions({"tensor_srht", "rademacher", "gaussian", "tensor_sketch"})],
         "complex_weights": ["boolean"],
         "allocation": [StrOptions({"optimized", "random"}), "array-like"],
-        "max_degree": [Interval(Integral, 1, None, closed="left")],
-        "min_degree": [Interval(Integral, 1, None, closed="left")],
-        "n_subsample": [Interval(Integral, 2, None, closed="left")],
+        "max_degree": [Count(1, MAX_DEGREE_COUNT)],
+        "min_degree": [Count(1, MAX_DEGREE_COUNT)],
+        "n_subsample": [Count(2, MAX_COUNT)],
         "h01": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -223,7 +224,7 @@ class MaclaurinFeatures(DenseFeaturesBase):
             )
         message = fmap.param("dropped_pairs_warning")
         if message is not None:
-            warnings.warn(message, RuntimeWarning, stacklevel=2)
+            warnings.warn(message, RuntimeWarning, stacklevel=user_stacklevel())
         self._set_map(fmap)
         return self
 
@@ -258,8 +259,17 @@ class MaclaurinFeatures(DenseFeaturesBase):
         Returns
         -------
         ndarray of shape (n_samples, n_components), dtype of ``X``
+
+        Raises
+        ------
+        InvalidDtypeError
+            If ``center`` holds no real numbers (a :class:`TypeError`).
+        InvalidInputError
+            If ``center`` is not 1-D, its length is not ``n_features_in_`` or
+            it is not finite, or the kernel is not Gaussian (a
+            :class:`ValueError`).
         """
         X = self._check_transform_input(X)
-        c = np.ascontiguousarray(center, dtype=np.float64)
+        c = real_array(center, "center", (1,))
         with progress_printer(type(self).__name__, bool(self.verbose), delay=0.5) as progress:
             return self._map.transform(X, self.device_, c, progress=progress)

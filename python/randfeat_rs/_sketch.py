@@ -5,12 +5,14 @@ from __future__ import annotations
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
+import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
 from ._base import DenseFeaturesBase, map_param
-from ._validation import real_array
+from ._validation import MAX_COUNT, Count, real_array
+from .exceptions import InvalidDtypeError, InvalidInputError
 
 SKETCHES = ("gaussian", "rademacher", "tensor_srht", "tensor_sketch")
 
@@ -90,7 +92,7 @@ class PolynomialSketch(DenseFeaturesBase):
     """
 
     _parameter_constraints: ClassVar[dict] = {
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_components": [Count(1, MAX_COUNT)],
         "degree": [Interval(Integral, 1, _core.MAX_POLYNOMIAL_DEGREE, closed="both")],
         "bias": [Interval(Real, 0, None, closed="left")],
         "length_scale": [Interval(Real, 0, None, closed="neither")],
@@ -206,7 +208,9 @@ def sketch_variance(
     ------
     InvalidDtypeError
         If ``x`` or ``y`` is a scipy.sparse matrix or holds no real numbers
-        (complex, bool, object, strings; a :class:`TypeError` naming it).
+        (complex, bool, object, strings; a :class:`TypeError` naming it),
+        ``degree`` or ``n_components`` is not an integer (a bool included), or
+        ``complex_weights`` is not a bool.
     InvalidInputError
         If ``x`` or ``y`` is not 1-D or a parameter is out of range, such as
         a degree above 32, or the variance itself (it grows as
@@ -220,13 +224,23 @@ def sketch_variance(
     ...                       sketch="rademacher"), 6)
     2.5
     """
+    for name, v in (("degree", degree), ("n_components", n_components)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise InvalidDtypeError(f"`{name}` must be an integer, got {type(v).__name__} {v!r}")
+        if v > MAX_COUNT:
+            raise InvalidInputError(f"invalid value for `{name}`: {v} is too large")
+    if not isinstance(complex_weights, (bool, np.bool_)):
+        raise InvalidDtypeError(
+            f"`complex_weights` must be a bool, got {type(complex_weights).__name__} "
+            f"{complex_weights!r}"
+        )
     xa = real_array(x, "x", (1,))
     ya = real_array(y, "y", (1,))
     return _core.sketch_variance(
         xa,
         ya,
-        degree=degree,
-        n_components=n_components,
+        degree=int(degree),
+        n_components=int(n_components),
         sketch=sketch,
         complex_weights=bool(complex_weights),
         bias=float(bias),

@@ -23,6 +23,7 @@ from ._base import DeviceMixin, RandomStateMixin
 from ._fourier import KERNELS
 from ._gp import GaussianPredictionMixin, KernelHyperparametersMixin
 from ._progress import progress_printer
+from ._validation import user_stacklevel
 
 __all__ = ["SparseGPR"]
 
@@ -326,7 +327,7 @@ default="greedy_variance"
                 "enough for these inducing inputs (K_uu too ill-conditioned); the model's "
                 "statistics were computed on the CPU in float64 instead",
                 RuntimeWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         return self
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from numbers import Real
+import os
+import sys
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 import scipy.sparse
+import sklearn
+from sklearn.utils._param_validation import Interval
 
 from .exceptions import InvalidDtypeError, InvalidInputError
 
@@ -114,3 +118,52 @@ def seed_from_random_state(random_state: Any) -> int:
         "`random_state` must be None, an int, a numpy RandomState or Generator, "
         f"got {type(random_state).__name__}"
     )
+
+
+#: The package directories whose frames a warning skips to reach the user's
+#: call: this package's and scikit-learn's (``fit`` is wrapped by
+#: ``_fit_context`` and ``fit_transform`` may come from ``TransformerMixin``).
+_INTERNAL_DIRS = tuple(
+    os.path.dirname(f) + os.sep for f in (__file__, sklearn.__file__) if f is not None
+)
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` of a ``warnings.warn`` in the caller that names the user's line.
+
+    Counts the frames from the caller of this function outwards to the first
+    one outside randfeat_rs and scikit-learn, so the warning points at the
+    user's ``fit`` (or ``fit_transform``) call however many of their wrappers
+    lie between.
+    """
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_INTERNAL_DIRS):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+#: The largest count the compiled core takes (a platform ``intp``, also the
+#: largest column index of a scipy.sparse matrix): larger integers are
+#: refused by the parameter validation, naming the parameter, instead of
+#: overflowing in the conversion.
+MAX_COUNT = int(np.iinfo(np.intp).max)
+
+#: The largest degree the compiled core takes (an unsigned 32-bit integer).
+MAX_DEGREE_COUNT = 2**32 - 1
+
+
+class Count(Interval):
+    """An integer interval constraint that refuses bools.
+
+    scikit-learn's ``Interval(Integral, ...)`` accepts ``True`` as 1; a count
+    given as a bool is a mistake, refused like any other non-integer.
+    """
+
+    def __init__(self, left: int, right: int) -> None:
+        super().__init__(Integral, left, right, closed="both")
+
+    def is_satisfied_by(self, val: Any) -> bool:
+        """Whether ``val`` is an integer (not a bool) in the interval."""
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)

@@ -161,6 +161,17 @@ impl TryFrom<GridParts> for BinningGrids {
     }
 }
 
+/// A `rows × cols` array of zeros for grid parameters, allocated fallibly
+/// (an error naming `n_grids` instead of an abort).
+fn grid_array(rows: usize, cols: usize) -> Result<Array2<f64>> {
+    crate::alloc::try_zeros2(
+        "n_grids",
+        &format!("the grids' pitches or shifts ({rows} x {cols} float64)"),
+        rows,
+        cols,
+    )
+}
+
 impl BinningGrids {
     /// Draws `n_grids` grids over `n_features` dimensions from the stream of
     /// `seed`: pitches from `kernel` (substream 0, grid by grid, dimension by
@@ -175,19 +186,26 @@ impl BinningGrids {
         if n_grids < 1 {
             return Err(Error::invalid("n_grids", "must be >= 1, got 0"));
         }
+        // The pitches and shifts, and their transposed copies.
         crate::alloc::check_alloc(
             "n_grids",
             &format!(
-                "the {n_grids} grids' pitches and shifts (2 x {n_grids} x {n_features} float64)"
+                "the {n_grids} grids' pitches and shifts (4 x {n_grids} x {n_features} float64)"
             ),
-            &[2, n_grids, n_features],
+            &[4, n_grids, n_features],
             8,
         )?;
         let mut rng = substream(seed, 0);
-        let pitches =
-            Array2::from_shape_simple_fn((n_grids, n_features), || kernel.sample_pitch(&mut rng));
+        let mut pitches = grid_array(n_grids, n_features)?;
+        pitches
+            .iter_mut()
+            .for_each(|d| *d = kernel.sample_pitch(&mut rng));
         let mut rng = substream(seed, 1);
-        let shifts = pitches.mapv(|d| d * rng.random::<f64>());
+        let mut shifts = grid_array(n_grids, n_features)?;
+        shifts
+            .iter_mut()
+            .zip(&pitches)
+            .for_each(|(u, &d)| *u = d * rng.random::<f64>());
         let hash_seed = substream(seed, 2).random::<u64>();
         Self::from_parts(pitches, shifts, hash_seed)
     }
@@ -219,8 +237,13 @@ impl BinningGrids {
         {
             return Err(Error::invalid("shifts", "must lie in [0, pitch)"));
         }
-        let pitches_t = pitches.t().iter().copied().collect();
-        let shifts_t = shifts.t().iter().copied().collect();
+        let transposed = |a: &Array2<f64>| -> Result<Vec<f64>> {
+            let mut t = grid_array(a.ncols(), a.nrows())?;
+            t.assign(&a.t());
+            Ok(t.into_raw_vec_and_offset().0)
+        };
+        let pitches_t = transposed(&pitches)?;
+        let shifts_t = transposed(&shifts)?;
         Ok(Self {
             pitches,
             shifts,

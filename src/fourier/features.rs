@@ -273,13 +273,25 @@ impl FourierFeatures {
     /// `seed` (sub-stream 0: frequencies, 1: phases, 2: SORF signs).
     pub fn fit(config: &FourierConfig, n_features: usize, seed: u64) -> Result<Self> {
         config.validate(n_features)?;
+        // Moment matching holds the draws, their centered copy, the whitened
+        // transpose and the result at once.
+        let copies = if config.sampler == Sampler::MomentMatching {
+            4
+        } else {
+            1
+        };
         crate::alloc::check_alloc(
             "n_components",
             &format!(
-                "the random Fourier features' frequencies ({n_features} x {} float64)",
-                config.n_components
+                "the random Fourier features' frequencies ({n_features} x {} float64{})",
+                config.n_components,
+                if copies > 1 {
+                    format!(", {copies} copies")
+                } else {
+                    String::new()
+                }
             ),
-            &[n_features.max(1), config.n_components],
+            &[copies, n_features.max(1), config.n_components],
             8,
         )?;
         let (d, l, kernel) = (n_features, config.length_scale, config.kernel);
@@ -289,12 +301,12 @@ impl FourierFeatures {
         let mut rng = substream(seed, 0);
         let mut qmc_phases = None;
         let projection = match config.sampler {
-            Sampler::Mc => Projection::Dense(samplers::mc(kernel, m, d, l, &mut rng)),
+            Sampler::Mc => Projection::Dense(samplers::mc(kernel, m, d, l, &mut rng)?),
             Sampler::Antithetic => {
-                Projection::Dense(samplers::antithetic(kernel, m, d, l, &mut rng))
+                Projection::Dense(samplers::antithetic(kernel, m, d, l, &mut rng)?)
             }
             Sampler::Orthogonal => {
-                Projection::Dense(samplers::orthogonal(kernel, m, d, l, &mut rng))
+                Projection::Dense(samplers::orthogonal(kernel, m, d, l, &mut rng)?)
             }
             Sampler::MomentMatching => {
                 Projection::Dense(samplers::moment_matching(m, d, l, &mut rng)?)
@@ -322,8 +334,13 @@ impl FourierFeatures {
             Some(b)
         } else {
             let mut prng = substream(seed, 1);
-            let mut b = Array1::from_shape_fn(m, |_| {
-                2.0 * std::f64::consts::PI * rand::Rng::random::<f64>(&mut prng)
+            let mut b = Array1::from(crate::alloc::try_zeroed_vec::<f64>(
+                "n_components",
+                &format!("the random Fourier features' phases ({m} float64)"),
+                m,
+            )?);
+            b.iter_mut().for_each(|v| {
+                *v = 2.0 * std::f64::consts::PI * rand::Rng::random::<f64>(&mut prng);
             });
             if config.sampler == Sampler::Antithetic {
                 // The pair (w, -w) shares its phase (docs/math/fourier.rst,

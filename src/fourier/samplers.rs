@@ -3,10 +3,12 @@
 //! `structured`, whose blocks are kept as sign vectors and applied through the
 //! FWHT (see [`super::features::Projection::Structured`]).
 //!
-//! Support by kernel: `mc`, `antithetic` and `orthogonal` work for every
-//! kernel (ORF rows get a Haar direction and the norm of a fresh spectral
-//! sample, so each row is marginally exact); `structured` and
-//! `moment_matching` are Gaussian-only (SORF's fixed row norm `√d'/l` and
+//! Support by kernel: `mc` and `antithetic` work for every kernel;
+//! `orthogonal` works for the kernels with a radially symmetric spectral
+//! density, Gaussian and Matérn (ORF rows get a Haar direction and the norm of
+//! a fresh spectral sample, which has the density's law only when the density
+//! depends on `‖w‖` alone; the Laplacian's product of Cauchy coordinates does
+//! not, so it is refused); `structured` and `moment_matching` are Gaussian-only (SORF's fixed row norm `√d'/l` and
 //! the whitening to `N(0, I/l²)` are Gaussian constructions; the Matérn t
 //! densities with 1 or 3 degrees of freedom have no finite covariance to
 //! match); `qmc` covers the kernels with an explicit inverse CDF per
@@ -95,6 +97,15 @@ impl Sampler {
                 ),
             ));
         }
+        if self == Sampler::Orthogonal && kernel == Kernel::Laplacian {
+            return Err(Error::invalid(
+                "sampler",
+                "sampler \"orthogonal\" supports kernels \"gaussian\", \"matern12\", \
+                 \"matern32\" and \"matern52\" (radially symmetric spectral densities), got \
+                 \"laplacian\", whose spectral density is a product of Cauchy coordinates; \
+                 use sampler \"mc\", \"antithetic\" or \"qmc\"",
+            ));
+        }
         if self == Sampler::Qmc && !matches!(kernel, Kernel::Gaussian | Kernel::Laplacian) {
             return Err(Error::invalid(
                 "sampler",
@@ -129,46 +140,70 @@ impl Sampler {
     }
 }
 
-/// `m × d` i.i.d. spectral samples.
-pub fn mc<R: Rng + ?Sized>(kernel: Kernel, m: usize, d: usize, l: f64, rng: &mut R) -> Array2<f64> {
-    let mut w = Array2::zeros((m, d));
+/// The frequency matrix `W` (`m × d` zeros), allocated fallibly: a size the
+/// system refuses is an error naming `n_components` instead of an abort.
+fn zeros(m: usize, d: usize) -> Result<Array2<f64>> {
+    crate::alloc::try_zeros2(
+        "n_components",
+        &format!("the random Fourier features' frequencies ({m} x {d} float64)"),
+        m,
+        d,
+    )
+}
+
+/// `m × d` i.i.d. spectral samples. Errors: a matrix the system cannot
+/// allocate.
+pub fn mc<R: Rng + ?Sized>(
+    kernel: Kernel,
+    m: usize,
+    d: usize,
+    l: f64,
+    rng: &mut R,
+) -> Result<Array2<f64>> {
+    let mut w = zeros(m, d)?;
     for mut row in w.axis_iter_mut(Axis(0)) {
         if let Some(r) = row.as_slice_mut() {
             kernel.sample_frequency(rng, l, r);
         }
     }
-    w
+    Ok(w)
 }
 
 /// Antithetic pairs: rows `0..m/2` i.i.d., rows `m/2 + j = −row j` (`m` even).
+/// Errors: a matrix the system cannot allocate.
 pub fn antithetic<R: Rng + ?Sized>(
     kernel: Kernel,
     m: usize,
     d: usize,
     l: f64,
     rng: &mut R,
-) -> Array2<f64> {
-    let half = mc(kernel, m / 2, d, l, rng);
-    let mut w = Array2::zeros((m, d));
-    w.slice_mut(ndarray::s![..m / 2, ..]).assign(&half);
-    w.slice_mut(ndarray::s![m / 2.., ..])
-        .assign(&half.mapv(|v| -v));
-    w
+) -> Result<Array2<f64>> {
+    let mut w = zeros(m, d)?;
+    let (mut head, mut tail) = w.view_mut().split_at(Axis(0), m / 2);
+    for (mut row, mut neg) in head.axis_iter_mut(Axis(0)).zip(tail.axis_iter_mut(Axis(0))) {
+        if let Some(r) = row.as_slice_mut() {
+            kernel.sample_frequency(rng, l, r);
+        }
+        neg.zip_mut_with(&row, |n, &v| *n = -v);
+    }
+    Ok(w)
 }
 
 /// Orthogonal random features: per block of `d` rows a Haar-distributed
 /// orthogonal `Q` (QR of a Gaussian matrix with the signs of `diag R`
 /// fixed), each row scaled by the norm of a fresh spectral sample (chi with
 /// `d` degrees of freedom over `l` for the Gaussian). First `m` rows of the
-/// stacked blocks.
+/// stacked blocks. Each row has the spectral law only for a radially
+/// symmetric density (Gaussian, Matérn): [`Sampler::check`] refuses the
+/// Laplacian. Errors: a matrix the system cannot allocate.
 pub fn orthogonal<R: Rng + ?Sized>(
     kernel: Kernel,
     m: usize,
     d: usize,
     l: f64,
     rng: &mut R,
-) -> Array2<f64> {
-    let mut w = Array2::zeros((m, d));
+) -> Result<Array2<f64>> {
+    let mut w = zeros(m, d)?;
     let mut radius_buf = vec![0.0; d];
     for b0 in (0..m).step_by(d) {
         let g_vals: Vec<f64> = (0..d * d).map(|_| StandardNormal.sample(rng)).collect();
@@ -187,7 +222,7 @@ pub fn orthogonal<R: Rng + ?Sized>(
             }
         }
     }
-    w
+    Ok(w)
 }
 
 /// Moment matching (003, Algorithm 1; `docs/math/fourier.rst`, "Frequency
@@ -203,7 +238,7 @@ pub fn moment_matching<R: Rng + ?Sized>(
     rng: &mut R,
 ) -> Result<Array2<f64>> {
     Sampler::MomentMatching.check(Kernel::Gaussian, m, d)?;
-    let mut g = mc(Kernel::Gaussian, m, d, 1.0, rng);
+    let mut g = mc(Kernel::Gaussian, m, d, 1.0, rng)?;
     let mean = g.mean_axis(Axis(0)).unwrap_or_else(|| Array1::zeros(d));
     g -= &mean;
     let gc = Mat::from_fn(m, d, |i, j| g[(i, j)]);
@@ -223,7 +258,10 @@ pub fn moment_matching<R: Rng + ?Sized>(
         rhs.as_mut(),
         faer::Par::Seq,
     );
-    Ok(Array2::from_shape_fn((m, d), |(i, j)| rhs[(j, i)] / l))
+    let mut w = zeros(m, d)?;
+    w.indexed_iter_mut()
+        .for_each(|((i, j), v)| *v = rhs[(j, i)] / l);
+    Ok(w)
 }
 
 /// Scrambled (or, with `scramble = None`, plain) Sobol frequencies:
@@ -248,7 +286,9 @@ pub fn qmc<R: Rng + ?Sized>(
         _ => inverse_normal_cdf(u),
     };
     let at = |i: usize, j: usize| to_unit(pts[(i + skip) * dim + j]);
-    let w = Array2::from_shape_fn((m, d), |(i, j)| inv(at(i, j)) / l);
+    let mut w = zeros(m, d)?;
+    w.indexed_iter_mut()
+        .for_each(|((i, j), v)| *v = inv(at(i, j)) / l);
     let phases =
         with_phase.then(|| Array1::from_shape_fn(m, |i| 2.0 * std::f64::consts::PI * at(i, d)));
     Ok((w, phases))

@@ -250,6 +250,28 @@ fn structured_blocks_are_scaled_orthogonal_and_match_dense() {
 }
 
 #[test]
+fn orthogonal_sampler_refuses_the_laplacian_only() {
+    // ORF gives each row a Haar direction and the norm of a fresh spectral
+    // sample: the law of the spectral density only when it is radially
+    // symmetric, which the Laplacian's product of Cauchy coordinates is not.
+    let bad = config(64, Kernel::Laplacian, Sampler::Orthogonal, Variant::CosSin);
+    let err = FourierFeatures::fit(&bad, 4, 1).unwrap_err().to_string();
+    assert!(
+        err.contains("orthogonal") && err.contains("matern52"),
+        "{err}"
+    );
+    for kernel in [
+        Kernel::Gaussian,
+        Kernel::Matern12,
+        Kernel::Matern32,
+        Kernel::Matern52,
+    ] {
+        let cfg = config(64, kernel, Sampler::Orthogonal, Variant::CosSin);
+        assert!(FourierFeatures::fit(&cfg, 4, 1).is_ok(), "{kernel:?}");
+    }
+}
+
+#[test]
 fn moment_matching_exact_moments_and_error() {
     let l = 0.7;
     for (d, m) in [(3, 4), (10, 64), (50, 51)] {

@@ -33,7 +33,11 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use numpy::{PyArray2, PyArrayMethods, PyReadonlyArray2, PyReadwriteArray2, PyUntypedArrayMethods};
+use numpy::npyffi::{npy_intp, NpyTypes, PY_ARRAY_API};
+use numpy::{
+    PyArray2, PyArrayDescrMethods, PyArrayMethods, PyReadonlyArray2, PyReadwriteArray2,
+    PyUntypedArrayMethods,
+};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
@@ -552,7 +556,8 @@ fn align_piece(len: usize, unit: usize) -> usize {
 /// before the array is returned to Python. An output larger than the
 /// memory available is refused first ([`crate::alloc::check_alloc`], naming
 /// `param`: `n_components` for a feature map's output, `X` for an output
-/// of `X`'s shape).
+/// of `X`'s shape), and an allocation NumPy fails is the same error, not a
+/// panic.
 pub(crate) fn output_array<'py, T: numpy::Element>(
     py: Python<'py>,
     param: &'static str,
@@ -561,11 +566,48 @@ pub(crate) fn output_array<'py, T: numpy::Element>(
 ) -> PyResult<Bound<'py, PyArray2<T>>> {
     let what =
         format!("the output of {rows} rows x {cols} columns (transform fewer rows at a time)");
-    let checked = crate::alloc::check_alloc(param, &what, &[rows, cols], std::mem::size_of::<T>());
-    map_result(py, checked)?;
-    // SAFETY: the array is fully written by the caller before Python sees it
-    // (documented contract above); T is a plain float type.
-    Ok(unsafe { PyArray2::<T>::new(py, [rows, cols], false) })
+    let elem = std::mem::size_of::<T>();
+    let checked = crate::alloc::check_alloc(param, &what, &[rows, cols], elem);
+    let bytes = map_result(py, checked)?;
+    let refused = || {
+        to_pyerr(
+            py,
+            crate::alloc::too_large(
+                param,
+                &what,
+                Some(bytes),
+                crate::system::available_memory_bytes(),
+            ),
+        )
+    };
+    let mut dims = [
+        npy_intp::try_from(rows).map_err(|_| refused())?,
+        npy_intp::try_from(cols).map_err(|_| refused())?,
+    ];
+    // SAFETY: NumPy's array constructor with a dtype reference it steals,
+    // two dimensions that live through the call, default (C) strides and no
+    // data (NumPy allocates it). It returns a new reference or NULL with a
+    // Python error set, which `from_owned_ptr_or_err` takes. The array is
+    // fully written by the caller before Python sees it (documented contract
+    // above); T is a plain float type.
+    let array = unsafe {
+        let ptr = PY_ARRAY_API.PyArray_NewFromDescr(
+            py,
+            PY_ARRAY_API.get_type_object(py, NpyTypes::PyArray_Type),
+            T::get_dtype(py).into_dtype_ptr(),
+            2,
+            dims.as_mut_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+            std::ptr::null_mut(),
+        );
+        Bound::from_owned_ptr_or_err(py, ptr)
+    };
+    // NumPy's MemoryError becomes the size error naming `param`.
+    let array = array.map_err(|_| refused())?;
+    // SAFETY: the object was just created as a 2-D array of T.
+    Ok(unsafe { array.cast_into_unchecked() })
 }
 
 /// Runs `f` through [`call`] on a mutable view of a fresh output array (see

@@ -7,10 +7,12 @@ use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2}
 use pyo3::prelude::*;
 
 use super::ffi::{self, with_float_view, FloatArray2};
+use crate::error::check_finite;
 use crate::kernels::Kernel;
 
 /// The exact kernel matrix `K[i, j] = k(x_i, y_j)` (float64), for tests and
-/// comparisons.
+/// comparisons. Errors: widths that differ, a non-finite value in `x` or
+/// `y`, an output larger than the memory available (naming `X`).
 #[pyfunction]
 fn kernel_matrix<'py>(
     py: Python<'py>,
@@ -21,7 +23,7 @@ fn kernel_matrix<'py>(
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let kernel = ffi::map_result(py, Kernel::from_name(kernel))?;
     let (xa, ya) = (x.as_array(), y.as_array());
-    let k = ffi::call(py, || {
+    ffi::call(py, || {
         if xa.ncols() != ya.ncols() {
             return Err(crate::Error::ShapeMismatch {
                 name: "number of features of Y",
@@ -29,9 +31,13 @@ fn kernel_matrix<'py>(
                 got: ya.ncols(),
             });
         }
-        Ok(crate::kernels::kernel_matrix(xa, ya, kernel, length_scale))
+        check_finite("X", xa.iter())?;
+        check_finite("Y", ya.iter())
     })?;
-    Ok(k.into_pyarray(py))
+    ffi::call_with_output(py, "X", xa.nrows(), ya.nrows(), |k| {
+        crate::kernels::kernel_block(xa, ya, kernel, length_scale, k);
+        Ok(())
+    })
 }
 
 /// The length scale `sqrt(d Var(X) / 2)` of scikit-learn's `gamma="scale"`

@@ -2,11 +2,12 @@
 //! float32/float64 arrays (the Python wrapper reshapes 1-D input).
 
 use ndarray::{ArrayView2, ArrayViewMut2};
-use numpy::{PyArrayMethods, PyReadwriteArray2};
+use numpy::{PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyAny;
 
 use super::ffi::{self, with_float_view, FloatArray2, FloatArrayMut2};
+use crate::error::Error;
 use crate::fwht::{fwht_rows, fwht_rows_into, SPLIT_MIN_ELEMS};
 use crate::real::Real;
 use crate::threads::Parallelism;
@@ -42,14 +43,26 @@ fn new_typed<'py, T: Real + numpy::Element>(
     Ok(out.into_any())
 }
 
-/// `out` must have `src`'s dtype (a `TypeError` otherwise).
+/// `out` must have `src`'s dtype (a `TypeError` otherwise) and must not be
+/// read-only or share `src`'s buffer as NumPy's borrow tracking sees it (an
+/// `InvalidInputError` otherwise; the Python wrapper copies `x` first when
+/// the two share a buffer without overlapping).
 fn into_typed<'py, T: Real + numpy::Element>(
     py: Python<'py>,
     src: ArrayView2<'_, T>,
     out: &Bound<'py, PyAny>,
     normalized: bool,
 ) -> PyResult<()> {
-    let mut out: PyReadwriteArray2<'py, T> = out.extract()?;
+    let out: Bound<'py, PyArray2<T>> = out.extract()?;
+    let mut out = out.try_readwrite().map_err(|e| {
+        ffi::to_pyerr(
+            py,
+            Error::invalid(
+                "out",
+                format!("cannot be written while `x` is read ({e}); pass a copy of `x`"),
+            ),
+        )
+    })?;
     let dst = out.as_array_mut();
     run(py, src.len(), |par| {
         fwht_rows_into(src, dst, normalized, par)

@@ -37,11 +37,14 @@ mod sparse_stats;
 
 use pyo3::prelude::*;
 
-/// Sets the number of threads every randfeat_rs call uses (>= 1).
+/// Sets the number of threads every randfeat_rs call uses (1 to rayon's
+/// limit); any other integer, however large, is an `InvalidInputError`.
 #[pyfunction]
-fn set_num_threads(py: Python<'_>, n: i64) -> PyResult<()> {
-    let n = usize::try_from(n).unwrap_or(0);
-    ffi::map_result(py, crate::threads::set_num_threads(n))
+fn set_num_threads(py: Python<'_>, n: &Bound<'_, PyAny>) -> PyResult<()> {
+    let count = n
+        .extract::<usize>()
+        .map_err(|_| ffi::to_pyerr(py, crate::threads::invalid_thread_count(n)))?;
+    ffi::map_result(py, crate::threads::set_num_threads(count))
 }
 
 /// The number of threads randfeat_rs calls use.

@@ -24,18 +24,19 @@ pub(super) struct Count {
 
 impl Count {
     /// Draws, factor by factor and coordinate by coordinate, a uniform hash
-    /// then a fair sign.
+    /// then a fair sign. `n_features` is `D` as checked by
+    /// [`super::tensor_sketch_width`].
     pub(super) fn draw(
         degree: u32,
         dim: usize,
-        n_features: usize,
+        n_features: u32,
         rng: &mut crate::rng::Rng,
     ) -> Self {
         let total = degree as usize * dim;
         let mut hashes = Vec::with_capacity(total);
         let mut negative = Vec::with_capacity(total);
         for _ in 0..total {
-            hashes.push(rng.random_range(0..n_features as u32));
+            hashes.push(rng.random_range(0..n_features));
             negative.push(rng.random::<bool>());
         }
         Self { hashes, negative }

@@ -10,6 +10,7 @@ use rand::Rng as _;
 use rand_distr::StandardNormal;
 
 use super::{for_row_chunks, SketchKind};
+use crate::error::Result;
 use crate::real::Real;
 use crate::threads::Parallelism;
 
@@ -30,6 +31,7 @@ impl Dense {
     /// Draws the weights: factor by factor, feature by feature, entry by
     /// entry. Laws (`docs/math/sketches.rst`, "The generic sketch of degree
     /// n"): N(0,1); ±1; (a + ib)/√2; uniform on {1, i, −1, −i}.
+    /// Errors: weights the system cannot allocate (naming `n_components`).
     pub(super) fn draw(
         kind: SketchKind,
         complex: bool,
@@ -37,11 +39,24 @@ impl Dense {
         dim: usize,
         n_features: usize,
         rng: &mut crate::rng::Rng,
-    ) -> Self {
-        let rows = if complex { 2 * n_features } else { n_features };
+    ) -> Result<Self> {
+        let rows = if complex {
+            n_features.checked_mul(2)
+        } else {
+            Some(n_features)
+        };
+        let what = format!("the sketch's weights ({degree} x {n_features} x {dim} float64)");
+        let rows = rows.ok_or_else(|| {
+            crate::alloc::too_large(
+                "n_components",
+                &what,
+                None,
+                crate::system::available_memory_bytes(),
+            )
+        })?;
         let weights = (0..degree)
             .map(|_| {
-                let mut w = Array2::<f64>::zeros((rows, dim));
+                let mut w = crate::alloc::try_zeros2::<f64>("n_components", &what, rows, dim)?;
                 for i in 0..n_features {
                     for a in 0..dim {
                         let (re, im) = draw_entry(kind, complex, rng);
@@ -51,10 +66,10 @@ impl Dense {
                         }
                     }
                 }
-                w
+                Ok(w)
             })
-            .collect();
-        Self { weights }
+            .collect::<Result<_>>()?;
+        Ok(Self { weights })
     }
 
     /// The weight matrices (see the type's docs for the layout).

@@ -147,7 +147,9 @@ pub struct PolySketch {
 impl PolySketch {
     /// Draws all parameters from `rng`. `dim` is the input dimension d
     /// (TensorSRHT pads to d' internally). Errors: degree 0, n_features 0,
-    /// complex TensorSketch, dim 0.
+    /// complex TensorSketch, a TensorSketch wider than
+    /// [`MAX_TENSOR_SKETCH_FEATURES`], dim 0, parameters larger than the
+    /// memory available or than the system can allocate.
     pub fn draw(
         kind: SketchKind,
         complex: bool,
@@ -211,9 +213,9 @@ impl PolySketch {
         let params = match kind {
             SketchKind::Gaussian | SketchKind::Rademacher => Params::Dense(dense::Dense::draw(
                 kind, complex, degree, dim, n_features, rng,
-            )),
+            )?),
             SketchKind::TensorSrht => {
-                Params::Srht(srht::Srht::draw(complex, degree, dim, n_features, rng))
+                Params::Srht(srht::Srht::draw(complex, degree, dim, n_features, rng)?)
             }
             SketchKind::TensorSketch => {
                 if complex {
@@ -222,7 +224,8 @@ impl PolySketch {
                         "TensorSketch has no complex variant; use complex_weights=False",
                     ));
                 }
-                Params::Count(count::Count::draw(degree, dim, n_features, rng))
+                let width = tensor_sketch_width(n_features)?;
+                Params::Count(count::Count::draw(degree, dim, width, rng))
             }
         };
         Ok(Self {
@@ -459,6 +462,26 @@ pub fn check_kernel_params(bias: f64, length_scale: f64) -> Result<()> {
 /// standard deviation of 1 already takes `D ≈ 3³² ≈ 2·10¹⁵` features for
 /// dense inputs: higher degrees overflow or cannot be estimated.
 pub const MAX_DEGREE: u32 = 32;
+
+/// The most features a TensorSketch can have: its hashes are `u32` values in
+/// `0..D`.
+pub const MAX_TENSOR_SKETCH_FEATURES: usize = u32::MAX as usize;
+
+/// The number of TensorSketch features `D` as the `u32` its hashes range
+/// over; an error naming `n_components` above
+/// [`MAX_TENSOR_SKETCH_FEATURES`].
+pub fn tensor_sketch_width(n_features: usize) -> Result<u32> {
+    u32::try_from(n_features).map_err(|_| {
+        Error::invalid(
+            "n_components",
+            format!(
+                "TensorSketch hashes every input coordinate to one of its features with a \
+                 32-bit hash, so it has at most {MAX_TENSOR_SKETCH_FEATURES} features, got \
+                 {n_features}"
+            ),
+        )
+    })
+}
 
 /// Checks the degree `n` of the polynomial kernel: `1 ≤ n ≤` [`MAX_DEGREE`]
 /// (any unsigned integer, so that the message shows the value as given).

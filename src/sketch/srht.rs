@@ -8,6 +8,7 @@ use rand::seq::SliceRandom;
 use rand::Rng as _;
 
 use super::{for_row_chunks, padded_dim, PolySketch};
+use crate::error::Result;
 use crate::fwht::signed_transform;
 use crate::real::{row_slice, Real};
 use crate::threads::Parallelism;
@@ -29,39 +30,53 @@ pub(super) struct Srht {
 
 impl Srht {
     /// Draws, block by block and factor by factor, `d'` sign codes then a
-    /// uniform permutation of `0..d'` (Fisher–Yates).
+    /// uniform permutation of `0..d'` (Fisher–Yates). Errors: parameters the
+    /// system cannot allocate (naming `n_components`).
     pub(super) fn draw(
         complex: bool,
         degree: u32,
         dim: usize,
         n_features: usize,
         rng: &mut crate::rng::Rng,
-    ) -> Self {
+    ) -> Result<Self> {
         let d_pad = padded_dim(dim);
         let blocks = n_features.div_ceil(d_pad);
-        let total = blocks * degree as usize * d_pad;
-        let mut codes = Vec::with_capacity(total);
-        let mut perms = Vec::with_capacity(total);
-        let mut perm: Vec<u32> = Vec::with_capacity(d_pad);
-        for _ in 0..blocks * degree as usize {
-            for _ in 0..d_pad {
-                codes.push(if complex {
+        let what = format!(
+            "the TensorSRHT signs and permutations ({blocks} blocks x {degree} factors x {d_pad})"
+        );
+        let total = blocks
+            .checked_mul(degree as usize)
+            .and_then(|n| n.checked_mul(d_pad))
+            .ok_or_else(|| {
+                crate::alloc::too_large(
+                    "n_components",
+                    &what,
+                    None,
+                    crate::system::available_memory_bytes(),
+                )
+            })?;
+        let mut codes: Vec<u8> = crate::alloc::try_zeroed_vec("n_components", &what, total)?;
+        let mut perms: Vec<u32> = crate::alloc::try_zeroed_vec("n_components", &what, total)?;
+        for (code, perm) in codes
+            .chunks_exact_mut(d_pad)
+            .zip(perms.chunks_exact_mut(d_pad))
+        {
+            for c in code.iter_mut() {
+                *c = if complex {
                     rng.random_range(0..4u8)
                 } else {
                     u8::from(rng.random::<bool>())
-                });
+                };
             }
-            perm.clear();
-            perm.extend(0..d_pad as u32);
+            perm.iter_mut().zip(0u32..).for_each(|(p, i)| *p = i);
             perm.shuffle(rng);
-            perms.extend_from_slice(&perm);
         }
-        Self {
+        Ok(Self {
             d_pad,
             blocks,
             codes,
             perms,
-        }
+        })
     }
 
     /// The padded dimension `d'`.

@@ -571,3 +571,43 @@ fn features_that_overflow_are_refused_in_parallel_and_sequentially() {
         }
     }
 }
+
+#[test]
+fn tensor_sketch_refuses_more_features_than_its_hashes_address() {
+    // The hashes are u32 values in 0..D: D = 2^32 would leave an empty range
+    // and D = 2^32 + 8 would wrap to 8 features.
+    for nf in [MAX_TENSOR_SKETCH_FEATURES + 1, (1 << 32) + 8, 1 << 40] {
+        let e = PolySketch::draw(
+            SketchKind::TensorSketch,
+            false,
+            2,
+            3,
+            nf,
+            &mut rng::seeded(0),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(
+            e.contains("`n_components`") && e.contains("4294967295"),
+            "{nf}: {e}"
+        );
+        let p = PairStats::new(&[1.0, 0.0], &[0.5, 0.5]);
+        let e = sketch_variance(SketchKind::TensorSketch, false, 2, nf, 2, &p).unwrap_err();
+        assert!(e.to_string().contains("4294967295"), "{e}");
+    }
+    let sk = PolySketch::draw(
+        SketchKind::TensorSketch,
+        false,
+        2,
+        3,
+        5,
+        &mut rng::seeded(0),
+    )
+    .unwrap();
+    assert_eq!(
+        tensor_sketch_width(MAX_TENSOR_SKETCH_FEATURES),
+        Ok(u32::MAX)
+    );
+    assert!(sk.width() == 5);
+}

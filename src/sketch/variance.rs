@@ -132,7 +132,9 @@ pub struct SketchVariance {
 /// The closed-form variance table of `docs/math/sketches.rst`, "Variances".
 ///
 /// `d_pad` is the padded input dimension `d'` (only TensorSRHT uses it).
-/// Errors: `degree = 0`, `n_features = 0`, complex TensorSketch.
+/// Errors: `degree = 0`, `n_features = 0`, complex TensorSketch, a
+/// TensorSketch with more than [`super::MAX_TENSOR_SKETCH_FEATURES`]
+/// features.
 pub fn sketch_variance(
     kind: SketchKind,
     complex: bool,
@@ -157,6 +159,7 @@ pub fn sketch_variance(
                 "TensorSketch has no complex variant",
             ));
         }
+        super::tensor_sketch_width(n_features)?;
         let e = if n_features.is_multiple_of(2) {
             2.0
         } else {

@@ -94,10 +94,10 @@ fn cases(x: &Array2<f64>, x1: &Array2<f64>) -> Vec<(&'static str, HyperMap, Arra
             x.clone(),
         ),
         (
-            "rff laplacian orthogonal",
+            "rff matern52 orthogonal",
             fourier(
                 d,
-                Kernel::Laplacian,
+                Kernel::Matern52,
                 Sampler::Orthogonal,
                 Variant::CosSin,
                 24,
