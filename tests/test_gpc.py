@@ -20,6 +20,7 @@ from functools import partial
 import numpy as np
 import pytest
 from sklearn.kernel_approximation import RBFSampler
+from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from randfeat_rs import (
@@ -32,6 +33,7 @@ from randfeat_rs import (
     RandomFeatureGPR,
     RandomFourierFeatures,
     SparseGPC,
+    _core,
 )
 from randfeat_rs._gpc import ALPHA_EPSILON_GRID, _held_out_rows
 
@@ -480,6 +482,37 @@ def test_sparse_classifier_refuses_bad_input():
         SparseGPC(length_scale=[1.0, 1.0, 1.0]).fit(X, y)
     with pytest.raises(InvalidInputError):
         SparseGPC(device="gpu").fit(X, y)
+
+
+def test_expected_softmax_of_extreme_latents_is_finite_and_right():
+    # The integration range follows the spread of the latents, not the
+    # distance between their means: these rows would take hours (or give NaN).
+    mean = np.array([[1e9, 0.0], [0.0, 1e9], [5.0, 5.0], [1e20, 1e20], [-1e300, 1e300]])
+    var = np.array([[1.0, 1.0], [1.0, 1.0], [1e10, 1e10], [1e40, 1e40], [1.0, 1e300]])
+    p = _core.expected_softmax(mean, var)
+    assert np.isfinite(p).all()
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-14)
+    np.testing.assert_array_equal(p[:2], [[1.0, 0.0], [0.0, 1.0]])
+    np.testing.assert_allclose(p[2:4], 0.5, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(p[4], [0.0, 1.0])
+
+
+def test_far_test_points_get_finite_probabilities():
+    X, y = two_blobs()
+    # A linear "feature map": latent means and variances grow with |x|.
+    linear = RandomFeatureGPC(StandardScaler()).fit(X, y)
+    far = [[1e6, 1e6], [-1e9, -1e9], [1e20, 1e20]]
+    p = linear.predict_proba(far)
+    assert np.isfinite(p).all()
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-14)
+    np.testing.assert_array_equal(linear.predict(far), [1, 0, 1])
+    # Far from the data both latents revert to the prior: equal means (the
+    # classes are balanced) and the huge kernel variance, so equal odds.
+    exact = ExactGPC(kernel_variance=1e10).fit(X, y)
+    mean, var = exact.predict_latent([[50.0, 50.0]])
+    assert mean[0, 0] == mean[0, 1]
+    np.testing.assert_allclose(var, 1e10, rtol=1e-12)
+    np.testing.assert_allclose(exact.predict_proba([[50.0, 50.0]]), 0.5, rtol=0, atol=1e-12)
 
 
 @parametrize_with_checks([RandomFeatureGPC(), ExactGPC(), SparseGPC()])
