@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import copy
 import pickle
 import signal
 import threading
@@ -19,6 +20,7 @@ from functools import partial
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 from sklearn.kernel_approximation import RBFSampler
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -513,6 +515,66 @@ def test_far_test_points_get_finite_probabilities():
     assert mean[0, 0] == mean[0, 1]
     np.testing.assert_allclose(var, 1e10, rtol=1e-12)
     np.testing.assert_allclose(exact.predict_proba([[50.0, 50.0]]), 0.5, rtol=0, atol=1e-12)
+
+
+def four_classes(n=15, seed=2):
+    rng = np.random.default_rng(seed)
+    centers = np.array([[0.0, 3.0], [-3.0, -2.0], [3.0, -2.0], [0.0, -5.0]])
+    X = np.vstack([rng.normal(c, 0.7, (n, 2)) for c in centers])
+    return X, np.repeat(["a", "b", "c", "d"], n)
+
+
+FITTED_ATTRIBUTES = (
+    "classes_",
+    "n_features_in_",
+    "seed_",
+    "alpha_epsilon_",
+    "length_scale_",
+    "kernel_variance_",
+    "n_iter_",
+    "log_marginal_likelihood_",
+)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        partial(RandomFeatureGPC, RandomFourierFeatures(100, random_state=0)),
+        ExactGPC,
+        partial(SparseGPC, 20),
+    ],
+    ids=["features", "exact", "sparse"],
+)
+def test_a_failed_fit_keeps_the_previous_model(make):
+    X, y = four_classes()
+    clf = make(random_state=0).fit(X, y)
+    before = {name: copy.deepcopy(getattr(clf, name)) for name in FITTED_ATTRIBUTES}
+    proba, labels = clf.predict_proba(X), clf.predict(X)
+    # Fails after the labels (2 classes) and the width (3 columns) are read.
+    X3 = np.hstack([X, X[:, :1]])[:20]
+    with pytest.raises(InvalidInputError, match="optimize"):
+        clf.set_params(optimize=("noise",)).fit(X3, y[:20])
+    for name, value in before.items():
+        np.testing.assert_array_equal(getattr(clf, name), value, err_msg=name)
+    np.testing.assert_array_equal(clf.predict_proba(X), proba)
+    np.testing.assert_array_equal(clf.predict(X), labels)
+    # A failed first fit leaves the estimator unfitted.
+    fresh = make(optimize=("noise",))
+    with pytest.raises(InvalidInputError, match="optimize"):
+        fresh.fit(X, y)
+    for method in (fresh.predict, fresh.predict_proba, fresh.predict_latent):
+        with pytest.raises(NotFittedError):
+            method(X)
+    assert not [k for k in vars(fresh) if k.endswith("_") and not k.startswith("__")]
+
+
+def test_a_refit_with_a_given_alpha_epsilon_drops_the_auto_scores():
+    X, y = three_classes()
+    clf = ExactGPC(alpha_epsilon="auto", random_state=0).fit(X, y)
+    assert clf.alpha_epsilon_scores_.shape == (len(ALPHA_EPSILON_GRID),)
+    clf.set_params(alpha_epsilon=0.05).fit(X, y)
+    assert clf.alpha_epsilon_ == 0.05
+    assert not hasattr(clf, "alpha_epsilon_scores_")
 
 
 @parametrize_with_checks([RandomFeatureGPC(), ExactGPC(), SparseGPC()])

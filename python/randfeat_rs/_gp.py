@@ -22,7 +22,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin
+from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin, keep_state_on_failure
 from ._fourier import KERNELS, RandomFourierFeatures
 from ._maclaurin import MaclaurinFeatures
 from ._progress import ProgressPrinter, progress_printer
@@ -348,6 +348,7 @@ class ExactGPR(
         self.verbose = verbose
         self.device = device
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> ExactGPR:
         """Fit the hyperparameters (those in ``optimize``) and the GP.
@@ -941,6 +942,7 @@ class RandomFeatureGPR(
         """``A^{-1} Phi^T (y - y_mean_) / noise_variance``."""
         return self._fitted_gp().beta
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X: Any, y: Any) -> RandomFeatureGPR:
         """Fit the transformer clone on ``X``, accumulate the statistics, solve.
@@ -1028,6 +1030,7 @@ class RandomFeatureGPR(
             )
         self._set_optimum(f, fitted)
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=False)
     def partial_fit(self, X: Any, y: Any) -> RandomFeatureGPR:
         """Add rows to the fit (the first call also fits the transformer clone).

@@ -36,7 +36,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin
+from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin, keep_state_on_failure
 from ._fourier import KERNELS, NystroemFeatures, RandomFourierFeatures
 from ._gp import _features_chunk, _kernel_from_features
 from ._maclaurin import MaclaurinFeatures
@@ -137,6 +137,7 @@ class _DirichletClassifier(RandomStateMixin, DeviceMixin, ClassifierMixin, BaseE
                         f"probability {scores.max():.4f})"
                     )
             else:
+                self.__dict__.pop("alpha_epsilon_scores_", None)
                 self.alpha_epsilon_ = float(self.alpha_epsilon)
             fitted = self._fit_rows(X, codes, self.alpha_epsilon_, progress)
         for name, value in fitted.items():
@@ -388,6 +389,7 @@ class RandomFeatureGPC(_DirichletClassifier):
         self.verbose = verbose
         self.device = device
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X: Any, y: Any) -> RandomFeatureGPC:
         """Fit the transformer clone on ``X``, accumulate the per-class statistics, solve.
@@ -628,6 +630,7 @@ class ExactGPC(_DirichletClassifier):
         self.verbose = verbose
         self.device = device
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> ExactGPC:
         """Fit the hyperparameters in ``optimize``, then factor ``K + Sigma_c`` for every class.
@@ -838,6 +841,7 @@ default="greedy_variance"
         self.verbose = verbose
         self.device = device
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> SparseGPC:
         """Choose the inducing inputs, accumulate the per-class statistics, solve every class.

@@ -19,7 +19,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._base import DeviceMixin, RandomStateMixin
+from ._base import DeviceMixin, RandomStateMixin, keep_state_on_failure
 from ._fourier import KERNELS
 from ._gp import GaussianPredictionMixin, KernelHyperparametersMixin
 from ._progress import progress_printer
@@ -262,6 +262,7 @@ default="greedy_variance"
         self.random_state = random_state
         self.verbose = verbose
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> SparseGPR:
         """Choose the inducing inputs and fit the hyperparameters and the GP.
