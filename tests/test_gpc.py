@@ -105,7 +105,7 @@ def test_nystroem_features_of_every_training_point_equal_the_exact_classifier():
 
 @pytest.mark.parametrize(
     "make",
-    [RandomFeatureGPC, ExactGPC, partial(SparseGPC, 20, random_state=0)],
+    [partial(RandomFeatureGPC, random_state=0), ExactGPC, partial(SparseGPC, 20, random_state=0)],
     ids=["features", "exact", "sparse"],
 )
 def test_label_encoding_and_class_order_do_not_change_the_model(make):
@@ -142,8 +142,9 @@ def test_pickle_keeps_the_fitted_model_by_value(make):
 
 def test_float32_inputs_are_accepted():
     X, y = two_blobs()
-    p64 = RandomFeatureGPC().fit(X, y).predict_proba(X)
-    p32 = RandomFeatureGPC().fit(X.astype(np.float32), y).predict_proba(X.astype(np.float32))
+    p64 = RandomFeatureGPC(random_state=0).fit(X, y).predict_proba(X)
+    p32 = RandomFeatureGPC(random_state=0).fit(X.astype(np.float32), y)
+    p32 = p32.predict_proba(X.astype(np.float32))
     assert p32.dtype == np.float64
     np.testing.assert_allclose(p32, p64, atol=1e-4)
 
@@ -575,6 +576,34 @@ def test_a_refit_with_a_given_alpha_epsilon_drops_the_auto_scores():
     clf.set_params(alpha_epsilon=0.05).fit(X, y)
     assert clf.alpha_epsilon_ == 0.05
     assert not hasattr(clf, "alpha_epsilon_scores_")
+
+
+@pytest.mark.parametrize(
+    "features",
+    [None, RandomFourierFeatures(128), RBFSampler(n_components=128)],
+    ids=["default", "rff", "rbf_sampler"],
+)
+def test_random_state_fixes_the_transformer_draw(features):
+    X, y = three_classes()
+    Xt, _ = three_classes(seed=5)
+
+    def proba(random_state, alpha_epsilon=0.01):
+        clf = RandomFeatureGPC(features, random_state=random_state, alpha_epsilon=alpha_epsilon)
+        return clf.fit(X, y).predict_proba(Xt)
+
+    np.testing.assert_array_equal(proba(0), proba(0))
+    np.testing.assert_array_equal(proba(0, "auto"), proba(0, "auto"))
+    assert np.abs(proba(0) - proba(1)).max() > 1e-3
+    # As the regressor: the transformer's random_state is seed_ % 2**32.
+    clf = RandomFeatureGPC(features, random_state=3).fit(X, y)
+    assert clf.features_.random_state == clf.seed_ % (1 << 32)
+    # A transformer's own seed is kept.
+    seeded = RandomFourierFeatures(128, random_state=7)
+    for random_state in (0, 1):
+        assert (
+            RandomFeatureGPC(seeded, random_state=random_state).fit(X, y).features_.random_state
+            == 7
+        )
 
 
 @parametrize_with_checks([RandomFeatureGPC(), ExactGPC(), SparseGPC()])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from numbers import Integral, Real
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
@@ -650,6 +650,35 @@ def _kernel_from_features(features: Any) -> tuple[Any, Optional[float]]:
     return ls, (float(kv) if isinstance(kv, Real) else None)
 
 
+def seeded_clone(features: Any, random_state: Any, seed: Callable[[], int]) -> Any:
+    """An unfitted clone of a random-feature estimator's transformer.
+
+    When the transformer has a ``random_state`` parameter left at ``None``
+    and the estimator's ``random_state`` is not ``None``, the clone gets
+    ``seed() % 2**32`` as its ``random_state``, so the estimator's
+    ``random_state`` fixes the transformer's draw too.
+
+    Parameters
+    ----------
+    features : transformer
+        The estimator's ``features`` parameter.
+    random_state : int, RandomState instance or None
+        The estimator's ``random_state`` parameter.
+    seed : callable
+        Returns the estimator's 64-bit ``seed_`` (called only when needed).
+
+    Returns
+    -------
+    transformer
+        The clone.
+    """
+    features = clone(features)
+    params = features.get_params(deep=False)
+    if random_state is not None and "random_state" in params and params["random_state"] is None:
+        features.set_params(random_state=seed() % (1 << 32))
+    return features
+
+
 class RandomFeatureGPR(
     GaussianPredictionMixin,
     FittedGpMixin,
@@ -894,15 +923,7 @@ class RandomFeatureGPR(
                 length_scale=float(_core.scale_length_scale(X)),
                 random_state=self._fit_seed() % (1 << 32),
             )
-        features = clone(self.features)
-        params = features.get_params(deep=False)
-        if (
-            self.random_state is not None
-            and "random_state" in params
-            and params["random_state"] is None
-        ):
-            features.set_params(random_state=self._fit_seed() % (1 << 32))
-        return features
+        return seeded_clone(self.features, self.random_state, self._fit_seed)
 
     def _accumulate(self, X: np.ndarray, y: np.ndarray) -> None:
         fmap = self._feature_map()

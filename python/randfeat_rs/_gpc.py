@@ -29,7 +29,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _core
 from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin, keep_state_on_failure
 from ._fourier import KERNELS, NystroemFeatures, RandomFourierFeatures
-from ._gp import _features_chunk, _kernel_from_features
+from ._gp import _features_chunk, _kernel_from_features, seeded_clone
 from ._maclaurin import MaclaurinFeatures
 from ._progress import progress_printer
 from ._sparse_gp import INDUCING
@@ -278,9 +278,14 @@ class RandomFeatureGPC(_DirichletClassifier):
         Any scikit-learn style transformer with dense float output (this
         library's feature maps, ``sklearn.kernel_approximation.RBFSampler``,
         ...), cloned and fitted on the training inputs. Its kernel is the
-        latents' prior covariance. ``None``:
-        ``RandomFourierFeatures(n_components=256, random_state=0)`` (Gaussian
-        kernel, length scale 1, kernel variance 1).
+        latents' prior covariance. When it has a ``random_state`` parameter
+        left at ``None`` and ``random_state`` below is not ``None``, the
+        clone gets ``seed_ % 2**32`` as its ``random_state``, so the outer
+        ``random_state`` fixes the whole fit (as in
+        :class:`RandomFeatureGPR`). ``None``:
+        ``RandomFourierFeatures(n_components=256)`` (Gaussian kernel, length
+        scale 1, kernel variance 1) with the ``random_state``
+        ``seed_ % 2**32``.
     alpha_epsilon : float or "auto", default=0.01
         The Dirichlet prior concentration ``alpha_epsilon > 0`` added to the
         one-hot labels: smaller values give sharper (more confident)
@@ -302,8 +307,9 @@ class RandomFeatureGPC(_DirichletClassifier):
     n_restarts : int, default=2
         Random restarts of the optimizer after the run from the start.
     random_state : int, RandomState instance or None, default=None
-        Seeds the optimizer's restarts and the held-out split of
-        ``alpha_epsilon="auto"``.
+        Seeds the optimizer's restarts, the held-out split of
+        ``alpha_epsilon="auto"`` and, through ``seed_``, the transformer
+        (see ``features``).
     chunk_size : int, default=2048
         Rows transformed and accumulated at a time.
     verbose : bool, default=False
@@ -344,7 +350,9 @@ class RandomFeatureGPC(_DirichletClassifier):
         L-BFGS iterations spent over all runs of the final fit (0 without
         ``optimize``).
     seed_ : int
-        The 64-bit seed drawn from ``random_state``.
+        The 64-bit seed drawn from ``random_state``: for the transformer's
+        ``random_state`` (see ``features``), the restarts and the held-out
+        split.
 
     Examples
     --------
@@ -418,11 +426,15 @@ class RandomFeatureGPC(_DirichletClassifier):
         self._fit_all(X, codes)
         return self
 
+    def _unfitted_features(self) -> Any:
+        """The default map, or a clone of ``features`` seeded as
+        :func:`seeded_clone` says, both from ``seed_`` (drawn by the fit)."""
+        if self.features is None:
+            return RandomFourierFeatures(n_components=256, random_state=self.seed_ % (1 << 32))
+        return seeded_clone(self.features, self.random_state, lambda: self.seed_)
+
     def _fitted_features(self, X: np.ndarray) -> Any:
-        features = self.features
-        if features is None:
-            features = RandomFourierFeatures(n_components=256, random_state=0)
-        return clone(features).fit(X)
+        return self._unfitted_features().fit(X)
 
     def _stats(self, features: Any, X: np.ndarray, codes: np.ndarray, progress: Any) -> Any:
         """The per-class statistics of the rows ``X`` (one pass)."""
