@@ -837,3 +837,24 @@ def test_a_failed_first_partial_fit_leaves_the_model_unfitted():
     assert not hasattr(gp, "features_")
     gp.set_params(device="cpu").partial_fit(X, X[:, 0])
     assert gp.features_.n_features_in_ == 2
+
+
+@pytest.mark.parametrize("make", [ExactGPR, partial(rf.SparseGPR, 5)], ids=["exact", "sparse"])
+def test_length_scale_must_be_a_number_or_one_per_column(make):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 2))
+    y = np.sin(X[:, 0])
+    with pytest.raises(InvalidInputError, match=r"length_scale.*0-D or 1-D"):
+        make(length_scale=[[1.0, 1.0]], ard=True).fit(X, y)
+    with pytest.raises(rf.InvalidDtypeError, match="length_scale"):
+        make(length_scale=[1.0 + 1j, 1.0], ard=True).fit(X, y)
+    gp = make(length_scale=np.array([1.0, 2.0]), ard=True, optimize=()).fit(X, y)
+    np.testing.assert_array_equal(gp.length_scale_, [1.0, 2.0])
+
+
+def test_sparse_gp_refuses_non_real_inducing_inputs():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 2))
+    for bad in (X[:4] + 1j, np.array([["a", "b"]])):
+        with pytest.raises(rf.InvalidDtypeError, match="inducing"):
+            rf.SparseGPR(inducing=bad).fit(X, X[:, 0])

@@ -27,6 +27,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from randfeat_rs import (
     ExactGPC,
+    InvalidDtypeError,
     InvalidInputError,
     MaclaurinFeatures,
     NystroemFeatures,
@@ -479,8 +480,13 @@ def test_sparse_classifier_refuses_bad_input():
         SparseGPC(inducing="everywhere").fit(X, y)
     with pytest.raises(ValueError, match="number of columns of inducing"):
         SparseGPC(inducing=np.zeros((4, 3))).fit(X, y)
-    with pytest.raises(ValueError, match="2-D array"):
+    with pytest.raises(InvalidInputError, match=r"inducing.*2-D"):
         SparseGPC(inducing=np.zeros(4)).fit(X, y)
+    # Non-real inducing inputs are refused, not cast (complex lost its
+    # imaginary part with only a warning).
+    for bad in (X[:4] + 1j, np.array([["a", "b"]]), [[1.0, 2.0], [3.0]]):
+        with pytest.raises((InvalidDtypeError, InvalidInputError), match="inducing"):
+            SparseGPC(inducing=bad).fit(X, y)
     with pytest.raises(InvalidInputError, match="length_scale"):
         SparseGPC(length_scale=[1.0, 1.0, 1.0]).fit(X, y)
     with pytest.raises(InvalidInputError):
@@ -604,6 +610,17 @@ def test_random_state_fixes_the_transformer_draw(features):
             RandomFeatureGPC(seeded, random_state=random_state).fit(X, y).features_.random_state
             == 7
         )
+
+
+@pytest.mark.parametrize("make", [ExactGPC, partial(SparseGPC, 5)], ids=["exact", "sparse"])
+def test_length_scale_must_be_a_number_or_one_per_column(make):
+    X, y = two_blobs(n=10)
+    with pytest.raises(InvalidInputError, match=r"length_scale.*0-D or 1-D"):
+        make(length_scale=[[1.0, 1.0]]).fit(X, y)
+    with pytest.raises(InvalidDtypeError, match="length_scale"):
+        make(length_scale=[1.0 + 1j, 1.0]).fit(X, y)
+    ard = make(length_scale=np.array([1.0, 2.0])).fit(X, y)
+    np.testing.assert_array_equal(ard.length_scale_, [1.0, 2.0])
 
 
 @parametrize_with_checks([RandomFeatureGPC(), ExactGPC(), SparseGPC()])

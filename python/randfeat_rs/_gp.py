@@ -26,6 +26,7 @@ from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin, keep_state_
 from ._fourier import KERNELS, RandomFourierFeatures
 from ._maclaurin import MaclaurinFeatures
 from ._progress import ProgressPrinter, progress_printer
+from ._validation import length_scale_values
 from .exceptions import InvalidInputError
 
 __all__ = ["ExactGPR", "RandomFeatureGPR", "SufficientStatistics"]
@@ -368,9 +369,7 @@ class ExactGPR(
         self._resolve_device(unsupported=EXACT_GP_CPU_ONLY)
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
         y = np.ascontiguousarray(y, dtype=np.float64)
-        ls = self.length_scale
-        if ls is not None:
-            ls = np.atleast_1d(np.asarray(ls, dtype=np.float64)).tolist()
+        ls = None if self.length_scale is None else length_scale_values(self.length_scale)
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
             self._gp = _core.ExactGp.fit(
                 X,

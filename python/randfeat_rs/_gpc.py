@@ -42,6 +42,7 @@ from ._gp import _features_chunk, _kernel_from_features, seeded_clone
 from ._maclaurin import MaclaurinFeatures
 from ._progress import progress_printer
 from ._sparse_gp import INDUCING
+from ._validation import inducing_inputs, length_scale_values
 from .exceptions import InvalidInputError
 
 __all__ = ["ALPHA_EPSILON_GRID", "ExactGPC", "RandomFeatureGPC", "SparseGPC"]
@@ -669,12 +670,11 @@ class ExactGPC(_DirichletClassifier):
     def _fit_rows(
         self, X: np.ndarray, codes: np.ndarray, alpha_epsilon: float, progress: Any
     ) -> dict:
-        length_scale = np.atleast_1d(np.asarray(self.length_scale, dtype=np.float64))
         model, n_iter = _core.DirichletGPC.fit_exact(
             X,
             codes,
             n_classes=self.classes_.shape[0],
-            length_scale=length_scale.tolist(),
+            length_scale=length_scale_values(self.length_scale),
             kernel_variance=float(self.kernel_variance),
             alpha_epsilon=alpha_epsilon,
             optimize=self._optimize_names(),
@@ -882,30 +882,17 @@ default="greedy_variance"
         self._fit_all(X, codes)
         return self
 
-    def _inducing(self) -> Any:
-        """``inducing`` as a selection name or a 2-D float64 array."""
-        if isinstance(self.inducing, str):
-            return self.inducing
-        z = np.ascontiguousarray(self.inducing, dtype=np.float64)
-        if z.ndim != 2:
-            raise ValueError(
-                "`inducing` must be a selection name or a 2-D array of shape "
-                f"(M, n_features), got an array of {z.ndim} dimension(s)"
-            )
-        return z
-
     def _fit_rows(
         self, X: np.ndarray, codes: np.ndarray, alpha_epsilon: float, progress: Any
     ) -> dict:
-        length_scale = np.atleast_1d(np.asarray(self.length_scale, dtype=np.float64))
         model, n_iter = _core.SparseDirichletGPC.fit(
             X,
             codes,
             n_classes=self.classes_.shape[0],
             n_inducing=int(self.n_inducing),
-            inducing=self._inducing(),
+            inducing=inducing_inputs(self.inducing),
             kernel=self.kernel,
-            length_scale=length_scale.tolist(),
+            length_scale=length_scale_values(self.length_scale),
             kernel_variance=float(self.kernel_variance),
             alpha_epsilon=alpha_epsilon,
             chunk_size=None if self.chunk_size is None else int(self.chunk_size),

@@ -57,6 +57,7 @@ from ._gp import RandomFeatureGPR, _features_chunk, _kernel_from_features, _opti
 from ._gpc import GPC_CPU_ONLY, RandomFeatureGPC
 from ._progress import progress_printer
 from ._sparse_gp import SparseGPR
+from ._validation import inducing_inputs, length_scale_values
 from .exceptions import InvalidInputError
 
 __all__ = [
@@ -408,12 +409,12 @@ def _sparse_prior(model: SparseGPR, d: int) -> dict:
             "`kernel_variance` and `noise_variance` as values (the starts when optimized)"
             + (f"; missing: {', '.join(missing)}" if missing else "")
         )
-    z = np.ascontiguousarray(z, dtype=np.float64)
-    if z.ndim != 2 or z.shape[1] != d:
+    z = inducing_inputs(z)
+    if z.shape[1] != d:
         raise ValueError(
             f"`inducing` must have shape (M, {d}) for `X` with {d} features, got {z.shape}"
         )
-    ls = np.atleast_1d(np.asarray(model.length_scale, dtype=np.float64)).tolist()
+    ls = length_scale_values(model.length_scale)
     if model.ard and len(ls) == 1:
         ls = ls * d
     return {
