@@ -21,6 +21,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 import scipy.sparse
+from sklearn.base import clone
 from sklearn.exceptions import DataConversionWarning, NotFittedError
 
 da = pytest.importorskip("dask.array")
@@ -272,6 +273,43 @@ def test_gpc_fit_equals_the_in_process_fit(client) -> None:
     mean, var = rdask.predict_latent(got, _dask(xt, (10, 20)))
     mean_ref, var_ref = ref.predict_latent(xt)
     assert _rel(mean.compute(), mean_ref) < RTOL and _rel(var.compute(), var_ref) < RTOL
+
+
+def _gpc_data() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(N, 2))
+    return x, np.array(["a", "b", "c"])[(x[:, 0] > 0).astype(int) + (x[:, 1] > 1).astype(int)]
+
+
+@pytest.mark.parametrize(
+    "features",
+    [None, rf.RandomFourierFeatures(40, length_scale=1.5)],
+    ids=["default", "unseeded"],
+)
+def test_gpc_fit_seeds_and_reports_as_the_in_process_fit(client, features) -> None:
+    x, labels = _gpc_data()
+    est = rf.RandomFeatureGPC(features, alpha_epsilon=0.05, random_state=4, chunk_size=64)
+    ref = clone(est).fit(x, labels)
+    got = rdask.fit(est, _dask(x), _dask(labels))
+    for name in ("alpha_epsilon_", "seed_", "length_scale_", "kernel_variance_", "n_iter_"):
+        assert getattr(got, name) == getattr(ref, name), name
+    assert got.features_.random_state == ref.features_.random_state == got.seed_ % (1 << 32)
+    xt = np.random.default_rng(5).normal(size=(30, 2))
+    assert (
+        _rel(rdask.predict_proba(got, _dask(xt, (10, 20))).compute(), ref.predict_proba(xt)) < RTOL
+    )
+
+
+def test_gpc_fit_refuses_what_it_cannot_fit(client) -> None:
+    x, labels = _gpc_data()
+    rff = rf.RandomFourierFeatures(40, random_state=0)
+    for kw, match in [
+        (dict(alpha_epsilon="auto"), "alpha_epsilon"),
+        (dict(optimize=("length_scale",)), "optimize"),
+        (dict(optimize=("noise",)), "optimize"),
+    ]:
+        with pytest.raises(rf.InvalidInputError, match=match):
+            rdask.fit(rf.RandomFeatureGPC(rff, **kw), _dask(x), _dask(labels))
 
 
 def test_class_statistics_pickle_and_merge_exactly() -> None:

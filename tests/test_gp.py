@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pickle
+from functools import partial
 
 import numpy as np
 import pytest
 import scipy.optimize
+from sklearn.exceptions import NotFittedError
 from sklearn.kernel_approximation import RBFSampler
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -819,3 +821,67 @@ def test_default_features_and_random_state_pass_down():
     own = RandomFeatureGPR(rf.RandomFourierFeatures(16, random_state=11), random_state=3)
     assert own.fit(X, y).features_.random_state == 11
     assert RandomFeatureGPR(rf.RandomFourierFeatures(16)).fit(X, y).features_.random_state is None
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        ExactGPR,
+        partial(RandomFeatureGPR, rf.RandomFourierFeatures(50, random_state=0)),
+        partial(rf.SparseGPR, 10),
+    ],
+    ids=["exact", "features", "sparse"],
+)
+def test_a_failed_fit_keeps_the_previous_model(make):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = np.sin(X[:, 0])
+    gp = make(random_state=0).fit(X, y)
+    names = ("n_features_in_", "seed_", "length_scale_", "kernel_variance_", "noise_variance_")
+    # RandomFeatureGPR draws no seed_ for a seeded transformer.
+    before = {name: getattr(gp, name, None) for name in names}
+    mean = gp.predict(X)
+    # Fails after the new width (3 columns) is read.
+    with pytest.raises(InvalidInputError, match="optimize"):
+        gp.set_params(optimize=("bogus",)).fit(np.hstack([X, X[:, :1]]), y)
+    for name, value in before.items():
+        assert getattr(gp, name, None) == value, name
+    np.testing.assert_array_equal(gp.predict(X), mean)
+    fresh = make(optimize=("bogus",))
+    with pytest.raises(InvalidInputError, match="optimize"):
+        fresh.fit(X, y)
+    with pytest.raises(NotFittedError):
+        fresh.predict(X)
+    assert not [k for k in vars(fresh) if k.endswith("_") and not k.startswith("__")]
+
+
+def test_a_failed_first_partial_fit_leaves_the_model_unfitted():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    gp = RandomFeatureGPR(RBFSampler(random_state=0), device="gpu")
+    with pytest.raises(InvalidInputError, match="RBFSampler"):
+        gp.partial_fit(X, X[:, 0])
+    assert not hasattr(gp, "features_")
+    gp.set_params(device="cpu").partial_fit(X, X[:, 0])
+    assert gp.features_.n_features_in_ == 2
+
+
+@pytest.mark.parametrize("make", [ExactGPR, partial(rf.SparseGPR, 5)], ids=["exact", "sparse"])
+def test_length_scale_must_be_a_number_or_one_per_column(make):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 2))
+    y = np.sin(X[:, 0])
+    with pytest.raises(InvalidInputError, match=r"length_scale.*0-D or 1-D"):
+        make(length_scale=[[1.0, 1.0]], ard=True).fit(X, y)
+    with pytest.raises(rf.InvalidDtypeError, match="length_scale"):
+        make(length_scale=[1.0 + 1j, 1.0], ard=True).fit(X, y)
+    gp = make(length_scale=np.array([1.0, 2.0]), ard=True, optimize=()).fit(X, y)
+    np.testing.assert_array_equal(gp.length_scale_, [1.0, 2.0])
+
+
+def test_sparse_gp_refuses_non_real_inducing_inputs():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 2))
+    for bad in (X[:4] + 1j, np.array([["a", "b"]])):
+        with pytest.raises(rf.InvalidDtypeError, match="inducing"):
+            rf.SparseGPR(inducing=bad).fit(X, X[:, 0])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import copy
 import pickle
 import signal
 import threading
@@ -19,11 +20,14 @@ from functools import partial
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 from sklearn.kernel_approximation import RBFSampler
+from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from randfeat_rs import (
     ExactGPC,
+    InvalidDtypeError,
     InvalidInputError,
     MaclaurinFeatures,
     NystroemFeatures,
@@ -32,6 +36,7 @@ from randfeat_rs import (
     RandomFeatureGPR,
     RandomFourierFeatures,
     SparseGPC,
+    _core,
 )
 from randfeat_rs._gpc import ALPHA_EPSILON_GRID, _held_out_rows
 
@@ -101,7 +106,7 @@ def test_nystroem_features_of_every_training_point_equal_the_exact_classifier():
 
 @pytest.mark.parametrize(
     "make",
-    [RandomFeatureGPC, ExactGPC, partial(SparseGPC, 20, random_state=0)],
+    [partial(RandomFeatureGPC, random_state=0), ExactGPC, partial(SparseGPC, 20, random_state=0)],
     ids=["features", "exact", "sparse"],
 )
 def test_label_encoding_and_class_order_do_not_change_the_model(make):
@@ -138,8 +143,9 @@ def test_pickle_keeps_the_fitted_model_by_value(make):
 
 def test_float32_inputs_are_accepted():
     X, y = two_blobs()
-    p64 = RandomFeatureGPC().fit(X, y).predict_proba(X)
-    p32 = RandomFeatureGPC().fit(X.astype(np.float32), y).predict_proba(X.astype(np.float32))
+    p64 = RandomFeatureGPC(random_state=0).fit(X, y).predict_proba(X)
+    p32 = RandomFeatureGPC(random_state=0).fit(X.astype(np.float32), y)
+    p32 = p32.predict_proba(X.astype(np.float32))
     assert p32.dtype == np.float64
     np.testing.assert_allclose(p32, p64, atol=1e-4)
 
@@ -474,12 +480,147 @@ def test_sparse_classifier_refuses_bad_input():
         SparseGPC(inducing="everywhere").fit(X, y)
     with pytest.raises(ValueError, match="number of columns of inducing"):
         SparseGPC(inducing=np.zeros((4, 3))).fit(X, y)
-    with pytest.raises(ValueError, match="2-D array"):
+    with pytest.raises(InvalidInputError, match=r"inducing.*2-D"):
         SparseGPC(inducing=np.zeros(4)).fit(X, y)
+    # Non-real inducing inputs are refused, not cast (complex lost its
+    # imaginary part with only a warning).
+    for bad in (X[:4] + 1j, np.array([["a", "b"]]), [[1.0, 2.0], [3.0]]):
+        with pytest.raises((InvalidDtypeError, InvalidInputError), match="inducing"):
+            SparseGPC(inducing=bad).fit(X, y)
     with pytest.raises(InvalidInputError, match="length_scale"):
         SparseGPC(length_scale=[1.0, 1.0, 1.0]).fit(X, y)
     with pytest.raises(InvalidInputError):
         SparseGPC(device="gpu").fit(X, y)
+
+
+def test_expected_softmax_of_extreme_latents_is_finite_and_right():
+    # The integration range follows the spread of the latents, not the
+    # distance between their means: these rows would take hours (or give NaN).
+    mean = np.array([[1e9, 0.0], [0.0, 1e9], [5.0, 5.0], [1e20, 1e20], [-1e300, 1e300]])
+    var = np.array([[1.0, 1.0], [1.0, 1.0], [1e10, 1e10], [1e40, 1e40], [1.0, 1e300]])
+    p = _core.expected_softmax(mean, var)
+    assert np.isfinite(p).all()
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-14)
+    np.testing.assert_array_equal(p[:2], [[1.0, 0.0], [0.0, 1.0]])
+    np.testing.assert_allclose(p[2:4], 0.5, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(p[4], [0.0, 1.0])
+
+
+def test_far_test_points_get_finite_probabilities():
+    X, y = two_blobs()
+    # A linear "feature map": latent means and variances grow with |x|.
+    linear = RandomFeatureGPC(StandardScaler()).fit(X, y)
+    far = [[1e6, 1e6], [-1e9, -1e9], [1e20, 1e20]]
+    p = linear.predict_proba(far)
+    assert np.isfinite(p).all()
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-14)
+    np.testing.assert_array_equal(linear.predict(far), [1, 0, 1])
+    # Far from the data both latents revert to the prior: equal means (the
+    # classes are balanced) and the huge kernel variance, so equal odds.
+    exact = ExactGPC(kernel_variance=1e10).fit(X, y)
+    mean, var = exact.predict_latent([[50.0, 50.0]])
+    assert mean[0, 0] == mean[0, 1]
+    np.testing.assert_allclose(var, 1e10, rtol=1e-12)
+    np.testing.assert_allclose(exact.predict_proba([[50.0, 50.0]]), 0.5, rtol=0, atol=1e-12)
+
+
+def four_classes(n=15, seed=2):
+    rng = np.random.default_rng(seed)
+    centers = np.array([[0.0, 3.0], [-3.0, -2.0], [3.0, -2.0], [0.0, -5.0]])
+    X = np.vstack([rng.normal(c, 0.7, (n, 2)) for c in centers])
+    return X, np.repeat(["a", "b", "c", "d"], n)
+
+
+FITTED_ATTRIBUTES = (
+    "classes_",
+    "n_features_in_",
+    "seed_",
+    "alpha_epsilon_",
+    "length_scale_",
+    "kernel_variance_",
+    "n_iter_",
+    "log_marginal_likelihood_",
+)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        partial(RandomFeatureGPC, RandomFourierFeatures(100, random_state=0)),
+        ExactGPC,
+        partial(SparseGPC, 20),
+    ],
+    ids=["features", "exact", "sparse"],
+)
+def test_a_failed_fit_keeps_the_previous_model(make):
+    X, y = four_classes()
+    clf = make(random_state=0).fit(X, y)
+    before = {name: copy.deepcopy(getattr(clf, name)) for name in FITTED_ATTRIBUTES}
+    proba, labels = clf.predict_proba(X), clf.predict(X)
+    # Fails after the labels (2 classes) and the width (3 columns) are read.
+    X3 = np.hstack([X, X[:, :1]])[:20]
+    with pytest.raises(InvalidInputError, match="optimize"):
+        clf.set_params(optimize=("noise",)).fit(X3, y[:20])
+    for name, value in before.items():
+        np.testing.assert_array_equal(getattr(clf, name), value, err_msg=name)
+    np.testing.assert_array_equal(clf.predict_proba(X), proba)
+    np.testing.assert_array_equal(clf.predict(X), labels)
+    # A failed first fit leaves the estimator unfitted.
+    fresh = make(optimize=("noise",))
+    with pytest.raises(InvalidInputError, match="optimize"):
+        fresh.fit(X, y)
+    for method in (fresh.predict, fresh.predict_proba, fresh.predict_latent):
+        with pytest.raises(NotFittedError):
+            method(X)
+    assert not [k for k in vars(fresh) if k.endswith("_") and not k.startswith("__")]
+
+
+def test_a_refit_with_a_given_alpha_epsilon_drops_the_auto_scores():
+    X, y = three_classes()
+    clf = ExactGPC(alpha_epsilon="auto", random_state=0).fit(X, y)
+    assert clf.alpha_epsilon_scores_.shape == (len(ALPHA_EPSILON_GRID),)
+    clf.set_params(alpha_epsilon=0.05).fit(X, y)
+    assert clf.alpha_epsilon_ == 0.05
+    assert not hasattr(clf, "alpha_epsilon_scores_")
+
+
+@pytest.mark.parametrize(
+    "features",
+    [None, RandomFourierFeatures(128), RBFSampler(n_components=128)],
+    ids=["default", "rff", "rbf_sampler"],
+)
+def test_random_state_fixes_the_transformer_draw(features):
+    X, y = three_classes()
+    Xt, _ = three_classes(seed=5)
+
+    def proba(random_state, alpha_epsilon=0.01):
+        clf = RandomFeatureGPC(features, random_state=random_state, alpha_epsilon=alpha_epsilon)
+        return clf.fit(X, y).predict_proba(Xt)
+
+    np.testing.assert_array_equal(proba(0), proba(0))
+    np.testing.assert_array_equal(proba(0, "auto"), proba(0, "auto"))
+    assert np.abs(proba(0) - proba(1)).max() > 1e-3
+    # As the regressor: the transformer's random_state is seed_ % 2**32.
+    clf = RandomFeatureGPC(features, random_state=3).fit(X, y)
+    assert clf.features_.random_state == clf.seed_ % (1 << 32)
+    # A transformer's own seed is kept.
+    seeded = RandomFourierFeatures(128, random_state=7)
+    for random_state in (0, 1):
+        assert (
+            RandomFeatureGPC(seeded, random_state=random_state).fit(X, y).features_.random_state
+            == 7
+        )
+
+
+@pytest.mark.parametrize("make", [ExactGPC, partial(SparseGPC, 5)], ids=["exact", "sparse"])
+def test_length_scale_must_be_a_number_or_one_per_column(make):
+    X, y = two_blobs(n=10)
+    with pytest.raises(InvalidInputError, match=r"length_scale.*0-D or 1-D"):
+        make(length_scale=[[1.0, 1.0]]).fit(X, y)
+    with pytest.raises(InvalidDtypeError, match="length_scale"):
+        make(length_scale=[1.0 + 1j, 1.0]).fit(X, y)
+    ard = make(length_scale=np.array([1.0, 2.0])).fit(X, y)
+    np.testing.assert_array_equal(ard.length_scale_, [1.0, 2.0])
 
 
 @parametrize_with_checks([RandomFeatureGPC(), ExactGPC(), SparseGPC()])

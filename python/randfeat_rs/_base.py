@@ -11,6 +11,8 @@ visible as NumPy attributes ending in ``_`` that read it.
 
 Shared pieces:
 
+- :func:`keep_state_on_failure`: a ``fit`` that raises leaves the
+  estimator as it was before the call;
 - :class:`RandomStateMixin`: one way to store the seed, ``seed_``, drawn
   once in ``fit`` from ``random_state``;
 - :class:`DeviceMixin`: the ``device`` parameter and its fitted ``device_``,
@@ -21,7 +23,8 @@ Shared pieces:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Optional
+import functools
+from typing import Any, Callable, ClassVar, Optional, TypeVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
@@ -34,6 +37,49 @@ from .exceptions import InvalidInputError
 
 #: The values of every ``device`` parameter.
 DEVICES = ("cpu", "gpu", "auto")
+
+_Fit = TypeVar("_Fit", bound=Callable[..., Any])
+
+
+def keep_state_on_failure(fit: _Fit) -> _Fit:
+    """Wrap a ``fit`` method so that, when it raises (``KeyboardInterrupt``
+    included), the estimator's attributes are put back as they were before
+    the call.
+
+    A fit sets its fitted attributes step by step (``n_features_in_`` and
+    ``classes_`` while validating, the model last); without this, a refit
+    that fails part-way would leave attributes of the new data beside the
+    model of the old, and a first fit that fails would leave some fitted
+    attributes but no model. With it, a failed refit keeps the previous
+    model whole and a failed first fit leaves the estimator unfitted
+    (``NotFittedError``). It restores the attribute dictionary: attributes
+    that the call set or replaced go back, but an object it mutated in place
+    is not copied beforehand (the statistics that
+    ``RandomFeatureGPR.partial_fit`` adds rows to; ``fit`` itself replaces
+    every fitted attribute).
+
+    Parameters
+    ----------
+    fit : callable
+        The method, ``fit(self, *args, **kwargs)``.
+
+    Returns
+    -------
+    callable
+        The wrapped method (same signature and docstring).
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        state = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(state)
+            raise
+
+    return wrapper  # type: ignore[return-value]
 
 
 def map_param(name: str) -> property:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from numbers import Integral, Real
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
@@ -22,10 +22,11 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin
+from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin, keep_state_on_failure
 from ._fourier import KERNELS, RandomFourierFeatures
 from ._maclaurin import MaclaurinFeatures
 from ._progress import ProgressPrinter, progress_printer
+from ._validation import length_scale_values
 from .exceptions import InvalidDtypeError, InvalidInputError
 
 __all__ = ["ExactGPR", "RandomFeatureGPR", "SufficientStatistics"]
@@ -348,6 +349,7 @@ class ExactGPR(
         self.verbose = verbose
         self.device = device
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> ExactGPR:
         """Fit the hyperparameters (those in ``optimize``) and the GP.
@@ -367,9 +369,7 @@ class ExactGPR(
         self._resolve_device(unsupported=EXACT_GP_CPU_ONLY)
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
         y = np.ascontiguousarray(y, dtype=np.float64)
-        ls = self.length_scale
-        if ls is not None:
-            ls = np.atleast_1d(np.asarray(ls, dtype=np.float64)).tolist()
+        ls = None if self.length_scale is None else length_scale_values(self.length_scale)
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
             self._gp = _core.ExactGp.fit(
                 X,
@@ -669,6 +669,35 @@ def _kernel_from_features(features: Any) -> tuple[Any, Optional[float]]:
     return ls, (float(kv) if isinstance(kv, Real) else None)
 
 
+def seeded_clone(features: Any, random_state: Any, seed: Callable[[], int]) -> Any:
+    """An unfitted clone of a random-feature estimator's transformer.
+
+    When the transformer has a ``random_state`` parameter left at ``None``
+    and the estimator's ``random_state`` is not ``None``, the clone gets
+    ``seed() % 2**32`` as its ``random_state``, so the estimator's
+    ``random_state`` fixes the transformer's draw too.
+
+    Parameters
+    ----------
+    features : transformer
+        The estimator's ``features`` parameter.
+    random_state : int, RandomState instance or None
+        The estimator's ``random_state`` parameter.
+    seed : callable
+        Returns the estimator's 64-bit ``seed_`` (called only when needed).
+
+    Returns
+    -------
+    transformer
+        The clone.
+    """
+    features = clone(features)
+    params = features.get_params(deep=False)
+    if random_state is not None and "random_state" in params and params["random_state"] is None:
+        features.set_params(random_state=seed() % (1 << 32))
+    return features
+
+
 class RandomFeatureGPR(
     GaussianPredictionMixin,
     FittedGpMixin,
@@ -913,15 +942,7 @@ class RandomFeatureGPR(
                 length_scale=float(_core.scale_length_scale(X)),
                 random_state=self._fit_seed() % (1 << 32),
             )
-        features = clone(self.features)
-        params = features.get_params(deep=False)
-        if (
-            self.random_state is not None
-            and "random_state" in params
-            and params["random_state"] is None
-        ):
-            features.set_params(random_state=self._fit_seed() % (1 << 32))
-        return features
+        return seeded_clone(self.features, self.random_state, self._fit_seed)
 
     def _accumulate(self, X: np.ndarray, y: np.ndarray) -> None:
         fmap = self._feature_map()
@@ -961,6 +982,7 @@ class RandomFeatureGPR(
         """``A^{-1} Phi^T (y - y_mean_) / noise_variance``."""
         return self._fitted_gp().beta
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X: Any, y: Any) -> RandomFeatureGPR:
         """Fit the transformer clone on ``X``, accumulate the statistics, solve.
@@ -1048,6 +1070,7 @@ class RandomFeatureGPR(
             )
         self._set_optimum(f, fitted)
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=False)
     def partial_fit(self, X: Any, y: Any) -> RandomFeatureGPR:
         """Add rows to the fit (the first call also fits the transformer clone).

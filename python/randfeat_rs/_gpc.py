@@ -29,19 +29,20 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin
+from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin, keep_state_on_failure
 from ._fourier import KERNELS, NystroemFeatures, RandomFourierFeatures
-from ._gp import _features_chunk, _kernel_from_features
+from ._gp import _features_chunk, _kernel_from_features, seeded_clone
 from ._maclaurin import MaclaurinFeatures
 from ._progress import progress_printer
 from ._sparse_gp import INDUCING
+from ._validation import inducing_inputs, length_scale_values
 from .exceptions import InvalidInputError
 
 __all__ = ["ALPHA_EPSILON_GRID", "ExactGPC", "RandomFeatureGPC", "SparseGPC"]
@@ -137,6 +138,7 @@ class _DirichletClassifier(RandomStateMixin, DeviceMixin, ClassifierMixin, BaseE
                         f"probability {scores.max():.4f})"
                     )
             else:
+                self.__dict__.pop("alpha_epsilon_scores_", None)
                 self.alpha_epsilon_ = float(self.alpha_epsilon)
             fitted = self._fit_rows(X, codes, self.alpha_epsilon_, progress)
         for name, value in fitted.items():
@@ -277,9 +279,14 @@ class RandomFeatureGPC(_DirichletClassifier):
         Any scikit-learn style transformer with dense float output (this
         library's feature maps, ``sklearn.kernel_approximation.RBFSampler``,
         ...), cloned and fitted on the training inputs. Its kernel is the
-        latents' prior covariance. ``None``:
-        ``RandomFourierFeatures(n_components=256, random_state=0)`` (Gaussian
-        kernel, length scale 1, kernel variance 1).
+        latents' prior covariance. When it has a ``random_state`` parameter
+        left at ``None`` and ``random_state`` below is not ``None``, the
+        clone gets ``seed_ % 2**32`` as its ``random_state``, so the outer
+        ``random_state`` fixes the whole fit (as in
+        :class:`RandomFeatureGPR`). ``None``:
+        ``RandomFourierFeatures(n_components=256)`` (Gaussian kernel, length
+        scale 1, kernel variance 1) with the ``random_state``
+        ``seed_ % 2**32``.
     alpha_epsilon : float or "auto", default=0.01
         The Dirichlet prior concentration ``alpha_epsilon > 0`` added to the
         one-hot labels: smaller values give sharper (more confident)
@@ -301,8 +308,9 @@ class RandomFeatureGPC(_DirichletClassifier):
     n_restarts : int, default=2
         Random restarts of the optimizer after the run from the start.
     random_state : int, RandomState instance or None, default=None
-        Seeds the optimizer's restarts and the held-out split of
-        ``alpha_epsilon="auto"``.
+        Seeds the optimizer's restarts, the held-out split of
+        ``alpha_epsilon="auto"`` and, through ``seed_``, the transformer
+        (see ``features``).
     chunk_size : int, default=2048
         Rows transformed and accumulated at a time.
     verbose : bool, default=False
@@ -343,7 +351,9 @@ class RandomFeatureGPC(_DirichletClassifier):
         L-BFGS iterations spent over all runs of the final fit (0 without
         ``optimize``).
     seed_ : int
-        The 64-bit seed drawn from ``random_state``.
+        The 64-bit seed drawn from ``random_state``: for the transformer's
+        ``random_state`` (see ``features``), the restarts and the held-out
+        split.
 
     Examples
     --------
@@ -388,6 +398,7 @@ class RandomFeatureGPC(_DirichletClassifier):
         self.verbose = verbose
         self.device = device
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X: Any, y: Any) -> RandomFeatureGPC:
         """Fit the transformer clone on ``X``, accumulate the per-class statistics, solve.
@@ -416,11 +427,15 @@ class RandomFeatureGPC(_DirichletClassifier):
         self._fit_all(X, codes)
         return self
 
+    def _unfitted_features(self) -> Any:
+        """The default map, or a clone of ``features`` seeded as
+        :func:`seeded_clone` says, both from ``seed_`` (drawn by the fit)."""
+        if self.features is None:
+            return RandomFourierFeatures(n_components=256, random_state=self.seed_ % (1 << 32))
+        return seeded_clone(self.features, self.random_state, lambda: self.seed_)
+
     def _fitted_features(self, X: np.ndarray) -> Any:
-        features = self.features
-        if features is None:
-            features = RandomFourierFeatures(n_components=256, random_state=0)
-        return clone(features).fit(X)
+        return self._unfitted_features().fit(X)
 
     def _stats(self, features: Any, X: np.ndarray, codes: np.ndarray, progress: Any) -> Any:
         """The per-class statistics of the rows ``X`` (one pass)."""
@@ -628,6 +643,7 @@ class ExactGPC(_DirichletClassifier):
         self.verbose = verbose
         self.device = device
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> ExactGPC:
         """Fit the hyperparameters in ``optimize``, then factor ``K + Sigma_c`` for every class.
@@ -654,12 +670,11 @@ class ExactGPC(_DirichletClassifier):
     def _fit_rows(
         self, X: np.ndarray, codes: np.ndarray, alpha_epsilon: float, progress: Any
     ) -> dict:
-        length_scale = np.atleast_1d(np.asarray(self.length_scale, dtype=np.float64))
         model, n_iter = _core.DirichletGPC.fit_exact(
             X,
             codes,
             n_classes=self.classes_.shape[0],
-            length_scale=length_scale.tolist(),
+            length_scale=length_scale_values(self.length_scale),
             kernel_variance=float(self.kernel_variance),
             alpha_epsilon=alpha_epsilon,
             optimize=self._optimize_names(),
@@ -838,6 +853,7 @@ default="greedy_variance"
         self.verbose = verbose
         self.device = device
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> SparseGPC:
         """Choose the inducing inputs, accumulate the per-class statistics, solve every class.
@@ -866,30 +882,17 @@ default="greedy_variance"
         self._fit_all(X, codes)
         return self
 
-    def _inducing(self) -> Any:
-        """``inducing`` as a selection name or a 2-D float64 array."""
-        if isinstance(self.inducing, str):
-            return self.inducing
-        z = np.ascontiguousarray(self.inducing, dtype=np.float64)
-        if z.ndim != 2:
-            raise ValueError(
-                "`inducing` must be a selection name or a 2-D array of shape "
-                f"(M, n_features), got an array of {z.ndim} dimension(s)"
-            )
-        return z
-
     def _fit_rows(
         self, X: np.ndarray, codes: np.ndarray, alpha_epsilon: float, progress: Any
     ) -> dict:
-        length_scale = np.atleast_1d(np.asarray(self.length_scale, dtype=np.float64))
         model, n_iter = _core.SparseDirichletGPC.fit(
             X,
             codes,
             n_classes=self.classes_.shape[0],
             n_inducing=int(self.n_inducing),
-            inducing=self._inducing(),
+            inducing=inducing_inputs(self.inducing),
             kernel=self.kernel,
-            length_scale=length_scale.tolist(),
+            length_scale=length_scale_values(self.length_scale),
             kernel_variance=float(self.kernel_variance),
             alpha_epsilon=alpha_epsilon,
             chunk_size=None if self.chunk_size is None else int(self.chunk_size),

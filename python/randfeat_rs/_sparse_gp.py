@@ -19,11 +19,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._base import DeviceMixin, RandomStateMixin
+from ._base import DeviceMixin, RandomStateMixin, keep_state_on_failure
 from ._fourier import KERNELS
 from ._gp import GaussianPredictionMixin, KernelHyperparametersMixin
 from ._progress import progress_printer
-from ._validation import user_stacklevel
+from ._validation import inducing_inputs, length_scale_values, user_stacklevel
 
 __all__ = ["SparseGPR"]
 
@@ -265,6 +265,7 @@ default="greedy_variance"
         self.random_state = random_state
         self.verbose = verbose
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> SparseGPR:
         """Choose the inducing inputs and fit the hyperparameters and the GP.
@@ -285,17 +286,8 @@ default="greedy_variance"
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C", y_numeric=True)
         y = np.ascontiguousarray(y, dtype=np.float64)
         self._resolve_device(unsupported=FITC_CPU_ONLY if self.method == "fitc" else None)
-        inducing = self.inducing
-        if not isinstance(inducing, str):
-            inducing = np.ascontiguousarray(inducing, dtype=np.float64)
-            if inducing.ndim != 2:
-                raise ValueError(
-                    "`inducing` must be a selection name or a 2-D array of shape "
-                    f"(M, n_features), got an array of {inducing.ndim} dimension(s)"
-                )
-        ls = self.length_scale
-        if ls is not None:
-            ls = np.atleast_1d(np.asarray(ls, dtype=np.float64)).tolist()
+        inducing = inducing_inputs(self.inducing)
+        ls = None if self.length_scale is None else length_scale_values(self.length_scale)
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
             self._gp = _core.SparseGp.fit(
                 X,

@@ -86,6 +86,36 @@ def real_array(x: Any, name: str, ndims: tuple[int, ...] = (1, 2)) -> np.ndarray
     return np.ascontiguousarray(arr, dtype=np.float64)
 
 
+def length_scale_values(length_scale: Any) -> list[float]:
+    """A ``length_scale`` parameter, one number or one per input column, as a list.
+
+    Raises
+    ------
+    InvalidDtypeError
+        If it holds anything but real numbers (a :class:`TypeError`).
+    InvalidInputError
+        If it is ragged or has more than one dimension.
+    """
+    return real_array(length_scale, "length_scale", (0, 1)).reshape(-1).tolist()
+
+
+def inducing_inputs(inducing: Any) -> Any:
+    """An ``inducing`` parameter: a selection name as it is, given inputs as
+    a C-contiguous float64 array of shape (M, n_features).
+
+    Raises
+    ------
+    InvalidDtypeError
+        If the inputs hold anything but real numbers (complex, strings...; a
+        :class:`TypeError`).
+    InvalidInputError
+        If they are ragged or not 2-D.
+    """
+    if isinstance(inducing, str):
+        return inducing
+    return real_array(inducing, "inducing", (2,))
+
+
 def real_scalar(v: Any, name: str) -> float:
     """Return the real number ``v`` as a float.
 

@@ -53,11 +53,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._fourier import RandomFourierFeatures
-from ._gp import RandomFeatureGPR, _features_chunk, _optimize_names
+from ._gp import RandomFeatureGPR, _features_chunk, _kernel_from_features, _optimize_names
 from ._gpc import GPC_CPU_ONLY, RandomFeatureGPC
 from ._progress import progress_printer
 from ._sparse_gp import SparseGPR
+from ._validation import inducing_inputs, length_scale_values
 from .exceptions import InvalidInputError
 
 __all__ = [
@@ -409,12 +409,12 @@ def _sparse_prior(model: SparseGPR, d: int) -> dict:
             "`kernel_variance` and `noise_variance` as values (the starts when optimized)"
             + (f"; missing: {', '.join(missing)}" if missing else "")
         )
-    z = np.ascontiguousarray(z, dtype=np.float64)
-    if z.ndim != 2 or z.shape[1] != d:
+    z = inducing_inputs(z)
+    if z.shape[1] != d:
         raise ValueError(
             f"`inducing` must have shape (M, {d}) for `X` with {d} features, got {z.shape}"
         )
-    ls = np.atleast_1d(np.asarray(model.length_scale, dtype=np.float64)).tolist()
+    ls = length_scale_values(model.length_scale)
     if model.ard and len(ls) == 1:
         ls = ls * d
     return {
@@ -512,7 +512,13 @@ def fit(estimator: Any, X: Any, y: Any, *, persist: bool = True) -> Any:
       same evaluations up to the rounding of the summation order) to its
       optimum, with the same ``n_iter_``.
     - :class:`~randfeat_rs.RandomFeatureGPC`: the classes are the distinct
-      labels of ``y`` (one pass over ``y``), the transformer as above.
+      labels of ``y`` (one pass over ``y``), the transformer as above (an
+      unfitted one, or the default map, seeded from ``seed_`` as the
+      in-memory fit seeds it), ``alpha_epsilon`` a value and ``optimize``
+      None: ``"auto"`` and ``optimize`` need passes this fit does not make
+      (choose them in memory on a sample and pass the fitted ``features_``
+      and ``alpha_epsilon_``). The fitted attributes are those of the
+      in-memory fit.
     - :class:`~randfeat_rs.SparseGPR`: the inducing inputs as an array
       (``inducing``, e.g. chosen on a subsample in memory) and the
       hyperparameters as values (the starts of those in ``optimize``).
@@ -568,15 +574,22 @@ def fit(estimator: Any, X: Any, y: Any, *, persist: bool = True) -> Any:
     )
 
 
+def _is_fitted(estimator: Any) -> bool:
+    """Whether scikit-learn's ``check_is_fitted`` accepts ``estimator``."""
+    try:
+        check_is_fitted(estimator)
+    except NotFittedError:
+        return False
+    return True
+
+
 def _fitted_features(features: Any, X: da.Array) -> Any:
     """The transformer of a fit on dask arrays: a fitted one as it is (a
     copy), an unfitted one's clone fitted on the first :data:`FIT_ROWS`
     rows of ``X`` (brought to the driver)."""
-    try:
-        check_is_fitted(features)
-    except NotFittedError:
+    if not _is_fitted(features):
         if X.shape[0] == 0:
-            raise ValueError("`X` needs at least one row") from None
+            raise ValueError("`X` needs at least one row")
         return clone(features).fit(_block_rows(X[:FIT_ROWS].compute()))
     n_in = getattr(features, "n_features_in_", X.shape[1])
     if n_in != X.shape[1]:
@@ -717,6 +730,19 @@ def _fit_gpc(estimator: RandomFeatureGPC, X: da.Array, y: da.Array) -> RandomFea
     model = clone(estimator)
     model._validate_params()
     model._resolve_device(unsupported=GPC_CPU_ONLY)
+    if model._optimize_names():
+        raise InvalidInputError(
+            "fit(RandomFeatureGPC) on dask arrays solves at the transformer's "
+            f"hyperparameters in one pass and cannot fit optimize={model.optimize!r}: fit "
+            "RandomFeatureGPC(optimize=...) in memory on a sample and pass its fitted "
+            "`features_` with optimize=None"
+        )
+    if isinstance(model.alpha_epsilon, str):
+        raise InvalidInputError(
+            "fit(RandomFeatureGPC) on dask arrays needs `alpha_epsilon` as a value, got "
+            f"{model.alpha_epsilon!r} (which scores every candidate on held-out rows): "
+            "choose it in memory on a sample (its fitted `alpha_epsilon_`)"
+        )
     classes = np.asarray(da.unique(y).compute())
     check_classification_targets(classes)
     if classes.shape[0] < 2:
@@ -725,13 +751,18 @@ def _fit_gpc(estimator: RandomFeatureGPC, X: da.Array, y: da.Array) -> RandomFea
             f"got {classes.shape[0]} class(es)"
         )
     model.classes_ = classes
+    model._fit_seed()
     features = estimator.features
-    if features is None:
-        features = RandomFourierFeatures(n_components=256, random_state=0)
+    if features is None or not _is_fitted(features):
+        # Seeded from seed_ as the in-memory fit seeds it.
+        features = model._unfitted_features()
     model.features_ = _fitted_features(features, X)
     model.n_features_in_ = int(X.shape[1])
+    model.alpha_epsilon_ = float(model.alpha_epsilon)
     stats = _reduced(_gpc_block, (model,), X, y)
-    model._model = _core.DirichletGPC.fit(stats, float(model.alpha_epsilon))
+    model._model = _core.DirichletGPC.fit(stats, model.alpha_epsilon_)
+    model.length_scale_, model.kernel_variance_ = _kernel_from_features(model.features_)
+    model.n_iter_ = 0
     model.log_marginal_likelihood_ = float(sum(model._model.class_lml))
     return model
 

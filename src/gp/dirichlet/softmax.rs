@@ -15,21 +15,29 @@
 //!
 //! `F(t) = exp(−e^{−t})` the Gumbel distribution function and
 //! `F'(t) = e^{−t} F(t)` its density, `z ~ N(0, 1)`. Each expectation over
-//! `z` uses the fixed Gauss–Hermite rule of [`NODES`] nodes, the integral
-//! over `x` the trapezoid rule of step [`STEP`] on
-//! `[min_j(μ_j − 8√v_j) − 4, max_j(μ_j + 8√v_j) + 30]` (the Gumbel density
-//! is below `1e−13` outside `[−4, 30]` and the rule's weights beyond 8
-//! standard deviations below `1e−15`). The integrand is entire and
-//! decays at both ends, so the trapezoid error is of order
-//! `exp(−π²/STEP) ≈ 3e−9`; the Gauss–Hermite error grows with the latent
-//! standard deviations (the softmax varies on the scale `1/√v_j` in `z`):
-//! against the same scheme with 64 nodes and step 0.25 the largest
-//! difference is about `3e−5` at `v ≤ 16` and `1e−4` at `v = 30`, and
-//! against 10⁶-sample Monte Carlo the results agree to its sampling error.
-//! The probabilities are finally divided by their sum (which the
-//! quadrature gets to about `1e−8`), so each row sums to 1 to rounding. The
-//! cost is `O(C · NODES)` exponentials per grid point, about
-//! `(Δμ + 16 max √v + 34)/STEP` grid points per test row.
+//! `z` uses the fixed Gauss–Hermite rule of [`NODES`] nodes `z_q`, the
+//! integral over `x` the trapezoid rule of step [`STEP`] on the part of
+//! `[max_j(μ_j − 8√v_j) − 4, max_j(μ_j + 8√v_j) + 30]` within `[−4, 30]` of
+//! some node `μ_j + √v_j z_q` with `|z_q| ≤ 8`. Outside it the integrand has
+//! mass below `1e−13`: the Gumbel density is below `1e−13` outside
+//! `[−4, 30]`, the rule's weights beyond 8 standard deviations are below
+//! `1e−15`, and below the range's start the class with the highest
+//! `μ_j − 8√v_j` exceeds `x` with probability `1 − 1e−15`, so no class wins
+//! there. The integrand is entire and decays at both ends of each span, so
+//! the trapezoid error is of order `exp(−π²/STEP) ≈ 3e−9`; the Gauss–Hermite
+//! error grows with the latent standard deviations (the softmax varies on
+//! the scale `1/√v_j` in `z`): against the same scheme with 64 nodes and
+//! step 0.25 the largest difference is about `3e−5` at `v ≤ 16` and `1e−4`
+//! at `v = 30`, and against 10⁶-sample Monte Carlo the results agree to its
+//! sampling error. The probabilities are finally divided by their sum
+//! (which the quadrature gets to about `1e−8`), so each row sums to 1 to
+//! rounding. The range is at most `C · NODES` windows of length 34, so a
+//! row costs at most `34 · C · NODES / STEP` grid points of `O(C · NODES)`
+//! exponentials each, whatever the scale of the means and variances
+//! (about `(16 max √v + 34)/STEP` points when the nodes overlap, fewer
+//! when they are spread out); the means are taken relative to their
+//! maximum and each span's points relative to its start, so the points are
+//! resolved at any magnitude.
 
 use std::sync::OnceLock;
 
@@ -44,10 +52,11 @@ pub const NODES: usize = 32;
 /// Step of the trapezoid rule over the Gumbel-shifted variable.
 pub const STEP: f64 = 0.5;
 /// Half-width of the integration range around the means, in standard
-/// deviations.
+/// deviations: the nodes `z_q` beyond it (weights below `1e−15`) get no
+/// window.
 const SPREAD: f64 = 8.0;
-/// Extra range below the lowest and above the highest latent: the
-/// standard Gumbel density is below `1e−13` outside `[−LEFT, RIGHT]`.
+/// The window of a node `a` is `[a − LEFT, a + RIGHT]`: the standard Gumbel
+/// density is below `1e−13` outside `[−LEFT, RIGHT]`.
 const LEFT: f64 = 4.0;
 const RIGHT: f64 = 30.0;
 /// `e^{−t}` is capped at `e^{EXP_CAP}` (where `F(t)` is already 0), so it
@@ -86,57 +95,121 @@ fn hermite_rule() -> &'static (Vec<f64>, Vec<f64>) {
     })
 }
 
-/// Scratch of one test row: the shifted nodes `μ_j + √v_j z_q` (`C × NODES`)
-/// and the per-class `Q_j(x)`, `q_j(x)`, suffix products and sums.
+/// Scratch of one test row: the shifted nodes `μ_j + √v_j z_q − max_k μ_k`
+/// (`C × NODES`), the same relative to the anchor of the current span, the
+/// spans of the integration range, and the per-class `Q_j(x)`, `q_j(x)` and
+/// suffix products.
 #[derive(Default)]
 struct Scratch {
     nodes: Vec<f64>,
+    local: Vec<f64>,
+    spans: Vec<Span>,
     cdf: Vec<f64>,
     pdf: Vec<f64>,
     suffix: Vec<f64>,
 }
 
-/// `p` (length `C`) for the means `mu` and variances `var` of one row.
-fn row(mu: &[f64], var: &[f64], p: &mut [f64], s: &mut Scratch) {
-    let (z, w) = hermite_rule();
-    let c = mu.len();
+/// `[anchor + start, anchor + end]`, with `anchor` a node and the offsets
+/// small, so that its points stay resolved when `|anchor|` is so large that
+/// `anchor ± 34` would round to `anchor`.
+#[derive(Clone, Copy)]
+struct Span {
+    anchor: f64,
+    start: f64,
+    end: f64,
+}
+
+/// The integration range of one row (see the module docs), as disjoint
+/// spans in increasing order, in `s.spans`; the nodes in `s.nodes`.
+///
+/// The probabilities are invariant under a common shift of the means, so
+/// the nodes are taken relative to `max_k μ_k`. The window
+/// `[a − LEFT, a + RIGHT]` of each node `a = μ_j + √v_j z_q` with
+/// `|z_q| ≤ SPREAD` is cut below at `max_j(μ_j − SPREAD √v_j) − LEFT`; no
+/// window reaches above `max_j(μ_j + SPREAD √v_j) + RIGHT`. There are at most
+/// `C · NODES` windows, so the spans are at most `(LEFT + RIGHT) · C · NODES`
+/// long in all.
+fn spans(mu: &[f64], var: &[f64], s: &mut Scratch) {
+    let (z, _) = hermite_rule();
+    let top = mu.iter().fold(f64::NEG_INFINITY, |a, &m| a.max(m));
     s.nodes.clear();
-    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut floor = f64::NEG_INFINITY;
     for (&m, &v) in mu.iter().zip(var) {
-        let sd = v.sqrt();
+        let (m, sd) = (m - top, v.sqrt());
         s.nodes.extend(z.iter().map(|zq| m + sd * zq));
-        lo = lo.min(m - SPREAD * sd);
-        hi = hi.max(m + SPREAD * sd);
+        floor = floor.max(m - SPREAD * sd);
     }
-    let (lo, hi) = (lo - LEFT, hi + RIGHT);
-    let points = ((hi - lo) / STEP).ceil() as usize + 1;
+    s.spans.clear();
+    for (&anchor, zq) in s.nodes.iter().zip(z.iter().cycle()) {
+        let start = (floor - anchor - LEFT).max(-LEFT);
+        if zq.abs() <= SPREAD && start < RIGHT {
+            s.spans.push(Span {
+                anchor,
+                start,
+                end: RIGHT,
+            });
+        }
+    }
+    // The window starts increase with the anchors.
+    s.spans.sort_by(|a, b| a.anchor.total_cmp(&b.anchor));
+    let mut merged = 0;
+    for k in 0..s.spans.len() {
+        let next = s.spans[k];
+        if merged > 0 {
+            let last = &mut s.spans[merged - 1];
+            let shift = next.anchor - last.anchor;
+            if shift + next.start <= last.end {
+                last.end = last.end.max(shift + next.end);
+                continue;
+            }
+        }
+        s.spans[merged] = next;
+        merged += 1;
+    }
+    s.spans.truncate(merged);
+}
+
+/// `p` (length `C`) for the means `mu` and variances `var` of one row: the
+/// trapezoid rule of step [`STEP`] on each span of [`spans`], in
+/// coordinates relative to the span's anchor.
+fn row(mu: &[f64], var: &[f64], p: &mut [f64], s: &mut Scratch) {
+    let (_, w) = hermite_rule();
+    let c = mu.len();
+    spans(mu, var, s);
     s.cdf.resize(c, 0.0);
     s.pdf.resize(c, 0.0);
     s.suffix.resize(c + 1, 1.0);
     p.fill(0.0);
-    for i in 0..points {
-        let x = lo + i as f64 * STEP;
-        for j in 0..c {
-            let (mut cdf, mut pdf) = (0.0, 0.0);
-            for (a, wq) in s.nodes[j * NODES..(j + 1) * NODES].iter().zip(w) {
-                let e = (a - x).min(EXP_CAP).exp();
-                let f = (-e).exp();
-                cdf += wq * f;
-                pdf += wq * e * f;
+    for k in 0..s.spans.len() {
+        let span = s.spans[k];
+        s.local.clear();
+        s.local.extend(s.nodes.iter().map(|a| a - span.anchor));
+        // At most (LEFT + RIGHT) · C · NODES / STEP points in all.
+        let points = ((span.end - span.start) / STEP).ceil() as usize + 1;
+        for i in 0..points {
+            let t = span.start + i as f64 * STEP;
+            for j in 0..c {
+                let (mut cdf, mut pdf) = (0.0, 0.0);
+                for (a, wq) in s.local[j * NODES..(j + 1) * NODES].iter().zip(w) {
+                    let e = (a - t).min(EXP_CAP).exp();
+                    let f = (-e).exp();
+                    cdf += wq * f;
+                    pdf += wq * e * f;
+                }
+                s.cdf[j] = cdf;
+                s.pdf[j] = pdf;
             }
-            s.cdf[j] = cdf;
-            s.pdf[j] = pdf;
-        }
-        // p_c += q_c Π_{j<c} Q_j Π_{j>c} Q_j (prefix and suffix products,
-        // no division by a Q_j that may be 0).
-        s.suffix[c] = 1.0;
-        for j in (0..c).rev() {
-            s.suffix[j] = s.suffix[j + 1] * s.cdf[j];
-        }
-        let mut prefix = 1.0;
-        for (j, pj) in p.iter_mut().enumerate() {
-            *pj += s.pdf[j] * prefix * s.suffix[j + 1];
-            prefix *= s.cdf[j];
+            // p_c += q_c Π_{j<c} Q_j Π_{j>c} Q_j (prefix and suffix products,
+            // no division by a Q_j that may be 0).
+            s.suffix[c] = 1.0;
+            for j in (0..c).rev() {
+                s.suffix[j] = s.suffix[j + 1] * s.cdf[j];
+            }
+            let mut prefix = 1.0;
+            for (j, pj) in p.iter_mut().enumerate() {
+                *pj += s.pdf[j] * prefix * s.suffix[j + 1];
+                prefix *= s.cdf[j];
+            }
         }
     }
     let total: f64 = p.iter().sum();

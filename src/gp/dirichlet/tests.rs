@@ -395,3 +395,51 @@ fn fitted_classifiers_round_trip_through_serde() {
         back.predict_latent(xs.view(), true, PAR).unwrap()
     );
 }
+
+#[test]
+fn expected_softmax_is_bounded_for_extreme_latents() {
+    // Means far apart: the highest wins; huge equal variances and equal
+    // means: equal probabilities by symmetry. Each row integrates over at
+    // most 34 · C · NODES length, so these finish as fast as moderate rows.
+    let mu = array![
+        [1e9, 0.0],
+        [0.0, 1e9],
+        [1e9, 0.0],
+        [5.0, 5.0],
+        [-3e20, -3e20],
+        [1e300, -1e300],
+        [1e20, 1e20 - 1e10],
+        [1.7e308, -1.7e308],
+    ];
+    let var = array![
+        [1.0, 1.0],
+        [1.0, 1.0],
+        [1e10, 1e10],
+        [1e10, 1e10],
+        [1e40, 1e40],
+        [1e300, 1e300],
+        [1e-10, 1e-10],
+        [1.0, 1.0],
+    ];
+    let p = expected_softmax(mu.view(), var.view(), PAR).unwrap();
+    for (i, row) in p.rows().into_iter().enumerate() {
+        assert!(row.iter().all(|v| v.is_finite()), "row {i}: {row}");
+        assert!(close(row.sum(), 1.0, 1e-14), "row {i}: {row}");
+    }
+    assert_eq!(p.row(0).to_vec(), vec![1.0, 0.0]);
+    assert_eq!(p.row(1).to_vec(), vec![0.0, 1.0]);
+    // 1e9 apart with standard deviations 1e5.
+    assert!(close(p[(2, 0)], 1.0, 1e-10), "{}", p.row(2));
+    for i in [3, 4] {
+        assert!(close(p[(i, 0)], 0.5, 1e-12), "row {i}: {}", p.row(i));
+    }
+    for i in [5, 6, 7] {
+        assert_eq!(p.row(i).to_vec(), vec![1.0, 0.0], "row {i}");
+    }
+    // Three classes, one far below two equal ones with huge variances.
+    let mu = array![[0.0, 0.0, -1e12]];
+    let var = array![[1e12, 1e12, 1.0]];
+    let p = expected_softmax(mu.view(), var.view(), PAR).unwrap();
+    assert!(close(p[(0, 0)], p[(0, 1)], 1e-12), "{p}");
+    assert!(close(p[(0, 0)] + p[(0, 1)], 1.0, 1e-14), "{p}");
+}
