@@ -26,8 +26,8 @@ from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin, keep_state_
 from ._fourier import KERNELS, RandomFourierFeatures
 from ._maclaurin import MaclaurinFeatures
 from ._progress import ProgressPrinter, progress_printer
-from ._validation import length_scale_values
-from .exceptions import InvalidDtypeError, InvalidInputError
+from ._validation import float_array, length_scale_values, real_array
+from .exceptions import InvalidInputError
 
 __all__ = ["ExactGPR", "RandomFeatureGPR", "SufficientStatistics"]
 
@@ -618,15 +618,9 @@ def _feature_block(phi: Any, name: str) -> np.ndarray:
     float64 kept, integers converted to float64, any other dtype (complex
     included, which would lose its imaginary part) refused."""
     phi = np.asarray(phi)
-    if phi.ndim != 2:
-        raise InvalidInputError(f"`{name}` must be 2-D, got {phi.ndim}-D")
-    if phi.dtype.kind not in "fiu":
-        raise InvalidDtypeError(
-            f"`{name}` must hold real numbers (a float or integer dtype), got dtype {phi.dtype}"
-        )
-    if phi.dtype not in (np.float32, np.float64):
-        phi = phi.astype(np.float64)
-    return np.ascontiguousarray(phi)
+    if phi.dtype in (np.float32, np.float64):
+        return np.ascontiguousarray(float_array(phi, name, (2,)))
+    return real_array(phi, name, (2,))
 
 
 def _optimize_names(optimize: Any) -> list[str]:
