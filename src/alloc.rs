@@ -105,6 +105,14 @@ pub fn try_zeroed_vec<T: bytemuck::Zeroable>(
     })
 }
 
+/// The number of elements `Π dims`, or [`too_large`] naming `param` when
+/// it overflows `usize` (no allocation could hold it).
+pub fn checked_count(param: &'static str, what: &str, dims: &[usize]) -> Result<usize> {
+    dims.iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| too_large(param, what, None, crate::system::available_memory_bytes()))
+}
+
 /// A `rows × cols` array of zeros, allocated fallibly ([`try_zeroed_vec`]):
 /// a size that overflows, does not fit, or that the system refuses is
 /// [`too_large`] naming `param` instead of an abort.
@@ -114,15 +122,7 @@ pub fn try_zeros2<T: bytemuck::Zeroable>(
     rows: usize,
     cols: usize,
 ) -> Result<ndarray::Array2<T>> {
-    let elem = std::mem::size_of::<T>();
-    let n = rows.checked_mul(cols).ok_or_else(|| {
-        too_large(
-            param,
-            what,
-            bytes_of(&[rows, cols], elem),
-            crate::system::available_memory_bytes(),
-        )
-    })?;
+    let n = checked_count(param, what, &[rows, cols])?;
     let v = try_zeroed_vec(param, what, n)?;
     ndarray::Array2::from_shape_vec((rows, cols), v)
         .map_err(|e| Error::Internal(format!("{what}: {e}")))
@@ -231,6 +231,14 @@ mod tests {
         assert!(e.to_string().contains("more than 2^64 bytes"), "{e}");
         let e = try_zeros2::<f64>("n_grids", "x", 1 << 40, 1 << 10).unwrap_err();
         assert!(e.to_string().contains("lower n_grids"), "{e}");
+    }
+
+    #[test]
+    fn checked_count_refuses_an_overflowing_product() {
+        assert_eq!(checked_count("n", "x", &[3, 4, 5]), Ok(60));
+        assert_eq!(checked_count("n", "x", &[]), Ok(1));
+        let e = checked_count("n_components", "x", &[usize::MAX, 1, 2]).unwrap_err();
+        assert!(e.to_string().contains("lower n_components"), "{e}");
     }
 
     #[test]

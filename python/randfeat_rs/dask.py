@@ -57,7 +57,7 @@ from ._gp import RandomFeatureGPR, _features_chunk, _kernel_from_features, _opti
 from ._gpc import GPC_CPU_ONLY, RandomFeatureGPC
 from ._progress import progress_printer
 from ._sparse_gp import SparseGPR
-from ._validation import inducing_inputs, length_scale_values
+from ._validation import inducing_inputs, length_scale_values, user_stacklevel
 from .exceptions import InvalidInputError
 
 __all__ = [
@@ -118,7 +118,7 @@ def _targets(y: Any, X: da.Array) -> da.Array:
             "A column-vector y was passed when a 1d array was expected. Please change the "
             "shape of y to (n_samples, ), for example using ravel().",
             DataConversionWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
         y = y[:, 0]
     if y.ndim != 1:

@@ -40,20 +40,9 @@ impl Dense {
         n_features: usize,
         rng: &mut crate::rng::Rng,
     ) -> Result<Self> {
-        let rows = if complex {
-            n_features.checked_mul(2)
-        } else {
-            Some(n_features)
-        };
         let what = format!("the sketch's weights ({degree} x {n_features} x {dim} float64)");
-        let rows = rows.ok_or_else(|| {
-            crate::alloc::too_large(
-                "n_components",
-                &what,
-                None,
-                crate::system::available_memory_bytes(),
-            )
-        })?;
+        let parts = if complex { 2 } else { 1 };
+        let rows = crate::alloc::checked_count("n_components", &what, &[n_features, parts])?;
         let weights = (0..degree)
             .map(|_| {
                 let mut w = crate::alloc::try_zeros2::<f64>("n_components", &what, rows, dim)?;

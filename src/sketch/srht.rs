@@ -44,17 +44,8 @@ impl Srht {
         let what = format!(
             "the TensorSRHT signs and permutations ({blocks} blocks x {degree} factors x {d_pad})"
         );
-        let total = blocks
-            .checked_mul(degree as usize)
-            .and_then(|n| n.checked_mul(d_pad))
-            .ok_or_else(|| {
-                crate::alloc::too_large(
-                    "n_components",
-                    &what,
-                    None,
-                    crate::system::available_memory_bytes(),
-                )
-            })?;
+        let total =
+            crate::alloc::checked_count("n_components", &what, &[blocks, degree as usize, d_pad])?;
         let mut codes: Vec<u8> = crate::alloc::try_zeroed_vec("n_components", &what, total)?;
         let mut perms: Vec<u32> = crate::alloc::try_zeroed_vec("n_components", &what, total)?;
         for (code, perm) in codes
