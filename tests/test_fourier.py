@@ -14,6 +14,8 @@ import pytest
 import scipy.special
 from scipy.stats import qmc
 from sklearn.kernel_approximation import Nystroem
+from sklearn.linear_model import Ridge
+from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import randfeat_rs as rf
@@ -427,4 +429,13 @@ def test_sampler_warnings_point_at_the_callers_line(kwargs, n_features, method):
     rff = RandomFourierFeatures(**{"n_components": 8, "random_state": 0, **kwargs})
     with pytest.warns(UserWarning, match="sampler=") as record:
         getattr(rff, method)(x)
+    assert record[0].filename == __file__
+
+
+def test_sampler_warnings_point_at_the_callers_line_through_a_pipeline():
+    # A Pipeline fits its steps through joblib's Memory wrapper.
+    x = np.random.default_rng(0).standard_normal((20, 3))
+    pipe = make_pipeline(RandomFourierFeatures(12, sampler="qmc", random_state=0), Ridge())
+    with pytest.warns(UserWarning, match="sampler='qmc'") as record:
+        pipe.fit(x, x[:, 0])
     assert record[0].filename == __file__

@@ -7,6 +7,7 @@ import sys
 from numbers import Integral, Real
 from typing import Any
 
+import joblib
 import numpy as np
 import scipy.sparse
 import sklearn
@@ -152,9 +153,12 @@ def seed_from_random_state(random_state: Any) -> int:
 
 #: The package directories whose frames a warning skips to reach the user's
 #: call: this package's and scikit-learn's (``fit`` is wrapped by
-#: ``_fit_context`` and ``fit_transform`` may come from ``TransformerMixin``).
+#: ``_fit_context`` and ``fit_transform`` may come from ``TransformerMixin``),
+#: and joblib's, through which a scikit-learn ``Pipeline`` fits its steps.
 _INTERNAL_DIRS = tuple(
-    os.path.dirname(f) + os.sep for f in (__file__, sklearn.__file__) if f is not None
+    os.path.dirname(f) + os.sep
+    for f in (__file__, sklearn.__file__, joblib.__file__)
+    if f is not None
 )
 
 
