@@ -15,6 +15,9 @@ covered by adding its entries. Each test below runs on every entry:
 - ``get_params``/``set_params``/``clone`` round trip, and a fresh estimator
   with the same parameters reproduces the fit bit for bit;
 - Fortran-ordered and strided input give the C-order results;
+- a fit interrupted after validating new data keeps the previous model
+  (the transformers and ``LocalizedMaclaurinGPR``; the GP models' own files
+  test theirs);
 - bad input is refused with the errors the library documents: scikit-learn's
   ``NotFittedError`` before ``fit``, and a ``ValueError`` that names ``X``
   (or ``y``) for NaN or infinity, for the wrong number of features (naming
@@ -333,6 +336,15 @@ def _supervised(est: Any) -> bool:
 
 transformer_case = _case_fixture([c for c in ESTIMATORS if not _supervised(c.make())])
 supervised_case = _case_fixture([c for c in ESTIMATORS if _supervised(c.make())])
+# The estimators whose every fit draws its seed (``_fit_seed``) after
+# validating the data; the GP models' failed fits are tested in their files.
+seeded_fit_case = _case_fixture(
+    [
+        c
+        for c in ESTIMATORS
+        if not _supervised(c.make()) or isinstance(c.make(), LocalizedMaclaurinGPR)
+    ]
+)
 
 
 class Data(NamedTuple):
@@ -614,6 +626,35 @@ def test_complex_input_is_refused(case):
         _fit(case.make(), X + 0j, y)
     with _raises(ValueError, "[Cc]omplex"):
         _outputs(_fitted(case), X_test + 1j)
+
+
+def test_a_failed_fit_keeps_the_previous_model(seeded_fit_case, monkeypatch):
+    """A fit interrupted after it validated new data (here by a
+    ``KeyboardInterrupt`` where it draws its seed) leaves a fitted estimator
+    as it was, and a fresh one unfitted: no attribute of the new data (such
+    as ``n_features_in_``) beside the previous model."""
+    case = seeded_fit_case
+    X, y, X_test = _data(case)
+    est = _fit(case.make(), X, y)
+    attributes, outputs = _fitted_attributes(est), _outputs(est, X_test)
+
+    def interrupted(self: Any) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(type(est), "_fit_seed", interrupted)
+    wider = np.hstack([X, X[:, :1]])
+    with pytest.raises(KeyboardInterrupt):
+        _fit(est, wider, y)
+    if not _supervised(est):
+        with pytest.raises(KeyboardInterrupt):
+            est.fit_transform(wider)
+    _assert_same(_fitted_attributes(est), attributes, "fitted attributes")
+    _assert_same(_outputs(est, X_test), outputs, "outputs")
+    fresh = case.make()
+    with pytest.raises(KeyboardInterrupt):
+        _fit(fresh, X, y)
+    with pytest.raises(NotFittedError):
+        _outputs(fresh, X_test)
 
 
 def test_fit_on_no_rows_is_refused(case):

@@ -12,7 +12,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
-from ._base import RandomFeaturesBase
+from ._base import RandomFeaturesBase, keep_state_on_failure
 from ._validation import MAX_COUNT, Count, user_stacklevel
 
 __all__ = ["RandomBinningFeatures"]
@@ -180,6 +180,7 @@ class RandomBinningFeatures(RandomFeaturesBase):
             )
         return None if csr is None else _to_csr(csr, X.shape[0])
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> RandomBinningFeatures:
         """Draw the grids and, in vocabulary mode, learn the occupied bins of ``X``.
@@ -198,6 +199,7 @@ class RandomBinningFeatures(RandomFeaturesBase):
         self._fit(X)
         return self
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit_transform(self, X: Any, y: Any = None) -> scipy.sparse.csr_matrix:
         """``fit(X).transform(X)``, computed in one pass over ``X``.

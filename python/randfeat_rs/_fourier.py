@@ -11,7 +11,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
-from ._base import DenseFeaturesBase, map_param
+from ._base import DenseFeaturesBase, keep_state_on_failure, map_param
 from ._validation import MAX_COUNT, Count, real_array, real_scalar, user_stacklevel
 from .exceptions import InvalidInputError
 
@@ -158,6 +158,7 @@ default="mc"
         self.random_state = random_state
         self.device = device
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> RandomFourierFeatures:
         """Draw the frequencies (and phases) for the features of ``X``.
@@ -285,6 +286,7 @@ class NystroemFeatures(DenseFeaturesBase):
         self.random_state = random_state
         self.device = device
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> NystroemFeatures:
         """Choose the landmarks among the rows of ``X`` and form ``K_mm^{-1/2}``.

@@ -21,7 +21,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import _core
-from ._base import DeviceMixin, RandomStateMixin
+from ._base import DeviceMixin, RandomStateMixin, keep_state_on_failure
 from ._gp import GaussianPredictionMixin
 from ._progress import progress_printer
 
@@ -243,6 +243,7 @@ class LocalizedMaclaurinGPR(
         self.verbose = verbose
         self.device = device
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any) -> LocalizedMaclaurinGPR:
         """Allocation, random weights and clustering (GPs are built on use).

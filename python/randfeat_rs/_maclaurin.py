@@ -11,7 +11,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
-from ._base import DenseFeaturesBase, map_param
+from ._base import DenseFeaturesBase, keep_state_on_failure, map_param
 from ._progress import progress_printer
 from ._validation import MAX_COUNT, MAX_DEGREE_COUNT, Count, real_array, user_stacklevel
 
@@ -183,6 +183,7 @@ class MaclaurinFeatures(DenseFeaturesBase):
         self.verbose = verbose
         self.device = device
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> MaclaurinFeatures:
         """Choose the allocation on a subsample of ``X`` and draw the sketches.

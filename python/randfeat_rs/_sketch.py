@@ -10,7 +10,7 @@ from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
-from ._base import DenseFeaturesBase, map_param
+from ._base import DenseFeaturesBase, keep_state_on_failure, map_param
 from ._validation import MAX_COUNT, Count, real_array
 from .exceptions import InvalidDtypeError, InvalidInputError
 
@@ -126,6 +126,7 @@ class PolynomialSketch(DenseFeaturesBase):
         self.random_state = random_state
         self.device = device
 
+    @keep_state_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: Any, y: Any = None) -> PolynomialSketch:
         """Draw the random parameters for inputs with ``X.shape[1]`` columns.
