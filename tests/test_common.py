@@ -710,6 +710,10 @@ def test_random_state_is_documented_as_validated(cls):
         (lambda v: PolynomialSketch(v), "n_components"),
         (lambda v: RandomBinningFeatures(v), "n_grids"),
         (lambda v: RandomBinningFeatures(4, hashing=v), "hashing"),
+        (lambda v: LocalizedMaclaurinGPR(v), "n_components"),
+        (lambda v: LocalizedMaclaurinGPR(16, n_clusters=v), "n_clusters"),
+        (lambda v: LocalizedMaclaurinGPR(16, max_degree=v), "max_degree"),
+        (lambda v: LocalizedMaclaurinGPR(16, n_subsample=v), "n_subsample"),
     ],
 )
 @pytest.mark.parametrize("value", [2**64, True])
@@ -717,4 +721,4 @@ def test_counts_beyond_the_core_or_given_as_bools_are_refused(make, param, value
     # 2**64 overflowed the conversion to the core (a bare OverflowError);
     # True passed as 1.
     with pytest.raises(ValueError, match=f"'{param}' parameter"):
-        make(value).fit(np.ones((4, 3)))
+        _fit(make(value), np.ones((4, 3)), np.arange(4.0))

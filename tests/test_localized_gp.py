@@ -144,6 +144,22 @@ def test_test_centers_are_exact_at_every_test_point():
         )
 
 
+@pytest.mark.parametrize(("fitted", "later"), [("clusters", "test"), ("test", "clusters")])
+def test_predictions_follow_the_fitted_centers_not_a_later_setting(fitted, later):
+    # `centers` set after the fit changes nothing until the next fit: it
+    # was read at prediction time, so the model switched without a refit.
+    X, y = _data()
+    gp = LocalizedMaclaurinGPR(24, centers=fitted, random_state=0, **SETTINGS).fit(X, y)
+    mean, std = gp.predict(X[:7], return_std=True)
+    centroids = gp.centroids_
+    gp.set_params(centers=later)
+    got = gp.predict(X[:7], return_std=True)
+    np.testing.assert_array_equal(got[0], mean)
+    np.testing.assert_array_equal(got[1], std)
+    np.testing.assert_array_equal(gp.centroids_, centroids)
+    assert (gp.n_clusters_ == 0) == (fitted == "test")
+
+
 @pytest.mark.parametrize("centers", ["clusters", "test"])
 def test_skipping_negligible_rows_matches_the_untruncated_fit(centers):
     # Inputs spread over +-30 with l = 0.8: most rows are negligible per centroid.

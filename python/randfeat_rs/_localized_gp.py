@@ -12,7 +12,7 @@ centered at the test point itself). The work is in Rust
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any, Optional
 
 import numpy as np
@@ -24,6 +24,7 @@ from . import _core
 from ._base import DeviceMixin, RandomStateMixin, keep_state_on_failure
 from ._gp import GaussianPredictionMixin
 from ._progress import progress_printer
+from ._validation import MAX_COUNT, MAX_DEGREE_COUNT, Count
 
 __all__ = ["LocalizedMaclaurinGPR"]
 
@@ -188,17 +189,17 @@ class LocalizedMaclaurinGPR(
     """
 
     _parameter_constraints: dict = {  # noqa: RUF012
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_components": [Count(1, MAX_COUNT)],
         "length_scale": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale"})],
         "kernel_variance": [Interval(Real, 0, None, closed="neither")],
         "noise_variance": [None, Interval(Real, 0, None, closed="neither")],
         "threshold": [None, StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
-        "n_clusters": [None, Interval(Integral, 1, None, closed="left")],
+        "n_clusters": [None, Count(1, MAX_COUNT)],
         "centers": [StrOptions({"clusters", "test"})],
         "sketch": [StrOptions({"tensor_srht", "gaussian", "rademacher"})],
         "complex_weights": ["boolean"],
-        "max_degree": [Interval(Integral, 1, None, closed="left")],
-        "n_subsample": [Interval(Integral, 2, None, closed="left")],
+        "max_degree": [Count(1, MAX_DEGREE_COUNT)],
+        "n_subsample": [Count(2, MAX_COUNT)],
         "tol": [Interval(Real, 0, None, closed="left")],
         "center_y": ["boolean"],
         "random_state": ["random_state"],
@@ -294,6 +295,9 @@ class LocalizedMaclaurinGPR(
                 device=self.device_,
                 progress=progress,
             )
+        # The mode predictions use: the fit's, whatever `centers` is set
+        # to afterwards.
+        self._at_test_points = test
         threshold = self._gp.threshold
         if test or (threshold is None and self.n_clusters is None):
             self.threshold_ = None
@@ -304,9 +308,10 @@ class LocalizedMaclaurinGPR(
     @property
     def centroids_(self) -> np.ndarray:
         """The centroids, shape ``(n_clusters_, n_features_in_)``."""
-        if self.centers == "test":
+        gp = self._fitted_gp()
+        if self._at_test_points:
             return np.zeros((0, self.n_features_in_))
-        return self._fitted_gp().centroids
+        return gp.centroids
 
     @property
     def n_clusters_(self) -> int:
@@ -370,7 +375,7 @@ class LocalizedMaclaurinGPR(
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
             return self._gp.predict(
-                X, std=std, at_test_points=self.centers == "test", progress=progress
+                X, std=std, at_test_points=self._at_test_points, progress=progress
             )
 
     def _predict(self, X: Any, std: Optional[str]) -> tuple[np.ndarray, Any]:
