@@ -144,6 +144,34 @@ def test_test_centers_are_exact_at_every_test_point():
         )
 
 
+def test_the_same_model_at_every_accepted_scale_and_a_refusal_beyond():
+    # The kernel depends on x / l only, but the clustering, the cutoff and
+    # the weights square distances in input units: at 1e-165 or 1e155 the
+    # squares left the float range and every row was dropped, so the model
+    # silently predicted the prior.
+    X, y = _data()
+    kw = dict(kernel_variance=1.7, noise_variance=0.05, threshold=1.0, random_state=0)
+
+    def fit(s):
+        return LocalizedMaclaurinGPR(24, length_scale=0.8 * s, **kw).fit(X * s, y)
+
+    ref = fit(1.0)
+    assert ref.n_clusters_ > 1
+    want = ref.predict(X[:9], return_std=True)
+    for s in (1e-140, 1e140):
+        gp = fit(s)
+        assert gp.n_clusters_ == ref.n_clusters_
+        got = gp.predict(X[:9] * s, return_std=True)
+        # Only the rounding of the scaled inputs differs.
+        np.testing.assert_allclose(got[0], want[0], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got[1], want[1], rtol=0, atol=1e-12)
+    for s in (1e-165, 1e155):
+        with pytest.raises(InvalidInputError, match=r"length_scale.*rescale X"):
+            fit(s)
+    with pytest.raises(InvalidInputError, match=r"`X`.*rescale X"):
+        LocalizedMaclaurinGPR(24, length_scale=1e140, **kw).fit(X * 1e155, y)
+
+
 @pytest.mark.parametrize(("fitted", "later"), [("clusters", "test"), ("test", "clusters")])
 def test_predictions_follow_the_fitted_centers_not_a_later_setting(fitted, later):
     # `centers` set after the fit changes nothing until the next fit: it

@@ -76,6 +76,11 @@ class LocalizedMaclaurinGPR(
         scikit-learn's ``gamma="scale"`` for the training inputs,
         ``l = sqrt(n_features * X.var() / 2)`` (1 for constant ``X``), which
         suits standardized inputs (``length_scale_`` is the value used).
+        The fit squares distances in input units, so it refuses a length
+        scale outside ``[1e-150, 1e150]`` and inputs beyond ``1e150`` in
+        magnitude (an :class:`~randfeat_rs.InvalidInputError` that says to
+        rescale ``X`` and the length scale together, which changes nothing
+        else).
     kernel_variance : float, default=1.0
         Kernel variance ``sigma^2 > 0``.
     noise_variance : float, default=None

@@ -49,6 +49,43 @@ mod centroid_stats;
 mod norm_bound;
 #[cfg(feature = "serde")]
 mod stored;
+/// The widest magnitude of the length scale and of the inputs (`1e±150`)
+/// that [`LocalizedMaclaurinGp::fit`] takes: the clustering, the cutoff and
+/// the Gaussian weights square distances and the length scale in input
+/// units, so beyond it the squares leave the normal float range (`l²`
+/// underflows to 0 or `‖x − c‖²` overflows) and every row would be dropped
+/// as negligible, leaving the prior without an error.
+pub const SCALE_RANGE: (f64, f64) = (1e-150, 1e150);
+
+/// Refuses a length scale outside [`SCALE_RANGE`] and inputs beyond its
+/// upper end, with the remedy (rescaling both together changes nothing
+/// else: the kernel depends on `x / l` only).
+fn check_squared_scale<T: Real>(x: ArrayView2<'_, T>, length_scale: f64) -> Result<()> {
+    let (lo, hi) = SCALE_RANGE;
+    if !(lo..=hi).contains(&length_scale) {
+        return Err(Error::invalid(
+            "length_scale",
+            format!(
+                "must be between {lo:e} and {hi:e} for the localized GP, which squares \
+                 distances in input units; got {length_scale:e}: rescale X and the length \
+                 scale together"
+            ),
+        ));
+    }
+    let largest = x.iter().fold(0.0_f64, |m, v| m.max(v.to_f64_exact().abs()));
+    if largest > hi {
+        return Err(Error::invalid(
+            "X",
+            format!(
+                "values up to {hi:e} in magnitude are supported by the localized GP, which \
+                 squares distances in input units; got {largest:e}: rescale X and the length \
+                 scale together"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -237,6 +274,7 @@ impl LocalizedMaclaurinGp {
         // the allocation: the map, the projections of the rows on it
         // (`N × D` float64) and one cluster's feature-space GP.
         MaclaurinMap::check_config(&config.map, x.ncols())?;
+        check_squared_scale(x, config.map.length_scale)?;
         let width = config.map.n_components;
         crate::alloc::check_alloc(
             "n_components",
