@@ -40,7 +40,7 @@ use crate::error::{Error, Result};
 use crate::gpu::Device;
 use crate::maclaurin::{MaclaurinConfig, MaclaurinKernel, MaclaurinMap};
 use crate::progress::Monitor;
-use crate::real::{all_finite, Real};
+use crate::real::{all_finite, all_finite_scaled, Real};
 use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
 
@@ -49,42 +49,6 @@ mod centroid_stats;
 mod norm_bound;
 #[cfg(feature = "serde")]
 mod stored;
-/// The widest magnitude of the length scale and of the inputs (`1e±150`)
-/// that [`LocalizedMaclaurinGp::fit`] takes: the clustering, the cutoff and
-/// the Gaussian weights square distances and the length scale in input
-/// units, so beyond it the squares leave the normal float range (`l²`
-/// underflows to 0 or `‖x − c‖²` overflows) and every row would be dropped
-/// as negligible, leaving the prior without an error.
-pub const SCALE_RANGE: (f64, f64) = (1e-150, 1e150);
-
-/// Refuses a length scale outside [`SCALE_RANGE`] and inputs beyond its
-/// upper end, with the remedy (rescaling both together changes nothing
-/// else: the kernel depends on `x / l` only).
-fn check_squared_scale<T: Real>(x: ArrayView2<'_, T>, length_scale: f64) -> Result<()> {
-    let (lo, hi) = SCALE_RANGE;
-    if !(lo..=hi).contains(&length_scale) {
-        return Err(Error::invalid(
-            "length_scale",
-            format!(
-                "must be between {lo:e} and {hi:e} for the localized GP, which squares \
-                 distances in input units; got {length_scale:e}: rescale X and the length \
-                 scale together"
-            ),
-        ));
-    }
-    let largest = x.iter().fold(0.0_f64, |m, v| m.max(v.to_f64_exact().abs()));
-    if largest > hi {
-        return Err(Error::invalid(
-            "X",
-            format!(
-                "values up to {hi:e} in magnitude are supported by the localized GP, which \
-                 squares distances in input units; got {largest:e}: rescale X and the length \
-                 scale together"
-            ),
-        ));
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests;
@@ -274,7 +238,7 @@ impl LocalizedMaclaurinGp {
         // the allocation: the map, the projections of the rows on it
         // (`N × D` float64) and one cluster's feature-space GP.
         MaclaurinMap::check_config(&config.map, x.ncols())?;
-        check_squared_scale(x, config.map.length_scale)?;
+        check_squared_scale(x, config.map.length_scale, par)?;
         let width = config.map.n_components;
         crate::alloc::check_alloc(
             "n_components",
@@ -661,4 +625,49 @@ fn training_mean<T: Real>(x: ArrayView2<'_, T>) -> Vec<f64> {
     }
     let n = x.nrows() as f64;
     sum.iter().map(|s| s / n).collect()
+}
+
+/// The widest magnitude of the length scale and of the inputs (`1e±150`)
+/// that [`LocalizedMaclaurinGp::fit`] takes: the clustering, the cutoff and
+/// the Gaussian weights square distances and the length scale in input
+/// units, so beyond it the squares leave the normal float range (`l²`
+/// underflows to 0 or `‖x − c‖²` overflows) and every row would be dropped
+/// as negligible, leaving the prior without an error.
+pub const SCALE_RANGE: (f64, f64) = (1e-150, 1e150);
+
+/// Refuses a length scale outside [`SCALE_RANGE`] and inputs beyond its
+/// upper end, with the remedy (rescaling both together changes nothing
+/// else: the kernel depends on `x / l` only). The inputs are scanned by
+/// [`all_finite_scaled`]: `|v| · MAX/1e150` stays finite exactly for
+/// `|v| <= 1e150` (up to the rounding of the quotient; for `f32` the
+/// quotient is 0 and every finite value passes, as none reaches 1e150).
+fn check_squared_scale<T: Real>(
+    x: ArrayView2<'_, T>,
+    length_scale: f64,
+    par: Parallelism,
+) -> Result<()> {
+    let (lo, hi) = SCALE_RANGE;
+    if !(lo..=hi).contains(&length_scale) {
+        return Err(Error::invalid(
+            "length_scale",
+            format!(
+                "must be between {lo:e} and {hi:e} for the localized GP, which squares \
+                 distances in input units; got {length_scale:e}: rescale X and the length \
+                 scale together"
+            ),
+        ));
+    }
+    let scale = T::from_f64_lossy(T::max_value().to_f64_exact() / hi);
+    if !all_finite_scaled(x, scale, par) {
+        let largest = x.iter().fold(0.0_f64, |m, v| m.max(v.to_f64_exact().abs()));
+        return Err(Error::invalid(
+            "X",
+            format!(
+                "values up to {hi:e} in magnitude are supported by the localized GP, which \
+                 squares distances in input units; got {largest:e}: rescale X and the length \
+                 scale together"
+            ),
+        ));
+    }
+    Ok(())
 }
