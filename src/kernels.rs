@@ -140,7 +140,11 @@ impl Kernel {
     /// `w = y/l` (per-dimension length scales allowed): `Σ_a (u_a − w_a)²`
     /// for the Euclidean kernels, `Σ_a |u_a − w_a|` for the Laplacian, so
     /// that `k = profile(ρ)`.
+    ///
+    /// # Panics
+    /// When `u` and `w` differ in length.
     pub fn distance(self, u: &[f64], w: &[f64]) -> f64 {
+        assert_eq!(u.len(), w.len(), "the two inputs differ in length");
         if self.uses_l1() {
             u.iter().zip(w).map(|(a, b)| (a - b).abs()).sum()
         } else {
@@ -242,7 +246,11 @@ impl Kernel {
     /// differences scaled one by one, `δ_a = (x_a − y_a)/l`: identical
     /// inputs are at distance exactly 0 (`k = 1`) at every scale, and no
     /// `l²` underflows or overflows on the way.
+    ///
+    /// # Panics
+    /// When `x` and `y` differ in length.
     pub fn eval(self, x: &[f64], y: &[f64], l: f64) -> f64 {
+        assert_eq!(x.len(), y.len(), "the two inputs differ in length");
         let dist = if self.uses_l1() {
             x.iter()
                 .zip(y)
@@ -346,7 +354,12 @@ impl StationaryKernel {
         positive("kernel_variance", self.variance)
     }
 
-    /// The length scale of dimension `a`.
+    /// The length scale of dimension `a` (the one length scale for every
+    /// `a` when there is one).
+    ///
+    /// # Panics
+    /// When there are per-dimension length scales and `a` is not below
+    /// their number ([`Self::validate`] checks that number against `d`).
     pub fn length_scale_of(&self, a: usize) -> f64 {
         self.length_scale[if self.length_scale.len() == 1 { 0 } else { a }]
     }
@@ -388,12 +401,18 @@ impl StationaryKernel {
     /// cancellation: identical rows give exactly `σ²`), rows in parallel.
     /// Where the scaled inputs overflow (`|x|/l` beyond the float range) the
     /// distance is recomputed from the scaled differences.
+    ///
+    /// # Panics
+    /// When `a` and `b` differ in their number of columns, or there are
+    /// per-dimension length scales of another number (see
+    /// [`Self::length_scale_of`]).
     pub fn cross(
         &self,
         a: ArrayView2<'_, f64>,
         b: ArrayView2<'_, f64>,
         par: Parallelism,
     ) -> Array2<f64> {
+        assert_eq!(a.ncols(), b.ncols(), "the two inputs differ in width");
         let ua = self.scale(a);
         let ub = self.scale(b);
         let (kernel, variance) = (self.kernel, self.variance);
@@ -456,12 +475,16 @@ pub fn scale_length_scale<T: crate::real::Real>(x: ArrayView2<'_, T>) -> f64 {
 }
 
 /// `K[i, j] = k(x_i, y_j)` in `f64` (rows of `x` and `y` are samples).
+///
+/// # Panics
+/// When `x` and `y` differ in their number of columns.
 pub fn kernel_matrix(
     x: ArrayView2<f64>,
     y: ArrayView2<f64>,
     kernel: Kernel,
     l: f64,
 ) -> Array2<f64> {
+    assert_eq!(x.ncols(), y.ncols(), "the two inputs differ in width");
     let mut k = Array2::zeros((x.nrows(), y.nrows()));
     kernel_block(x, y, kernel, l, k.view_mut());
     k

@@ -239,6 +239,9 @@ pub(crate) mod vexp;
 mod python;
 
 #[cfg(test)]
+mod api_limits_tests;
+
+#[cfg(test)]
 mod fuzz_tests;
 
 #[cfg(all(test, feature = "serde"))]

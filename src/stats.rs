@@ -92,6 +92,19 @@ impl FeatureStats {
     /// Checks the shapes and values of statistics built from outside (e.g.
     /// a Python caller or a deserialized file).
     pub fn validate(&self) -> Result<()> {
+        self.check_shapes()?;
+        check_finite("gram", self.gram.iter())?;
+        check_finite("phi_y", self.phi_y.iter())?;
+        check_finite("phi_sum", self.phi_sum.iter())?;
+        check_finite(
+            "y statistics",
+            [self.y_shift, self.y_sum, self.y_sq_sum].iter(),
+        )
+    }
+
+    /// The shapes of the public fields agree: `gram` is `D × D` and
+    /// `phi_sum` has length `D = n_features()`.
+    fn check_shapes(&self) -> Result<()> {
         let d = self.n_features();
         for (name, got) in [
             ("rows of gram", self.gram.nrows()),
@@ -106,29 +119,44 @@ impl FeatureStats {
                 });
             }
         }
-        check_finite("gram", self.gram.iter())?;
-        check_finite("phi_y", self.phi_y.iter())?;
-        check_finite("phi_sum", self.phi_sum.iter())?;
-        check_finite(
-            "y statistics",
-            [self.y_shift, self.y_sum, self.y_sq_sum].iter(),
-        )
+        Ok(())
+    }
+
+    /// The refusals of [`Self::accumulate`] that depend on the statistics
+    /// and the chunk's width only, made before anything is changed: fields
+    /// of disagreeing shapes, a `gram` not in standard layout, or features
+    /// of another width.
+    pub(crate) fn check_accumulate(&self, width: usize) -> Result<()> {
+        self.check_shapes()?;
+        if width != self.n_features() {
+            return Err(Error::ShapeMismatch {
+                name: "number of features (columns of the feature chunk)",
+                expected: self.n_features(),
+                got: width,
+            });
+        }
+        if !self.gram.is_standard_layout() {
+            return Err(Error::invalid(
+                "gram",
+                "a D x D array in standard (row-major, contiguous) layout",
+            ));
+        }
+        Ok(())
     }
 
     /// Adds a row chunk: features `phi` (`n × D`, f32 or f64) and targets `y`.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] for a chunk of another width or length, or
+    /// statistics whose fields disagree in shape; [`Error::NonFinite`] for
+    /// non-finite features or targets.
     pub fn accumulate<T: Real>(
         &mut self,
         phi: ArrayView2<'_, T>,
         y: ArrayView1<'_, f64>,
         par: Parallelism,
     ) -> Result<()> {
-        if phi.ncols() != self.n_features() {
-            return Err(Error::ShapeMismatch {
-                name: "number of features (columns of the feature chunk)",
-                expected: self.n_features(),
-                got: phi.ncols(),
-            });
-        }
+        self.check_accumulate(phi.ncols())?;
         check_finite("y", y.iter())?;
         if !all_finite(phi, par) {
             return Err(Error::NonFinite { name: "features" });
@@ -156,7 +184,21 @@ impl FeatureStats {
 
     /// Adds another set of statistics of the same feature map (exact: the
     /// result equals the statistics of the concatenated rows).
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] for statistics of another `D`, or either
+    /// one's fields disagreeing in shape; nothing is changed then.
     pub fn merge(&mut self, other: &FeatureStats) -> Result<()> {
+        self.check_merge(other)?;
+        self.merge_shifted(other);
+        Ok(())
+    }
+
+    /// The refusals of [`Self::merge`]: either one's fields disagree in
+    /// shape, or the two have another `D`.
+    pub(crate) fn check_merge(&self, other: &FeatureStats) -> Result<()> {
+        self.check_shapes()?;
+        other.check_shapes()?;
         if other.n_features() != self.n_features() {
             return Err(Error::ShapeMismatch {
                 name: "number of features of the statistics to merge",
@@ -164,7 +206,6 @@ impl FeatureStats {
                 got: other.n_features(),
             });
         }
-        self.merge_shifted(other);
         Ok(())
     }
 

@@ -265,6 +265,26 @@ def test_overflowing_product_features_are_refused(make, dtype):
     assert np.isfinite(est.transform(X.astype(dtype))).all()
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda v: RandomFourierFeatures(8, kernel_variance=v, random_state=0),
+        lambda v: MaclaurinFeatures(8, kernel_variance=v, random_state=0),
+    ],
+    ids=["fourier", "maclaurin"],
+)
+def test_float32_features_beyond_float32_name_the_kernel_variance(make):
+    # Every feature carries sqrt(kernel_variance): at 1e80 that is 1e40,
+    # beyond float32 whatever X, so the refusal names the kernel variance,
+    # not X. float64 holds the features, and float32 holds 1e70.
+    Xs = X.astype(np.float32)
+    est = make(1e80).fit(Xs)
+    with pytest.raises(ValueError, match=r"`kernel_variance`.*float32"):
+        est.transform(Xs)
+    assert np.isfinite(est.transform(X)).all()
+    assert np.isfinite(make(1e70).fit(Xs).transform(Xs)).all()
+
+
 ALL_HYPER = ("length_scale", "kernel_variance", "noise_variance")
 FITS = {
     "exact-gpr": lambda: ExactGPR(random_state=0),

@@ -279,10 +279,19 @@ impl BinningGrids {
     }
 
     /// The bin vector `b_p(x) = ⌊(x − u_p) / δ_p⌋` of one row in grid `p`
-    /// (0-based here). Errors on non-finite input, a wrong length, or a
-    /// coordinate beyond `±2^62`.
+    /// (0-based here). Errors on non-finite input, a wrong length, a grid
+    /// `p` beyond the drawn ones, or a coordinate beyond `±2^62`.
     pub fn bins<T: Real>(&self, x: &[T], p: usize) -> Result<Vec<i64>> {
         self.check_width(x.len())?;
+        if p >= self.pitches.nrows() {
+            return Err(Error::invalid(
+                "p",
+                format!(
+                    "grid {p} does not exist: there are {} grids, numbered from 0",
+                    self.pitches.nrows()
+                ),
+            ));
+        }
         x.iter()
             .enumerate()
             .map(|(a, &v)| {

@@ -50,6 +50,7 @@ impl FeatureMap for FourierFeatures {
         x: ArrayView2<'_, T>,
         mut out: ArrayViewMut2<'_, T>,
     ) -> Result<()> {
+        super::check_amplitude::<T>(self.scale())?;
         let cols = self.variant.n_columns(self.n_frequencies());
         let w = self.frequencies().mapv(T::from_f64_lossy);
         let phases = self.phases.as_ref().map(|b| b.mapv(T::from_f64_lossy));

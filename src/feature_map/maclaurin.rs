@@ -47,6 +47,7 @@ impl FeatureMap for MaclaurinMap {
         x: ArrayView2<'_, T>,
         out: ArrayViewMut2<'_, T>,
     ) -> Result<()> {
+        super::check_amplitude::<T>(self.config().kernel_variance.sqrt())?;
         gpu::maclaurin_features_into(self, x, None, out)
     }
 
@@ -81,6 +82,7 @@ impl CenteredFeatureMap for MaclaurinMap {
         center: &[f64],
         out: ArrayViewMut2<'_, T>,
     ) -> Result<()> {
+        super::check_amplitude::<T>(self.config().kernel_variance.sqrt())?;
         gpu::maclaurin_features_into(self, x, Some(center), out)
     }
 }

@@ -188,6 +188,28 @@ fn reason(check: Result<()>) -> std::result::Result<(), String> {
     })
 }
 
+/// Refuses features in `T` whose amplitude, a factor every feature carries
+/// (`σ` of the kernel variance, times the map's normalization), lies beyond
+/// `T`'s range: float32 features of `kernel_variance > ~1e77` would be
+/// infinite for every input.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming `kernel_variance`.
+pub(crate) fn check_amplitude<T: Real>(amplitude: f64) -> Result<()> {
+    if T::from_f64_lossy(amplitude).is_finite() {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        "kernel_variance",
+        format!(
+            "every feature carries the factor sqrt(kernel_variance) (times the map's \
+             normalization), here {amplitude:e}, beyond the range of {}: transform float64 \
+             input, or lower kernel_variance",
+            T::DTYPE
+        ),
+    ))
+}
+
 /// Resolves a requested [`Device`] for `map` to the one that runs, `Cpu` or
 /// `Gpu`: `Cpu` stays; `Gpu` needs a GPU kernel for the map
 /// ([`FeatureMap::gpu_support`]) and a usable adapter ([`gpu::resolve`]);

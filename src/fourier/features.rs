@@ -682,6 +682,7 @@ impl FourierFeatures {
         if !out.is_standard_layout() {
             return Err(Error::invalid("out", "must be C-contiguous"));
         }
+        crate::feature_map::check_amplitude::<T>(self.scale())?;
         // `v·b` is finite for every input `v` exactly when the inputs are
         // finite and their projections cannot overflow.
         let bound = T::from_f64_lossy(self.projection_bound());

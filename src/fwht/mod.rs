@@ -41,15 +41,21 @@ const MIN_TASK_ELEMS: usize = 1 << 14;
 /// [`Parallelism::Sequential`] without entering a pool: same work, same bits.
 pub const SPLIT_MIN_ELEMS: usize = 2 * MIN_TASK_ELEMS;
 
-/// Checks that `len` is a power of two; `Error::NotPowerOfTwo` otherwise.
+/// Checks that `len` is a power of two; `Error::NotPowerOfTwo` otherwise
+/// (`Error::InvalidParameter` beyond the largest power of two).
 pub fn check_power_of_two(len: usize) -> Result<()> {
     if len.is_power_of_two() {
-        Ok(())
-    } else {
-        Err(Error::NotPowerOfTwo {
+        return Ok(());
+    }
+    match len.checked_next_power_of_two() {
+        Some(next) => Err(Error::NotPowerOfTwo {
             len,
-            next: len.checked_next_power_of_two().unwrap_or(0).max(1),
-        })
+            next: next.max(1),
+        }),
+        None => Err(Error::invalid(
+            "len",
+            format!("length {len} is not a power of two, and none as large fits in usize"),
+        )),
     }
 }
 

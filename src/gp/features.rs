@@ -42,7 +42,14 @@ impl FeatureGp {
     /// The prior GP of a `width`-feature map (no data: `A = I`, `β = 0`), what
     /// a localized-GP centroid without rows predicts
     /// (`docs/math/localized.rst`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a noise variance that is not finite
+    /// and `> 0`, or a width whose `width × width` factor exceeds the memory
+    /// available.
     pub fn prior(width: usize, noise_variance: f64) -> Result<Self> {
+        check_positive("noise_variance", noise_variance)?;
+        FeatureStats::check_size(width, 1)?;
         let eye = Array2::<f64>::eye(width);
         Ok(FeatureGp {
             chol: Cholesky::new(as_faer(eye.view()), Parallelism::Sequential)?,

@@ -273,6 +273,9 @@ impl Cholesky {
     }
 
     /// Solves `L X = B` in place (`B` is `n × k`).
+    ///
+    /// # Panics
+    /// When `B` has another number of rows than the factor's dimension.
     pub fn solve_lower_in_place(&self, rhs: MatMut<'_, f64>, par: Parallelism) {
         faer::linalg::triangular_solve::solve_lower_triangular_in_place(
             self.l.as_ref(),
@@ -282,6 +285,9 @@ impl Cholesky {
     }
 
     /// Solves `Lᵀ X = B` in place.
+    ///
+    /// # Panics
+    /// When `B` has another number of rows than the factor's dimension.
     pub fn solve_upper_in_place(&self, rhs: MatMut<'_, f64>, par: Parallelism) {
         faer::linalg::triangular_solve::solve_upper_triangular_in_place(
             self.l.as_ref().transpose(),
@@ -291,12 +297,18 @@ impl Cholesky {
     }
 
     /// Solves `(L Lᵀ) X = B` in place.
+    ///
+    /// # Panics
+    /// When `B` has another number of rows than the factor's dimension.
     pub fn solve_in_place(&self, mut rhs: MatMut<'_, f64>, par: Parallelism) {
         self.solve_lower_in_place(rhs.as_mut(), par);
         self.solve_upper_in_place(rhs, par);
     }
 
     /// `(L Lᵀ)^{−1} b` for a vector `b`.
+    ///
+    /// # Panics
+    /// When `b`'s length is not the factor's dimension.
     pub fn solve_vec(&self, b: ArrayView1<'_, f64>, par: Parallelism) -> Vec<f64> {
         let mut x: Vec<f64> = b.iter().copied().collect();
         let n = x.len();

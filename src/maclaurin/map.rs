@@ -275,7 +275,7 @@ impl MaclaurinMap {
             AllocationStrategy::Random => {
                 let probs = random::degree_probabilities(&coefs, config.h01, 2.0)?;
                 let mut rng = substream(seed, STREAM_DEGREES);
-                let counts = random::draw_counts(&probs, budget, &mut rng);
+                let counts = random::draw_counts(&probs, budget, &mut rng)?;
                 (
                     Self::with_fixed(counts, &coefs, config.h01, dim),
                     None,
@@ -304,7 +304,7 @@ impl MaclaurinMap {
                     }
                 }
                 let srht = config.sketch == SketchKind::TensorSrht;
-                let d_pad = padded_dim(dim);
+                let d_pad = padded_dim(dim)?;
                 let spec = StatsSpec {
                     kernel: config.kernel,
                     p_max: cap,
@@ -484,6 +484,7 @@ impl MaclaurinMap {
         if dim == 0 {
             return Err(Error::invalid("X", "needs at least one column"));
         }
+        Self::check_size(config, dim)?;
         let degree = counts.len().saturating_sub(1) as u32;
         let cap = config.degree_cap();
         let coefs = config.kernel.coefficients(degree.max(cap).max(1));
@@ -513,7 +514,7 @@ impl MaclaurinMap {
             });
         }
         let first = if config.h01 { 2 } else { 1 };
-        let mut sketched = 0usize;
+        let mut sketched = 0u128;
         for (n, &c) in counts.iter().enumerate().skip(first) {
             if c > 0 && coefs[n] == 0.0 {
                 return Err(Error::invalid(
@@ -523,25 +524,26 @@ impl MaclaurinMap {
                     ),
                 ));
             }
-            sketched += c;
+            sketched += c as u128;
         }
-        let fixed = fixed_columns(constant, config.h01, dim);
+        // In u128: the column counts of an allocation need not fit a usize.
+        let fixed = fixed_columns(constant, config.h01, dim) as u128;
         let width = fixed
             + if config.complex {
                 2 * sketched
             } else {
                 sketched
             };
-        let zero_col = config.complex && width + 1 == config.n_components;
-        if width + usize::from(zero_col) != config.n_components {
+        let n_components = config.n_components as u128;
+        let zero_col = config.complex && width + 1 == n_components;
+        if width + u128::from(zero_col) != n_components {
             return Err(Error::invalid(
                 "allocation",
-                format!(
-                    "the allocation gives {width} columns but n_components is {}",
-                    config.n_components
-                ),
+                format!("the allocation gives {width} columns but n_components is {n_components}"),
             ));
         }
+        // At most n_components after the check.
+        let sketched = sketched as usize;
         let probs = (config.allocation == AllocationStrategy::Random)
             .then(|| random::degree_probabilities(&coefs[..=cap as usize], config.h01, 2.0))
             .transpose()?;
@@ -717,6 +719,7 @@ impl MaclaurinMap {
         let (n, d) = x.dim();
         self.check_centered(x, center)?;
         Error::check_out_shape((n, self.width()), out.dim())?;
+        crate::feature_map::check_amplitude::<T>(self.config.kernel_variance.sqrt())?;
         let inv_l = 1.0 / self.config.length_scale;
         let mut xt = Array2::<T>::zeros((n, d));
         Zip::from(xt.rows_mut()).and(x.rows()).for_each(|mut o, r| {

@@ -296,9 +296,16 @@ fn unbiased_for_the_truncated_kernel() {
         let kp: f64 = 1.7 * g * (0..=3).map(|n| a[n] * p.m.powi(n as i32)).sum::<f64>();
         let var: f64 = (1..=3)
             .map(|n| {
-                let v = sketch_variance(kind, complex, n as u32, counts[n], padded_dim(4), &p)
-                    .unwrap()
-                    .real_part;
+                let v = sketch_variance(
+                    kind,
+                    complex,
+                    n as u32,
+                    counts[n],
+                    padded_dim(4).unwrap(),
+                    &p,
+                )
+                .unwrap()
+                .real_part;
                 a[n] * a[n] * v
             })
             .sum::<f64>()

@@ -38,9 +38,21 @@ pub fn degree_probabilities(coefs: &[f64], h01: bool, base: f64) -> Result<Vec<f
 
 /// Draws the degrees of `budget` features i.i.d. from `probs` and returns
 /// the count per degree (index = degree).
-pub fn draw_counts(probs: &[f64], budget: usize, rng: &mut Rng) -> Vec<usize> {
+///
+/// # Errors
+/// [`Error::InvalidParameter`] when `budget > 0` and no degree has a
+/// positive probability (see [`degree_probabilities`]).
+pub fn draw_counts(probs: &[f64], budget: usize, rng: &mut Rng) -> Result<Vec<usize>> {
     let mut counts = vec![0usize; probs.len()];
-    let last = probs.iter().rposition(|&p| p > 0.0).unwrap_or(0);
+    if budget == 0 {
+        return Ok(counts);
+    }
+    let Some(last) = probs.iter().rposition(|&p| p > 0.0) else {
+        return Err(Error::invalid(
+            "probs",
+            "no degree has a positive probability, so no feature can be drawn",
+        ));
+    };
     for _ in 0..budget {
         let u: f64 = rng.random();
         let mut acc = 0.0;
@@ -54,7 +66,7 @@ pub fn draw_counts(probs: &[f64], budget: usize, rng: &mut Rng) -> Vec<usize> {
         }
         counts[pick] += 1;
     }
-    counts
+    Ok(counts)
 }
 
 /// The scale of a degree-`n` block with `count` features (each already

@@ -415,7 +415,7 @@ fn kar_karnick_statistical_oracle() {
     let mut rng = crate::rng::seeded(5);
     let mut est = Vec::with_capacity(t);
     for _ in 0..t {
-        let counts = random::draw_counts(&probs, budget, &mut rng);
+        let counts = random::draw_counts(&probs, budget, &mut rng).unwrap();
         let mut k = 0.0;
         for (n, &c) in counts.iter().enumerate() {
             if c == 0 {

@@ -193,7 +193,7 @@ impl PolySketch {
                 8,
             ),
             SketchKind::TensorSrht => {
-                let d_pad = padded_dim(dim);
+                let d_pad = padded_dim(dim)?;
                 (
                     "signs and permutations",
                     [degree as usize, n_features.div_ceil(d_pad), d_pad],
@@ -288,7 +288,8 @@ impl PolySketch {
         let per_factor = match self.kind {
             SketchKind::Gaussian | SketchKind::Rademacher => 2.0 * d * nf,
             SketchKind::TensorSrht => {
-                let dp = padded_dim(self.dim) as f64;
+                // `draw` refused dimensions without a power of two.
+                let dp = self.dim.next_power_of_two() as f64;
                 (nf / dp).ceil() * dp * (dp.log2() + 3.0)
             }
             SketchKind::TensorSketch => d + 10.0 * nf * nf.log2().max(1.0),
@@ -627,7 +628,17 @@ pub(crate) fn refuse_overflow(finite: bool) -> Result<()> {
     ))
 }
 
-/// The next power of two `d' = 2^⌈log₂ d⌉` (`d' = 1` for `d <= 1`).
-pub fn padded_dim(d: usize) -> usize {
-    d.max(1).next_power_of_two()
+/// The next power of two `d' = 2^⌈log₂ d⌉` (`d' = 1` for `d <= 1`): the
+/// width TensorSRHT pads its input to.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] when `d'` exceeds `usize::MAX` (`d > 2⁶³` on
+/// 64-bit targets).
+pub fn padded_dim(d: usize) -> Result<usize> {
+    d.max(1).checked_next_power_of_two().ok_or_else(|| {
+        Error::invalid(
+            "dim",
+            format!("TensorSRHT pads the input dimension to a power of two, and {d} has none below usize::MAX"),
+        )
+    })
 }

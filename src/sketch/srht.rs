@@ -39,7 +39,7 @@ impl Srht {
         n_features: usize,
         rng: &mut crate::rng::Rng,
     ) -> Result<Self> {
-        let d_pad = padded_dim(dim);
+        let d_pad = padded_dim(dim)?;
         let blocks = n_features.div_ceil(d_pad);
         let what = format!(
             "the TensorSRHT signs and permutations ({blocks} blocks x {degree} factors x {d_pad})"

@@ -45,7 +45,7 @@ fn closed_form(
     };
     let (xa, ya) = (aug(x), aug(y));
     let p = PairStats::new(&xa, &ya);
-    let v = sketch_variance(kind, complex, n, nf, padded_dim(xa.len()), &p).unwrap();
+    let v = sketch_variance(kind, complex, n, nf, padded_dim(xa.len()).unwrap(), &p).unwrap();
     (p.m.powi(n as i32), v.real_part)
 }
 

@@ -259,7 +259,7 @@ pub fn polynomial_kernel_variance(
     let (ea, xs) = scale_to_unit_norm(&xa);
     let (eb, ys) = scale_to_unit_norm(&ya);
     let p = PairStats::new(&xs, &ys);
-    let d_pad = super::padded_dim(xa.len());
+    let d_pad = super::padded_dim(xa.len())?;
     let v = sketch_variance(kind, complex, degree, n_features, d_pad, &p)?.real_part;
     let v = times_pow2(v, 2 * degree as i32 * (ea + eb));
     if !v.is_finite() {

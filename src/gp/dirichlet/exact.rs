@@ -114,7 +114,7 @@ impl ExactGpc {
         check_training_data(x, codes.view())?;
         check_labels(labels, n_classes)?;
         kernel.validate(x.ncols())?;
-        check_memory(n, n_classes + 1, memory_bytes)?;
+        check_memory(n, n_classes.saturating_add(1), memory_bytes)?;
         let k = crate::gp::exact::kernel_matrix_symmetric(x, &kernel, par);
         let classes = fit_classes(k, labels, n_classes, &transform, par, &Monitor::default())?;
         Ok(Self {

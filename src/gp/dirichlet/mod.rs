@@ -57,7 +57,7 @@ use crate::feature_map::{self, FeatureMap};
 use crate::gpu::Device;
 use crate::linalg::{as_faer, Cholesky};
 use crate::progress::Monitor;
-use crate::real::Real;
+use crate::real::{all_finite, Real};
 use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
 
@@ -191,9 +191,11 @@ impl ClassStats {
     /// its statistics, so the chunk costs `O(n D²)` whatever `C`.
     ///
     /// # Errors
-    /// [`Error::ShapeMismatch`] for `labels` of the wrong length or `phi`
-    /// of the wrong width; [`Error::InvalidParameter`] (`y`) for a label out
-    /// of range; [`Error::NonFinite`] for non-finite features.
+    /// [`Error::ShapeMismatch`] for `labels` of the wrong length, `phi`
+    /// of the wrong width or statistics whose fields disagree in shape;
+    /// [`Error::InvalidParameter`] (`y`) for a label out of range;
+    /// [`Error::NonFinite`] for non-finite features. Nothing is changed
+    /// then.
     pub fn accumulate<T: Real>(
         &mut self,
         phi: ArrayView2<'_, T>,
@@ -208,6 +210,14 @@ impl ClassStats {
             });
         }
         check_labels(labels, self.n_classes())?;
+        // Every refusal before the first class changes: a chunk is added to
+        // all the classes or to none.
+        for stats in &self.classes {
+            stats.check_accumulate(phi.ncols())?;
+        }
+        if !all_finite(phi, par) {
+            return Err(Error::NonFinite { name: "features" });
+        }
         let rows = rows_by_class(labels, self.n_classes());
         for (stats, idx) in self.classes.iter_mut().zip(&rows) {
             if idx.is_empty() {
@@ -227,7 +237,9 @@ impl ClassStats {
     /// Adds the statistics of other rows of the same map and classes.
     ///
     /// # Errors
-    /// [`Error::ShapeMismatch`] for another number of classes or features.
+    /// [`Error::ShapeMismatch`] for another number of classes or features,
+    /// or statistics whose fields disagree in shape; nothing is changed
+    /// then.
     pub fn merge(&mut self, other: &ClassStats) -> Result<()> {
         if other.n_classes() != self.n_classes() {
             return Err(Error::ShapeMismatch {
@@ -235,6 +247,9 @@ impl ClassStats {
                 expected: self.n_classes(),
                 got: other.n_classes(),
             });
+        }
+        for (a, b) in self.classes.iter().zip(&other.classes) {
+            a.check_merge(b)?;
         }
         for (a, b) in self.classes.iter_mut().zip(&other.classes) {
             a.merge(b)?;

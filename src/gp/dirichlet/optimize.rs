@@ -864,9 +864,9 @@ pub fn fit_exact_gpc(
     // The kernel and a factor per class; while optimizing the kernel, the
     // factor of B, its inverse (and faer's copy of it) and W.
     let n_matrices = if params.free.is_empty() {
-        n_classes + 1
+        n_classes.saturating_add(1)
     } else {
-        (n_classes + 1).max(5)
+        n_classes.saturating_add(1).max(5)
     };
     super::exact::check_memory(x.nrows(), n_matrices, memory_bytes)?;
     let obj = ExactDirichletLml::new(

@@ -26,7 +26,7 @@
 use ndarray::{s, Array1, Array2, ArrayView2, Axis};
 
 use super::{check_labels, rows_by_class, LabelTransform};
-use crate::error::{Error, Result};
+use crate::error::{check_finite, Error, Result};
 use crate::gp::exact::check_training_data;
 use crate::gp::sparse::bound::{sandwich, TRACE_TOL};
 use crate::gp::sparse::model::{solved_norms, TestBlocks};
@@ -70,9 +70,11 @@ impl SparseClassStats {
     /// reused between chunks.
     ///
     /// # Errors
-    /// [`Error::ShapeMismatch`] for `labels` of the wrong length or `x` of
-    /// the wrong width; [`Error::InvalidParameter`] (`y`) for a label out of
-    /// range; [`Error::NonFinite`] for NaN in `x`.
+    /// [`Error::ShapeMismatch`] for `labels` of the wrong length, `x` of
+    /// the wrong width or statistics of another `M`;
+    /// [`Error::InvalidParameter`] (`y`) for a label out of range or
+    /// statistics of another prior; [`Error::NonFinite`] for NaN in `x`.
+    /// Nothing is changed then.
     pub fn accumulate(
         &mut self,
         prior: &InducingPrior,
@@ -89,6 +91,13 @@ impl SparseClassStats {
             });
         }
         check_labels(labels, self.classes.len())?;
+        // Every refusal before the first class changes: a chunk is added to
+        // all the classes or to none.
+        Error::check_n_features(prior.z.ncols(), x.ncols())?;
+        check_finite("X", x.iter())?;
+        for stats in &self.classes {
+            stats.check_accumulate(prior)?;
+        }
         let rows = rows_by_class(labels, self.classes.len());
         for (stats, idx) in self.classes.iter_mut().zip(&rows) {
             if idx.is_empty() {
@@ -108,7 +117,9 @@ impl SparseClassStats {
     /// Adds the statistics of other rows under the same prior.
     ///
     /// # Errors
-    /// [`Error::ShapeMismatch`] for another number of classes or `M`.
+    /// [`Error::ShapeMismatch`] for another number of classes or `M`,
+    /// [`Error::InvalidParameter`] for statistics of another prior; nothing
+    /// is changed then.
     pub fn merge(&mut self, other: &SparseClassStats) -> Result<()> {
         if other.classes.len() != self.classes.len() {
             return Err(Error::ShapeMismatch {
@@ -116,6 +127,9 @@ impl SparseClassStats {
                 expected: self.classes.len(),
                 got: other.classes.len(),
             });
+        }
+        for (a, b) in self.classes.iter().zip(&other.classes) {
+            a.check_merge(b)?;
         }
         for (a, b) in self.classes.iter_mut().zip(&other.classes) {
             a.merge(b)?;
@@ -467,7 +481,13 @@ pub(crate) fn checked_inducing(
     crate::alloc::check_alloc(
         "n_inducing",
         &format!("the sparse classifier's matrices of {m} x {m} float64"),
-        &[MATRICES_PER_CLASS * n_classes + SHARED_MATRICES, m, m],
+        &[
+            MATRICES_PER_CLASS
+                .saturating_mul(n_classes)
+                .saturating_add(SHARED_MATRICES),
+            m,
+            m,
+        ],
         8,
     )?;
     crate::alloc::check_alloc(

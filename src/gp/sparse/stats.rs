@@ -121,12 +121,70 @@ impl SparseStats {
         self.k_y.len()
     }
 
+    /// Whether statistics accumulated under `prior` hold whitened columns:
+    /// FITC's `Λ_i` needs `L^{−1} k_i` anyway, so its statistics are always
+    /// whitened (no extra work); VFE's when the prior asks for it.
+    fn whitens(&self, prior: &InducingPrior) -> bool {
+        self.method == Method::Fitc || prior.whiten
+    }
+
+    /// The refusals of [`Self::accumulate`] that depend on the statistics
+    /// and the prior only, made before anything is changed: fields of
+    /// disagreeing shapes or a `gram` not in standard layout, another `M`,
+    /// or rows accumulated under a prior that whitens otherwise.
+    pub(crate) fn check_accumulate(&self, prior: &InducingPrior) -> Result<()> {
+        self.check_shapes()?;
+        let m = prior.n_inducing();
+        if self.n_inducing() != m {
+            return Err(Error::ShapeMismatch {
+                name: "number of inducing inputs of the statistics",
+                expected: m,
+                got: self.n_inducing(),
+            });
+        }
+        if !self.gram.is_standard_layout() {
+            return Err(Error::invalid(
+                "gram",
+                "an M x M array in standard (row-major, contiguous) layout",
+            ));
+        }
+        if self.n > 0 && self.whitened != self.whitens(prior) {
+            return Err(Error::invalid(
+                "prior",
+                "the statistics were accumulated under a prior of other inducing inputs or \
+                 hyperparameters",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The shapes of the public fields agree: `gram` is `M × M` and `k_sum`
+    /// has length `M = n_inducing()`.
+    fn check_shapes(&self) -> Result<()> {
+        let m = self.n_inducing();
+        for (name, got) in [
+            ("rows of gram", self.gram.nrows()),
+            ("columns of gram", self.gram.ncols()),
+            ("length of k_sum", self.k_sum.len()),
+        ] {
+            if got != m {
+                return Err(Error::ShapeMismatch {
+                    name,
+                    expected: m,
+                    got,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Adds a row chunk `(x, y)` under `prior` (`x` is `n × d`). `scratch`
     /// is reused between chunks (it grows to `M·n` values).
     ///
     /// # Errors
     /// [`Error::ShapeMismatch`] for a chunk of the wrong width or length, or
-    /// statistics of another `M`; [`Error::NonFinite`] for NaN in the chunk.
+    /// statistics of another `M` or whose fields disagree in shape;
+    /// [`Error::NonFinite`] for NaN in the chunk.
     pub fn accumulate(
         &mut self,
         prior: &InducingPrior,
@@ -137,29 +195,15 @@ impl SparseStats {
     ) -> Result<()> {
         let m = prior.n_inducing();
         check_chunk(prior, x, y)?;
-        if self.n_inducing() != m {
-            return Err(Error::ShapeMismatch {
-                name: "number of inducing inputs of the statistics",
-                expected: m,
-                got: self.n_inducing(),
-            });
-        }
+        self.check_accumulate(prior)?;
         let n = x.nrows();
         if n == 0 {
             return Ok(());
         }
-        // FITC's Λ_i needs L^{−1} k_i anyway, so its statistics are always
-        // whitened (no extra work); VFE's when the prior asks for it.
-        let whiten = self.method == Method::Fitc || prior.whiten;
+        let whiten = self.whitens(prior);
         if self.n == 0 {
             self.y_shift = y.sum() / n as f64;
             self.whitened = whiten;
-        } else if self.whitened != whiten {
-            return Err(Error::invalid(
-                "prior",
-                "the statistics were accumulated under a prior of other inducing inputs or \
-                 hyperparameters",
-            ));
         }
         let yc: Vec<f64> = y.iter().map(|v| v - self.y_shift).collect();
         let ut = scaled_t(&prior.params, x);
@@ -281,9 +325,21 @@ impl SparseStats {
     /// result equals the statistics of the concatenated rows).
     ///
     /// # Errors
-    /// [`Error::ShapeMismatch`] for another `M`, [`Error::InvalidParameter`]
-    /// for another method.
+    /// [`Error::ShapeMismatch`] for another `M` or either one's fields
+    /// disagreeing in shape, [`Error::InvalidParameter`] for another method;
+    /// nothing is changed then.
     pub fn merge(&mut self, other: &SparseStats) -> Result<()> {
+        self.check_merge(other)?;
+        self.merge_shifted(other);
+        Ok(())
+    }
+
+    /// The refusals of [`Self::merge`]: either one's fields disagree in
+    /// shape, another `M`, another method, or whitened statistics with
+    /// statistics of the kernel columns.
+    pub(crate) fn check_merge(&self, other: &SparseStats) -> Result<()> {
+        self.check_shapes()?;
+        other.check_shapes()?;
         if other.n_inducing() != self.n_inducing() {
             return Err(Error::ShapeMismatch {
                 name: "number of inducing inputs of the statistics to merge",
@@ -307,7 +363,6 @@ impl SparseStats {
                 "cannot merge whitened statistics with statistics of the kernel columns",
             ));
         }
-        self.merge_shifted(other);
         Ok(())
     }
 
@@ -341,20 +396,7 @@ impl SparseStats {
     /// # Errors
     /// [`Error::ShapeMismatch`] or [`Error::NonFinite`] naming the field.
     pub fn validate(&self) -> Result<()> {
-        let m = self.n_inducing();
-        for (name, got) in [
-            ("rows of gram", self.gram.nrows()),
-            ("columns of gram", self.gram.ncols()),
-            ("length of k_sum", self.k_sum.len()),
-        ] {
-            if got != m {
-                return Err(Error::ShapeMismatch {
-                    name,
-                    expected: m,
-                    got,
-                });
-            }
-        }
+        self.check_shapes()?;
         check_finite("gram", self.gram.iter())?;
         check_finite("k_y", self.k_y.iter())?;
         check_finite("k_sum", self.k_sum.iter())?;
