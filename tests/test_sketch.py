@@ -3,6 +3,8 @@ statistics, the paper's claims, the transformer API, dtypes, pickling and errors
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -95,6 +97,56 @@ def test_unbiased_degrees_1_to_4(sketch, cw, d):
         )
         want = kernel(x, y, degree, bias, ls)
         assert abs(e.mean() - want) <= 4 * np.sqrt(var / reps) + 1e-12, (degree, e.mean(), want)
+
+
+def exact_variance(x, y, degree, n_components, sketch, cw):
+    """The closed form of docs/math/sketches.rst, "Variances", in exact rational
+    arithmetic from the float inputs (bias 0, length scale 1)."""
+    x, y = [Fraction(v) for v in x], [Fraction(v) for v in y]
+    m = sum(a * b for a, b in zip(x, y))
+    nu = sum(a * a for a in x) * sum(b * b for b in y)
+    s = sum(a * a * b * b for a, b in zip(x, y))
+    n, m2 = degree, m * m
+    if sketch == "tensor_sketch":
+        d = n_components
+        e = 2 if d % 2 == 0 else 1
+        m_r, m_c, p_c = nu + 2 * m2 - 2 * s, nu + m2 - s, 2 * m2 - s
+        return (e * (m_r**n - m2**n) + (d - e) * (m_c**n - m2**n + p_c**n - m2**n)) / d**2
+    q, kappa = (Fraction(1, 2), 1) if cw else (1, 1)
+    r2 = (2 * q - 1) ** 2
+    d = n_components // 2 if cw else n_components
+    big_m = nu + (1 + r2) * (m2 - s) + (kappa - 1) * s
+    pm = r2 * (nu - s) + 2 * (m2 - s) + kappa * s
+    v = (big_m**n - m2**n + pm**n - m2**n) / (2 * d)
+    if sketch == "tensor_srht":
+        dp = 1 << (len(x) - 1).bit_length()
+        c = m2 - (nu - s + r2 * (m2 - s)) / (dp - 1)
+        pc = m2 - ((m2 - s) + r2 * (nu - s)) / (dp - 1)
+        blocks, r = divmod(d, dp)
+        pairs = Fraction(blocks * dp * (dp - 1) + r * (r - 1), d * d)
+        v += pairs * (c**n - m2**n + pc**n - m2**n) / 2
+    return v
+
+
+@pytest.mark.parametrize(("sketch", "cw"), [v for v in VARIANTS if v[0] != "gaussian"])
+@pytest.mark.parametrize("small", [1e-3, 1e-5, 1e-8])
+def test_variance_keeps_its_relative_accuracy_where_one_coordinate_dominates(sketch, cw, small):
+    # With one dominant coordinate, m², ‖x‖²‖y‖² and Σ x_a² y_a² agree to
+    # about 2 log10(1/small) digits, and the variance is their difference:
+    # O(small²) of the kernel for the Rademacher-type weights. Formed
+    # directly it was rounding noise, clamped to exactly 0.
+    x = np.array([1.0, small, -2 * small, 0.5 * small, 3 * small])
+    y = np.array([-0.8, 2 * small, small, -small, 0.7 * small])
+    for degree in (1, 2, 3):
+        nc = 10 if cw else 7
+        got = sketch_variance(
+            x, y, degree=degree, n_components=nc, sketch=sketch, complex_weights=cw
+        )
+        want = float(exact_variance(x, y, degree, nc, sketch, cw))
+        assert want > 0
+        # The sums over distinct coordinates carry a relative error of a few
+        # units of 5 ε (5 coordinates), and the powers' differences keep it.
+        assert got == pytest.approx(want, rel=1e-13, abs=0), (degree, got, want)
 
 
 @pytest.mark.parametrize(("sketch", "cw"), [v for v in VARIANTS if v[0] != "gaussian"])

@@ -229,11 +229,7 @@ impl PairKernel {
             let e = t - partial;
             acc.push(n, e * e);
         }
-        let stats = PairStats {
-            m,
-            nu: sq_i * sq_j,
-            s,
-        };
+        let stats = PairStats::from_sums(m, sq_i * sq_j, s);
         let (big_m, pm) = unstructured_moments(self.spec.law, &stats);
         scaled_powers(m * m, ln_g2, &mut pw.m2);
         scaled_powers(big_m, ln_g2, &mut pw.big_m);
@@ -479,11 +475,7 @@ fn strip_body(kernel: &PairKernel, m: &[f64], sq_i: f64, sq_j: &[f64], s: &[f64]
             *pa = a0 * g;
         }
         for i in 0..n {
-            let stats = PairStats {
-                m: m[i],
-                nu: sq_i * sq_j[i],
-                s: s[i],
-            };
+            let stats = PairStats::from_sums(m[i], sq_i * sq_j[i], s[i]);
             b0[i] = m[i];
             b1[i] = m[i] * m[i];
             (b2[i], b3[i]) = unstructured_moments(spec.law, &stats);

@@ -1,7 +1,11 @@
 //! Closed-form moments and variances of the polynomial sketches
 //! (`docs/math/sketches.rst`, "Variances"). Everything is `f64` and per pair
 //! `(x, y)` of already scaled (augmented, padded) vectors, described by
-//! `m = xᵀy`, `ν = ‖x‖²‖y‖²`, `s = Σ_a x_a² y_a²`.
+//! `m = xᵀy`, `ν = ‖x‖²‖y‖²`, `s = Σ_a x_a² y_a²`, and the two sums over
+//! distinct coordinates `ν − s` and `m² − s`, kept apart so that the
+//! variances keep their relative accuracy where one coordinate dominates
+//! (there `ν`, `m²` and `s` agree to many digits and their differences,
+//! formed directly, would be rounding noise).
 
 use super::SketchKind;
 use crate::error::{Error, Result};
@@ -51,7 +55,8 @@ impl WeightLaw {
     }
 }
 
-/// The pair statistics `m = xᵀy`, `ν = ‖x‖²‖y‖²`, `s = Σ x_a² y_a²`.
+/// The pair statistics `m = xᵀy`, `ν = ‖x‖²‖y‖²`, `s = Σ x_a² y_a²`, with
+/// `ν − s = Σ_{a≠b} x_a² y_b²` and `m² − s = Σ_{a≠b} x_a y_a x_b y_b`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PairStats {
     /// Dot product `xᵀy`.
@@ -60,19 +65,54 @@ pub struct PairStats {
     pub nu: f64,
     /// `Σ_a x_a² y_a²`.
     pub s: f64,
+    /// `ν − s = Σ_{a≠b} x_a² y_b² ≥ 0`.
+    pub nu_off: f64,
+    /// `m² − s = Σ_{a≠b} x_a y_a x_b y_b`, `|m² − s| ≤ ν − s`.
+    pub m2_off: f64,
 }
 
 impl PairStats {
-    /// Computes the statistics of a pair of equal-length vectors.
+    /// Computes the statistics of a pair of equal-length vectors, the sums
+    /// over distinct coordinates from prefix sums (`ν − s = Σ_b (y_b² X_b +
+    /// x_b² Y_b)` and `m² − s = 2 Σ_b t_b T_b` with `t = x ∘ y` and `X_b`,
+    /// `Y_b`, `T_b` the sums of `x_a²`, `y_a²`, `t_a` over `a < b`): no
+    /// difference of the near-equal `ν`, `m²` and `s`.
+    ///
+    /// # Panics
+    /// When `x` and `y` differ in length.
     pub fn new(x: &[f64], y: &[f64]) -> Self {
+        assert_eq!(x.len(), y.len(), "the two vectors differ in length");
         let (mut m, mut xx, mut yy, mut s) = (0.0, 0.0, 0.0, 0.0);
+        let (mut nu_off, mut m_off) = (0.0, 0.0);
         for (&a, &b) in x.iter().zip(y) {
-            m += a * b;
-            xx += a * a;
-            yy += b * b;
-            s += a * a * b * b;
+            let (a2, b2, t) = (a * a, b * b, a * b);
+            nu_off += b2 * xx + a2 * yy;
+            m_off += t * m;
+            m += t;
+            xx += a2;
+            yy += b2;
+            s += a2 * b2;
         }
-        Self { m, nu: xx * yy, s }
+        Self {
+            m,
+            nu: xx * yy,
+            s,
+            nu_off,
+            m2_off: 2.0 * m_off,
+        }
+    }
+
+    /// The statistics from the three sums alone, the differences formed
+    /// directly (accurate unless one coordinate dominates; what a caller
+    /// that holds only `m`, `ν` and `s` can do).
+    pub fn from_sums(m: f64, nu: f64, s: f64) -> Self {
+        Self {
+            m,
+            nu,
+            s,
+            nu_off: nu - s,
+            m2_off: m * m - s,
+        }
     }
 }
 
@@ -80,11 +120,21 @@ impl PairStats {
 /// `M = E|(wᵀx) conj(wᵀy)|² = ν + (1 + (2q−1)²)(m² − s) + (κ − 1)s` and
 /// `Pm = E[((wᵀx) conj(wᵀy))²] = (2q−1)²(ν − s) + 2(m² − s) + κs`.
 pub fn unstructured_moments(law: WeightLaw, p: &PairStats) -> (f64, f64) {
-    let r2 = (2.0 * law.q() - 1.0).powi(2);
     let m2 = p.m * p.m;
-    let big_m = p.nu + (1.0 + r2) * (m2 - p.s) + (law.kappa() - 1.0) * p.s;
-    let pm = r2 * (p.nu - p.s) + 2.0 * (m2 - p.s) + law.kappa() * p.s;
-    (big_m, pm)
+    let (dm, dp) = unstructured_excess(law, p);
+    (m2 + dm, m2 + dp)
+}
+
+/// [`unstructured_moments`] less `m²`, from the sums over distinct
+/// coordinates: `M − m² = (ν − s) + (2q−1)²(m² − s) + (κ − 1)s` and
+/// `Pm − m² = (2q−1)²(ν − s) + (m² − s) + (κ − 1)s`.
+fn unstructured_excess(law: WeightLaw, p: &PairStats) -> (f64, f64) {
+    let r2 = (2.0 * law.q() - 1.0).powi(2);
+    let diag = (law.kappa() - 1.0) * p.s;
+    (
+        p.nu_off + r2 * p.m2_off + diag,
+        r2 * p.nu_off + p.m2_off + diag,
+    )
 }
 
 /// TensorSRHT cross moments of two distinct features of one block, for the
@@ -95,14 +145,36 @@ pub fn unstructured_moments(law: WeightLaw, p: &PairStats) -> (f64, f64) {
 /// so that every covariance term vanishes.
 pub fn srht_cross_moments(law: WeightLaw, p: &PairStats, d_pad: usize) -> (f64, f64) {
     let m2 = p.m * p.m;
+    let (dc, dp) = srht_cross_excess(law, p, d_pad);
+    (m2 + dc, m2 + dp)
+}
+
+/// [`srht_cross_moments`] less `m²`: `C − m² = −[(ν − s) + (2q−1)²(m² −
+/// s)]/(d'−1)` and `Pc − m² = −[(m² − s) + (2q−1)²(ν − s)]/(d'−1)`; `(0, 0)`
+/// for `d_pad < 2`.
+fn srht_cross_excess(law: WeightLaw, p: &PairStats, d_pad: usize) -> (f64, f64) {
     if d_pad < 2 {
-        return (m2, m2);
+        return (0.0, 0.0);
     }
     let r2 = (2.0 * law.q() - 1.0).powi(2);
     let k = (d_pad - 1) as f64;
-    let c = m2 - (p.nu - p.s + r2 * (m2 - p.s)) / k;
-    let pc = m2 - ((m2 - p.s) + r2 * (p.nu - p.s)) / k;
-    (c, pc)
+    (
+        -(p.nu_off + r2 * p.m2_off) / k,
+        -(p.m2_off + r2 * p.nu_off) / k,
+    )
+}
+
+/// `(b + δ)ⁿ − bⁿ = δ Σ_{k<n} (b + δ)^k b^{n−1−k}`: the difference of the
+/// powers from the difference `δ` of their bases, without the cancellation
+/// of forming both powers when `|δ| ≪ b`.
+fn power_excess(b: f64, delta: f64, n: i32) -> f64 {
+    let a = b + delta;
+    let (mut sum, mut ak) = (0.0, 1.0);
+    for k in 0..n {
+        sum += ak * b.powi(n - 1 - k);
+        ak *= a;
+    }
+    delta * sum
 }
 
 /// `c(D, d') = ⌊D/d'⌋·d'(d'−1) + r(r−1)` with `r = D mod d'`: the ordered
@@ -151,7 +223,10 @@ pub fn sketch_variance(
     }
     let n = degree as i32;
     let d = n_features as f64;
-    let m2n = (p.m * p.m).powi(n);
+    let m2 = p.m * p.m;
+    // The excess of each moment's n-th power over m^2n (from the moment's
+    // excess over m², see power_excess).
+    let excess = |delta: f64| power_excess(m2, delta, n);
     if kind == SketchKind::TensorSketch {
         if complex {
             return Err(Error::invalid(
@@ -165,12 +240,11 @@ pub fn sketch_variance(
         } else {
             1.0
         };
-        let m2 = p.m * p.m;
-        let m_r = p.nu + 2.0 * m2 - 2.0 * p.s;
-        let m_c = p.nu + m2 - p.s;
-        let p_c = 2.0 * m2 - p.s;
-        let v = (e * (m_r.powi(n) - m2n) + (d - e) * ((m_c.powi(n) - m2n) + (p_c.powi(n) - m2n)))
-            / (d * d);
+        // M_r = ν + 2m² − 2s, M_c = ν + m² − s and P_c = 2m² − s, each less m².
+        let m_r = excess(p.nu_off + p.m2_off);
+        let m_c = excess(p.nu_off);
+        let p_c = excess(p.m2_off);
+        let v = (e * m_r + (d - e) * (m_c + p_c)) / (d * d);
         return Ok(SketchVariance {
             complex: None,
             // >= 0 but for rounding (see below).
@@ -178,18 +252,21 @@ pub fn sketch_variance(
         });
     }
     let law = WeightLaw::of(kind, complex);
-    let (big_m, pm) = unstructured_moments(law, p);
-    let mut complex_var = (big_m.powi(n) - m2n) / d;
-    let mut real_var = ((big_m.powi(n) - m2n) + (pm.powi(n) - m2n)) / (2.0 * d);
+    let (big_m, pm) = unstructured_excess(law, p);
+    let (big_m, pm) = (excess(big_m), excess(pm));
+    let mut complex_var = big_m / d;
+    let mut real_var = (big_m + pm) / (2.0 * d);
     if kind == SketchKind::TensorSrht {
-        let (c, pc) = srht_cross_moments(law, p, d_pad);
+        let (c, pc) = srht_cross_excess(law, p, d_pad);
+        let (c, pc) = (excess(c), excess(pc));
         let pairs = srht_pair_count(n_features, d_pad) / (d * d);
-        complex_var += pairs * (c.powi(n) - m2n);
-        real_var += pairs * ((c.powi(n) - m2n) + (pc.powi(n) - m2n)) / 2.0;
+        complex_var += pairs * c;
+        real_var += pairs * (c + pc) / 2.0;
     }
-    // Each variance is >= 0 in exact arithmetic, but its terms are differences
-    // of nearly equal powers (M^n − m^2n with M = m² for x ∥ y), which rounding
-    // can leave a few ulps below zero (−8.9e-16 seen): clamp at 0.
+    // Each variance is >= 0 in exact arithmetic; the TensorSRHT cross terms
+    // are negative, and where they cancel the diagonal ones (an estimate
+    // that is exact, e.g. a degree-1 sketch of D = d' features) rounding
+    // can leave the sum a few ulps below zero: clamp at 0.
     Ok(SketchVariance {
         complex: Some(at_least_zero(complex_var)),
         real_part: at_least_zero(real_var),
