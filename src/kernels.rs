@@ -344,7 +344,7 @@ impl StationaryKernel {
             } else {
                 Err(Error::invalid(
                     name,
-                    format!("must be finite and > 0, got {v}"),
+                    format!("must be finite and > 0, got {v:?}"),
                 ))
             }
         };

@@ -316,6 +316,22 @@ def test_non_finite_length_scale(length_scale):
         _core.BinningMap.fit(X, **draw, hashing=0)
 
 
+def test_length_scales_whose_pitches_overflow_name_the_length_scale():
+    # Pitches are length_scale times Gamma(2, 1) draws: at 1.7e308 some
+    # overflow. The refusal names the parameter (it named the internal
+    # `pitches`), and a tiny length scale's message shows the numbers in
+    # scientific notation instead of 320 decimal digits.
+    X = np.full((3, 2), 0.5)
+    with pytest.raises(InvalidInputError, match=r"`length_scale`.*overflow"):
+        RandomBinningFeatures(4, length_scale=1.7e308, random_state=0).fit(X)
+    with pytest.raises(InvalidInputError, match=r"`X`: .*\de-3\d\d\) .*length_scale") as e:
+        RandomBinningFeatures(4, length_scale=1e-320, random_state=0).fit(X)
+    assert len(str(e.value)) < 400
+    assert (
+        RandomBinningFeatures(4, length_scale=1e300, random_state=0).fit_transform(X).shape[0] == 3
+    )
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_non_finite_input_in_the_core(bad):
     # The estimator's errors: test_common.py.

@@ -332,6 +332,12 @@ def test_sklearn_compatible(estimator, check):
         ({"complex_weights": "no"}, InvalidDtypeError, "`complex_weights` must be a bool"),
         ({"n_components": 2**70}, InvalidInputError, "`n_components`.*too large"),
         ({"degree": 2**70}, InvalidInputError, "`degree`.*too large"),
+        ({"sketch": None}, InvalidDtypeError, "`sketch` must be one of 'gaussian'"),
+        ({"sketch": "srht"}, InvalidInputError, "srht"),
+        ({"bias": "a"}, InvalidDtypeError, "`bias` must be a real number, got str"),
+        ({"bias": True}, InvalidDtypeError, "`bias` must be a real number, got bool"),
+        ({"length_scale": None}, InvalidDtypeError, "`length_scale` must be a real number"),
+        ({"length_scale": 1j}, InvalidDtypeError, "`length_scale` must be a real number"),
     ],
 )
 def test_sketch_variance_refuses_non_integers_and_huge_counts(kwargs, error, match):

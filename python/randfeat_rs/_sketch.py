@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
 from ._base import DenseFeaturesBase, keep_state_on_failure, map_param
-from ._validation import MAX_COUNT, Count, real_array
+from ._validation import MAX_COUNT, Count, real_array, real_scalar
 from .exceptions import InvalidDtypeError, InvalidInputError
 
 SKETCHES = ("gaussian", "rademacher", "tensor_srht", "tensor_sketch")
@@ -210,8 +210,9 @@ def sketch_variance(
     InvalidDtypeError
         If ``x`` or ``y`` is a scipy.sparse matrix or holds no real numbers
         (complex, bool, object, strings; a :class:`TypeError` naming it),
-        ``degree`` or ``n_components`` is not an integer (a bool included), or
-        ``complex_weights`` is not a bool.
+        ``degree`` or ``n_components`` is not an integer (a bool included),
+        ``bias`` or ``length_scale`` is not a real number, ``sketch`` is not a
+        string, or ``complex_weights`` is not a bool.
     InvalidInputError
         If ``x`` or ``y`` is not 1-D or a parameter is out of range, such as
         a degree above 32, or the variance itself (it grows as
@@ -235,6 +236,11 @@ def sketch_variance(
             f"`complex_weights` must be a bool, got {type(complex_weights).__name__} "
             f"{complex_weights!r}"
         )
+    if not isinstance(sketch, str):
+        raise InvalidDtypeError(
+            f"`sketch` must be one of {', '.join(map(repr, SKETCHES))}, "
+            f"got {type(sketch).__name__} {sketch!r}"
+        )
     xa = real_array(x, "x", (1,))
     ya = real_array(y, "y", (1,))
     return _core.sketch_variance(
@@ -244,6 +250,6 @@ def sketch_variance(
         n_components=int(n_components),
         sketch=sketch,
         complex_weights=bool(complex_weights),
-        bias=float(bias),
-        length_scale=float(length_scale),
+        bias=real_scalar(bias, "bias"),
+        length_scale=real_scalar(length_scale, "length_scale"),
     )

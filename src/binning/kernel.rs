@@ -34,7 +34,7 @@ impl Laplacian {
         if !(length_scale.is_finite() && length_scale > 0.0) {
             return Err(Error::invalid(
                 "length_scale",
-                format!("must be a finite number > 0, got {length_scale}"),
+                format!("must be a finite number > 0, got {length_scale:?}"),
             ));
         }
         let gamma = Gamma::new(2.0, length_scale)

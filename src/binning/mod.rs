@@ -200,6 +200,16 @@ impl BinningGrids {
         pitches
             .iter_mut()
             .for_each(|d| *d = kernel.sample_pitch(&mut rng));
+        if let Some(d) = pitches.iter().find(|d| !d.is_finite()) {
+            return Err(Error::invalid(
+                "length_scale",
+                format!(
+                    "a grid pitch drawn at this length scale is {d}: the pitches scale with \
+                     the length scale and overflow the float range; rescale X and the length \
+                     scale together"
+                ),
+            ));
+        }
         let mut rng = substream(seed, 1);
         let mut shifts = grid_array(n_grids, n_features)?;
         shifts
@@ -316,7 +326,7 @@ impl BinningGrids {
             return Err(Error::invalid(
                 "X",
                 format!(
-                    "bin coordinate (x - u) / pitch = ({x} - {u}) / {delta} = {t:e} (grid {p}, \
+                    "bin coordinate (x - u) / pitch = ({x:?} - {u:?}) / {delta:?} = {t:e} (grid {p}, \
                      feature {a}) exceeds 2^62 in magnitude, so it does not fit in 64 bits; \
                      scale X down or use a larger length_scale"
                 ),

@@ -167,7 +167,7 @@ fn check_positive(name: &'static str, v: f64) -> Result<()> {
     } else {
         Err(Error::invalid(
             name,
-            format!("must be a finite number > 0, got {v}"),
+            format!("must be a finite number > 0, got {v:?}"),
         ))
     }
 }

@@ -163,7 +163,7 @@ pub(crate) fn check_positive(name: &'static str, v: f64) -> Result<()> {
     } else {
         Err(Error::invalid(
             name,
-            format!("must be finite and > 0, got {v}"),
+            format!("must be finite and > 0, got {v:?}"),
         ))
     }
 }

@@ -108,7 +108,7 @@ impl MaclaurinConfig {
             if !(v.is_finite() && v > 0.0) {
                 return Err(Error::invalid(
                     name,
-                    format!("must be a finite number > 0, got {v}"),
+                    format!("must be a finite number > 0, got {v:?}"),
                 ));
             }
         }

@@ -249,7 +249,7 @@ pub fn expected_softmax(
     if let Some(v) = var.iter().find(|&&v| v < 0.0) {
         return Err(Error::invalid(
             "var",
-            format!("latent variances must be >= 0, got {v}"),
+            format!("latent variances must be >= 0, got {v:?}"),
         ));
     }
     let mut p = Array2::<f64>::zeros(mean.dim());
