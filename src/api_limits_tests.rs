@@ -18,7 +18,7 @@ use crate::kernels::{kernel_matrix, Kernel, StationaryKernel};
 use crate::maclaurin::map::{MaclaurinConfig, MaclaurinMap};
 use crate::maclaurin::{random, MaclaurinKernel};
 use crate::progress::Monitor;
-use crate::sketch::{padded_dim, PolySketch, SketchKind};
+use crate::sketch::{padded_dim, PolySketch, PolynomialConfig, PolynomialFeatures, SketchKind};
 use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
 
@@ -51,6 +51,18 @@ fn dimensions_without_a_power_of_two_are_refused() {
     assert!(is_invalid(&e, "dim"), "{e}");
     let mut rng = crate::rng::seeded(0);
     let e = PolySketch::draw(SketchKind::TensorSrht, false, 2, usize::MAX, 8, &mut rng)
+        .map(|_| ())
+        .unwrap_err();
+    assert!(is_invalid(&e, "dim"), "{e}");
+    let c = PolynomialConfig {
+        n_components: 8,
+        degree: 2,
+        bias: 1.0,
+        length_scale: 1.0,
+        sketch: SketchKind::TensorSrht,
+        complex: false,
+    };
+    let e = PolynomialFeatures::draw(&c, usize::MAX, 0)
         .map(|_| ())
         .unwrap_err();
     assert!(is_invalid(&e, "dim"), "{e}");

@@ -504,9 +504,10 @@ pub fn check_degree(degree: impl Into<u64>) -> Result<()> {
 
 /// The sketch input dimension for `d` input columns: `d + 1` when the bias
 /// coordinate `√c` is prepended (`c > 0`, `docs/math/sketches.rst`, "Target
-/// kernels"), else `d`.
+/// kernels"), else `d`. Saturating at `usize::MAX`, a width that no size
+/// check accepts (no array has that many columns).
 pub fn augmented_dim(d: usize, bias: f64) -> usize {
-    d + usize::from(bias > 0.0)
+    d.saturating_add(usize::from(bias > 0.0))
 }
 
 /// Rows per augmentation chunk in [`polynomial_features_into`].
