@@ -10,6 +10,7 @@ use ndarray::{array, Array1, Array2};
 use crate::binning::{BinningGrids, Laplacian};
 use crate::error::Error;
 use crate::fourier::features::{FourierConfig, FourierFeatures};
+use crate::fourier::samplers::Sampler;
 use crate::fwht::check_power_of_two;
 use crate::gp::dirichlet::{ClassStats, ExactGpc, SparseClassStats, SparseGpc, SparseGpcConfig};
 use crate::gp::features::FeatureGp;
@@ -66,6 +67,14 @@ fn dimensions_without_a_power_of_two_are_refused() {
         .map(|_| ())
         .unwrap_err();
     assert!(is_invalid(&e, "dim"), "{e}");
+    let e = Sampler::MomentMatching
+        .check(Kernel::Gaussian, 8, usize::MAX)
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains(">= 36893488147419103232 with cos_sin"),
+        "{e}"
+    );
     let e = check_power_of_two(usize::MAX).unwrap_err();
     assert!(is_invalid(&e, "len"), "{e}");
     assert!(matches!(

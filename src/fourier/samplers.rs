@@ -131,8 +131,9 @@ impl Sampler {
                     "moment matching needs more frequencies than features (the sample \
                      covariance of m <= d frequencies is singular): got {m} frequencies for \
                      n_features = {d}; use n_components >= {} with cos_sin or >= {} with cos_bias",
-                    2 * d + 2,
-                    d + 1
+                    // u128: exact for every usize d.
+                    2 * d as u128 + 2,
+                    d as u128 + 1
                 ),
             ));
         }
