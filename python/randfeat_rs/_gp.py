@@ -26,7 +26,7 @@ from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin, keep_state_
 from ._fourier import KERNELS, RandomFourierFeatures
 from ._maclaurin import MaclaurinFeatures
 from ._progress import ProgressPrinter, progress_printer
-from ._validation import float_array, length_scale_values, real_array
+from ._validation import MAX_COUNT, Count, float_array, length_scale_values, real_array
 from .exceptions import InvalidInputError
 
 __all__ = ["ExactGPR", "RandomFeatureGPR", "SufficientStatistics"]
@@ -311,8 +311,8 @@ class ExactGPR(
         "noise_variance": [None, Interval(Real, 0, None, closed="neither")],
         "ard": ["boolean"],
         "optimize": [tuple, list],
-        "n_restarts": [Interval(Integral, 0, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_restarts": [Count(0, MAX_COUNT)],
+        "max_iter": [Count(1, MAX_COUNT)],
         "random_state": ["random_state"],
         "center_y": ["boolean"],
         "verbose": ["verbose"],
@@ -855,11 +855,11 @@ class RandomFeatureGPR(
     _parameter_constraints: dict = {  # noqa: RUF012
         "features": [None, HasMethods(["fit", "transform"])],
         "noise_variance": [None, Interval(Real, 0, None, closed="neither")],
-        "chunk_size": [Interval(Integral, 1, None, closed="left")],
+        "chunk_size": [Count(1, MAX_COUNT)],
         "center_y": ["boolean"],
         "optimize": [None, tuple, list],
         "ard": ["boolean"],
-        "n_restarts": [Interval(Integral, 0, None, closed="left")],
+        "n_restarts": [Count(0, MAX_COUNT)],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "device": DeviceMixin._device_constraint,

@@ -25,7 +25,7 @@ pass over the rows gives every class (``O(N M^2)`` in total), memory
 from __future__ import annotations
 
 import copy
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -42,7 +42,7 @@ from ._gp import _features_chunk, _kernel_from_features, seeded_clone
 from ._maclaurin import MaclaurinFeatures
 from ._progress import progress_printer
 from ._sparse_gp import INDUCING
-from ._validation import inducing_inputs, length_scale_values
+from ._validation import MAX_COUNT, Count, inducing_inputs, length_scale_values
 from .exceptions import InvalidInputError
 
 __all__ = ["ALPHA_EPSILON_GRID", "ExactGPC", "RandomFeatureGPC", "SparseGPC"]
@@ -59,7 +59,7 @@ _CLASSIFIER_HYPERPARAMETERS = ("length_scale", "kernel_variance")
 _COMMON_CONSTRAINTS: dict = {
     "alpha_epsilon": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
     "optimize": [None, tuple, list],
-    "n_restarts": [Interval(Integral, 0, None, closed="left")],
+    "n_restarts": [Count(0, MAX_COUNT)],
     "random_state": ["random_state"],
     "verbose": ["verbose"],
     "device": DeviceMixin._device_constraint,
@@ -373,7 +373,7 @@ class RandomFeatureGPC(_DirichletClassifier):
 
     _parameter_constraints: dict = {  # noqa: RUF012
         "features": [None, HasMethods(["fit", "transform"])],
-        "chunk_size": [Interval(Integral, 1, None, closed="left")],
+        "chunk_size": [Count(1, MAX_COUNT)],
         **_COMMON_CONSTRAINTS,
     }
 
@@ -815,12 +815,12 @@ default="greedy_variance"
     """
 
     _parameter_constraints: dict = {  # noqa: RUF012
-        "n_inducing": [Interval(Integral, 1, None, closed="left")],
+        "n_inducing": [Count(1, MAX_COUNT)],
         "inducing": [StrOptions(set(INDUCING)), "array-like"],
         "kernel": [StrOptions(set(KERNELS))],
         "length_scale": [Interval(Real, 0, None, closed="neither"), "array-like"],
         "kernel_variance": [Interval(Real, 0, None, closed="neither")],
-        "chunk_size": [None, Interval(Integral, 1, None, closed="left")],
+        "chunk_size": [None, Count(1, MAX_COUNT)],
         **_COMMON_CONSTRAINTS,
     }
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any, ClassVar
 
 import numpy as np
@@ -93,7 +93,7 @@ class PolynomialSketch(DenseFeaturesBase):
 
     _parameter_constraints: ClassVar[dict] = {
         "n_components": [Count(1, MAX_COUNT)],
-        "degree": [Interval(Integral, 1, _core.MAX_POLYNOMIAL_DEGREE, closed="both")],
+        "degree": [Count(1, _core.MAX_POLYNOMIAL_DEGREE)],
         "bias": [Interval(Real, 0, None, closed="left")],
         "length_scale": [Interval(Real, 0, None, closed="neither")],
         "sketch": [StrOptions(set(SKETCHES))],

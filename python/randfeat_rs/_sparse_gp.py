@@ -10,7 +10,7 @@ time and ``O(M^2 + chunk M)`` memory whatever ``N``.
 from __future__ import annotations
 
 import warnings
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any, Optional
 
 import numpy as np
@@ -23,7 +23,7 @@ from ._base import DeviceMixin, RandomStateMixin, keep_state_on_failure
 from ._fourier import KERNELS
 from ._gp import GaussianPredictionMixin, KernelHyperparametersMixin
 from ._progress import progress_printer
-from ._validation import inducing_inputs, length_scale_values, user_stacklevel
+from ._validation import MAX_COUNT, Count, inducing_inputs, length_scale_values, user_stacklevel
 
 __all__ = ["SparseGPR"]
 
@@ -207,7 +207,7 @@ default="greedy_variance"
     """
 
     _parameter_constraints: dict = {  # noqa: RUF012
-        "n_inducing": [Interval(Integral, 1, None, closed="left")],
+        "n_inducing": [Count(1, MAX_COUNT)],
         "inducing": [StrOptions(set(INDUCING)), "array-like"],
         "method": [StrOptions(set(METHODS))],
         "kernel": [StrOptions(set(KERNELS))],
@@ -217,9 +217,9 @@ default="greedy_variance"
         "noise_variance": [None, Interval(Real, 0, None, closed="neither")],
         "optimize": [tuple, list],
         "optimize_inducing": ["boolean"],
-        "n_restarts": [Interval(Integral, 0, None, closed="left")],
-        "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "chunk_size": [None, Interval(Integral, 1, None, closed="left")],
+        "n_restarts": [Count(0, MAX_COUNT)],
+        "max_iter": [Count(1, MAX_COUNT)],
+        "chunk_size": [None, Count(1, MAX_COUNT)],
         "center_y": ["boolean"],
         "device": DeviceMixin._device_constraint,
         "random_state": ["random_state"],
