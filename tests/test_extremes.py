@@ -342,6 +342,29 @@ def test_fits_refuse_targets_beyond_the_float64_range_of_their_sums(fit, scale):
         ExactGPR(length_scale=1.0, noise_variance=1e-3 * scale**2, optimize=()).fit(X, scale * Y)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        *FITS.values(),
+        lambda: RandomFeatureGPR(RandomFourierFeatures(64, random_state=0)),
+        lambda: LocalizedMaclaurinGPR(16, random_state=0),
+        lambda: ExactGPR(optimize=()),
+    ],
+    ids=[*FITS, "rf-gpr-fixed", "localized", "exact-fixed"],
+)
+@pytest.mark.parametrize("scale", [1e160, 1e-155, 1e-200])
+def test_targets_whose_variance_leaves_the_float64_range_are_refused(make, scale):
+    # var(y) overflows (1e160), its default noise variance 0.1 var(y) is
+    # subnormal, with an infinite reciprocal (1e-155), or it underflows to 0
+    # (1e-200). The default variances come from var(y), so even a fit with
+    # nothing to optimize is refused, naming y. Before, 1e-200 fitted
+    # silently to the prior (the variance counted as that of constant
+    # targets) and the others blamed kernel_variance, noise_variance or an
+    # internal "matrix".
+    with pytest.raises(rf.InvalidInputError, match=r"`y`: .*variance.*rescale y"):
+        make().fit(X, scale * Y)
+
+
 @pytest.mark.parametrize("fit", FITS, ids=list(FITS))
 @pytest.mark.parametrize("only", [None, "length_scale", "noise_variance"])
 def test_fits_refuse_constant_targets(fit, only):

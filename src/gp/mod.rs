@@ -44,25 +44,49 @@ use crate::error::{Error, Result};
 /// model's `predict`).
 pub type MeanAndVariance = (Array1<f64>, Option<Array1<f64>>);
 
+/// The population variance `var(y)` (mean of the squared deviations from
+/// the mean) of targets that are not all equal; `None` when they are (one
+/// target, a constant, no targets). Near the ends of the float range it
+/// underflows to 0 or overflows to `+∞`.
+fn target_variance(y: ArrayView1<'_, f64>) -> Option<f64> {
+    let first = *y.first()?;
+    if y.iter().all(|&v| v == first) {
+        return None;
+    }
+    let n = y.len() as f64;
+    let mean = y.sum() / n;
+    Some(y.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n)
+}
+
 /// The target variance that scales the default hyperparameters of the GP
 /// regressors (docs/math/gp.rst, section Exact GP): the population
-/// variance `var(y)` (mean of the squared deviations from the mean), or 1
-/// when the targets are all equal (one target, a constant, no targets) or their variance underflows
-/// to 0, so that the defaults derived from it stay positive.
-pub fn target_variance_scale(y: ArrayView1<'_, f64>) -> f64 {
-    let n = y.len();
-    let Some(&first) = y.first() else {
-        return 1.0;
-    };
-    if y.iter().all(|&v| v == first) {
-        return 1.0;
-    }
-    let mean = y.sum() / n as f64;
-    let var = y.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
-    if var > 0.0 {
-        var
-    } else {
-        1.0
+/// variance `var(y)`, or 1 when the targets are all equal (one target, a
+/// constant, no targets), so that the defaults derived from it stay
+/// positive.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming `y` when the targets vary but their
+/// variance, or the default noise variance `0.1 var(y)`, is not a normal
+/// float64 (the variance underflowed to 0 or a subnormal, or overflowed):
+/// defaults derived from it would be 0, infinite or have an infinite
+/// reciprocal.
+pub fn target_variance_scale(y: ArrayView1<'_, f64>) -> Result<f64> {
+    match target_variance(y) {
+        None => Ok(1.0),
+        Some(var) if var.is_finite() && (0.1 * var).is_normal() => Ok(var),
+        Some(var) => Err(Error::invalid(
+            "y",
+            format!(
+                "the targets vary, but their variance {} the float64 range, and the default \
+                 kernel and noise variances are var(y) and 0.1 var(y); rescale y (e.g. divide \
+                 it by its standard deviation)",
+                if var.is_finite() {
+                    "falls below"
+                } else {
+                    "overflows"
+                }
+            ),
+        )),
     }
 }
 
@@ -71,6 +95,16 @@ pub fn target_variance_scale(y: ArrayView1<'_, f64>) -> f64 {
 /// `10^±17`), and the sparse bound's gradient divides by the fourth power
 /// of the noise variance, which stays a normal float from here.
 const TARGET_VARIANCE_RANGE: (f64, f64) = (1e-40, 1e40);
+
+/// Refuses a hyperparameter fit on targets `y` that vary with a variance
+/// outside `10^−40..10^40` (see [`check_target_scale`]); constant targets
+/// are [`check_targets_vary`]'s to refuse.
+///
+/// # Errors
+/// As [`check_target_scale`].
+pub(crate) fn check_fit_target_scale(y: ArrayView1<'_, f64>) -> Result<()> {
+    target_variance(y).map_or(Ok(()), check_target_scale)
+}
 
 /// Refuses a hyperparameter fit on targets of variance `var` outside
 /// `10^−40..10^40` (a standard deviation beyond `10^±20`): rescaled, the
@@ -84,10 +118,15 @@ pub(crate) fn check_target_scale(var: f64) -> Result<()> {
     if (lo..=hi).contains(&var) {
         return Ok(());
     }
+    let var = if var == 0.0 {
+        "(below the float64 range)".to_string()
+    } else {
+        format!("{var:.3e}")
+    };
     Err(Error::invalid(
         "y",
         format!(
-            "the targets' variance {var:.3e} is outside {lo:e}..{hi:e}: a hyperparameter \
+            "the targets' variance {var} is outside {lo:e}..{hi:e}: a hyperparameter \
              fit moves the variances up to e^±40 from it, where their fourth powers leave \
              the float64 range; rescale y (e.g. divide it by its standard deviation)"
         ),
@@ -131,8 +170,11 @@ pub(crate) fn check_targets_vary(y: ArrayView1<'_, f64>, center: bool) -> Result
 /// The default noise variance of the GP regressors (docs/math/gp.rst,
 /// section Exact GP): `σ_n² = 0.1 · var(y)`, with the zero-variance rule of
 /// [`target_variance_scale`] (all targets equal: `σ_n² = 0.1`).
-pub fn initial_noise_variance(y: ArrayView1<'_, f64>) -> f64 {
-    0.1 * target_variance_scale(y)
+///
+/// # Errors
+/// As [`target_variance_scale`].
+pub fn initial_noise_variance(y: ArrayView1<'_, f64>) -> Result<f64> {
+    Ok(0.1 * target_variance_scale(y)?)
 }
 
 /// Refuses a prediction whose means or variances are not finite (they
@@ -179,11 +221,11 @@ mod tests {
         // var([1, 2, 3, 4]) = mean of (1.5², 0.5², 0.5², 1.5²) = 1.25.
         assert_eq!(
             target_variance_scale(array![1.0, 2.0, 3.0, 4.0].view()),
-            1.25
+            Ok(1.25)
         );
         assert_eq!(
             initial_noise_variance(array![1.0, 2.0, 3.0, 4.0].view()),
-            0.125
+            Ok(0.125)
         );
         // 0.1 three times: the computed mean is not exactly 0.1, so the
         // deviations would leave a rounding-sized variance; equal targets
@@ -194,11 +236,23 @@ mod tests {
             array![5.0],
             Array1::zeros(0),
         ] {
-            assert_eq!(target_variance_scale(y.view()), 1.0, "{y}");
-            assert_eq!(initial_noise_variance(y.view()), 0.1, "{y}");
+            assert_eq!(target_variance_scale(y.view()), Ok(1.0), "{y}");
+            assert_eq!(initial_noise_variance(y.view()), Ok(0.1), "{y}");
         }
-        // A variance that underflows to 0 counts as zero too.
-        assert_eq!(target_variance_scale(array![0.0, 1e-300].view()), 1.0);
+        // Targets that vary with a variance beyond the float range (below
+        // it: 0 or a subnormal default noise variance, whose reciprocal
+        // overflows) give no defaults.
+        for y in [
+            array![0.0, 1e-300],
+            array![0.0, 1e-154],
+            array![0.0, 1e155],
+            array![-1e300, 1e300],
+        ] {
+            let e = target_variance_scale(y.view()).unwrap_err();
+            assert!(e.to_string().contains("`y`"), "{y}: {e}");
+            assert!(initial_noise_variance(y.view()).is_err(), "{y}");
+        }
+        assert!(target_variance_scale(array![0.0, 1e-150].view()).is_ok());
     }
 
     #[test]

@@ -255,7 +255,9 @@ impl HyperInit {
     /// `d` with `ard`), for values that are not finite and `> 0`, and, with
     /// something to fit, for targets whose variance is outside
     /// `10^−40..10^40` or that are constant after the centering `center`
-    /// (all equal; all zero without centering), which have no maximum.
+    /// (all equal; all zero without centering), which have no maximum; for
+    /// default variances of targets whose variance leaves the float64 range
+    /// ([`super::target_variance_scale`]).
     pub fn resolve(
         &self,
         x: ArrayView2<'_, f64>,
@@ -286,31 +288,35 @@ impl HyperInit {
         for &l in &ls {
             check_positive("length_scale", l)?;
         }
-        let kv = self
-            .kernel_variance
-            .unwrap_or_else(|| super::target_variance_scale(y));
-        let nv = self
-            .noise_variance
-            .unwrap_or_else(|| super::initial_noise_variance(y));
+        let fits = [
+            (Hyper::LengthScale, 0..n_ls),
+            (Hyper::KernelVariance, n_ls..n_ls + 1),
+            (Hyper::NoiseVariance, n_ls + 1..n_ls + 2),
+        ];
+        let free: Vec<usize> = fits
+            .into_iter()
+            .filter(|(h, _)| self.optimize.contains(h))
+            .flat_map(|(_, r)| r)
+            .collect();
+        // The fit's refusals of the targets first: the defaults below come
+        // from the same variance, and their refusal names less of the cause.
+        if !free.is_empty() && !y.is_empty() {
+            super::check_fit_target_scale(y)?;
+            super::check_targets_vary(y, center)?;
+        }
+        let kv = match self.kernel_variance {
+            Some(kv) => kv,
+            None => super::target_variance_scale(y)?,
+        };
+        let nv = match self.noise_variance {
+            Some(nv) => nv,
+            None => super::initial_noise_variance(y)?,
+        };
         check_positive("kernel_variance", kv)?;
         check_positive("noise_variance", nv)?;
         let mut values = ls;
         values.push(kv);
         values.push(nv);
-        let mut free = Vec::new();
-        if self.optimize.contains(&Hyper::LengthScale) {
-            free.extend(0..n_ls);
-        }
-        if self.optimize.contains(&Hyper::KernelVariance) {
-            free.push(n_ls);
-        }
-        if self.optimize.contains(&Hyper::NoiseVariance) {
-            free.push(n_ls + 1);
-        }
-        if !free.is_empty() && !y.is_empty() {
-            super::check_target_scale(super::target_variance_scale(y))?;
-            super::check_targets_vary(y, center)?;
-        }
         Ok(LogParams { values, free })
     }
 }

@@ -96,11 +96,12 @@ pub(super) fn parse_optimize(py: Python<'_>, optimize: &[String]) -> PyResult<Ve
 }
 
 /// The default noise variance of the GP regressors for targets `y`: 0.1
-/// times their variance, 0.1 when they are all equal (see
+/// times their variance, 0.1 when they are all equal; refused when the
+/// targets vary with a variance beyond the float64 range (see
 /// `gp::initial_noise_variance`).
 #[pyfunction]
-fn initial_noise_variance(y: PyReadonlyArray1<'_, f64>) -> f64 {
-    gp::initial_noise_variance(y.as_array())
+fn initial_noise_variance(py: Python<'_>, y: PyReadonlyArray1<'_, f64>) -> PyResult<f64> {
+    gp::initial_noise_variance(y.as_array()).map_err(|e| ffi::to_pyerr(py, e))
 }
 
 /// Refuses a hyperparameter fit on `n` targets of mean `mean` and variance

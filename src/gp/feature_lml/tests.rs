@@ -937,7 +937,7 @@ fn the_fit_on_block_sums_reaches_the_in_process_optimum() {
     ] {
         let cfg = FeatureLmlConfig {
             ard,
-            noise_variance: Some(crate::gp::initial_noise_variance(y.view())),
+            noise_variance: Some(crate::gp::initial_noise_variance(y.view()).unwrap()),
             optimizer: OptimizerConfig {
                 n_restarts: 1,
                 coarse_min_rows: 128,
