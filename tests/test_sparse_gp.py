@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from randfeat_rs import ExactGPR, InvalidInputError, NotPositiveDefiniteError, SparseGPR
+from randfeat_rs import ExactGPR, InvalidInputError, NotPositiveDefiniteError, SparseGPC, SparseGPR
 
 # Fixed hyperparameters of the oracle tests.
 FIXED = dict(length_scale=0.9, kernel_variance=1.3, noise_variance=0.05, optimize=())
@@ -138,6 +138,20 @@ def test_n_inducing_above_n_is_clamped_to_n():
     # All rows are the inducing inputs: the exact GP.
     exact = ExactGPR(**FIXED).fit(X, y)
     assert gp.log_marginal_likelihood_ == pytest.approx(exact.log_marginal_likelihood_, abs=1e-9)
+
+
+@pytest.mark.parametrize("make", [SparseGPR, SparseGPC], ids=["regressor", "classifier"])
+def test_chunk_size_above_n_is_one_chunk_of_n_rows(make):
+    # The memory check sized the kernel blocks by chunk_size, not by the
+    # rows a chunk can hold: 10**12 was refused (175 TiB) on 30 rows.
+    X, y = _data(30)
+    if make is SparseGPC:
+        y = (y > np.median(y)).astype(int)
+    kw = dict(inducing="random", random_state=0, optimize=())
+    one = make(8, chunk_size=30, **kw).fit(X, y)
+    huge = make(8, chunk_size=10**12, **kw).fit(X, y)
+    out = "predict_proba" if make is SparseGPC else "predict"
+    np.testing.assert_array_equal(getattr(huge, out)(X), getattr(one, out)(X))
 
 
 # --------------------------------------------------------------- bad input

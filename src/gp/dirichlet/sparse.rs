@@ -490,10 +490,12 @@ pub(crate) fn checked_inducing(
         ],
         8,
     )?;
+    // A chunk holds at most the N rows there are.
+    let block = chunk_rows.min(x.nrows());
     crate::alloc::check_alloc(
         "chunk_size",
-        &format!("the sparse classifier's kernel blocks of {m} x {chunk_rows} float64"),
-        &[2, m, chunk_rows],
+        &format!("the sparse classifier's kernel blocks of {m} x {block} float64"),
+        &[2, m, block],
         8,
     )?;
     let z = select_inducing(

@@ -476,12 +476,13 @@ pub fn fit_sparse(
         return Err(Error::invalid("chunk_size", "must be >= 1, got 0"));
     }
     // The M × chunk kernel blocks with their slopes and adjoints, M =
-    // min(n_inducing, N).
+    // min(n_inducing, N); a chunk holds at most the N rows there are.
     let m = cfg.n_inducing.min(x.nrows());
+    let block = chunk_rows.min(x.nrows());
     crate::alloc::check_alloc(
         "chunk_size",
-        &format!("the sparse GP's kernel blocks of {m} x {chunk_rows} float64"),
-        &[3, m, chunk_rows],
+        &format!("the sparse GP's kernel blocks of {m} x {block} float64"),
+        &[3, m, block],
         8,
     )?;
     let rows = InMemory {
