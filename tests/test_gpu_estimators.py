@@ -454,6 +454,28 @@ def test_exact_gpr_device_is_cpu_only():
         ExactGPR(device="cuda").fit(X, y)
 
 
+def test_random_feature_gpr_with_optimize_says_its_statistics_are_the_cpus():
+    # The marginal-likelihood fit computes the statistics on the CPU in
+    # float64: device="gpu" reported device_ = "gpu" for statistics that
+    # were bit for bit the CPU's.
+    X = np.random.default_rng(15).standard_normal((40, 2))
+    y = np.sin(X[:, 0])
+
+    def make(device):
+        return RandomFeatureGPR(
+            RandomFourierFeatures(32, random_state=0),
+            optimize=("length_scale",),
+            device=device,
+            random_state=0,
+        )
+
+    with pytest.raises(InvalidInputError, match='`device="gpu"` is not available with `optimize`'):
+        make("gpu").fit(X, y)
+    auto, cpu = make("auto").fit(X, y), make("cpu").fit(X, y)
+    assert auto.device_ == cpu.device_ == "cpu"
+    np.testing.assert_array_equal(auto.predict(X), cpu.predict(X))
+
+
 # The GPU path keeps the scikit-learn contract (dtype, subset and order
 # invariance: every row is computed independently on the device).
 @parametrize_with_checks(

@@ -788,8 +788,11 @@ class RandomFeatureGPR(
         ``Phi`` leaving the device; a :class:`~randfeat_rs.GpuError` when no
         adapter is usable, :class:`~randfeat_rs.InvalidInputError` for other
         transformers. ``"auto"``: the GPU when a hardware adapter is usable
-        and the transformer has a GPU kernel, else the CPU. Predictions use
-        the transformer's own ``device``.
+        and the transformer has a GPU kernel, else the CPU. With ``optimize``
+        the statistics come from the fit, on the CPU in float64: ``"auto"``
+        gives ``device_ = "cpu"`` and ``"gpu"`` raises
+        :class:`~randfeat_rs.InvalidInputError`. Predictions use the
+        transformer's own ``device``.
 
     Attributes
     ----------
@@ -995,10 +998,19 @@ class RandomFeatureGPR(
         """
         X, y = self._validate_xy(X, y, reset=True)
         self._check_ard()
+        if self.optimize is not None and self.device == "gpu":
+            raise InvalidInputError(
+                '`device="gpu"` is not available with `optimize`: the marginal-likelihood fit '
+                'computes its statistics on the CPU in float64; use device="cpu" or "auto", '
+                "or fit without optimize"
+            )
         self._start(X, y)
         if self.optimize is None:
             self._accumulate(X, y)
         else:
+            # The statistics come from the float64 fit on the CPU (and
+            # partial_fit adds rows to them there).
+            self.device_ = "cpu"
             self._optimize(X, y)
         self._solve()
         return self
