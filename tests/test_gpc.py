@@ -506,6 +506,30 @@ def test_expected_softmax_of_extreme_latents_is_finite_and_right():
     np.testing.assert_array_equal(p[4], [0.0, 1.0])
 
 
+@pytest.mark.parametrize("kernel_variance", [1.0, 30.0, 1000.0, 1e6])
+def test_binary_probabilities_equal_the_logistic_normal_integral(kernel_variance):
+    # Two classes: p_1 = E[sigmoid(f_1 - f_0)] with f_1 - f_0 ~ N(d, s^2), a
+    # one-dimensional integral, here by the trapezoid rule with a step far
+    # below both scales (its error is exponentially small). Far from the
+    # data the latent variance is the kernel variance; the fixed 32-node
+    # Gauss-Hermite rule was 0.03 off at 1,000. Rows with a latent variance
+    # below 1 keep that rule (its error there is of order 1e-9).
+    from scipy import special
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 2))
+    y = (X[:, 0] > 1.2).astype(int)
+    clf = ExactGPC(length_scale=1.0, kernel_variance=kernel_variance).fit(X, y)
+    T = np.array([[50.0, 50.0], [1.3, 0.0], [0.0, 0.0]])
+    mean, var = clf.predict_latent(T)
+    for p, m, v in zip(clf.predict_proba(T), mean, var):
+        d, s = m[1] - m[0], np.sqrt(v[0] + v[1])
+        t = np.arange(d - 14 * s - 40, d + 14 * s + 40, min(0.02, s / 40))
+        w = np.exp(-0.5 * ((t - d) / s) ** 2)
+        want = (special.expit(t) * w).sum() / w.sum()
+        assert p[1] == pytest.approx(want, abs=1e-12 if v.min() >= 1 else 1e-7)
+
+
 def test_far_test_points_get_finite_probabilities():
     X, y = two_blobs()
     # A linear "feature map": latent means and variances grow with |x|.
