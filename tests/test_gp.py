@@ -405,6 +405,19 @@ def test_merged_statistics_and_partial_fit_equal_one_fit():
         )
 
 
+def test_from_stats_refuses_statistics_of_another_width():
+    # Statistics of D = 10 features for a map of D = 40 were accepted, and
+    # the mismatch surfaced only at predict.
+    rng = np.random.default_rng(5)
+    X, y = rng.standard_normal((30, 2)), rng.standard_normal(30)
+    feats = rf.RandomFourierFeatures(40, random_state=0).fit(X)
+    narrow = SufficientStatistics(10).accumulate(rng.standard_normal((30, 10)), y)
+    with pytest.raises(InvalidInputError, match=r"`stats` hold 10 features.*maps to 40"):
+        RandomFeatureGPR.from_stats(feats, narrow, noise_variance=0.1)
+    right = SufficientStatistics.from_features(feats, X, y)
+    RandomFeatureGPR.from_stats(feats, right, noise_variance=0.1).predict(X)
+
+
 def test_sufficient_statistics_api_and_pickle():
     rng = np.random.default_rng(6)
     phi = rng.standard_normal((30, 4))

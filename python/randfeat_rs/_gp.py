@@ -1135,6 +1135,13 @@ class RandomFeatureGPR(
         -------
         RandomFeatureGPR
             A fitted estimator (``features`` is its ``features_``).
+
+        Raises
+        ------
+        InvalidInputError
+            If ``stats`` is not a :class:`SufficientStatistics`, or, for this
+            library's transformers, holds another number of features than
+            ``features`` maps to.
         """
         if not isinstance(stats, SufficientStatistics):
             raise InvalidInputError(
@@ -1146,6 +1153,12 @@ class RandomFeatureGPR(
         )
         model._validate_params()
         model.features_ = features
+        fmap = model._feature_map()
+        if fmap is not None and fmap.n_components != stats.n_features:
+            raise InvalidInputError(
+                f"`stats` hold {stats.n_features} features, but `features` maps to "
+                f"{fmap.n_components}: they must come from this transformer"
+            )
         model._resolve_features_device()
         model.stats_ = stats.copy()
         model.noise_variance_ = float(noise_variance)
