@@ -242,6 +242,9 @@ mod python;
 mod api_limits_tests;
 
 #[cfg(test)]
+mod map_invariants_tests;
+
+#[cfg(test)]
 mod fuzz_tests;
 
 #[cfg(all(test, feature = "serde"))]

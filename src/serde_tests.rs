@@ -290,3 +290,125 @@ fn binning_maps_round_trip_and_check_their_parts() {
         }
     });
 }
+
+/// The field `name` of a CBOR map (a struct or an externally tagged
+/// variant).
+fn cbor_field<'a>(v: &'a mut ciborium::Value, name: &str) -> &'a mut ciborium::Value {
+    match v {
+        ciborium::Value::Map(fields) => {
+            &mut fields
+                .iter_mut()
+                .find(|(k, _)| k.as_text() == Some(name))
+                .unwrap_or_else(|| panic!("no field {name}"))
+                .1
+        }
+        other => panic!("not a map: {other:?}"),
+    }
+}
+
+/// The field at `path` (names from the outside in) of a CBOR map.
+fn cbor_path<'a>(v: &'a mut ciborium::Value, path: &[&str]) -> &'a mut ciborium::Value {
+    path.iter().fold(v, |v, name| cbor_field(v, name))
+}
+
+/// The entries of the CBOR array at `path` (see [`cbor_path`]).
+fn cbor_array_at<'a>(v: &'a mut ciborium::Value, path: &[&str]) -> &'a mut Vec<ciborium::Value> {
+    cbor_array(cbor_path(v, path))
+}
+
+/// The entries of a CBOR array.
+fn cbor_array(v: &mut ciborium::Value) -> &mut Vec<ciborium::Value> {
+    match v {
+        ciborium::Value::Array(values) => values,
+        other => panic!("not an array: {other:?}"),
+    }
+}
+
+/// A CBOR integer.
+fn cbor_int(v: u64) -> ciborium::Value {
+    ciborium::Value::Integer(v.into())
+}
+
+/// Stores `value`, edits the stored form with `edit` and checks that
+/// loading it is refused with an error that names `name`.
+fn assert_corrupt_refused<T: Serialize + DeserializeOwned + std::fmt::Debug>(
+    value: &T,
+    name: &str,
+    edit: &dyn Fn(&mut ciborium::Value),
+) {
+    let mut bytes = Vec::new();
+    ciborium::into_writer(value, &mut bytes).unwrap();
+    let mut stored: ciborium::Value = ciborium::from_reader(bytes.as_slice()).unwrap();
+    edit(&mut stored);
+    let mut broken = Vec::new();
+    ciborium::into_writer(&stored, &mut broken).unwrap();
+    match ciborium::from_reader::<T, _>(broken.as_slice()) {
+        Ok(loaded) => panic!("{name}: a corrupted value was loaded: {loaded:?}"),
+        Err(err) => assert!(err.to_string().contains(name), "{name}: {err}"),
+    }
+}
+#[test]
+fn fourier_and_nystroem_maps_check_their_parts_on_loading() {
+    use ciborium::Value;
+
+    let x = random(30, 3, 41);
+    let mut cfg = FourierConfig::new(10);
+    cfg.variant = Variant::CosBias;
+    let bias = FourierFeatures::fit(&cfg, 3, 42).unwrap();
+    cfg.sampler = Sampler::Structured;
+    cfg.variant = Variant::CosSin;
+    let sorf = FourierFeatures::fit(&cfg, 3, 43).unwrap();
+    for map in [&bias, &sorf] {
+        let back = round_trip(map);
+        assert_eq!(&back, map);
+        assert_eq!(
+            back.transform(x.view(), PAR).unwrap(),
+            map.transform(x.view(), PAR).unwrap()
+        );
+        assert_corrupt_refused(map, "n_components", &|v| {
+            *cbor_field(v, "n_components") = cbor_int(30);
+        });
+        assert_corrupt_refused(map, "kernel_variance", &|v| {
+            *cbor_field(v, "kernel_variance") = Value::Float(-1.0);
+        });
+    }
+    assert_corrupt_refused(&bias, "phases", &|v| {
+        cbor_array_at(v, &["phases", "data"])[2] = Value::Float(f64::NAN);
+    });
+    assert_corrupt_refused(&bias, "phases", &|v| *cbor_field(v, "phases") = Value::Null);
+    assert_corrupt_refused(&bias, "projection", &|v| {
+        let w = cbor_field(cbor_field(v, "projection"), "Dense");
+        cbor_array(cbor_field(w, "data"))[4] = Value::Float(f64::INFINITY);
+    });
+    assert_corrupt_refused(&sorf, "projection", &|v| {
+        let s = cbor_field(cbor_field(v, "projection"), "Structured");
+        cbor_array(cbor_field(cbor_field(s, "signs"), "data"))[1] = Value::Float(0.5);
+    });
+    assert_corrupt_refused(&sorf, "signs", &|v| {
+        let s = cbor_field(cbor_field(v, "projection"), "Structured");
+        *cbor_field(s, "n_features") = cbor_int(5);
+    });
+    assert_corrupt_refused(&sorf, "length_scale", &|v| {
+        let s = cbor_field(cbor_field(v, "projection"), "Structured");
+        *cbor_field(s, "length_scale") = Value::Float(0.0);
+    });
+
+    let (nys, _) = NystroemFeatures::fit(x.view(), 7, Kernel::Gaussian, 0.7, 44).unwrap();
+    assert_eq!(&round_trip(&nys), &nys);
+    assert_corrupt_refused(&nys, "normalization", &|v| {
+        let n = cbor_field(v, "normalization");
+        *cbor_array(cbor_field(n, "dim")) = vec![cbor_int(6), cbor_int(6)];
+        cbor_array(cbor_field(n, "data")).truncate(36);
+    });
+    assert_corrupt_refused(&nys, "normalization", &|v| {
+        let n = cbor_field(v, "normalization");
+        cbor_array(cbor_field(n, "data"))[3] = Value::Float(f64::NAN);
+    });
+    assert_corrupt_refused(&nys, "landmarks", &|v| {
+        let l = cbor_field(v, "landmarks");
+        cbor_array(cbor_field(l, "data"))[0] = Value::Float(f64::NEG_INFINITY);
+    });
+    assert_corrupt_refused(&nys, "length_scale", &|v| {
+        *cbor_field(v, "length_scale") = Value::Float(-0.7);
+    });
+}

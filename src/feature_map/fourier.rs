@@ -39,6 +39,12 @@ impl FeatureMap for FourierFeatures {
         FourierFeatures::transform_into(self, x, out, par)
     }
 
+    /// [`FourierFeatures::validate`] (the fields are public), then the
+    /// values of the projection (checked once per projection and kept).
+    fn validate(&self) -> Result<()> {
+        self.check_fields().map(|_| ())
+    }
+
     /// Every sampler and variant has a GPU kernel.
     fn gpu_support(&self) -> std::result::Result<(), String> {
         Ok(())
@@ -50,6 +56,7 @@ impl FeatureMap for FourierFeatures {
         x: ArrayView2<'_, T>,
         mut out: ArrayViewMut2<'_, T>,
     ) -> Result<()> {
+        self.check_fields()?;
         super::check_amplitude::<T>(self.scale())?;
         let cols = self.variant.n_columns(self.n_frequencies());
         let w = self.frequencies().mapv(T::from_f64_lossy);
@@ -72,6 +79,7 @@ impl FeatureMap for FourierFeatures {
         x: ArrayView2<'_, T>,
         y: Option<ArrayView2<'_, f64>>,
     ) -> Result<gpu::Gram> {
+        self.check_fields()?;
         let w = self.frequencies();
         let phases = self.phases.as_ref().map(|b| b.view());
         let g = gpu::rff_gram(x, w.view(), phases, self.variant, self.scale(), y)?;

@@ -76,12 +76,29 @@ pub trait FeatureMap: Sync {
     /// `D` alone is not (TensorSRHT costs `O(D log d)` a row, not `O(dD)`).
     fn row_flops(&self) -> f64;
 
+    /// Checks that the map's fields agree with each other, as its
+    /// transforms assume (`O(1)` to `O(D)` a call: shapes and small
+    /// vectors; values that take longer to check are checked once per map
+    /// and the result kept): the
+    /// free functions of this module call it before they size anything by
+    /// [`FeatureMap::n_components`], and every transform of the map calls
+    /// it too. Maps whose fields are private are checked where they are
+    /// built and loaded, and have nothing to check here (the default).
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] or [`Error::InvalidParameter`] naming the
+    /// field, as the map reports them.
+    fn validate(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// Writes `Φ(x)` for every row of `x` (`n × d`) into `out` (`n × D`,
     /// C-contiguous) on the CPU, in `x`'s precision; deterministic for any
     /// thread count.
     ///
     /// # Errors
-    /// Shape mismatches and non-finite input, as the map reports them.
+    /// Fields that disagree ([`FeatureMap::validate`]), shape mismatches
+    /// and non-finite input, as the map reports them.
     fn transform_into<T: Real>(
         &self,
         x: ArrayView2<'_, T>,
@@ -234,8 +251,10 @@ pub fn resolve_device<M: FeatureMap>(map: &M, requested: Device) -> Result<Devic
     }
 }
 
-/// Checks the input width and the output shape of a transform of `x`.
+/// Checks the map's fields, the input width and the output shape of a
+/// transform of `x`.
 fn check_transform<M: FeatureMap>(map: &M, x: (usize, usize), out: (usize, usize)) -> Result<()> {
+    map.validate()?;
     Error::check_n_features(map.n_features_in(), x.1)?;
     Error::check_out_shape((x.0, map.n_components()), out)
 }
@@ -245,7 +264,8 @@ fn check_transform<M: FeatureMap>(map: &M, x: (usize, usize), out: (usize, usize
 /// GPU kernel (f32 on the device, the accuracy its `gpu` function states).
 ///
 /// # Errors
-/// Shape mismatches; as [`resolve_device`] for `Gpu`; the map's errors
+/// The map's fields that disagree ([`FeatureMap::validate`]); shape
+/// mismatches; as [`resolve_device`] for `Gpu`; the map's errors
 /// (the sketches and the Maclaurin map refuse features that overflow with
 /// an [`Error::InvalidParameter`] naming `X`: on the CPU while they are
 /// written, after the GPU's output here).
@@ -328,7 +348,8 @@ fn runs_on_gpu<M: FeatureMap>(map: &M, device: Device) -> Result<bool> {
 ///   ([`FeatureStats::merge`] re-shifts). `chunk_rows` is not used.
 ///
 /// # Errors
-/// Shape mismatches (`x` against the map, `y` against `x`, `stats` against
+/// The map's fields that disagree ([`FeatureMap::validate`]); shape
+/// mismatches (`x` against the map, `y` against `x`, `stats` against
 /// `D`); `chunk_rows = 0`; non-finite `y` (or `x` on the GPU; the CPU
 /// transforms report it); as [`resolve_device`] for `Gpu`; the map's errors.
 #[allow(clippy::too_many_arguments)]
@@ -343,6 +364,7 @@ pub fn accumulate<M: FeatureMap, T: Real>(
     monitor: &Monitor,
 ) -> Result<()> {
     let (n, d) = x.dim();
+    map.validate()?;
     Error::check_n_features(map.n_features_in(), d)?;
     if y.len() != n {
         return Err(Error::ShapeMismatch {
@@ -398,7 +420,7 @@ impl Chunks<'_> {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for `chunk_rows = 0`; as
-    /// [`transform_into`]; [`Error::Interrupted`] once `monitor` is
+    /// [`FeatureMap::validate`] and [`transform_into`]; [`Error::Interrupted`] once `monitor` is
     /// cancelled; the first error of `f`.
     pub fn for_each<M: FeatureMap, T: Real>(
         &self,
@@ -411,6 +433,8 @@ impl Chunks<'_> {
         if rows == 0 {
             return Err(Error::invalid("chunk_rows", "must be >= 1, got 0"));
         }
+        // Before the buffer is sized by the map's width.
+        map.validate()?;
         let n = x.nrows();
         let mut phi = Array2::<T>::zeros((rows.min(n), map.n_components()));
         self.monitor.stage(stage, n as u64);
@@ -508,6 +532,10 @@ impl FeatureMap for AnyFeatureMap {
 
     fn row_flops(&self) -> f64 {
         on_any!(self, m => FeatureMap::row_flops(m))
+    }
+
+    fn validate(&self) -> Result<()> {
+        on_any!(self, m => FeatureMap::validate(m))
     }
 
     fn transform_into<T: Real>(

@@ -25,6 +25,11 @@ impl FeatureMap for NystroemFeatures {
         (m * (3 * d + 2 * m)) as f64
     }
 
+    /// [`NystroemFeatures::validate`] (the fields are public).
+    fn validate(&self) -> Result<()> {
+        NystroemFeatures::validate(self)
+    }
+
     fn transform_into<T: Real>(
         &self,
         x: ArrayView2<'_, T>,

@@ -213,6 +213,18 @@ impl Projection {
 /// [`FourierFeatures::transform_into`] uses no randomness and gives
 /// bit-identical results for any thread count.
 ///
+/// The fields are public and must agree with each other (see
+/// [`FourierFeatures::validate`], which every transform calls first): the
+/// projection has `m` frequencies (`m = D` for `cos_bias`, `⌊D/2⌋ ≥ 1` for
+/// `cos_sin`), `cos_bias` has `m` finite phases and `cos_sin` none, the
+/// kernel variance is finite and `> 0`. The float32 copy of dense
+/// frequencies and the bound on the projections are derived on first use
+/// and kept for the projection they came from: assigning a new projection
+/// derives them again, but entries of the frequency matrix edited in place
+/// after a transform are not seen by them (assign a new [`Projection`]
+/// instead). Stored maps (feature `serde`) are checked on loading,
+/// values included.
+///
 /// ```
 /// use ndarray::Array2;
 /// use randfeat_rs::fourier::{FourierConfig, FourierFeatures};
@@ -227,7 +239,11 @@ impl Projection {
 /// # Ok::<(), randfeat_rs::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(try_from = "FourierParts")
+)]
 pub struct FourierFeatures {
     /// The frequencies `W` (`m × d`), dense or structured.
     pub projection: Projection,
@@ -239,32 +255,121 @@ pub struct FourierFeatures {
     pub n_components: usize,
     /// Kernel variance `σ²`.
     pub kernel_variance: f64,
-    /// `max(1, max_j ‖w_j‖₁)`, computed on first use (see
-    /// [`FourierFeatures::transform_into`]).
+    /// What is derived from the projection on first use: the bound on the
+    /// projections (see [`FourierFeatures::transform_into`]) and the float32
+    /// copy of dense frequencies.
     #[cfg_attr(feature = "serde", serde(skip))]
-    projection_bound: Derived<f64>,
-    /// The dense frequencies transposed (`d × m`) in float32, converted on
-    /// the first float32 tile transform (see [`Self::frequencies_t`]); boxed
-    /// so that the map stays small where it is held by value.
-    #[cfg_attr(feature = "serde", serde(skip))]
-    frequencies_f32: Derived<Box<Array2<f32>>>,
+    derived: Derived,
 }
 
-/// A value derived from the other fields of a map, computed on first use:
-/// equal for equal maps, so it takes no part in comparisons, and it is not
-/// stored.
-#[derive(Clone, Debug)]
-struct Derived<V>(std::sync::OnceLock<V>);
+/// The stored form of [`FourierFeatures`] (its public fields), checked on
+/// loading by [`FourierFeatures::from_parts`] and the values of its
+/// projection.
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+struct FourierParts {
+    projection: Projection,
+    phases: Option<Array1<f64>>,
+    variant: Variant,
+    n_components: usize,
+    kernel_variance: f64,
+}
 
-impl<V> Default for Derived<V> {
-    fn default() -> Self {
-        Derived(std::sync::OnceLock::new())
+#[cfg(feature = "serde")]
+impl TryFrom<FourierParts> for FourierFeatures {
+    type Error = Error;
+
+    fn try_from(p: FourierParts) -> Result<Self> {
+        let map = FourierFeatures::from_parts(
+            p.projection,
+            p.phases,
+            p.variant,
+            p.n_components,
+            p.kernel_variance,
+        )?;
+        // The full scan of the frequencies' values (kept for the first
+        // transform: moving the map does not move its arrays).
+        map.projection_bound()?;
+        Ok(map)
     }
 }
 
-impl<V> PartialEq for Derived<V> {
+/// The identity of the projection [`Derived`] values were computed from: the
+/// address, shape and strides of its array (the dense frequencies or the
+/// SORF signs) and the SORF scalars. Replacing `projection` by another value,
+/// or reshaping its array in place, changes the key, so that the values are
+/// derived again instead of being used with fields they do not belong to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ProjectionKey {
+    addr: usize,
+    dim: (usize, usize),
+    strides: [isize; 2],
+    n_features: usize,
+    n_frequencies: usize,
+    length_scale: u64,
+}
+
+/// The values derived from one projection, each computed on first use.
+#[derive(Debug)]
+struct DerivedFor {
+    /// The projection they are derived from.
+    key: ProjectionKey,
+    /// `max(1, max_j ‖w_j‖₁)`, or why the frequencies are unusable (see
+    /// [`FourierFeatures::projection_bound`]).
+    bound: std::sync::OnceLock<Result<f64>>,
+    /// The dense frequencies transposed (`d × m`) in float32, converted on
+    /// the first float32 tile transform (a copy per call costs about as
+    /// much as the GEMM of a few hundred rows, and a call may be one of
+    /// several row ranges).
+    frequencies_f32: std::sync::OnceLock<Array2<f32>>,
+}
+
+/// The values derived from the projection of a map, kept with the
+/// [`ProjectionKey`] of the projection they came from, behind one pointer
+/// (the map stays small where it is held by value): equal for equal maps, so
+/// they take no part in comparisons; not stored, and not copied by `clone`
+/// (the clone's arrays are new ones, so it derives its own on first use).
+#[derive(Debug, Default)]
+struct Derived(std::sync::RwLock<Option<std::sync::Arc<DerivedFor>>>);
+
+impl Clone for Derived {
+    fn clone(&self) -> Self {
+        Derived::default()
+    }
+}
+
+impl PartialEq for Derived {
     fn eq(&self, _: &Self) -> bool {
         true
+    }
+}
+
+impl Derived {
+    /// The values for the projection of `key`: the kept ones when they were
+    /// derived from that projection, else new empty ones, then kept (a
+    /// panic elsewhere leaves the lock usable: poisoning is ignored, the
+    /// slot is only ever replaced whole).
+    fn get(&self, key: ProjectionKey) -> std::sync::Arc<DerivedFor> {
+        use std::sync::{Arc, PoisonError};
+        if let Some(kept) = &*self.0.read().unwrap_or_else(PoisonError::into_inner)
+            && kept.key == key
+        {
+            return Arc::clone(kept);
+        }
+        let mut slot = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        // Another thread may have replaced them while this one waited.
+        if let Some(kept) = &*slot
+            && kept.key == key
+        {
+            return Arc::clone(kept);
+        }
+        let kept = Arc::new(DerivedFor {
+            key,
+            bound: std::sync::OnceLock::new(),
+            frequencies_f32: std::sync::OnceLock::new(),
+        });
+        *slot = Some(Arc::clone(&kept));
+        kept
     }
 }
 
@@ -361,6 +466,9 @@ impl FourierFeatures {
 
     /// Rebuilds a fitted map from its parameters (e.g. arrays stored by the
     /// Python estimator), checking that they are consistent.
+    ///
+    /// # Errors
+    /// As [`Self::validate`].
     pub fn from_parts(
         projection: Projection,
         phases: Option<Array1<f64>>,
@@ -368,12 +476,53 @@ impl FourierFeatures {
         n_components: usize,
         kernel_variance: f64,
     ) -> Result<Self> {
-        check_positive("kernel_variance", kernel_variance)?;
-        let m = variant.n_frequencies(n_components);
-        let (pm, _) = projection.shape();
-        if pm != m || m == 0 {
+        let map = FourierFeatures {
+            projection,
+            phases,
+            variant,
+            n_components,
+            kernel_variance,
+            derived: Derived::default(),
+        };
+        map.validate()?;
+        Ok(map)
+    }
+
+    /// Checks that the fields agree with each other as every transform
+    /// assumes (the fields are public, so a map edited after
+    /// [`Self::fit`] or [`Self::from_parts`] may not): `O(m)`, the shapes
+    /// and the phases' values. Every transform calls it first; the values
+    /// of the frequencies are checked once per projection on first use
+    /// (see [`Self::transform_into`]), and on loading (feature `serde`).
+    ///
+    /// # Errors
+    /// - [`Error::InvalidParameter`] naming `kernel_variance` unless it is
+    ///   finite and `> 0`; `n_components` when it leaves no frequency (0, or
+    ///   1 with `cos_sin`); `length_scale` (structured) unless finite and
+    ///   `> 0`; `n_features` (structured) without a power of two; `phases`
+    ///   for the phases of a `cos_sin` map or non-finite phases.
+    /// - [`Error::ShapeMismatch`] naming `projection` when its number of
+    ///   frequencies is not the `m` of `n_components` and the variant (`D`
+    ///   for `cos_bias`, `⌊D/2⌋` for `cos_sin`) or its SORF signs are not
+    ///   `3⌈m/d'⌉ × d'`; naming `phases` when a `cos_bias` map has no `m`
+    ///   phases.
+    pub fn validate(&self) -> Result<()> {
+        check_positive("kernel_variance", self.kernel_variance)?;
+        let m = self.variant.n_frequencies(self.n_components);
+        if m == 0 {
+            return Err(Error::invalid(
+                "n_components",
+                format!(
+                    "must be >= 1 (>= 2 for the cos_sin variant), got {}",
+                    self.n_components
+                ),
+            ));
+        }
+        let (pm, _) = self.projection.shape();
+        if pm != m {
             return Err(Error::ShapeMismatch {
-                name: "number of frequencies",
+                name: "frequencies of projection (n_components for cos_bias, n_components / 2 \
+                       for cos_sin)",
                 expected: m,
                 got: pm,
             });
@@ -383,60 +532,149 @@ impl FourierFeatures {
             n_features,
             length_scale,
             ..
-        } = &projection
+        } = &self.projection
         {
             check_positive("length_scale", *length_scale)?;
-            let dp = n_features.next_power_of_two();
-            if signs.ncols() != dp || signs.nrows() != 3 * m.div_ceil(dp) {
+            let dp = n_features.checked_next_power_of_two().ok_or_else(|| {
+                Error::invalid(
+                    "n_features",
+                    format!(
+                        "the SORF blocks pad {n_features} inputs to a power of two, and it has \
+                         none below usize::MAX"
+                    ),
+                )
+            })?;
+            if signs.ncols() != dp {
                 return Err(Error::ShapeMismatch {
-                    name: "rows of the SORF signs",
+                    name: "columns of the SORF signs of projection (n_features padded to a \
+                           power of two)",
+                    expected: dp,
+                    got: signs.ncols(),
+                });
+            }
+            if signs.nrows() != 3 * m.div_ceil(dp) {
+                return Err(Error::ShapeMismatch {
+                    name: "rows of the SORF signs of projection (3 per block of frequencies)",
                     expected: 3 * m.div_ceil(dp),
                     got: signs.nrows(),
                 });
             }
         }
-        match (variant, &phases) {
-            (Variant::CosBias, Some(b)) if b.len() == m => {}
-            (Variant::CosBias, _) => {
+        match (self.variant, &self.phases) {
+            (Variant::CosBias, Some(b)) if b.len() == m => {
+                if !b.iter().all(|v| v.is_finite()) {
+                    return Err(Error::invalid("phases", "must be finite"));
+                }
+            }
+            (Variant::CosBias, b) => {
                 return Err(Error::ShapeMismatch {
-                    name: "length of the phases",
+                    name: "length of phases (the cos_bias variant has one per frequency)",
                     expected: m,
-                    got: phases.as_ref().map_or(0, |b| b.len()),
+                    got: b.as_ref().map_or(0, |b| b.len()),
                 })
             }
             (Variant::CosSin, None) => {}
             (Variant::CosSin, Some(_)) => {
                 return Err(Error::invalid(
                     "phases",
-                    "the cos_sin variant has no phases",
+                    "the cos_sin variant has no phases (set them to None)",
                 ))
             }
         }
-        Ok(FourierFeatures {
-            projection,
-            phases,
-            variant,
-            n_components,
-            kernel_variance,
-            projection_bound: Derived::default(),
-            frequencies_f32: Derived::default(),
-        })
+        Ok(())
+    }
+
+    /// [`Self::validate`], then the values of the projection (checked once
+    /// per projection, see [`Self::transform_into`]): what every transform,
+    /// CPU or GPU, checks of the map first. Returns the bound on the
+    /// projections (see [`Self::projection_bound`]).
+    ///
+    /// # Errors
+    /// As [`Self::validate`]; [`Error::InvalidParameter`] naming
+    /// `projection` for non-finite frequencies or SORF signs other than
+    /// `±1`.
+    pub(crate) fn check_fields(&self) -> Result<f64> {
+        self.validate()?;
+        self.projection_bound()
+    }
+
+    /// The identity of the projection (see [`ProjectionKey`]).
+    fn projection_key(&self) -> ProjectionKey {
+        let key = |a: &Array2<f64>| {
+            let s = a.strides();
+            (a.as_ptr() as usize, a.dim(), [s[0], s[1]])
+        };
+        match &self.projection {
+            Projection::Dense(w) => {
+                let (addr, dim, strides) = key(w);
+                ProjectionKey {
+                    addr,
+                    dim,
+                    strides,
+                    n_features: 0,
+                    n_frequencies: 0,
+                    length_scale: 0,
+                }
+            }
+            Projection::Structured {
+                signs,
+                n_features,
+                n_frequencies,
+                length_scale,
+            } => {
+                let (addr, dim, strides) = key(signs);
+                ProjectionKey {
+                    addr,
+                    dim,
+                    strides,
+                    n_features: *n_features,
+                    n_frequencies: *n_frequencies,
+                    length_scale: length_scale.to_bits(),
+                }
+            }
+        }
     }
 
     /// `max(1, max_j ‖w_j‖₁)`: `|w_jᵀx| ≤ max_a |x_a| · ‖w_j‖₁`, so inputs
     /// with `max_a |x_a|` times this in the float range have finite
     /// projections. For SORF blocks also `d'³ · max(1, 1/(d' l))`, a bound
     /// on the intermediate results of the three unnormalized FWHTs (each
-    /// grows the largest entry by at most `d'`).
-    fn projection_bound(&self) -> f64 {
-        *self.projection_bound.0.get_or_init(|| {
+    /// grows the largest entry by at most `d'`). Derived once per projection
+    /// (`O(m d)`), with the check of its values: the frequencies must be
+    /// finite and the SORF signs `±1`. The shapes must have been checked by
+    /// [`Self::validate`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `projection` for non-finite
+    /// frequencies or signs other than `±1`.
+    fn projection_bound(&self) -> Result<f64> {
+        let derived = self.derived.get(self.projection_key());
+        let bound = derived.bound.get_or_init(|| {
+            match &self.projection {
+                Projection::Dense(w) => {
+                    if !w.iter().all(|v| v.is_finite()) {
+                        return Err(Error::invalid(
+                            "projection",
+                            "the frequencies must be finite",
+                        ));
+                    }
+                }
+                Projection::Structured { signs, .. } => {
+                    if !signs.iter().all(|&v| v == 1.0 || v == -1.0) {
+                        return Err(Error::invalid(
+                            "projection",
+                            "the SORF signs must be +1 or -1",
+                        ));
+                    }
+                }
+            }
             let rows = self
                 .frequencies()
                 .rows()
                 .into_iter()
                 .map(|w| w.iter().map(|v| v.abs()).sum::<f64>())
                 .fold(1.0, f64::max);
-            match &self.projection {
+            Ok(match &self.projection {
                 Projection::Dense(_) => rows,
                 Projection::Structured {
                     signs,
@@ -446,8 +684,9 @@ impl FourierFeatures {
                     let dp = signs.ncols() as f64;
                     rows.max(dp.powi(3) * (1.0 / (dp * length_scale)).max(1.0))
                 }
-            }
-        })
+            })
+        });
+        bound.clone()
     }
 
     /// Input dimension `d`.
@@ -462,6 +701,10 @@ impl FourierFeatures {
 
     /// The frequency matrix `W` (`m × d`); formed explicitly for SORF
     /// (`O(d m log d')`), for inspection only.
+    ///
+    /// # Panics
+    /// For a structured map whose SORF signs do not have the shape of its
+    /// frequencies (see [`Self::validate`]).
     pub fn frequencies(&self) -> Array2<f64> {
         match &self.projection {
             Projection::Dense(w) => w.clone(),
@@ -496,13 +739,15 @@ impl FourierFeatures {
     /// # Errors
     /// [`Error::InvalidParameter`] for a length-scale count other than 1 or
     /// `d`, non-positive or non-finite values, or a structured map whose
-    /// length scale is not `from`.
+    /// length scale is not `from`; the errors of [`Self::validate`] for a
+    /// map whose fields disagree.
     pub fn with_length_scales(
         &self,
         from: &[f64],
         to: &[f64],
         kernel_variance: f64,
     ) -> Result<Self> {
+        self.validate()?;
         let d = self.n_features();
         for (name, ls) in [("length_scale", from), ("length_scale", to)] {
             if ls.len() != 1 && ls.len() != d {
@@ -568,7 +813,11 @@ impl FourierFeatures {
 
     fn signs_as<T: Real>(&self) -> Array2<T> {
         match &self.projection {
-            Projection::Structured { signs, .. } => signs.mapv(T::from_f64_lossy),
+            // In standard layout whatever the layout of the stored signs
+            // (`sorf_row` reads them as one slice).
+            Projection::Structured { signs, .. } => {
+                signs.as_standard_layout().mapv(T::from_f64_lossy)
+            }
             Projection::Dense(_) => Array2::zeros((0, 0)),
         }
     }
@@ -602,6 +851,16 @@ impl FourierFeatures {
     /// its cosines follow while it is in cache. Row chunks run in parallel with
     /// [`Parallelism::Rayon`]; the result is bit-identical for any thread
     /// count.
+    ///
+    /// # Errors
+    /// The errors of [`Self::validate`] (fields that disagree), then those
+    /// of a projection with non-finite frequencies or SORF signs other than
+    /// `±1` ([`Error::InvalidParameter`] naming `projection`, checked once
+    /// per projection); [`Error::ShapeMismatch`] for `x` or `out` of the
+    /// wrong shape; [`Error::InvalidParameter`] for `out` not C-contiguous
+    /// or features beyond `T`'s range; [`Error::NonFinite`] for non-finite
+    /// `x`, and [`Error::InvalidParameter`] naming `X` for inputs whose
+    /// projections may overflow.
     pub fn transform_into<T: Real>(
         &self,
         x: ArrayView2<T>,
@@ -613,6 +872,10 @@ impl FourierFeatures {
 
     /// [`FourierFeatures::transform_into`] by a chosen [`Method`] (for tests
     /// and benchmarks; the results of the methods agree to rounding).
+    ///
+    /// # Errors
+    /// As [`Self::transform_into`], and [`Error::InvalidParameter`] naming
+    /// `method` for a fused kernel this CPU or this map cannot run.
     pub fn transform_into_with<T: Real>(
         &self,
         x: ArrayView2<T>,
@@ -677,6 +940,8 @@ impl FourierFeatures {
         out: &ArrayViewMut2<T>,
         par: Parallelism,
     ) -> Result<()> {
+        // The values of the frequencies are checked once per projection.
+        let bound = self.check_fields()?;
         Error::check_n_features(self.n_features(), x.ncols())?;
         Error::check_out_shape((x.nrows(), self.n_components), out.dim())?;
         if !out.is_standard_layout() {
@@ -685,8 +950,7 @@ impl FourierFeatures {
         crate::feature_map::check_amplitude::<T>(self.scale())?;
         // `v·b` is finite for every input `v` exactly when the inputs are
         // finite and their projections cannot overflow.
-        let bound = T::from_f64_lossy(self.projection_bound());
-        if !all_finite_scaled(x, bound, par) {
+        if !all_finite_scaled(x, T::from_f64_lossy(bound), par) {
             if !all_finite(x, par) {
                 return Err(Error::NonFinite { name: "X" });
             }
@@ -694,27 +958,11 @@ impl FourierFeatures {
                 "X",
                 format!(
                     "its projections on the frequencies may overflow the float range \
-                     (max |x| times the largest frequency norm {:e}): scale X down",
-                    self.projection_bound()
+                     (max |x| times the largest frequency norm {bound:e}): scale X down"
                 ),
             ));
         }
         Ok(())
-    }
-
-    /// `Wᵀ` (`d × m`) in `T` for the tile transform's GEMM: a view of the
-    /// dense frequencies `w` for f64, and of their float32 copy for f32,
-    /// made once per map (a copy per call costs about as much as the GEMM of
-    /// a few hundred rows, and a call may be one of several row ranges).
-    fn frequencies_t<'a, T: Real>(&'a self, w: &'a Array2<f64>) -> ArrayView2<'a, T> {
-        if let Some(view) = cast_view::<f64, T, Ix2>(w.t()) {
-            return view;
-        }
-        let wt = self
-            .frequencies_f32
-            .0
-            .get_or_init(|| Box::new(w.t().mapv(|v| v as f32)));
-        cast_view::<f32, T, Ix2>(wt.view()).expect("Real is implemented for f32 and f64 only")
     }
 
     /// The tile transform (faer GEMM, then the cosines in place): structured
@@ -727,8 +975,19 @@ impl FourierFeatures {
         par: Parallelism,
     ) {
         let m = self.n_frequencies();
-        let wt = match &self.projection {
-            Projection::Dense(w) => Some(self.frequencies_t::<T>(w)),
+        // `Wᵀ` in `T`: a view of the dense frequencies for f64, of their
+        // float32 copy for f32.
+        let w32;
+        let wt: Option<ArrayView2<T>> = match &self.projection {
+            Projection::Dense(w) => Some(match cast_view::<f64, T, Ix2>(w.t()) {
+                Some(view) => view,
+                None => {
+                    w32 = self.derived.get(self.projection_key());
+                    let wt = w32.frequencies_f32.get_or_init(|| w.t().mapv(|v| v as f32));
+                    cast_view::<f32, T, Ix2>(wt.view())
+                        .expect("Real is implemented for f32 and f64 only")
+                }
+            }),
             Projection::Structured { .. } => None,
         };
         let signs = self.signs_as::<T>();
@@ -782,7 +1041,12 @@ impl FourierFeatures {
     }
 
     /// Allocating form of [`FourierFeatures::transform_into`].
+    ///
+    /// # Errors
+    /// As [`Self::transform_into`] (the fields are checked before the
+    /// output is allocated).
     pub fn transform<T: Real>(&self, x: ArrayView2<T>, par: Parallelism) -> Result<Array2<T>> {
+        self.validate()?;
         let mut out = Array2::zeros((x.nrows(), self.n_components));
         self.transform_into(x, out.view_mut(), par)?;
         Ok(out)

@@ -30,8 +30,18 @@ use crate::threads::Parallelism;
 const CHUNK_ROWS: usize = 512;
 
 /// A fitted Nyström map.
+///
+/// The fields are public and must agree with each other (see
+/// [`NystroemFeatures::validate`], which every transform calls first): the
+/// normalization is `m × m` for `m` landmarks, the length scale finite and
+/// `> 0`. Their values are checked where the map is built and loaded
+/// (feature `serde`): finite landmarks and normalization.
 #[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(try_from = "NystroemParts")
+)]
 pub struct NystroemFeatures {
     /// The landmark rows (`m × d`).
     pub landmarks: Array2<f64>,
@@ -41,6 +51,26 @@ pub struct NystroemFeatures {
     pub kernel: Kernel,
     /// Length scale `l > 0`.
     pub length_scale: f64,
+}
+
+/// The stored form of [`NystroemFeatures`] (its fields), checked on loading
+/// by [`NystroemFeatures::from_parts`].
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+struct NystroemParts {
+    landmarks: Array2<f64>,
+    normalization: Array2<f64>,
+    kernel: Kernel,
+    length_scale: f64,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<NystroemParts> for NystroemFeatures {
+    type Error = Error;
+
+    fn try_from(p: NystroemParts) -> Result<Self> {
+        NystroemFeatures::from_parts(p.landmarks, p.normalization, p.kernel, p.length_scale)
+    }
 }
 
 /// The `m × m` float64 matrices [`NystroemFeatures::fit`] holds at once.
@@ -117,43 +147,86 @@ impl NystroemFeatures {
         ))
     }
 
-    /// Rebuilds a fitted map from its arrays, checking their shapes.
+    /// Rebuilds a fitted map from its arrays, checking their shapes and
+    /// values.
+    ///
+    /// # Errors
+    /// As [`Self::validate`]; [`Error::InvalidParameter`] naming
+    /// `landmarks` or `normalization` when it has non-finite entries.
     pub fn from_parts(
         landmarks: Array2<f64>,
         normalization: Array2<f64>,
         kernel: Kernel,
         length_scale: f64,
     ) -> Result<Self> {
-        let m = landmarks.nrows();
-        if normalization.dim() != (m, m) {
-            return Err(Error::ShapeMismatch {
-                name: "shape of the normalization (n_landmarks x n_landmarks)",
-                expected: m,
-                got: normalization.nrows(),
-            });
-        }
-        if !(length_scale.is_finite() && length_scale > 0.0) {
-            return Err(Error::invalid(
-                "length_scale",
-                format!("must be > 0, got {length_scale}"),
-            ));
-        }
-        Ok(NystroemFeatures {
+        let map = NystroemFeatures {
             landmarks,
             normalization,
             kernel,
             length_scale,
-        })
+        };
+        map.validate()?;
+        // The full scans: `O(m d + m²)`, here and not at every transform.
+        for (name, a) in [
+            ("landmarks", &map.landmarks),
+            ("normalization", &map.normalization),
+        ] {
+            if !a.iter().all(|v| v.is_finite()) {
+                return Err(Error::invalid(name, "must be finite"));
+            }
+        }
+        Ok(map)
+    }
+
+    /// Checks that the fields agree with each other as the transform
+    /// assumes (the fields are public, so a map edited after [`Self::fit`]
+    /// or [`Self::from_parts`] may not), in `O(1)`: `normalization` is
+    /// `m × m` for the `m` rows of `landmarks`, and `length_scale` is
+    /// finite and `> 0`.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] naming `normalization` for another shape;
+    /// [`Error::InvalidParameter`] naming `length_scale`.
+    pub fn validate(&self) -> Result<()> {
+        let m = self.landmarks.nrows();
+        let (rows, cols) = self.normalization.dim();
+        if rows != m {
+            return Err(Error::ShapeMismatch {
+                name: "rows of normalization (the number of landmarks)",
+                expected: m,
+                got: rows,
+            });
+        }
+        if cols != m {
+            return Err(Error::ShapeMismatch {
+                name: "columns of normalization (the number of landmarks)",
+                expected: m,
+                got: cols,
+            });
+        }
+        if !(self.length_scale.is_finite() && self.length_scale > 0.0) {
+            return Err(Error::invalid(
+                "length_scale",
+                format!("must be a finite number > 0, got {:?}", self.length_scale),
+            ));
+        }
+        Ok(())
     }
 
     /// Writes `φ(x_i) = K_mm^{-1/2} k_m(x_i)` into the rows of `out` (`n × m`).
     /// Row chunks run in parallel; results do not depend on the thread count.
+    ///
+    /// # Errors
+    /// The errors of [`Self::validate`] (fields that disagree);
+    /// [`Error::ShapeMismatch`] for `x` or `out` of the wrong shape;
+    /// [`Error::NonFinite`] for non-finite `x`.
     pub fn transform_into<T: Real>(
         &self,
         x: ArrayView2<T>,
         mut out: ArrayViewMut2<T>,
         par: Parallelism,
     ) -> Result<()> {
+        self.validate()?;
         let (m, d) = self.landmarks.dim();
         Error::check_n_features(d, x.ncols())?;
         Error::check_out_shape((x.nrows(), m), out.dim())?;
