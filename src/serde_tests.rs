@@ -347,6 +347,298 @@ fn assert_corrupt_refused<T: Serialize + DeserializeOwned + std::fmt::Debug>(
         Err(err) => assert!(err.to_string().contains(name), "{name}: {err}"),
     }
 }
+
+#[test]
+fn sketches_check_their_parts_on_loading() {
+    use ciborium::Value;
+
+    let draw = |kind, complex| {
+        PolySketch::draw(kind, complex, 2, 5, 6, &mut crate::rng::seeded(21)).unwrap()
+    };
+    let x = random(30, 5, 22);
+    for kind in [
+        SketchKind::Gaussian,
+        SketchKind::Rademacher,
+        SketchKind::TensorSrht,
+        SketchKind::TensorSketch,
+    ] {
+        let complex = kind != SketchKind::TensorSketch;
+        let sketch = draw(kind, complex);
+        let back = round_trip(&sketch);
+        let phi = |s: &PolySketch| {
+            let mut out = Array2::<f64>::zeros((30, s.width()));
+            s.transform_into(x.view(), out.view_mut(), PAR).unwrap();
+            out
+        };
+        assert_eq!(phi(&back), phi(&sketch), "{kind:?}");
+        // Settings the parameters do not have.
+        assert_corrupt_refused(&sketch, "degree", &|v| {
+            *cbor_field(v, "degree") = cbor_int(0)
+        });
+        assert_corrupt_refused(&sketch, "dim", &|v| *cbor_field(v, "dim") = cbor_int(0));
+        assert_corrupt_refused(&sketch, "n_features", &|v| {
+            *cbor_field(v, "n_features") = cbor_int(0);
+        });
+        assert_corrupt_refused(&sketch, "params", &|v| {
+            let other = if kind == SketchKind::TensorSketch {
+                "Gaussian"
+            } else {
+                "TensorSketch"
+            };
+            *cbor_field(v, "kind") = Value::Text(other.into());
+        });
+    }
+
+    // Dense weights: a factor too few, a row too few, a NaN, more features.
+    let dense = draw(SketchKind::Gaussian, false);
+    let weights = ["params", "Dense", "weights"];
+    assert_corrupt_refused(&dense, "weights", &|v| {
+        cbor_array_at(v, &weights).pop();
+    });
+    assert_corrupt_refused(&dense, "weights", &|v| {
+        let w = &mut cbor_array_at(v, &weights)[1];
+        *cbor_array(cbor_field(w, "dim")) = vec![cbor_int(5), cbor_int(5)];
+        cbor_array(cbor_field(w, "data")).truncate(25);
+    });
+    assert_corrupt_refused(&dense, "weights", &|v| {
+        cbor_array(cbor_field(&mut cbor_array_at(v, &weights)[0], "data"))[7] =
+            Value::Float(f64::NAN);
+    });
+    assert_corrupt_refused(&dense, "weights", &|v| {
+        *cbor_field(v, "n_features") = cbor_int(7);
+    });
+    // Complex weights have twice the rows.
+    assert_corrupt_refused(&dense, "weights", &|v| {
+        *cbor_field(v, "complex") = Value::Bool(true);
+    });
+
+    // TensorSRHT: a permutation entry >= d', a repeated one, a sign code
+    // out of range, the padded dimension, the blocks, the lengths.
+    let srht = draw(SketchKind::TensorSrht, false);
+    assert_corrupt_refused(&srht, "perms", &|v| {
+        cbor_array_at(v, &["params", "Srht", "perms"])[3] = cbor_int(8)
+    });
+    assert_corrupt_refused(&srht, "perms", &|v| {
+        let perms = cbor_array_at(v, &["params", "Srht", "perms"]);
+        perms[9] = perms[8].clone();
+    });
+    assert_corrupt_refused(&srht, "codes", &|v| {
+        cbor_array_at(v, &["params", "Srht", "codes"])[0] = cbor_int(2)
+    });
+    assert_corrupt_refused(&srht, "codes", &|v| {
+        cbor_array_at(v, &["params", "Srht", "codes"]).pop();
+    });
+    assert_corrupt_refused(&srht, "perms", &|v| {
+        cbor_array_at(v, &["params", "Srht", "perms"]).push(cbor_int(0));
+    });
+    assert_corrupt_refused(&srht, "d_pad", &|v| {
+        *cbor_field(cbor_field(cbor_field(v, "params"), "Srht"), "d_pad") = cbor_int(4);
+    });
+    assert_corrupt_refused(&srht, "blocks", &|v| {
+        *cbor_field(cbor_field(cbor_field(v, "params"), "Srht"), "blocks") = cbor_int(2);
+    });
+    // Complex codes go up to 3, real ones to 1.
+    let complex_srht = draw(SketchKind::TensorSrht, true);
+    assert_corrupt_refused(&complex_srht, "codes", &|v| {
+        cbor_array_at(v, &["params", "Srht", "codes"])[5] = cbor_int(4);
+    });
+    assert_corrupt_refused(&complex_srht, "codes", &|v| {
+        *cbor_field(v, "complex") = Value::Bool(false);
+        // Some code of the complex sketch is 2 or 3.
+        for c in cbor_array_at(v, &["params", "Srht", "codes"]).iter_mut() {
+            *c = cbor_int(3);
+        }
+    });
+
+    // TensorSketch: a bucket >= D, the lengths, complex.
+    let count = draw(SketchKind::TensorSketch, false);
+    assert_corrupt_refused(&count, "hashes", &|v| {
+        cbor_array_at(v, &["params", "Count", "hashes"])[4] = cbor_int(6)
+    });
+    assert_corrupt_refused(&count, "hashes", &|v| {
+        cbor_array_at(v, &["params", "Count", "hashes"]).pop();
+    });
+    assert_corrupt_refused(&count, "negative", &|v| {
+        cbor_array_at(v, &["params", "Count", "negative"]).push(Value::Bool(true));
+    });
+    assert_corrupt_refused(&count, "hashes", &|v| {
+        *cbor_field(v, "n_features") = cbor_int(3)
+    });
+    assert_corrupt_refused(&count, "complex", &|v| {
+        *cbor_field(v, "complex") = Value::Bool(true);
+    });
+
+    // The polynomial map around a sketch: as `PolynomialFeatures::new`.
+    let sketch = draw(SketchKind::TensorSrht, true);
+    let map = PolynomialFeatures::new(sketch, 0.5, 1.1, 13).unwrap();
+    let xs = random(30, 4, 23);
+    assert_eq!(
+        round_trip(&map).transform(xs.view(), PAR).unwrap(),
+        map.transform(xs.view(), PAR).unwrap()
+    );
+    assert_corrupt_refused(&map, "n_components", &|v| {
+        *cbor_field(v, "n_components") = cbor_int(11);
+    });
+    assert_corrupt_refused(&map, "bias", &|v| {
+        *cbor_field(v, "bias") = Value::Float(-1.0)
+    });
+    assert_corrupt_refused(&map, "length_scale", &|v| {
+        *cbor_field(v, "length_scale") = Value::Float(0.0);
+    });
+    // The sketch inside is checked too.
+    assert_corrupt_refused(&map, "perms", &|v| {
+        let sketch = cbor_field(v, "sketch");
+        cbor_array(cbor_field(
+            cbor_field(cbor_field(sketch, "params"), "Srht"),
+            "perms",
+        ))[0] = cbor_int(1000);
+    });
+}
+
+#[test]
+fn maclaurin_maps_check_their_parts_on_loading() {
+    use crate::maclaurin::map::AllocationStrategy;
+    use ciborium::Value;
+
+    let x = random(50, 3, 31);
+    let fit = |kernel, complex, h01, allocation| {
+        let mut cfg = MaclaurinConfig::new(kernel, 24);
+        cfg.complex = complex;
+        cfg.h01 = h01;
+        cfg.allocation = allocation;
+        cfg.n_subsample = 50;
+        MaclaurinMap::fit(x.view(), &cfg, 5, PAR, &Monitor::default()).unwrap()
+    };
+    let gaussian = fit(
+        MaclaurinKernel::Gaussian,
+        false,
+        false,
+        AllocationStrategy::Optimized,
+    );
+    let poly = fit(
+        MaclaurinKernel::Polynomial {
+            degree: 3,
+            bias: 1.0,
+        },
+        true,
+        true,
+        AllocationStrategy::Random,
+    );
+    let explicit = MaclaurinMap::fit(
+        x.slice(ndarray::s![.., ..1]),
+        &MaclaurinConfig::new(MaclaurinKernel::Gaussian, 6),
+        5,
+        PAR,
+        &Monitor::default(),
+    )
+    .unwrap();
+    assert!(explicit.is_explicit_1d());
+    for map in [&gaussian, &poly, &explicit] {
+        let x = x.slice(ndarray::s![.., ..map.dim()]);
+        assert_eq!(
+            round_trip(map).transform(x, PAR).unwrap(),
+            map.transform(x, PAR).unwrap()
+        );
+    }
+    for map in [&gaussian, &poly] {
+        // The settings: as `MaclaurinConfig` checks them.
+        assert_corrupt_refused(map, "length_scale", &|v| {
+            *cbor_field(cbor_field(v, "config"), "length_scale") = Value::Float(-1.0);
+        });
+        assert_corrupt_refused(map, "kernel_variance", &|v| {
+            *cbor_field(cbor_field(v, "config"), "kernel_variance") = Value::Float(f64::NAN);
+        });
+        // A width the blocks do not fill (a panic slicing the output, or
+        // columns of zeros, before).
+        assert_corrupt_refused(map, "n_components", &|v| {
+            *cbor_field(cbor_field(v, "config"), "n_components") = cbor_int(20);
+        });
+        assert_corrupt_refused(map, "counts", &|v| {
+            *cbor_field(cbor_field(v, "config"), "n_components") = cbor_int(40);
+        });
+        // Counts that disagree with the blocks, the degree and the coefs.
+        assert_corrupt_refused(map, "blocks", &|v| {
+            let c = cbor_array_at(v, &["counts"]);
+            let last = c.len() - 1;
+            let n = u64::try_from(c[last].as_integer().unwrap()).unwrap();
+            c[last] = cbor_int(n + 1);
+        });
+        assert_corrupt_refused(map, "counts", &|v| {
+            cbor_array_at(v, &["counts"]).push(cbor_int(0));
+        });
+        assert_corrupt_refused(map, "counts", &|v| {
+            cbor_array_at(v, &["counts"])[0] = cbor_int(0);
+        });
+        assert_corrupt_refused(map, "blocks", &|v| {
+            cbor_array_at(v, &["blocks"]).pop();
+        });
+        assert_corrupt_refused(map, "blocks", &|v| {
+            cbor_array_at(v, &["blocks"]).swap(0, 1);
+        });
+        assert_corrupt_refused(map, "blocks", &|v| {
+            *cbor_field(&mut cbor_array_at(v, &["blocks"])[0], "scale") =
+                Value::Float(f64::INFINITY);
+        });
+        assert_corrupt_refused(map, "coefs", &|v| {
+            cbor_array(cbor_field(v, "coefs"))[1] = Value::Float(-0.5);
+        });
+        assert_corrupt_refused(map, "coefs", &|v| {
+            cbor_array(cbor_field(v, "coefs")).truncate(1);
+        });
+        assert_corrupt_refused(map, "degree", &|v| {
+            *cbor_field(v, "degree") = cbor_int(31);
+        });
+        assert_corrupt_refused(map, "dim", &|v| *cbor_field(v, "dim") = cbor_int(0));
+        // Another input dimension than the center, h01 columns and blocks.
+        assert_corrupt_refused(map, "dim", &|v| *cbor_field(v, "dim") = cbor_int(2));
+        // The sketches inside are checked by their own checks.
+        assert_corrupt_refused(map, "perms", &|v| {
+            let sketch = cbor_field(&mut cbor_array_at(v, &["blocks"])[0], "sketch");
+            let srht = cbor_field(cbor_field(sketch, "params"), "Srht");
+            cbor_array(cbor_field(srht, "perms"))[0] = cbor_int(4);
+        });
+        // Sketches of another kind or weights than the settings.
+        assert_corrupt_refused(map, "blocks", &|v| {
+            *cbor_field(cbor_field(v, "config"), "complex") = Value::Bool(!map.config().complex);
+        });
+        assert_corrupt_refused(map, "blocks", &|v| {
+            *cbor_field(cbor_field(v, "config"), "sketch") = Value::Text("Gaussian".into());
+        });
+    }
+    // The center: its length and values.
+    assert_corrupt_refused(&gaussian, "center", &|v| {
+        cbor_array(cbor_field(v, "center")).pop();
+    });
+    assert_corrupt_refused(&gaussian, "center", &|v| {
+        cbor_array(cbor_field(v, "center"))[0] = Value::Float(f64::NAN);
+    });
+    // Without h01, entry 1 would count degree-1 sketch features: there is
+    // no such block.
+    assert_corrupt_refused(&poly, "blocks", &|v| {
+        *cbor_field(cbor_field(v, "config"), "h01") = Value::Bool(false);
+    });
+    // The explicit d = 1 map: one count per column, no blocks, one input.
+    assert_corrupt_refused(&explicit, "counts", &|v| {
+        cbor_array_at(v, &["counts"]).pop();
+    });
+    assert_corrupt_refused(&explicit, "dim", &|v| *cbor_field(v, "dim") = cbor_int(2));
+    assert_corrupt_refused(&explicit, "degree", &|v| {
+        *cbor_field(v, "degree") = cbor_int(2);
+    });
+    assert_corrupt_refused(&explicit, "coefs", &|v| {
+        cbor_array(cbor_field(v, "coefs")).pop();
+    });
+    assert_corrupt_refused(&explicit, "blocks", &|v| {
+        let mut stored = Vec::new();
+        ciborium::into_writer(&gaussian, &mut stored).unwrap();
+        let mut other: Value = ciborium::from_reader(stored.as_slice()).unwrap();
+        *cbor_field(v, "blocks") = cbor_field(&mut other, "blocks").clone();
+    });
+    assert_corrupt_refused(&gaussian, "dim", &|v| {
+        *cbor_field(v, "explicit_1d") = Value::Bool(true);
+    });
+}
+
 #[test]
 fn fourier_and_nystroem_maps_check_their_parts_on_loading() {
     use ciborium::Value;

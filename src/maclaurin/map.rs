@@ -202,8 +202,17 @@ struct Block {
 /// the optimized allocation the map is the explicit map of
 /// `docs/math/maclaurin.rst`, "The truncated random map" with `p = D − 1` and
 /// nothing random.
+///
+/// Stored (feature `serde`) as its fields, checked on loading (the settings,
+/// and that the allocation, coefficients, center and sketches agree with
+/// each other as the transforms assume), so that a stored map that
+/// contradicts itself is refused instead of transforming wrongly.
 #[derive(Clone, Debug)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(try_from = "MaclaurinParts")
+)]
 pub struct MaclaurinMap {
     config: MaclaurinConfig,
     dim: usize,
@@ -217,6 +226,49 @@ pub struct MaclaurinMap {
     objective: Option<f64>,
     n_pairs: u64,
     dropped_pairs: u64,
+}
+
+/// The stored form of [`MaclaurinMap`] (its fields), checked on loading by
+/// [`MaclaurinMap::validate`].
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+struct MaclaurinParts {
+    config: MaclaurinConfig,
+    dim: usize,
+    seed: u64,
+    center: Option<Vec<f64>>,
+    coefs: Vec<f64>,
+    degree: u32,
+    counts: Vec<usize>,
+    explicit_1d: bool,
+    blocks: Vec<Block>,
+    objective: Option<f64>,
+    n_pairs: u64,
+    dropped_pairs: u64,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<MaclaurinParts> for MaclaurinMap {
+    type Error = Error;
+
+    fn try_from(p: MaclaurinParts) -> Result<Self> {
+        let map = MaclaurinMap {
+            config: p.config,
+            dim: p.dim,
+            seed: p.seed,
+            center: p.center,
+            coefs: p.coefs,
+            degree: p.degree,
+            counts: p.counts,
+            explicit_1d: p.explicit_1d,
+            blocks: p.blocks,
+            objective: p.objective,
+            n_pairs: p.n_pairs,
+            dropped_pairs: p.dropped_pairs,
+        };
+        map.validate()?;
+        Ok(map)
+    }
 }
 
 /// Output columns of the fixed (non-sketch) part: the constant and h01.
@@ -380,7 +432,7 @@ impl MaclaurinMap {
     /// "The truncated random map" and "Assembly"): nothing random.
     fn explicit_1d(config: &MaclaurinConfig, center: Option<Vec<f64>>, seed: u64) -> Self {
         let p = (config.n_components - 1) as u32;
-        Self {
+        let map = Self {
             config: config.clone(),
             dim: 1,
             seed,
@@ -393,7 +445,10 @@ impl MaclaurinMap {
             objective: None,
             n_pairs: 0,
             dropped_pairs: 0,
-        }
+        };
+        // What loading checks holds for every map built here.
+        debug_assert_eq!(map.validate(), Ok(()));
+        map
     }
 
     /// Rebuilds a map returned by [`Self::fit`] from its settings, input
@@ -569,7 +624,7 @@ impl MaclaurinMap {
             };
             blocks.push(Block { scale, sketch });
         }
-        Ok(Self {
+        let map = Self {
             config: config.clone(),
             dim,
             seed,
@@ -582,7 +637,194 @@ impl MaclaurinMap {
             objective: None,
             n_pairs: 0,
             dropped_pairs: 0,
-        })
+        };
+        // What loading checks holds for every map built here.
+        debug_assert_eq!(map.validate(), Ok(()));
+        Ok(map)
+    }
+
+    /// Checks that the fields agree with each other as the transforms (CPU
+    /// and GPU) assume, in `O(p + blocks)` (the fields are private, so this
+    /// runs where a map is loaded; the sketches check their own parameters):
+    /// the settings ([`MaclaurinConfig`]); `dim >= 1`; a center of `dim`
+    /// finite entries; coefficients finite and `>= 0`. The explicit `d = 1`
+    /// map: `dim = 1`, one count of 1 per column, degree `D − 1`, no
+    /// blocks. Otherwise: the degree is that of the last count, there is a
+    /// coefficient per count (and `a_1` with h01), entry 0 counts the
+    /// constant column (1 exactly when `a_0 > 0`), entry 1 the `d` h01
+    /// columns; one block per nonzero sketched count in ascending degree,
+    /// of that degree, that many features, `dim` inputs, the configured
+    /// sketch kind and weights, a positive finite scale and a positive
+    /// coefficient; the columns add up to `n_components` (plus one zero
+    /// column for complex sketches).
+    ///
+    /// # Errors
+    /// The errors of the settings ([`Self::check_config`]);
+    /// [`Error::ShapeMismatch`] or [`Error::InvalidParameter`] naming the
+    /// field (`dim`, `center`, `coefs`, `degree`, `counts`, `blocks`) that
+    /// disagrees.
+    fn validate(&self) -> Result<()> {
+        self.config.validate()?;
+        let dim = self.dim;
+        if dim == 0 {
+            return Err(Error::invalid("dim", "must be >= 1, got 0"));
+        }
+        if let Some(c) = &self.center {
+            if c.len() != dim {
+                return Err(Error::ShapeMismatch {
+                    name: "length of center (dim)",
+                    expected: dim,
+                    got: c.len(),
+                });
+            }
+            if !c.iter().all(|v| v.is_finite()) {
+                return Err(Error::invalid("center", "must be finite"));
+            }
+        }
+        if !self.coefs.iter().all(|&a| a.is_finite() && a >= 0.0) {
+            return Err(Error::invalid("coefs", "must be finite and >= 0"));
+        }
+        let width = self.config.n_components;
+        let degree = self.degree as usize;
+        if self.explicit_1d {
+            if dim != 1 {
+                return Err(Error::ShapeMismatch {
+                    name: "dim (the explicit map has one input)",
+                    expected: 1,
+                    got: dim,
+                });
+            }
+            if self.counts.len() != width || self.counts.iter().any(|&c| c != 1) {
+                return Err(Error::invalid(
+                    "counts",
+                    format!(
+                        "the explicit d = 1 map counts 1 column for each of its {width} degrees"
+                    ),
+                ));
+            }
+            if degree + 1 != width {
+                return Err(Error::ShapeMismatch {
+                    name: "degree (n_components - 1 for the explicit map)",
+                    expected: width - 1,
+                    got: degree,
+                });
+            }
+            if self.coefs.len() != width {
+                return Err(Error::ShapeMismatch {
+                    name: "length of coefs (one per degree)",
+                    expected: width,
+                    got: self.coefs.len(),
+                });
+            }
+            if !self.blocks.is_empty() {
+                return Err(Error::invalid("blocks", "the explicit d = 1 map has none"));
+            }
+            return Ok(());
+        }
+        if self.counts.is_empty() || degree != self.counts.len() - 1 {
+            return Err(Error::ShapeMismatch {
+                name: "length of counts (degree + 1)",
+                expected: degree + 1,
+                got: self.counts.len(),
+            });
+        }
+        let h01 = self.config.h01;
+        // a_0 for the constant column, a_1 for h01 and a_n for every count.
+        let need = self.counts.len().max(2);
+        if self.coefs.len() < need {
+            return Err(Error::ShapeMismatch {
+                name: "length of coefs (at least one per count)",
+                expected: need,
+                got: self.coefs.len(),
+            });
+        }
+        let constant = self.coefs[0] != 0.0;
+        if self.counts[0] != usize::from(constant) {
+            return Err(Error::invalid(
+                "counts",
+                format!(
+                    "entry 0 counts the constant column and must be {} for these coefs",
+                    usize::from(constant)
+                ),
+            ));
+        }
+        if h01 && self.counts.get(1) != Some(&dim) {
+            return Err(Error::invalid(
+                "counts",
+                format!("entry 1 counts the h01 linear columns and must be dim = {dim}"),
+            ));
+        }
+        let first = if h01 { 2 } else { 1 };
+        let mut blocks = self.blocks.iter();
+        let (mut sketched, mut n_blocks) = (0u128, 0);
+        for (n, &c) in self.counts.iter().enumerate().skip(first) {
+            if c == 0 {
+                continue;
+            }
+            let Some(b) = blocks.next() else {
+                return Err(Error::invalid(
+                    "blocks",
+                    format!("degree {n} counts {c} features but has no block"),
+                ));
+            };
+            let sk = &b.sketch;
+            if sk.degree() as usize != n
+                || sk.n_features() != c
+                || sk.dim() != dim
+                || sk.is_complex() != self.config.complex
+                || sk.kind() != self.config.sketch
+            {
+                return Err(Error::invalid(
+                    "blocks",
+                    format!(
+                        "the block of degree {n} is a {} sketch of degree {} with {} features of \
+                         {} inputs (complex: {}), not the {} sketch of {c} features of {dim} \
+                         inputs (complex: {}) of the counts and settings",
+                        sk.kind().name(),
+                        sk.degree(),
+                        sk.n_features(),
+                        sk.dim(),
+                        sk.is_complex(),
+                        self.config.sketch.name(),
+                        self.config.complex
+                    ),
+                ));
+            }
+            if !(b.scale.is_finite() && b.scale > 0.0) || self.coefs[n] == 0.0 {
+                return Err(Error::invalid(
+                    "blocks",
+                    format!(
+                        "the block of degree {n} needs a finite scale > 0 and a coefficient > 0"
+                    ),
+                ));
+            }
+            sketched += c as u128;
+            n_blocks += 1;
+        }
+        if self.blocks.len() != n_blocks {
+            return Err(Error::ShapeMismatch {
+                name: "number of blocks (the nonzero sketched counts)",
+                expected: n_blocks,
+                got: self.blocks.len(),
+            });
+        }
+        // In u128, as `from_allocation` adds them.
+        let fixed = fixed_columns(constant, h01, dim) as u128;
+        let columns = fixed
+            + if self.config.complex {
+                2 * sketched
+            } else {
+                sketched
+            };
+        let n_components = width as u128;
+        let zero_col = self.config.complex && columns + 1 == n_components;
+        if columns + u128::from(zero_col) != n_components {
+            return Err(Error::invalid(
+                "counts",
+                format!("the counts give {columns} columns but n_components is {n_components}"),
+            ));
+        }
+        Ok(())
     }
 
     /// The same map (allocation, sketches, center) at another length scale

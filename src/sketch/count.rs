@@ -8,6 +8,7 @@ use realfft::num_complex::Complex;
 use realfft::RealFftPlanner;
 
 use super::for_row_chunks;
+use crate::error::{Error, Result};
 use crate::real::Real;
 use crate::threads::Parallelism;
 
@@ -40,6 +41,38 @@ impl Count {
             negative.push(rng.random::<bool>());
         }
         Self { hashes, negative }
+    }
+
+    /// Checks the parameters of a sketch with these settings (see
+    /// [`super::PolySketch::validate`]): `n · d` hashes, each in `0..D`,
+    /// and `n · d` signs.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] naming `hashes` or `negative` for another
+    /// length; [`Error::InvalidParameter`] naming `hashes` for a bucket
+    /// outside `0..D`.
+    pub(super) fn check(&self, degree: u32, dim: usize, n_features: usize) -> Result<()> {
+        // The parameters are in memory, so a count that saturates is wrong.
+        let total = (degree as usize).saturating_mul(dim);
+        for (name, len) in [
+            ("length of hashes (degree x dim)", self.hashes.len()),
+            ("length of negative (degree x dim)", self.negative.len()),
+        ] {
+            if len != total {
+                return Err(Error::ShapeMismatch {
+                    name,
+                    expected: total,
+                    got: len,
+                });
+            }
+        }
+        if let Some(h) = self.hashes.iter().find(|&&h| h as usize >= n_features) {
+            return Err(Error::invalid(
+                "hashes",
+                format!("buckets are in 0..{n_features} (n_features), got {h}"),
+            ));
+        }
+        Ok(())
     }
 
     /// The hashes, `n · d` entries.

@@ -10,7 +10,7 @@ use rand::Rng as _;
 use rand_distr::StandardNormal;
 
 use super::{for_row_chunks, SketchKind};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::real::Real;
 use crate::threads::Parallelism;
 
@@ -59,6 +59,43 @@ impl Dense {
             })
             .collect::<Result<_>>()?;
         Ok(Self { weights })
+    }
+
+    /// Checks one `rows × dim` matrix of finite weights per factor (see
+    /// [`super::PolySketch::validate`]).
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] naming `weights` for a count or a shape
+    /// other than these; [`Error::InvalidParameter`] naming `weights` for
+    /// non-finite weights.
+    pub(super) fn check(&self, degree: u32, rows: usize, dim: usize) -> Result<()> {
+        if self.weights.len() != degree as usize {
+            return Err(Error::ShapeMismatch {
+                name: "number of weights matrices (the degree)",
+                expected: degree as usize,
+                got: self.weights.len(),
+            });
+        }
+        for w in &self.weights {
+            if w.nrows() != rows {
+                return Err(Error::ShapeMismatch {
+                    name: "rows of weights (n_features, twice for complex weights)",
+                    expected: rows,
+                    got: w.nrows(),
+                });
+            }
+            if w.ncols() != dim {
+                return Err(Error::ShapeMismatch {
+                    name: "columns of weights (dim)",
+                    expected: dim,
+                    got: w.ncols(),
+                });
+            }
+            if !w.iter().all(|v| v.is_finite()) {
+                return Err(Error::invalid("weights", "must be finite"));
+            }
+        }
+        Ok(())
     }
 
     /// The weight matrices (see the type's docs for the layout).

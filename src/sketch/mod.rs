@@ -132,9 +132,16 @@ pub enum SketchParams<'a> {
 
 /// Fitted random parameters of one degree-`degree` sketch with `n_features`
 /// features (complex features when `complex`), `docs/math/sketches.rst`,
-/// sections "The generic sketch of degree n" to "TensorSketch".
+/// sections "The generic sketch of degree n" to "TensorSketch". Stored
+/// (feature `serde`) as its fields, checked on loading (shapes, index
+/// ranges and values of the random parameters) so that a stored sketch
+/// that contradicts itself is refused instead of transforming wrongly.
 #[derive(Clone, Debug)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(try_from = "SketchParts")
+)]
 pub struct PolySketch {
     kind: SketchKind,
     complex: bool,
@@ -144,7 +151,92 @@ pub struct PolySketch {
     params: Params,
 }
 
+/// The stored form of [`PolySketch`] (its fields), checked on loading by
+/// [`PolySketch::validate`].
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+struct SketchParts {
+    kind: SketchKind,
+    complex: bool,
+    degree: u32,
+    dim: usize,
+    n_features: usize,
+    params: Params,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<SketchParts> for PolySketch {
+    type Error = Error;
+
+    fn try_from(p: SketchParts) -> Result<Self> {
+        let sketch = PolySketch {
+            kind: p.kind,
+            complex: p.complex,
+            degree: p.degree,
+            dim: p.dim,
+            n_features: p.n_features,
+            params: p.params,
+        };
+        sketch.validate()?;
+        Ok(sketch)
+    }
+}
+
 impl PolySketch {
+    /// Checks that the fields agree with each other as the transforms
+    /// assume, values included (`O(size of the parameters)`; the fields are
+    /// private, so this runs where a sketch is loaded, not per transform):
+    /// `degree`, `dim` and `n_features` at least 1; parameters of the
+    /// `kind` (complex ones never for TensorSketch); dense weights, one
+    /// finite `D × d` (`2D × d` complex) matrix per factor; TensorSRHT's
+    /// padded dimension, blocks, sign codes and permutations of `0..d'`;
+    /// TensorSketch's hashes in `0..D` and signs, `n · d` of each.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming the field with a bad value,
+    /// [`Error::ShapeMismatch`] naming the field of the wrong length.
+    pub(crate) fn validate(&self) -> Result<()> {
+        for (name, v) in [
+            ("degree", self.degree as usize),
+            ("dim", self.dim),
+            ("n_features", self.n_features),
+        ] {
+            if v == 0 {
+                return Err(Error::invalid(name, "must be >= 1, got 0"));
+            }
+        }
+        match (&self.params, self.kind) {
+            (Params::Dense(p), SketchKind::Gaussian | SketchKind::Rademacher) => {
+                // `width` doubles the features of a complex sketch.
+                let rows = self
+                    .n_features
+                    .checked_mul(if self.complex { 2 } else { 1 })
+                    .ok_or_else(|| Error::invalid("n_features", "too large"))?;
+                p.check(self.degree, rows, self.dim)
+            }
+            (Params::Srht(p), SketchKind::TensorSrht) => {
+                p.check(self.complex, self.degree, self.dim, self.n_features)
+            }
+            (Params::Count(p), SketchKind::TensorSketch) => {
+                if self.complex {
+                    return Err(Error::invalid(
+                        "complex",
+                        "TensorSketch has no complex variant",
+                    ));
+                }
+                tensor_sketch_width(self.n_features)?;
+                p.check(self.degree, self.dim, self.n_features)
+            }
+            (_, kind) => Err(Error::invalid(
+                "params",
+                format!(
+                    "the parameters are not those of the {} sketch (kind)",
+                    kind.name()
+                ),
+            )),
+        }
+    }
+
     /// Draws all parameters from `rng`. `dim` is the input dimension d
     /// (TensorSRHT pads to d' internally). Errors: degree 0, n_features 0,
     /// complex TensorSketch, a TensorSketch wider than
@@ -228,14 +320,17 @@ impl PolySketch {
                 Params::Count(count::Count::draw(degree, dim, width, rng))
             }
         };
-        Ok(Self {
+        let sketch = Self {
             kind,
             complex,
             degree,
             dim,
             n_features,
             params,
-        })
+        };
+        // What loading checks holds for every sketch drawn here.
+        debug_assert_eq!(sketch.validate(), Ok(()));
+        Ok(sketch)
     }
 
     /// The sketch construction.

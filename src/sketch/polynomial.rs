@@ -34,13 +34,39 @@ use crate::threads::Parallelism;
 /// assert!(phi.column(6).iter().all(|&v| v == 0.0));
 /// # Ok::<(), randfeat_rs::Error>(())
 /// ```
+///
+/// Stored (feature `serde`) as its fields, checked on loading as
+/// [`PolynomialFeatures::new`] checks them (the sketch by its own checks).
 #[derive(Clone, Debug)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(try_from = "PolynomialParts")
+)]
 pub struct PolynomialFeatures {
     sketch: PolySketch,
     bias: f64,
     length_scale: f64,
     n_components: usize,
+}
+
+/// The stored form of [`PolynomialFeatures`] (its fields).
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+struct PolynomialParts {
+    sketch: PolySketch,
+    bias: f64,
+    length_scale: f64,
+    n_components: usize,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<PolynomialParts> for PolynomialFeatures {
+    type Error = Error;
+
+    fn try_from(p: PolynomialParts) -> Result<Self> {
+        PolynomialFeatures::new(p.sketch, p.bias, p.length_scale, p.n_components)
+    }
 }
 
 /// The settings of a [`PolynomialFeatures`] map drawn by

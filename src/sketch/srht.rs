@@ -8,7 +8,7 @@ use rand::seq::SliceRandom;
 use rand::Rng as _;
 
 use super::{for_row_chunks, padded_dim, PolySketch};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fwht::signed_transform;
 use crate::real::{row_slice, Real};
 use crate::threads::Parallelism;
@@ -68,6 +68,90 @@ impl Srht {
             codes,
             perms,
         })
+    }
+
+    /// Checks the parameters of a sketch with these settings (see
+    /// [`PolySketch::validate`]): `d'` the padded `dim`, `⌈D/d'⌉` blocks,
+    /// `B · n · d'` sign codes (`0..2` real, `0..4` complex) and
+    /// permutation entries, each run of `d'` a permutation of `0..d'`
+    /// (`O(B · n · d')`).
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] naming `d_pad`, `blocks`, `codes` or
+    /// `perms`; [`Error::InvalidParameter`] naming `codes` or `perms` for
+    /// an entry out of range or a repeated permutation entry.
+    pub(super) fn check(
+        &self,
+        complex: bool,
+        degree: u32,
+        dim: usize,
+        n_features: usize,
+    ) -> Result<()> {
+        let d_pad = padded_dim(dim)?;
+        if self.d_pad != d_pad {
+            return Err(Error::ShapeMismatch {
+                name: "d_pad (dim padded to a power of two)",
+                expected: d_pad,
+                got: self.d_pad,
+            });
+        }
+        let blocks = n_features.div_ceil(d_pad);
+        if self.blocks != blocks {
+            return Err(Error::ShapeMismatch {
+                name: "blocks (n_features / d_pad, rounded up)",
+                expected: blocks,
+                got: self.blocks,
+            });
+        }
+        // The parameters are in memory, so a count that saturates is wrong.
+        let total = blocks.saturating_mul(degree as usize).saturating_mul(d_pad);
+        for (name, len) in [
+            (
+                "length of codes (blocks x degree x d_pad)",
+                self.codes.len(),
+            ),
+            (
+                "length of perms (blocks x degree x d_pad)",
+                self.perms.len(),
+            ),
+        ] {
+            if len != total {
+                return Err(Error::ShapeMismatch {
+                    name,
+                    expected: total,
+                    got: len,
+                });
+            }
+        }
+        let n_codes = if complex { 4 } else { 2 };
+        if let Some(c) = self.codes.iter().find(|&&c| c >= n_codes) {
+            return Err(Error::invalid(
+                "codes",
+                format!("sign codes are below {n_codes}, got {c}"),
+            ));
+        }
+        // Each run of `d'` entries is a permutation of `0..d'`: every entry
+        // in range (the transform indexes a buffer of `d'` by them) and none
+        // repeated.
+        let mut seen = vec![false; d_pad];
+        for (k, perm) in self.perms.chunks_exact(d_pad).enumerate() {
+            seen.fill(false);
+            for &p in perm {
+                match seen.get_mut(p as usize) {
+                    Some(s) if !*s => *s = true,
+                    _ => {
+                        return Err(Error::invalid(
+                            "perms",
+                            format!(
+                                "run {k} is not a permutation of 0..{d_pad} (entry {p} out of \
+                                 range or repeated)"
+                            ),
+                        ))
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The padded dimension `d'`.
