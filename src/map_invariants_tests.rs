@@ -379,6 +379,28 @@ fn fourier_features_derive_again_for_a_replaced_projection() {
         Refusal::Invalid("X", "overflow"),
         "frequencies scaled by 1e300",
     );
+    // A new draw at the address of the array the copy came from (what a
+    // freed array's reuse by the allocator gives after two assignments
+    // between transforms): the array is taken out, refilled and put back.
+    let mut reused = fourier_map(Sampler::Mc, Variant::CosBias, 8);
+    tiles(&reused, &x32).unwrap();
+    let redraw = {
+        let mut cfg = FourierConfig::new(8);
+        cfg.variant = Variant::CosBias;
+        FourierFeatures::fit(&cfg, 3, 18).unwrap()
+    };
+    let kept = std::mem::replace(&mut reused.projection, redraw.projection.clone());
+    let (Projection::Dense(mut w), Projection::Dense(w_new)) = (kept, &redraw.projection) else {
+        panic!("Monte Carlo frequencies are dense");
+    };
+    let addr = w.as_ptr();
+    w.assign(w_new);
+    reused.projection = Projection::Dense(w);
+    reused.phases = redraw.phases.clone();
+    if let Projection::Dense(w) = &reused.projection {
+        assert_eq!(w.as_ptr(), addr);
+    }
+    assert_eq!(tiles(&reused, &x32).unwrap(), tiles(&redraw, &x32).unwrap());
     // Structured signs in column-major order are the same signs.
     let sorf = fourier_map(Sampler::Structured, Variant::CosSin, 21);
     let mut fortran = sorf.clone();

@@ -221,8 +221,8 @@ impl Projection {
 /// frequencies and the bound on the projections are derived on first use
 /// and kept for the projection they came from: assigning a new projection
 /// derives them again, but entries of the frequency matrix edited in place
-/// after a transform are not seen by them (assign a new [`Projection`]
-/// instead). Stored maps (feature `serde`) are checked on loading,
+/// after a transform, other than in its first and last rows, are not seen
+/// by them (assign a new [`Projection`] instead). Stored maps (feature `serde`) are checked on loading,
 /// values included.
 ///
 /// ```
@@ -296,14 +296,19 @@ impl TryFrom<FourierParts> for FourierFeatures {
 
 /// The identity of the projection [`Derived`] values were computed from: the
 /// address, shape and strides of its array (the dense frequencies or the
-/// SORF signs) and the SORF scalars. Replacing `projection` by another value,
-/// or reshaping its array in place, changes the key, so that the values are
-/// derived again instead of being used with fields they do not belong to.
+/// SORF signs), a hash of the bits of its first and last rows, and the SORF
+/// scalars. Replacing `projection` by another value, or reshaping its array
+/// in place, changes the key, so that the values are derived again instead
+/// of being used with fields they do not belong to. The hash covers the
+/// case the address alone misses: a new array allocated where a replaced
+/// one was freed (two assignments between transforms), which holds other
+/// random draws. It costs `O(d)` a call, not the `O(m d)` of a full scan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct ProjectionKey {
     addr: usize,
     dim: (usize, usize),
     strides: [isize; 2],
+    ends: u64,
     n_features: usize,
     n_frequencies: usize,
     length_scale: u64,
@@ -602,15 +607,28 @@ impl FourierFeatures {
     fn projection_key(&self) -> ProjectionKey {
         let key = |a: &Array2<f64>| {
             let s = a.strides();
-            (a.as_ptr() as usize, a.dim(), [s[0], s[1]])
+            // A multiply-rotate hash (as rustc's FxHash): a few cycles an
+            // entry, where SipHash would cost more than a one-row SORF
+            // transform.
+            let mut ends = 0u64;
+            if a.nrows() > 0 {
+                for &i in &[0, a.nrows() - 1] {
+                    for v in a.row(i) {
+                        ends =
+                            (ends.rotate_left(5) ^ v.to_bits()).wrapping_mul(0x517c_c1b7_2722_0a95);
+                    }
+                }
+            }
+            (a.as_ptr() as usize, a.dim(), [s[0], s[1]], ends)
         };
         match &self.projection {
             Projection::Dense(w) => {
-                let (addr, dim, strides) = key(w);
+                let (addr, dim, strides, ends) = key(w);
                 ProjectionKey {
                     addr,
                     dim,
                     strides,
+                    ends,
                     n_features: 0,
                     n_frequencies: 0,
                     length_scale: 0,
@@ -622,11 +640,12 @@ impl FourierFeatures {
                 n_frequencies,
                 length_scale,
             } => {
-                let (addr, dim, strides) = key(signs);
+                let (addr, dim, strides, ends) = key(signs);
                 ProjectionKey {
                     addr,
                     dim,
                     strides,
+                    ends,
                     n_features: *n_features,
                     n_frequencies: *n_frequencies,
                     length_scale: length_scale.to_bits(),
