@@ -105,11 +105,14 @@ pub fn bin_key(seed: u64, grid: u64, bins: &[i64]) -> u64 {
 
 /// `⌊t⌋` as `i64` for `|t| ≤ 2^62`, without a libm call: truncation, then
 /// one step down for negative non-integers (exact: `i as f64` is `t`'s
-/// integer part, representable whenever `t` is).
+/// integer part, representable whenever `t` is). Defined for every `t`:
+/// the row kernel computes it before its range check and discards the
+/// value beyond `2^62` and for NaN, so the step down wraps instead of
+/// overflowing at `t < −2^63`.
 #[inline(always)]
 fn floor_i64(t: f64) -> i64 {
     let i = t as i64;
-    i - ((i as f64) > t) as i64
+    i.wrapping_sub(((i as f64) > t) as i64)
 }
 
 /// `P` random grids over `R^d` (`docs/math/binning.rst`, "Definition"):
