@@ -122,6 +122,31 @@ impl Error {
         }
     }
 
+    /// `Ok` when every size in `sizes` equals `expected`; otherwise the
+    /// [`Error::ShapeMismatch`] naming the first that does not (each name
+    /// says what the size is of, and why it must be `expected`).
+    pub(crate) fn check_sizes<const K: usize>(
+        expected: usize,
+        sizes: [(&'static str, usize); K],
+    ) -> Result<()> {
+        Self::check_all_sizes(expected, sizes)
+    }
+
+    /// [`Error::check_sizes`] for a list whose length is known at run time.
+    pub(crate) fn check_all_sizes(
+        expected: usize,
+        sizes: impl IntoIterator<Item = (&'static str, usize)>,
+    ) -> Result<()> {
+        match sizes.into_iter().find(|&(_, got)| got != expected) {
+            None => Ok(()),
+            Some((name, got)) => Err(Error::ShapeMismatch {
+                name,
+                expected,
+                got,
+            }),
+        }
+    }
+
     /// `Ok` when an output buffer has the shape `(rows, cols)` a map writes;
     /// otherwise the [`Error::ShapeMismatch`] naming the wrong dimension
     /// (rows first).

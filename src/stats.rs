@@ -106,19 +106,14 @@ impl FeatureStats {
     /// `phi_sum` has length `D = n_features()`.
     fn check_shapes(&self) -> Result<()> {
         let d = self.n_features();
-        for (name, got) in [
-            ("rows of gram", self.gram.nrows()),
-            ("columns of gram", self.gram.ncols()),
-            ("length of phi_sum", self.phi_sum.len()),
-        ] {
-            if got != d {
-                return Err(Error::ShapeMismatch {
-                    name,
-                    expected: d,
-                    got,
-                });
-            }
-        }
+        Error::check_sizes(
+            d,
+            [
+                ("rows of gram", self.gram.nrows()),
+                ("columns of gram", self.gram.ncols()),
+                ("length of phi_sum", self.phi_sum.len()),
+            ],
+        )?;
         Ok(())
     }
 

@@ -205,25 +205,20 @@ pub fn predict_features<T: Real>(
     par: Parallelism,
 ) -> Result<MeanAndVariance> {
     let d = l.nrows();
-    for (name, got) in [
-        (
-            "columns of the Cholesky factor (it must be square)",
-            l.ncols(),
-        ),
-        ("length of the fitted coefficients", beta.len()),
-        (
-            "number of features (columns of the test features)",
-            phi.ncols(),
-        ),
-    ] {
-        if got != d {
-            return Err(Error::ShapeMismatch {
-                name,
-                expected: d,
-                got,
-            });
-        }
-    }
+    Error::check_sizes(
+        d,
+        [
+            (
+                "columns of the Cholesky factor (it must be square)",
+                l.ncols(),
+            ),
+            ("length of the fitted coefficients", beta.len()),
+            (
+                "number of features (columns of the test features)",
+                phi.ncols(),
+            ),
+        ],
+    )?;
     if !all_finite(phi, par) {
         return Err(Error::NonFinite { name: "features" });
     }

@@ -438,20 +438,15 @@ pub fn accumulate_gram<T: Real>(
             got: y.len(),
         });
     }
-    for (name, got) in [
-        ("rows of the Gram statistic", gram.nrows()),
-        ("columns of the Gram statistic", gram.ncols()),
-        ("length of the Phi^T y statistic", phi_y.len()),
-        ("length of the feature-sum statistic", phi_sum.len()),
-    ] {
-        if got != d {
-            return Err(Error::ShapeMismatch {
-                name,
-                expected: d,
-                got,
-            });
-        }
-    }
+    Error::check_sizes(
+        d,
+        [
+            ("rows of the Gram statistic", gram.nrows()),
+            ("columns of the Gram statistic", gram.ncols()),
+            ("length of the Phi^T y statistic", phi_y.len()),
+            ("length of the feature-sum statistic", phi_sum.len()),
+        ],
+    )?;
     let phi = phi.as_standard_layout();
     let src = phi
         .as_slice()

@@ -54,18 +54,13 @@ impl Count {
     pub(super) fn check(&self, degree: u32, dim: usize, n_features: usize) -> Result<()> {
         // The parameters are in memory, so a count that saturates is wrong.
         let total = (degree as usize).saturating_mul(dim);
-        for (name, len) in [
-            ("length of hashes (degree x dim)", self.hashes.len()),
-            ("length of negative (degree x dim)", self.negative.len()),
-        ] {
-            if len != total {
-                return Err(Error::ShapeMismatch {
-                    name,
-                    expected: total,
-                    got: len,
-                });
-            }
-        }
+        Error::check_sizes(
+            total,
+            [
+                ("length of hashes (degree x dim)", self.hashes.len()),
+                ("length of negative (degree x dim)", self.negative.len()),
+            ],
+        )?;
         if let Some(h) = self.hashes.iter().find(|&&h| h as usize >= n_features) {
             return Err(Error::invalid(
                 "hashes",

@@ -105,24 +105,19 @@ impl Srht {
         }
         // The parameters are in memory, so a count that saturates is wrong.
         let total = blocks.saturating_mul(degree as usize).saturating_mul(d_pad);
-        for (name, len) in [
-            (
-                "length of codes (blocks x degree x d_pad)",
-                self.codes.len(),
-            ),
-            (
-                "length of perms (blocks x degree x d_pad)",
-                self.perms.len(),
-            ),
-        ] {
-            if len != total {
-                return Err(Error::ShapeMismatch {
-                    name,
-                    expected: total,
-                    got: len,
-                });
-            }
-        }
+        Error::check_sizes(
+            total,
+            [
+                (
+                    "length of codes (blocks x degree x d_pad)",
+                    self.codes.len(),
+                ),
+                (
+                    "length of perms (blocks x degree x d_pad)",
+                    self.perms.len(),
+                ),
+            ],
+        )?;
         let n_codes = if complex { 4 } else { 2 };
         if let Some(c) = self.codes.iter().find(|&&c| c >= n_codes) {
             return Err(Error::invalid(

@@ -384,15 +384,7 @@ impl SparseGpc {
             orders.push(("order of a class's factor of B", c.chol_b.dim()));
             orders.push(("length of a class's weights", c.weights.len()));
         }
-        for (name, got) in orders {
-            if got != m {
-                return Err(Error::ShapeMismatch {
-                    name,
-                    expected: m,
-                    got,
-                });
-            }
-        }
+        Error::check_all_sizes(m, orders)?;
         Ok(())
     }
 

@@ -87,19 +87,14 @@ impl SparseGp {
         let (m, d) = self.inducing.dim();
         self.params.validate(d)?;
         crate::gp::check_positive("noise_variance", self.noise_variance)?;
-        for (name, got) in [
-            ("order of the inducing factor", self.chol_uu.dim()),
-            ("order of the factor of B", self.chol_b.dim()),
-            ("length of the weights", self.weights.len()),
-        ] {
-            if got != m {
-                return Err(Error::ShapeMismatch {
-                    name,
-                    expected: m,
-                    got,
-                });
-            }
-        }
+        Error::check_sizes(
+            m,
+            [
+                ("order of the inducing factor", self.chol_uu.dim()),
+                ("order of the factor of B", self.chol_b.dim()),
+                ("length of the weights", self.weights.len()),
+            ],
+        )?;
         Ok(())
     }
 

@@ -162,19 +162,14 @@ impl SparseStats {
     /// has length `M = n_inducing()`.
     fn check_shapes(&self) -> Result<()> {
         let m = self.n_inducing();
-        for (name, got) in [
-            ("rows of gram", self.gram.nrows()),
-            ("columns of gram", self.gram.ncols()),
-            ("length of k_sum", self.k_sum.len()),
-        ] {
-            if got != m {
-                return Err(Error::ShapeMismatch {
-                    name,
-                    expected: m,
-                    got,
-                });
-            }
-        }
+        Error::check_sizes(
+            m,
+            [
+                ("rows of gram", self.gram.nrows()),
+                ("columns of gram", self.gram.ncols()),
+                ("length of k_sum", self.k_sum.len()),
+            ],
+        )?;
         Ok(())
     }
 
