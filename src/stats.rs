@@ -156,6 +156,22 @@ impl FeatureStats {
         if !all_finite(phi, par) {
             return Err(Error::NonFinite { name: "features" });
         }
+        self.add_checked(phi, y, par)
+    }
+
+    /// [`Self::accumulate`] without its refusals, for callers that have made
+    /// them for a larger chunk this one is part of (the class statistics
+    /// scan a chunk once for all its classes): `phi` and `y` finite and
+    /// [`Self::check_accumulate`] passed.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] for `y` of another length than `phi`.
+    pub(crate) fn add_checked<T: Real>(
+        &mut self,
+        phi: ArrayView2<'_, T>,
+        y: ArrayView1<'_, f64>,
+        par: Parallelism,
+    ) -> Result<()> {
         if y.is_empty() && phi.nrows() == 0 {
             return Ok(());
         }

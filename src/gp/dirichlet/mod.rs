@@ -223,12 +223,13 @@ impl ClassStats {
             if idx.is_empty() {
                 continue;
             }
+            // Checked above, for the whole chunk.
             let zeros = Array1::<f64>::zeros(idx.len());
             if idx.len() == phi.nrows() {
-                stats.accumulate(phi, zeros.view(), par)?;
+                stats.add_checked(phi, zeros.view(), par)?;
             } else {
                 let part = phi.select(Axis(0), idx);
-                stats.accumulate(part.view(), zeros.view(), par)?;
+                stats.add_checked(part.view(), zeros.view(), par)?;
             }
         }
         Ok(())

@@ -103,12 +103,13 @@ impl SparseClassStats {
             if idx.is_empty() {
                 continue;
             }
+            // Checked above, for the whole chunk.
             let zeros = Array1::<f64>::zeros(idx.len());
             if idx.len() == x.nrows() {
-                stats.accumulate(prior, x, zeros.view(), scratch, par)?;
+                stats.add_checked(prior, x, zeros.view(), scratch, par)?;
             } else {
                 let part = x.select(Axis(0), idx);
-                stats.accumulate(prior, part.view(), zeros.view(), scratch, par)?;
+                stats.add_checked(prior, part.view(), zeros.view(), scratch, par)?;
             }
         }
         Ok(())

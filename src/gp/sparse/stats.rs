@@ -188,9 +188,28 @@ impl SparseStats {
         scratch: &mut Vec<f64>,
         par: Parallelism,
     ) -> Result<()> {
-        let m = prior.n_inducing();
         check_chunk(prior, x, y)?;
         self.check_accumulate(prior)?;
+        self.add_checked(prior, x, y, scratch, par)
+    }
+
+    /// [`Self::accumulate`] without its refusals, for callers that have made
+    /// them for a larger chunk this one is part of (the class statistics
+    /// scan a chunk once for all its classes): the chunk passed
+    /// `check_chunk` and the statistics [`Self::check_accumulate`].
+    ///
+    /// # Errors
+    /// [`Error::Internal`] for statistics whose `gram` is not in standard
+    /// layout (refused by [`Self::check_accumulate`]).
+    pub(crate) fn add_checked(
+        &mut self,
+        prior: &InducingPrior,
+        x: ArrayView2<'_, f64>,
+        y: ArrayView1<'_, f64>,
+        scratch: &mut Vec<f64>,
+        par: Parallelism,
+    ) -> Result<()> {
+        let m = prior.n_inducing();
         let n = x.nrows();
         if n == 0 {
             return Ok(());
