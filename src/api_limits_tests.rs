@@ -319,3 +319,47 @@ fn float32_maclaurin_features_beyond_float32_are_refused() {
         .unwrap();
     assert!(out.iter().all(|v| v.is_finite()));
 }
+
+#[test]
+fn statistics_whose_sums_overflow_are_refused() {
+    // Targets of 1e160: their squares overflow (a fit used to fail later
+    // on "`y statistics` contains NaN", or report a NaN likelihood).
+    let phi = array![[1.0, 0.5], [0.5, 1.0], [0.25, 2.0]];
+    let big_y = array![1e160, -1e160, 0.0];
+    let e = FeatureStats::new(2)
+        .accumulate(phi.view(), big_y.view(), PAR)
+        .unwrap_err();
+    assert!(is_invalid(&e, "y"), "{e}");
+    // Each part finite, their merge not: refused, naming y.
+    let mut a = FeatureStats::new(2);
+    a.accumulate(phi.view(), array![1e153, -1e153, 0.0].view(), PAR)
+        .unwrap();
+    a.y_sq_sum = f64::MAX;
+    let e = a.clone().merge(&a).unwrap_err();
+    assert!(is_invalid(&e, "y"), "{e}");
+    // Features of 1e160: their Gram overflows, named X.
+    let e = FeatureStats::new(2)
+        .accumulate((&phi * 1e160).view(), array![1.0, 0.0, 2.0].view(), PAR)
+        .unwrap_err();
+    assert!(is_invalid(&e, "X"), "{e}");
+    // Finite sums near the top of the range are kept.
+    let mut near = FeatureStats::new(2);
+    near.accumulate(
+        (&phi * 1e150).view(),
+        array![1e150, 0.0, -1e150].view(),
+        PAR,
+    )
+    .unwrap();
+    assert!(near.validate().is_ok());
+
+    let (x, _) = classes();
+    let prior = InducingPrior::new(gaussian(0.5), 1.0, x.slice(ndarray::s![..4, ..]), PAR).unwrap();
+    let mut y = Array1::zeros(x.nrows());
+    y[0] = 1e160;
+    for method in [Method::Vfe, Method::Fitc] {
+        let e = SparseStats::new(method, 4)
+            .accumulate(&prior, x.view(), y.view(), &mut Vec::new(), PAR)
+            .unwrap_err();
+        assert!(is_invalid(&e, "y"), "{method:?}: {e}");
+    }
+}

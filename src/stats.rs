@@ -144,7 +144,9 @@ impl FeatureStats {
     /// # Errors
     /// [`Error::ShapeMismatch`] for a chunk of another width or length, or
     /// statistics whose fields disagree in shape; [`Error::NonFinite`] for
-    /// non-finite features or targets.
+    /// non-finite features or targets; [`Error::InvalidParameter`] naming `y` (the target sums)
+    /// or `X` (the others) when a sum overflows the float64 range (the
+    /// statistics are then not usable).
     pub fn accumulate<T: Real>(
         &mut self,
         phi: ArrayView2<'_, T>,
@@ -190,7 +192,7 @@ impl FeatureStats {
         self.n += y.len() as u64;
         self.y_sum += yc.sum();
         self.y_sq_sum += yc.iter().map(|v| v * v).sum::<f64>();
-        Ok(())
+        self.check_sums()
     }
 
     /// Adds another set of statistics of the same feature map (exact: the
@@ -199,10 +201,13 @@ impl FeatureStats {
     /// # Errors
     /// [`Error::ShapeMismatch`] for statistics of another `D`, or either
     /// one's fields disagreeing in shape; nothing is changed then.
+    /// [`Error::InvalidParameter`] naming `y` (the target sums)
+    /// or `X` (the others) when a sum overflows the float64 range (the
+    /// statistics are then not usable).
     pub fn merge(&mut self, other: &FeatureStats) -> Result<()> {
         self.check_merge(other)?;
         self.merge_shifted(other);
-        Ok(())
+        self.check_sums()
     }
 
     /// The refusals of [`Self::merge`]: either one's fields disagree in
@@ -273,6 +278,16 @@ impl ShiftedSums for FeatureStats {
         self.y_sum += o.y_sum;
         self.y_sq_sum += o.y_sq_sum;
     }
+
+    fn check_sums(&self) -> Result<()> {
+        check_overflow(
+            &[self.y_shift, self.y_sum, self.y_sq_sum],
+            self.phi_y
+                .iter()
+                .chain(&self.phi_sum)
+                .chain(self.gram.diag()),
+        )
+    }
 }
 
 /// Statistics whose target sums are kept relative to a shift `s` (see the
@@ -291,6 +306,17 @@ pub(crate) trait ShiftedSums: Clone {
     /// Adds the sums of `other`, kept relative to the same shift.
     fn add_same_shift(&mut self, other: &Self);
 
+    /// Refuses sums that overflowed the float64 range as rows or other
+    /// statistics were added (`O(D)`: the target sums, the vectors and the
+    /// Gram diagonal, which bounds the other entries of a Gram matrix).
+    /// Statistics that fail it are not usable, and are refused as such
+    /// wherever they are used or loaded.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `y` for the target sums, `X` for
+    /// the others.
+    fn check_sums(&self) -> Result<()>;
+
     /// Adds the statistics of other rows (exact: the result equals the
     /// statistics of the concatenated rows): `other` is re-expressed
     /// relative to this shift, then added. Shapes are the caller's to check.
@@ -306,6 +332,29 @@ pub(crate) trait ShiftedSums: Clone {
         o.reshift(self.shift());
         self.add_same_shift(&o);
     }
+}
+
+/// The refusal of [`ShiftedSums::check_sums`] for statistics whose target
+/// sums `y_sums` or other sums `sums` are not all finite.
+pub(crate) fn check_overflow<'a>(
+    y_sums: &[f64],
+    sums: impl IntoIterator<Item = &'a f64>,
+) -> Result<()> {
+    if !y_sums.iter().all(|v| v.is_finite()) {
+        return Err(Error::invalid(
+            "y",
+            "the sums of the targets or of their squares overflow the float64 range: rescale \
+             y (e.g. divide it by its standard deviation)",
+        ));
+    }
+    if !sums.into_iter().all(|v| v.is_finite()) {
+        return Err(Error::invalid(
+            "X",
+            "the sums of the features' products with each other or with the targets overflow \
+             the float64 range: scale X, y or the kernel variance down",
+        ));
+    }
+    Ok(())
 }
 
 /// The target sums relative to the shift `s' = s − c`, for rows of weights

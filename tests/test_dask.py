@@ -384,6 +384,45 @@ def test_sparse_fit_refuses_targets_beyond_the_float64_range(client) -> None:
     assert np.isfinite(rdask.fit(est, _dask(x), _dask(1e21 * y)).log_marginal_likelihood_)
 
 
+@pytest.mark.parametrize("scale", [1e160, 1e-155, 1e-200])
+def test_fits_refuse_targets_whose_variance_leaves_float64_as_in_memory(client, scale) -> None:
+    # var(y) overflows (1e160), its default noise variance is subnormal
+    # (1e-155) or it underflows to 0 (1e-200). Before, the default noise
+    # variance was taken from the reduced variance as is (infinite,
+    # subnormal, or 0.1 as for constant targets), an underflowed variance
+    # read as constant targets in the checks of a hyperparameter fit, and
+    # at 1e160 the statistics of a block held infinite sums, which the
+    # driver failed to deserialize: the fit never returned.
+    x, y = _data()
+    fits = [
+        rf.RandomFeatureGPR(rf.RandomFourierFeatures(16, random_state=0)),
+        rf.RandomFeatureGPR(rf.RandomFourierFeatures(16, random_state=0), noise_variance=0.1),
+        rf.RandomFeatureGPR(
+            rf.RandomFourierFeatures(16, random_state=0), optimize=("noise_variance",)
+        ),
+        # Its starts are given; a fit refuses the targets' variance.
+        rf.SparseGPR(
+            inducing=x[:8], length_scale=1.0, kernel_variance=1.0, noise_variance=0.1, max_iter=2
+        ),
+        rf.SparseGPR(
+            inducing=x[:8], length_scale=1.0, kernel_variance=1.0, noise_variance=0.1, optimize=()
+        ),
+    ]
+    for est in fits:
+        try:
+            ref = type(est)(**est.get_params(deep=False)).fit(x, scale * y)
+        except rf.InvalidInputError as in_memory:
+            with pytest.raises(rf.InvalidInputError) as on_dask:
+                rdask.fit(est, _dask(x), _dask(scale * y))
+            assert "`y`" in str(on_dask.value)
+            assert str(on_dask.value) == str(in_memory)
+        else:
+            # Fixed hyperparameters on tiny targets: fitted, as in memory.
+            assert scale < 1
+            got = rdask.fit(est, _dask(x), _dask(scale * y))
+            assert _rel(got.predict(x[:20]), ref.predict(x[:20])) < RTOL
+
+
 # Uneven row chunks of a few thousand rows: enough for the optimizer's
 # coarse levels (from 1,024 rows on).
 OPT_CHUNKS = (700, 1100, 450, 750)

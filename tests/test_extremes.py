@@ -365,6 +365,37 @@ def test_targets_whose_variance_leaves_the_float64_range_are_refused(make, scale
         make().fit(X, scale * Y)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ExactGPR(length_scale=1.0, noise_variance=0.1, optimize=()),
+        lambda: RandomFeatureGPR(RandomFourierFeatures(64, random_state=0), noise_variance=0.1),
+        lambda: SparseGPR(
+            n_inducing=8, length_scale=1.0, kernel_variance=1.0, noise_variance=0.1, optimize=()
+        ),
+        lambda: SparseGPR(
+            n_inducing=8,
+            method="fitc",
+            length_scale=1.0,
+            kernel_variance=1.0,
+            noise_variance=0.1,
+            optimize=(),
+        ),
+    ],
+    ids=["exact", "random-feature", "sparse-vfe", "sparse-fitc"],
+)
+@pytest.mark.parametrize("scale", [1e155, 1e300])
+def test_fixed_fits_refuse_targets_whose_squares_overflow(make, scale):
+    # Nothing is derived from var(y) here, but the likelihood's y^T K^-1 y
+    # (or the statistics' sums of squares) overflows: the exact and sparse
+    # GPs reported a NaN log marginal likelihood as fitted, and the
+    # random-feature GP blamed its internal "`y statistics`".
+    with pytest.raises(rf.InvalidInputError, match=r"`y`: .*overflow.*rescale y"):
+        make().fit(X, scale * Y)
+    # Large targets whose squares stay in range fit, with a finite likelihood.
+    assert np.isfinite(make().fit(X, 1e100 * Y).log_marginal_likelihood_)
+
+
 @pytest.mark.parametrize("fit", FITS, ids=list(FITS))
 @pytest.mark.parametrize("only", [None, "length_scale", "noise_variance"])
 def test_fits_refuse_constant_targets(fit, only):

@@ -50,6 +50,7 @@ __all__ = [
     "gpu_rff",
     "gpu_set_chunk_bytes",
     "initial_noise_variance",
+    "initial_noise_variance_of",
     "kernel_matrix",
     "kl_divergence",
     "mean_nll",
@@ -121,7 +122,8 @@ class BinningMap:
 _Prediction = tuple[NDArray[np.float64], NDArray[np.float64] | None]
 
 def initial_noise_variance(y: NDArray[np.float64]) -> float: ...
-def check_fit_targets(*, n: int, mean: float, var: float, center: bool) -> None: ...
+def initial_noise_variance_of(*, var: float, constant: bool) -> float: ...
+def check_fit_targets(*, n: int, mean: float, var: float, constant: bool, center: bool) -> None: ...
 def exact_gp_lml(
     x: NDArray[np.float64],
     y: NDArray[np.float64],

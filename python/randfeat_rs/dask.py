@@ -461,19 +461,31 @@ def _reduced(block_fn: Callable, static: tuple, X: da.Array, y: da.Array) -> Any
     return stats
 
 
-def _checked_target_variance(y: da.Array, center: bool) -> float:
-    """var(y), after the in-memory fits' refusals of constant targets and
-    of targets beyond float64's range for a fit (one pass over ``y``)."""
+def _target_moments(y: da.Array) -> dict:
+    """The mean and population variance of ``y`` and whether its entries
+    are all equal, computed (one pass): the moments the in-memory fits'
+    target checks and defaults use. Equal targets are told by their range,
+    not by a zero variance, which is also what a variance that underflows
+    gives."""
+    if int(y.shape[0]) == 0:
+        return {"mean": 0.0, "var": 0.0, "constant": True}
     y64 = y.astype(np.float64)
-    mean, var = dask.compute(da.mean(y64), da.var(y64))
-    _core.check_fit_targets(n=int(y.shape[0]), mean=float(mean), var=float(var), center=center)
-    return float(var)
+    mean, var, lo, hi = dask.compute(da.mean(y64), da.var(y64), da.min(y64), da.max(y64))
+    return {"mean": float(mean), "var": float(var), "constant": bool(lo == hi)}
 
 
-def _initial_noise_variance(var: Any) -> float:
-    """``0.1 var(y)`` (0.1 for constant targets), as the in-memory fits."""
-    var = float(var)
-    return 0.1 * (var if var > 0 else 1.0)
+def _check_fit_targets(y: da.Array, moments: dict, center: bool) -> None:
+    """The in-memory fits' refusals of constant targets and of targets
+    beyond float64's range for a hyperparameter fit, from ``y``'s
+    :func:`_target_moments`."""
+    _core.check_fit_targets(n=int(y.shape[0]), center=center, **moments)
+
+
+def _initial_noise_variance(moments: dict) -> float:
+    """``0.1 var(y)`` (0.1 for constant targets), refused as in the
+    in-memory fits for targets that vary with a variance beyond float64's
+    range."""
+    return _core.initial_noise_variance_of(var=moments["var"], constant=moments["constant"])
 
 
 def fit(estimator: Any, X: Any, y: Any, *, persist: bool = True) -> Any:
@@ -612,13 +624,14 @@ def _fit_feature_gpr(
     if model.optimize is not None:
         _optimize_feature_gpr(model, X, y, persist)
     else:
-        stats = _reduce_blocks(_gpr_block, (model,), X, y)
         if model.noise_variance is None:
-            stats, var = dask.compute(stats, da.var(y.astype(np.float64)))
-            model.noise_variance_ = _initial_noise_variance(var)
+            # Before the statistics, as in memory: targets whose default
+            # noise variance is not a float64 are refused as such (a pass
+            # over y alone).
+            model.noise_variance_ = _initial_noise_variance(_target_moments(y))
         else:
-            (stats,) = dask.compute(stats)
             model.noise_variance_ = float(model.noise_variance)
+        (stats,) = dask.compute(_reduce_blocks(_gpr_block, (model,), X, y))
         if stats is None:
             raise ValueError("`X` needs at least one row")
         model.stats_ = stats
@@ -688,13 +701,15 @@ def _optimize_feature_gpr(model: RandomFeatureGPR, X: da.Array, y: da.Array, per
     f = model._optimizable_features()
     if persist:
         X, y = dask.persist(X, y)
-    var = _checked_target_variance(y, bool(model.center_y)) if names else None
+    if model.noise_variance is None or names:
+        moments = _target_moments(y)
+    # In the in-memory order: the default first, then the fit's checks.
     if model.noise_variance is None:
-        if var is None:
-            var = da.var(y.astype(np.float64)).compute()
-        noise = _initial_noise_variance(var)
+        noise = _initial_noise_variance(moments)
     else:
         noise = float(model.noise_variance)
+    if names:
+        _check_fit_targets(y, moments, bool(model.center_y))
     fmap = f._feature_map()
     drawn = float(f.length_scale)
     chunk = int(model.chunk_size)
@@ -795,7 +810,7 @@ def _optimize_sparse(
     (with ``persist``), on the coarse levels of :func:`_level`."""
     if persist:
         X, y = dask.persist(X, y)
-    _checked_target_variance(y, bool(model.center_y))
+    _check_fit_targets(y, _target_moments(y), bool(model.center_y))
     levels = [(X, y)]
 
     def evaluate(prior: Any, level: int) -> tuple[Any, Any]:

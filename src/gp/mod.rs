@@ -71,7 +71,20 @@ fn target_variance(y: ArrayView1<'_, f64>) -> Option<f64> {
 /// defaults derived from it would be 0, infinite or have an infinite
 /// reciprocal.
 pub fn target_variance_scale(y: ArrayView1<'_, f64>) -> Result<f64> {
-    match target_variance(y) {
+    variance_scale(target_variance(y))
+}
+
+/// [`target_variance_scale`] from the targets' moments, for fits whose
+/// rows are held elsewhere (their caller reduces them): `var` is the
+/// population variance `var(y)` of targets that vary, `None` when they are
+/// all equal (their minimum is their maximum) or there are none. A variance
+/// that underflowed to 0 is not that of equal targets, so the two are told
+/// apart by `None`, not by `var = 0`.
+///
+/// # Errors
+/// As [`target_variance_scale`].
+pub fn variance_scale(var: Option<f64>) -> Result<f64> {
+    match var {
         None => Ok(1.0),
         Some(var) if var.is_finite() && (0.1 * var).is_normal() => Ok(var),
         Some(var) => Err(Error::invalid(

@@ -104,20 +104,44 @@ fn initial_noise_variance(py: Python<'_>, y: PyReadonlyArray1<'_, f64>) -> PyRes
     gp::initial_noise_variance(y.as_array()).map_err(|e| ffi::to_pyerr(py, e))
 }
 
-/// Refuses a hyperparameter fit on `n` targets of mean `mean` and variance
-/// `var` that are constant after the model's centering (`center`; see
-/// `gp::check_targets_vary`) or of a variance outside `1e-40..1e40` (see
-/// `gp::check_target_scale`; constant targets count as variance 1): the
-/// checks of the in-memory fits, for fits on rows held elsewhere, whose
-/// moments their caller reduces.
+/// The default noise variance of the GP regressors for targets whose rows
+/// are held elsewhere, from their moments: `var` their population variance,
+/// `constant` whether they are all equal (their minimum is their maximum);
+/// as `initial_noise_variance` of the same targets (see
+/// `gp::variance_scale`).
 #[pyfunction]
-#[pyo3(signature = (*, n, mean, var, center))]
-fn check_fit_targets(py: Python<'_>, n: usize, mean: f64, var: f64, center: bool) -> PyResult<()> {
+#[pyo3(signature = (*, var, constant))]
+fn initial_noise_variance_of(py: Python<'_>, var: f64, constant: bool) -> PyResult<f64> {
+    gp::variance_scale((!constant).then_some(var))
+        .map(|v| 0.1 * v)
+        .map_err(|e| ffi::to_pyerr(py, e))
+}
+
+/// Refuses a hyperparameter fit on `n` targets of mean `mean` and variance
+/// `var`, all equal when `constant` (their minimum is their maximum), that
+/// are constant after the model's centering (`center`; see
+/// `gp::check_targets_vary`) or vary with a variance outside
+/// `1e-40..1e40` (see `gp::check_target_scale`; one that underflowed to 0
+/// included): the checks of the in-memory fits, for fits on rows held
+/// elsewhere, whose moments their caller reduces.
+#[pyfunction]
+#[pyo3(signature = (*, n, mean, var, constant, center))]
+fn check_fit_targets(
+    py: Python<'_>,
+    n: usize,
+    mean: f64,
+    var: f64,
+    constant: bool,
+    center: bool,
+) -> PyResult<()> {
     let check = || {
-        if n > 0 && var == 0.0 && (center || mean == 0.0) {
+        if n > 0 && constant && (center || mean == 0.0) {
             return Err(gp::constant_targets(n));
         }
-        gp::check_target_scale(if var > 0.0 { var } else { 1.0 })
+        if constant || n == 0 {
+            return Ok(());
+        }
+        gp::check_target_scale(var)
     };
     check().map_err(|e| ffi::to_pyerr(py, e))
 }
@@ -796,6 +820,7 @@ fn relative_frobenius_error(
 
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(initial_noise_variance, m)?)?;
+    m.add_function(wrap_pyfunction!(initial_noise_variance_of, m)?)?;
     m.add_function(wrap_pyfunction!(check_fit_targets, m)?)?;
     m.add_function(wrap_pyfunction!(exact_gp_lml, m)?)?;
     m.add_function(wrap_pyfunction!(feature_gp_optimize, m)?)?;

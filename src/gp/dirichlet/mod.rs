@@ -195,7 +195,8 @@ impl ClassStats {
     /// of the wrong width or statistics whose fields disagree in shape;
     /// [`Error::InvalidParameter`] (`y`) for a label out of range;
     /// [`Error::NonFinite`] for non-finite features. Nothing is changed
-    /// then.
+    /// then, except where a class's sums overflow the float64 range
+    /// (features beyond about `1e154`; see `FeatureStats::accumulate`).
     pub fn accumulate<T: Real>(
         &mut self,
         phi: ArrayView2<'_, T>,

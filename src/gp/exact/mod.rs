@@ -609,6 +609,13 @@ pub struct ExactGp {
 impl ExactGp {
     /// Fits the exact GP with fixed hyperparameters (no optimization);
     /// `center` subtracts the training-target mean (`docs/math/gp.rst`).
+    ///
+    /// # Errors
+    /// The refusals of the training data, the kernel and the noise
+    /// variance; [`Error::NotPositiveDefinite`] when `K_y` is not positive
+    /// definite with the largest jitter; [`Error::InvalidParameter`] naming
+    /// `y` when `yᵀK_y⁻¹y` overflows the float64 range (targets beyond
+    /// about `1e154`).
     pub fn fit(
         x: ArrayView2<'_, f64>,
         y: ArrayView1<'_, f64>,
@@ -625,6 +632,15 @@ impl ExactGp {
         let yc = y.mapv(|v| v - y_mean);
         let f = factor(x, yc.view(), &kernel, noise_variance, par, &mut Vec::new())?;
         let data_fit: f64 = yc.iter().zip(&f.alpha).map(|(a, b)| a * b).sum();
+        if !data_fit.is_finite() {
+            // Targets beyond about 1e154 (less with a small noise variance):
+            // the statistics of the other regressors overflow there too.
+            return Err(Error::invalid(
+                "y",
+                "y^T K_y^-1 y overflows the float64 range, so the log marginal likelihood has \
+                 no float64 value: rescale y (e.g. divide it by its standard deviation)",
+            ));
+        }
         let lml = -0.5 * data_fit - 0.5 * f.chol.log_det() - 0.5 * n as f64 * LN_2PI;
         Ok(Self {
             x_train: x.to_owned(),

@@ -21,7 +21,7 @@ use super::kernel_blocks::{cross_block, diag_sum, scaled_t};
 use super::prior::InducingPrior;
 use crate::error::{check_finite, Error, Result};
 use crate::linalg::{mirror_lower, syrk};
-use crate::stats::{reshift_sums, ShiftedSums};
+use crate::stats::{check_overflow, reshift_sums, ShiftedSums};
 use crate::threads::Parallelism;
 
 /// The sparse-GP approximation.
@@ -179,7 +179,9 @@ impl SparseStats {
     /// # Errors
     /// [`Error::ShapeMismatch`] for a chunk of the wrong width or length, or
     /// statistics of another `M` or whose fields disagree in shape;
-    /// [`Error::NonFinite`] for NaN in the chunk.
+    /// [`Error::NonFinite`] for NaN in the chunk; [`Error::InvalidParameter`] naming `y` (the target sums)
+    /// or `X` (the others) when a sum overflows the float64 range (the
+    /// statistics are then not usable).
     pub fn accumulate(
         &mut self,
         prior: &InducingPrior,
@@ -283,7 +285,7 @@ impl SparseStats {
         self.n += n as u64;
         self.y_sum += yc.iter().sum::<f64>();
         self.kff_sum += diag_sum(&prior.params, n);
-        Ok(())
+        self.check_sums()
     }
 
     /// The VFE statistics of the rows `(x, y)` under `prior` with the
@@ -332,6 +334,7 @@ impl SparseStats {
         s.wy_sum = s.y_sum;
         s.wyy_sum = yc.iter().map(|t| t * t).sum();
         s.kff_sum = diag_sum(&prior.params, n);
+        s.check_sums()?;
         Ok(s)
     }
 
@@ -341,11 +344,13 @@ impl SparseStats {
     /// # Errors
     /// [`Error::ShapeMismatch`] for another `M` or either one's fields
     /// disagreeing in shape, [`Error::InvalidParameter`] for another method;
-    /// nothing is changed then.
+    /// nothing is changed then. [`Error::InvalidParameter`] naming `y` (the target sums)
+    /// or `X` (the others) when a sum overflows the float64 range (the
+    /// statistics are then not usable).
     pub fn merge(&mut self, other: &SparseStats) -> Result<()> {
         self.check_merge(other)?;
         self.merge_shifted(other);
-        Ok(())
+        self.check_sums()
     }
 
     /// The refusals of [`Self::merge`]: either one's fields disagree in
@@ -461,6 +466,17 @@ impl ShiftedSums for SparseStats {
         self.wyy_sum += o.wyy_sum;
         self.kff_sum += o.kff_sum;
         self.log_lambda_sum += o.log_lambda_sum;
+    }
+
+    fn check_sums(&self) -> Result<()> {
+        check_overflow(
+            &[self.y_shift, self.y_sum, self.wy_sum, self.wyy_sum],
+            [self.w_sum, self.kff_sum, self.log_lambda_sum]
+                .iter()
+                .chain(&self.k_y)
+                .chain(&self.k_sum)
+                .chain(self.gram.diag()),
+        )
     }
 }
 
