@@ -384,6 +384,9 @@ fn fourier_features_derive_again_for_a_replaced_projection() {
     // between transforms): the array is taken out, refilled and put back.
     let mut reused = fourier_map(Sampler::Mc, Variant::CosBias, 8);
     tiles(&reused, &x32).unwrap();
+    // The fused transform's packed panels too (three inputs: fused here).
+    reused.transform(x.view(), PAR).unwrap();
+    reused.transform(x32.view(), PAR).unwrap();
     let redraw = {
         let mut cfg = FourierConfig::new(8);
         cfg.variant = Variant::CosBias;
@@ -401,6 +404,14 @@ fn fourier_features_derive_again_for_a_replaced_projection() {
         assert_eq!(w.as_ptr(), addr);
     }
     assert_eq!(tiles(&reused, &x32).unwrap(), tiles(&redraw, &x32).unwrap());
+    assert_eq!(
+        reused.transform(x.view(), PAR).unwrap(),
+        redraw.transform(x.view(), PAR).unwrap()
+    );
+    assert_eq!(
+        reused.transform(x32.view(), PAR).unwrap(),
+        redraw.transform(x32.view(), PAR).unwrap()
+    );
     // Structured signs in column-major order are the same signs.
     let sorf = fourier_map(Sampler::Structured, Variant::CosSin, 21);
     let mut fortran = sorf.clone();

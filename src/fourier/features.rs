@@ -218,8 +218,9 @@ impl Projection {
 /// projection has `m` frequencies (`m = D` for `cos_bias`, `⌊D/2⌋ ≥ 1` for
 /// `cos_sin`), `cos_bias` has `m` finite phases and `cos_sin` none, the
 /// kernel variance is finite and `> 0`. The float32 copy of dense
-/// frequencies and the bound on the projections are derived on first use
-/// and kept for the projection they came from: assigning a new projection
+/// frequencies, their panels packed for the fused transform and the bound
+/// on the projections are derived on first use and kept for the projection
+/// they came from: assigning a new projection
 /// derives them again, but entries of the frequency matrix edited in place
 /// after a transform, other than in its first and last rows, are not seen
 /// by them (assign a new [`Projection`] instead). Stored maps (feature `serde`) are checked on loading,
@@ -327,6 +328,8 @@ struct DerivedFor {
     /// much as the GEMM of a few hundred rows, and a call may be one of
     /// several row ranges).
     frequencies_f32: std::sync::OnceLock<Array2<f32>>,
+    /// The dense frequencies packed for the fused transform.
+    panels: fused::PackedPanels,
 }
 
 /// The values derived from the projection of a map, kept with the
@@ -372,6 +375,7 @@ impl Derived {
             key,
             bound: std::sync::OnceLock::new(),
             frequencies_f32: std::sync::OnceLock::new(),
+            panels: fused::PackedPanels::default(),
         });
         *slot = Some(Arc::clone(&kept));
         kept
@@ -939,8 +943,10 @@ impl FourierFeatures {
                 return Ok(());
             }
         };
+        let derived = self.derived.get(self.projection_key());
         fused::transform_dense(
             w,
+            &derived.panels,
             self.phases.as_ref(),
             self.variant,
             self.n_components,

@@ -29,13 +29,16 @@
 //! same fused multiply-adds in the same order, so their results are
 //! bit-identical.
 
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
 use ndarray::{Array1, Array2, ArrayView2, ArrayViewMut2, Axis};
 use num_traits::{Float, Zero};
 use rayon::prelude::*;
 
 use super::features::Variant;
 use super::sincos::{cos_f32, sincos_f32, sincos_fast, FAST_LIMIT};
-use crate::real::{cast_slice_mut, cast_view, same_type, Real};
+use crate::real::{cast_slice, cast_slice_mut, cast_view, same_type, Real};
 use crate::simd::{Isa, Simd, Vector, WithSimd};
 use crate::threads::Parallelism;
 
@@ -53,13 +56,13 @@ const GROUPS_PER_CHUNK: usize = 16;
 
 /// The fixed inputs of one fused transform: `W` packed into panels, the
 /// phases (zero-padded to whole panels), the layout and the scale.
-struct Plan<T> {
+struct Plan<'a, T: Clone> {
     d: usize,
     m: usize,
     n_components: usize,
     /// Panel `p`, input `k`, lane `c` at `(p·d + k)·NR + c` (`W[p·NR + c, k]`,
-    /// zero beyond `m`).
-    panels: Vec<T>,
+    /// zero beyond `m`): kept by the map (see [`PackedPanels`]).
+    panels: Cow<'a, [T]>,
     /// `b` padded with zeros to `panels · NR` (all zeros for `cos_sin`).
     phases: Vec<T>,
     variant: Variant,
@@ -68,9 +71,58 @@ struct Plan<T> {
     block: usize,
 }
 
-impl<T: Real> Plan<T> {
+/// `W` (`m × d`) packed into the panels of [`Plan`], `nr` lanes each.
+fn pack_panels<T: Real>(w: &Array2<f64>, nr: usize) -> Vec<T> {
+    let (m, d) = w.dim();
+    let mut panels = vec![T::zero(); m.div_ceil(nr) * d * nr];
+    for (j, row) in w.rows().into_iter().enumerate() {
+        let (p, c) = (j / nr, j % nr);
+        let panel = &mut panels[p * d * nr..(p + 1) * d * nr];
+        for (lane, wj) in panel.chunks_exact_mut(nr).zip(row) {
+            lane[c] = T::from_f64_lossy(*wj);
+        }
+    }
+    panels
+}
+
+/// The packed panels of one projection, made on the first fused transform
+/// in each precision and kept by the map for the next ones: packing costs
+/// a pass over `W` that a transform of a few rows would otherwise repeat
+/// at every call (most of its time for one row), for `m·d` values of
+/// memory per precision. Each is kept for the panel width it was first
+/// packed for; a transform of another width (another instruction set)
+/// packs its own.
+#[derive(Debug, Default)]
+pub(super) struct PackedPanels {
+    f32: OnceLock<(usize, Vec<f32>)>,
+    f64: OnceLock<(usize, Vec<f64>)>,
+}
+
+impl PackedPanels {
+    /// The panels of `w` with `nr` lanes in `T`: the kept ones, made on
+    /// first use.
+    fn get<T: Real>(&self, w: &Array2<f64>, nr: usize) -> Cow<'_, [T]> {
+        fn kept<'s, U: Real, T: Real>(
+            slot: &'s OnceLock<(usize, Vec<U>)>,
+            w: &Array2<f64>,
+            nr: usize,
+        ) -> Option<&'s [T]> {
+            let (width, panels) = slot.get_or_init(|| (nr, pack_panels::<U>(w, nr)));
+            (*width == nr).then(|| cast_slice(panels)).flatten()
+        }
+        let found = if same_type::<T, f32>() {
+            kept::<f32, T>(&self.f32, w, nr)
+        } else {
+            kept::<f64, T>(&self.f64, w, nr)
+        };
+        found.map_or_else(|| Cow::Owned(pack_panels(w, nr)), Cow::Borrowed)
+    }
+}
+
+impl<'a, T: Real> Plan<'a, T> {
     fn new(
         w: &Array2<f64>,
+        packed: &'a PackedPanels,
         phases: Option<&Array1<f64>>,
         variant: Variant,
         n_components: usize,
@@ -79,16 +131,7 @@ impl<T: Real> Plan<T> {
     ) -> Self {
         let (m, d) = w.dim();
         let n_panels = m.div_ceil(nr);
-        let mut panels = vec![T::zero(); n_panels * d * nr];
-        for (p, panel) in panels.chunks_exact_mut(d * nr).enumerate() {
-            for (k, lane) in panel.chunks_exact_mut(nr).enumerate() {
-                for (c, v) in lane.iter_mut().enumerate() {
-                    if let Some(wj) = w.get((p * nr + c, k)) {
-                        *v = T::from_f64_lossy(*wj);
-                    }
-                }
-            }
-        }
+        let panels = packed.get::<T>(w, nr);
         let mut padded = vec![T::zero(); n_panels * nr];
         if let Some(b) = phases {
             for (v, bj) in padded.iter_mut().zip(b.iter()) {
@@ -375,7 +418,7 @@ mod x86 {
 /// One work item of [`go`] as an operation of [`crate::simd`]: [`chunk`]
 /// compiled for the instruction set of `V`.
 struct Chunk<'a, 'x, V: Vector> {
-    plan: &'a Plan<V::T>,
+    plan: &'a Plan<'a, V::T>,
     x: ArrayView2<'x, V::T>,
     out: &'a mut [V::T],
 }
@@ -390,9 +433,10 @@ impl<V: Shape> WithSimd<V::Simd> for Chunk<'_, '_, V> {
     }
 }
 
-/// `W`, the phases, the variant, `D` and the scale.
+/// `W`, its kept panels, the phases, the variant, `D` and the scale.
 type PlanArgs<'a> = (
     &'a Array2<f64>,
+    &'a PackedPanels,
     Option<&'a Array1<f64>>,
     Variant,
     usize,
@@ -403,12 +447,12 @@ type PlanArgs<'a> = (
 /// chunks of `x`, each through `simd`.
 fn go<V: Shape>(
     simd: V::Simd,
-    (w, phases, variant, n_components, scale): PlanArgs,
+    (w, packed, phases, variant, n_components, scale): PlanArgs,
     x: ArrayView2<V::T>,
     out: &mut [V::T],
     par: Parallelism,
 ) {
-    let plan = Plan::<V::T>::new(w, phases, variant, n_components, scale, V::NR);
+    let plan = Plan::<V::T>::new(w, packed, phases, variant, n_components, scale, V::NR);
     run(
         V::MR * GROUPS_PER_CHUNK,
         x,
@@ -480,6 +524,7 @@ fn run<T: Real>(
 #[allow(clippy::too_many_arguments)]
 pub(super) fn transform_dense<T: Real>(
     w: &Array2<f64>,
+    packed: &PackedPanels,
     phases: Option<&Array1<f64>>,
     variant: Variant,
     n_components: usize,
@@ -493,7 +538,7 @@ pub(super) fn transform_dense<T: Real>(
         return;
     };
     isa.dispatch_wide(Dense {
-        plan: (w, phases, variant, n_components, scale),
+        plan: (w, packed, phases, variant, n_components, scale),
         x,
         out,
         par,
