@@ -32,6 +32,11 @@ import dask  # noqa: E402
 import randfeat_rs as rf  # noqa: E402
 from randfeat_rs import dask as rdask  # noqa: E402
 
+# A fault that leaves a worker's result undeserializable on the driver (as
+# infinite statistics once did) makes distributed wait for it forever: each
+# test fails after 5 minutes instead (the slowest takes about 30 s here).
+pytestmark = pytest.mark.timeout(300)
+
 RTOL = 1e-10
 # Uneven row chunks, a last short one included.
 CHUNKS = (70, 130, 45, 155)
