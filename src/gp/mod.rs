@@ -187,7 +187,16 @@ pub(crate) fn check_targets_vary(y: ArrayView1<'_, f64>, center: bool) -> Result
 /// # Errors
 /// As [`target_variance_scale`].
 pub fn initial_noise_variance(y: ArrayView1<'_, f64>) -> Result<f64> {
-    Ok(0.1 * target_variance_scale(y)?)
+    initial_noise_variance_of(target_variance(y))
+}
+
+/// [`initial_noise_variance`] from the targets' moments (see
+/// [`variance_scale`]: `var` is `None` for targets all equal).
+///
+/// # Errors
+/// As [`variance_scale`].
+pub fn initial_noise_variance_of(var: Option<f64>) -> Result<f64> {
+    Ok(0.1 * variance_scale(var)?)
 }
 
 /// Refuses a prediction whose means or variances are not finite (they

@@ -108,13 +108,11 @@ fn initial_noise_variance(py: Python<'_>, y: PyReadonlyArray1<'_, f64>) -> PyRes
 /// are held elsewhere, from their moments: `var` their population variance,
 /// `constant` whether they are all equal (their minimum is their maximum);
 /// as `initial_noise_variance` of the same targets (see
-/// `gp::variance_scale`).
+/// `gp::initial_noise_variance_of`).
 #[pyfunction]
 #[pyo3(signature = (*, var, constant))]
 fn initial_noise_variance_of(py: Python<'_>, var: f64, constant: bool) -> PyResult<f64> {
-    gp::variance_scale((!constant).then_some(var))
-        .map(|v| 0.1 * v)
-        .map_err(|e| ffi::to_pyerr(py, e))
+    gp::initial_noise_variance_of((!constant).then_some(var)).map_err(|e| ffi::to_pyerr(py, e))
 }
 
 /// Refuses a hyperparameter fit on `n` targets of mean `mean` and variance
