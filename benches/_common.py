@@ -56,3 +56,34 @@ def numpy_butterfly(x: np.ndarray) -> np.ndarray:
         np.subtract(a, b, out=v[:, :, 1, :])
         h *= 2
     return y
+
+
+def sparse_evaluation(
+    X: np.ndarray,
+    y: np.ndarray,
+    inducing: np.ndarray,
+    *,
+    length_scale: float,
+    kernel_variance: float,
+    noise_variance: float,
+) -> tuple[float, list[float]]:
+    """One bound-and-gradient evaluation of ``SparseGPR``'s VFE objective
+    (Gaussian kernel, centered targets) on rows in memory, what each L-BFGS
+    evaluation of ``SparseGPR.fit`` costs: the statistics pass, the
+    gradient pass at their bound's adjoints, and the bound with its
+    gradient (the core's row-block API, with the default chunks; the
+    ``O(M^3)`` bound is computed once more than in a fit's evaluation). A
+    fit with ``optimize=()`` makes the statistics pass alone."""
+    from randfeat_rs import _core
+
+    prior = _core.SparsePrior(
+        inducing=inducing,
+        kernel="gaussian",
+        length_scale=[float(length_scale)],
+        kernel_variance=float(kernel_variance),
+        noise_variance=float(noise_variance),
+    )
+    stats = _core.SparseStats.of_rows(X, y, prior=prior, method="vfe")
+    sums = stats.gradient_sums(X, y, prior=prior, center_y=True)
+    value, grad, _ = stats.objective(sums, prior=prior, center_y=True)
+    return float(value), list(grad)

@@ -36,11 +36,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from _common import median_time
+from _common import median_time, sparse_evaluation
 from _gpytorch_models import GPyTorchRFFGPR, GPyTorchSGPR, setup_torch
 from compare_feature_gp_fit import ANCHOR_GPYTORCH_STEP_S, D_FEAT, D_IN, N, data, lml_evaluation
-
-from randfeat_rs import _core
 
 M = 512
 N_STEPS = 3
@@ -52,18 +50,10 @@ def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def sparse_evaluation(X: np.ndarray, y: np.ndarray, z: np.ndarray) -> float:
+def sparse_seconds(X: np.ndarray, y: np.ndarray, z: np.ndarray) -> float:
     """Median seconds of one VFE bound-and-gradient evaluation of randfeat_rs."""
-    prior = _core.SparsePrior(
-        inducing=z, kernel="gaussian", length_scale=[2.0], kernel_variance=1.0, noise_variance=0.01
-    )
-
-    def evaluation() -> None:
-        stats = _core.SparseStats.of_rows(X, y, prior=prior, method="vfe")
-        sums = stats.gradient_sums(X, y, prior=prior, center_y=True)
-        stats.objective(sums, prior=prior, center_y=True)
-
-    return median_time(evaluation, repeats=3, warmup=1)
+    kw = dict(length_scale=2.0, kernel_variance=1.0, noise_variance=0.01)
+    return median_time(lambda: sparse_evaluation(X, y, z, **kw), repeats=3, warmup=1)
 
 
 def main() -> None:
@@ -72,7 +62,7 @@ def main() -> None:
     z = X[np.random.default_rng(1).choice(N, M, replace=False)]
 
     rows = []
-    ours_sparse = sparse_evaluation(X, y, z)
+    ours_sparse = sparse_seconds(X, y, z)
     rows.append(("randfeat_rs SparseGPR, M = 512: evaluation", ours_sparse, [], peak_mib()))
     print(f"  SparseGPR evaluation {ours_sparse:.2f} s", flush=True)
     ours_feature = median_time(lml_evaluation(X, y), repeats=3, warmup=1)

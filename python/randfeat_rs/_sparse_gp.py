@@ -109,9 +109,11 @@ default="greedy_variance"
         of ``y`` (0.1 when all targets are equal).
     optimize : tuple of str, default=("length_scale", "kernel_variance", "noise_variance")
         The hyperparameters fitted by maximizing the objective; an empty
-        tuple fits none. Each may move by at most a factor ``e^40`` from
-        its initialization, and a fit refuses constant targets and targets
-        of variance outside ``1e-40..1e40`` (also on dask arrays), as in
+        tuple fits none (with ``optimize_inducing=False`` the fit then makes
+        one pass over the rows, the statistics, and no gradient). Each may
+        move by at most a factor ``e^40`` from its initialization, and a fit
+        refuses constant targets and targets of variance outside
+        ``1e-40..1e40`` (also on dask arrays), as in
         :class:`~randfeat_rs.ExactGPR`.
     optimize_inducing : bool, default=False
         After the hyperparameter fit, one L-BFGS run over the

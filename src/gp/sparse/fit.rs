@@ -121,15 +121,17 @@ pub(crate) trait SparseRows: Sync + Sized {
     fn n_rows(&self) -> usize;
 
     /// The objective of `method` at `prior` (the targets centered with
-    /// `center`) with its adjoints, and its gradient in the log
-    /// hyperparameters and `Z`.
+    /// `center`) and, with `want_grad`, its adjoints and its gradient in
+    /// the log hyperparameters and `Z` (without it, rows in memory get
+    /// the first pass only).
     fn evaluate(
         &self,
         prior: &InducingPrior,
         method: Method,
         center: bool,
+        want_grad: bool,
         monitor: &Monitor,
-    ) -> Result<(Bound, Gradient)>;
+    ) -> Result<(Bound, Option<Gradient>)>;
 
     /// The rows `rows` (the optimizer's coarse level), or `None` when these
     /// rows cannot be subsampled so.
@@ -156,8 +158,9 @@ impl SparseRows for InMemory<'_> {
         prior: &InducingPrior,
         method: Method,
         center: bool,
+        want_grad: bool,
         monitor: &Monitor,
-    ) -> Result<(Bound, Gradient)> {
+    ) -> Result<(Bound, Option<Gradient>)> {
         let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         let e = evaluate_in(
             &mut scratch,
@@ -167,14 +170,11 @@ impl SparseRows for InMemory<'_> {
             self.y.view(),
             center,
             self.chunk_rows,
-            true,
+            want_grad,
             self.par,
             monitor,
         )?;
-        let g = e
-            .gradient
-            .ok_or_else(|| Error::Internal("an evaluation without its gradient".into()))?;
-        Ok((e.bound, g))
+        Ok((e.bound, e.gradient))
     }
 
     fn subsample(&self, rows: &[usize]) -> Option<Self> {
@@ -214,8 +214,9 @@ where
         prior: &InducingPrior,
         method: Method,
         center: bool,
+        want_grad: bool,
         monitor: &Monitor,
-    ) -> Result<(Bound, Gradient)> {
+    ) -> Result<(Bound, Option<Gradient>)> {
         monitor.check()?;
         let (stats, sums) = (self.sums)(prior, self.level)?;
         stats.validate()?;
@@ -243,12 +244,13 @@ where
                 ),
             ));
         }
-        let b = crate::threads::install(|| bound(&stats, prior, center, true, self.par))??;
-        let adj = b
-            .adjoint
-            .as_ref()
-            .ok_or_else(|| Error::Internal("a bound without its adjoint".into()))?;
-        let g = crate::threads::install(|| finish(adj, prior, &sums, self.par))?;
+        let b = crate::threads::install(|| bound(&stats, prior, center, want_grad, self.par))??;
+        let g = match &b.adjoint {
+            Some(adj) => Some(crate::threads::install(|| {
+                finish(adj, prior, &sums, self.par)
+            })?),
+            None => None,
+        };
         Ok((b, g))
     }
 
@@ -340,6 +342,18 @@ impl<R> SparseObjective<R> {
     }
 }
 
+impl<R: SparseRows> SparseObjective<R> {
+    /// The model at `θ` without the gradient: over rows in memory, the
+    /// statistics pass alone (a third of an evaluation's multiply-adds).
+    fn model(&self, theta: &[f64], monitor: &Monitor) -> Result<SparseGp> {
+        let prior = self.prior(theta)?;
+        let (b, _) = self
+            .rows
+            .evaluate(&prior, self.method, self.center, false, monitor)?;
+        Ok(SparseGp::from_bound(self.method, prior, b, 0))
+    }
+}
+
 impl<R: SparseRows> Objective for SparseObjective<R> {
     type Fit = SparseGp;
 
@@ -360,7 +374,8 @@ impl<R: SparseRows> Objective for SparseObjective<R> {
         let prior = self.prior(theta)?;
         let (b, g) = self
             .rows
-            .evaluate(&prior, self.method, self.center, monitor)?;
+            .evaluate(&prior, self.method, self.center, true, monitor)?;
+        let g = g.ok_or_else(|| Error::Internal("an evaluation without its gradient".into()))?;
         let mut hyper = g.hyper.clone();
         if self.optimize_inducing {
             // Z = W l with W = Z / l the coordinates: ∂F/∂ln l_a gains
@@ -645,39 +660,42 @@ fn start_objective<R>(
     })
 }
 
-/// The optimum of `obj` (the model at the start when nothing is free)
-/// and, with `cfg.optimize_inducing`, the second stage over the
-/// hyperparameters and `Z` from there: the tail of [`fit_sparse`] and
-/// [`fit_sparse_blocks`].
+/// The optimum of `obj` (the model at the start when nothing is free, from
+/// the statistics alone) and, with `cfg.optimize_inducing`, the second
+/// stage over the hyperparameters and `Z` from there: the tail of
+/// [`fit_sparse`] and [`fit_sparse_blocks`].
 fn optimize_from<R: SparseRows>(
     obj: &mut SparseObjective<R>,
     cfg: &SparseGpConfig,
     monitor: &Monitor,
 ) -> Result<SparseGp> {
-    let mut gp = if obj.params.free.is_empty() {
+    let free = !obj.params.free.is_empty();
+    if !free && !cfg.optimize_inducing {
         monitor.check()?;
-        obj.evaluate(&[], monitor)?.fit
-    } else {
+        return obj.model(&[], monitor);
+    }
+    let mut n_iter = 0;
+    if free {
         let opt = optimize::maximize(&*obj, &obj.start(), &cfg.optimizer, monitor)?;
         let mut gp = opt.fit;
         gp.n_iter = opt.n_iter;
-        gp
-    };
-    if cfg.optimize_inducing {
-        // The second stage starts at the first stage's optimum.
-        let hyper = params_at(&obj.params, &gp);
-        obj.params.values = hyper;
+        if !cfg.optimize_inducing {
+            return Ok(gp);
+        }
+        // The second stage starts at the first stage's optimum (with
+        // nothing free, at the start itself).
+        obj.params.values = params_at(&obj.params, &gp);
         obj.z = gp.inducing.clone();
-        obj.optimize_inducing = true;
-        let joint = OptimizerConfig {
-            n_restarts: 0,
-            ..cfg.optimizer.clone()
-        };
-        let n_iter = gp.n_iter;
-        let opt = optimize::maximize(&*obj, &obj.start(), &joint, monitor)?;
-        gp = opt.fit;
-        gp.n_iter = n_iter + opt.n_iter;
+        n_iter = gp.n_iter;
     }
+    obj.optimize_inducing = true;
+    let joint = OptimizerConfig {
+        n_restarts: 0,
+        ..cfg.optimizer.clone()
+    };
+    let opt = optimize::maximize(&*obj, &obj.start(), &joint, monitor)?;
+    let mut gp = opt.fit;
+    gp.n_iter = n_iter + opt.n_iter;
     Ok(gp)
 }
 
@@ -1015,6 +1033,87 @@ mod tests {
             gp.objective,
             ex.lml
         );
+    }
+
+    /// Rows in memory that record the `want_grad` of every evaluation.
+    struct Recorded<'a> {
+        rows: InMemory<'a>,
+        asked: Mutex<Vec<bool>>,
+    }
+
+    impl SparseRows for Recorded<'_> {
+        fn n_rows(&self) -> usize {
+            self.rows.n_rows()
+        }
+
+        fn evaluate(
+            &self,
+            prior: &InducingPrior,
+            method: Method,
+            center: bool,
+            want_grad: bool,
+            monitor: &Monitor,
+        ) -> Result<(Bound, Option<Gradient>)> {
+            self.asked.lock().unwrap().push(want_grad);
+            self.rows
+                .evaluate(prior, method, center, want_grad, monitor)
+        }
+
+        fn subsample(&self, _rows: &[usize]) -> Option<Self> {
+            None
+        }
+    }
+
+    #[test]
+    fn a_fit_with_nothing_to_optimize_makes_the_statistics_pass_alone() {
+        let (x, y) = data(90, 2, 6);
+        for method in [Method::Vfe, Method::Fitc] {
+            for optimize_inducing in [false, true] {
+                let cfg = SparseGpConfig {
+                    hyper: HyperInit {
+                        length_scale: Some(vec![0.9]),
+                        kernel_variance: Some(1.3),
+                        noise_variance: Some(0.05),
+                        optimize: vec![],
+                        ..Default::default()
+                    },
+                    optimize_inducing,
+                    optimizer: OptimizerConfig {
+                        max_iter: 3,
+                        ..config(method, Kernel::Gaussian, false).optimizer
+                    },
+                    ..config(method, Kernel::Gaussian, false)
+                };
+                let rows = Recorded {
+                    rows: InMemory {
+                        x: x.view().into(),
+                        y: y.view().into(),
+                        chunk_rows: 32,
+                        par: PAR,
+                        scratch: Mutex::new(Vec::new()),
+                    },
+                    asked: Mutex::new(Vec::new()),
+                };
+                let monitor = Monitor::default();
+                let mut obj =
+                    start_objective(rows, x.view(), y.view(), 12, &cfg, PAR, &monitor).unwrap();
+                let gp = optimize_from(&mut obj, &cfg, &monitor).unwrap();
+                let asked = obj.rows.asked.lock().unwrap().clone();
+                if optimize_inducing {
+                    // The stage over Z starts at once: every evaluation is
+                    // the optimizer's, with its gradient.
+                    assert!(!asked.is_empty() && asked.iter().all(|&g| g), "{asked:?}");
+                } else {
+                    assert_eq!(asked, [false]);
+                    // The model is the one an evaluation with the gradient
+                    // gives, to the bit.
+                    let e = obj.evaluate(&[], &monitor).unwrap();
+                    assert_eq!(gp.objective.to_bits(), e.fit.objective.to_bits());
+                    assert_eq!(gp.weights, e.fit.weights);
+                    assert_eq!(gp.n_iter, 0);
+                }
+            }
+        }
     }
 
     #[test]
