@@ -615,13 +615,18 @@ impl<I: State> Observe<I> for IterCount {
     }
 }
 
-struct Problem<'a, 'b, O: Objective>(&'b Tracked<'a, O>);
+/// The cost of an L-BFGS segment: the tracked objective's `−value/N`
+/// times a positive `scale` (see [`run_lbfgs`]).
+struct Problem<'a, 'b, O: Objective> {
+    obj: &'b Tracked<'a, O>,
+    scale: f64,
+}
 
 impl<O: Objective> CostFunction for Problem<'_, '_, O> {
     type Param = Vec<f64>;
     type Output = f64;
     fn cost(&self, p: &Vec<f64>) -> std::result::Result<f64, argmin::core::Error> {
-        Ok(self.0.eval_step(p)?.0)
+        Ok(self.scale * self.obj.eval_step(p)?.0)
     }
 }
 
@@ -629,9 +634,18 @@ impl<O: Objective> Gradient for Problem<'_, '_, O> {
     type Param = Vec<f64>;
     type Gradient = Vec<f64>;
     fn gradient(&self, p: &Vec<f64>) -> std::result::Result<Vec<f64>, argmin::core::Error> {
-        Ok(self.0.eval_step(p)?.1)
+        let g = self.obj.eval_step(p)?.1;
+        Ok(g.into_iter().map(|v| self.scale * v).collect())
     }
 }
+
+/// The longest first step of an L-BFGS run (steepest descent, `−g`):
+/// a factor `e` in the hyperparameters. A start far from the optimum (a
+/// sparse-GP bound at a kernel variance 1e3 times too large has gradients
+/// of 1e3 per row) would otherwise jump by `‖g‖` in log space, onto the
+/// flat all-noise plateau of long length scales, where the run ends.
+/// L-BFGS-B (and so scikit-learn's GP) starts every run with a unit step.
+const MAX_FIRST_STEP: f64 = 1.0;
 
 /// L-BFGS stops when the gradient norm of `−value/N` falls below this, or
 /// when an iteration changes `−value/N` by less than [`TOL_COST`]. Both sit
@@ -672,7 +686,7 @@ fn run_lbfgs<O: Objective>(
     let (mut best_c, mut g) = obj.eval(&start)?;
     let mut best_p = start;
     let mut total = 0u64;
-    for _ in 0..MAX_SEGMENTS {
+    for segment in 0..MAX_SEGMENTS {
         if total >= max_iter || norm(&g) <= tol_grad {
             break;
         }
@@ -680,13 +694,23 @@ fn run_lbfgs<O: Objective>(
             Some((best_p.clone(), best_c, g.clone()));
         obj.stalled.store(false, Ordering::Relaxed);
         *obj.failed.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        // The first segment's cost is scaled so that its first step, `−g`,
+        // is at most MAX_FIRST_STEP long; the tolerances with it, so they
+        // keep their meaning. Later steps do not depend on the scale
+        // (L-BFGS's initial Hessian `sᵀy/yᵀy` divides it out). A later
+        // segment starts where a line search failed, near the best point.
+        let scale = if segment == 0 {
+            (MAX_FIRST_STEP / norm(&g)).min(1.0)
+        } else {
+            1.0
+        };
         let solver = LBFGS::new(MoreThuenteLineSearch::new(), 10)
-            .with_tolerance_grad(tol_grad)
-            .and_then(|s| s.with_tolerance_cost(TOL_COST))
+            .with_tolerance_grad(scale * tol_grad)
+            .and_then(|s| s.with_tolerance_cost(scale * TOL_COST))
             .map_err(|e| Error::Internal(e.to_string()))?;
         let p0 = best_p.clone();
         let iters = Arc::new(AtomicU64::new(0));
-        let r = Executor::new(Problem(obj), solver)
+        let r = Executor::new(Problem { obj, scale }, solver)
             .configure(|s| s.param(p0).max_iters(max_iter - total))
             .add_observer(IterCount(Arc::clone(&iters)), ObserverMode::Always)
             .run();

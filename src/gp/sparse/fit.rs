@@ -1035,6 +1035,54 @@ mod tests {
         );
     }
 
+    /// A kernel-variance start far above the targets' variance makes the
+    /// bound's trace term, `−(tr K_ff − tr Q_ff)/(2σ_n²)`, and so its
+    /// gradient, 1e3-1e4 times larger per row than at the default start.
+    /// L-BFGS's unscaled first step then jumped by that much in log space,
+    /// onto the flat plateau of long length scales and vanishing kernel
+    /// variance where only noise is left (the noise variance ends at the
+    /// targets' variance) and the run stops. The first step is now at most
+    /// a factor e, and such starts reach the signal.
+    #[test]
+    fn a_kernel_variance_start_far_too_large_does_not_end_in_noise() {
+        let mut rng = crate::rng::seeded(12);
+        let x: Array2<f64> = Array2::from_shape_fn((900, 3), |_| rng.random_range(-2.0..2.0));
+        let y: Array1<f64> = x
+            .rows()
+            .into_iter()
+            .map(|r| r.sum().sin() + 0.1 * rng.random_range(-1.0..1.0))
+            .collect();
+        let var_y = y.var(0.0);
+        let config = |kernel_variance: Option<f64>| SparseGpConfig {
+            n_inducing: 48,
+            hyper: HyperInit {
+                kernel_variance,
+                ..Default::default()
+            },
+            optimizer: OptimizerConfig {
+                n_restarts: 0,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let default = fit(&config(None), &x, &y);
+        assert!(
+            default.noise_variance < 0.1 * var_y,
+            "{}",
+            default.noise_variance
+        );
+        for factor in [1e3, 1e4] {
+            let gp = fit(&config(Some(factor * var_y)), &x, &y);
+            assert!(
+                gp.noise_variance < 0.1 * var_y,
+                "start {factor}: noise {} of a target variance {var_y}, bound {} against {}",
+                gp.noise_variance,
+                gp.objective,
+                default.objective
+            );
+        }
+    }
+
     /// Rows in memory that record the `want_grad` of every evaluation.
     struct Recorded<'a> {
         rows: InMemory<'a>,
