@@ -674,6 +674,8 @@ fn optimize_from<R: SparseRows>(
         monitor.check()?;
         return obj.model(&[], monitor);
     }
+    // The second stage starts at the first stage's optimum, or, with
+    // nothing free, at the start itself.
     let mut n_iter = 0;
     if free {
         let opt = optimize::maximize(&*obj, &obj.start(), &cfg.optimizer, monitor)?;
@@ -682,8 +684,6 @@ fn optimize_from<R: SparseRows>(
         if !cfg.optimize_inducing {
             return Ok(gp);
         }
-        // The second stage starts at the first stage's optimum (with
-        // nothing free, at the start itself).
         obj.params.values = params_at(&obj.params, &gp);
         obj.z = gp.inducing.clone();
         n_iter = gp.n_iter;
