@@ -464,15 +464,35 @@ def test_fits_refuse_constant_targets_as_in_memory(client) -> None:
     assert np.isfinite(rdask.fit(sparse, _dask(x), _dask(flat)).log_marginal_likelihood_)
 
 
-@pytest.mark.parametrize("ard", [False, True])
-def test_feature_gpr_hyperparameter_fit_reaches_the_in_process_optimum(client, ard) -> None:
+# Inputs 1,000 times larger than the transformer's length scale suits:
+# both fits start from the data's scale, the in-memory fit's median
+# pairwise distance taken on the driver from the same rows; the Maclaurin
+# map is refitted where its first fit ends.
+@pytest.mark.parametrize(
+    ("ard", "scale", "transformer"),
+    [
+        (False, 1.0, "rff"),
+        (True, 1.0, "rff"),
+        (False, 1e3, "rff"),
+        (True, 1e3, "rff"),
+        (False, 1e3, "maclaurin"),
+    ],
+)
+def test_feature_gpr_hyperparameter_fit_reaches_the_in_process_optimum(
+    client, ard, scale, transformer
+) -> None:
     x, y = _data(sum(OPT_CHUNKS), seed=3)
+    x = x * scale
     # 128 components: with 64 the LML of one length scale keeps growing
     # along the ridge of a growing length scale and kernel variance up to
     # the variance ratio the float64 statistics resolve, where its rounding
     # noise (~1e-3 nats) would set the last digits compared below.
+    if transformer == "rff":
+        features = rf.RandomFourierFeatures(128, length_scale=0.8, random_state=0)
+    else:
+        features = rf.MaclaurinFeatures(128, random_state=0)
     est = rf.RandomFeatureGPR(
-        rf.RandomFourierFeatures(128, length_scale=0.8, random_state=0),
+        features,
         optimize=("length_scale", "kernel_variance", "noise_variance"),
         ard=ard,
         n_restarts=1,
@@ -498,19 +518,29 @@ def test_feature_gpr_hyperparameter_fit_reaches_the_in_process_optimum(client, a
     # scales as 1 / l, on which the model depends (through x / l): with ARD
     # the length scale of the dimension y does not depend on runs off to
     # ~1e6, where the LML is flat in it and rounding sets its last digits
-    # (ln l to about 1e-6).
+    # (ln l to about 1e-6). The Maclaurin fit ends on a flatter ridge of
+    # length scale and kernel variance (a kernel variance of ~75): a level
+    # that ends one evaluation apart moves them by up to ~1e-5.
+    atol = 1e-5 if transformer == "maclaurin" else 1e-6
     np.testing.assert_allclose(
         np.log([got.kernel_variance_, got.noise_variance_]),
         np.log([ref.kernel_variance_, ref.noise_variance_]),
         rtol=0,
-        atol=1e-6,
+        atol=atol,
     )
     np.testing.assert_allclose(
-        1 / np.atleast_1d(got.length_scale_),
-        1 / np.atleast_1d(ref.length_scale_),
+        scale / np.atleast_1d(got.length_scale_),
+        scale / np.atleast_1d(ref.length_scale_),
         rtol=0,
-        atol=1e-6,
+        atol=atol,
     )
+    if transformer == "maclaurin":
+        # Refitted at the same length scale on the same rows.
+        np.testing.assert_array_equal(got.features_.allocation_, ref.features_.allocation_)
+        assert (
+            ref.n_iter_
+            > rf.RandomFeatureGPR(**est.get_params(deep=False)).fit(x / scale, y).n_iter_
+        )
     assert got.stats_.n_samples == x.shape[0]
     assert _rel(got.predict(x[:50]), ref.predict(x[:50])) < 1e-7
 

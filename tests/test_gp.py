@@ -729,6 +729,53 @@ def test_optimized_maclaurin_lml_equals_the_direct_low_rank_computation():
     assert gp.log_marginal_likelihood_ == pytest.approx(lml, rel=1e-10)
 
 
+@pytest.mark.parametrize("scale", [1e4, 1e-4])
+@pytest.mark.parametrize("kind", ["rff", "rff_ard", "maclaurin"])
+def test_the_fit_follows_the_units_of_the_inputs(kind, scale):
+    # The transformers at their default length scale 1, inputs 1e4 times
+    # larger (or smaller) than that suits: the fit is the one on the unit
+    # inputs with the length scales scaled, as ExactGPR's is. The Fourier
+    # fit starts from the data's scale (the features of (s x, s l) are
+    # those of (x, l)); the Maclaurin map, whose allocation is chosen at
+    # its own length scale, is also refitted where the fit ends.
+    X, y = _smooth_data(400, 2, 6)
+
+    def fit(X):
+        if kind == "maclaurin":
+            f = rf.MaclaurinFeatures(48, random_state=0)
+        else:
+            f = rf.RandomFourierFeatures(48, random_state=0)
+        return RandomFeatureGPR(f, optimize=ALL_HYPER, ard=kind == "rff_ard", n_restarts=0).fit(
+            X, y
+        )
+
+    unit, scaled = fit(X), fit(X * scale)
+    if kind == "maclaurin":
+        # Another allocation (chosen at a length scale the unit fit's
+        # optimum is near, not at it): another model, as good within a
+        # few hundredths of a nat per row.
+        assert scaled.log_marginal_likelihood_ > unit.log_marginal_likelihood_ - 0.05 * len(y)
+        assert abs(np.log(scaled.length_scale_ / scale / unit.length_scale_)) < 0.2
+        assert scaled.n_iter_ > unit.n_iter_
+        return
+    # Both runs end at the same maximum within their stopping rules: the
+    # profiled search when its parabola promises at most 5e-11 nats per row;
+    # L-BFGS (ARD) when the gradient of -LML/N is below 1e-5, which leaves
+    # |g|^2 / (2 kappa) per row to gain, up to 5e-9 along directions of
+    # curvature kappa down to 1e-2 (the flat ridges of length scale and
+    # kernel variance).
+    per_row = 5e-9 if kind == "rff_ard" else 1e-10
+    assert abs(scaled.log_marginal_likelihood_ - unit.log_marginal_likelihood_) < per_row * len(y)
+    np.testing.assert_allclose(
+        np.atleast_1d(scaled.length_scale_) / scale, np.atleast_1d(unit.length_scale_), rtol=1e-3
+    )
+    np.testing.assert_allclose(
+        [scaled.kernel_variance_, scaled.noise_variance_],
+        [unit.kernel_variance_, unit.noise_variance_],
+        rtol=1e-3,
+    )
+
+
 def test_with_many_features_the_optimum_approaches_exact_gpr():
     # The LML is flat along a ridge where the length scale and the kernel
     # variance grow together, so the fitted pair scatters along it from draw

@@ -54,6 +54,7 @@ __all__ = [
     "kernel_matrix",
     "kl_divergence",
     "mean_nll",
+    "median_pairwise_distance",
     "relative_frobenius_error",
     "resolve_device",
     "rmse",
@@ -174,8 +175,10 @@ def feature_gp_optimize_blocks(
     seed: int,
     center: bool,
     ard: bool = False,
+    data_length_scale: float | None = None,
     progress: _Progress | None = None,
 ) -> tuple[NDArray[np.float64], float, float, FeatureMap, FeatureStats, int]: ...
+def median_pairwise_distance(x: NDArray[np.float64]) -> float: ...
 def kl_divergence(
     mean_p: NDArray[np.float64],
     var_p: NDArray[np.float64],

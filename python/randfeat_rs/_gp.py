@@ -649,6 +649,67 @@ def _at_hyperparameters(
     return new
 
 
+#: A marginal-likelihood fit whose length scale ends more than this factor
+#: from the one a MaclaurinFeatures map was fitted at is run again with the
+#: map refitted there: the map's allocation (its truncation degree and
+#: features per degree) is chosen for the size of the inputs at its own
+#: length scale and stays fixed during a fit, so it can be far from right
+#: at the optimum.
+MACLAURIN_REFIT_FACTOR = 10.0
+
+#: The most refits of a MaclaurinFeatures map in one marginal-likelihood fit.
+MACLAURIN_MAX_REFITS = 2
+
+
+def fit_with_maclaurin_refits(
+    features: Any,
+    fit_at: Callable[[Any], tuple],
+    refit: Callable[[Any, float], Any],
+    center: bool,
+    progress: Optional[ProgressPrinter],
+) -> tuple[Any, tuple]:
+    """A marginal-likelihood fit that refits a MaclaurinFeatures map.
+
+    ``fit_at(f)`` fits the hyperparameters of the fitted transformer ``f``
+    (what ``_core.feature_gp_optimize`` returns). For MaclaurinFeatures,
+    while the fitted length scale lies more than
+    :data:`MACLAURIN_REFIT_FACTOR` from ``f.length_scale`` (at most
+    :data:`MACLAURIN_MAX_REFITS` times), ``refit(f, l)`` fits the map again
+    at that length scale ``l`` and ``fit_at`` runs on it; its result is kept
+    when its log marginal likelihood is higher. Returns the transformer of
+    the kept fit and that fit, its ``n_iter`` summed over all fits.
+    """
+    fitted = fit_at(features)
+    n_iter = int(fitted[5])
+    if isinstance(features, MaclaurinFeatures):
+        for _ in range(MACLAURIN_MAX_REFITS):
+            length_scale = float(fitted[0][0])
+            if abs(np.log(length_scale / float(features.length_scale))) <= np.log(
+                MACLAURIN_REFIT_FACTOR
+            ):
+                break
+            if progress is not None:
+                progress.message(
+                    f"refitting the Maclaurin map at length scale {length_scale:.6e} "
+                    f"(fitted at {float(features.length_scale):.6e})"
+                )
+            other = refit(features, length_scale)
+            again = fit_at(other)
+            n_iter += int(again[5])
+            if _fitted_lml(again, center) <= _fitted_lml(fitted, center):
+                break
+            features, fitted = other, again
+    return features, (*fitted[:5], n_iter)
+
+
+def _fitted_lml(fitted: tuple, center: bool) -> float:
+    """The log marginal likelihood of a fit ``_core.feature_gp_optimize``
+    returns: its statistics solved at its noise variance."""
+    return float(
+        fitted[4].fit(noise_variance=fitted[2], center_y=center).log_marginal_likelihood_value
+    )
+
+
 def _kernel_from_features(features: Any) -> tuple[Any, Optional[float]]:
     """The (length_scale, kernel_variance) a fitted transformer approximates, if it says."""
     ls = getattr(features, "length_scale_", getattr(features, "length_scale", None))
@@ -754,7 +815,17 @@ class RandomFeatureGPR(
         transformer's ``length_scale`` and ``kernel_variance`` and from
         ``noise_variance`` (with ``ard=True`` the free variances start at
         their maximum at the start length scales, on the targets' scale);
-        the others stay fixed. Each may move by at most a factor ``e^40``
+        the others stay fixed. A free length scale starts instead from the
+        median pairwise distance of the inputs (:class:`ExactGPR`'s start)
+        when the LML, maximized over the free variances on the coarsest
+        subsample, is higher there: a transformer at its default
+        ``length_scale=1`` on inputs in thousands would start where its
+        features are noise to the targets, and stop there. A
+        MaclaurinFeatures map whose fitted length scale ends more than a
+        factor 10 from its own is fitted again there (its allocation is
+        chosen for the inputs' size at its length scale) and the fit runs
+        again from it, at most twice, keeping the fit of the higher LML.
+        Each may move by at most a factor ``e^40``
         from its start; constant targets and targets of variance outside
         ``1e-40..1e40`` are refused as in :class:`ExactGPR`. Other
         transformers raise
@@ -765,7 +836,7 @@ class RandomFeatureGPR(
         With ``optimize`` naming ``"length_scale"`` and
         :class:`~randfeat_rs.RandomFourierFeatures`: one length scale per
         input dimension (automatic relevance determination), each starting
-        from the transformer's ``length_scale``; the frequencies are
+        from the start length scale above; the frequencies are
         rescaled per dimension, ``W_ja l0 / l_a``. :attr:`length_scale_` is
         then an array of shape (n_features,) and so is the ``length_scale``
         of ``features_`` (a clone of it needs a scalar to be refitted).
@@ -1058,21 +1129,31 @@ class RandomFeatureGPR(
         """Fit the hyperparameters in ``optimize`` in Rust; keep the transformer
         at the optimum and the statistics of all rows there."""
         names = _optimize_names(self.optimize)
-        f = self._optimizable_features()
+        x64 = np.ascontiguousarray(X, dtype=np.float64)
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
-            fitted = _core.feature_gp_optimize(
-                f._feature_map(),
-                np.ascontiguousarray(X, dtype=np.float64),
-                y,
-                length_scale=float(f.length_scale),
-                noise_variance=None if self.noise_variance is None else self.noise_variance_,
-                optimize=names,
-                n_restarts=int(self.n_restarts),
-                seed=self.seed_ if "seed_" in self.__dict__ else self._fit_seed(),
-                center=bool(self.center_y),
-                chunk_size=int(self.chunk_size),
-                ard=bool(self.ard),
-                progress=progress,
+
+            def fit_at(f: Any) -> tuple:
+                return _core.feature_gp_optimize(
+                    f._feature_map(),
+                    x64,
+                    y,
+                    length_scale=float(f.length_scale),
+                    noise_variance=None if self.noise_variance is None else self.noise_variance_,
+                    optimize=names,
+                    n_restarts=int(self.n_restarts),
+                    seed=self.seed_ if "seed_" in self.__dict__ else self._fit_seed(),
+                    center=bool(self.center_y),
+                    chunk_size=int(self.chunk_size),
+                    ard=bool(self.ard),
+                    progress=progress,
+                )
+
+            f, fitted = fit_with_maclaurin_refits(
+                self._optimizable_features(),
+                fit_at,
+                lambda f, length_scale: clone(f).set_params(length_scale=length_scale).fit(X),
+                bool(self.center_y),
+                progress,
             )
         self._set_optimum(f, fitted)
 

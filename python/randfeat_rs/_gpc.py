@@ -304,7 +304,10 @@ class RandomFeatureGPC(_DirichletClassifier):
         marginal likelihood of the transformed heteroscedastic regressions
         (docs/math/classification.rst, "Hyperparameters") by L-BFGS with
         analytic gradients from the transformer's own values, the random
-        draw fixed. Needs :class:`RandomFourierFeatures`,
+        draw fixed; a free length scale starts from the median pairwise
+        distance of the inputs instead when the summed LML there is higher
+        on the coarsest subsample (a transformer's default length scale 1
+        suits inputs of unit scale only). Needs :class:`RandomFourierFeatures`,
         :class:`MaclaurinFeatures` or :class:`NystroemFeatures` (its
         landmarks fixed; length scale only). The rows are held in float64.
     n_restarts : int, default=2
@@ -558,7 +561,8 @@ class ExactGPC(_DirichletClassifier):
     length_scale : float or array-like of shape (n_features,), default=1.0
         Length scale(s) ``l`` of ``k(x, x') = kernel_variance *
         exp(-|x - x'|^2 / (2 l^2))`` (one per input column: ARD); the start
-        with ``optimize``.
+        with ``optimize``, unless the median pairwise distance of the inputs
+        (every length scale at it) is a better one (see ``optimize``).
     kernel_variance : float, default=1.0
         The kernel variance (the latents' prior variance); the start with
         ``optimize``.
@@ -569,7 +573,11 @@ class ExactGPC(_DirichletClassifier):
         Hyperparameters to fit, a subset of ("length_scale",
         "kernel_variance"), by the summed class log marginal likelihood
         (docs/math/classification.rst, "Hyperparameters"; L-BFGS with
-        analytic gradients).
+        analytic gradients). A free length scale starts from the median
+        pairwise distance of the inputs instead of ``length_scale`` when
+        the summed LML is higher there on the coarsest subsample of the
+        coarse-to-fine runs (the default 1 suits inputs of unit scale
+        only).
     n_restarts : int, default=2
         Random restarts of the optimizer after the run from the start.
     random_state : int, RandomState instance or None, default=None
@@ -745,7 +753,10 @@ default="greedy_variance"
         "kernel_variance"), from the given values by the summed VFE bound of
         the classes (L-BFGS with analytic gradients, a second pass over the
         rows per evaluation), the inducing inputs fixed where they were
-        chosen at the given values.
+        chosen at the start. A free length scale starts from the given one
+        or the median pairwise distance of the inputs (every length scale
+        at it), whichever has the higher bound with inducing inputs chosen
+        there (the default 1 suits inputs of unit scale only).
     n_restarts : int, default=2
         Random restarts of the optimizer after the run from the start.
     chunk_size : int, default=None

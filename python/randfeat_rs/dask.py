@@ -53,7 +53,13 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._gp import RandomFeatureGPR, _features_chunk, _kernel_from_features, _optimize_names
+from ._gp import (
+    RandomFeatureGPR,
+    _features_chunk,
+    _kernel_from_features,
+    _optimize_names,
+    fit_with_maclaurin_refits,
+)
 from ._gpc import GPC_CPU_ONLY, RandomFeatureGPC
 from ._progress import progress_printer
 from ._sparse_gp import SparseGPR
@@ -710,34 +716,55 @@ def _optimize_feature_gpr(model: RandomFeatureGPR, X: da.Array, y: da.Array, per
         noise = float(model.noise_variance)
     if names:
         _check_fit_targets(y, moments, bool(model.center_y))
-    fmap = f._feature_map()
-    drawn = float(f.length_scale)
     chunk = int(model.chunk_size)
     levels = [(X, y)]
-
-    def evaluate(values: list, level: int) -> Any:
-        xl, yl = _level(levels, level)
-        return _reduced(_feature_lml_block, (fmap, drawn, values, chunk), xl, yl)
-
-    def gradient_pass(second: Any, level: int) -> Any:
-        xl, yl = _level(levels, level)
-        return _reduced(_gradient_pass_block, (second, fmap, drawn, chunk), xl, yl)
+    data_length_scale = None
+    if "length_scale" in names:
+        # The rows the in-memory fit takes its median pairwise distance
+        # from: every ceil(N / 500)-th.
+        step = max(1, -(-int(X.shape[0]) // 500))
+        sample = np.asarray(X[::step].compute(), dtype=np.float64)
+        data_length_scale = _core.median_pairwise_distance(sample)
 
     with progress_printer(type(model).__name__, bool(model.verbose)) as progress:
-        fitted = _core.feature_gp_optimize_blocks(
-            fmap,
-            evaluate=evaluate,
-            gradient_pass=gradient_pass,
-            n_rows=int(X.shape[0]),
-            length_scale=drawn,
-            noise_variance=noise,
-            optimize=names,
-            n_restarts=int(model.n_restarts),
-            seed=model._fit_seed(),
-            center=bool(model.center_y),
-            ard=bool(model.ard),
-            progress=progress,
-        )
+
+        def fit_at(f: Any) -> tuple:
+            fmap = f._feature_map()
+            drawn = float(f.length_scale)
+
+            def evaluate(values: list, level: int) -> Any:
+                xl, yl = _level(levels, level)
+                return _reduced(_feature_lml_block, (fmap, drawn, values, chunk), xl, yl)
+
+            def gradient_pass(second: Any, level: int) -> Any:
+                xl, yl = _level(levels, level)
+                return _reduced(_gradient_pass_block, (second, fmap, drawn, chunk), xl, yl)
+
+            return _core.feature_gp_optimize_blocks(
+                fmap,
+                evaluate=evaluate,
+                gradient_pass=gradient_pass,
+                n_rows=int(X.shape[0]),
+                length_scale=drawn,
+                noise_variance=noise,
+                optimize=names,
+                n_restarts=int(model.n_restarts),
+                seed=model._fit_seed(),
+                center=bool(model.center_y),
+                ard=bool(model.ard),
+                data_length_scale=data_length_scale,
+                progress=progress,
+            )
+
+        def refit(f: Any, length_scale: float) -> Any:
+            # Fitted as an unfitted transformer is (_fitted_features).
+            return (
+                clone(f)
+                .set_params(length_scale=length_scale)
+                .fit(_block_rows(X[:FIT_ROWS].compute()))
+            )
+
+        f, fitted = fit_with_maclaurin_refits(f, fit_at, refit, bool(model.center_y), progress)
     model._set_optimum(f, fitted)
 
 

@@ -1017,6 +1017,120 @@ pub fn maximize<O: Objective>(
     })
 }
 
+/// The length scales a fit may start from: the given ones, then every one
+/// at the data's scale `data` (the median pairwise distance of the inputs,
+/// [`median_pairwise_distance`]) when known and different.
+pub(crate) fn length_scale_starts(given: &[f64], data: Option<f64>) -> Vec<Vec<f64>> {
+    let mut c = vec![given.to_vec()];
+    if let Some(m) = data.filter(|&m| given.iter().any(|&l| l != m)) {
+        c.push(vec![m; given.len()]);
+    }
+    c
+}
+
+/// The index of the start a fit runs from: the candidate of `candidates`
+/// (length scales; the given ones first) of the highest `value_at` (a log
+/// marginal likelihood on a coarse subsample of `rows` rows), the first on
+/// ties. A candidate that cannot be evaluated is passed over; the first is
+/// kept when none can (its run then reports why).
+///
+/// Length scales far from the inputs' scale (the default 1 for inputs in
+/// thousands, say) put a fit where the kernel or its features see no
+/// structure in the targets and the value is flat, and a run stops at a
+/// spurious maximum there; the data's scale is the exact GP's start.
+///
+/// # Errors
+/// [`Error::Interrupted`] once `monitor` is cancelled.
+pub(crate) fn best_start(
+    candidates: &[Vec<f64>],
+    value_at: impl Fn(&Vec<f64>) -> Result<f64>,
+    rows: usize,
+    monitor: &Monitor,
+) -> Result<usize> {
+    let mut best: Option<(usize, f64)> = None;
+    for (i, l) in candidates.iter().enumerate() {
+        let name = match &l[..] {
+            [one] => format!("length scale {one:.6e}"),
+            many => format!("length scales {many:.6?}"),
+        };
+        match value_at(l) {
+            Ok(v) => {
+                monitor.message(format!("start {name}: LML = {v:.6} on {rows} rows"));
+                if best.is_none_or(|(_, b)| v > b) {
+                    best = Some((i, v));
+                }
+            }
+            Err(Error::Interrupted) => return Err(Error::Interrupted),
+            Err(e) => monitor.message(format!("start {name}: {e}")),
+        }
+    }
+    Ok(best.map_or(0, |(i, _)| i))
+}
+
+/// [`maximize`]'s start `start` (the log hyperparameters `params` start
+/// at), or the same with the free length scales at the data's scale
+/// `data` ([`length_scale_starts`]), whichever has the higher value of
+/// `obj` on the coarsest subsample its coarse-to-fine runs use
+/// ([`best_start`]).
+///
+/// # Errors
+/// [`Error::Interrupted`]; the errors of building the subsamples.
+pub(crate) fn better_start<O: Objective>(
+    obj: &O,
+    params: &LogParams,
+    data: f64,
+    cfg: &OptimizerConfig,
+    monitor: &Monitor,
+) -> Result<Vec<f64>> {
+    let start = params.start();
+    let k = params.n_length_scales();
+    // The length-scale coordinates of θ.
+    let slots: Vec<usize> = (0..params.free.len())
+        .filter(|&j| params.free[j] < k)
+        .collect();
+    if slots.is_empty() {
+        return Ok(start);
+    }
+    let candidates = length_scale_starts(&params.values[..k], Some(data));
+    if candidates.len() == 1 {
+        return Ok(start);
+    }
+    let mut coarse: Option<O> = None;
+    loop {
+        let n = coarse.as_ref().map_or(obj.n_rows(), O::n_rows);
+        if n < cfg.coarse_min_rows.max(4) {
+            break;
+        }
+        let rows: Vec<usize> = (0..n / 4).map(|i| 4 * i).collect();
+        let next = match &coarse {
+            Some(c) => c.subsample(&rows)?,
+            None => obj.subsample(&rows)?,
+        };
+        match next {
+            Some(sub) => coarse = Some(sub),
+            None => break,
+        }
+    }
+    let level: &O = coarse.as_ref().unwrap_or(obj);
+    let theta = |l: &Vec<f64>| {
+        let mut t = start.clone();
+        for &j in &slots {
+            t[j] = l[params.free[j]].ln();
+        }
+        t
+    };
+    let best = best_start(
+        &candidates,
+        |l| {
+            monitor.check()?;
+            Ok(level.evaluate(&theta(l), monitor)?.value)
+        },
+        level.n_rows(),
+        monitor,
+    )?;
+    Ok(theta(&candidates[best]))
+}
+
 /// What one optimizer run of [`best_of_runs`] gives back.
 pub(crate) struct RunOutcome<R> {
     /// The run's result.
@@ -1150,6 +1264,113 @@ mod tests {
             }
             self.0.evaluate(theta, monitor)
         }
+    }
+
+    #[test]
+    fn the_start_is_the_candidate_of_the_highest_lml() {
+        let monitor = Monitor::new();
+        let lml = |l: &Vec<f64>| match l[0] {
+            1.0 => Ok(-5.0),
+            2.0 => Ok(-3.0),
+            3.0 => Err(Error::invalid("kernel_variance", "left the range")),
+            _ => Ok(-3.0),
+        };
+        let c = |v: &[f64]| v.iter().map(|&l| vec![l]).collect::<Vec<_>>();
+        assert_eq!(best_start(&c(&[1.0, 2.0]), lml, 10, &monitor).unwrap(), 1);
+        // Ties keep the first (the given one); one that cannot be
+        // evaluated is passed over, and the first is kept when none can.
+        assert_eq!(best_start(&c(&[2.0, 4.0]), lml, 10, &monitor).unwrap(), 0);
+        assert_eq!(best_start(&c(&[3.0, 1.0]), lml, 10, &monitor).unwrap(), 1);
+        assert_eq!(best_start(&c(&[3.0]), lml, 10, &monitor).unwrap(), 0);
+        assert_eq!(best_start(&[vec![2.0, 5.0]], lml, 10, &monitor).unwrap(), 0);
+        let messages = monitor.take_messages();
+        assert!(
+            messages.contains(&"start length scale 2.000000e0: LML = -3.000000 on 10 rows".into()),
+            "{messages:?}"
+        );
+        assert!(
+            messages.contains(
+                &"start length scales [2.000000, 5.000000]: LML = -3.000000 on 10 rows".into()
+            ),
+            "{messages:?}"
+        );
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.starts_with("start length scale 3.000000e0: ")
+                    && m.contains("left the range")),
+            "{messages:?}"
+        );
+        let interrupted = |_: &Vec<f64>| Err(Error::Interrupted);
+        assert!(matches!(
+            best_start(&c(&[1.0, 2.0]), interrupted, 10, &monitor),
+            Err(Error::Interrupted)
+        ));
+        // The data's scale is a candidate only when it differs from the
+        // given length scales (one for every dimension).
+        assert_eq!(length_scale_starts(&[1.5], Some(1.5)), vec![vec![1.5]]);
+        assert_eq!(length_scale_starts(&[1.5], None), vec![vec![1.5]]);
+        assert_eq!(
+            length_scale_starts(&[1.5, 2.0], Some(1.5)),
+            vec![vec![1.5, 2.0], vec![1.5, 1.5]]
+        );
+    }
+
+    #[test]
+    fn a_data_scale_start_is_taken_when_better_on_the_coarsest_rows() {
+        // ln l, ln σ², ln σ_n² all free, the maximum at ln l = ln 7; 5,000
+        // rows subsample to 1,250 and then 312, the coarsest level.
+        let obj = Quadratic {
+            c: vec![7f64.ln(), 0.0, 0.0],
+            w: vec![1.0; 3],
+            n: 5000,
+            subsampled: true,
+        };
+        let params = LogParams {
+            values: vec![1.0, 2.0, 0.5],
+            free: vec![0, 1, 2],
+        };
+        let cfg = OptimizerConfig::default();
+        let monitor = Monitor::new();
+        let start = params.start();
+        let moved = better_start(&obj, &params, 6.0, &cfg, &monitor).unwrap();
+        assert_eq!(moved, vec![6f64.ln(), start[1], start[2]]);
+        let messages = monitor.take_messages();
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.starts_with("start length scale 6.000000e0: LML = ")
+                    && m.ends_with(" on 312 rows")),
+            "{messages:?}"
+        );
+        // A worse data scale, the same one, or a fixed length scale: the
+        // given start.
+        assert_eq!(
+            better_start(&obj, &params, 1e3, &cfg, &monitor).unwrap(),
+            start
+        );
+        assert_eq!(
+            better_start(&obj, &params, 1.0, &cfg, &monitor).unwrap(),
+            start
+        );
+        let fixed = LogParams {
+            free: vec![1, 2],
+            ..params.clone()
+        };
+        assert_eq!(
+            better_start(&obj, &fixed, 6.0, &cfg, &monitor).unwrap(),
+            fixed.start()
+        );
+        // Without coarse levels, on all rows.
+        let flat = Quadratic {
+            subsampled: false,
+            ..obj
+        };
+        better_start(&flat, &params, 6.0, &cfg, &monitor).unwrap();
+        assert!(monitor
+            .take_messages()
+            .iter()
+            .any(|m| m.ends_with(" on 5000 rows")));
     }
 
     /// The maximum `(3, −1)` lies beyond a region that cannot be evaluated

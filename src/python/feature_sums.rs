@@ -181,11 +181,14 @@ impl PyGradientPass {
 /// length scale outside the profiled search (per-dimension ones), the summed
 /// `FeatureLmlGradientPass.of_rows` of all rows of the level that
 /// `gradient_pass(pass, level)` returns. `noise_variance` is the fixed or
-/// initial noise variance. Runs on the calling thread with the GIL (the
+/// initial noise variance; `data_length_scale` the median pairwise distance
+/// of the inputs (`median_pairwise_distance` of a strided sample of the
+/// rows), the start of a free length scale when its LML is higher than at
+/// the map's (`None`: the map's). Runs on the calling thread with the GIL (the
 /// callables run there); Ctrl-C is checked before every call. Returns what
 /// `feature_gp_optimize` returns.
 #[pyfunction]
-#[pyo3(signature = (features, *, evaluate, gradient_pass, n_rows, length_scale, noise_variance, optimize, n_restarts, seed, center, ard=false, progress=None))]
+#[pyo3(signature = (features, *, evaluate, gradient_pass, n_rows, length_scale, noise_variance, optimize, n_restarts, seed, center, ard=false, data_length_scale=None, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn feature_gp_optimize_blocks<'py>(
     py: Python<'py>,
@@ -200,11 +203,12 @@ fn feature_gp_optimize_blocks<'py>(
     seed: u64,
     center: bool,
     ard: bool,
+    data_length_scale: Option<f64>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Fitted<'py>> {
     let optimize = parse_optimize(py, &optimize)?;
     let map = hyper_map(py, &features, length_scale)?;
-    let cfg = lml_config(
+    let mut cfg = lml_config(
         Some(noise_variance),
         ard,
         optimize,
@@ -213,6 +217,7 @@ fn feature_gp_optimize_blocks<'py>(
         center,
         1,
     );
+    cfg.data_length_scale = data_length_scale;
     let monitor = Monitor::new();
     let calls = ffi::Callbacks::new(&monitor, progress.as_ref());
     let sums = |values: &[f64], level: usize| {

@@ -115,6 +115,17 @@ fn initial_noise_variance_of(py: Python<'_>, var: f64, constant: bool) -> PyResu
     gp::initial_noise_variance_of((!constant).then_some(var)).map_err(|e| ffi::to_pyerr(py, e))
 }
 
+/// The median pairwise Euclidean distance of (a strided subsample of at
+/// most 500 rows of) `x`, 1 when those rows coincide: the data's length
+/// scale, where the GP regressors start their length scales
+/// (`gp::optimize::median_pairwise_distance`).
+#[pyfunction]
+fn median_pairwise_distance(py: Python<'_>, x: PyReadonlyArray2<'_, f64>) -> PyResult<f64> {
+    let x = x.as_array();
+    crate::error::check_finite("X", x.iter()).map_err(|e| ffi::to_pyerr(py, e))?;
+    Ok(gp::optimize::median_pairwise_distance(x))
+}
+
 /// Refuses a hyperparameter fit on `n` targets of mean `mean` and variance
 /// `var`, all equal when `constant` (their minimum is their maximum), that
 /// are constant after the model's centering (`center`; see
@@ -509,6 +520,7 @@ pub(super) fn lml_config(
         },
         center,
         chunk_rows,
+        data_length_scale: None,
     }
 }
 
@@ -819,6 +831,7 @@ fn relative_frobenius_error(
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(initial_noise_variance, m)?)?;
     m.add_function(wrap_pyfunction!(initial_noise_variance_of, m)?)?;
+    m.add_function(wrap_pyfunction!(median_pairwise_distance, m)?)?;
     m.add_function(wrap_pyfunction!(check_fit_targets, m)?)?;
     m.add_function(wrap_pyfunction!(exact_gp_lml, m)?)?;
     m.add_function(wrap_pyfunction!(feature_gp_optimize, m)?)?;

@@ -64,7 +64,9 @@ use crate::error::{Error, Result};
 use crate::feature_map::AnyFeatureMap;
 use crate::gp::exact::{check_training_data, dot_sq, kernel_matrix_symmetric};
 use crate::gp::feature_lml::{HyperMap, MapAt};
-use crate::gp::optimize::{self, Evaluation, LogParams, Objective, OptimizerConfig};
+use crate::gp::optimize::{
+    self, median_pairwise_distance, Evaluation, LogParams, Objective, OptimizerConfig,
+};
 use crate::kernels::{Kernel, StationaryKernel};
 use crate::linalg::{as_faer, as_faer_mut, faer_par, gemm, Cholesky};
 use crate::nystroem::NystroemFeatures;
@@ -532,7 +534,9 @@ pub struct FittedDirichletGpc {
 
 /// Fits the hyperparameters of the feature-space classifier on `map` by
 /// maximizing `Σ_c LML_c` ([`DirichletLml`], [`optimize::maximize`]) from
-/// the map's own length scale and kernel variance; the best evaluation's
+/// the map's own length scale and kernel variance (the length scale at the
+/// median pairwise distance of `x` instead when better, see
+/// docs/math/classification.rst, "Hyperparameters"); the best evaluation's
 /// classifier is returned with the map at the optimum (no refit).
 ///
 /// # Errors
@@ -559,7 +563,15 @@ pub fn fit_dirichlet_gpc(
         cfg.chunk_rows,
         par,
     )?;
-    let (theta, model, n_iter) = maximize_or_evaluate(&obj, &params, &cfg.optimizer, monitor)?;
+    let start = optimize::better_start(
+        &obj,
+        &params,
+        median_pairwise_distance(x),
+        &cfg.optimizer,
+        monitor,
+    )?;
+    let (theta, model, n_iter) =
+        maximize_or_evaluate(&obj, &params, &start, &cfg.optimizer, monitor)?;
     let v = params.at(&theta)?;
     Ok(FittedDirichletGpc {
         map: map.at(v[0], v[1])?,
@@ -570,11 +582,12 @@ pub fn fit_dirichlet_gpc(
     })
 }
 
-/// [`optimize::maximize`] from the start of `params`, or one evaluation
-/// when nothing is free.
+/// [`optimize::maximize`] from `start`, or one evaluation when nothing in
+/// `params` is free.
 fn maximize_or_evaluate<O: Objective>(
     obj: &O,
     params: &LogParams,
+    start: &[f64],
     cfg: &OptimizerConfig,
     monitor: &Monitor,
 ) -> Result<(Vec<f64>, O::Fit, u64)> {
@@ -582,7 +595,7 @@ fn maximize_or_evaluate<O: Objective>(
         monitor.check()?;
         return Ok((Vec::new(), obj.evaluate(&[], monitor)?.fit, 0));
     }
-    let opt = optimize::maximize(obj, &params.start(), cfg, monitor)?;
+    let opt = optimize::maximize(obj, start, cfg, monitor)?;
     Ok((opt.theta, opt.fit, opt.n_iter))
 }
 
@@ -839,7 +852,9 @@ pub struct FittedExactGpc {
 }
 
 /// Fits the hyperparameters of the exact classifier (Gaussian kernel) from
-/// `length_scale` and `kernel_variance` by maximizing `Σ_c LML_c`
+/// `length_scale` and `kernel_variance` (a free length scale from the
+/// median pairwise distance of `x` instead when better, see
+/// docs/math/classification.rst) by maximizing `Σ_c LML_c`
 /// ([`ExactDirichletLml`], [`optimize::maximize`]), then factors every
 /// class at the optimum (or at the given values when nothing is free). It
 /// holds `C + 1` (while optimizing at least 5) float64 `N × N` matrices and
@@ -880,7 +895,14 @@ pub fn fit_exact_gpc(
     let (theta, n_iter) = if params.free.is_empty() {
         (Vec::new(), 0)
     } else {
-        let opt = optimize::maximize(&obj, &params.start(), &cfg.optimizer, monitor)?;
+        let start = optimize::better_start(
+            &obj,
+            &params,
+            median_pairwise_distance(x),
+            &cfg.optimizer,
+            monitor,
+        )?;
+        let opt = optimize::maximize(&obj, &start, &cfg.optimizer, monitor)?;
         (opt.theta, opt.n_iter)
     };
     monitor.check()?;

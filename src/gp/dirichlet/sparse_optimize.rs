@@ -31,8 +31,10 @@ use super::rows_by_class;
 use super::sparse::{
     accumulate_rows, checked_inducing, class_prior, SparseClassStats, SparseGpc, SparseGpcConfig,
 };
-use crate::error::Result;
-use crate::gp::optimize::{self, Evaluation, LogParams, Objective, OptimizerConfig};
+use crate::error::{Error, Result};
+use crate::gp::optimize::{
+    self, median_pairwise_distance, Evaluation, LogParams, Objective, OptimizerConfig,
+};
 use crate::gp::sparse::bound::{both_spaces, frobenius, sandwich, Adjoint};
 use crate::gp::sparse::{accumulate_gradient, finish, GradientSums, InducingPrior, Method};
 use crate::kernels::{Kernel, StationaryKernel};
@@ -223,8 +225,9 @@ impl Objective for SparseGpcBound<'_> {
 }
 
 /// Fits the sparse classifier with the hyperparameters in `free` fitted:
-/// the inducing inputs chosen at `cfg`'s kernel, then L-BFGS on `Σ_c F_c`
-/// from there ([`optimize::maximize`], `optimizer.n_restarts` restarts);
+/// the inducing inputs chosen at `cfg`'s kernel (a free length scale: at
+/// `cfg`'s or at the median pairwise distance of `x`, whichever gives the
+/// higher bound there), then L-BFGS on `Σ_c F_c` from there ([`optimize::maximize`], `optimizer.n_restarts` restarts);
 /// the best evaluation's classifier and the L-BFGS iterations. With
 /// nothing free, [`SparseGpc::fit`] (0 iterations).
 ///
@@ -245,19 +248,58 @@ pub fn fit_sparse_gpc(
     if free == FreeHypers::default() {
         return Ok((SparseGpc::fit(x, labels, n_classes, cfg, par, monitor)?, 0));
     }
-    let (z, chunk_rows) = checked_inducing(x, labels, n_classes, cfg, par, monitor)?;
-    let params = free.params(cfg.kernel.length_scale.clone(), cfg.kernel.variance)?;
-    let obj = SparseGpcBound {
-        x: x.reborrow().into(),
-        labels: Cow::Borrowed(labels),
-        n_classes,
-        kernel: cfg.kernel.kernel,
-        params,
-        z,
-        alpha_epsilon: cfg.alpha_epsilon,
-        chunk_rows,
-        par,
+    // The bound from the inducing inputs chosen at the length scales `l`.
+    let bound_at = |l: &[f64]| -> Result<SparseGpcBound<'_>> {
+        let mut at = cfg.clone();
+        at.kernel.length_scale = l.to_vec();
+        let (z, chunk_rows) = checked_inducing(x, labels, n_classes, &at, par, monitor)?;
+        Ok(SparseGpcBound {
+            x: x.reborrow().into(),
+            labels: Cow::Borrowed(labels),
+            n_classes,
+            kernel: cfg.kernel.kernel,
+            params: free.params(l.to_vec(), cfg.kernel.variance)?,
+            z,
+            alpha_epsilon: cfg.alpha_epsilon,
+            chunk_rows,
+            par,
+        })
     };
+    let given = &cfg.kernel.length_scale;
+    let candidates = if free.length_scale {
+        optimize::length_scale_starts(given, Some(median_pairwise_distance(x)))
+    } else {
+        vec![given.clone()]
+    };
+    // With a free length scale the run starts from the given length scales
+    // or the data's scale, inducing inputs chosen at each, whichever bound
+    // is higher there (see `optimize::best_start`); a data-scale start
+    // whose inducing inputs cannot be chosen is passed over.
+    let mut objs = vec![Ok(bound_at(&candidates[0])?)];
+    objs.extend(
+        candidates[1..]
+            .iter()
+            .map(|l| bound_at(l).map_err(|e| e.to_string())),
+    );
+    let best = if candidates.len() == 1 {
+        0
+    } else {
+        optimize::best_start(
+            &candidates,
+            |l| {
+                let i = candidates.iter().position(|c| c == l).unwrap_or(0);
+                let obj = objs[i]
+                    .as_ref()
+                    .map_err(|e| Error::invalid("inducing", e.clone()))?;
+                Ok(obj.evaluate(&obj.params.start(), monitor)?.value)
+            },
+            x.nrows(),
+            monitor,
+        )?
+    };
+    let obj = objs
+        .swap_remove(best)
+        .map_err(|e| Error::invalid("inducing", e))?;
     let opt = optimize::maximize(&obj, &obj.params.start(), optimizer, monitor)?;
     Ok((opt.fit, opt.n_iter))
 }

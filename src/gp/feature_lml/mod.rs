@@ -31,7 +31,10 @@ use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis, Co
 
 use super::exact::check_training_data;
 use super::features::FeatureGp;
-use super::optimize::{self, Evaluation, Hyper, HyperInit, LogParams, Objective, OptimizerConfig};
+use super::optimize::{
+    self, median_pairwise_distance, Evaluation, Hyper, HyperInit, LogParams, Objective,
+    OptimizerConfig,
+};
 use crate::error::{Error, Result};
 use crate::feature_map::{AnyFeatureMap, FeatureMap};
 use crate::fourier::{FourierFeatures, Variant};
@@ -584,6 +587,13 @@ pub struct FeatureLmlConfig {
     pub center: bool,
     /// Rows transformed at a time.
     pub chunk_rows: usize,
+    /// The data's length scale, the median pairwise distance of the inputs
+    /// ([`median_pairwise_distance`]): with the length scale free, the fit
+    /// starts from it instead of the map's when its LML on the coarsest
+    /// level is higher (docs/math/gp.rst, profiled fit, "Start length
+    /// scale"). `None`: the in-memory fit computes it from its rows; a fit
+    /// on rows held elsewhere starts from the map's length scale.
+    pub data_length_scale: Option<f64>,
 }
 
 /// The gradient tolerance of the feature-space fit
@@ -609,6 +619,7 @@ impl Default for FeatureLmlConfig {
             },
             center: true,
             chunk_rows: 2048,
+            data_length_scale: None,
         }
     }
 }
@@ -635,8 +646,12 @@ pub struct FittedFeatureGp {
 /// Fits the hyperparameters of the feature-space GP on `map` by maximizing
 /// its log marginal likelihood: from the map's own length scale(s) and
 /// kernel variance and the given (or [`super::initial_noise_variance`])
-/// noise variance (with per-dimension length scales, the free variances
-/// at their maximum at those length scales, docs/math/gp.rst), then
+/// noise variance, a free length scale from the better (by the profiled
+/// LML on the coarsest level) of the map's and the data's
+/// ([`FeatureLmlConfig::data_length_scale`], the median pairwise distance
+/// of `x` by default), with per-dimension length scales the free
+/// variances at their maximum at the start length scales
+/// (docs/math/gp.rst), then
 /// `n_restarts` starts within a factor 10 of them, each run coarse to
 /// fine. With one length scale by the profiled search
 /// of docs/math/gp.rst, "Profiled fit" (its best evaluation's statistics scaled to the fitted
@@ -672,6 +687,15 @@ pub fn fit_feature_gp(
         optimize: cfg.optimize.clone(),
     };
     let params = init.resolve(x, y, cfg.center)?;
+    if let Some(m) = cfg.data_length_scale {
+        super::check_positive("data_length_scale", m)?;
+    }
+    let cfg = &FeatureLmlConfig {
+        data_length_scale: cfg
+            .data_length_scale
+            .or_else(|| Some(median_pairwise_distance(x))),
+        ..cfg.clone()
+    };
     let obj = FeatureLml::new(
         map,
         x.view(),
@@ -705,10 +729,32 @@ pub fn fit_feature_gp(
         return profiled::fit(map, &params, cfg, x.nrows(), &stats_at, par, monitor);
     }
     let mut obj = obj;
-    if needs_variance_start(&params) {
-        let k = params.n_length_scales();
-        let stats = obj.unit_stats(&params.values[..k], monitor)?;
-        obj.params = profiled::variance_start(&params, &stats, cfg.center, par)?;
+    let k = params.n_length_scales();
+    if params.free.contains(&0) {
+        // The start candidates as one length scale for every dimension,
+        // compared on the coarsest level's rows (every 4^L-th).
+        let levels =
+            profiled::level_rows(x.nrows(), cfg.optimizer.coarse_min_rows, map.n_components());
+        let stride = 4usize.pow((levels.len() - 1) as u32);
+        let rows: Vec<usize> = (0..levels[levels.len() - 1]).map(|i| i * stride).collect();
+        let coarse = obj
+            .subsample(&rows)?
+            .ok_or_else(|| Error::Internal("no coarse level".into()))?;
+        let candidates = optimize::length_scale_starts(&params.values[..k], cfg.data_length_scale);
+        let best = optimize::best_start(
+            &candidates,
+            |l| {
+                let stats = coarse.unit_stats(l, monitor)?;
+                profiled::profiled_lml(&params, &stats, cfg.center, par)
+            },
+            rows.len(),
+            monitor,
+        )?;
+        obj.params.values[..k].copy_from_slice(&candidates[best]);
+    }
+    if needs_variance_start(&obj.params) {
+        let stats = obj.unit_stats(&obj.params.values[..k], monitor)?;
+        obj.params = profiled::variance_start(&obj.params, &stats, cfg.center, par)?;
     }
     optimize_objective(map, &obj.params, &obj, cfg, monitor)
 }

@@ -27,7 +27,10 @@ use faer::linalg::evd::{self, ComputeEigenvectors};
 use super::{FeatureLmlConfig, FittedFeatureGp, HyperMap};
 use crate::error::{Error, Result};
 use crate::gp::features::FeatureGp;
-use crate::gp::optimize::{best_of_runs, left_the_range, LogParams, RunOutcome, MAX_ABS_LOG};
+use crate::gp::optimize::{
+    best_of_runs, best_start, left_the_range, length_scale_starts, LogParams, RunOutcome,
+    MAX_ABS_LOG,
+};
 use crate::linalg::{as_faer, faer_par};
 use crate::progress::Monitor;
 use crate::stats::FeatureStats;
@@ -569,14 +572,15 @@ pub(super) fn level_rows(n: usize, coarse_min_rows: usize, width: usize) -> Vec<
 /// Fits the feature-space GP of `map` with one length scale (`params`:
 /// `(l, σ², σ_n²)` and which are free, at least one) by the profiled search
 /// of the module docs: for a fixed length scale one statistics pass and the
-/// maximum over the free variances; else from the map's length scale and
-/// `n_restarts` starts within a factor 10 of it ([`FeatureLmlConfig`]'s
+/// maximum over the free variances; else from the better of the map's
+/// length scale and the data's ([`best_start`]) and `n_restarts` starts
+/// within a factor 10 of it ([`FeatureLmlConfig`]'s
 /// optimizer seed), each run a [`search`] in `ln l` on every coarse level
 /// from the coarsest, each level starting from the previous level's
 /// optimum with a step of the size by which optima move between levels.
 /// The best evaluation on all rows is kept: its statistics scaled to the
 /// fitted kernel variance and their GP. `n_iter` counts the statistics
-/// passes of all levels and runs.
+/// passes of all levels and runs, and those of the start candidates.
 ///
 /// # Errors
 /// The errors of `stats_at` and of the first run's evaluation on all
@@ -620,7 +624,17 @@ pub(crate) fn fit(
         })
     };
     let (best, n_iter) = if free(0) {
-        runs(&eval, l0.ln(), n_rows, map.n_components(), cfg, monitor)?
+        let levels = level_rows(n_rows, cfg.optimizer.coarse_min_rows, map.n_components());
+        let coarsest = levels.len() - 1;
+        let candidates = length_scale_starts(&[l0], cfg.data_length_scale);
+        let start = candidates[best_start(
+            &candidates,
+            |l| eval(l[0], coarsest).map(|b| b.lml),
+            levels[coarsest],
+            monitor,
+        )?][0];
+        let (best, n_iter) = runs(&eval, start.ln(), &levels, cfg, monitor)?;
+        (best, n_iter + candidates.len() as u64)
     } else {
         monitor.stage("optimizer runs", 1);
         let best = eval(l0, 0)?;
@@ -686,6 +700,29 @@ pub(crate) fn variance_start(
     Ok(start)
 }
 
+/// The LML of `stats` (taken at unit kernel variance) maximized over the
+/// free variances of `params` from their values there
+/// ([`Spectrum::maximize`]).
+///
+/// # Errors
+/// As [`Spectrum::new`] and [`Spectrum::maximize`].
+pub(crate) fn profiled_lml(
+    params: &LogParams,
+    stats: &FeatureStats,
+    center: bool,
+    par: Parallelism,
+) -> Result<f64> {
+    let k = params.n_length_scales();
+    let spectrum = crate::threads::install(|| Spectrum::new(stats, center, par))??;
+    let (lml, _, _) = spectrum.maximize(
+        params.values[k],
+        params.values[k + 1],
+        params.free.contains(&k),
+        params.free.contains(&(k + 1)),
+    )?;
+    Ok(lml)
+}
+
 /// The runs of [`fit`] over the length scale from `ln l = t0` (restarts as
 /// [`best_of_runs`] draws them), within `e^±40` times the start `l` (as
 /// [`LogParams::at`]): the best evaluation on all rows and the evaluations
@@ -693,17 +730,15 @@ pub(crate) fn variance_start(
 fn runs(
     eval: &dyn Fn(f64, usize) -> Result<Best>,
     t0: f64,
-    n_rows: usize,
-    width: usize,
+    levels: &[usize],
     cfg: &FeatureLmlConfig,
     monitor: &Monitor,
 ) -> Result<(Best, u64)> {
     let opt = &cfg.optimizer;
-    let levels = level_rows(n_rows, opt.coarse_min_rows, width);
     let tol = 0.5 * opt.tol_grad * opt.tol_grad;
     best_of_runs(&[t0], opt, monitor, |start| {
         let range = (t0 - MAX_ABS_LOG, t0 + MAX_ABS_LOG);
-        let (best, evals) = run(eval, start[0], range, &levels, tol, monitor)?;
+        let (best, evals) = run(eval, start[0], range, levels, tol, monitor)?;
         Ok(RunOutcome {
             score: best.lml,
             iters: evals,
@@ -1245,6 +1280,65 @@ mod tests {
                 e.grad
             );
             assert!(e.grad[0].abs() < 1e-4 * n, "{:?}", e.grad);
+        }
+    }
+
+    #[test]
+    fn a_map_length_scale_far_from_the_data_starts_at_the_data_scale() {
+        // Inputs 10^4 times larger (or smaller) than those the map's length
+        // scale suits: at that length scale the features are noise to the
+        // targets (or nearly constant) and the LML is flat, so a run from
+        // there stops at a spurious maximum. Started from the data's scale
+        // the fit is the one on the unit inputs, scaled: the features of
+        // (s x, s l) are those of (x, l).
+        let (x, y) = data(800, 4);
+        let n = x.nrows() as f64;
+        let map = fourier(
+            2,
+            Kernel::Gaussian,
+            Sampler::Orthogonal,
+            Variant::CosSin,
+            48,
+        );
+        for ard in [false, true] {
+            let cfg = FeatureLmlConfig {
+                ard,
+                optimizer: OptimizerConfig {
+                    n_restarts: 0,
+                    coarse_min_rows: 200,
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let fit = |x: &Array2<f64>, cfg: &FeatureLmlConfig| {
+                fit_feature_gp(&map, x.view(), y.view(), cfg, PAR, &Monitor::new()).unwrap()
+            };
+            let unit = fit(&x, &cfg);
+            for s in [1e4, 1e-4] {
+                let scaled = fit(&(&x * s), &cfg);
+                // Both runs end at the maximum within their stopping rules,
+                // each with at most about 5e-11 per row left to gain (the
+                // profiled search's tolerance; L-BFGS's gradient tolerance
+                // TOL_GRAD), and in ln l within about √(2 · 5e-11 / κ) of
+                // it, κ ~ 0.1 the curvature per row.
+                assert!(
+                    (scaled.gp.lml - unit.gp.lml).abs() < 1e-10 * n,
+                    "ard {ard}, scale {s}: {} vs {}",
+                    scaled.gp.lml,
+                    unit.gp.lml
+                );
+                for (a, b) in scaled.length_scale.iter().zip(&unit.length_scale) {
+                    assert!(((a / s).ln() - b.ln()).abs() < 1e-3, "{a} / {s} vs {b}");
+                }
+            }
+            // Only from the map's length scale (the data's scale given as
+            // the same), the large inputs end far below.
+            let own = FeatureLmlConfig {
+                data_length_scale: Some(map.hyperparameters().0[0]),
+                ..cfg.clone()
+            };
+            let stuck = fit(&(&x * 1e4), &own);
+            assert!(stuck.gp.lml < unit.gp.lml - 0.1 * n, "{}", stuck.gp.lml);
         }
     }
 

@@ -458,7 +458,8 @@ fn check_complete(
 
 /// [`super::fit_feature_gp`] on rows held elsewhere: the same start
 /// (`cfg.noise_variance` must be given: `0.1 var(y)` is the caller's to
-/// compute), optimizer, restarts and coarse levels, every evaluation the
+/// compute, and so is `cfg.data_length_scale`, without which a free
+/// length scale starts from the map's), optimizer, restarts and coarse levels, every evaluation the
 /// reductions `sums` and (per-dimension length scales) `pass` over `n_rows`
 /// rows (see [`BlockLml`]); the map at the optimum, its GP and statistics.
 ///
@@ -507,6 +508,9 @@ where
         cfg.center,
     )?;
     LmlSums::check_size(map.n_components())?;
+    if let Some(m) = cfg.data_length_scale {
+        crate::gp::check_positive("data_length_scale", m)?;
+    }
     if params.n_length_scales() == 1 && !params.free.is_empty() {
         // The profiled search: the statistics at unit kernel variance.
         let levels =
@@ -521,9 +525,33 @@ where
         };
         return super::profiled::fit(map, &params, cfg, n_rows, &stats_at, par, monitor);
     }
+    let k = params.n_length_scales();
+    let mut params = params;
+    if params.free.contains(&0) {
+        // The start candidates as one length scale for every dimension,
+        // compared on the coarsest level.
+        let levels =
+            super::profiled::level_rows(n_rows, cfg.optimizer.coarse_min_rows, map.n_components());
+        let coarsest = levels.len() - 1;
+        let candidates =
+            crate::gp::optimize::length_scale_starts(&params.values[..k], cfg.data_length_scale);
+        let best = crate::gp::optimize::best_start(
+            &candidates,
+            |l| {
+                monitor.check()?;
+                let mut values = l.clone();
+                values.extend([1.0, noise]);
+                let s = sums(&values, coarsest)?;
+                check_complete(&s, &values, levels[coarsest], coarsest, map.n_components())?;
+                super::profiled::profiled_lml(&params, &s.stats, cfg.center, par)
+            },
+            levels[coarsest],
+            monitor,
+        )?;
+        params.values[..k].copy_from_slice(&candidates[best]);
+    }
     let params = if super::needs_variance_start(&params) {
         // The statistics at the start length scales, unit kernel variance.
-        let k = params.n_length_scales();
         let mut values = params.values.clone();
         values[k] = 1.0;
         let s = sums(&values, 0)?;

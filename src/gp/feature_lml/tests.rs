@@ -919,22 +919,38 @@ fn pickled<T: Clone>(v: &T) -> T {
 
 #[test]
 fn the_fit_on_block_sums_reaches_the_in_process_optimum() {
-    let x = random(700, 2, 23);
-    let y = targets(&x);
-    for (map, ard) in [
+    let unit = random(700, 2, 23);
+    let y = targets(&unit);
+    // The inputs also 1,000 times larger than the maps' length scales
+    // suit: both fits start from the data's scale.
+    for (map, ard, scale) in [
         (
             fourier(2, Kernel::Gaussian, Sampler::Mc, Variant::CosSin, 40),
             false,
+            1.0,
+        ),
+        (
+            fourier(2, Kernel::Gaussian, Sampler::Mc, Variant::CosSin, 40),
+            false,
+            1e3,
         ),
         (
             fourier(2, Kernel::Matern52, Sampler::Mc, Variant::CosBias, 32),
             true,
+            1.0,
         ),
         (
-            maclaurin(&x, MaclaurinConfig::new(MaclaurinKernel::Gaussian, 30)),
+            fourier(2, Kernel::Matern52, Sampler::Mc, Variant::CosBias, 32),
+            true,
+            1e3,
+        ),
+        (
+            maclaurin(&unit, MaclaurinConfig::new(MaclaurinKernel::Gaussian, 30)),
             false,
+            1.0,
         ),
     ] {
+        let x = &unit * scale;
         let cfg = FeatureLmlConfig {
             ard,
             noise_variance: Some(crate::gp::initial_noise_variance(y.view()).unwrap()),
@@ -949,9 +965,32 @@ fn the_fit_on_block_sums_reaches_the_in_process_optimum() {
         let fit = fit_feature_gp(&map, x.view(), y.view(), &cfg, PAR, &Monitor::new()).unwrap();
         let sums = |v: &[f64], level: usize| level_sums(&map, &x, &y, v, level);
         let pass = |p: &GradientPass, level: usize| level_pass(&map, &x, &y, p, level);
-        let blocks =
-            fit_feature_gp_blocks(&map, x.nrows(), &cfg, &sums, &pass, PAR, &Monitor::new())
-                .unwrap();
+        // The caller's data scale: the in-process fit's own.
+        let on_blocks = FeatureLmlConfig {
+            data_length_scale: Some(median_pairwise_distance(x.view())),
+            ..cfg.clone()
+        };
+        let blocks = fit_feature_gp_blocks(
+            &map,
+            x.nrows(),
+            &on_blocks,
+            &sums,
+            &pass,
+            PAR,
+            &Monitor::new(),
+        )
+        .unwrap();
+        if scale > 1.0 {
+            // Far from where a start at the map's length scale ends.
+            let own =
+                fit_feature_gp_blocks(&map, x.nrows(), &cfg, &sums, &pass, PAR, &Monitor::new())
+                    .unwrap();
+            assert!(
+                own.gp.lml < fit.gp.lml - 0.1 * x.nrows() as f64,
+                "{}",
+                own.gp.lml
+            );
+        }
         // The same evaluations up to the summation order: the same path
         // for L-BFGS (ARD). The profiled search (one length scale) ends
         // where its parabola's promise meets the tolerance (here 3.5e−8
