@@ -331,3 +331,27 @@ def test_kernel_variances_beyond_the_statistics_range_are_refused(scale):
 @parametrize_with_checks([SparseGPR()])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("model", ["sparse", "exact"])
+def test_an_ard_fit_follows_the_units_of_every_column(model):
+    # One column in units 1,000 times smaller: the per-column starts (and
+    # the inducing inputs greedy selection picks there) are the unit fit's,
+    # scaled, so the fit is too. From one start for all columns, the median
+    # pairwise distance (about 1e3, the scaled column's), the sparse fit
+    # ended 0.3 nats per row below: its inducing inputs spread along that
+    # column only.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((800, 3))
+    y = np.sin(X.sum(1)) + 0.1 * rng.standard_normal(800)
+    scale = np.array([1e3, 1.0, 1.0])
+
+    def fit(X):
+        if model == "sparse":
+            return SparseGPR(64, ard=True, n_restarts=0, random_state=0).fit(X, y)
+        return ExactGPR(ard=True, n_restarts=0).fit(X, y)
+
+    unit, scaled = fit(X), fit(X * scale)
+    # The same path up to the rounding of the rescaled inputs.
+    assert scaled.log_marginal_likelihood_ == pytest.approx(unit.log_marginal_likelihood_, rel=1e-9)
+    np.testing.assert_allclose(scaled.length_scale_ / scale, unit.length_scale_, rtol=1e-6)

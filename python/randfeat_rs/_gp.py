@@ -209,7 +209,10 @@ class ExactGPR(
         length-scale derivative of every kernel is 0).
     length_scale : float or array-like of shape (n_features,), default=None
         Fixed (when not optimized) or initial length scale(s). ``None``: the
-        median pairwise distance of (a subsample of) the training inputs.
+        median pairwise distance of (a subsample of) the training inputs;
+        with ``ard=True``, per column that distance for the columns divided
+        by their standard deviations, times the column's standard deviation
+        (so a column in other units starts on its own scale).
     kernel_variance : float, default=None
         Fixed or initial kernel variance. ``None``: the variance of ``y``
         (1 when all targets are equal).

@@ -96,7 +96,10 @@ default="greedy_variance"
         :class:`RandomFourierFeatures`.
     length_scale : float or array-like of shape (n_features,), default=None
         Fixed (when not optimized) or initial length scale(s). ``None``: the
-        median pairwise distance of (a subsample of) the training inputs.
+        median pairwise distance of (a subsample of) the training inputs;
+        with ``ard=True``, per column that distance for the columns divided
+        by their standard deviations, times the column's standard deviation
+        (so a column in other units starts on its own scale).
     ard : bool, default=False
         One length scale per input dimension.
     kernel_variance : float, default=None

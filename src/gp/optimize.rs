@@ -31,7 +31,7 @@ use argmin::core::observers::{Observe, ObserverMode};
 use argmin::core::{CostFunction, Executor, Gradient, State, TerminationReason, KV};
 use argmin::solver::linesearch::MoreThuenteLineSearch;
 use argmin::solver::quasinewton::LBFGS;
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2};
 use rand::Rng as _;
 
 use super::check_positive;
@@ -213,7 +213,7 @@ pub(crate) fn left_the_range(name: &str, start: f64) -> Error {
 pub struct HyperInit {
     /// Fixed or initial length scale(s): one value, or one per dimension
     /// with `ard`. `None`: the median pairwise distance (`docs/math/gp.rst`,
-    /// "Exact GP").
+    /// "Exact GP"); with `ard`, [`per_dimension_length_scales`].
     pub length_scale: Option<Vec<f64>>,
     /// Fixed or initial kernel variance. `None`: `var(y)`
     /// ([`super::target_variance_scale`]: 1 when the targets are all equal).
@@ -245,7 +245,8 @@ impl Default for HyperInit {
 
 impl HyperInit {
     /// The hyperparameters for training data `(x, y)`: the given values, the
-    /// defaults for the missing ones (median pairwise distance of `x`,
+    /// defaults for the missing ones (median pairwise distance of `x`, per
+    /// column with `ard`,
     /// `var(y)` and `0.1 var(y)`, with `var(y) = 1` for constant targets),
     /// and the free indices of `optimize`; `center` is whether the model
     /// subtracts the target mean.
@@ -267,7 +268,8 @@ impl HyperInit {
         let d = x.ncols();
         let n_ls = if self.ard { d } else { 1 };
         let ls = match &self.length_scale {
-            None => vec![median_pairwise_distance(x); n_ls],
+            None if self.ard => per_dimension_length_scales(x),
+            None => vec![median_pairwise_distance(x)],
             Some(v) if v.len() == n_ls => v.clone(),
             Some(v) if v.len() == 1 => vec![v[0]; n_ls],
             Some(v) => {
@@ -353,6 +355,36 @@ pub fn median_pairwise_distance(x: ArrayView2<'_, f64>) -> f64 {
     } else {
         1.0
     }
+}
+
+/// The per-dimension starts of an ARD fit: with `s_a` the standard
+/// deviation of column `a` (1 for a column without spread), the median
+/// pairwise distance `m` of the inputs with every column divided by its
+/// `s_a`, times `s_a`: `l_a = m s_a`. On columns of one spread every start
+/// is the median pairwise distance; a column in other units (metres beside
+/// millimetres) starts on its own scale, so the fit, and the inducing
+/// inputs chosen at the start, follow the units of every column.
+pub fn per_dimension_length_scales(x: ArrayView2<'_, f64>) -> Vec<f64> {
+    let n = x.nrows() as f64;
+    let spread: Vec<f64> = x
+        .columns()
+        .into_iter()
+        .map(|c| {
+            let mean = c.sum() / n;
+            let sd = (c.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n).sqrt();
+            if sd.is_finite() && sd > 0.0 {
+                sd
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    // The rows median_pairwise_distance takes, scaled.
+    let step = x.nrows().div_ceil(MEDIAN_ROWS).max(1);
+    let rows = x.slice(s![..;step, ..]);
+    let scaled = Array2::from_shape_fn(rows.raw_dim(), |(i, a)| rows[(i, a)] / spread[a]);
+    let m = median_pairwise_distance(scaled.view());
+    spread.iter().map(|s| m * s).collect()
 }
 
 /// How [`maximize`] runs.
@@ -1628,5 +1660,43 @@ mod tests {
             median_pairwise_distance(ndarray::array![[1.0], [1.0]].view()),
             1.0
         );
+    }
+
+    #[test]
+    fn per_dimension_starts_follow_the_units_of_every_column() {
+        // Columns of standard deviations 2 and 1 (and a constant one, taken
+        // as spread 1): divided by them, the rows (0,0), (1,1), (0,2) have
+        // distances √2, 2, √2 (median √2), so the starts are √2 times 2, 1
+        // and 1.
+        let x = ndarray::array![[0.0, 0.0, 5.0], [2.0, 1.0, 5.0], [0.0, 2.0, 5.0]];
+        let sd = |c: [f64; 3]| {
+            let m = c.iter().sum::<f64>() / 3.0;
+            (c.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / 3.0).sqrt()
+        };
+        let (s0, s1) = (sd([0.0, 2.0, 0.0]), sd([0.0, 1.0, 2.0]));
+        let scaled = ndarray::array![
+            [0.0, 0.0, 5.0],
+            [2.0 / s0, 1.0 / s1, 5.0],
+            [0.0, 2.0 / s1, 5.0]
+        ];
+        let m = median_pairwise_distance(scaled.view());
+        let got = per_dimension_length_scales(x.view());
+        let want = [m * s0, m * s1, m];
+        for (g, w) in got.iter().zip(want) {
+            assert!((g - w).abs() <= 1e-15 * w, "{got:?} vs {want:?}");
+        }
+        // A column in other units starts on its own scale; the others as
+        // before.
+        let mut y = x.clone();
+        y.column_mut(0).mapv_inplace(|v| v * 1e3);
+        let moved = per_dimension_length_scales(y.view());
+        assert!((moved[0] / got[0] / 1e3 - 1.0).abs() < 1e-14, "{moved:?}");
+        assert_eq!(&moved[1..], &got[1..]);
+        // Columns of one spread: every start is the median pairwise
+        // distance.
+        let z = ndarray::array![[0.0, 1.0], [1.0, 0.0], [2.0, 2.0], [3.0, 3.0]];
+        for l in per_dimension_length_scales(z.view()) {
+            assert!((l - median_pairwise_distance(z.view())).abs() < 1e-14 * l);
+        }
     }
 }
