@@ -684,3 +684,28 @@ def test_a_fitted_length_scale_follows_the_units_of_the_inputs(kind, scale):
     if kind == "exact":
         # One optimum: the unit fit's, scaled.
         np.testing.assert_allclose(scaled.length_scale_ / scale, unit.length_scale_, rtol=1e-4)
+
+
+def test_a_sparse_ard_fit_follows_the_units_of_every_column():
+    # One column 1,000 times larger, every length scale started at 1: the
+    # data start per column chooses the inducing inputs as on unit columns,
+    # so the fit ends as well (within 0.05 nats per row: either fit may
+    # start from the given or the data start). From one start for both
+    # columns, the median pairwise distance (about 1e3), the bound ended
+    # 0.35 nats per row below.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((600, 2))
+    y = (np.sin(2 * X[:, 0]) + X[:, 1] > 0).astype(int)
+
+    def fit(X):
+        return SparseGPC(
+            64,
+            length_scale=[1.0, 1.0],
+            optimize=("length_scale", "kernel_variance"),
+            n_restarts=0,
+            random_state=0,
+        ).fit(X, y)
+
+    unit, scaled = fit(X), fit(X * np.array([1e3, 1.0]))
+    assert scaled.log_marginal_likelihood_ > unit.log_marginal_likelihood_ - 0.05 * len(y)
+    assert scaled.score(X * np.array([1e3, 1.0]), y) >= unit.score(X, y) - 0.02

@@ -754,9 +754,10 @@ default="greedy_variance"
         the classes (L-BFGS with analytic gradients, a second pass over the
         rows per evaluation), the inducing inputs fixed where they were
         chosen at the start. A free length scale starts from the given one
-        or the median pairwise distance of the inputs (every length scale
-        at it), whichever has the higher bound with inducing inputs chosen
-        there (the default 1 suits inputs of unit scale only).
+        or the median pairwise distance of the inputs (per column with one
+        length scale per column, as :class:`SparseGPR`'s ARD start),
+        whichever has the higher bound with inducing inputs chosen there
+        (the default 1 suits inputs of unit scale only).
     n_restarts : int, default=2
         Random restarts of the optimizer after the run from the start.
     chunk_size : int, default=None

@@ -33,7 +33,8 @@ use super::sparse::{
 };
 use crate::error::{Error, Result};
 use crate::gp::optimize::{
-    self, median_pairwise_distance, Evaluation, LogParams, Objective, OptimizerConfig,
+    self, median_pairwise_distance, per_dimension_length_scales, Evaluation, LogParams, Objective,
+    OptimizerConfig,
 };
 use crate::gp::sparse::bound::{both_spaces, frobenius, sandwich, Adjoint};
 use crate::gp::sparse::{accumulate_gradient, finish, GradientSums, InducingPrior, Method};
@@ -266,11 +267,17 @@ pub fn fit_sparse_gpc(
         })
     };
     let given = &cfg.kernel.length_scale;
-    let candidates = if free.length_scale {
-        optimize::length_scale_starts(given, Some(median_pairwise_distance(x)))
+    // The data's scale: per column with per-dimension length scales (the
+    // inducing inputs then follow the units of every column).
+    let data = if given.len() > 1 {
+        per_dimension_length_scales(x)
     } else {
-        vec![given.clone()]
+        vec![median_pairwise_distance(x)]
     };
+    let mut candidates = vec![given.clone()];
+    if free.length_scale && data != *given {
+        candidates.push(data);
+    }
     // With a free length scale the run starts from the given length scales
     // or the data's scale, inducing inputs chosen at each, whichever bound
     // is higher there (see `optimize::best_start`); a data-scale start
