@@ -1049,13 +1049,20 @@ pub fn maximize<O: Objective>(
     })
 }
 
-/// The length scales a fit may start from: the given ones, then every one
-/// at the data's scale `data` (the median pairwise distance of the inputs,
-/// [`median_pairwise_distance`]) when known and different.
-pub(crate) fn length_scale_starts(given: &[f64], data: Option<f64>) -> Vec<Vec<f64>> {
+/// The length scales a fit may start from: the given ones, then the data's
+/// scale `data` when known and different: one value for every length scale
+/// (the median pairwise distance of the inputs,
+/// [`median_pairwise_distance`]) or one per length scale
+/// ([`per_dimension_length_scales`]).
+pub(crate) fn length_scale_starts(given: &[f64], data: Option<Vec<f64>>) -> Vec<Vec<f64>> {
     let mut c = vec![given.to_vec()];
-    if let Some(m) = data.filter(|&m| given.iter().any(|&l| l != m)) {
-        c.push(vec![m; given.len()]);
+    if let Some(mut d) = data {
+        if d.len() == 1 {
+            d = vec![d[0]; given.len()];
+        }
+        if d != given {
+            c.push(d);
+        }
     }
     c
 }
@@ -1123,7 +1130,7 @@ pub(crate) fn better_start<O: Objective>(
     if slots.is_empty() {
         return Ok(start);
     }
-    let candidates = length_scale_starts(&params.values[..k], Some(data));
+    let candidates = length_scale_starts(&params.values[..k], Some(vec![data]));
     if candidates.len() == 1 {
         return Ok(start);
     }
@@ -1340,11 +1347,23 @@ mod tests {
         ));
         // The data's scale is a candidate only when it differs from the
         // given length scales (one for every dimension).
-        assert_eq!(length_scale_starts(&[1.5], Some(1.5)), vec![vec![1.5]]);
+        assert_eq!(
+            length_scale_starts(&[1.5], Some(vec![1.5])),
+            vec![vec![1.5]]
+        );
         assert_eq!(length_scale_starts(&[1.5], None), vec![vec![1.5]]);
         assert_eq!(
-            length_scale_starts(&[1.5, 2.0], Some(1.5)),
+            length_scale_starts(&[1.5, 2.0], Some(vec![1.5])),
             vec![vec![1.5, 2.0], vec![1.5, 1.5]]
+        );
+        // One per length scale, as given.
+        assert_eq!(
+            length_scale_starts(&[1.5, 2.0], Some(vec![1.5, 2.0])),
+            vec![vec![1.5, 2.0]]
+        );
+        assert_eq!(
+            length_scale_starts(&[1.5, 2.0], Some(vec![3.0, 2.0])),
+            vec![vec![1.5, 2.0], vec![3.0, 2.0]]
         );
     }
 

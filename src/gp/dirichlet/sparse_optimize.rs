@@ -269,15 +269,14 @@ pub fn fit_sparse_gpc(
     let given = &cfg.kernel.length_scale;
     // The data's scale: per column with per-dimension length scales (the
     // inducing inputs then follow the units of every column).
-    let data = if given.len() > 1 {
-        per_dimension_length_scales(x)
-    } else {
-        vec![median_pairwise_distance(x)]
-    };
-    let mut candidates = vec![given.clone()];
-    if free.length_scale && data != *given {
-        candidates.push(data);
-    }
+    let data = free.length_scale.then(|| {
+        if given.len() > 1 {
+            per_dimension_length_scales(x)
+        } else {
+            vec![median_pairwise_distance(x)]
+        }
+    });
+    let candidates = optimize::length_scale_starts(given, data);
     // With a free length scale the run starts from the given length scales
     // or the data's scale, inducing inputs chosen at each, whichever bound
     // is higher there (see `optimize::best_start`); a data-scale start

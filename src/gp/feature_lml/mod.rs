@@ -691,9 +691,13 @@ pub fn fit_feature_gp(
         super::check_positive("data_length_scale", m)?;
     }
     let cfg = &FeatureLmlConfig {
-        data_length_scale: cfg
-            .data_length_scale
-            .or_else(|| Some(median_pairwise_distance(x))),
+        // Only a free length scale starts from it.
+        data_length_scale: cfg.data_length_scale.or_else(|| {
+            params
+                .free
+                .contains(&0)
+                .then(|| median_pairwise_distance(x))
+        }),
         ..cfg.clone()
     };
     let obj = FeatureLml::new(
@@ -740,7 +744,10 @@ pub fn fit_feature_gp(
         let coarse = obj
             .subsample(&rows)?
             .ok_or_else(|| Error::Internal("no coarse level".into()))?;
-        let candidates = optimize::length_scale_starts(&params.values[..k], cfg.data_length_scale);
+        let candidates = optimize::length_scale_starts(
+            &params.values[..k],
+            cfg.data_length_scale.map(|m| vec![m]),
+        );
         let best = optimize::best_start(
             &candidates,
             |l| {

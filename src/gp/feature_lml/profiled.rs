@@ -626,7 +626,7 @@ pub(crate) fn fit(
     let (best, n_iter) = if free(0) {
         let levels = level_rows(n_rows, cfg.optimizer.coarse_min_rows, map.n_components());
         let coarsest = levels.len() - 1;
-        let candidates = length_scale_starts(&[l0], cfg.data_length_scale);
+        let candidates = length_scale_starts(&[l0], cfg.data_length_scale.map(|m| vec![m]));
         let start = candidates[best_start(
             &candidates,
             |l| eval(l[0], coarsest).map(|b| b.lml),

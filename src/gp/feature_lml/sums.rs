@@ -533,8 +533,10 @@ where
         let levels =
             super::profiled::level_rows(n_rows, cfg.optimizer.coarse_min_rows, map.n_components());
         let coarsest = levels.len() - 1;
-        let candidates =
-            crate::gp::optimize::length_scale_starts(&params.values[..k], cfg.data_length_scale);
+        let candidates = crate::gp::optimize::length_scale_starts(
+            &params.values[..k],
+            cfg.data_length_scale.map(|m| vec![m]),
+        );
         let best = crate::gp::optimize::best_start(
             &candidates,
             |l| {
