@@ -47,14 +47,16 @@ pub enum Error {
     /// The kernel matrix of a sparse GP's inducing inputs `K_uu` is not
     /// positive definite even with the largest jitter of the ladder, or is
     /// numerically singular with its jitter (VFE's Nyström trace exceeds
-    /// the kernel's).
+    /// the kernel's), or too ill-conditioned for the ratio of the kernel
+    /// variance to the noise variance.
     #[error(
         "the kernel matrix of the M = {m} inducing inputs is not positive definite (or \
          numerically singular) with jitter {jitter:e} added to its diagonal; inducing \
          inputs that (nearly) coincide, or a length scale long against their spacing, make it \
-         singular: re-initialize with fewer inducing inputs (n_inducing), with \
-         inducing=\"greedy_variance\" (it skips inputs the others already explain), or with a \
-         shorter initial length_scale"
+         singular, and a noise_variance far below the kernel_variance needs it to more digits \
+         than float64 holds: re-initialize with fewer inducing inputs (n_inducing), with \
+         inducing=\"greedy_variance\" (it skips inputs the others already explain), with a \
+         shorter initial length_scale, or with a larger noise_variance"
     )]
     InducingNotPositiveDefinite {
         /// The number of inducing inputs `M`.

@@ -545,6 +545,38 @@ def test_feature_gpr_hyperparameter_fit_reaches_the_in_process_optimum(
     assert _rel(got.predict(x[:50]), ref.predict(x[:50])) < 1e-7
 
 
+def test_a_sparse_fit_from_far_starts_starts_at_the_data_scale_as_in_process(client) -> None:
+    # Starts 1e3 and 1e6 times the data's length scale and variance: both
+    # fits compare them with the data's scale (the median pairwise distance
+    # of the same strided rows, and var(y)) on the coarsest level and take
+    # the default start's path. From the given starts the fit on dask
+    # arrays ended in noise.
+    x, y = _data(sum(OPT_CHUNKS), seed=3)
+    kw = dict(inducing=x[::60], n_restarts=0, random_state=0)
+    est = rf.SparseGPR(length_scale=1e3, kernel_variance=1e6, noise_variance=0.1, **kw)
+    ref = rf.SparseGPR(**est.get_params()).fit(x, y)
+    default = rf.SparseGPR(**kw).fit(x, y)
+    assert ref.log_marginal_likelihood_ == default.log_marginal_likelihood_
+    got = rdask.fit(est, _dask(x, OPT_CHUNKS), _dask(y, OPT_CHUNKS))
+    # As in the test below: the same optimum to the bound's rounding noise.
+    lml, lml_ref = got.log_marginal_likelihood_, ref.log_marginal_likelihood_
+    assert abs(lml - lml_ref) < 1e-9 * abs(lml_ref)
+    assert got.noise_variance_ < 0.1 * np.var(y)
+
+
+def test_the_data_length_scales_on_dask_arrays_are_the_in_process_starts(client) -> None:
+    # Per column with ARD (one column in other units), from the same
+    # strided rows; the columns' spreads are reduced in another order.
+    x, y = _data(sum(OPT_CHUNKS), seed=3)
+    x[:, 1] *= 1e3
+    X = _dask(x, OPT_CHUNKS)
+    for ard in (False, True):
+        start = rf.SparseGPR(inducing=x[:5], ard=ard, optimize=()).fit(x, y).length_scale_
+        got = rdask._data_length_scales(X, ard)
+        np.testing.assert_allclose(got, np.broadcast_to(start, len(got)), rtol=1e-12)
+    assert len(got) == 3 and got[1] > 100 * got[0]
+
+
 def test_sparse_hyperparameter_fit_reaches_the_in_process_optimum(client) -> None:
     x, y = _data(sum(OPT_CHUNKS), seed=3)
     # 50 inducing inputs: the optimum is interior (length scale 2.1) with a

@@ -334,6 +334,38 @@ def test_sklearn_compatible(estimator, check):
 
 
 @pytest.mark.parametrize("model", ["sparse", "exact"])
+@pytest.mark.parametrize(
+    "start, scale",
+    [
+        ({"kernel_variance": 1e6}, 1.0),
+        ({"noise_variance": 1e-8}, 1.0),
+        ({"length_scale": 1.0}, 1e4),
+        ({"length_scale": 1.0}, 1e-4),
+    ],
+)
+def test_a_start_far_from_the_data_scale_is_replaced_by_the_data_scale(model, start, scale):
+    # Given starts far from the data's scale, the fit starts from the
+    # default (the data's) start, whose bound or LML is higher on the
+    # coarsest level, and takes the default fit's path. From the given
+    # starts the sparse fit ended in noise (bound -866 against 400: a kernel
+    # variance 1e6 times var(y), or a length scale 1e4 times off, which the
+    # exact fit did too) or could not start (noise 1e-8: K_uu too
+    # ill-conditioned for a signal-to-noise ratio of 1e8).
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((800, 3)) * scale
+    y = np.sin(X.sum(1) / scale) + 0.1 * rng.standard_normal(800)
+
+    def fit(**kw):
+        if model == "sparse":
+            return SparseGPR(64, n_restarts=0, random_state=0, **kw).fit(X, y)
+        return ExactGPR(n_restarts=0, **kw).fit(X, y)
+
+    default, given = fit(), fit(**start)
+    assert given.log_marginal_likelihood_ == default.log_marginal_likelihood_
+    assert given.noise_variance_ == default.noise_variance_
+
+
+@pytest.mark.parametrize("model", ["sparse", "exact"])
 def test_an_ard_fit_follows_the_units_of_every_column(model):
     # One column in units 1,000 times smaller: the per-column starts (and
     # the inducing inputs greedy selection picks there) are the unit fit's,

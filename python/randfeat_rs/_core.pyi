@@ -63,6 +63,7 @@ __all__ = [
     "simd_level",
     "sketch_variance",
     "sparse_gp_optimize_blocks",
+    "spread_length_scales",
 ]
 __version__: str
 
@@ -179,6 +180,7 @@ def feature_gp_optimize_blocks(
     progress: _Progress | None = None,
 ) -> tuple[NDArray[np.float64], float, float, FeatureMap, FeatureStats, int]: ...
 def median_pairwise_distance(x: NDArray[np.float64]) -> float: ...
+def spread_length_scales(rows: NDArray[np.float64], spread: list[float]) -> list[float]: ...
 def kl_divergence(
     mean_p: NDArray[np.float64],
     var_p: NDArray[np.float64],
@@ -575,6 +577,8 @@ def sparse_gp_optimize_blocks(
     max_iter: int,
     center_y: bool,
     seed: int,
+    data_length_scale: list[float] | None = None,
+    data_target_variance: float | None = None,
     progress: _Progress | None = None,
 ) -> SparseGp: ...
 

@@ -227,7 +227,11 @@ class ExactGPR(
         likelihood; an empty tuple fits none. Each may move by at most a
         factor ``e^40`` from its initialization (on the data's scale, so
         the fit follows the units of ``X`` and ``y``): a maximum beyond
-        that ends the fit at the edge of the range. A fit raises
+        that ends the fit at the edge of the range. Given initial values
+        are compared with the defaults (the data's scale): the fit starts
+        from them, or from the same with the free length scales, the free
+        variances or both at the defaults, whichever has the highest log
+        marginal likelihood on the coarsest row subset. A fit raises
         :class:`~randfeat_rs.InvalidInputError` for targets that are
         constant after centering (all equal; all zero with
         ``center_y=False``), whose likelihood has no maximum, and for

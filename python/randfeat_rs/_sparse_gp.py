@@ -114,8 +114,13 @@ default="greedy_variance"
         The hyperparameters fitted by maximizing the objective; an empty
         tuple fits none (with ``optimize_inducing=False`` the fit then makes
         one pass over the rows, the statistics, and no gradient). Each may
-        move by at most a factor ``e^40`` from its initialization, and a fit
-        refuses constant targets and targets of variance outside
+        factor ``e^40`` from its initialization (on the data's scale, so
+        the fit follows the units of ``X`` and ``y``): a maximum beyond
+        that ends the fit at the edge of the range. Given initial values
+        are compared with the defaults (the data's scale): the fit starts
+        from them, or from the same with the free length scales, the free
+        variances or both at the defaults, whichever has the highest log
+        marginal likelihood on the coarsest row subset. A fit raises and targets of variance outside
         ``1e-40..1e40`` (also on dask arrays), as in
         :class:`~randfeat_rs.ExactGPR`.
     optimize_inducing : bool, default=False

@@ -720,11 +720,7 @@ def _optimize_feature_gpr(model: RandomFeatureGPR, X: da.Array, y: da.Array, per
     levels = [(X, y)]
     data_length_scale = None
     if "length_scale" in names:
-        # The rows the in-memory fit takes its median pairwise distance
-        # from: every ceil(N / 500)-th.
-        step = max(1, -(-int(X.shape[0]) // 500))
-        sample = np.asarray(X[::step].compute(), dtype=np.float64)
-        data_length_scale = _core.median_pairwise_distance(sample)
+        (data_length_scale,) = _data_length_scales(X, False)
 
     with progress_printer(type(model).__name__, bool(model.verbose)) as progress:
 
@@ -837,8 +833,15 @@ def _optimize_sparse(
     (with ``persist``), on the coarse levels of :func:`_level`."""
     if persist:
         X, y = dask.persist(X, y)
-    _check_fit_targets(y, _target_moments(y), bool(model.center_y))
+    moments = _target_moments(y)
+    _check_fit_targets(y, moments, bool(model.center_y))
     levels = [(X, y)]
+    data_scale = {}
+    if model.optimize:
+        data_scale = {
+            "data_length_scale": _data_length_scales(X, bool(model.ard)),
+            "data_target_variance": 1.0 if moments["constant"] else moments["var"],
+        }
 
     def evaluate(prior: Any, level: int) -> tuple[Any, Any]:
         xl, yl = _level(levels, level)
@@ -862,7 +865,20 @@ def _optimize_sparse(
             center_y=bool(model.center_y),
             seed=seed,
             progress=progress,
+            **data_scale,
         )
+
+
+def _data_length_scales(X: da.Array, ard: bool) -> list:
+    """The length scales of the data's scale that the in-memory fits start
+    from: the median pairwise distance of every ``ceil(N / 500)``-th row,
+    with ``ard`` per column (each column on its own standard deviation)."""
+    step = max(1, -(-int(X.shape[0]) // 500))
+    sample = np.asarray(X[::step].compute(), dtype=np.float64)
+    if not ard:
+        return [_core.median_pairwise_distance(sample)]
+    spread = np.asarray(da.std(X.astype(np.float64), axis=0).compute(), dtype=np.float64)
+    return _core.spread_length_scales(sample, [float(s) for s in spread])
 
 
 def _sparse_stats(model: SparseGPR, prior: Any, X: da.Array, y: da.Array) -> Any:

@@ -32,7 +32,7 @@ pub use feature_lml::{
 };
 pub use features::FeatureGp;
 pub use localized::{LocalizedConfig, LocalizedMaclaurinGp, ThresholdSearch};
-pub use optimize::{Hyper, HyperInit, OptimizerConfig};
+pub use optimize::{DataScale, Hyper, HyperInit, OptimizerConfig};
 pub use sparse::SparseGp;
 
 use ndarray::{Array1, ArrayView1};

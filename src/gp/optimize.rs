@@ -371,17 +371,24 @@ pub fn per_dimension_length_scales(x: ArrayView2<'_, f64>) -> Vec<f64> {
         .into_iter()
         .map(|c| {
             let mean = c.sum() / n;
-            let sd = (c.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n).sqrt();
-            if sd.is_finite() && sd > 0.0 {
-                sd
-            } else {
-                1.0
-            }
+            (c.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n).sqrt()
         })
         .collect();
-    // The rows median_pairwise_distance takes, scaled.
+    // The rows median_pairwise_distance takes.
     let step = x.nrows().div_ceil(MEDIAN_ROWS).max(1);
-    let rows = x.slice(s![..;step, ..]);
+    spread_length_scales(x.slice(s![..;step, ..]), &spread)
+}
+
+/// [`per_dimension_length_scales`] from the columns' standard deviations
+/// `spread` (any that is not finite and `> 0` taken as 1) and the rows
+/// `rows` the median is taken on (a strided subsample of at most 500 rows
+/// of the inputs, as [`median_pairwise_distance`] takes them), for inputs
+/// held elsewhere.
+pub fn spread_length_scales(rows: ArrayView2<'_, f64>, spread: &[f64]) -> Vec<f64> {
+    let spread: Vec<f64> = spread
+        .iter()
+        .map(|&sd| if sd.is_finite() && sd > 0.0 { sd } else { 1.0 })
+        .collect();
     let scaled = Array2::from_shape_fn(rows.raw_dim(), |(i, a)| rows[(i, a)] / spread[a]);
     let m = median_pairwise_distance(scaled.view());
     spread.iter().map(|s| m * s).collect()
@@ -1086,14 +1093,29 @@ pub(crate) fn best_start(
     rows: usize,
     monitor: &Monitor,
 ) -> Result<usize> {
+    let names: Vec<String> = candidates.iter().map(|l| length_scale_name(l)).collect();
+    best_named_start(&names, |i| Ok((value_at(&candidates[i])?, rows)), monitor)
+}
+
+/// `length scale l` or `length scales [l_1, …]`.
+fn length_scale_name(l: &[f64]) -> String {
+    match l {
+        [one] => format!("length scale {one:.6e}"),
+        many => format!("length scales {many:.6?}"),
+    }
+}
+
+/// [`best_start`] over candidates named `names`, `value_at(i)` the value
+/// of the `i`-th and the number of rows it was computed on.
+pub(crate) fn best_named_start(
+    names: &[String],
+    mut value_at: impl FnMut(usize) -> Result<(f64, usize)>,
+    monitor: &Monitor,
+) -> Result<usize> {
     let mut best: Option<(usize, f64)> = None;
-    for (i, l) in candidates.iter().enumerate() {
-        let name = match &l[..] {
-            [one] => format!("length scale {one:.6e}"),
-            many => format!("length scales {many:.6?}"),
-        };
-        match value_at(l) {
-            Ok(v) => {
+    for (i, name) in names.iter().enumerate() {
+        match value_at(i) {
+            Ok((v, rows)) => {
                 monitor.message(format!("start {name}: LML = {v:.6} on {rows} rows"));
                 if best.is_none_or(|(_, b)| v > b) {
                     best = Some((i, v));
@@ -1106,34 +1128,125 @@ pub(crate) fn best_start(
     Ok(best.map_or(0, |(i, _)| i))
 }
 
-/// [`maximize`]'s start `start` (the log hyperparameters `params` start
-/// at), or the same with the free length scales at the data's scale
-/// `data` ([`length_scale_starts`]), whichever has the higher value of
-/// `obj` on the coarsest subsample its coarse-to-fine runs use
-/// ([`best_start`]).
+/// The data's scale, where a fit may start instead of the given starts:
+/// the length scales of [`HyperInit`]'s defaults (the median pairwise
+/// distance, or one per column with ARD) and the targets' variance, whose
+/// defaults are the kernel variance `var(y)` and the noise variance
+/// `0.1 var(y)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DataScale {
+    /// One length scale for every dimension, or one per dimension.
+    pub length_scale: Vec<f64>,
+    /// `var(y)` ([`super::target_variance_scale`]: 1 for targets all equal).
+    pub target_variance: f64,
+}
+
+impl DataScale {
+    /// The scale of training data `(x, y)`: [`per_dimension_length_scales`]
+    /// with `ard`, else [`median_pairwise_distance`], and
+    /// [`super::target_variance_scale`].
+    ///
+    /// # Errors
+    /// As [`super::target_variance_scale`].
+    pub fn of(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>, ard: bool) -> Result<Self> {
+        Ok(Self {
+            length_scale: if ard {
+                per_dimension_length_scales(x)
+            } else {
+                vec![median_pairwise_distance(x)]
+            },
+            target_variance: super::target_variance_scale(y)?,
+        })
+    }
+
+    /// The hyperparameters `(l.., σ², σ_n²)` at this scale, in the layout of
+    /// `params`: its length-scale count, `var(y)` and `0.1 var(y)`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a length-scale count other than 1 or
+    /// `params`' count, or values that are not finite and `> 0`.
+    pub fn values(&self, params: &LogParams) -> Result<Vec<f64>> {
+        let k = params.n_length_scales();
+        let mut v = match self.length_scale.len() {
+            1 => vec![self.length_scale[0]; k],
+            n if n == k => self.length_scale.clone(),
+            n => {
+                return Err(Error::invalid(
+                    "data_length_scale",
+                    format!("needs 1 value or {k}, got {n}"),
+                ))
+            }
+        };
+        v.push(self.target_variance);
+        v.push(0.1 * self.target_variance);
+        for (i, &x) in v.iter().enumerate() {
+            check_positive(
+                if i < k {
+                    "data_length_scale"
+                } else {
+                    "data_target_variance"
+                },
+                x,
+            )?;
+        }
+        Ok(v)
+    }
+}
+
+/// The starts a fit may run from: the given hyperparameters `params`, then
+/// the same with its free length scales, its free variances, or both at
+/// `data` (the data's scale in the layout of `params.values`, see
+/// [`DataScale::values`]), each once.
+pub(crate) fn start_candidates(params: &LogParams, data: &[f64]) -> Vec<Vec<f64>> {
+    let k = params.n_length_scales();
+    let at = |lengths: bool, variances: bool| -> Vec<f64> {
+        let mut v = params.values.clone();
+        for &i in &params.free {
+            if (i < k && lengths) || (i >= k && variances) {
+                v[i] = data[i];
+            }
+        }
+        v
+    };
+    let mut c: Vec<Vec<f64>> = Vec::with_capacity(4);
+    for (lengths, variances) in [(false, false), (true, false), (false, true), (true, true)] {
+        let v = at(lengths, variances);
+        if !c.contains(&v) {
+            c.push(v);
+        }
+    }
+    c
+}
+
+/// The names of [`start_candidates`]' starts: their length scales, and the
+/// variances that differ between them.
+pub(crate) fn start_names(params: &LogParams, candidates: &[Vec<f64>]) -> Vec<String> {
+    let k = params.n_length_scales();
+    candidates
+        .iter()
+        .map(|v| {
+            let mut name = length_scale_name(&v[..k]);
+            for i in k..v.len() {
+                if candidates.iter().any(|c| c[i] != v[i]) || v[i] != params.values[i] {
+                    name.push_str(&format!(
+                        ", {} {:.6e}",
+                        params.name(i).replace('_', " "),
+                        v[i]
+                    ));
+                }
+            }
+            name
+        })
+        .collect()
+}
+
+/// The coarsest subsample of `obj` of its coarse-to-fine runs (rows `0, 4,
+/// 8, …` of the level above, down to `cfg.coarse_min_rows`), `None`
+/// without coarse levels.
 ///
 /// # Errors
-/// [`Error::Interrupted`]; the errors of building the subsamples.
-pub(crate) fn better_start<O: Objective>(
-    obj: &O,
-    params: &LogParams,
-    data: f64,
-    cfg: &OptimizerConfig,
-    monitor: &Monitor,
-) -> Result<Vec<f64>> {
-    let start = params.start();
-    let k = params.n_length_scales();
-    // The length-scale coordinates of θ.
-    let slots: Vec<usize> = (0..params.free.len())
-        .filter(|&j| params.free[j] < k)
-        .collect();
-    if slots.is_empty() {
-        return Ok(start);
-    }
-    let candidates = length_scale_starts(&params.values[..k], Some(vec![data]));
-    if candidates.len() == 1 {
-        return Ok(start);
-    }
+/// The errors of building the subsamples.
+pub(crate) fn coarsest<O: Objective>(obj: &O, cfg: &OptimizerConfig) -> Result<Option<O>> {
     let mut coarse: Option<O> = None;
     loop {
         let n = coarse.as_ref().map_or(obj.n_rows(), O::n_rows);
@@ -1150,24 +1263,58 @@ pub(crate) fn better_start<O: Objective>(
             None => break,
         }
     }
-    let level: &O = coarse.as_ref().unwrap_or(obj);
-    let theta = |l: &Vec<f64>| {
-        let mut t = start.clone();
-        for &j in &slots {
-            t[j] = l[params.free[j]].ln();
-        }
-        t
+    Ok(coarse)
+}
+
+/// [`maximize`]'s start: the log hyperparameters `params` start at, or
+/// one of the other [`start_candidates`] with the data's scale `data`
+/// (in the layout of `params.values`), whichever has the highest value of
+/// `obj` on the coarsest subsample its coarse-to-fine runs use
+/// ([`coarsest`]; [`best_start`]'s rule).
+///
+/// # Errors
+/// [`Error::Interrupted`]; the errors of building the subsamples.
+pub(crate) fn better_start<O: Objective>(
+    obj: &O,
+    params: &LogParams,
+    data: &[f64],
+    cfg: &OptimizerConfig,
+    monitor: &Monitor,
+) -> Result<Vec<f64>> {
+    let candidates = start_candidates(params, data);
+    let at = |i: usize| LogParams {
+        values: candidates[i].clone(),
+        free: params.free.clone(),
     };
-    let best = best_start(
-        &candidates,
-        |l| {
+    if candidates.len() == 1 {
+        return Ok(params.start());
+    }
+    let coarse = coarsest(obj, cfg)?;
+    let level = coarse.as_ref().unwrap_or(obj);
+    let best = best_named_start(
+        &start_names(params, &candidates),
+        |i| {
             monitor.check()?;
-            Ok(level.evaluate(&theta(l), monitor)?.value)
+            Ok((
+                level.evaluate(&at(i).start(), monitor)?.value,
+                level.n_rows(),
+            ))
         },
-        level.n_rows(),
         monitor,
     )?;
-    Ok(theta(&candidates[best]))
+    Ok(at(best).start())
+}
+
+/// `params.values` with the length scales at `data` (one value for every
+/// length scale, or one per length scale): the data start of a fit whose
+/// variances have no data default.
+pub(crate) fn with_length_scales(params: &LogParams, data: &[f64]) -> Vec<f64> {
+    let k = params.n_length_scales();
+    let mut v = params.values.clone();
+    for (a, l) in v[..k].iter_mut().enumerate() {
+        *l = data[a.min(data.len() - 1)];
+    }
+    v
 }
 
 /// What one optimizer run of [`best_of_runs`] gives back.
@@ -1384,7 +1531,14 @@ mod tests {
         let cfg = OptimizerConfig::default();
         let monitor = Monitor::new();
         let start = params.start();
-        let moved = better_start(&obj, &params, 6.0, &cfg, &monitor).unwrap();
+        let moved = better_start(
+            &obj,
+            &params,
+            &with_length_scales(&params, &[6.0]),
+            &cfg,
+            &monitor,
+        )
+        .unwrap();
         assert_eq!(moved, vec![6f64.ln(), start[1], start[2]]);
         let messages = monitor.take_messages();
         assert!(
@@ -1397,11 +1551,25 @@ mod tests {
         // A worse data scale, the same one, or a fixed length scale: the
         // given start.
         assert_eq!(
-            better_start(&obj, &params, 1e3, &cfg, &monitor).unwrap(),
+            better_start(
+                &obj,
+                &params,
+                &with_length_scales(&params, &[1e3]),
+                &cfg,
+                &monitor
+            )
+            .unwrap(),
             start
         );
         assert_eq!(
-            better_start(&obj, &params, 1.0, &cfg, &monitor).unwrap(),
+            better_start(
+                &obj,
+                &params,
+                &with_length_scales(&params, &[1.0]),
+                &cfg,
+                &monitor
+            )
+            .unwrap(),
             start
         );
         let fixed = LogParams {
@@ -1409,7 +1577,14 @@ mod tests {
             ..params.clone()
         };
         assert_eq!(
-            better_start(&obj, &fixed, 6.0, &cfg, &monitor).unwrap(),
+            better_start(
+                &obj,
+                &fixed,
+                &with_length_scales(&fixed, &[6.0]),
+                &cfg,
+                &monitor
+            )
+            .unwrap(),
             fixed.start()
         );
         // Without coarse levels, on all rows.
@@ -1417,11 +1592,127 @@ mod tests {
             subsampled: false,
             ..obj
         };
-        better_start(&flat, &params, 6.0, &cfg, &monitor).unwrap();
+        better_start(
+            &flat,
+            &params,
+            &with_length_scales(&params, &[6.0]),
+            &cfg,
+            &monitor,
+        )
+        .unwrap();
         assert!(monitor
             .take_messages()
             .iter()
             .any(|m| m.ends_with(" on 5000 rows")));
+    }
+
+    #[test]
+    fn the_start_candidates_move_the_free_length_scales_and_variances() {
+        // Two length scales, σ², σ_n²; the data: (3, 3), var(y) = 2.
+        let data = DataScale {
+            length_scale: vec![3.0],
+            target_variance: 2.0,
+        };
+        let all = LogParams {
+            values: vec![1.0, 1.5, 5.0, 0.5],
+            free: vec![0, 1, 2, 3],
+        };
+        let d = data.values(&all).unwrap();
+        assert_eq!(d, vec![3.0, 3.0, 2.0, 0.2]);
+        assert_eq!(
+            start_candidates(&all, &d),
+            vec![
+                vec![1.0, 1.5, 5.0, 0.5],
+                vec![3.0, 3.0, 5.0, 0.5],
+                vec![1.0, 1.5, 2.0, 0.2],
+                vec![3.0, 3.0, 2.0, 0.2],
+            ]
+        );
+        // Fixed entries stay as given; candidates equal to one before are
+        // left out (the variances already at the data's).
+        let some = LogParams {
+            values: vec![1.0, 1.5, 2.0, 0.5],
+            free: vec![0, 1, 2],
+        };
+        assert_eq!(
+            start_candidates(&some, &d),
+            vec![vec![1.0, 1.5, 2.0, 0.5], vec![3.0, 3.0, 2.0, 0.5]]
+        );
+        let at_data = LogParams {
+            values: d.clone(),
+            free: vec![0, 1, 2, 3],
+        };
+        assert_eq!(start_candidates(&at_data, &d), vec![d.clone()]);
+        // The names show the variances only where the candidates differ.
+        assert_eq!(
+            start_names(&some, &start_candidates(&some, &d)),
+            vec![
+                "length scales [1.000000, 1.500000]".to_string(),
+                "length scales [3.000000, 3.000000]".to_string(),
+            ]
+        );
+        assert_eq!(
+            start_names(&all, &start_candidates(&all, &d))[2],
+            "length scales [1.000000, 1.500000], kernel variance 2.000000e0, \
+             noise variance 2.000000e-1"
+        );
+        // One length scale per dimension, and refusals.
+        let per = DataScale {
+            length_scale: vec![3.0, 4.0],
+            ..data.clone()
+        };
+        assert_eq!(per.values(&all).unwrap()[..2], [3.0, 4.0]);
+        let three = DataScale {
+            length_scale: vec![1.0; 3],
+            ..data.clone()
+        };
+        assert!(three.values(&all).is_err());
+        let nan = DataScale {
+            target_variance: f64::NAN,
+            ..data
+        };
+        assert!(nan.values(&all).is_err());
+    }
+
+    #[test]
+    fn a_start_at_the_data_variances_is_taken_when_better() {
+        // The maximum at ln σ² = ln 2, ln σ_n² = ln 0.2 (the data's
+        // variances); the given variances are 1e6 times off.
+        let obj = Quadratic {
+            c: vec![0.0, 2f64.ln(), 0.2f64.ln()],
+            w: vec![1.0; 3],
+            n: 5000,
+            subsampled: true,
+        };
+        let params = LogParams {
+            values: vec![1.0, 2e6, 0.2e-6],
+            free: vec![0, 1, 2],
+        };
+        let data = DataScale {
+            length_scale: vec![1.0],
+            target_variance: 2.0,
+        }
+        .values(&params)
+        .unwrap();
+        let monitor = Monitor::new();
+        let start = better_start(&obj, &params, &data, &OptimizerConfig::default(), &monitor);
+        let want = [0.0, 2f64.ln(), 0.2f64.ln()];
+        assert_eq!(start.unwrap(), want);
+        // A given start that cannot be evaluated is passed over.
+        let walled = Walled(obj, -1.0);
+        let params = LogParams {
+            values: vec![1.0, 2.0, 0.2],
+            free: vec![0, 1, 2],
+        };
+        let data = with_length_scales(&params, &[0.1]);
+        let start = better_start(
+            &walled,
+            &params,
+            &data,
+            &OptimizerConfig::default(),
+            &monitor,
+        );
+        assert_eq!(start.unwrap(), [0.1f64.ln(), 2f64.ln(), 0.2f64.ln()]);
     }
 
     /// The maximum `(3, −1)` lies beyond a region that cannot be evaluated

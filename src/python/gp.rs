@@ -126,6 +126,23 @@ fn median_pairwise_distance(py: Python<'_>, x: PyReadonlyArray2<'_, f64>) -> PyR
     Ok(gp::optimize::median_pairwise_distance(x))
 }
 
+/// The per-dimension data length scales of inputs held elsewhere from a
+/// strided subsample `rows` (at most 500 rows, as `median_pairwise_distance`
+/// takes them) and the columns' standard deviations `spread`
+/// (`gp::optimize::spread_length_scales`).
+#[pyfunction]
+fn spread_length_scales(
+    py: Python<'_>,
+    rows: PyReadonlyArray2<'_, f64>,
+    spread: Vec<f64>,
+) -> PyResult<Vec<f64>> {
+    let rows = rows.as_array();
+    let checked = crate::error::check_finite("X", rows.iter())
+        .and_then(|()| crate::error::Error::check_n_features(rows.ncols(), spread.len()));
+    checked.map_err(|e| ffi::to_pyerr(py, e))?;
+    Ok(gp::optimize::spread_length_scales(rows, &spread))
+}
+
 /// Refuses a hyperparameter fit on `n` targets of mean `mean` and variance
 /// `var`, all equal when `constant` (their minimum is their maximum), that
 /// are constant after the model's centering (`center`; see
@@ -832,6 +849,7 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(initial_noise_variance, m)?)?;
     m.add_function(wrap_pyfunction!(initial_noise_variance_of, m)?)?;
     m.add_function(wrap_pyfunction!(median_pairwise_distance, m)?)?;
+    m.add_function(wrap_pyfunction!(spread_length_scales, m)?)?;
     m.add_function(wrap_pyfunction!(check_fit_targets, m)?)?;
     m.add_function(wrap_pyfunction!(exact_gp_lml, m)?)?;
     m.add_function(wrap_pyfunction!(feature_gp_optimize, m)?)?;

@@ -109,6 +109,7 @@ impl PySparseGp {
             center: center_y,
             chunk_rows: chunk_size,
             device: ffi::device(py, device)?,
+            data_scale: None,
         };
         let x = rows_f64(x);
         let (xv, yv) = (x.view(), y.as_array());

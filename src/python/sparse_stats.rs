@@ -18,7 +18,7 @@ use super::ffi::{self, FloatArray2};
 use super::gp::parse_optimize;
 use super::sparse_gp::{rows_f64, PySparseGp};
 use crate::error::{Error, Result};
-use crate::gp::optimize::{HyperInit, OptimizerConfig};
+use crate::gp::optimize::{DataScale, HyperInit, OptimizerConfig};
 use crate::gp::sparse::{
     accumulate_gradient, bound, default_chunk_rows, finish, fit_sparse_blocks, Adjoint,
     Bound as SparseBound, GradientSums, InducingInit, InducingPrior, Method, SparseGp,
@@ -385,11 +385,14 @@ impl PySparseGradientSums {
 /// for a `SparsePrior` (level 0: all rows; level `j + 1`: the rows `0, 4,
 /// 8, ...` of level `j`). Runs on the calling thread with the GIL (the
 /// callable runs there); Ctrl-C is checked before every evaluation.
-/// `progress` as in `SparseGp.fit`.
+/// `progress` as in `SparseGp.fit`. `data_length_scale` (one value or one
+/// per length scale) and `data_target_variance`, given together, are the
+/// data's scale ([`DataScale`]) the fit may start from instead.
 #[pyfunction]
 #[pyo3(signature = (*, evaluate, n_rows, inducing, method, kernel, length_scale, kernel_variance,
                     noise_variance, ard, optimize, optimize_inducing, n_restarts, max_iter,
-                    center_y, seed, progress=None))]
+                    center_y, seed, data_length_scale=None, data_target_variance=None,
+                    progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn sparse_gp_optimize_blocks(
     py: Python<'_>,
@@ -408,8 +411,26 @@ fn sparse_gp_optimize_blocks(
     max_iter: u64,
     center_y: bool,
     seed: u64,
+    data_length_scale: Option<Vec<f64>>,
+    data_target_variance: Option<f64>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<PySparseGp> {
+    let data_scale = match (data_length_scale, data_target_variance) {
+        (Some(length_scale), Some(target_variance)) => Some(DataScale {
+            length_scale,
+            target_variance,
+        }),
+        (None, None) => None,
+        _ => {
+            return ffi::map_result(
+                py,
+                Err(Error::invalid(
+                    "data_length_scale",
+                    "needs data_target_variance with it (the data's scale is both or neither)",
+                )),
+            )
+        }
+    };
     let z = rows_f64(inducing);
     let d = z.ncols();
     let cfg = SparseGpConfig {
@@ -434,6 +455,7 @@ fn sparse_gp_optimize_blocks(
         center: center_y,
         chunk_rows: None,
         device: crate::gpu::Device::Cpu,
+        data_scale,
     };
     let monitor = Monitor::new();
     let calls = ffi::Callbacks::new(&monitor, progress.as_ref());

@@ -65,7 +65,8 @@ use crate::feature_map::AnyFeatureMap;
 use crate::gp::exact::{check_training_data, dot_sq, kernel_matrix_symmetric};
 use crate::gp::feature_lml::{HyperMap, MapAt};
 use crate::gp::optimize::{
-    self, median_pairwise_distance, Evaluation, LogParams, Objective, OptimizerConfig,
+    self, median_pairwise_distance, per_dimension_length_scales, Evaluation, LogParams, Objective,
+    OptimizerConfig,
 };
 use crate::kernels::{Kernel, StationaryKernel};
 use crate::linalg::{as_faer, as_faer_mut, faer_par, gemm, Cholesky};
@@ -566,7 +567,7 @@ pub fn fit_dirichlet_gpc(
     let start = optimize::better_start(
         &obj,
         &params,
-        median_pairwise_distance(x),
+        &optimize::with_length_scales(&params, &[median_pairwise_distance(x)]),
         &cfg.optimizer,
         monitor,
     )?;
@@ -895,10 +896,16 @@ pub fn fit_exact_gpc(
     let (theta, n_iter) = if params.free.is_empty() {
         (Vec::new(), 0)
     } else {
+        // The data's scale per column with per-dimension length scales.
+        let data = if params.n_length_scales() > 1 {
+            per_dimension_length_scales(x)
+        } else {
+            vec![median_pairwise_distance(x)]
+        };
         let start = optimize::better_start(
             &obj,
             &params,
-            median_pairwise_distance(x),
+            &optimize::with_length_scales(&params, &data),
             &cfg.optimizer,
             monitor,
         )?;

@@ -9,7 +9,9 @@ use ndarray::{Array1, ArrayView1, ArrayView2, Axis, CowArray, Ix1, Ix2};
 
 use super::{check_exact_size, check_training_data, lml_and_factor, ExactGp, Workspace};
 use crate::error::Result;
-use crate::gp::optimize::{self, Evaluation, HyperInit, LogParams, Objective, OptimizerConfig};
+use crate::gp::optimize::{
+    self, DataScale, Evaluation, HyperInit, LogParams, Objective, OptimizerConfig,
+};
 use crate::kernels::{Kernel, StationaryKernel};
 use crate::linalg::Cholesky;
 use crate::progress::Monitor;
@@ -127,9 +129,12 @@ impl Objective for ExactLml<'_> {
 
 /// Fits the exact GP: the initialization of docs/math/gp.rst (exact GP),
 /// then L-BFGS on the log marginal likelihood over the hyperparameters in
-/// `cfg.hyper.optimize` ([`optimize::maximize`]: from the initialization,
-/// then `n_restarts` starts drawn uniformly within a factor 10 of it in
-/// each free parameter), the best run kept with its factor (no refit).
+/// `cfg.hyper.optimize` ([`optimize::maximize`]), the best run kept with
+/// its factor (no refit). The first run starts from the initialization,
+/// or from the same with the free length scales, the free variances or
+/// both at the data's defaults ([`DataScale`]), whichever has the highest
+/// LML on the coarsest subsample; `n_restarts` more start uniformly within
+/// a factor 10 of it in each free parameter.
 ///
 /// `monitor` gets the stage "optimizer runs" (one unit per run) and one
 /// message per run and subsample level; every LML evaluation checks it
@@ -161,7 +166,9 @@ pub fn fit_exact(
         return ExactGp::fit(x, y, kernel(v), v[k + 1], cfg.center, par);
     }
     let obj = ExactLml::new(x.view(), yc.view(), cfg.kernel, params.clone(), par);
-    let opt = optimize::maximize(&obj, &params.start(), &cfg.optimizer, monitor)?;
+    let data = DataScale::of(x, y, cfg.hyper.ard)?.values(&params)?;
+    let start = optimize::better_start(&obj, &params, &data, &cfg.optimizer, monitor)?;
+    let opt = optimize::maximize(&obj, &start, &cfg.optimizer, monitor)?;
     let v = params.at(&opt.theta)?;
     let (chol, alpha) = opt.fit;
     // The best evaluation's own factor: the same values, targets and

@@ -40,7 +40,9 @@ use super::prior::InducingPrior;
 use super::stats::{Method, SparseStats, FITC_CPU_ONLY};
 use crate::error::{Error, Result};
 use crate::gp::exact::check_training_data;
-use crate::gp::optimize::{self, Evaluation, HyperInit, LogParams, Objective, OptimizerConfig};
+use crate::gp::optimize::{
+    self, DataScale, Evaluation, HyperInit, LogParams, Objective, OptimizerConfig,
+};
 use crate::gpu::{self, Device};
 use crate::kernels::{Kernel, StationaryKernel};
 use crate::progress::Monitor;
@@ -71,6 +73,13 @@ pub struct SparseGpConfig {
     /// Rows per chunk of the passes over the data; `None`:
     /// [`default_chunk_rows`].
     pub chunk_rows: Option<usize>,
+    /// The data's scale: a fit with free hyperparameters starts from the
+    /// given ones or from the same with the free length scales, the free
+    /// variances or both at this scale, whichever has the highest value on
+    /// the coarsest level. `None`: computed from the rows in memory
+    /// ([`DataScale::of`]); a fit on rows held elsewhere
+    /// ([`fit_sparse_blocks`]) then starts from the given values.
+    pub data_scale: Option<DataScale>,
     /// Where the model's statistics are computed (see the module
     /// documentation): `Cpu`, `Gpu` (VFE only; an error without a usable
     /// adapter) or `Auto` (the GPU when [`gpu::resolve`] picks it and the
@@ -95,6 +104,7 @@ impl Default for SparseGpConfig {
             center: true,
             chunk_rows: None,
             device: Device::Cpu,
+            data_scale: None,
         }
     }
 }
@@ -615,8 +625,14 @@ where
 /// `cfg.hyper` resolved on `(x, y)` and the inducing inputs chosen with them
 /// (a fit on rows held elsewhere passes no rows, every value and `Z` being
 /// given), after the size check of the `m × m` matrices of an evaluation
-/// (`K_uu`, its factor, the statistics and their adjoints).
-fn start_objective<R>(
+/// (`K_uu`, its factor, the statistics and their adjoints). With free
+/// hyperparameters and the data's scale (`cfg.data_scale`, or that of
+/// rows in memory), the start is the best of
+/// [`optimize::start_candidates`] on the coarsest level, each with the
+/// inducing inputs chosen at its length scales; a start that cannot be
+/// evaluated there, or whose inducing inputs cannot be chosen, is passed
+/// over.
+fn start_objective<R: SparseRows>(
     rows: R,
     x: ArrayView2<'_, f64>,
     y: ArrayView1<'_, f64>,
@@ -633,31 +649,82 @@ fn start_objective<R>(
     )?;
     let params = cfg.hyper.resolve(x, y, cfg.center)?;
     let k = params.n_length_scales();
-    let v = &params.values;
-    let start_kernel = StationaryKernel {
-        kernel: cfg.kernel,
-        length_scale: v[..k].to_vec(),
-        variance: v[k],
+    let data = match &cfg.data_scale {
+        _ if params.free.is_empty() => None,
+        Some(scale) => Some(scale.values(&params)?),
+        None if x.nrows() > 0 => Some(DataScale::of(x, y, cfg.hyper.ard)?.values(&params)?),
+        None => None,
     };
-    let z = select_inducing(
-        x,
-        cfg.n_inducing,
-        &cfg.inducing,
-        &start_kernel,
-        cfg.optimizer.seed,
-        par,
-        monitor,
-    )?;
-    Ok(SparseObjective {
+    let candidates = match &data {
+        Some(data) => optimize::start_candidates(&params, data),
+        None => vec![params.values.clone()],
+    };
+    let choose = |v: &[f64]| {
+        let kernel = StationaryKernel {
+            kernel: cfg.kernel,
+            length_scale: v[..k].to_vec(),
+            variance: v[k],
+        };
+        select_inducing(
+            x,
+            cfg.n_inducing,
+            &cfg.inducing,
+            &kernel,
+            cfg.optimizer.seed,
+            par,
+            monitor,
+        )
+    };
+    // The inducing inputs of each start: chosen again only where the choice
+    // depends on the length scales (greedy variance) and they differ.
+    let mut zs: Vec<std::result::Result<Array2<f64>, String>> = Vec::new();
+    for (i, v) in candidates.iter().enumerate() {
+        let same = (0..i).find(|&j| {
+            !matches!(cfg.inducing, InducingInit::GreedyVariance) || candidates[j][..k] == v[..k]
+        });
+        let z = match same.map(|j| zs[j].clone()) {
+            Some(z) => z,
+            None => match choose(v) {
+                Ok(z) => Ok(z),
+                Err(e) if i == 0 || matches!(e, Error::Interrupted) => return Err(e),
+                Err(e) => Err(e.to_string()),
+            },
+        };
+        zs.push(z);
+    }
+    let mut obj = SparseObjective {
         rows,
         kernel: cfg.kernel,
         method: cfg.method,
         params,
-        z,
+        z: zs[0].clone().map_err(Error::Internal)?,
         optimize_inducing: false,
         center: cfg.center,
         par,
-    })
+    };
+    if candidates.len() > 1 {
+        let given = obj.params.clone();
+        let mut coarse = optimize::coarsest(&obj, &cfg.optimizer)?;
+        let best = optimize::best_named_start(
+            &optimize::start_names(&given, &candidates),
+            |i| {
+                monitor.check()?;
+                let level = coarse.as_mut().unwrap_or(&mut obj);
+                level.z = zs[i].clone().map_err(|e| Error::invalid("inducing", e))?;
+                level.params.values = candidates[i].clone();
+                Ok((
+                    level.evaluate(&level.start(), monitor)?.value,
+                    level.n_rows(),
+                ))
+            },
+            monitor,
+        )?;
+        obj.params.values = candidates[best].clone();
+        obj.z = zs
+            .swap_remove(best)
+            .map_err(|e| Error::invalid("inducing", e))?;
+    }
+    Ok(obj)
 }
 
 /// The optimum of `obj` (the model at the start when nothing is free, from
@@ -1042,7 +1109,10 @@ mod tests {
     /// onto the flat plateau of long length scales and vanishing kernel
     /// variance where only noise is left (the noise variance ends at the
     /// targets' variance) and the run stops. The first step is now at most
-    /// a factor e, and such starts reach the signal.
+    /// a factor e, and such starts reach the signal. Further off (1e8), the
+    /// bound could not be formed at the start (`K_uu` too ill-conditioned
+    /// for a signal-to-noise ratio of 1e9); the fit now starts at the
+    /// targets' variance, whose bound is higher on the coarsest level.
     #[test]
     fn a_kernel_variance_start_far_too_large_does_not_end_in_noise() {
         let mut rng = crate::rng::seeded(12);
@@ -1071,7 +1141,7 @@ mod tests {
             "{}",
             default.noise_variance
         );
-        for factor in [1e3, 1e4] {
+        for factor in [1e3, 1e4, 1e6, 1e8] {
             let gp = fit(&config(Some(factor * var_y)), &x, &y);
             assert!(
                 gp.noise_variance < 0.1 * var_y,
@@ -1303,6 +1373,12 @@ mod tests {
                 ..config(method, Kernel::Gaussian, ard)
             };
             let in_memory = fit(&cfg, &x, &y);
+            // The in-memory fit's data scale, which rows held elsewhere do
+            // not give.
+            let cfg = SparseGpConfig {
+                data_scale: Some(DataScale::of(x.view(), y.view(), ard).unwrap()),
+                ..cfg
+            };
             let case = format!("{method:?} ard {ard} Z {optimize_inducing}");
             // One block (the in-memory fit's one chunk): the same sums, so
             // the same evaluations bit for bit and the same path.
