@@ -678,35 +678,63 @@ def fit_with_maclaurin_refits(
     """A marginal-likelihood fit that refits a MaclaurinFeatures map.
 
     ``fit_at(f)`` fits the hyperparameters of the fitted transformer ``f``
-    (what ``_core.feature_gp_optimize`` returns). For MaclaurinFeatures,
-    while the fitted length scale lies more than
+    (what ``_core.feature_gp_optimize`` returns); the rest as
+    :func:`maclaurin_refits`. Returns the transformer of the kept fit and
+    that fit, its ``n_iter`` summed over all fits.
+    """
+    features, fitted, n_iter = maclaurin_refits(
+        features,
+        fit_at,
+        refit,
+        progress,
+        length_scale=lambda fitted: float(fitted[0][0]),
+        lml=lambda fitted: _fitted_lml(fitted, center),
+        n_iter=lambda fitted: int(fitted[5]),
+    )
+    return features, (*fitted[:5], n_iter)
+
+
+def maclaurin_refits(
+    features: Any,
+    fit_at: Callable[[Any], Any],
+    refit: Callable[[Any, float], Any],
+    progress: Optional[ProgressPrinter],
+    *,
+    length_scale: Callable[[Any], float],
+    lml: Callable[[Any], float],
+    n_iter: Callable[[Any], int],
+) -> tuple[Any, Any, int]:
+    """``fit_at(features)``, with a MaclaurinFeatures map refitted where the
+    fitted length scale ends far from its own.
+
+    For MaclaurinFeatures, while the fitted length scale
+    (``length_scale(fitted)``) lies more than
     :data:`MACLAURIN_REFIT_FACTOR` from ``f.length_scale`` (at most
     :data:`MACLAURIN_MAX_REFITS` times), ``refit(f, l)`` fits the map again
     at that length scale ``l`` and ``fit_at`` runs on it; its result is kept
-    when its log marginal likelihood is higher. Returns the transformer of
-    the kept fit and that fit, its ``n_iter`` summed over all fits.
+    when its log marginal likelihood (``lml(fitted)``) is higher. Returns
+    the transformer of the kept fit, that fit, and the iterations
+    (``n_iter(fitted)``) of all fits.
     """
     fitted = fit_at(features)
-    n_iter = int(fitted[5])
+    total = n_iter(fitted)
     if isinstance(features, MaclaurinFeatures):
         for _ in range(MACLAURIN_MAX_REFITS):
-            length_scale = float(fitted[0][0])
-            if abs(np.log(length_scale / float(features.length_scale))) <= np.log(
-                MACLAURIN_REFIT_FACTOR
-            ):
+            at = length_scale(fitted)
+            if abs(np.log(at / float(features.length_scale))) <= np.log(MACLAURIN_REFIT_FACTOR):
                 break
             if progress is not None:
                 progress.message(
-                    f"refitting the Maclaurin map at length scale {length_scale:.6e} "
+                    f"refitting the Maclaurin map at length scale {at:.6e} "
                     f"(fitted at {float(features.length_scale):.6e})"
                 )
-            other = refit(features, length_scale)
+            other = refit(features, at)
             again = fit_at(other)
-            n_iter += int(again[5])
-            if _fitted_lml(again, center) <= _fitted_lml(fitted, center):
+            total += n_iter(again)
+            if lml(again) <= lml(fitted):
                 break
             features, fitted = other, again
-    return features, (*fitted[:5], n_iter)
+    return features, fitted, total
 
 
 def _fitted_lml(fitted: tuple, center: bool) -> float:

@@ -29,7 +29,7 @@ from numbers import Real
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from . import _core
 from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin, keep_state_on_failure
 from ._fourier import KERNELS, NystroemFeatures, RandomFourierFeatures
-from ._gp import _features_chunk, _kernel_from_features, seeded_clone
+from ._gp import _features_chunk, _kernel_from_features, maclaurin_refits, seeded_clone
 from ._maclaurin import MaclaurinFeatures
 from ._progress import progress_printer
 from ._sparse_gp import INDUCING
@@ -309,7 +309,11 @@ class RandomFeatureGPC(_DirichletClassifier):
         on the coarsest subsample (a transformer's default length scale 1
         suits inputs of unit scale only). Needs :class:`RandomFourierFeatures`,
         :class:`MaclaurinFeatures` or :class:`NystroemFeatures` (its
-        landmarks fixed; length scale only). The rows are held in float64.
+        landmarks fixed; length scale only). A :class:`MaclaurinFeatures`
+        map whose fitted length scale ends more than 10x from its own is
+        refitted there and the fit runs again (at most twice; the higher
+        LML is kept), as in :class:`RandomFeatureGPR`. The rows are held in
+        float64.
     n_restarts : int, default=2
         Random restarts of the optimizer after the run from the start.
     random_state : int, RandomState instance or None, default=None
@@ -485,18 +489,33 @@ class RandomFeatureGPC(_DirichletClassifier):
                 "draw fixed: randfeat_rs.RandomFourierFeatures, MaclaurinFeatures or "
                 f"NystroemFeatures, got {type(features).__name__}"
             )
-        model, ls, kv, fmap, n_iter = _core.DirichletGPC.fit_optimized(
-            features._feature_map(),
-            np.ascontiguousarray(X, dtype=np.float64),
-            codes,
-            n_classes=self.classes_.shape[0],
-            length_scale=float(features.length_scale),
-            alpha_epsilon=alpha_epsilon,
-            optimize=names,
-            n_restarts=int(self.n_restarts),
-            seed=self.seed_,
-            chunk_size=int(self.chunk_size),
-            progress=progress,
+        x64 = np.ascontiguousarray(X, dtype=np.float64)
+
+        def fit_at(f: Any) -> tuple:
+            return _core.DirichletGPC.fit_optimized(
+                f._feature_map(),
+                x64,
+                codes,
+                n_classes=self.classes_.shape[0],
+                length_scale=float(f.length_scale),
+                alpha_epsilon=alpha_epsilon,
+                optimize=names,
+                n_restarts=int(self.n_restarts),
+                seed=self.seed_,
+                chunk_size=int(self.chunk_size),
+                progress=progress,
+            )
+
+        # A MaclaurinFeatures map is refitted where the fitted length scale
+        # ends far from its own, as in RandomFeatureGPR.
+        features, (model, ls, kv, fmap, _), n_iter = maclaurin_refits(
+            features,
+            fit_at,
+            lambda f, length_scale: clone(f).set_params(length_scale=length_scale).fit(X),
+            progress,
+            length_scale=lambda fitted: float(fitted[1]),
+            lml=lambda fitted: float(sum(fitted[0].class_lml)),
+            n_iter=lambda fitted: int(fitted[4]),
         )
         moved = copy.copy(features)
         moved.length_scale = float(ls)
