@@ -176,7 +176,7 @@ def feature_gp_optimize_blocks(
     seed: int,
     center: bool,
     ard: bool = False,
-    data_length_scale: float | None = None,
+    data_length_scale: list[float] | None = None,
     progress: _Progress | None = None,
 ) -> tuple[NDArray[np.float64], float, float, FeatureMap, FeatureStats, int]: ...
 def median_pairwise_distance(x: NDArray[np.float64]) -> float: ...

@@ -720,7 +720,7 @@ def _optimize_feature_gpr(model: RandomFeatureGPR, X: da.Array, y: da.Array, per
     levels = [(X, y)]
     data_length_scale = None
     if "length_scale" in names:
-        (data_length_scale,) = _data_length_scales(X, False)
+        data_length_scale = _data_length_scales(X, bool(model.ard))
 
     with progress_printer(type(model).__name__, bool(model.verbose)) as progress:
 

@@ -183,8 +183,9 @@ impl PyGradientPass {
 /// `gradient_pass(pass, level)` returns. `noise_variance` is the fixed or
 /// initial noise variance; `data_length_scale` the median pairwise distance
 /// of the inputs (`median_pairwise_distance` of a strided sample of the
-/// rows), the start of a free length scale when its LML is higher than at
-/// the map's (`None`: the map's). Runs on the calling thread with the GIL (the
+/// rows; with `ard` one per dimension, `spread_length_scales`), the start
+/// of a free length scale when its LML is higher than at the map's
+/// (`None`: the map's). Runs on the calling thread with the GIL (the
 /// callables run there); Ctrl-C is checked before every call. Returns what
 /// `feature_gp_optimize` returns.
 #[pyfunction]
@@ -203,7 +204,7 @@ fn feature_gp_optimize_blocks<'py>(
     seed: u64,
     center: bool,
     ard: bool,
-    data_length_scale: Option<f64>,
+    data_length_scale: Option<Vec<f64>>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Fitted<'py>> {
     let optimize = parse_optimize(py, &optimize)?;

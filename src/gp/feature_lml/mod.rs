@@ -32,8 +32,8 @@ use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis, Co
 use super::exact::check_training_data;
 use super::features::FeatureGp;
 use super::optimize::{
-    self, median_pairwise_distance, Evaluation, Hyper, HyperInit, LogParams, Objective,
-    OptimizerConfig,
+    self, median_pairwise_distance, per_dimension_length_scales, Evaluation, Hyper, HyperInit,
+    LogParams, Objective, OptimizerConfig,
 };
 use crate::error::{Error, Result};
 use crate::feature_map::{AnyFeatureMap, FeatureMap};
@@ -587,13 +587,15 @@ pub struct FeatureLmlConfig {
     pub center: bool,
     /// Rows transformed at a time.
     pub chunk_rows: usize,
-    /// The data's length scale, the median pairwise distance of the inputs
-    /// ([`median_pairwise_distance`]): with the length scale free, the fit
-    /// starts from it instead of the map's when its LML on the coarsest
-    /// level is higher (docs/math/gp.rst, profiled fit, "Start length
-    /// scale"). `None`: the in-memory fit computes it from its rows; a fit
-    /// on rows held elsewhere starts from the map's length scale.
-    pub data_length_scale: Option<f64>,
+    /// The data's length scale(s): the median pairwise distance of the
+    /// inputs ([`median_pairwise_distance`]), with `ard` one per dimension
+    /// ([`per_dimension_length_scales`]; one value is taken for every
+    /// dimension). With the length scale free, the fit starts from it
+    /// instead of the map's when its LML on the coarsest level is higher
+    /// (docs/math/gp.rst, profiled fit, "Start length scale"). `None`: the
+    /// in-memory fit computes it from its rows; a fit on rows held
+    /// elsewhere starts from the map's length scale.
+    pub data_length_scale: Option<Vec<f64>>,
 }
 
 /// The gradient tolerance of the feature-space fit
@@ -643,13 +645,31 @@ pub struct FittedFeatureGp {
     pub n_iter: u64,
 }
 
+/// Refuses a [`FeatureLmlConfig::data_length_scale`] of a count other than
+/// 1 or `k` (the fit's length scales), or with values not finite and `> 0`.
+pub(crate) fn check_data_length_scale(cfg: &FeatureLmlConfig, k: usize) -> Result<()> {
+    let Some(data) = &cfg.data_length_scale else {
+        return Ok(());
+    };
+    if data.len() != 1 && data.len() != k {
+        return Err(Error::invalid(
+            "data_length_scale",
+            format!("needs 1 value or {k}, got {}", data.len()),
+        ));
+    }
+    for &m in data {
+        super::check_positive("data_length_scale", m)?;
+    }
+    Ok(())
+}
+
 /// Fits the hyperparameters of the feature-space GP on `map` by maximizing
 /// its log marginal likelihood: from the map's own length scale(s) and
 /// kernel variance and the given (or [`super::initial_noise_variance`])
 /// noise variance, a free length scale from the better (by the profiled
 /// LML on the coarsest level) of the map's and the data's
 /// ([`FeatureLmlConfig::data_length_scale`], the median pairwise distance
-/// of `x` by default), with per-dimension length scales the free
+/// of `x` by default, per column with `ard`), with per-dimension length scales the free
 /// variances at their maximum at the start length scales
 /// (docs/math/gp.rst), then
 /// `n_restarts` starts within a factor 10 of them, each run coarse to
@@ -687,16 +707,17 @@ pub fn fit_feature_gp(
         optimize: cfg.optimize.clone(),
     };
     let params = init.resolve(x, y, cfg.center)?;
-    if let Some(m) = cfg.data_length_scale {
-        super::check_positive("data_length_scale", m)?;
-    }
+    check_data_length_scale(cfg, params.n_length_scales())?;
     let cfg = &FeatureLmlConfig {
         // Only a free length scale starts from it.
-        data_length_scale: cfg.data_length_scale.or_else(|| {
-            params
-                .free
-                .contains(&0)
-                .then(|| median_pairwise_distance(x))
+        data_length_scale: cfg.data_length_scale.clone().or_else(|| {
+            params.free.contains(&0).then(|| {
+                if cfg.ard {
+                    per_dimension_length_scales(x)
+                } else {
+                    vec![median_pairwise_distance(x)]
+                }
+            })
         }),
         ..cfg.clone()
     };
@@ -744,10 +765,8 @@ pub fn fit_feature_gp(
         let coarse = obj
             .subsample(&rows)?
             .ok_or_else(|| Error::Internal("no coarse level".into()))?;
-        let candidates = optimize::length_scale_starts(
-            &params.values[..k],
-            cfg.data_length_scale.map(|m| vec![m]),
-        );
+        let candidates =
+            optimize::length_scale_starts(&params.values[..k], cfg.data_length_scale.clone());
         let best = optimize::best_start(
             &candidates,
             |l| {

@@ -626,7 +626,7 @@ pub(crate) fn fit(
     let (best, n_iter) = if free(0) {
         let levels = level_rows(n_rows, cfg.optimizer.coarse_min_rows, map.n_components());
         let coarsest = levels.len() - 1;
-        let candidates = length_scale_starts(&[l0], cfg.data_length_scale.map(|m| vec![m]));
+        let candidates = length_scale_starts(&[l0], cfg.data_length_scale.clone());
         let start = candidates[best_start(
             &candidates,
             |l| eval(l[0], coarsest).map(|b| b.lml),
@@ -875,7 +875,7 @@ mod tests {
     use crate::fourier::{Sampler, Variant};
     use crate::gp::feature_lml::tests::{fourier, maclaurin};
     use crate::gp::feature_lml::{fit_feature_gp, FeatureLml};
-    use crate::gp::optimize::{Hyper, Objective, OptimizerConfig};
+    use crate::gp::optimize::{per_dimension_length_scales, Hyper, Objective, OptimizerConfig};
     use crate::kernels::Kernel;
     use crate::maclaurin::{MaclaurinConfig, MaclaurinKernel};
 
@@ -1334,12 +1334,60 @@ mod tests {
             // Only from the map's length scale (the data's scale given as
             // the same), the large inputs end far below.
             let own = FeatureLmlConfig {
-                data_length_scale: Some(map.hyperparameters().0[0]),
+                data_length_scale: Some(map.hyperparameters().0),
                 ..cfg.clone()
             };
             let stuck = fit(&(&x * 1e4), &own);
             assert!(stuck.gp.lml < unit.gp.lml - 0.1 * n, "{}", stuck.gp.lml);
         }
+    }
+
+    #[test]
+    fn an_ard_fit_compares_the_per_column_data_start() {
+        // One column in units 1,000 times smaller: the data start of an ARD
+        // fit is per column (as the exact GP's), not one median distance
+        // for every column.
+        let (mut x, y) = data(800, 4);
+        x.column_mut(1).mapv_inplace(|v| v * 1e3);
+        let map = fourier(
+            2,
+            Kernel::Gaussian,
+            Sampler::Orthogonal,
+            Variant::CosSin,
+            48,
+        );
+        let cfg = FeatureLmlConfig {
+            ard: true,
+            optimizer: OptimizerConfig {
+                n_restarts: 0,
+                coarse_min_rows: 200,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let monitor = Monitor::new();
+        fit_feature_gp(&map, x.view(), y.view(), &cfg, PAR, &monitor).unwrap();
+        let data = per_dimension_length_scales(x.view());
+        assert!(data[1] > 100.0 * data[0], "{data:?}");
+        let start = format!("start length scales {data:.6?}: LML = ");
+        let messages = monitor.take_messages();
+        assert!(
+            messages.iter().any(|m| m.starts_with(&start)),
+            "{start} in {messages:?}"
+        );
+        // A data scale of another count is refused.
+        let three = FeatureLmlConfig {
+            data_length_scale: Some(vec![1.0; 3]),
+            ..cfg
+        };
+        let err = fit_feature_gp(&map, x.view(), y.view(), &three, PAR, &Monitor::new());
+        assert!(matches!(
+            err,
+            Err(Error::InvalidParameter {
+                name: "data_length_scale",
+                ..
+            })
+        ));
     }
 
     #[test]

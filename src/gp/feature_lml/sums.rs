@@ -508,9 +508,7 @@ where
         cfg.center,
     )?;
     LmlSums::check_size(map.n_components())?;
-    if let Some(m) = cfg.data_length_scale {
-        crate::gp::check_positive("data_length_scale", m)?;
-    }
+    super::check_data_length_scale(cfg, params.n_length_scales())?;
     if params.n_length_scales() == 1 && !params.free.is_empty() {
         // The profiled search: the statistics at unit kernel variance.
         let levels =
@@ -535,7 +533,7 @@ where
         let coarsest = levels.len() - 1;
         let candidates = crate::gp::optimize::length_scale_starts(
             &params.values[..k],
-            cfg.data_length_scale.map(|m| vec![m]),
+            cfg.data_length_scale.clone(),
         );
         let best = crate::gp::optimize::best_start(
             &candidates,

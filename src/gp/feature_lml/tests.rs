@@ -967,7 +967,11 @@ fn the_fit_on_block_sums_reaches_the_in_process_optimum() {
         let pass = |p: &GradientPass, level: usize| level_pass(&map, &x, &y, p, level);
         // The caller's data scale: the in-process fit's own.
         let on_blocks = FeatureLmlConfig {
-            data_length_scale: Some(median_pairwise_distance(x.view())),
+            data_length_scale: Some(if ard {
+                per_dimension_length_scales(x.view())
+            } else {
+                vec![median_pairwise_distance(x.view())]
+            }),
             ..cfg.clone()
         };
         let blocks = fit_feature_gp_blocks(
