@@ -564,6 +564,25 @@ def test_a_sparse_fit_from_far_starts_starts_at_the_data_scale_as_in_process(cli
     assert got.noise_variance_ < 0.1 * np.var(y)
 
 
+@pytest.mark.parametrize("optimize", [(), ("length_scale", "kernel_variance", "noise_variance")])
+def test_sparse_hyperparameters_left_none_take_the_in_process_defaults(client, optimize) -> None:
+    # The median pairwise distance of the same strided rows, var(y) and
+    # 0.1 var(y), the moments reduced in another order: with fixed
+    # hyperparameters the in-process model to the summation order, with a
+    # fit its optimum to the bound's rounding noise (as below).
+    x, y = _data(sum(OPT_CHUNKS), seed=3)
+    est = rf.SparseGPR(inducing=x[::60], optimize=optimize, n_restarts=0)
+    ref = rf.SparseGPR(**est.get_params()).fit(x, y)
+    got = rdask.fit(est, _dask(x, OPT_CHUNKS), _dask(y, OPT_CHUNKS))
+    lml, lml_ref = got.log_marginal_likelihood_, ref.log_marginal_likelihood_
+    assert abs(lml - lml_ref) < 1e-9 * abs(lml_ref)
+    if not optimize:
+        for name in ("length_scale_", "kernel_variance_", "noise_variance_"):
+            np.testing.assert_allclose(getattr(got, name), getattr(ref, name), rtol=1e-12)
+        value, _ = rdask.sparse_objective(est, _dask(x, OPT_CHUNKS), _dask(y, OPT_CHUNKS))
+        assert abs(value - lml_ref) < 1e-9 * abs(lml_ref)
+
+
 def test_the_data_length_scales_on_dask_arrays_are_the_in_process_starts(client) -> None:
     # Per column with ARD (one column in other units), from the same
     # strided rows; the columns' spreads are reduced in another order.
@@ -722,12 +741,6 @@ def test_bad_inputs_of_fit() -> None:
         assert str(on_dask.value) == str(in_memory.value)
     with pytest.raises(rf.InvalidInputError, match="inducing inputs as an array"):
         rdask.fit(rf.SparseGPR(optimize=()), _dask(x, (40,)), _dask(y, (40,)))
-    with pytest.raises(rf.InvalidInputError, match="missing: kernel_variance"):
-        rdask.fit(
-            rf.SparseGPR(inducing=x[:4], length_scale=1.0, noise_variance=0.1, optimize=()),
-            _dask(x, (40,)),
-            _dask(y, (40,)),
-        )
 
 
 def test_feature_chunked_fit_input_equals_row_chunked(client) -> None:

@@ -398,38 +398,72 @@ def _gpc_block(model: RandomFeatureGPC, x: np.ndarray, y: np.ndarray) -> Any:
     return stats
 
 
-def _sparse_prior(model: SparseGPR, d: int) -> dict:
-    """The fixed prior of a SparseGPR fitted on dask arrays: its inducing
-    inputs and hyperparameters as the keyword arguments of
-    ``_core.SparsePrior``."""
+def _sparse_prior(model: SparseGPR, X: da.Array, scale: _DataScale) -> dict:
+    """The prior of a SparseGPR fitted on dask arrays: its inducing inputs
+    (an array) and hyperparameters as the keyword arguments of
+    ``_core.SparsePrior``, those left None at the in-memory fit's defaults
+    (the data's ``scale``)."""
     z = model.inducing
-    missing = [
-        n
-        for n in ("length_scale", "kernel_variance", "noise_variance")
-        if getattr(model, n) is None
-    ]
-    if isinstance(z, str) or missing:
+    if isinstance(z, str):
         raise InvalidInputError(
             "a SparseGPR fitted on dask arrays needs its inducing inputs as an array "
-            "(`inducing`, e.g. chosen on a subsample in memory) and `length_scale`, "
-            "`kernel_variance` and `noise_variance` as values (the starts when optimized)"
-            + (f"; missing: {', '.join(missing)}" if missing else "")
+            "(`inducing`, e.g. chosen on a subsample in memory)"
         )
+    d = int(X.shape[1])
     z = inducing_inputs(z)
     if z.shape[1] != d:
         raise ValueError(
             f"`inducing` must have shape (M, {d}) for `X` with {d} features, got {z.shape}"
         )
-    ls = length_scale_values(model.length_scale)
+    if model.length_scale is None:
+        ls = scale.length_scales()
+    else:
+        ls = length_scale_values(model.length_scale)
     if model.ard and len(ls) == 1:
         ls = ls * d
     return {
         "inducing": z,
         "kernel": model.kernel,
         "length_scale": ls,
-        "kernel_variance": float(model.kernel_variance),
-        "noise_variance": float(model.noise_variance),
+        "kernel_variance": (
+            scale.kernel_variance()
+            if model.kernel_variance is None
+            else float(model.kernel_variance)
+        ),
+        "noise_variance": (
+            scale.noise_variance() if model.noise_variance is None else float(model.noise_variance)
+        ),
     }
+
+
+class _DataScale:
+    """The data's scale of a fit on dask arrays, computed once when first
+    asked: the length scales of :func:`_data_length_scales` and the targets'
+    moments, whose defaults (``var(y)`` and ``0.1 var(y)``, refused as in
+    memory for a variance beyond float64's range) are the in-memory fit's."""
+
+    def __init__(self, X: da.Array, y: da.Array, ard: bool) -> None:
+        self._X, self._y, self._ard = X, y, ard
+        self._ls: Optional[list] = None
+        self._moments: Optional[dict] = None
+
+    def length_scales(self) -> list:
+        if self._ls is None:
+            self._ls = _data_length_scales(self._X, self._ard)
+        return self._ls
+
+    def moments(self) -> dict:
+        if self._moments is None:
+            self._moments = _target_moments(self._y)
+        return self._moments
+
+    def noise_variance(self) -> float:
+        return _initial_noise_variance(self.moments())
+
+    def kernel_variance(self) -> float:
+        # The refusal of a variance beyond the float64 range first.
+        self.noise_variance()
+        return 1.0 if self.moments()["constant"] else float(self.moments()["var"])
 
 
 def _sparse_block(
@@ -538,8 +572,11 @@ def fit(estimator: Any, X: Any, y: Any, *, persist: bool = True) -> Any:
       and ``alpha_epsilon_``). The fitted attributes are those of the
       in-memory fit.
     - :class:`~randfeat_rs.SparseGPR`: the inducing inputs as an array
-      (``inducing``, e.g. chosen on a subsample in memory) and the
-      hyperparameters as values (the starts of those in ``optimize``).
+      (``inducing``, e.g. chosen on a subsample in memory); hyperparameters
+      left None take the in-memory defaults (the median pairwise distance
+      of every ``ceil(N / 500)``-th row, per column with ``ard``, over the
+      columns' standard deviations; ``var(y)`` and ``0.1 var(y)``), and
+      given starts are compared with them as in memory.
       With fixed hyperparameters one pass; with ``optimize`` (and
       ``optimize_inducing``) the optimizer of the in-memory fit
       (restarts, coarse levels, the stage over the inducing inputs) with
@@ -810,37 +847,39 @@ def _fit_sparse(estimator: SparseGPR, X: da.Array, y: da.Array, persist: bool) -
     model._validate_params()
     model._resolve_device(unsupported=SPARSE_DASK_CPU_ONLY)
     d = int(X.shape[1])
-    start = _sparse_prior(model, d)
     seed = model._fit_seed()
     if len(model.optimize) == 0 and not model.optimize_inducing:
-        prior = _core.SparsePrior(**start)
+        prior = _core.SparsePrior(**_sparse_prior(model, X, _DataScale(X, y, bool(model.ard))))
         stats = _sparse_stats(model, prior, X, y)
         model._gp = stats.fit(prior=prior, center_y=bool(model.center_y))
     else:
-        model._gp = _optimize_sparse(model, start, seed, X, y, persist)
+        model._gp = _optimize_sparse(model, seed, X, y, persist)
     model.n_features_in_ = d
     return model
 
 
-def _optimize_sparse(
-    model: SparseGPR, start: dict, seed: int, X: da.Array, y: da.Array, persist: bool
-) -> Any:
+def _optimize_sparse(model: SparseGPR, seed: int, X: da.Array, y: da.Array, persist: bool) -> Any:
     """The fitted ``_core.SparseGp`` of the hyperparameter fit on dask
     arrays: the in-memory optimizer (``_core.sparse_gp_optimize_blocks``:
     L-BFGS, restarts, coarse levels and the stage over the inducing inputs
     in Rust) asks for the statistics and gradient sums of every evaluation
     (two tree reductions) over ``X`` and ``y`` persisted on the workers
-    (with ``persist``), on the coarse levels of :func:`_level`."""
+    (with ``persist``), on the coarse levels of :func:`_level`. The start
+    is the given values, those left None at the data's scale, compared
+    with the data's scale as in memory."""
     if persist:
         X, y = dask.persist(X, y)
-    moments = _target_moments(y)
-    _check_fit_targets(y, moments, bool(model.center_y))
+    scale = _DataScale(X, y, bool(model.ard))
+    if model.optimize:
+        # In the in-memory order: the fit's refusals of the targets first.
+        _check_fit_targets(y, scale.moments(), bool(model.center_y))
+    start = _sparse_prior(model, X, scale)
     levels = [(X, y)]
     data_scale = {}
     if model.optimize:
         data_scale = {
-            "data_length_scale": _data_length_scales(X, bool(model.ard)),
-            "data_target_variance": 1.0 if moments["constant"] else moments["var"],
+            "data_length_scale": scale.length_scales(),
+            "data_target_variance": scale.kernel_variance(),
         }
 
     def evaluate(prior: Any, level: int) -> tuple[Any, Any]:
@@ -919,8 +958,9 @@ def sparse_objective(estimator: SparseGPR, X: Any, y: Any) -> tuple[float, np.nd
     The objective of ``estimator.method`` (VFE's bound or FITC's log
     marginal likelihood, of the centered targets with ``center_y=True``)
     at ``inducing`` (an array) and the given ``length_scale``,
-    ``kernel_variance`` and ``noise_variance``: the value the in-memory fit
-    reports as ``log_marginal_likelihood_`` with ``optimize=()``.
+    ``kernel_variance`` and ``noise_variance`` (those left None at the
+    in-memory fit's defaults): the value the in-memory fit reports as
+    ``log_marginal_likelihood_`` with ``optimize=()``.
 
     Returns
     -------
@@ -934,7 +974,8 @@ def sparse_objective(estimator: SparseGPR, X: Any, y: Any) -> tuple[float, np.nd
     if not isinstance(estimator, SparseGPR):
         raise TypeError(f"`estimator` must be a SparseGPR, got {type(estimator).__name__}")
     estimator._validate_params()
-    prior = _core.SparsePrior(**_sparse_prior(estimator, int(X.shape[1])))
+    scale = _DataScale(X, y, bool(estimator.ard))
+    prior = _core.SparsePrior(**_sparse_prior(estimator, X, scale))
     stats, sums = _sparse_passes(estimator, prior, X, y)
     value, grad, _ = stats.objective(sums, prior=prior, center_y=bool(estimator.center_y))
     return float(value), np.asarray(grad)
