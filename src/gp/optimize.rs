@@ -1094,7 +1094,12 @@ pub(crate) fn best_start(
     monitor: &Monitor,
 ) -> Result<usize> {
     let names: Vec<String> = candidates.iter().map(|l| length_scale_name(l)).collect();
-    best_named_start(&names, |i| Ok((value_at(&candidates[i])?, rows)), monitor)
+    best_named_start(
+        &names,
+        "LML",
+        |i| Ok((value_at(&candidates[i])?, rows)),
+        monitor,
+    )
 }
 
 /// `length scale l` or `length scales [l_1, …]`.
@@ -1106,9 +1111,11 @@ fn length_scale_name(l: &[f64]) -> String {
 }
 
 /// [`best_start`] over candidates named `names`, `value_at(i)` the value
-/// of the `i`-th and the number of rows it was computed on.
+/// (called `value_name` in the messages) of the `i`-th and the number of
+/// rows it was computed on.
 pub(crate) fn best_named_start(
     names: &[String],
+    value_name: &str,
     mut value_at: impl FnMut(usize) -> Result<(f64, usize)>,
     monitor: &Monitor,
 ) -> Result<usize> {
@@ -1116,7 +1123,9 @@ pub(crate) fn best_named_start(
     for (i, name) in names.iter().enumerate() {
         match value_at(i) {
             Ok((v, rows)) => {
-                monitor.message(format!("start {name}: LML = {v:.6} on {rows} rows"));
+                monitor.message(format!(
+                    "start {name}: {value_name} = {v:.6} on {rows} rows"
+                ));
                 if best.is_none_or(|(_, b)| v > b) {
                     best = Some((i, v));
                 }
@@ -1227,7 +1236,7 @@ pub(crate) fn start_names(params: &LogParams, candidates: &[Vec<f64>]) -> Vec<St
         .map(|v| {
             let mut name = length_scale_name(&v[..k]);
             for i in k..v.len() {
-                if candidates.iter().any(|c| c[i] != v[i]) || v[i] != params.values[i] {
+                if candidates.iter().any(|c| c[i] != v[i]) {
                     name.push_str(&format!(
                         ", {} {:.6e}",
                         params.name(i).replace('_', " "),
@@ -1293,6 +1302,7 @@ pub(crate) fn better_start<O: Objective>(
     let level = coarse.as_ref().unwrap_or(obj);
     let best = best_named_start(
         &start_names(params, &candidates),
+        level.value_name(),
         |i| {
             monitor.check()?;
             Ok((

@@ -705,8 +705,10 @@ fn start_objective<R: SparseRows>(
     if candidates.len() > 1 {
         let given = obj.params.clone();
         let mut coarse = optimize::coarsest(&obj, &cfg.optimizer)?;
+        let value_name = obj.value_name();
         let best = optimize::best_named_start(
             &optimize::start_names(&given, &candidates),
+            value_name,
             |i| {
                 monitor.check()?;
                 let level = coarse.as_mut().unwrap_or(&mut obj);
@@ -1058,11 +1060,23 @@ mod tests {
         let (x, y) = data(60, 2, 5);
         for (method, name) in [(Method::Vfe, "bound"), (Method::Fitc, "FITC LML")] {
             let monitor = Monitor::new();
-            let cfg = config(method, Kernel::Gaussian, false);
+            // A given kernel variance: its start and the data's are compared.
+            let mut cfg = config(method, Kernel::Gaussian, false);
+            cfg.hyper.kernel_variance = Some(5.0);
             fit_sparse(x.view(), y.view(), &cfg, Parallelism::Rayon, &monitor).unwrap();
             let messages = monitor.take_messages();
             let run = messages.iter().find(|m| m.starts_with("run 1/")).unwrap();
             assert!(run.contains(&format!(": {name} = ")), "{run}");
+            let starts: Vec<_> = messages
+                .iter()
+                .filter(|m| m.starts_with("start "))
+                .collect();
+            assert_eq!(starts.len(), 2, "{messages:?}");
+            assert!(
+                starts[0].contains(", kernel variance 5.000000e0: ")
+                    && starts.iter().all(|m| m.contains(&format!(": {name} = "))),
+                "{starts:?}"
+            );
             assert!(
                 messages
                     .iter()
