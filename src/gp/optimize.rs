@@ -268,8 +268,7 @@ impl HyperInit {
         let d = x.ncols();
         let n_ls = if self.ard { d } else { 1 };
         let ls = match &self.length_scale {
-            None if self.ard => per_dimension_length_scales(x),
-            None => vec![median_pairwise_distance(x)],
+            None => data_length_scales(x, self.ard),
             Some(v) if v.len() == n_ls => v.clone(),
             Some(v) if v.len() == 1 => vec![v[0]; n_ls],
             Some(v) => {
@@ -354,6 +353,17 @@ pub fn median_pairwise_distance(x: ArrayView2<'_, f64>) -> f64 {
         *m
     } else {
         1.0
+    }
+}
+
+/// The data's length scales of inputs `x`: [`per_dimension_length_scales`]
+/// with `ard` (one per dimension), else [`median_pairwise_distance`] (one
+/// for every dimension).
+pub fn data_length_scales(x: ArrayView2<'_, f64>, ard: bool) -> Vec<f64> {
+    if ard {
+        per_dimension_length_scales(x)
+    } else {
+        vec![median_pairwise_distance(x)]
     }
 }
 
@@ -1151,19 +1161,14 @@ pub struct DataScale {
 }
 
 impl DataScale {
-    /// The scale of training data `(x, y)`: [`per_dimension_length_scales`]
-    /// with `ard`, else [`median_pairwise_distance`], and
+    /// The scale of training data `(x, y)`: [`data_length_scales`] and
     /// [`super::target_variance_scale`].
     ///
     /// # Errors
     /// As [`super::target_variance_scale`].
     pub fn of(x: ArrayView2<'_, f64>, y: ArrayView1<'_, f64>, ard: bool) -> Result<Self> {
         Ok(Self {
-            length_scale: if ard {
-                per_dimension_length_scales(x)
-            } else {
-                vec![median_pairwise_distance(x)]
-            },
+            length_scale: data_length_scales(x, ard),
             target_variance: super::target_variance_scale(y)?,
         })
     }

@@ -65,7 +65,7 @@ use crate::feature_map::AnyFeatureMap;
 use crate::gp::exact::{check_training_data, dot_sq, kernel_matrix_symmetric};
 use crate::gp::feature_lml::{HyperMap, MapAt};
 use crate::gp::optimize::{
-    self, median_pairwise_distance, per_dimension_length_scales, Evaluation, LogParams, Objective,
+    self, data_length_scales, median_pairwise_distance, Evaluation, LogParams, Objective,
     OptimizerConfig,
 };
 use crate::kernels::{Kernel, StationaryKernel};
@@ -897,11 +897,7 @@ pub fn fit_exact_gpc(
         (Vec::new(), 0)
     } else {
         // The data's scale per column with per-dimension length scales.
-        let data = if params.n_length_scales() > 1 {
-            per_dimension_length_scales(x)
-        } else {
-            vec![median_pairwise_distance(x)]
-        };
+        let data = data_length_scales(x, params.n_length_scales() > 1);
         let start = optimize::better_start(
             &obj,
             &params,

@@ -33,8 +33,7 @@ use super::sparse::{
 };
 use crate::error::{Error, Result};
 use crate::gp::optimize::{
-    self, median_pairwise_distance, per_dimension_length_scales, Evaluation, LogParams, Objective,
-    OptimizerConfig,
+    self, data_length_scales, Evaluation, LogParams, Objective, OptimizerConfig,
 };
 use crate::gp::sparse::bound::{both_spaces, frobenius, sandwich, Adjoint};
 use crate::gp::sparse::{accumulate_gradient, finish, GradientSums, InducingPrior, Method};
@@ -269,13 +268,9 @@ pub fn fit_sparse_gpc(
     let given = &cfg.kernel.length_scale;
     // The data's scale: per column with per-dimension length scales (the
     // inducing inputs then follow the units of every column).
-    let data = free.length_scale.then(|| {
-        if given.len() > 1 {
-            per_dimension_length_scales(x)
-        } else {
-            vec![median_pairwise_distance(x)]
-        }
-    });
+    let data = free
+        .length_scale
+        .then(|| data_length_scales(x, given.len() > 1));
     let candidates = optimize::length_scale_starts(given, data);
     // With a free length scale the run starts from the given length scales
     // or the data's scale, inducing inputs chosen at each, whichever bound

@@ -32,8 +32,7 @@ use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis, Co
 use super::exact::check_training_data;
 use super::features::FeatureGp;
 use super::optimize::{
-    self, median_pairwise_distance, per_dimension_length_scales, Evaluation, Hyper, HyperInit,
-    LogParams, Objective, OptimizerConfig,
+    self, data_length_scales, Evaluation, Hyper, HyperInit, LogParams, Objective, OptimizerConfig,
 };
 use crate::error::{Error, Result};
 use crate::feature_map::{AnyFeatureMap, FeatureMap};
@@ -588,8 +587,8 @@ pub struct FeatureLmlConfig {
     /// Rows transformed at a time.
     pub chunk_rows: usize,
     /// The data's length scale(s): the median pairwise distance of the
-    /// inputs ([`median_pairwise_distance`]), with `ard` one per dimension
-    /// ([`per_dimension_length_scales`]; one value is taken for every
+    /// inputs ([`optimize::median_pairwise_distance`]), with `ard` one per dimension
+    /// ([`optimize::per_dimension_length_scales`]; one value is taken for every
     /// dimension). With the length scale free, the fit starts from it
     /// instead of the map's when its LML on the coarsest level is higher
     /// (docs/math/gp.rst, profiled fit, "Start length scale"). `None`: the
@@ -711,13 +710,10 @@ pub fn fit_feature_gp(
     let cfg = &FeatureLmlConfig {
         // Only a free length scale starts from it.
         data_length_scale: cfg.data_length_scale.clone().or_else(|| {
-            params.free.contains(&0).then(|| {
-                if cfg.ard {
-                    per_dimension_length_scales(x)
-                } else {
-                    vec![median_pairwise_distance(x)]
-                }
-            })
+            params
+                .free
+                .contains(&0)
+                .then(|| data_length_scales(x, cfg.ard))
         }),
         ..cfg.clone()
     };

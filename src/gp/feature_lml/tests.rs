@@ -10,6 +10,7 @@ use rand::Rng as _;
 
 use super::*;
 use crate::fourier::{FourierConfig, Sampler};
+use crate::gp::optimize::{median_pairwise_distance, per_dimension_length_scales};
 use crate::kernels::Kernel;
 use crate::linalg::Cholesky;
 use crate::maclaurin::{MaclaurinConfig, MaclaurinKernel};
