@@ -545,7 +545,9 @@ def test_feature_gpr_hyperparameter_fit_reaches_the_in_process_optimum(
     assert _rel(got.predict(x[:50]), ref.predict(x[:50])) < 1e-7
 
 
-def test_a_sparse_fit_from_far_starts_starts_at_the_data_scale_as_in_process(client) -> None:
+def test_a_sparse_fit_from_far_starts_starts_at_the_data_scale_as_in_process(
+    client, monkeypatch
+) -> None:
     # Starts 1e3 and 1e6 times the data's length scale and variance: both
     # fits compare them with the data's scale (the median pairwise distance
     # of the same strided rows, and var(y)) on the coarsest level and take
@@ -557,7 +559,26 @@ def test_a_sparse_fit_from_far_starts_starts_at_the_data_scale_as_in_process(cli
     ref = rf.SparseGPR(**est.get_params()).fit(x, y)
     default = rf.SparseGPR(**kw).fit(x, y)
     assert ref.log_marginal_likelihood_ == default.log_marginal_likelihood_
+    # Every reduction of the statistics, and those followed by the gradient
+    # sums' (the optimizer's evaluations).
+    calls = {"stats": 0, "passes": 0}
+
+    def counted(name: str, fn):
+        def call(*args):
+            calls[name] += 1
+            return fn(*args)
+
+        return call
+
+    monkeypatch.setattr(rdask, "_sparse_stats", counted("stats", rdask._sparse_stats))
+    monkeypatch.setattr(rdask, "_sparse_passes", counted("passes", rdask._sparse_passes))
     got = rdask.fit(est, _dask(x, OPT_CHUNKS), _dask(y, OPT_CHUNKS))
+    # Of the four starts (given, data length scale, data variances, both),
+    # the given one cannot be evaluated (its K_uu is singular) and is passed
+    # over before any reduction; the other three are compared by their
+    # statistics alone.
+    assert calls["passes"] > 0
+    assert calls["stats"] == calls["passes"] + 3
     # As in the test below: the same optimum to the bound's rounding noise.
     lml, lml_ref = got.log_marginal_likelihood_, ref.log_marginal_likelihood_
     assert abs(lml - lml_ref) < 1e-9 * abs(lml_ref)

@@ -562,7 +562,7 @@ class SparseGradientSums:
 
 def sparse_gp_optimize_blocks(
     *,
-    evaluate: Callable[[SparsePrior, int], tuple[SparseStats, SparseGradientSums]],
+    evaluate: Callable[[SparsePrior, int, bool], tuple[SparseStats, SparseGradientSums | None]],
     n_rows: int,
     inducing: NDArray[np.floating],
     method: str,

@@ -863,7 +863,8 @@ def _optimize_sparse(model: SparseGPR, seed: int, X: da.Array, y: da.Array, pers
     arrays: the in-memory optimizer (``_core.sparse_gp_optimize_blocks``:
     L-BFGS, restarts, coarse levels and the stage over the inducing inputs
     in Rust) asks for the statistics and gradient sums of every evaluation
-    (two tree reductions) over ``X`` and ``y`` persisted on the workers
+    (two tree reductions; the statistics alone where it compares starts)
+    over ``X`` and ``y`` persisted on the workers
     (with ``persist``), on the coarse levels of :func:`_level`. The start
     is the given values, those left None at the data's scale, compared
     with the data's scale as in memory."""
@@ -882,8 +883,11 @@ def _optimize_sparse(model: SparseGPR, seed: int, X: da.Array, y: da.Array, pers
             "data_target_variance": scale.kernel_variance(),
         }
 
-    def evaluate(prior: Any, level: int) -> tuple[Any, Any]:
+    def evaluate(prior: Any, level: int, want_grad: bool) -> tuple[Any, Any]:
         xl, yl = _level(levels, level)
+        if not want_grad:
+            # The comparison of starts: the statistics' reduction alone.
+            return _sparse_stats(model, prior, xl, yl), None
         return _sparse_passes(model, prior, xl, yl)
 
     with progress_printer(type(model).__name__, bool(model.verbose)) as progress:

@@ -95,6 +95,17 @@ pub trait Objective: Sync {
     /// range); [`Error::Interrupted`] once `monitor` is cancelled.
     fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<Self::Fit>>;
 
+    /// The value at `θ` alone, what a comparison of starts needs. The
+    /// default is [`Objective::evaluate`]'s; an objective whose gradient
+    /// costs more than its value (a second pass over the rows, or the
+    /// inverse of a factor) computes the value without it.
+    ///
+    /// # Errors
+    /// As [`Objective::evaluate`].
+    fn value(&self, theta: &[f64], monitor: &Monitor) -> Result<f64> {
+        Ok(self.evaluate(theta, monitor)?.value)
+    }
+
     /// The same objective on the rows `rows` (strictly increasing), for the
     /// coarse levels of a run; `None` (the default) when the objective has
     /// no coarse level.
@@ -1283,8 +1294,8 @@ pub(crate) fn coarsest<O: Objective>(obj: &O, cfg: &OptimizerConfig) -> Result<O
 /// [`maximize`]'s start: the log hyperparameters `params` start at, or
 /// one of the other [`start_candidates`] with the data's scale `data`
 /// (in the layout of `params.values`), whichever has the highest value of
-/// `obj` on the coarsest subsample its coarse-to-fine runs use
-/// ([`coarsest`]; [`best_start`]'s rule).
+/// `obj` ([`Objective::value`], no gradient) on the coarsest subsample its
+/// coarse-to-fine runs use ([`coarsest`]; [`best_start`]'s rule).
 ///
 /// # Errors
 /// [`Error::Interrupted`]; the errors of building the subsamples.
@@ -1310,10 +1321,7 @@ pub(crate) fn better_start<O: Objective>(
         level.value_name(),
         |i| {
             monitor.check()?;
-            Ok((
-                level.evaluate(&at(i).start(), monitor)?.value,
-                level.n_rows(),
-            ))
+            Ok((level.value(&at(i).start(), monitor)?, level.n_rows()))
         },
         monitor,
     )?;
@@ -1973,6 +1981,30 @@ mod tests {
                 let want = if i == j { 1.0 } else { 0.0 };
                 assert!((id[(i, j)] - want).abs() < 1e-3, "{id}");
             }
+        }
+    }
+
+    #[test]
+    fn the_exact_lml_alone_is_the_evaluations() {
+        // Without the inverse, the same factor and so the same bits.
+        let (x, y) = data(60);
+        for free in [vec![0, 1, 2], vec![1]] {
+            let params = LogParams {
+                values: vec![0.7, 1.3, 0.05],
+                free,
+            };
+            let theta = params.start();
+            let obj = ExactLml::new(
+                x.view(),
+                y.view(),
+                crate::kernels::Kernel::Matern32,
+                params,
+                Parallelism::Rayon,
+            );
+            let monitor = Monitor::default();
+            let e = obj.evaluate(&theta, &monitor).unwrap();
+            let v = obj.value(&theta, &monitor).unwrap();
+            assert_eq!(v.to_bits(), e.value.to_bits());
         }
     }
 

@@ -381,9 +381,11 @@ impl PySparseGradientSums {
 /// elsewhere ([`fit_sparse_blocks`]): the optimizer, restarts, coarse
 /// levels and stages of `SparseGp.fit` from the given inducing inputs
 /// (`M x d`) and hyperparameters, every evaluation the pair `(SparseStats,
-/// SparseGradientSums)` of all rows that `evaluate(prior, level)` returns
-/// for a `SparsePrior` (level 0: all rows; level `j + 1`: the rows `0, 4,
-/// 8, ...` of level `j`). Runs on the calling thread with the GIL (the
+/// SparseGradientSums)` of all rows that `evaluate(prior, level,
+/// want_grad)` returns for a `SparsePrior` (level 0: all rows; level `j +
+/// 1`: the rows `0, 4, 8, ...` of level `j`); without `want_grad` (the
+/// comparison of starts) the value alone is needed and the sums may be
+/// `None`. Runs on the calling thread with the GIL (the
 /// callable runs there); Ctrl-C is checked before every evaluation.
 /// `progress` as in `SparseGp.fit`. `data_length_scale` (one value or one
 /// per length scale) and `data_target_variance`, given together, are the
@@ -459,7 +461,7 @@ fn sparse_gp_optimize_blocks(
     };
     let monitor = Monitor::new();
     let calls = ffi::Callbacks::new(&monitor, progress.as_ref());
-    let sums = |prior: &InducingPrior, level: usize| {
+    let sums = |prior: &InducingPrior, level: usize, want_grad: bool| {
         calls.call(|py| {
             let prior = Py::new(
                 py,
@@ -472,10 +474,12 @@ fn sparse_gp_optimize_blocks(
                     built: prior.clone(),
                 },
             )?;
-            let out = evaluate.bind(py).call1((prior, level))?;
-            let (stats, sums): (PyRef<'_, PySparseStats>, PyRef<'_, PySparseGradientSums>) =
-                out.extract()?;
-            Ok((stats.inner.clone(), sums.inner.clone()))
+            let out = evaluate.bind(py).call1((prior, level, want_grad))?;
+            let (stats, sums): (
+                PyRef<'_, PySparseStats>,
+                Option<PyRef<'_, PySparseGradientSums>>,
+            ) = out.extract()?;
+            Ok((stats.inner.clone(), sums.map(|s| s.inner.clone())))
         })
     };
     let fit = fit_sparse_blocks(n_rows, d, &cfg, &sums, Parallelism::Rayon, &monitor);

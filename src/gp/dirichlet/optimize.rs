@@ -375,8 +375,15 @@ impl<'a> DirichletLml<'a> {
         })
     }
 
-    /// The classifier and the gradient over `(ln l, ln σ²)` at `values`.
-    fn lml(&self, values: &[f64], monitor: &Monitor) -> Result<(Vec<f64>, DirichletGpc)> {
+    /// The classifier and, with `want_grad`, the gradient over `(ln l,
+    /// ln σ²)` at `values` (zeros without it: the second pass over the
+    /// rows is skipped).
+    fn lml(
+        &self,
+        values: &[f64],
+        want_grad: bool,
+        monitor: &Monitor,
+    ) -> Result<(Vec<f64>, DirichletGpc)> {
         let par = self.par;
         let at = At::new(self.map, values[0], values[1])?;
         let d = self.map.n_components();
@@ -396,7 +403,7 @@ impl<'a> DirichletLml<'a> {
         }
         let gpc = DirichletGpc::fit_monitored(&stats, self.alpha_epsilon, par, monitor)?;
         let mut grad = vec![0.0; 3];
-        if self.params.free.is_empty() {
+        if !want_grad || self.params.free.is_empty() {
             return Ok((grad, gpc));
         }
         monitor.check()?;
@@ -475,12 +482,17 @@ impl Objective for DirichletLml<'_> {
 
     fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<Self::Fit>> {
         let values = self.params.at(theta)?;
-        let (grad, gpc) = self.lml(&values, monitor)?;
+        let (grad, gpc) = self.lml(&values, true, monitor)?;
         Ok(Evaluation {
             value: gpc.lml(),
             grad: self.params.select(&grad),
             fit: gpc,
         })
+    }
+
+    /// The LML from the statistics pass alone.
+    fn value(&self, theta: &[f64], monitor: &Monitor) -> Result<f64> {
+        Ok(self.lml(&self.params.at(theta)?, false, monitor)?.1.lml())
     }
 
     fn subsample(&self, rows: &[usize]) -> Result<Option<Self>> {
@@ -665,10 +677,10 @@ impl<'a> ExactDirichletLml<'a> {
         })
     }
 
-    /// The summed class log marginal likelihood at `values` and its
-    /// gradient, every class from one factor of `B = K + σ²₀ I` (see the
-    /// module docs, "Exact kernel").
-    fn lml(&self, values: &[f64], monitor: &Monitor) -> Result<(f64, Vec<f64>)> {
+    /// The summed class log marginal likelihood at `values` and, with
+    /// `want_grad`, its gradient (else zeros), every class from one factor
+    /// of `B = K + σ²₀ I` (see the module docs, "Exact kernel").
+    fn lml(&self, values: &[f64], want_grad: bool, monitor: &Monitor) -> Result<(f64, Vec<f64>)> {
         let par = self.par;
         let k = values.len() - 2;
         let kernel = StationaryKernel::gaussian(values[..k].to_vec(), values[k]);
@@ -680,7 +692,7 @@ impl<'a> ExactDirichletLml<'a> {
         let b_inv = b.inverse(par);
         // σ²₀ − σ²₁ > 0: a row of the class has the smaller noise.
         let gap = t.noise_out - t.noise_in;
-        let want_grad = !self.params.free.is_empty();
+        let want_grad = want_grad && !self.params.free.is_empty();
         let mut w = Array2::<f64>::zeros(if want_grad { (n, n) } else { (0, 0) });
         let mut alphas = Array2::<f64>::zeros((n, self.n_classes));
         let mut value = 0.0;
@@ -822,12 +834,18 @@ impl Objective for ExactDirichletLml<'_> {
 
     fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<Self::Fit>> {
         let values = self.params.at(theta)?;
-        let (value, grad) = self.lml(&values, monitor)?;
+        let (value, grad) = self.lml(&values, true, monitor)?;
         Ok(Evaluation {
             value,
             grad: self.params.select(&grad),
             fit: (),
         })
+    }
+
+    /// The LML without the gradient's `N × N` products (`W` of every
+    /// class and its contraction with the kernel's derivatives).
+    fn value(&self, theta: &[f64], monitor: &Monitor) -> Result<f64> {
+        Ok(self.lml(&self.params.at(theta)?, false, monitor)?.0)
     }
 
     fn subsample(&self, rows: &[usize]) -> Result<Option<Self>> {

@@ -38,6 +38,14 @@ fn labels(x: &Array2<f64>) -> Vec<usize> {
 fn check_gradient<O: Objective>(obj: &O, theta: &[f64], what: &str) {
     let monitor = Monitor::default();
     let e = obj.evaluate(theta, &monitor).unwrap();
+    // The value alone (no gradient pass) is the evaluation's, to the bit.
+    let v = obj.value(theta, &monitor).unwrap();
+    assert_eq!(
+        v.to_bits(),
+        e.value.to_bits(),
+        "{what}: value {v} vs {}",
+        e.value
+    );
     let scale = e.grad.iter().map(|g| g * g).sum::<f64>().sqrt().max(1.0);
     let h = 1e-5;
     for i in 0..theta.len() {

@@ -164,6 +164,28 @@ impl SparseGpcBound<'_> {
         };
         class_prior(kernel, self.alpha_epsilon, self.z.view(), self.par)
     }
+
+    /// The prior at `θ`, the statistics of the rows under it and the
+    /// classifier they give (the first pass of an evaluation).
+    fn classifier(
+        &self,
+        theta: &[f64],
+        monitor: &Monitor,
+    ) -> Result<(InducingPrior, SparseClassStats, SparseGpc)> {
+        let prior = self.prior(theta)?;
+        let stats = accumulate_rows(
+            &prior,
+            self.x.view(),
+            &self.labels,
+            self.n_classes,
+            self.chunk_rows,
+            self.par,
+            monitor,
+        )?;
+        let gpc =
+            SparseGpc::from_stats(&stats, prior.clone(), self.alpha_epsilon, self.par, monitor)?;
+        Ok((prior, stats, gpc))
+    }
 }
 
 impl Objective for SparseGpcBound<'_> {
@@ -178,24 +200,12 @@ impl Objective for SparseGpcBound<'_> {
     }
 
     fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<SparseGpc>> {
-        let prior = self.prior(theta)?;
-        let x = self.x.view();
-        let stats = accumulate_rows(
-            &prior,
-            x,
-            &self.labels,
-            self.n_classes,
-            self.chunk_rows,
-            self.par,
-            monitor,
-        )?;
-        let gpc =
-            SparseGpc::from_stats(&stats, prior.clone(), self.alpha_epsilon, self.par, monitor)?;
+        let (prior, stats, gpc) = self.classifier(theta, monitor)?;
         let grad = bound_gradient(
             &stats,
             &prior,
             &gpc,
-            x,
+            self.x.view(),
             &self.labels,
             self.chunk_rows,
             self.par,
@@ -206,6 +216,11 @@ impl Objective for SparseGpcBound<'_> {
             grad: self.params.select(&grad),
             fit: gpc,
         })
+    }
+
+    /// The bound from the statistics pass alone.
+    fn value(&self, theta: &[f64], monitor: &Monitor) -> Result<f64> {
+        Ok(self.classifier(theta, monitor)?.2.bound())
     }
 
     /// The coarse levels: the same bound on a subset of the rows.
@@ -292,7 +307,7 @@ pub fn fit_sparse_gpc(
                 let obj = objs[i]
                     .as_ref()
                     .map_err(|e| Error::invalid("inducing", e.clone()))?;
-                Ok(obj.evaluate(&obj.params.start(), monitor)?.value)
+                obj.value(&obj.params.start(), monitor)
             },
             x.nrows(),
             monitor,

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use ndarray::{Array1, ArrayView1, ArrayView2, Axis, CowArray, Ix1, Ix2};
 
-use super::{check_exact_size, check_training_data, lml_and_factor, ExactGp, Workspace};
+use super::{check_exact_size, check_training_data, lml_and_factor, ExactGp, LmlEval, Workspace};
 use crate::error::Result;
 use crate::gp::optimize::{
     self, DataScale, Evaluation, HyperInit, LogParams, Objective, OptimizerConfig,
@@ -82,14 +82,15 @@ impl<'a> ExactLml<'a> {
     }
 }
 
-impl Objective for ExactLml<'_> {
-    type Fit = (Cholesky, Vec<f64>);
-
-    fn n_rows(&self) -> usize {
-        self.x.nrows()
-    }
-
-    fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<Self::Fit>> {
+impl ExactLml<'_> {
+    /// The LML at `θ` (with its gradient when `want_grad`), its factor and
+    /// `α = K⁻¹y`.
+    fn lml(
+        &self,
+        theta: &[f64],
+        want_grad: bool,
+        monitor: &Monitor,
+    ) -> Result<(LmlEval, Cholesky, Vec<f64>)> {
         let v = self.params.at(theta)?;
         let k = v.len() - 2;
         let kernel = StationaryKernel {
@@ -98,21 +99,39 @@ impl Objective for ExactLml<'_> {
             variance: v[k],
         };
         let mut ws = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
-        let (e, chol, alpha) = lml_and_factor(
+        lml_and_factor(
             self.x.view(),
             self.y.view(),
             &kernel,
             v[k + 1],
-            true,
+            want_grad,
             self.par,
             monitor,
             &mut ws,
-        )?;
+        )
+    }
+}
+
+impl Objective for ExactLml<'_> {
+    type Fit = (Cholesky, Vec<f64>);
+
+    fn n_rows(&self) -> usize {
+        self.x.nrows()
+    }
+
+    fn evaluate(&self, theta: &[f64], monitor: &Monitor) -> Result<Evaluation<Self::Fit>> {
+        let (e, chol, alpha) = self.lml(theta, true, monitor)?;
         Ok(Evaluation {
             value: e.lml,
             grad: self.params.select(&e.grad),
             fit: (chol, alpha),
         })
+    }
+
+    /// The LML from the factor alone (no inverse: a third of an
+    /// evaluation's `O(N³)` work).
+    fn value(&self, theta: &[f64], monitor: &Monitor) -> Result<f64> {
+        Ok(self.lml(theta, false, monitor)?.0.lml)
     }
 
     fn subsample(&self, rows: &[usize]) -> Result<Option<Self>> {

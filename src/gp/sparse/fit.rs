@@ -200,10 +200,11 @@ impl SparseRows for InMemory<'_> {
 
 /// Rows held elsewhere (e.g. in the blocks of Dask workers), of the coarse
 /// level `level` (0: all `n_rows` rows; level `j + 1` keeps the rows `0, 4,
-/// 8, …` of level `j`, as the in-memory subsample): `sums(prior, level)`
-/// gives the merged statistics of all rows of the level and the merged
-/// gradient sums of the second pass with those statistics' adjoints (two
-/// reductions); the bound and the gradient are finished here.
+/// 8, …` of level `j`, as the in-memory subsample): `sums(prior, level,
+/// want_grad)` gives the merged statistics of all rows of the level and,
+/// with `want_grad`, the merged gradient sums of the second pass with those
+/// statistics' adjoints (two reductions; one without it); the bound and the
+/// gradient are finished here.
 pub(crate) struct BlockRows<'a, F> {
     n_rows: usize,
     level: usize,
@@ -213,7 +214,7 @@ pub(crate) struct BlockRows<'a, F> {
 
 impl<F> SparseRows for BlockRows<'_, F>
 where
-    F: Fn(&InducingPrior, usize) -> Result<(SparseStats, GradientSums)> + Sync,
+    F: Fn(&InducingPrior, usize, bool) -> Result<(SparseStats, Option<GradientSums>)> + Sync,
 {
     fn n_rows(&self) -> usize {
         self.n_rows
@@ -228,38 +229,50 @@ where
         monitor: &Monitor,
     ) -> Result<(Bound, Option<Gradient>)> {
         monitor.check()?;
-        let (stats, sums) = (self.sums)(prior, self.level)?;
+        let (stats, sums) = (self.sums)(prior, self.level, want_grad)?;
         stats.validate()?;
         let (m, d) = prior.z.dim();
         let kuu = match method {
             Method::Vfe => 0,
             Method::Fitc => m,
         };
+        let sums_fit = match &sums {
+            Some(s) => {
+                s.by_inducing.dim() == (m, d)
+                    && s.by_length_scale.len() == d
+                    && s.row_kuu.dim() == (kuu, kuu)
+            }
+            None => !want_grad,
+        };
         if stats.n != self.n_rows as u64
             || stats.method != method
             || stats.n_inducing() != m
-            || sums.by_inducing.dim() != (m, d)
-            || sums.by_length_scale.len() != d
-            || sums.row_kuu.dim() != (kuu, kuu)
+            || !sums_fit
         {
             return Err(Error::invalid(
                 "sums",
                 format!(
-                    "an evaluation needs the {} statistics and gradient sums of all {} rows of \
-                     level {} under the requested prior (got {} rows)",
+                    "an evaluation needs the {} statistics{} of all {} rows of level {} under \
+                     the requested prior (got {} rows{})",
                     method.name(),
+                    if want_grad { " and gradient sums" } else { "" },
                     self.n_rows,
                     self.level,
-                    stats.n
+                    stats.n,
+                    if want_grad && sums.is_none() {
+                        ", no gradient sums"
+                    } else {
+                        ""
+                    },
                 ),
             ));
         }
         let b = crate::threads::install(|| bound(&stats, prior, center, want_grad, self.par))??;
-        let g = match &b.adjoint {
-            Some(adj) => Some(crate::threads::install(|| {
-                finish(adj, prior, &sums, self.par)
+        let g = match (&b.adjoint, &sums) {
+            (Some(adj), Some(sums)) => Some(crate::threads::install(|| {
+                finish(adj, prior, sums, self.par)
             })?),
-            None => None,
+            _ => None,
         };
         Ok((b, g))
     }
@@ -412,6 +425,12 @@ impl<R: SparseRows> Objective for SparseObjective<R> {
         })
     }
 
+    /// The objective from the statistics alone (the first pass: a third of
+    /// an evaluation's multiply-adds).
+    fn value(&self, theta: &[f64], monitor: &Monitor) -> Result<f64> {
+        Ok(self.model(theta, monitor)?.objective)
+    }
+
     /// The coarse levels: the same objective on a subset of the rows, only
     /// with `Z` fixed (with `Z` free the subsample's Hessian would take
     /// `M·d` evaluations) and at least `M` rows. An evaluation costs about
@@ -551,11 +570,13 @@ pub fn fit_sparse(
 
 /// [`fit_sparse`] on `n_rows` rows of `d` columns held elsewhere: the same
 /// optimizer, restarts, coarse levels and (with `cfg.optimize_inducing`)
-/// second stage, every evaluation the two reductions of `sums(prior,
-/// level)`: the merged statistics of all rows of the coarse level `level`
-/// under `prior` (0: all rows; level `j + 1` keeps the rows `0, 4, 8, …`
-/// of level `j`), and the merged gradient sums of the second pass with the
-/// adjoints of those statistics' bound. The inducing inputs must be given
+/// second stage, every evaluation the reductions of `sums(prior, level,
+/// want_grad)`: the merged statistics of all rows of the coarse level
+/// `level` under `prior` (0: all rows; level `j + 1` keeps the rows `0, 4,
+/// 8, …` of level `j`), and, with `want_grad`, the merged gradient sums of
+/// the second pass with the adjoints of those statistics' bound (`None`
+/// without it: the comparison of starts and a fit with nothing to optimize
+/// need the value alone). The inducing inputs must be given
 /// ([`InducingInit::Given`]) and so must every hyperparameter (the starts
 /// of the free ones): the defaults would read the rows.
 ///
@@ -571,7 +592,7 @@ pub fn fit_sparse_blocks<F>(
     monitor: &Monitor,
 ) -> Result<SparseGp>
 where
-    F: Fn(&InducingPrior, usize) -> Result<(SparseStats, GradientSums)> + Sync,
+    F: Fn(&InducingPrior, usize, bool) -> Result<(SparseStats, Option<GradientSums>)> + Sync,
 {
     if n_rows == 0 {
         return Err(Error::invalid("X", "needs at least one training row"));
@@ -714,10 +735,7 @@ fn start_objective<R: SparseRows>(
                 let level = coarse.as_mut().unwrap_or(&mut obj);
                 level.z = zs[i].clone().map_err(|e| Error::invalid("inducing", e))?;
                 level.params.values = candidates[i].clone();
-                Ok((
-                    level.evaluate(&level.start(), monitor)?.value,
-                    level.n_rows(),
-                ))
+                Ok((level.value(&level.start(), monitor)?, level.n_rows()))
             },
             monitor,
         )?;
@@ -1249,6 +1267,58 @@ mod tests {
     }
 
     #[test]
+    fn the_comparison_of_starts_computes_values_alone() {
+        // Given length scale and variances away from the data's: four
+        // starts compared (rows without coarse levels: on all rows), each
+        // from the statistics pass alone, then the optimizer's evaluations
+        // with their gradients.
+        let (x, y) = data(90, 2, 6);
+        for method in [Method::Vfe, Method::Fitc] {
+            let cfg = SparseGpConfig {
+                hyper: HyperInit {
+                    length_scale: Some(vec![0.3]),
+                    kernel_variance: Some(50.0),
+                    noise_variance: Some(0.5),
+                    ..Default::default()
+                },
+                optimizer: OptimizerConfig {
+                    max_iter: 3,
+                    n_restarts: 0,
+                    ..config(method, Kernel::Gaussian, false).optimizer
+                },
+                ..config(method, Kernel::Gaussian, false)
+            };
+            let rows = Recorded {
+                rows: InMemory {
+                    x: x.view().into(),
+                    y: y.view().into(),
+                    chunk_rows: 32,
+                    par: PAR,
+                    scratch: Mutex::new(Vec::new()),
+                },
+                asked: Mutex::new(Vec::new()),
+            };
+            let monitor = Monitor::new();
+            let mut obj =
+                start_objective(rows, x.view(), y.view(), 12, &cfg, PAR, &monitor).unwrap();
+            let asked = obj.rows.asked.lock().unwrap().clone();
+            assert_eq!(asked, [false; 4], "{method:?}");
+            // The value is the one an evaluation with the gradient gives,
+            // to the bit.
+            let start = obj.start();
+            let value = obj.value(&start, &monitor).unwrap();
+            assert_eq!(
+                value.to_bits(),
+                obj.evaluate(&start, &monitor).unwrap().value.to_bits()
+            );
+            obj.rows.asked.lock().unwrap().clear();
+            optimize_from(&mut obj, &cfg, &monitor).unwrap();
+            let asked = obj.rows.asked.lock().unwrap().clone();
+            assert!(!asked.is_empty() && asked.iter().all(|&g| g), "{asked:?}");
+        }
+    }
+
+    #[test]
     fn coarse_levels_and_chunks_reach_the_same_optimum() {
         // 1,200 rows: a coarse level of 300 rows first. The fit without
         // coarse levels and one-row-at-a-time chunks end at the same
@@ -1307,18 +1377,19 @@ mod tests {
         }
     }
 
-    /// The statistics and gradient sums of the coarse level `level` of
-    /// `(x, y)` (rows `0, 4, 8, …` of the level above) under `prior`, each
-    /// pass over the blocks cut at `cuts` (`None`: one block) merged: what
-    /// a distributed evaluation's two reductions give.
+    /// The statistics and (with `want_grad`) gradient sums of the coarse
+    /// level `level` of `(x, y)` (rows `0, 4, 8, …` of the level above)
+    /// under `prior`, each pass over one block or three merged: what a
+    /// distributed evaluation's reductions give.
     fn level_sums(
         x: &Array2<f64>,
         y: &Array1<f64>,
         method: Method,
         prior: &InducingPrior,
         level: usize,
+        want_grad: bool,
         three_blocks: bool,
-    ) -> Result<(SparseStats, GradientSums)> {
+    ) -> Result<(SparseStats, Option<GradientSums>)> {
         let (mut x, mut y) = (x.clone(), y.clone());
         for _ in 0..level {
             let rows: Vec<usize> = (0..x.nrows() / 4).map(|i| 4 * i).collect();
@@ -1342,6 +1413,9 @@ mod tests {
             part.accumulate(prior, xb, yb, &mut scratch, PAR)?;
             stats.merge(&part)?;
         }
+        if !want_grad {
+            return Ok((stats, None));
+        }
         let b = bound(&stats, prior, true, true, PAR)?;
         let adj = b.adjoint.as_ref().unwrap();
         let (m, d) = prior.z.dim();
@@ -1351,7 +1425,7 @@ mod tests {
             accumulate_gradient(&mut part, adj, prior, xb, yb, b.y_mean, &mut scratch, PAR)?;
             sums.merge(&part)?;
         }
-        Ok((stats, sums))
+        Ok((stats, Some(sums)))
     }
 
     #[test]
@@ -1396,8 +1470,8 @@ mod tests {
             let case = format!("{method:?} ard {ard} Z {optimize_inducing}");
             // One block (the in-memory fit's one chunk): the same sums, so
             // the same evaluations bit for bit and the same path.
-            let one = |prior: &InducingPrior, level: usize| {
-                level_sums(&x, &y, method, prior, level, false)
+            let one = |prior: &InducingPrior, level: usize, want_grad: bool| {
+                level_sums(&x, &y, method, prior, level, want_grad, false)
             };
             let blocks = fit_sparse_blocks(700, 2, &cfg, &one, PAR, &Monitor::default()).unwrap();
             assert_eq!(blocks.n_iter, in_memory.n_iter, "{case}");
@@ -1422,8 +1496,8 @@ mod tests {
             if !uneven {
                 continue;
             }
-            let three = |prior: &InducingPrior, level: usize| {
-                level_sums(&x, &y, method, prior, level, true)
+            let three = |prior: &InducingPrior, level: usize, want_grad: bool| {
+                level_sums(&x, &y, method, prior, level, want_grad, true)
             };
             let blocks = fit_sparse_blocks(700, 2, &cfg, &three, PAR, &Monitor::default()).unwrap();
             assert!(
@@ -1448,10 +1522,59 @@ mod tests {
     }
 
     #[test]
+    fn the_fit_on_block_sums_asks_for_gradient_sums_only_where_needed() {
+        // Given values away from the data's scale: the comparison of the
+        // four starts asks for the statistics alone, every optimizer
+        // evaluation for the gradient sums too, and a fit with nothing to
+        // optimize for the statistics once.
+        let (x, y) = data(200, 2, 9);
+        let asked = Mutex::new(Vec::new());
+        let sums = |prior: &InducingPrior, level: usize, want_grad: bool| {
+            asked.lock().unwrap().push(want_grad);
+            level_sums(&x, &y, Method::Vfe, prior, level, want_grad, true)
+        };
+        let start = SparseGpConfig {
+            inducing: InducingInit::Given(x.slice(s![..8, ..]).to_owned()),
+            hyper: HyperInit {
+                length_scale: Some(vec![1.0]),
+                kernel_variance: Some(1e4),
+                noise_variance: Some(0.1),
+                ..Default::default()
+            },
+            optimizer: OptimizerConfig {
+                n_restarts: 0,
+                max_iter: 5,
+                ..Default::default()
+            },
+            data_scale: Some(DataScale::of(x.view(), y.view(), false).unwrap()),
+            ..config(Method::Vfe, Kernel::Gaussian, false)
+        };
+        fit_sparse_blocks(200, 2, &start, &sums, PAR, &Monitor::default()).unwrap();
+        let got = std::mem::take(&mut *asked.lock().unwrap());
+        assert_eq!(got[..4], [false; 4], "{got:?}");
+        assert!(got.len() > 4 && got[4..].iter().all(|&g| g), "{got:?}");
+        let fixed = SparseGpConfig {
+            hyper: HyperInit {
+                optimize: vec![],
+                ..start.hyper.clone()
+            },
+            ..start.clone()
+        };
+        fit_sparse_blocks(200, 2, &fixed, &sums, PAR, &Monitor::default()).unwrap();
+        assert_eq!(*asked.lock().unwrap(), [false]);
+        // Sums that leave out the gradient sums an evaluation asked for.
+        let none = |prior: &InducingPrior, level: usize, _: bool| {
+            level_sums(&x, &y, Method::Vfe, prior, level, false, true)
+        };
+        let e = fit_sparse_blocks(200, 2, &start, &none, PAR, &Monitor::default()).unwrap_err();
+        assert!(e.to_string().contains("no gradient sums"), "{e}");
+    }
+
+    #[test]
     fn the_fit_on_block_sums_refuses_what_needs_the_rows() {
         let (x, y) = data(40, 2, 9);
-        let sums = |prior: &InducingPrior, level: usize| {
-            level_sums(&x, &y, Method::Vfe, prior, level, true)
+        let sums = |prior: &InducingPrior, level: usize, want_grad: bool| {
+            level_sums(&x, &y, Method::Vfe, prior, level, want_grad, true)
         };
         let given = SparseGpConfig {
             inducing: InducingInit::Given(x.slice(s![..4, ..]).to_owned()),
