@@ -331,6 +331,31 @@ impl HyperInit {
         values.push(nv);
         Ok(LogParams { values, free })
     }
+
+    /// [`DataScale::of`] `(x, y)`, the defaults `params` (this
+    /// initialization's [`HyperInit::resolve`] on the same data) holds
+    /// taken from there rather than computed again.
+    ///
+    /// # Errors
+    /// As [`DataScale::of`].
+    pub(crate) fn data_scale(
+        &self,
+        x: ArrayView2<'_, f64>,
+        y: ArrayView1<'_, f64>,
+        params: &LogParams,
+    ) -> Result<DataScale> {
+        let k = params.n_length_scales();
+        Ok(DataScale {
+            length_scale: match self.length_scale {
+                None => params.values[..k].to_vec(),
+                Some(_) => data_length_scales(x, self.ard),
+            },
+            target_variance: match self.kernel_variance {
+                None => params.values[k],
+                Some(_) => super::target_variance_scale(y)?,
+            },
+        })
+    }
 }
 
 /// Rows used for the median pairwise distance (an evenly strided subsample).
@@ -1919,6 +1944,26 @@ mod tests {
         );
         let e = Hyper::from_name("lengthscale").unwrap_err().to_string();
         assert!(e.contains("optimize") && e.contains("length_scale"), "{e}");
+    }
+
+    #[test]
+    fn the_data_scale_of_a_resolved_init_is_the_datas() {
+        // Defaults taken from the resolved values, given values computed:
+        // the same bits as DataScale::of either way.
+        let (x, y) = data(50);
+        for ard in [false, true] {
+            for given in [false, true] {
+                let init = HyperInit {
+                    ard,
+                    length_scale: given.then(|| vec![0.3]),
+                    kernel_variance: given.then_some(40.0),
+                    ..Default::default()
+                };
+                let params = init.resolve(x.view(), y.view(), true).unwrap();
+                let got = init.data_scale(x.view(), y.view(), &params).unwrap();
+                assert_eq!(got, DataScale::of(x.view(), y.view(), ard).unwrap());
+            }
+        }
     }
 
     #[test]

@@ -9,9 +9,7 @@ use ndarray::{Array1, ArrayView1, ArrayView2, Axis, CowArray, Ix1, Ix2};
 
 use super::{check_exact_size, check_training_data, lml_and_factor, ExactGp, LmlEval, Workspace};
 use crate::error::Result;
-use crate::gp::optimize::{
-    self, DataScale, Evaluation, HyperInit, LogParams, Objective, OptimizerConfig,
-};
+use crate::gp::optimize::{self, Evaluation, HyperInit, LogParams, Objective, OptimizerConfig};
 use crate::kernels::{Kernel, StationaryKernel};
 use crate::linalg::Cholesky;
 use crate::progress::Monitor;
@@ -151,9 +149,9 @@ impl Objective for ExactLml<'_> {
 /// `cfg.hyper.optimize` ([`optimize::maximize`]), the best run kept with
 /// its factor (no refit). The first run starts from the initialization,
 /// or from the same with the free length scales, the free variances or
-/// both at the data's defaults ([`DataScale`]), whichever has the highest
-/// LML on the coarsest subsample; `n_restarts` more start uniformly within
-/// a factor 10 of it in each free parameter.
+/// both at the data's defaults ([`optimize::DataScale`]), whichever has
+/// the highest LML on the coarsest subsample; `n_restarts` more start
+/// uniformly within a factor 10 of it in each free parameter.
 ///
 /// `monitor` gets the stage "optimizer runs" (one unit per run) and one
 /// message per run and subsample level; every LML evaluation checks it
@@ -185,7 +183,7 @@ pub fn fit_exact(
         return ExactGp::fit(x, y, kernel(v), v[k + 1], cfg.center, par);
     }
     let obj = ExactLml::new(x.view(), yc.view(), cfg.kernel, params.clone(), par);
-    let data = DataScale::of(x, y, cfg.hyper.ard)?.values(&params)?;
+    let data = cfg.hyper.data_scale(x, y, &params)?.values(&params)?;
     let start = optimize::better_start(&obj, &params, &data, &cfg.optimizer, monitor)?;
     let opt = optimize::maximize(&obj, &start, &cfg.optimizer, monitor)?;
     let v = params.at(&opt.theta)?;

@@ -673,7 +673,7 @@ fn start_objective<R: SparseRows>(
     let data = match &cfg.data_scale {
         _ if params.free.is_empty() => None,
         Some(scale) => Some(scale.values(&params)?),
-        None if x.nrows() > 0 => Some(DataScale::of(x, y, cfg.hyper.ard)?.values(&params)?),
+        None if x.nrows() > 0 => Some(cfg.hyper.data_scale(x, y, &params)?.values(&params)?),
         None => None,
     };
     let candidates = match &data {
