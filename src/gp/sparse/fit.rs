@@ -1214,6 +1214,27 @@ mod tests {
         }
     }
 
+    /// The start objective of `cfg` (12 inducing inputs) on `(x, y)` in
+    /// chunks of 32 rows, its rows recording what every evaluation asks.
+    fn recorded_objective<'a>(
+        x: &'a Array2<f64>,
+        y: &'a Array1<f64>,
+        cfg: &SparseGpConfig,
+        monitor: &Monitor,
+    ) -> SparseObjective<Recorded<'a>> {
+        let rows = Recorded {
+            rows: InMemory {
+                x: x.view().into(),
+                y: y.view().into(),
+                chunk_rows: 32,
+                par: PAR,
+                scratch: Mutex::new(Vec::new()),
+            },
+            asked: Mutex::new(Vec::new()),
+        };
+        start_objective(rows, x.view(), y.view(), 12, cfg, PAR, monitor).unwrap()
+    }
+
     #[test]
     fn a_fit_with_nothing_to_optimize_makes_the_statistics_pass_alone() {
         let (x, y) = data(90, 2, 6);
@@ -1234,19 +1255,8 @@ mod tests {
                     },
                     ..config(method, Kernel::Gaussian, false)
                 };
-                let rows = Recorded {
-                    rows: InMemory {
-                        x: x.view().into(),
-                        y: y.view().into(),
-                        chunk_rows: 32,
-                        par: PAR,
-                        scratch: Mutex::new(Vec::new()),
-                    },
-                    asked: Mutex::new(Vec::new()),
-                };
                 let monitor = Monitor::default();
-                let mut obj =
-                    start_objective(rows, x.view(), y.view(), 12, &cfg, PAR, &monitor).unwrap();
+                let mut obj = recorded_objective(&x, &y, &cfg, &monitor);
                 let gp = optimize_from(&mut obj, &cfg, &monitor).unwrap();
                 let asked = obj.rows.asked.lock().unwrap().clone();
                 if optimize_inducing {
@@ -1288,19 +1298,8 @@ mod tests {
                 },
                 ..config(method, Kernel::Gaussian, false)
             };
-            let rows = Recorded {
-                rows: InMemory {
-                    x: x.view().into(),
-                    y: y.view().into(),
-                    chunk_rows: 32,
-                    par: PAR,
-                    scratch: Mutex::new(Vec::new()),
-                },
-                asked: Mutex::new(Vec::new()),
-            };
             let monitor = Monitor::new();
-            let mut obj =
-                start_objective(rows, x.view(), y.view(), 12, &cfg, PAR, &monitor).unwrap();
+            let mut obj = recorded_objective(&x, &y, &cfg, &monitor);
             let asked = obj.rows.asked.lock().unwrap().clone();
             assert_eq!(asked, [false; 4], "{method:?}");
             // The value is the one an evaluation with the gradient gives,
