@@ -384,6 +384,11 @@ def test_an_ard_fit_follows_the_units_of_every_column(model):
         return ExactGPR(ard=True, n_restarts=0).fit(X, y)
 
     unit, scaled = fit(X), fit(X * scale)
-    # The same path up to the rounding of the rescaled inputs.
+    # The same optimum up to the rounding of the rescaled inputs. The paths
+    # can part by rounding (the sparse fits take 15 and 16 iterations) and
+    # stop where an iteration gains less than 1e-12 per row, which fixes
+    # ln l to about sqrt(2e-12 / c) = 1e-6 along a direction of per-row
+    # curvature c (1.6 to 1.9 along each ln l here; less along their
+    # combinations): 1e-5 relative.
     assert scaled.log_marginal_likelihood_ == pytest.approx(unit.log_marginal_likelihood_, rel=1e-9)
-    np.testing.assert_allclose(scaled.length_scale_ / scale, unit.length_scale_, rtol=1e-6)
+    np.testing.assert_allclose(scaled.length_scale_ / scale, unit.length_scale_, rtol=1e-5)

@@ -89,7 +89,7 @@ pub(crate) fn bound_gradient(
         let e2 = sandwich(l, &cmat, false, par);
         let p = (&e1 - &outer(alpha)) * 0.5;
         d_kuu = d_kuu + &p - &(e2 * 0.5);
-        // S ∝ σ⁴, b ∝ σ², Σ k_ii/σ²_ic ∝ σ² (K_uu's part in `finish`).
+        // S ∝ σ⁴, b ∝ σ², Σ k_ii/σ²_ic ∝ σ² (K_uu's part after the loop).
         d_log_variance += 2.0 * frobenius(&p, &sm) + alpha.dot(&b) - 0.5 * w.kff_sum;
         v_out.scaled_add((t.target_out - lat.mean) * a0, alpha);
         p_sum += &p;
@@ -105,6 +105,7 @@ pub(crate) fn bound_gradient(
         let adjoint = Adjoint {
             method: Method::Vfe,
             left: (&p_sum * a0 + &(&per_class[k] * (a1 - a0))) * 2.0,
+            left_whitened: false,
             vector,
             d_kuu: Array2::zeros((0, 0)),
             d_log_variance: 0.0,
@@ -127,9 +128,12 @@ pub(crate) fn bound_gradient(
             )?;
         }
     }
+    // K_uu ∝ σ² (its jitter included).
+    d_log_variance += frobenius(&d_kuu, &prior.kuu);
     let total = Adjoint {
         method: Method::Vfe,
         left: Array2::zeros((0, 0)),
+        left_whitened: false,
         vector: Array1::zeros(0),
         d_kuu,
         d_log_variance,

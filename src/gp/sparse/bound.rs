@@ -56,16 +56,25 @@ pub struct Bound {
 pub struct Adjoint {
     /// The method the adjoint belongs to.
     pub method: Method,
-    /// VFE: `2 ∂F/∂S` (the data part's `∂F/∂K_fu = 2 K_fu ∂F/∂S + y (∂F/∂b)ᵀ`);
+    /// VFE: `2 ∂F/∂S` (the data part's `∂F/∂K_fu = 2 K_fu ∂F/∂S + y (∂F/∂b)ᵀ`),
+    /// or with [`Adjoint::left_whitened`] `2 (∂F/∂S) L`;
     /// FITC: `B^{−1}` (the pass works in the whitened columns `L^{−1} k_i`).
     pub(crate) left: Array2<f64>,
+    /// VFE: whether the second pass multiplies [`Adjoint::left`] with the
+    /// whitened columns `L^{−1} k_i` instead of the kernel columns `k_i`.
+    /// Statistics whitened for a large `κ(K_uu)` ([`InducingPrior::whiten`])
+    /// ask for it: `2 ∂F/∂S` has entries of order `κ/(σ² σ_n²)`, and its
+    /// product with `k_i` cancels to order `1/σ_n²`, with rounding errors of
+    /// order `κ u` relative; `L^{−ᵀ}` applied to the product with `L^{−1} k_i`
+    /// loses only the triangular solves' `√κ u`.
+    pub(crate) left_whitened: bool,
     /// VFE: `∂F/∂b`; FITC: `Lᵀβ` with `β = Σ^{−1} b`.
     pub(crate) vector: Array1<f64>,
     /// `∂F/∂K_uu` without the per-row part of FITC (added after the
     /// second pass).
     pub(crate) d_kuu: Array2<f64>,
-    /// `∂F/∂ln σ²` through the statistics (VFE; FITC: 0, it comes from the
-    /// rows); `K_uu`'s part is added by [`super::gradient::finish`].
+    /// VFE: the whole `∂F/∂ln σ²` (`K_uu`'s part included); FITC: 0 (it
+    /// comes from the rows and `K_uu`, added by [`super::gradient::finish`]).
     pub(crate) d_log_variance: f64,
     /// `∂F/∂ln σ_n²` (FITC: 0, all of it comes from the rows).
     pub(crate) d_log_noise: f64,
@@ -185,6 +194,25 @@ pub(crate) fn both_spaces(
     }
 }
 
+/// The statistics whitened by `L = chol(K_uu)`: `(L^{−1} S L^{−ᵀ}, L^{−1} b)`
+/// for the Gram `S` of `stats` and its (centered) vector `b`.
+fn whitened(
+    stats: &SparseStats,
+    b: Array1<f64>,
+    l: &Cholesky,
+    par: Parallelism,
+) -> (Array2<f64>, Array1<f64>) {
+    let gram = stats.gram_symmetric();
+    if stats.whitened {
+        (gram, b)
+    } else {
+        (
+            sandwich(l, &gram, true, par),
+            solve_vec(l, b.view(), true, par),
+        )
+    }
+}
+
 /// The excess of `tr(Q_ff)` over `Σ k_ff` that [`bound`] accepts as
 /// rounding, in the bound's units per row (`excess / 2σ_n²` nats over
 /// `N`).
@@ -227,7 +255,7 @@ pub fn bound(
     let y_mean = if center { stats.y_mean() } else { 0.0 };
     let l = &prior.chol;
     // C = L^{−1} S L^{−ᵀ} (VFE: / σ_n²), B = I + C.
-    let (sm, mut cmat, e, b) = both_spaces(stats, b, l, par);
+    let (mut cmat, e) = whitened(stats, b, l, par);
     if vfe {
         cmat.mapv_inplace(|v| v / s);
     }
@@ -277,7 +305,7 @@ pub fn bound(
     let weights = &alpha * scale;
     let adjoint = if want_grad {
         Some(adjoint(
-            stats, prior, &sm, &cmat, &chol_b, &alpha, &b, yy, par,
+            stats, prior, &cmat, &chol_b, &alpha, &e, &t, yy, par,
         ))
     } else {
         None
@@ -291,16 +319,27 @@ pub fn bound(
     })
 }
 
-/// The adjoints of [`bound`] (see the module docs).
+/// The adjoints of [`bound`] (see the module docs), formed from the
+/// whitened statistics (`C`, `e = L^{−1} b`, `β̃ = B^{−1} e` (VFE: `/σ_n²`))
+/// with `L^{−1}` applied last: matrices such as `K_uu^{−1}` and `Σ^{−1}`
+/// have entries of order `κ(K_uu)/σ²`, and sums or differences of them
+/// (or of their products with the kernel-space `S` and `b`) cancel to
+/// terms of order 1, losing the digits the gradient needs at large `κ`.
+///
+/// VFE: with `H = B^{−1}C² + β̃β̃ᵀ` (symmetric: `B = I + C` and `C`
+/// commute), `2 ∂F/∂S = L^{−ᵀ}(I − B^{−1} − β̃β̃ᵀ)L^{−1}/σ_n²`,
+/// `∂F/∂K_uu = −½ L^{−ᵀ} H L^{−1}`, and, since the kernel variance scales
+/// `K_uu` (its jitter included), `K_uf` and `Σ k_ff` alike, the whole
+/// `∂F/∂ln σ² = ½ tr H − Σ k_ff/(2σ_n²)`.
 #[allow(clippy::too_many_arguments)]
 fn adjoint(
     stats: &SparseStats,
     prior: &InducingPrior,
-    sm: &Array2<f64>,
     cmat: &Array2<f64>,
     chol_b: &Cholesky,
     alpha: &Array1<f64>,
-    b: &Array1<f64>,
+    e: &Array1<f64>,
+    beta: &Array1<f64>,
     yy: f64,
     par: Parallelism,
 ) -> Adjoint {
@@ -311,41 +350,49 @@ fn adjoint(
     // I − B^{−1} and L^{−ᵀ}(I − B^{−1})L^{−1} = K_uu^{−1} − Σ^{−1}.
     let mut i_minus = -&binv;
     i_minus.diag_mut().mapv_inplace(|v| v + 1.0);
-    let e1 = sandwich(l, &i_minus, false, par);
-    let aat = outer(alpha);
     match stats.method {
         Method::Vfe => {
-            // K_uu^{−1} S K_uu^{−1} / σ_n² = L^{−ᵀ} C L^{−1}.
-            let e2 = sandwich(l, cmat, false, par);
-            let p_s = &e1 / (2.0 * s) - &aat / (2.0 * s * s * s);
-            let d_kuu = (&e1 - &e2) * 0.5 - &aat / (2.0 * s * s);
-            let d_b = alpha / (s * s);
-            // ∂F/∂σ_n² (see docs/math/sparse_gp.rst, section Gradients).
-            let tr_binv_c = frobenius(&binv, cmat);
-            let tr_c = cmat.diag().sum();
-            let a_s_a = alpha.dot(&sm.dot(alpha));
-            let d_noise = tr_binv_c / (2.0 * s) - n / (2.0 * s) + yy / (2.0 * s * s)
-                - b.dot(alpha) / (s * s * s)
-                + a_s_a / (2.0 * s * s) / (s * s)
-                + stats.kff_sum / (2.0 * s * s)
-                - tr_c / (2.0 * s);
-            // S ∝ σ⁴, b ∝ σ², Σ k_ff ∝ σ² (K_uu's part is added with
-            // the rest of ∂F/∂K_uu in `gradient::finish`).
-            let d_log_variance = 2.0 * frobenius(&p_s, sm) + d_b.dot(b) - stats.kff_sum / (2.0 * s);
+            let bbt = outer(beta);
+            // 2 ∂F/∂S, or its product with L for whitened columns.
+            let p0 = &i_minus - &bbt;
+            let left_whitened = stats.whitened;
+            let left = if left_whitened {
+                let mut a = p0;
+                l.solve_upper_in_place(as_faer_mut(a.view_mut()), par);
+                a / s
+            } else {
+                sandwich(l, &p0, false, par) / s
+            };
+            // B^{−1}C² = (I − B^{−1}) C.
+            let mut h = i_minus.dot(cmat);
+            symmetrize(&mut h);
+            h += &bbt;
+            let d_kuu = sandwich(l, &h, false, par) * -0.5;
+            let tr_h = h.diag().sum();
+            // ∂F/∂σ_n² (see docs/math/sparse_gp.rst, section Gradients),
+            // with tr(B^{−1}C) − tr C = −tr(B^{−1}C²).
+            let tr_binv_c2 = tr_h - beta.dot(beta);
+            let d_noise = -tr_binv_c2 / (2.0 * s) - n / (2.0 * s) + yy / (2.0 * s * s)
+                - e.dot(beta) / (s * s)
+                + beta.dot(&cmat.dot(beta)) / (2.0 * s)
+                + stats.kff_sum / (2.0 * s * s);
             Adjoint {
                 method: Method::Vfe,
-                left: p_s * 2.0,
-                vector: d_b,
+                left,
+                left_whitened,
+                vector: alpha / (s * s),
                 d_kuu,
-                d_log_variance,
+                d_log_variance: 0.5 * tr_h - stats.kff_sum / (2.0 * s),
                 d_log_noise: s * d_noise,
             }
         }
         Method::Fitc => {
-            let d_kuu = (&e1 - &aat) * 0.5;
+            let e1 = sandwich(l, &i_minus, false, par);
+            let d_kuu = (&e1 - &outer(alpha)) * 0.5;
             Adjoint {
                 method: Method::Fitc,
                 left: binv,
+                left_whitened: false,
                 vector: times_l_t(l, alpha.view()),
                 d_kuu,
                 d_log_variance: 0.0,

@@ -7,7 +7,9 @@
 //! returns the gradient.
 //!
 //! VFE: `∂F/∂k_i = 2 (∂F/∂S) k_i + (∂F/∂b) y_i`, one `M × M` by `M × n`
-//! product per chunk.
+//! product per chunk; with statistics whitened for a large `κ(K_uu)`, a
+//! triangular solve first, and the product takes `L^{−1} k_i` (see
+//! [`Adjoint::left_whitened`]).
 //!
 //! FITC: with `Σ = K_uu + K_uf Λ^{−1} K_fu`, `β = Σ^{−1} b`, `a_i =
 //! K_uu^{−1} k_i` and the residual `r_i = y_i − βᵀ k_i`,
@@ -103,7 +105,8 @@ fn matmul(
 
 /// Adds the row chunk `(x, y)` to `sums` (second pass; `y_offset` is the
 /// bound's `ȳ`). `scratch` is reused between chunks (`3·M·n` values, FITC
-/// `4·M·n`, VFE with the Gaussian or Laplacian kernel `2·M·n`).
+/// `4·M·n`, VFE with the Gaussian or Laplacian kernel `2·M·n`; VFE with
+/// [`Adjoint::left_whitened`] `M·n` more for the whitened columns).
 ///
 /// # Errors
 /// As [`super::stats::SparseStats::accumulate`].
@@ -137,12 +140,11 @@ pub fn accumulate_gradient(
     // sums (exactly: a power of 2): the slopes are not stored.
     let slope_ratio = prior.params.kernel.constant_slope_ratio().filter(|_| !fitc);
     let from_block = slope_ratio.is_some();
+    let whitened = !fitc && adjoint.left_whitened;
     let bufs = if fitc {
         4
-    } else if from_block {
-        2
     } else {
-        3
+        2 + usize::from(!from_block) + usize::from(whitened)
     };
     scratch.resize((bufs * m * n).max(scratch.len()), 0.0);
     let (kb, rest) = scratch.split_at_mut(m * n);
@@ -157,12 +159,23 @@ pub fn accumulate_gradient(
         fitc_row_adjoints(sums, adjoint, prior, &yc, kb, wb, &mut rest[..m * n], par);
     } else {
         // VFE: ∂F/∂k_i = 2 (∂F/∂S) k_i + (∂F/∂b) y_i, the second term
-        // added (and the kernel's slope applied) by the contraction below.
+        // added (and the kernel's slope applied) by the contraction below;
+        // with `left_whitened`, 2 (∂F/∂S) k_i = left · L^{−1} k_i.
+        let columns: &[f64] = if whitened {
+            let vb = &mut rest[..m * n];
+            vb.copy_from_slice(kb);
+            prior
+                .chol
+                .solve_lower_in_place(MatMut::from_row_major_slice_mut(vb, m, n), par);
+            vb
+        } else {
+            kb
+        };
         matmul(
             MatMut::from_row_major_slice_mut(wb, m, n),
             false,
             as_faer(adjoint.left.view()),
-            MatRef::from_row_major_slice(kb, m, n),
+            MatRef::from_row_major_slice(columns, m, n),
             par,
         );
     }
@@ -320,11 +333,11 @@ pub fn finish(
         .collect();
     let mut hyper = fold_length_scales(&prior.params, &by_ls);
     let (v, s) = (prior.params.variance, prior.noise_variance);
-    let kuu_part = frobenius(&d_kuu, &prior.kuu);
     let (d_var, d_noise) = if fitc {
+        let kuu_part = frobenius(&d_kuu, &prior.kuu);
         (sums.fk_sum + v * sums.g_sum + kuu_part, s * sums.g_sum)
     } else {
-        (adjoint.d_log_variance + kuu_part, adjoint.d_log_noise)
+        (adjoint.d_log_variance, adjoint.d_log_noise)
     };
     hyper.push(d_var);
     hyper.push(d_noise);
