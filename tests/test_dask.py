@@ -175,11 +175,14 @@ def test_feature_gpr_fit_equals_the_in_process_fit(client) -> None:
 def test_a_fitted_transformer_is_used_as_it_is(client) -> None:
     x, y = _data()
     nys = rf.NystroemFeatures(n_components=24, random_state=0).fit(x[::7])
-    got = rdask.fit(rf.RandomFeatureGPR(nys, noise_variance=0.1), _dask(x), _dask(y))
-    np.testing.assert_array_equal(got.features_.transform(x[:5]), nys.transform(x[:5]))
-    want = rf.SufficientStatistics.from_features(nys, x, y)
-    assert _rel(got.stats_.gram, want.gram) < RTOL
-    assert _rel(got.stats_.phi_y, want.phi_y) < RTOL
+    # optimize=() fits nothing, as optimize=None (any transformer).
+    for optimize in (None, ()):
+        gp = rf.RandomFeatureGPR(nys, noise_variance=0.1, optimize=optimize)
+        got = rdask.fit(gp, _dask(x), _dask(y))
+        np.testing.assert_array_equal(got.features_.transform(x[:5]), nys.transform(x[:5]))
+        want = rf.SufficientStatistics.from_features(nys, x, y)
+        assert _rel(got.stats_.gram, want.gram) < RTOL
+        assert _rel(got.stats_.phi_y, want.phi_y) < RTOL
     with pytest.raises(ValueError, match="take 3 input features, `X` has 2"):
         rdask.fit(rf.RandomFeatureGPR(nys), _dask(x[:, :2]), _dask(y))
 

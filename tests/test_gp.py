@@ -449,7 +449,8 @@ def test_sufficient_statistics_api_and_pickle():
         st.accumulate(phi[:, :3], y)
     with pytest.raises(InvalidInputError, match="`y` has 29 values"):
         st.accumulate(phi, y[:29])
-    with pytest.raises(ValueError, match="NaN"):
+    # The error names the argument (it used to name `features`).
+    with pytest.raises(ValueError, match="`phi` contains NaN"):
         st.accumulate(np.full((2, 4), np.nan), y[:2])
     with pytest.raises(ValueError, match="statistics to merge"):
         st.merge(SufficientStatistics(5).accumulate(rng.standard_normal((2, 5)), y[:2]))
@@ -824,10 +825,36 @@ def test_optimize_subset_keeps_the_rest_and_the_model_pickles():
     assert plain.n_iter_ == 0 and plain.length_scale_ == 1.0
 
 
+@pytest.mark.parametrize(
+    "features",
+    [
+        RBFSampler(n_components=20, random_state=0),
+        rf.NystroemFeatures(n_components=20, random_state=0),
+        rf.RandomFourierFeatures(16, random_state=0),
+    ],
+    ids=["RBFSampler", "NystroemFeatures", "RandomFourierFeatures"],
+)
+def test_an_empty_optimize_fits_nothing_as_none_does(features):
+    # optimize=() names no hyperparameter: the fit is optimize=None's, with
+    # any transformer (it used to be refused for those without a
+    # marginal-likelihood fit).
+    X, y = _smooth_data(40, 2, 7)
+    plain = RandomFeatureGPR(features, noise_variance=0.05).fit(X, y)
+    empty = RandomFeatureGPR(features, noise_variance=0.05, optimize=()).fit(X, y)
+    assert empty.n_iter_ == 0
+    assert empty.log_marginal_likelihood_ == plain.log_marginal_likelihood_
+    np.testing.assert_array_equal(empty.predict(X[:5]), plain.predict(X[:5]))
+
+
 def test_optimize_bad_input_is_a_clear_error():
     X, y = _smooth_data(40, 2, 7)
     with pytest.raises(InvalidInputError, match="RandomFourierFeatures or MaclaurinFeatures"):
         RandomFeatureGPR(RBFSampler(n_components=20), optimize=ALL_HYPER).fit(X, y)
+    # With ard=True the error names the one transformer that has a length
+    # scale per dimension (it used to name MaclaurinFeatures too).
+    for features in (RBFSampler(n_components=20), rf.MaclaurinFeatures(16, random_state=0)):
+        with pytest.raises(InvalidInputError, match=r"`ard=True` needs .*RandomFourierFeatures \("):
+            RandomFeatureGPR(features, optimize=ALL_HYPER, ard=True).fit(X, y)
     rff = rf.RandomFourierFeatures(16, random_state=0)
     with pytest.raises(InvalidInputError, match=r"optimize.*'lengthscale'"):
         RandomFeatureGPR(rff, optimize=["lengthscale"]).fit(X, y)

@@ -861,12 +861,16 @@ class RandomFeatureGPR(
         chosen for the inputs' size at its length scale) and the fit runs
         again from it, at most twice, keeping the fit of the higher LML.
         Each may move by at most a factor ``e^40``
-        from its start; constant targets and targets of variance outside
+        from its start, except that with one length scale and both
+        variances free the kernel variance follows the noise variance's
+        (which may) times a ratio within ``e^-80..e^80`` (its start does
+        not enter); constant targets and targets of variance outside
         ``1e-40..1e40`` are refused as in :class:`ExactGPR`. Other
         transformers raise
-        :class:`~randfeat_rs.InvalidInputError`. ``None``: no fit, the
-        transformer's kernel as given. The fit runs on the CPU in float64;
-        :meth:`partial_fit` adds rows at the fitted hyperparameters.
+        :class:`~randfeat_rs.InvalidInputError`. ``None`` or an empty
+        tuple: no fit, the transformer's kernel as given (any transformer).
+        The fit runs on the CPU in float64; :meth:`partial_fit` adds rows at
+        the fitted hyperparameters.
     ard : bool, default=False
         With ``optimize`` naming ``"length_scale"`` and
         :class:`~randfeat_rs.RandomFourierFeatures`: one length scale per
@@ -1104,14 +1108,15 @@ class RandomFeatureGPR(
         """
         X, y = self._validate_xy(X, y, reset=True)
         self._check_ard()
-        if self.optimize is not None and self.device == "gpu":
+        fits = self._fits_hyperparameters()
+        if fits and self.device == "gpu":
             raise InvalidInputError(
                 '`device="gpu"` is not available with `optimize`: the marginal-likelihood fit '
                 'computes its statistics on the CPU in float64; use device="cpu" or "auto", '
                 "or fit without optimize"
             )
         self._start(X, y)
-        if self.optimize is None:
+        if not fits:
             self._accumulate(X, y)
         else:
             # The statistics come from the float64 fit on the CPU (and
@@ -1120,6 +1125,11 @@ class RandomFeatureGPR(
             self._optimize(X, y)
         self._solve()
         return self
+
+    def _fits_hyperparameters(self) -> bool:
+        """Whether ``optimize`` names a hyperparameter (None and an empty
+        tuple fit none)."""
+        return self.optimize is not None and len(_optimize_names(self.optimize)) > 0
 
     def _check_ard(self) -> None:
         """``ard=True`` needs ``optimize`` to name the length scale."""
@@ -1135,16 +1145,16 @@ class RandomFeatureGPR(
         """The fitted transformer, checked to be one whose hyperparameters
         the marginal-likelihood fit can move (and per dimension with ``ard``)."""
         f = self.features_
+        if self.ard and not isinstance(f, RandomFourierFeatures):
+            raise InvalidInputError(
+                "`ard=True` needs randfeat_rs.RandomFourierFeatures (MaclaurinFeatures has one "
+                f"length scale: it rescales the inputs), got {type(f).__name__}"
+            )
         if not isinstance(f, (RandomFourierFeatures, MaclaurinFeatures)):
             raise InvalidInputError(
                 "`optimize` needs a feature map whose hyperparameters can move with its random "
                 "draw fixed: randfeat_rs.RandomFourierFeatures or MaclaurinFeatures, got "
                 f"{type(f).__name__}"
-            )
-        if self.ard and not isinstance(f, RandomFourierFeatures):
-            raise InvalidInputError(
-                "`ard=True` needs randfeat_rs.RandomFourierFeatures (MaclaurinFeatures has one "
-                f"length scale: it rescales the inputs), got {type(f).__name__}"
             )
         return f
 

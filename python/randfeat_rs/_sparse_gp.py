@@ -120,9 +120,11 @@ default="greedy_variance"
         are compared with the defaults (the data's scale): the fit starts
         from them, or from the same with the free length scales, the free
         variances or both at the defaults, whichever has the highest log
-        marginal likelihood on the coarsest row subset. A fit raises and targets of variance outside
-        ``1e-40..1e40`` (also on dask arrays), as in
-        :class:`~randfeat_rs.ExactGPR`.
+        marginal likelihood on the coarsest row subset. A fit raises
+        :class:`~randfeat_rs.InvalidInputError` for targets that are
+        constant after centering and for targets of variance outside
+        ``1e-40..1e40`` (also on dask arrays), as
+        :class:`~randfeat_rs.ExactGPR` does.
     optimize_inducing : bool, default=False
         After the hyperparameter fit, one L-BFGS run over the
         hyperparameters and the inducing inputs together.

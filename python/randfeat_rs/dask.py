@@ -664,7 +664,7 @@ def _fit_feature_gpr(
     model.n_features_in_ = int(X.shape[1])
     model.__dict__.pop("seed_", None)
     model.n_iter_ = 0
-    if model.optimize is not None:
+    if model._fits_hyperparameters():
         _optimize_feature_gpr(model, X, y, persist)
     else:
         if model.noise_variance is None:

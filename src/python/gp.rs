@@ -618,11 +618,16 @@ impl PyFeatureStats {
         y: PyReadonlyArray1<'_, f64>,
     ) -> PyResult<()> {
         let (stats, yv) = (&mut self.inner, y.as_array());
-        with_float_view!(phi, |p| ffi::call(py, || stats.accumulate(
+        // The features are this call's argument `phi`.
+        let named = |r: Result<()>| match r {
+            Err(Error::NonFinite { name: "features" }) => Err(Error::NonFinite { name: "phi" }),
+            other => other,
+        };
+        with_float_view!(phi, |p| ffi::call(py, || named(stats.accumulate(
             p,
             yv,
             Parallelism::Rayon
-        )))
+        ))))
     }
 
     /// Adds another set of statistics (exact).
