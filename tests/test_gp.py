@@ -719,6 +719,28 @@ def test_ard_needs_length_scale_in_optimize_and_fourier_features():
         RandomFeatureGPR(mac, optimize=ALL_HYPER, ard=True).fit(X, y)
 
 
+def test_an_ard_fit_refuses_a_variance_start_beyond_reach_as_the_isotropic_fit_does():
+    # The noise variance's maximum at the start length scales lies beyond
+    # e^40 times a start of 1e-20 (or 1e-300): the run could not reach it.
+    # The ARD fit used to start there anyway and end at the edge of the
+    # range (an LML of -24.5 against 37.9 from the default start, or
+    # -1.5e299), silently; it now refuses the start as the fit with one
+    # length scale does.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((100, 3))
+    y = np.sin(X.sum(1)) + 0.1 * rng.standard_normal(100)
+    rff = rf.RandomFourierFeatures(64, random_state=0)
+    for noise in (1e-20, 1e-300):
+        for ard in (False, True):
+            gp = RandomFeatureGPR(
+                rff, noise_variance=noise, optimize=ALL_HYPER, ard=ard, random_state=0
+            )
+            with pytest.raises(InvalidInputError, match=r"moved noise_variance beyond e\^"):
+                gp.fit(X, y)
+    fitted = RandomFeatureGPR(rff, optimize=ALL_HYPER, ard=True, random_state=0).fit(X, y)
+    assert fitted.log_marginal_likelihood_ > 30.0
+
+
 def test_optimized_maclaurin_lml_equals_the_direct_low_rank_computation():
     X, y = _smooth_data(150, 3, 4)
     mac = rf.MaclaurinFeatures(48, kernel="gaussian", random_state=0)

@@ -674,12 +674,15 @@ pub(crate) fn fit(
 /// variance. The run then starts on the targets' scale, whatever the map's
 /// kernel variance (one of 1 for targets in thousands is a start the
 /// optimizer does not recover from). `params` as given when no variance is
-/// free or that maximum does not exist (e.g. constant targets: the run
-/// reports it).
+/// free.
 ///
 /// # Errors
 /// Constant targets; targets of a variance outside `10^−40..10^40`; an
-/// eigendecomposition that does not converge.
+/// eigendecomposition that does not converge; as [`Spectrum::maximize`],
+/// a maximum beyond `e^±40` times a free variance's start, which the run
+/// could not reach either (the fit with one length scale refuses the same
+/// start; the run used to start from the given values and end at the edge
+/// of the range).
 pub(crate) fn variance_start(
     params: &LogParams,
     stats: &FeatureStats,
@@ -692,11 +695,10 @@ pub(crate) fn variance_start(
     let spectrum = crate::threads::install(|| Spectrum::new(stats, center, par))??;
     spectrum.check_targets_vary()?;
     spectrum.check_target_scale()?;
+    let (_, kv, nv) = spectrum.maximize(kv0, nv0, free_kv, free_nv)?;
     let mut start = params.clone();
-    if let Ok((_, kv, nv)) = spectrum.maximize(kv0, nv0, free_kv, free_nv) {
-        start.values[k] = kv;
-        start.values[k + 1] = nv;
-    }
+    start.values[k] = kv;
+    start.values[k + 1] = nv;
     Ok(start)
 }
 
