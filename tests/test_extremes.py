@@ -421,3 +421,29 @@ def test_fits_refuse_constant_targets(fit, only):
     # Fixed hyperparameters: a model, predicting the constant.
     fixed = FITS[fit]().set_params(optimize=(), ard=False).fit(X, np.full(n, 2.5))
     np.testing.assert_allclose(fixed.predict(X[:5]), 2.5, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("fit", FITS, ids=list(FITS))
+@pytest.mark.parametrize("exponent", [540, -540])
+def test_fitted_length_scales_follow_the_units_of_x_past_the_square_root_of_the_range(
+    fit, exponent
+):
+    # Inputs in units 2^540 (about 1e163) apart, whose squared distances
+    # overflow (or underflow) float64: the data's length scale (the median
+    # pairwise distance, per column with ARD) is taken in units of the
+    # inputs' magnitude, so the fits start, and end, where they do on the
+    # unit inputs. Before, the start was infinite (ExactGPR refused the
+    # inputs) or 0 (taken as 1), and the random-feature fits ended at the
+    # targets' noise.
+    r = np.random.default_rng(3)
+    x = r.uniform(-3, 3, (60, 2))
+    y = np.sin(x[:, 0]) + 0.5 * np.cos(x[:, 1]) + 0.05 * r.standard_normal(60)
+    c = 2.0**exponent
+    base, scaled = FITS[fit]().fit(x, y), FITS[fit]().fit(c * x, y)
+    # Tolerances are the optimizer's, as for the units of y.
+    np.testing.assert_allclose(
+        scaled.log_marginal_likelihood_, base.log_marginal_likelihood_, rtol=0, atol=1e-4
+    )
+    np.testing.assert_allclose(scaled.length_scale_ / c, base.length_scale_, rtol=1e-3)
+    np.testing.assert_allclose(scaled.noise_variance_, base.noise_variance_, rtol=1e-3)
+    np.testing.assert_allclose(scaled.predict(c * x), base.predict(x), rtol=0, atol=1e-4)

@@ -361,12 +361,33 @@ impl HyperInit {
 /// Rows used for the median pairwise distance (an evenly strided subsample).
 const MEDIAN_ROWS: usize = 500;
 
+/// The power of two at or above `m` (`2^−1022..2^1023`; 1 for `m` not
+/// finite and `> 0`): dividing by it is exact (barring underflow), so sums
+/// of squares of values up to `m` divided by it neither overflow nor round
+/// otherwise than the unscaled ones.
+fn power_of_two_above(m: f64) -> f64 {
+    if m.is_finite() && m > 0.0 {
+        2f64.powi((m.log2().ceil() as i32).clamp(-1022, 1023))
+    } else {
+        1.0
+    }
+}
+
 /// The median pairwise Euclidean distance of (a strided subsample of at
-/// most 500 rows of) `x`; 1 when all those rows coincide.
+/// most 500 rows of) `x`; 1 when all those rows coincide. The rows are
+/// divided by the power of two above their largest magnitude first (and
+/// the distance multiplied back), so inputs beyond `1e154`, whose squared
+/// distances overflow float64, get their distance too; other inputs get
+/// the same bits as without.
 pub fn median_pairwise_distance(x: ArrayView2<'_, f64>) -> f64 {
     let n = x.nrows();
     let step = n.div_ceil(MEDIAN_ROWS).max(1);
     let rows: Vec<_> = (0..n).step_by(step).map(|i| x.row(i)).collect();
+    let scale = power_of_two_above(
+        rows.iter()
+            .flat_map(|r| r.iter())
+            .fold(0.0, |m: f64, v| m.max(v.abs())),
+    );
     let mut d = Vec::with_capacity(rows.len() * rows.len().saturating_sub(1) / 2);
     for i in 0..rows.len() {
         for j in 0..i {
@@ -374,7 +395,7 @@ pub fn median_pairwise_distance(x: ArrayView2<'_, f64>) -> f64 {
                 rows[i]
                     .iter()
                     .zip(rows[j].iter())
-                    .map(|(a, b)| (a - b) * (a - b))
+                    .map(|(a, b)| (a / scale - b / scale).powi(2))
                     .sum::<f64>()
                     .sqrt(),
             );
@@ -386,7 +407,7 @@ pub fn median_pairwise_distance(x: ArrayView2<'_, f64>) -> f64 {
     let mid = d.len() / 2;
     let (_, m, _) = d.select_nth_unstable_by(mid, |a, b| a.total_cmp(b));
     if *m > 0.0 {
-        *m
+        *m * scale
     } else {
         1.0
     }
@@ -416,8 +437,12 @@ pub fn per_dimension_length_scales(x: ArrayView2<'_, f64>) -> Vec<f64> {
         .columns()
         .into_iter()
         .map(|c| {
-            let mean = c.sum() / n;
-            (c.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n).sqrt()
+            // In units of the power of two above the column's magnitude,
+            // as median_pairwise_distance.
+            let scale = power_of_two_above(c.fold(0.0, |m: f64, v| m.max(v.abs())));
+            let mean = c.iter().map(|v| v / scale).sum::<f64>() / n;
+            let var = c.iter().map(|v| (v / scale - mean).powi(2)).sum::<f64>() / n;
+            var.sqrt() * scale
         })
         .collect();
     // The rows median_pairwise_distance takes.
@@ -2062,6 +2087,17 @@ mod tests {
             median_pairwise_distance(ndarray::array![[1.0], [1.0]].view()),
             1.0
         );
+        // Inputs whose squared distances overflow or underflow float64 get
+        // the median of their units, exactly (a power of two apart); so do
+        // the per-column starts.
+        for c in [2f64.powi(600), 2f64.powi(-600)] {
+            let big = x.mapv(|v| v * c);
+            assert_eq!(median_pairwise_distance(big.view()), 2.0 * c);
+            let two = ndarray::array![[0.0, 1.0], [1.0, 5.0], [3.0, 2.0]];
+            let got = per_dimension_length_scales(two.mapv(|v| v * c).view());
+            let want = per_dimension_length_scales(two.view());
+            assert_eq!(got, want.iter().map(|l| l * c).collect::<Vec<_>>());
+        }
     }
 
     #[test]
