@@ -9,7 +9,7 @@
 //! VFE: `∂F/∂k_i = 2 (∂F/∂S) k_i + (∂F/∂b) y_i`, one `M × M` by `M × n`
 //! product per chunk; with statistics whitened for a large `κ(K_uu)`, a
 //! triangular solve first, and the product takes `L^{−1} k_i` (see
-//! [`Adjoint::left_whitened`]).
+//! `Adjoint::left_whitened`).
 //!
 //! FITC: with `Σ = K_uu + K_uf Λ^{−1} K_fu`, `β = Σ^{−1} b`, `a_i =
 //! K_uu^{−1} k_i` and the residual `r_i = y_i − βᵀ k_i`,
@@ -106,7 +106,7 @@ fn matmul(
 /// Adds the row chunk `(x, y)` to `sums` (second pass; `y_offset` is the
 /// bound's `ȳ`). `scratch` is reused between chunks (`3·M·n` values, FITC
 /// `4·M·n`, VFE with the Gaussian or Laplacian kernel `2·M·n`; VFE with
-/// [`Adjoint::left_whitened`] `M·n` more for the whitened columns).
+/// `Adjoint::left_whitened` `M·n` more for the whitened columns).
 ///
 /// # Errors
 /// As [`super::stats::SparseStats::accumulate`].
