@@ -741,6 +741,27 @@ def test_an_ard_fit_refuses_a_variance_start_beyond_reach_as_the_isotropic_fit_d
     assert fitted.log_marginal_likelihood_ > 30.0
 
 
+def test_a_length_scale_fit_with_both_variances_fixed_keeps_to_resolved_lmls():
+    # With both variances fixed, the LML at a length scale where their
+    # ratio exceeds what the float64 statistics resolve is their rounding
+    # (Q(r) cancels below 0: an LML near +1e306), which the search used to
+    # follow: this Maclaurin fit ended at length scale 8.6e-35 with an LML
+    # of -20350 against -256 at its start. Such length scales now count as
+    # ones that cannot be evaluated.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 3))
+    y = np.sin(X.sum(1)) + 0.1 * rng.standard_normal(300)
+    mac = rf.MaclaurinFeatures(128, kernel="exponential", random_state=0)
+    start = RandomFeatureGPR(mac, noise_variance=0.1 * y.var()).fit(X, y)
+    fitted = RandomFeatureGPR(mac, optimize=("length_scale",), random_state=0).fit(X, y)
+    assert fitted.log_marginal_likelihood_ >= start.log_marginal_likelihood_
+    # A ratio that no length scale resolves (1e18 on 300 rows) is refused.
+    rff = rf.RandomFourierFeatures(256, kernel_variance=1e6, random_state=0)
+    gp = RandomFeatureGPR(rff, noise_variance=1e-12, optimize=("length_scale",), random_state=0)
+    with pytest.raises(InvalidInputError, match=r"ratio 1\.000e18 exceeds .* resolve"):
+        gp.fit(X[:, :1], np.sin(3 * X[:, 0]))
+
+
 def test_optimized_maclaurin_lml_equals_the_direct_low_rank_computation():
     X, y = _smooth_data(150, 3, 4)
     mac = rf.MaclaurinFeatures(48, kernel="gaussian", random_state=0)

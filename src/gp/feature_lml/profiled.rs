@@ -198,7 +198,8 @@ impl Spectrum {
     /// # Errors
     /// [`Error::InvalidParameter`] for constant targets (no maximum), for
     /// targets of a variance outside `10^−40..10^40`, when the maximum lies
-    /// at a limit of that range, or nowhere is finite.
+    /// at a limit of that range, or nowhere is finite; with both variances
+    /// fixed, for a ratio `kv/nv` beyond the resolved one.
     pub(crate) fn maximize(
         &self,
         kv: f64,
@@ -207,6 +208,22 @@ impl Spectrum {
         free_nv: bool,
     ) -> Result<(f64, f64, f64)> {
         if !(free_kv || free_nv) {
+            // Past the resolved ratio the LML is the statistics' rounding
+            // (Q(r) can cancel to below 0: an LML near +1e306), and a
+            // search over the length scale would follow it.
+            if kv / nv > self.r_max {
+                return Err(Error::invalid(
+                    "noise_variance",
+                    format!(
+                        "the kernel-to-noise variance ratio {:.3e} exceeds the {:.3e} the \
+                         float64 statistics resolve at this length scale: the log marginal \
+                         likelihood there is their rounding; fix a larger noise_variance \
+                         (or a smaller kernel_variance), or let `optimize` fit one of them",
+                        kv / nv,
+                        self.r_max
+                    ),
+                ));
+            }
             return Ok((self.lml(kv, nv), kv, nv));
         }
         self.check_targets_vary()?;
