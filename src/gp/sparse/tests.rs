@@ -788,6 +788,20 @@ fn whitened_statistics_give_the_kernel_space_bound_and_gradient() {
     }
 }
 
+/// 80 sorted inputs in `[−3, 3]`, smooth targets with a small ripple, and
+/// eight inducing inputs on a grid of the span: with length scales of 2
+/// to 4, `K_uu` has condition numbers of 1e8 to 1e11.
+fn ill_conditioned_grid() -> (Array2<f64>, Array1<f64>, Array2<f64>) {
+    let n = 80;
+    let mut rng = crate::rng::seeded(3);
+    let mut xs: Vec<f64> = (0..n).map(|_| rng.random_range(-3.0..3.0)).collect();
+    xs.sort_by(f64::total_cmp);
+    let x = Array2::from_shape_vec((n, 1), xs).unwrap();
+    let y: Array1<f64> = x.column(0).mapv(|v| v.sin() + 1e-3 * (17.0 * v).cos());
+    let z = Array2::from_shape_fn((8, 1), |(i, _)| -3.0 + 6.0 * i as f64 / 7.0);
+    (x, y, z)
+}
+
 /// FITC where `K_uu` is ill-conditioned (eight inducing inputs on a grid
 /// of the inputs' span, length scale 4 over a span of 6: condition number
 /// about 1e10, a jitter from the prior's ladder): its statistics are of
@@ -800,13 +814,8 @@ fn whitened_statistics_give_the_kernel_space_bound_and_gradient() {
 /// `Σ^{−1}` and `K_uu^{−1}` were off by 5e−4 relative at `l = 4`).
 #[test]
 fn fitc_is_accurate_where_k_uu_is_ill_conditioned() {
-    let n = 80;
-    let mut rng = crate::rng::seeded(3);
-    let mut xs: Vec<f64> = (0..n).map(|_| rng.random_range(-3.0..3.0)).collect();
-    xs.sort_by(f64::total_cmp);
-    let x = Array2::from_shape_vec((n, 1), xs).unwrap();
-    let y: Array1<f64> = x.column(0).mapv(|v| v.sin() + 1e-3 * (17.0 * v).cos());
-    let z = Array2::from_shape_fn((8, 1), |(i, _)| -3.0 + 6.0 * i as f64 / 7.0);
+    let (x, y, z) = ill_conditioned_grid();
+    let n = x.nrows();
     let noise = 1e-6;
     for ls in [2.0, 3.0, 4.0] {
         let p = params(Kernel::Gaussian, &[ls], 1.0);
@@ -925,13 +934,7 @@ fn check_ill_conditioned_vfe_gradient(
 /// the differences' error).
 #[test]
 fn vfe_gradient_is_accurate_where_k_uu_is_ill_conditioned() {
-    let n = 80;
-    let mut rng = crate::rng::seeded(3);
-    let mut xs: Vec<f64> = (0..n).map(|_| rng.random_range(-3.0..3.0)).collect();
-    xs.sort_by(f64::total_cmp);
-    let x = Array2::from_shape_vec((n, 1), xs).unwrap();
-    let y: Array1<f64> = x.column(0).mapv(|v| v.sin() + 1e-3 * (17.0 * v).cos());
-    let z = Array2::from_shape_fn((8, 1), |(i, _)| -3.0 + 6.0 * i as f64 / 7.0);
+    let (x, y, z) = ill_conditioned_grid();
     for (ls, noise) in [(2.0, 1e-4), (3.0, 1e-4), (4.0, 1e-4), (4.0, 1e-2)] {
         check_ill_conditioned_vfe_gradient(&x, &y, &z, [ls, 1.0, noise], 1e-4);
     }
