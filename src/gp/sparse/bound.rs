@@ -347,7 +347,7 @@ fn adjoint(
     let s = prior.noise_variance;
     let n = stats.n as f64;
     let binv = chol_b.inverse(par);
-    // I − B^{−1} and L^{−ᵀ}(I − B^{−1})L^{−1} = K_uu^{−1} − Σ^{−1}.
+    // I − B^{−1}.
     let mut i_minus = -&binv;
     i_minus.diag_mut().mapv_inplace(|v| v + 1.0);
     match stats.method {
@@ -387,6 +387,7 @@ fn adjoint(
             }
         }
         Method::Fitc => {
+            // L^{−ᵀ}(I − B^{−1})L^{−1} = K_uu^{−1} − Σ^{−1}.
             let e1 = sandwich(l, &i_minus, false, par);
             let d_kuu = (&e1 - &outer(alpha)) * 0.5;
             Adjoint {
