@@ -259,6 +259,29 @@ def test_a_bound_that_float64_cannot_resolve_is_refused():
         gp.fit(X, y)
 
 
+@pytest.mark.parametrize("length_scale", [0.4, 0.45])
+def test_inducing_inputs_at_the_rows_give_the_exact_gp_where_whitening_resolves_it(
+    length_scale,
+):
+    # Twenty rows on a line with Z = X, so the VFE bound is the exact log
+    # marginal likelihood. K_uu has kappa = sigma^2 tr(K_uu^-1) of 3e11 and
+    # 6e12 and the noise is 1e-4 of the kernel variance: the whitened
+    # statistics' rounding estimate u sqrt(kappa) sigma^2 / sigma_n^2 is
+    # 1.2e-6 and 5.5e-6 per row, a tenth of it inside the 1e-6 tolerance.
+    # The bound must be evaluated without a jitter, and equal the exact GP's
+    # (the issue's 1e-8); a jitter of 1e-10 sigma^2 moves it by 8e-6.
+    rng = np.random.default_rng(0)
+    X = np.sort(rng.uniform(-2, 2, (20, 1)), axis=0)
+    y = np.sin(2 * X[:, 0]) + 1e-2 * rng.standard_normal(20)
+    params = dict(length_scale=length_scale, kernel_variance=1.0, noise_variance=1e-4, optimize=())
+    exact = ExactGPR(**params).fit(X, y)
+    sparse = SparseGPR(inducing=X, **params).fit(X, y)
+    assert sparse.jitter_ == 0.0
+    assert sparse.log_marginal_likelihood_ == pytest.approx(
+        exact.log_marginal_likelihood_, rel=0, abs=1e-8
+    )
+
+
 def _fitc_dense(X, y, Z, length_scale, kernel_variance, noise_variance, jitter):
     """FITC's ln N(y - mean | 0, Q_ff + Lambda) from the dense N x N matrix,
     with Q_ff = A^T A, A = L^-1 K_uf (L the factor of K_uu + jitter I)."""
