@@ -551,14 +551,14 @@ def test_feature_gpr_hyperparameter_fit_reaches_the_in_process_optimum(
 def test_a_sparse_fit_from_far_starts_starts_at_the_data_scale_as_in_process(
     client, monkeypatch
 ) -> None:
-    # Starts 1e3 and 1e6 times the data's length scale and variance: both
+    # Starts 1e3 and 1e7 times the data's length scale and variance: both
     # fits compare them with the data's scale (the median pairwise distance
     # of the same strided rows, and var(y)) on the coarsest level and take
     # the default start's path. From the given starts the fit on dask
     # arrays ended in noise.
     x, y = _data(sum(OPT_CHUNKS), seed=3)
     kw = dict(inducing=x[::60], n_restarts=0, random_state=0)
-    est = rf.SparseGPR(length_scale=1e3, kernel_variance=1e6, noise_variance=0.1, **kw)
+    est = rf.SparseGPR(length_scale=1e3, kernel_variance=1e7, noise_variance=0.1, **kw)
     ref = rf.SparseGPR(**est.get_params()).fit(x, y)
     default = rf.SparseGPR(**kw).fit(x, y)
     assert ref.log_marginal_likelihood_ == default.log_marginal_likelihood_
