@@ -21,6 +21,17 @@
 //! (`2 ∂F/∂S`, `∂F/∂b`, unit targets) of class `k`, contracted with the
 //! kernel's slopes by [`accumulate_gradient`] over that class's rows (a
 //! second pass, `O(N M²)` for all classes).
+//!
+//! The matrices are formed as the sparse GP's VFE adjoints are, from the
+//! whitened statistics `C_c = L⁻¹S_cL⁻ᵀ`, `e_c = L⁻¹b_c`, `β̃_c = B_c⁻¹e_c`
+//! (`B_c = I + C_c`) with `L⁻¹` applied last: `P_c = L⁻ᵀP̃_cL⁻¹` with
+//! `P̃_c = ½(I − B_c⁻¹ − β̃_cβ̃_cᵀ)`, `∂F_c/∂K_uu = −½L⁻ᵀH_cL⁻¹` with
+//! `H_c = B_c⁻¹C_c² + β̃_cβ̃_cᵀ`, and the whole slope in `ln σ²` is
+//! `Σ_c (½ tr H_c − ½ Σ_i k_ii/σ²_ic)` (every statistic scales with a power
+//! of `σ²`). The kernel-space matrices have entries of order `κ(K_uu)/σ²`
+//! that cancel to order 1 and lose the digits the gradient needs at large
+//! `κ`; where the statistics are whitened, the second pass also multiplies
+//! `2(P̃/σ²₀ + ωP̃_k)` with the whitened columns `L⁻¹k_i`.
 
 use std::borrow::Cow;
 
@@ -35,17 +46,12 @@ use crate::error::{Error, Result};
 use crate::gp::optimize::{
     self, data_length_scales, Evaluation, LogParams, Objective, OptimizerConfig,
 };
-use crate::gp::sparse::bound::{both_spaces, frobenius, sandwich, Adjoint};
+use crate::gp::sparse::bound::{sandwich, solve_vec, whitened, Adjoint, WhitenedAdjoint};
 use crate::gp::sparse::{accumulate_gradient, finish, GradientSums, InducingPrior, Method};
 use crate::kernels::{Kernel, StationaryKernel};
+use crate::linalg::as_faer_mut;
 use crate::progress::Monitor;
 use crate::threads::Parallelism;
-
-/// `v vᵀ`.
-fn outer(v: &Array1<f64>) -> Array2<f64> {
-    let n = v.len();
-    Array2::from_shape_fn((n, n), |(i, j)| v[i] * v[j])
-}
 
 /// The gradient of `Σ_c F_c` of the fitted `gpc` (from `stats` of the rows
 /// `(x, labels)` under `prior`) with respect to `(ln l.., ln σ², ln σ_n²)`
@@ -70,31 +76,34 @@ pub(crate) fn bound_gradient(
     let l = prior.chol();
     let (m, d) = prior.z.dim();
     let (a1, a0) = (1.0 / t.noise_in, 1.0 / t.noise_out);
+    // The whitened P̃_c = Lᵀ P_c L, summed and per class, and Σ_c H_c.
     let mut p_sum = Array2::<f64>::zeros((m, m));
     let mut per_class = Vec::with_capacity(gpc.n_classes());
-    let mut d_kuu = Array2::<f64>::zeros((m, m));
+    let mut h_sum = Array2::<f64>::zeros((m, m));
     let mut d_log_variance = 0.0;
     let mut v_out = Array1::<f64>::zeros(m);
     for (c, lat) in gpc.classes.iter().enumerate() {
         monitor.check()?;
         let w = stats.class_stats(c, t);
         let (b, _) = w.centered(true);
-        // The kernel-space S and b and C = L⁻¹ S L⁻ᵀ.
-        let (sm, cmat, _, b) = both_spaces(&w, b, l, par);
-        let alpha = &lat.weights;
-        // K_uu⁻¹ − Σ⁻¹ = L⁻ᵀ(I − B⁻¹)L⁻¹ and K_uu⁻¹S K_uu⁻¹ = L⁻ᵀ C L⁻¹.
-        let mut i_minus = -lat.chol_b.inverse(par);
-        i_minus.diag_mut().mapv_inplace(|v| v + 1.0);
-        let e1 = sandwich(l, &i_minus, false, par);
-        let e2 = sandwich(l, &cmat, false, par);
-        let p = (&e1 - &outer(alpha)) * 0.5;
-        d_kuu = d_kuu + &p - &(e2 * 0.5);
-        // S ∝ σ⁴, b ∝ σ², Σ k_ii/σ²_ic ∝ σ² (K_uu's part after the loop).
-        d_log_variance += 2.0 * frobenius(&p, &sm) + alpha.dot(&b) - 0.5 * w.kff_sum;
-        v_out.scaled_add((t.target_out - lat.mean) * a0, alpha);
+        let (cmat, e) = whitened(&w, b, l, par);
+        // β̃ = B⁻¹ L⁻¹ b (α_c = L⁻ᵀ β̃).
+        let half = solve_vec(&lat.chol_b, e.view(), true, par);
+        let beta = solve_vec(&lat.chol_b, half.view(), false, par);
+        let WhitenedAdjoint { i_minus, bbt, h } =
+            WhitenedAdjoint::new(&cmat, &lat.chol_b, &beta, par);
+        // S ∝ σ⁴, b ∝ σ², K_uu ∝ σ² (its jitter included) and Σ k_ii/σ²_ic
+        // ∝ σ²: the whole slope in ln σ² (as the sparse GP's VFE bound).
+        d_log_variance += 0.5 * h.diag().sum() - 0.5 * w.kff_sum;
+        h_sum += &h;
+        v_out.scaled_add((t.target_out - lat.mean) * a0, &lat.weights);
+        let p = (&i_minus - &bbt) * 0.5;
         p_sum += &p;
         per_class.push(p);
     }
+    // Whitened statistics ask the second pass for whitened columns: the
+    // adjoint times L⁻¹k_i, with L⁻ᵀ applied to the product.
+    let whiten = prior.whiten();
     let mut sums = GradientSums::new(Method::Vfe, m, d);
     let mut scratch = Vec::new();
     for (k, rows) in rows_by_class(labels, gpc.n_classes()).iter().enumerate() {
@@ -102,10 +111,16 @@ pub(crate) fn bound_gradient(
         let mut vector = v_out.clone();
         let own = (t.target_in - lat.mean) * a1 - (t.target_out - lat.mean) * a0;
         vector.scaled_add(own, &lat.weights);
+        let mut left = (&p_sum * a0 + &(&per_class[k] * (a1 - a0))) * 2.0;
+        if whiten {
+            l.solve_upper_in_place(as_faer_mut(left.view_mut()), par);
+        } else {
+            left = sandwich(l, &left, false, par);
+        }
         let adjoint = Adjoint {
             method: Method::Vfe,
-            left: (&p_sum * a0 + &(&per_class[k] * (a1 - a0))) * 2.0,
-            left_whitened: false,
+            left,
+            left_whitened: whiten,
             vector,
             d_kuu: Array2::zeros((0, 0)),
             d_log_variance: 0.0,
@@ -128,14 +143,12 @@ pub(crate) fn bound_gradient(
             )?;
         }
     }
-    // K_uu ∝ σ² (its jitter included).
-    d_log_variance += frobenius(&d_kuu, &prior.kuu);
     let total = Adjoint {
         method: Method::Vfe,
         left: Array2::zeros((0, 0)),
         left_whitened: false,
         vector: Array1::zeros(0),
-        d_kuu,
+        d_kuu: sandwich(l, &h_sum, false, par) * -0.5,
         d_log_variance,
         d_log_noise: 0.0,
     };

@@ -126,22 +126,6 @@ fn symmetrize(a: &mut Array2<f64>) {
     }
 }
 
-/// `L X Lᵀ` for the factor `L` of `chol` (kernel-space statistics from
-/// whitened ones).
-fn unwhiten(chol: &Cholesky, x: &Array2<f64>) -> Array2<f64> {
-    let l = chol.l();
-    let p = l * as_faer(x.view()) * l.transpose();
-    let mut a = Array2::from_shape_fn((p.nrows(), p.ncols()), |(i, j)| p[(i, j)]);
-    symmetrize(&mut a);
-    a
-}
-
-/// `L v` for the factor `L` of `chol`.
-fn times_l(chol: &Cholesky, v: ArrayView1<'_, f64>) -> Array1<f64> {
-    let l = chol.l();
-    Array1::from_shape_fn(v.len(), |i| (0..=i).map(|j| l[(i, j)] * v[j]).sum())
-}
-
 /// `Lᵀ v` for the factor `L` of `chol`.
 fn times_l_t(chol: &Cholesky, v: ArrayView1<'_, f64>) -> Array1<f64> {
     let l = chol.l();
@@ -155,7 +139,7 @@ pub(crate) fn frobenius(a: &Array2<f64>, b: &Array2<f64>) -> f64 {
 }
 
 /// `L^{−1} v` (`lower`) or `L^{−ᵀ} v`.
-fn solve_vec(
+pub(crate) fn solve_vec(
     chol: &Cholesky,
     v: ArrayView1<'_, f64>,
     lower: bool,
@@ -172,31 +156,9 @@ fn solve_vec(
     x
 }
 
-/// The statistics in kernel space and whitened by `L = chol(K_uu)`:
-/// `(S, L^{−1} S L^{−ᵀ}, L^{−1} b, b)` for the Gram `S` of `stats` and its
-/// (centered) vector `b`. Whitened statistics hold `L^{−1} S L^{−ᵀ}` and
-/// `L^{−1} b`, kernel-space ones `S` and `b`; the other two follow by
-/// products with `L` or solves with it.
-pub(crate) fn both_spaces(
-    stats: &SparseStats,
-    b: Array1<f64>,
-    l: &Cholesky,
-    par: Parallelism,
-) -> (Array2<f64>, Array2<f64>, Array1<f64>, Array1<f64>) {
-    let gram = stats.gram_symmetric();
-    if stats.whitened {
-        let b_k = times_l(l, b.view());
-        (unwhiten(l, &gram), gram, b, b_k)
-    } else {
-        let c = sandwich(l, &gram, true, par);
-        let e = solve_vec(l, b.view(), true, par);
-        (gram, c, e, b)
-    }
-}
-
 /// The statistics whitened by `L = chol(K_uu)`: `(L^{−1} S L^{−ᵀ}, L^{−1} b)`
 /// for the Gram `S` of `stats` and its (centered) vector `b`.
-fn whitened(
+pub(crate) fn whitened(
     stats: &SparseStats,
     b: Array1<f64>,
     l: &Cholesky,
@@ -346,13 +308,9 @@ fn adjoint(
     let l = &prior.chol;
     let s = prior.noise_variance;
     let n = stats.n as f64;
-    let binv = chol_b.inverse(par);
-    // I − B^{−1}.
-    let mut i_minus = -&binv;
-    i_minus.diag_mut().mapv_inplace(|v| v + 1.0);
     match stats.method {
         Method::Vfe => {
-            let bbt = outer(beta);
+            let WhitenedAdjoint { i_minus, bbt, h } = WhitenedAdjoint::new(cmat, chol_b, beta, par);
             // 2 ∂F/∂S, or its product with L for whitened columns.
             let p0 = &i_minus - &bbt;
             let left_whitened = stats.whitened;
@@ -363,10 +321,6 @@ fn adjoint(
             } else {
                 sandwich(l, &p0, false, par) / s
             };
-            // B^{−1}C² = (I − B^{−1}) C.
-            let mut h = i_minus.dot(cmat);
-            symmetrize(&mut h);
-            h += &bbt;
             let d_kuu = sandwich(l, &h, false, par) * -0.5;
             let tr_h = h.diag().sum();
             // ∂F/∂σ_n² (see docs/math/sparse_gp.rst, section Gradients),
@@ -387,6 +341,9 @@ fn adjoint(
             }
         }
         Method::Fitc => {
+            let binv = chol_b.inverse(par);
+            let mut i_minus = -&binv;
+            i_minus.diag_mut().mapv_inplace(|v| v + 1.0);
             // L^{−ᵀ}(I − B^{−1})L^{−1} = K_uu^{−1} − Σ^{−1}.
             let e1 = sandwich(l, &i_minus, false, par);
             let d_kuu = (&e1 - &outer(alpha)) * 0.5;
@@ -400,6 +357,39 @@ fn adjoint(
                 d_log_noise: 0.0,
             }
         }
+    }
+}
+
+/// The whitened matrices of VFE's adjoints (see [`adjoint`]) for `C`, the
+/// factor of `B = I + C` and `β̃ = B^{−1}e`: `I − B^{−1}`, `β̃β̃ᵀ` and
+/// `H = B^{−1}C² + β̃β̃ᵀ`, with which `2 ∂F/∂S = L^{−ᵀ}(I − B^{−1} −
+/// β̃β̃ᵀ)L^{−1}` and `∂F/∂K_uu = −½ L^{−ᵀ}HL^{−1}` (VFE: the first over
+/// `σ_n²`; the sparse classifier's classes: noise-weighted statistics).
+pub(crate) struct WhitenedAdjoint {
+    /// `I − B^{−1}`.
+    pub(crate) i_minus: Array2<f64>,
+    /// `β̃β̃ᵀ`.
+    pub(crate) bbt: Array2<f64>,
+    /// `H`.
+    pub(crate) h: Array2<f64>,
+}
+
+impl WhitenedAdjoint {
+    /// The three matrices (`O(M³)`).
+    pub(crate) fn new(
+        cmat: &Array2<f64>,
+        chol_b: &Cholesky,
+        beta: &Array1<f64>,
+        par: Parallelism,
+    ) -> Self {
+        let mut i_minus = -chol_b.inverse(par);
+        i_minus.diag_mut().mapv_inplace(|v| v + 1.0);
+        let bbt = outer(beta);
+        // B^{−1}C² = (I − B^{−1}) C (B and C commute).
+        let mut h = i_minus.dot(cmat);
+        symmetrize(&mut h);
+        h += &bbt;
+        Self { i_minus, bbt, h }
     }
 }
 
