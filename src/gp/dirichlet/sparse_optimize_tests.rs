@@ -240,10 +240,10 @@ fn assert_richardson_differences(obj: &SparseGpcBound<'_>, h: f64, case: &str) {
 }
 
 /// 40 of 1,500 rows as inducing inputs, with length scales and kernel
-/// variances up to `l = 6`, `σ² = 1e3` (whitened statistics, the last two
-/// with a jitter): the gradient matches the differences within their
-/// error. Formed from kernel-space matrices of order `κ(K_uu)/σ²` that
-/// cancel to order 1 (`K_uu⁻¹ − Σ⁻¹`, `K_uu⁻¹SK_uu⁻¹`, `ααᵀ`), and with
+/// variances up to `l = 6`, `σ² = 1e3` (whitened statistics, three of them
+/// with a jitter), two length scales, and the Matérn kernels: the gradient
+/// matches the differences within their error. Formed from kernel-space
+/// matrices of order `κ(K_uu)/σ²` that cancel to order 1 (`K_uu⁻¹ − Σ⁻¹`, `K_uu⁻¹SK_uu⁻¹`, `ααᵀ`), and with
 /// the second pass multiplying the kernel columns, the slope in `ln l` at
 /// the first point was off by 1.3 (of −1,820; the tolerance there is 0.29).
 #[test]
@@ -251,16 +251,27 @@ fn the_gradient_is_accurate_where_k_uu_is_very_ill_conditioned() {
     let (x, labels) = data(1500, 8);
     let rows: Vec<usize> = (0..40).map(|i| 37 * i).collect();
     let z = x.select(Axis(0), &rows);
-    for (ls, variance) in [(2.5, 40.0), (4.5, 100.0), (6.0, 1e3)] {
-        let mut obj = objective(&x, &labels, z.clone(), vec![ls], Kernel::Gaussian);
+    for (ls, variance, kernel) in [
+        (vec![2.5], 40.0, Kernel::Gaussian),
+        (vec![4.5], 100.0, Kernel::Gaussian),
+        (vec![6.0], 1e3, Kernel::Gaussian),
+        (vec![3.0, 5.0], 100.0, Kernel::Gaussian),
+        (vec![8.0], 100.0, Kernel::Matern52),
+        (vec![20.0], 1e3, Kernel::Matern32),
+    ] {
+        let mut obj = objective(&x, &labels, z.clone(), ls.clone(), kernel);
         obj.chunk_rows = 256;
         obj.params = FreeHypers {
             length_scale: true,
             kernel_variance: true,
         }
-        .params(vec![ls], variance)
+        .params(ls.clone(), variance)
         .unwrap();
         assert!(obj.prior(&obj.params.start()).unwrap().whiten());
-        assert_richardson_differences(&obj, 1e-3, &format!("l = {ls}, σ² = {variance}"));
+        assert_richardson_differences(
+            &obj,
+            1e-3,
+            &format!("{kernel:?} l = {ls:?}, σ² = {variance}"),
+        );
     }
 }
