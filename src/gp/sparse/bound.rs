@@ -68,10 +68,13 @@ pub struct Adjoint {
     /// order `κ u` relative; `L^{−ᵀ}` applied to the product with `L^{−1} k_i`
     /// loses only the triangular solves' `√κ u`.
     pub(crate) left_whitened: bool,
-    /// VFE: `∂F/∂b`; FITC: `Lᵀβ` with `β = Σ^{−1} b`.
+    /// VFE: `∂F/∂b`; FITC: `Lᵀβ = B^{−1} L^{−1} b` with `β = Σ^{−1} b`.
     pub(crate) vector: Array1<f64>,
-    /// `∂F/∂K_uu` without the per-row part of FITC (added after the
-    /// second pass).
+    /// VFE: `∂F/∂K_uu`. FITC: `Lᵀ(∂F/∂K_uu)L` without the rows' part,
+    /// which [`super::gradient::finish`] adds before applying `L^{−ᵀ}` and
+    /// `L^{−1}` once: the two parts are matrices of order `κ(K_uu)/σ²` in
+    /// kernel space that cancel to order 1, while whitened they are of
+    /// order 1 themselves.
     pub(crate) d_kuu: Array2<f64>,
     /// VFE: the whole `∂F/∂ln σ²` (`K_uu`'s part included); FITC: 0 (it
     /// comes from the rows and `K_uu`, added by [`super::gradient::finish`]).
@@ -124,18 +127,6 @@ fn symmetrize(a: &mut Array2<f64>) {
             }
         }
     }
-}
-
-/// `Lᵀ v` for the factor `L` of `chol`.
-fn times_l_t(chol: &Cholesky, v: ArrayView1<'_, f64>) -> Array1<f64> {
-    let l = chol.l();
-    let n = v.len();
-    Array1::from_shape_fn(n, |i| (i..n).map(|j| l[(j, i)] * v[j]).sum())
-}
-
-/// `Σ_ij a_ij b_ij`.
-pub(crate) fn frobenius(a: &Array2<f64>, b: &Array2<f64>) -> f64 {
-    a.iter().zip(b.iter()).map(|(x, y)| x * y).sum()
 }
 
 /// `L^{−1} v` (`lower`) or `L^{−ᵀ} v`.
@@ -342,16 +333,15 @@ fn adjoint(
         }
         Method::Fitc => {
             let binv = chol_b.inverse(par);
-            let mut i_minus = -&binv;
-            i_minus.diag_mut().mapv_inplace(|v| v + 1.0);
-            // L^{−ᵀ}(I − B^{−1})L^{−1} = K_uu^{−1} − Σ^{−1}.
-            let e1 = sandwich(l, &i_minus, false, par);
-            let d_kuu = (&e1 - &outer(alpha)) * 0.5;
+            // K_uu^{−1} − Σ^{−1} = L^{−ᵀ}(I − B^{−1})L^{−1} and α = L^{−ᵀ}β̃:
+            // Lᵀ(∂F/∂K_uu)L without the rows' part is ½(I − B^{−1} − β̃β̃ᵀ).
+            let mut d_kuu = (&binv + &outer(beta)) * -0.5;
+            d_kuu.diag_mut().mapv_inplace(|v| v + 0.5);
             Adjoint {
                 method: Method::Fitc,
                 left: binv,
                 left_whitened: false,
-                vector: times_l_t(l, alpha.view()),
+                vector: beta.clone(),
                 d_kuu,
                 d_log_variance: 0.0,
                 d_log_noise: 0.0,

@@ -24,7 +24,7 @@
 use faer::{Accum, MatMut, MatRef};
 use ndarray::{Array2, ArrayView1, ArrayView2};
 
-use super::bound::{frobenius, sandwich, Adjoint};
+use super::bound::{sandwich, Adjoint};
 use super::kernel_blocks::{contract, cross_block, fold_length_scales, scaled_t};
 use super::prior::InducingPrior;
 use super::stats::{check_chunk, fitc_lambda, Method};
@@ -298,11 +298,18 @@ pub fn finish(
 ) -> Gradient {
     let (m, _) = prior.z.dim();
     let fitc = adjoint.method == Method::Fitc;
-    let mut d_kuu = adjoint.d_kuu.clone();
-    if fitc {
-        // Σ g_i a_i a_iᵀ = L^{−ᵀ} (Σ g_i v_i v_iᵀ) L^{−1}.
-        d_kuu += &sandwich(&prior.chol, &sums.row_kuu, false, par);
-    }
+    // FITC: Lᵀ(∂F/∂K_uu)L with the rows' part (Σ g_i a_i a_iᵀ = L^{−ᵀ}(Σ g_i
+    // v_i v_iᵀ)L^{−1}), then ∂F/∂K_uu in one sandwich; the kernel variance's
+    // K_uu part ⟨L^{−ᵀ}ML^{−1}, LLᵀ⟩ is tr M (K_uu's jitter included).
+    let (d_kuu, kuu_part) = if fitc {
+        let inner = &adjoint.d_kuu + &sums.row_kuu;
+        (
+            sandwich(&prior.chol, &inner, false, par),
+            inner.diag().sum(),
+        )
+    } else {
+        (adjoint.d_kuu.clone(), 0.0)
+    };
     // K_uu without jitter and its slopes, from the scaled inducing inputs.
     let wt = prior.w.t().as_standard_layout().into_owned();
     let mut kuu = vec![0.0; m * m];
@@ -334,7 +341,6 @@ pub fn finish(
     let mut hyper = fold_length_scales(&prior.params, &by_ls);
     let (v, s) = (prior.params.variance, prior.noise_variance);
     let (d_var, d_noise) = if fitc {
-        let kuu_part = frobenius(&d_kuu, &prior.kuu);
         (sums.fk_sum + v * sums.g_sum + kuu_part, s * sums.g_sum)
     } else {
         (adjoint.d_log_variance, adjoint.d_log_noise)

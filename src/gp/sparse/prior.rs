@@ -28,9 +28,7 @@ pub struct InducingPrior {
     pub z: Array2<f64>,
     /// `Z / l` (`M × d`).
     pub(crate) w: Array2<f64>,
-    /// `K_uu + ε I` (full, symmetric).
-    pub(crate) kuu: Array2<f64>,
-    /// Its factor `L`.
+    /// The factor `L` of `K_uu + ε I`.
     pub(crate) chol: Cholesky,
     /// See [`InducingPrior::whiten`].
     pub(crate) whiten: bool,
@@ -63,17 +61,14 @@ impl InducingPrior {
         check_positive("noise_variance", noise_variance)?;
         check_finite("inducing", z.iter())?;
         let w = params.scale(z);
-        let mut kuu = kernel_matrix(&params, z, z, par);
+        let kuu = kernel_matrix(&params, z, z, par);
         let (chol, kappa) = factor_kuu(&kuu, params.variance, noise_variance, par)?;
-        let jitter = chol.jitter();
-        kuu.diag_mut().mapv_inplace(|v| v + jitter);
         let whiten = needs_whitening(kappa, params.variance, noise_variance);
         Ok(Self {
             params,
             noise_variance,
             z: z.to_owned(),
             w,
-            kuu,
             chol,
             whiten,
         })
