@@ -788,10 +788,13 @@ fn whitened_statistics_give_the_kernel_space_bound_and_gradient() {
     }
 }
 
+/// Inputs, targets and inducing inputs of a gradient check.
+type Rows = (Array2<f64>, Array1<f64>, Array2<f64>);
+
 /// 80 sorted inputs in `[−3, 3]`, smooth targets with a small ripple, and
 /// eight inducing inputs on a grid of the span: with length scales of 2
 /// to 4, `K_uu` has condition numbers of 1e8 to 1e11.
-fn ill_conditioned_grid() -> (Array2<f64>, Array1<f64>, Array2<f64>) {
+fn ill_conditioned_grid() -> Rows {
     let n = 80;
     let mut rng = crate::rng::seeded(3);
     let mut xs: Vec<f64> = (0..n).map(|_| rng.random_range(-3.0..3.0)).collect();
@@ -940,33 +943,26 @@ fn check_ill_conditioned_gradient(
 /// the differences' error).
 #[test]
 fn vfe_gradient_is_accurate_where_k_uu_is_ill_conditioned() {
-    let (x, y, z) = ill_conditioned_grid();
-    for (ls, noise) in [(2.0, 1e-4), (3.0, 1e-4), (4.0, 1e-4), (4.0, 1e-2)] {
-        check_ill_conditioned_gradient(
-            Method::Vfe,
-            Kernel::Gaussian,
-            &x,
-            &y,
-            &z,
-            &[ls],
-            [1.0, noise],
-            1e-4,
-        );
+    let grid = ill_conditioned_grid();
+    let scattered = forty_of_1500_rows();
+    let mut cases: Vec<(&Rows, f64, [f64; 2], f64)> =
+        [(2.0, 1e-4), (3.0, 1e-4), (4.0, 1e-4), (4.0, 1e-2)]
+            .map(|(ls, noise)| (&grid, ls, [1.0, noise], 1e-4))
+            .to_vec();
+    cases.push((&scattered, 4.5, [100.0, 0.01], 1e-3));
+    for ((x, y, z), ls, variances, h) in cases {
+        check_ill_conditioned_gradient(Method::Vfe, Kernel::Gaussian, x, y, z, &[ls], variances, h);
     }
+}
+
+/// 1,500 rows in 3-d with their targets, and every 37th row as one of 40
+/// inducing inputs.
+fn forty_of_1500_rows() -> Rows {
     let x = random(1500, 3, 8);
     let y = targets(&x);
     let rows: Vec<usize> = (0..40).map(|i| 37 * i).collect();
     let z = x.select(ndarray::Axis(0), &rows);
-    check_ill_conditioned_gradient(
-        Method::Vfe,
-        Kernel::Gaussian,
-        &x,
-        &y,
-        &z,
-        &[4.5],
-        [100.0, 0.01],
-        1e-3,
-    );
+    (x, y, z)
 }
 
 /// Both methods' gradients where `K_uu` is ill-conditioned, for two
@@ -978,10 +974,7 @@ fn vfe_gradient_is_accurate_where_k_uu_is_ill_conditioned() {
 /// `l = 8`, `σ² = 1e4`), against tolerances of 6e−4.
 #[test]
 fn gradients_are_accurate_where_k_uu_is_ill_conditioned_for_every_kernel() {
-    let x = random(1500, 3, 8);
-    let y = targets(&x);
-    let rows: Vec<usize> = (0..40).map(|i| 37 * i).collect();
-    let z = x.select(ndarray::Axis(0), &rows);
+    let (x, y, z) = forty_of_1500_rows();
     for method in [Method::Vfe, Method::Fitc] {
         for (kernel, ls, variances) in [
             (Kernel::Gaussian, &[6.0, 8.0, 9.0][..], [1e3, 0.01]),
