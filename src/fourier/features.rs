@@ -383,6 +383,59 @@ impl Derived {
 }
 
 impl FourierFeatures {
+    /// [`Self::fit`] with the length scale(s) `length_scales` in place of
+    /// `config.length_scale`: one value (exactly [`Self::fit`] at it), or one
+    /// per input dimension (automatic relevance determination). The kernel
+    /// `k(((x_a − y_a)/l_a)_a)` is the unit-length-scale kernel of the inputs
+    /// `x_a/l_a`, so the frequencies are those of the draw at length scale 1
+    /// with column `a` divided by `l_a`, `W_ja = Ω_ja/l_a`
+    /// ([`Self::with_length_scales`]; docs/math/fourier.rst, "Length
+    /// scales per dimension"). A structured (SORF) draw is then formed into
+    /// dense frequencies.
+    ///
+    /// # Errors
+    /// As [`Self::fit`]; [`Error::InvalidParameter`] naming `length_scale`
+    /// for a count other than 1 or `n_features`, or values not finite and
+    /// `> 0`.
+    pub fn fit_with_length_scales(
+        config: &FourierConfig,
+        n_features: usize,
+        length_scales: &[f64],
+        seed: u64,
+    ) -> Result<Self> {
+        if let [l] = length_scales {
+            return Self::fit(
+                &FourierConfig {
+                    length_scale: *l,
+                    ..config.clone()
+                },
+                n_features,
+                seed,
+            );
+        }
+        if length_scales.len() != n_features {
+            return Err(Error::invalid(
+                "length_scale",
+                format!(
+                    "needs 1 value or one per input dimension ({n_features}), got {}",
+                    length_scales.len()
+                ),
+            ));
+        }
+        for &l in length_scales {
+            check_positive("length_scale", l)?;
+        }
+        let unit = FourierConfig {
+            length_scale: 1.0,
+            ..config.clone()
+        };
+        Self::fit(&unit, n_features, seed)?.with_length_scales(
+            &[1.0],
+            length_scales,
+            config.kernel_variance,
+        )
+    }
+
     /// Draws the random parameters for inputs with `n_features` columns from
     /// `seed` (sub-stream 0: frequencies, 1: phases, 2: SORF signs).
     pub fn fit(config: &FourierConfig, n_features: usize, seed: u64) -> Result<Self> {

@@ -394,6 +394,64 @@ fn thread_count_does_not_change_results_and_f32_agrees() {
     }
 }
 
+/// docs/math/fourier.rst, "Length scales per dimension": the draw at length
+/// scale 1 with column `a` divided by `l_a`; one value is [`FourierFeatures::fit`].
+#[test]
+fn per_dimension_length_scales_rescale_the_unit_draw() {
+    let ls = [0.8, 1.6, 0.5];
+    for sampler in [
+        Sampler::Mc,
+        Sampler::Orthogonal,
+        Sampler::Structured,
+        Sampler::Qmc,
+    ] {
+        for variant in [Variant::CosSin, Variant::CosBias] {
+            let cfg = config(64, Kernel::Gaussian, sampler, variant);
+            let ard = FourierFeatures::fit_with_length_scales(&cfg, 3, &ls, 7).unwrap();
+            let unit = FourierFeatures::fit(
+                &FourierConfig {
+                    length_scale: 1.0,
+                    ..cfg.clone()
+                },
+                3,
+                7,
+            )
+            .unwrap();
+            assert!(matches!(ard.projection, Projection::Dense(_)));
+            assert_eq!(ard.phases, unit.phases);
+            let (w, w1) = (ard.frequencies(), unit.frequencies());
+            for ((j, a), &v) in w.indexed_iter() {
+                let want = w1[[j, a]] / ls[a];
+                assert!(
+                    (v - want).abs() <= 2.0 * f64::EPSILON * want.abs(),
+                    "{sampler:?} {variant:?} ({j}, {a}): {v} vs {want}"
+                );
+            }
+            let one = FourierFeatures::fit_with_length_scales(&cfg, 3, &[L], 7).unwrap();
+            assert_eq!(one, FourierFeatures::fit(&cfg, 3, 7).unwrap());
+        }
+    }
+    let cfg = FourierConfig::new(8);
+    for bad in [
+        &[1.0, 2.0][..],
+        &[1.0, 0.0, 1.0],
+        &[1.0, f64::NAN, 1.0],
+        &[],
+    ] {
+        let e = FourierFeatures::fit_with_length_scales(&cfg, 3, bad, 0).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                crate::Error::InvalidParameter {
+                    name: "length_scale",
+                    ..
+                }
+            ),
+            "{bad:?}: {e}"
+        );
+    }
+}
+
 #[test]
 fn bad_inputs_are_errors() {
     let good = FourierConfig::new(8);
