@@ -223,8 +223,9 @@ pub(crate) fn left_the_range(name: &str, start: f64) -> Error {
 #[derive(Clone, Debug, PartialEq)]
 pub struct HyperInit {
     /// Fixed or initial length scale(s): one value, or one per dimension
-    /// with `ard`. `None`: the median pairwise distance (`docs/math/gp.rst`,
-    /// "Exact GP"); with `ard`, [`per_dimension_length_scales`].
+    /// (fitted ones only with `ard`). `None`: the median pairwise distance
+    /// (`docs/math/gp.rst`, "Exact GP"); with `ard`,
+    /// [`per_dimension_length_scales`].
     pub length_scale: Option<Vec<f64>>,
     /// Fixed or initial kernel variance. `None`: `var(y)`
     /// ([`super::target_variance_scale`]: 1 when the targets are all equal).
@@ -232,7 +233,7 @@ pub struct HyperInit {
     /// Fixed or initial noise variance. `None`:
     /// [`super::initial_noise_variance`], `0.1 var(y)`.
     pub noise_variance: Option<f64>,
-    /// One length scale per input dimension.
+    /// One fitted length scale per input dimension.
     pub ard: bool,
     /// The hyperparameters that are optimized; the others stay fixed.
     pub optimize: Vec<Hyper>,
@@ -264,7 +265,7 @@ impl HyperInit {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for a length-scale count other than 1 (or
-    /// `d` with `ard`), for values that are not finite and `> 0`, and, with
+    /// `d` with `ard` or a fixed length scale), for values that are not finite and `> 0`, and, with
     /// something to fit, for targets whose variance is outside
     /// `10^−40..10^40` or that are constant after the centering `center`
     /// (all equal; all zero without centering), which have no maximum; for
@@ -277,7 +278,14 @@ impl HyperInit {
         center: bool,
     ) -> Result<LogParams> {
         let d = x.ncols();
-        let n_ls = if self.ard { d } else { 1 };
+        let free_length_scale = self.optimize.contains(&Hyper::LengthScale);
+        // A fixed length scale may be one per dimension whatever `ard`, which
+        // says how many are fitted.
+        let n_ls = match &self.length_scale {
+            _ if self.ard => d,
+            Some(v) if !free_length_scale && v.len() == d => d,
+            _ => 1,
+        };
         let ls = match &self.length_scale {
             None => data_length_scales(x, self.ard),
             Some(v) if v.len() == n_ls => v.clone(),
@@ -287,10 +295,10 @@ impl HyperInit {
                     "length_scale",
                     format!(
                         "needs 1 value{}, got {}",
-                        if self.ard {
+                        if self.ard || !free_length_scale {
                             format!(" or one per input dimension ({d})")
                         } else {
-                            " (set ard=True for one per dimension)".into()
+                            " to be fitted (set ard=True to fit one per dimension)".into()
                         },
                         v.len()
                     ),
@@ -1963,6 +1971,25 @@ mod tests {
         let p = ard.resolve(x.view(), y.view(), true).unwrap();
         assert_eq!(p.values[..2], [0.5, 0.5]);
         assert_eq!(p.free, vec![3]);
+        // Fixed length scales may be one per dimension without `ard`; fitted
+        // ones may not.
+        let fixed = HyperInit {
+            length_scale: Some(vec![0.5, 2.0]),
+            optimize: vec![Hyper::KernelVariance, Hyper::NoiseVariance],
+            ..Default::default()
+        };
+        let p = fixed.resolve(x.view(), y.view(), true).unwrap();
+        assert_eq!(p.values[..2], [0.5, 2.0]);
+        assert_eq!(p.free, vec![2, 3]);
+        let fitted = HyperInit {
+            optimize: vec![Hyper::LengthScale],
+            ..fixed
+        };
+        let e = fitted
+            .resolve(x.view(), y.view(), true)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("length_scale") && e.contains("ard=True"), "{e}");
         assert_eq!(
             Hyper::from_name("kernel_variance"),
             Ok(Hyper::KernelVariance)
