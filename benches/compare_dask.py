@@ -208,7 +208,7 @@ def _ard_evaluation(n: int, before: int) -> None:
             fmap,
             Xm,
             ym,
-            drawn_length_scale=1.0,
+            drawn_length_scale=[1.0],
             length_scale=ls,
             kernel_variance=1.0,
             noise_variance=NOISE,
@@ -224,10 +224,10 @@ def _ard_evaluation(n: int, before: int) -> None:
     del Xm, ym
 
     def two() -> None:
-        sums = rdask._reduced(rdask._feature_lml_block, (fmap, 1.0, values, chunk), X, y)
+        sums = rdask._reduced(rdask._feature_lml_block, (fmap, [1.0], values, chunk), X, y)
         sums.log_marginal_likelihood(center_y=True)
         second = sums.gradient_pass(center_y=True)
-        rdask._reduced(rdask._gradient_pass_block, (second, fmap, 1.0, chunk), X, y)
+        rdask._reduced(rdask._gradient_pass_block, (second, fmap, [1.0], chunk), X, y)
 
     def best(f) -> float:  # type: ignore[no-untyped-def]
         times = []

@@ -68,7 +68,7 @@ def lml_evaluation(X: np.ndarray, y: np.ndarray) -> Callable[[], object]:
         rff._feature_map(),
         X,
         y,
-        drawn_length_scale=2.0,
+        drawn_length_scale=[2.0],
         length_scale=[2.5],
         kernel_variance=0.5,
         noise_variance=0.02,

@@ -478,6 +478,7 @@ def test_fits_refuse_constant_targets_as_in_memory(client) -> None:
         (True, 1.0, "rff"),
         (False, 1e3, "rff"),
         (True, 1e3, "rff"),
+        (True, 1.0, "rff_per_dimension"),
         (False, 1e3, "maclaurin"),
     ],
 )
@@ -492,6 +493,14 @@ def test_feature_gpr_hyperparameter_fit_reaches_the_in_process_optimum(
     # noise (~1e-3 nats) would set the last digits compared below.
     if transformer == "rff":
         features = rf.RandomFourierFeatures(128, length_scale=0.8, random_state=0)
+    elif transformer == "rff_per_dimension":
+        # Drawn at one length scale per dimension, where the fit starts (a
+        # start from which both runs take the same path to the last digits:
+        # from some others, e.g. (0.8, 1.5, 3.0), the length scale of the
+        # dimension y does not depend on runs through the flat region at
+        # ~1e6 on paths that part at the rounding of the sums, and end
+        # 4e-7 nats apart).
+        features = rf.RandomFourierFeatures(128, length_scale=[1.0, 2.0, 0.5], random_state=0)
     else:
         features = rf.MaclaurinFeatures(128, random_state=0)
     est = rf.RandomFeatureGPR(
@@ -694,16 +703,16 @@ def test_an_ard_evaluation_on_the_cluster_equals_the_in_process_one(client) -> N
     fmap = rf.RandomFourierFeatures(32, length_scale=0.8, random_state=0).fit(x)._feature_map()
     values = [0.7, 1.1, 1.5, 1.2, 0.05]
     X, Y = _dask(x), _dask(y)
-    sums = rdask._reduced(rdask._feature_lml_block, (fmap, 0.8, values, 64), X, Y)
+    sums = rdask._reduced(rdask._feature_lml_block, (fmap, [0.8], values, 64), X, Y)
     lml, grad = sums.log_marginal_likelihood(center_y=True)
     second = sums.gradient_pass(center_y=True)
-    ls = rdask._reduced(rdask._gradient_pass_block, (second, fmap, 0.8, 64), X, Y)
+    ls = rdask._reduced(rdask._gradient_pass_block, (second, fmap, [0.8], 64), X, Y)
     assert ls.shape == (4,) and ls[-1] == N
     ref_lml, ref_grad = rf._core.feature_gp_lml(
         fmap,
         x,
         y,
-        drawn_length_scale=0.8,
+        drawn_length_scale=[0.8],
         length_scale=values[:3],
         kernel_variance=values[3],
         noise_variance=values[4],
@@ -717,7 +726,7 @@ def test_an_ard_evaluation_on_the_cluster_equals_the_in_process_one(client) -> N
 def test_feature_lml_sums_merge_and_pickle_by_value() -> None:
     x, y = _data(90)
     fmap = rf.RandomFourierFeatures(16, length_scale=0.8, random_state=0).fit(x)._feature_map()
-    kw = dict(features=fmap, drawn_length_scale=0.8, values=[0.7, 1.2, 0.05], chunk_size=32)
+    kw = dict(features=fmap, drawn_length_scale=[0.8], values=[0.7, 1.2, 0.05], chunk_size=32)
     sums = rf._core.FeatureLmlSums
     one = sums.of_rows(x, y, **kw)
     a = sums.of_rows(x[:40], y[:40], **kw)

@@ -9,6 +9,8 @@ they are checked through the Python API on fewer replicates.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.special
@@ -65,6 +67,123 @@ def test_closed_form_variances_through_python():
     _check_mean_var(v, K, (1 - k2) ** 2 / 4)
     assert abs((1 - k2) ** 2 / 4 - 0.0943920105) < 1e-9
     assert abs((1 - k2) / 4 - 0.1536164140) < 1e-9  # complex variance, checked in Rust
+
+
+# Per-dimension length scales (docs/math/fourier.rst, "Length scales per
+# dimension").
+LS = np.array([0.8, 1.6, 0.5])
+
+
+def _ard_kernel(kernel, x, y, ls):
+    """The kernel of per-dimension length scales: the unit kernel of x / l."""
+    return rf.kernel_matrix(x / ls, y / ls, kernel=kernel, length_scale=1.0)
+
+
+@pytest.mark.parametrize(
+    ("sampler", "kernel"),
+    [
+        ("mc", "gaussian"),
+        ("mc", "laplacian"),
+        ("mc", "matern32"),
+        ("antithetic", "matern52"),
+        ("orthogonal", "gaussian"),
+        ("orthogonal", "matern12"),
+        ("structured", "gaussian"),
+        ("moment_matching", "gaussian"),
+        ("qmc", "gaussian"),
+        ("qmc", "laplacian"),
+    ],
+)
+@pytest.mark.parametrize("variant", ["cos_sin", "cos_bias"])
+def test_per_dimension_length_scales_rescale_the_unit_draw(sampler, kernel, variant):
+    x = np.random.default_rng(3).standard_normal((40, 3))
+    kw = {"kernel": kernel, "sampler": sampler, "variant": variant, "random_state": 5}
+    with warnings.catch_warnings():
+        # The structured sampler's warning for d' < 16 (tested above).
+        warnings.simplefilter("ignore", UserWarning)
+        ard = RandomFourierFeatures(64, length_scale=LS, **kw).fit(x)
+        unit = RandomFourierFeatures(64, length_scale=1.0, **kw).fit(x)
+    # Column a of the unit draw divided by l_a (a multiplication by 1 / l_a:
+    # one rounding apart); the phases are the unit draw's.
+    np.testing.assert_allclose(ard.frequencies_, unit.frequencies_ / LS, rtol=4e-16, atol=0)
+    if variant == "cos_bias":
+        np.testing.assert_array_equal(ard.phases_, unit.phases_)
+    # The structured draw is formed into dense frequencies.
+    assert ard.sorf_signs_ is None
+    # The projections agree to a few roundings of their terms (each term's
+    # factors are one or two roundings apart, and the sums may be taken in
+    # another order): 8 eps sum_a |w_ja x_a / l_a| (plus the phase) moves a
+    # cosine or sine by at most that times the column scale.
+    eps = np.finfo(np.float64).eps
+    bound = np.abs(x / LS) @ np.abs(unit.frequencies_).T + 2 * np.pi
+    tol = ard.scale_ * 8 * eps * (bound if variant == "cos_bias" else np.hstack([bound, bound]))
+    assert np.all(np.abs(ard.transform(x) - unit.transform(x / LS)) <= tol)
+
+
+def test_per_dimension_length_scales_estimate_the_ard_kernel():
+    # The closed-form mean and variance of docs/math/fourier.rst, "Variances",
+    # at k of the rescaled pair.
+    k = _ard_kernel("gaussian", XP[:1], XP[1:], LS)[0, 0]
+    out = np.empty(2000)
+    for i in range(out.size):
+        phi = RandomFourierFeatures(8, length_scale=LS, random_state=i).fit_transform(XP)
+        out[i] = phi[0] @ phi[1]
+    _check_mean_var(out, k, (1 - k * k) ** 2 / 8)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_per_dimension_length_scales_approach_the_ard_kernel_matrix(kernel):
+    x = np.random.default_rng(1).standard_normal((60, 3))
+    k = _ard_kernel(kernel, x, x, LS)
+    # The isotropic kernel at the mean length scale is another kernel: the
+    # features must approach k, not it.
+    other = rf.kernel_matrix(x, kernel=kernel, length_scale=float(LS.mean()))
+    assert np.linalg.norm(other - k) > 3.0
+
+    def err(n):
+        return np.mean(
+            [
+                np.linalg.norm(p @ p.T - k)
+                for p in (
+                    RandomFourierFeatures(
+                        n, kernel=kernel, length_scale=LS, random_state=s
+                    ).fit_transform(x)
+                    for s in range(4)
+                )
+            ]
+        )
+
+    # Monte Carlo error scales like 1/sqrt(D): a factor 8 expected, 3 asked.
+    assert err(8192) < err(128) / 3
+
+
+def test_one_length_scale_in_a_list_is_the_scalar():
+    x = np.random.default_rng(2).standard_normal((10, 3))
+    a = RandomFourierFeatures(32, length_scale=[0.7], random_state=0).fit(x)
+    b = RandomFourierFeatures(32, length_scale=0.7, random_state=0).fit(x)
+    np.testing.assert_array_equal(a.frequencies_, b.frequencies_)
+    # Equal values per dimension: the same kernel, the frequencies to rounding.
+    c = RandomFourierFeatures(32, length_scale=[0.7] * 3, random_state=0).fit(x)
+    np.testing.assert_allclose(c.frequencies_, b.frequencies_, rtol=4e-16, atol=0)
+
+
+@pytest.mark.parametrize(
+    ("length_scale", "match"),
+    [
+        ([1.0, 2.0], r"length_scale.*one per input dimension \(3\), got 2"),
+        ([1.0, -1.0, 1.0], "length_scale.*> 0"),
+        ([1.0, 0.0, 1.0], "length_scale.*> 0"),
+        ([1.0, np.nan, 1.0], "length_scale.*> 0"),
+        ([1.0, np.inf, 1.0], "length_scale.*> 0"),
+        ([[1.0, 2.0, 3.0]], "length_scale.*1-D"),
+        ([], r"length_scale.*got 0"),
+    ],
+)
+def test_bad_per_dimension_length_scales(length_scale, match):
+    with pytest.raises(rf.InvalidInputError, match=match):
+        RandomFourierFeatures(8, length_scale=length_scale).fit(np.zeros((3, 3)))
+    with pytest.raises(TypeError, match="length_scale"):
+        RandomFourierFeatures(8, length_scale=["a", "b", "c"]).fit(np.zeros((3, 3)))
 
 
 def test_antithetic_identity():

@@ -270,6 +270,42 @@ def test_every_kernel_matches_an_independent_lml(yacht_subset, kernel, ard):
     assert np.all(np.isfinite(mean))
 
 
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "matern32"])
+def test_fixed_per_dimension_length_scales_need_no_ard(yacht_subset, kernel):
+    # ``ard`` says how many length scales are fitted; fixed ones may be one
+    # per dimension either way (the kernel of the rescaled inputs).
+    X, y = yacht_subset(50)
+    ls = np.linspace(0.7, 2.1, X.shape[1])
+    kv, nv = 0.8, 0.05
+    gp = ExactGPR(
+        kernel=kernel, length_scale=ls, kernel_variance=kv, noise_variance=nv, optimize=()
+    ).fit(X, y)
+    np.testing.assert_array_equal(gp.length_scale_, ls)
+    ref, _ = _sklearn_lml(kernel, X, y - y.mean(), ls, kv, nv)
+    assert gp.log_marginal_likelihood_ == pytest.approx(ref, rel=1e-10)
+    # The sparse GP takes them too: with every row an inducing input, the
+    # exact GP's.
+    sparse = rf.SparseGPR(
+        inducing=X,
+        kernel=kernel,
+        length_scale=ls,
+        kernel_variance=kv,
+        noise_variance=nv,
+        optimize=(),
+    ).fit(X, y)
+    np.testing.assert_array_equal(sparse.length_scale_, ls)
+    assert sparse.jitter_ == 0
+    assert sparse.log_marginal_likelihood_ == pytest.approx(ref, abs=1e-8)
+    # The variances fitted around them.
+    fitted = ExactGPR(
+        kernel=kernel, length_scale=ls, optimize=("kernel_variance", "noise_variance")
+    ).fit(X, y)
+    np.testing.assert_array_equal(fitted.length_scale_, ls)
+    assert fitted.log_marginal_likelihood_ >= gp.log_marginal_likelihood_
+    with pytest.raises(InvalidInputError, match=r"length_scale.*set ard=True"):
+        ExactGPR(kernel=kernel, length_scale=ls).fit(X, y)
+
+
 @pytest.mark.parametrize("kernel", ["laplacian", "matern12", "matern32", "matern52"])
 def test_every_kernel_fits_to_a_stationary_point(yacht_subset, kernel):
     X, y = yacht_subset(60)
@@ -654,7 +690,7 @@ def test_one_evaluation_and_its_gradient_match_numpy_central_differences(length_
         u = X @ (W * (1.3 / ls)).T
         return _lml_direct(np.sqrt(kv / m) * np.hstack([np.cos(u), np.sin(u)]), y, nv)
 
-    args = {"drawn_length_scale": 1.3, "center": True, "chunk_size": 16}
+    args = {"drawn_length_scale": [1.3], "center": True, "chunk_size": 16}
     t0 = np.log([*length_scale, 1.7, 0.05])
     value, grad = _core.feature_gp_lml(
         rff._feature_map(),
@@ -706,6 +742,43 @@ def test_ard_fit_approaches_the_exact_ard_optimum():
     # The transformer at the optimum is the one the statistics were taken with.
     again = RandomFeatureGPR.from_stats(gp.features_, gp.stats_, noise_variance=gp.noise_variance_)
     np.testing.assert_allclose(again.predict(X[:5]), gp.predict(X[:5]), rtol=1e-12)
+
+
+# The structured sampler's bias warning for d = 3 says nothing about the map.
+@pytest.mark.filterwarnings("ignore:sampler='structured' is noticeably biased")
+@pytest.mark.parametrize("sampler", ["mc", "structured", "qmc"])
+def test_an_ard_fitted_transformer_is_refitted_and_fitted_again_as_it_is(sampler):
+    from sklearn.base import clone
+
+    X, y = _smooth_data(150, 3, 4)
+    rff = rf.RandomFourierFeatures(64, length_scale=0.8, sampler=sampler, random_state=0)
+    gp = RandomFeatureGPR(rff, optimize=ALL_HYPER, ard=True, n_restarts=0).fit(X, y)
+    ls = gp.length_scale_
+    assert ls.shape == (3,) and np.ptp(np.log(ls)) > 0.5
+    # A clone refitted draws the same map: the unit frequencies with column a
+    # divided by l_a, where the fit rescaled the draw at 0.8 by 0.8 / l_a
+    # (the frequencies a few roundings apart, and so the projections).
+    again = clone(gp.features_).fit(X)
+    w = gp.features_.frequencies_
+    np.testing.assert_allclose(again.frequencies_, w, rtol=8e-16, atol=0)
+    eps = np.finfo(np.float64).eps
+    tol = gp.features_.scale_ * 16 * eps * (np.abs(X) @ np.abs(w).T).max()
+    np.testing.assert_allclose(again.transform(X), gp.features_.transform(X), rtol=0, atol=tol)
+    # Fitted again with its length scales fixed (no ard needed): the LML is
+    # the direct N x N one of its features at the fitted noise variance.
+    fixed = RandomFeatureGPR(gp.features_, optimize=("noise_variance",)).fit(X, y)
+    np.testing.assert_array_equal(fixed.length_scale_, ls)
+    phi = fixed.features_.transform(X)
+    assert fixed.log_marginal_likelihood_ == pytest.approx(
+        _lml_direct(phi, y, fixed.noise_variance_), rel=1e-10
+    )
+    # With ard=True the fit starts from its length scales: at the optimum.
+    refit = RandomFeatureGPR(gp.features_, optimize=ALL_HYPER, ard=True, n_restarts=0).fit(X, y)
+    assert refit.log_marginal_likelihood_ >= gp.log_marginal_likelihood_ - 1e-6
+    np.testing.assert_allclose(np.log(refit.length_scale_), np.log(ls), atol=1e-3)
+    # One shared length scale cannot be fitted from three.
+    with pytest.raises(InvalidInputError, match=r"length_scale.*set ard=True"):
+        RandomFeatureGPR(gp.features_, optimize=ALL_HYPER).fit(X, y)
 
 
 def test_ard_needs_length_scale_in_optimize_and_fourier_features():

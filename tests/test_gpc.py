@@ -343,6 +343,13 @@ def test_optimize_refuses_what_it_cannot_fit():
         RandomFeatureGPC(nys, optimize=("kernel_variance",)).fit(X, y)
     with pytest.raises(InvalidInputError, match="length_scale"):
         ExactGPC(length_scale=[1.0, 1.0, 1.0]).fit(X, y)
+    # One fitted length scale: a transformer with one per dimension is
+    # refused with optimize, and used as it is without.
+    assert X.shape[1] == 2
+    per_dim = RandomFourierFeatures(16, length_scale=[1.0, 2.0], random_state=0)
+    with pytest.raises(InvalidInputError, match="one per input dimension"):
+        RandomFeatureGPC(per_dim, optimize=("kernel_variance",)).fit(X, y)
+    np.testing.assert_array_equal(RandomFeatureGPC(per_dim).fit(X, y).length_scale_, [1.0, 2.0])
     with pytest.raises(ValueError, match="alpha_epsilon"):
         ExactGPC(alpha_epsilon="sometimes").fit(X, y)
     with pytest.raises(ValueError, match="auto"):

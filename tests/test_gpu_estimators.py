@@ -94,13 +94,20 @@ def test_polynomial_sketch_gpu_matches_cpu(sketch, complex_weights, degree, dtyp
 
 @pytest.mark.usefixtures("gpu_adapter")
 @pytest.mark.parametrize(
-    ("variant", "sampler", "n_components"),
-    [("cos_sin", "mc", 33), ("cos_bias", "orthogonal", 20), ("cos_sin", "structured", 32)],
+    ("variant", "sampler", "n_components", "length_scale"),
+    [
+        ("cos_sin", "mc", 33, 2.0),
+        ("cos_bias", "orthogonal", 20, 2.0),
+        ("cos_sin", "structured", 32, 2.0),
+        # One per dimension: the structured draw formed into dense frequencies.
+        ("cos_sin", "structured", 32, np.linspace(1.0, 3.0, 16)),
+        ("cos_bias", "mc", 20, np.linspace(1.0, 3.0, 16)),
+    ],
 )
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_fourier_gpu_matches_cpu(variant, sampler, n_components, dtype):
+def test_fourier_gpu_matches_cpu(variant, sampler, n_components, length_scale, dtype):
     X = np.random.default_rng(2).standard_normal((70, 16)).astype(dtype)
-    kw = dict(length_scale=2.0, kernel_variance=1.7, variant=variant, sampler=sampler)
+    kw = dict(length_scale=length_scale, kernel_variance=1.7, variant=variant, sampler=sampler)
     cpu = RandomFourierFeatures(n_components, random_state=4, **kw).fit(X)
     gpu = RandomFourierFeatures(n_components, random_state=4, device="gpu", **kw).fit(X)
     assert gpu.device_ == "gpu"

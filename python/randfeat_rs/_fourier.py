@@ -12,7 +12,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import _core
 from ._base import DenseFeaturesBase, keep_state_on_failure, map_param
-from ._validation import MAX_COUNT, Count, real_array, real_scalar, user_stacklevel
+from ._validation import (
+    MAX_COUNT,
+    Count,
+    length_scale_values,
+    real_array,
+    real_scalar,
+    user_stacklevel,
+)
 from .exceptions import InvalidInputError
 
 KERNELS = ("gaussian", "laplacian", "matern12", "matern32", "matern52")
@@ -43,8 +50,15 @@ class RandomFourierFeatures(DenseFeaturesBase):
         ``(1 + sqrt(3) r) exp(-sqrt(3) r)``, ``"matern52"``
         ``(1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)`` (multivariate t
         frequencies with 1, 3, 5 degrees of freedom).
-    length_scale : float, default=1.0
-        Length scale ``l > 0``.
+    length_scale : float or array-like of shape (n_features,), default=1.0
+        Length scale ``l > 0``, or one per input dimension (automatic
+        relevance determination): the kernel of the rescaled inputs
+        ``x_a / l_a`` at length scale 1, so ``r`` above becomes
+        ``||(x - y) / l||_2`` (``sum_a |x_a - y_a| / l_a`` for
+        ``"laplacian"``). Per-dimension values draw the frequencies at
+        length scale 1 and divide column ``a`` by ``l_a``; the structured
+        sampler's draw is then formed into dense frequencies
+        (``O(D d)`` per row, like the other samplers).
     kernel_variance : float, default=1.0
         Kernel variance ``sigma^2 > 0``; every feature is scaled by ``sigma``.
     sampler : {"mc", "antithetic", "orthogonal", "structured", "moment_matching", "qmc"}, \
@@ -97,7 +111,8 @@ default="mc"
         The ``cos_bias`` phases; ``None`` for ``cos_sin`` with
         ``n_components >= 2``.
     sorf_signs_ : ndarray of shape (3 * n_blocks, d_padded) or None
-        The ``D1, D2, D3`` sign vectors of each SORF block; ``None`` otherwise.
+        The ``D1, D2, D3`` sign vectors of each SORF block; ``None``
+        otherwise (and with per-dimension length scales).
     n_frequencies_ : int
         ``m``: ``n_components // 2`` for ``cos_sin``, ``n_components`` for
         ``cos_bias`` and for ``n_components = 1``.
@@ -123,7 +138,7 @@ default="mc"
     _parameter_constraints: dict = {  # noqa: RUF012
         "n_components": [Count(1, MAX_COUNT)],
         "kernel": [StrOptions(set(KERNELS))],
-        "length_scale": [Interval(Real, 0, None, closed="neither")],
+        "length_scale": [Interval(Real, 0, None, closed="neither"), "array-like"],
         "kernel_variance": [Interval(Real, 0, None, closed="neither")],
         "sampler": [StrOptions(set(SAMPLERS))],
         "variant": [StrOptions(set(VARIANTS))],
@@ -142,7 +157,7 @@ default="mc"
         n_components: int = 100,
         *,
         kernel: str = "gaussian",
-        length_scale: float = 1.0,
+        length_scale: Any = 1.0,
         kernel_variance: float = 1.0,
         sampler: str = "mc",
         variant: str = "cos_sin",
@@ -180,7 +195,7 @@ default="mc"
             d,
             n_components=int(self.n_components),
             kernel=self.kernel,
-            length_scale=float(self.length_scale),
+            length_scale=length_scale_values(self.length_scale),
             kernel_variance=float(self.kernel_variance),
             sampler=self.sampler,
             variant=self.variant,

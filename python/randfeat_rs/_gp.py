@@ -135,9 +135,10 @@ class KernelHyperparametersMixin(GpHandleMixin):
 
     @property
     def length_scale_(self) -> Any:
-        """Fitted length scale (an array of one per feature with ``ard=True``)."""
+        """Fitted length scale (an array of one per feature with ``ard=True``
+        or fixed per-feature values)."""
         ls = self._fitted_gp().length_scale
-        return ls if self.ard else float(ls[0])
+        return ls if self.ard or ls.size > 1 else float(ls[0])
 
     @property
     def kernel_variance_(self) -> float:
@@ -221,7 +222,9 @@ class ExactGPR(
         of ``y`` (0.1 when all targets are equal; the rule of every GP
         regressor here).
     ard : bool, default=False
-        One length scale per input dimension.
+        One fitted length scale per input dimension. Fixed length scales
+        (``optimize`` without ``"length_scale"``) may be one per dimension
+        either way.
     optimize : tuple of str, default=("length_scale", "kernel_variance", "noise_variance")
         The hyperparameters fitted by maximizing the log marginal
         likelihood; an empty tuple fits none. Each may move by at most a
@@ -272,7 +275,8 @@ class ExactGPR(
         The 64-bit seed drawn from ``random_state`` at ``fit`` (the restart
         draws).
     length_scale_ : float or ndarray of shape (n_features,)
-        Fitted length scale(s) (an array with ``ard=True``).
+        Fitted length scale(s) (an array with ``ard=True`` or fixed
+        per-dimension values).
     kernel_variance_ : float
         Fitted kernel variance.
     noise_variance_ : float
@@ -756,6 +760,9 @@ def _kernel_from_features(features: Any) -> tuple[Any, Optional[float]]:
         kv = 1.0 if kv is None else kv
     if isinstance(ls, Real):
         ls = float(ls)
+    elif isinstance(ls, (list, tuple, np.ndarray)):
+        # Per-dimension length scales (RandomFourierFeatures).
+        ls = np.array(ls, dtype=np.float64)
     return ls, (float(kv) if isinstance(kv, Real) else None)
 
 
@@ -876,10 +883,15 @@ class RandomFeatureGPR(
         :class:`~randfeat_rs.RandomFourierFeatures`: one length scale per
         input dimension (automatic relevance determination), each starting
         from the start length scale above; the frequencies are
-        rescaled per dimension, ``W_ja l0 / l_a``. :attr:`length_scale_` is
+        rescaled per dimension, ``W_ja l0 / l_a`` (``l0`` the transformer's
+        ``length_scale``, one value or one per dimension, which is also
+        where each starts). :attr:`length_scale_` is
         then an array of shape (n_features,) and so is the ``length_scale``
-        of ``features_`` (a clone of it needs a scalar to be refitted).
-        Other settings raise :class:`~randfeat_rs.InvalidInputError`.
+        of ``features_`` (a clone of it refitted draws the same map).
+        Other settings raise :class:`~randfeat_rs.InvalidInputError`. A
+        transformer with per-dimension length scales and ``ard=False`` keeps
+        them when ``optimize`` leaves the length scale out, and raises
+        :class:`~randfeat_rs.InvalidInputError` when it names it.
     n_restarts : int, default=2
         Random restarts of the optimizer after the run from the
         initialization (within a factor 10 of it), as in :class:`ExactGPR`.
@@ -1164,7 +1176,7 @@ class RandomFeatureGPR(
         transformer at the optimum, the statistics there, the noise
         variance and the iterations."""
         ls, kv, nv, fmap, stats, n_iter = fitted
-        length_scale = np.array(ls) if self.ard else float(ls[0])
+        length_scale = np.array(ls) if self.ard or len(ls) > 1 else float(ls[0])
         self.features_ = _at_hyperparameters(f, length_scale, float(kv), fmap)
         self.stats_ = SufficientStatistics._wrap(stats)
         self.noise_variance_ = float(nv)
@@ -1182,7 +1194,7 @@ class RandomFeatureGPR(
                     f._feature_map(),
                     x64,
                     y,
-                    length_scale=float(f.length_scale),
+                    length_scale=length_scale_values(f.length_scale),
                     noise_variance=None if self.noise_variance is None else self.noise_variance_,
                     optimize=names,
                     n_restarts=int(self.n_restarts),

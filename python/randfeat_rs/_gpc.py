@@ -309,7 +309,9 @@ class RandomFeatureGPC(_DirichletClassifier):
         on the coarsest subsample (a transformer's default length scale 1
         suits inputs of unit scale only). Needs :class:`RandomFourierFeatures`,
         :class:`MaclaurinFeatures` or :class:`NystroemFeatures` (its
-        landmarks fixed; length scale only). A :class:`MaclaurinFeatures`
+        landmarks fixed; length scale only), with one length scale (a
+        transformer with one per input dimension raises
+        :class:`~randfeat_rs.InvalidInputError`). A :class:`MaclaurinFeatures`
         map whose fitted length scale ends more than 10x from its own is
         refitted there and the fit runs again (at most twice; the higher
         LML is kept), as in :class:`RandomFeatureGPR`. The rows are held in
@@ -488,6 +490,11 @@ class RandomFeatureGPC(_DirichletClassifier):
                 "`optimize` needs a feature map whose hyperparameters can move with its random "
                 "draw fixed: randfeat_rs.RandomFourierFeatures, MaclaurinFeatures or "
                 f"NystroemFeatures, got {type(features).__name__}"
+            )
+        if np.size(getattr(features, "length_scale", 1.0)) > 1:
+            raise InvalidInputError(
+                "`optimize` fits one length scale; the transformer has one per input "
+                "dimension (fit with optimize=() to keep them)"
             )
         x64 = np.ascontiguousarray(X, dtype=np.float64)
 

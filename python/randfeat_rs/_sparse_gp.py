@@ -101,7 +101,9 @@ default="greedy_variance"
         by their standard deviations, times the column's standard deviation
         (so a column in other units starts on its own scale).
     ard : bool, default=False
-        One length scale per input dimension.
+        One fitted length scale per input dimension. Fixed length scales
+        (``optimize`` without ``"length_scale"``) may be one per dimension
+        either way.
     kernel_variance : float, default=None
         Fixed or initial kernel variance. ``None``: the variance of ``y``
         (1 when all targets are equal). Within ``1e-100..1e100``: the
@@ -168,7 +170,8 @@ default="greedy_variance"
     seed_ : int
         The 64-bit seed drawn from ``random_state`` at ``fit``.
     length_scale_ : float or ndarray of shape (n_features,)
-        Fitted length scale(s) (an array with ``ard=True``).
+        Fitted length scale(s) (an array with ``ard=True`` or fixed
+        per-dimension values).
     kernel_variance_ : float
         Fitted kernel variance.
     noise_variance_ : float

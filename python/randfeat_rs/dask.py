@@ -684,7 +684,7 @@ def _fit_feature_gpr(
 
 def _feature_lml_block(
     fmap: Any,
-    drawn_length_scale: float,
+    drawn_length_scale: list,
     values: list,
     chunk: int,
     x: np.ndarray,
@@ -705,7 +705,7 @@ def _feature_lml_block(
 
 
 def _gradient_pass_block(
-    second: Any, fmap: Any, drawn_length_scale: float, chunk: int, x: np.ndarray, y: np.ndarray
+    second: Any, fmap: Any, drawn_length_scale: list, chunk: int, x: np.ndarray, y: np.ndarray
 ) -> Any:
     """One row block's part of the per-dimension length-scale gradient
     (the entries, then the row count) for the driver's solve ``second`` (a
@@ -763,7 +763,7 @@ def _optimize_feature_gpr(model: RandomFeatureGPR, X: da.Array, y: da.Array, per
 
         def fit_at(f: Any) -> tuple:
             fmap = f._feature_map()
-            drawn = float(f.length_scale)
+            drawn = length_scale_values(f.length_scale)
 
             def evaluate(values: list, level: int) -> Any:
                 xl, yl = _level(levels, level)

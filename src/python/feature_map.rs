@@ -130,8 +130,10 @@ fn maclaurin_param<'py>(
 
 #[pymethods]
 impl PyFeatureMap {
-    /// Random Fourier features for rows of `n_features_in` columns, every
-    /// random parameter drawn from `seed` (docs/math/fourier.rst).
+    /// Random Fourier features for rows of `n_features_in` columns at the
+    /// length scale(s) `length_scale` (one value, or one per input
+    /// dimension), every random parameter drawn from `seed`
+    /// (docs/math/fourier.rst).
     #[staticmethod]
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (n_features_in, *, n_components, kernel, length_scale, kernel_variance,
@@ -141,7 +143,7 @@ impl PyFeatureMap {
         n_features_in: usize,
         n_components: usize,
         kernel: &str,
-        length_scale: f64,
+        length_scale: Vec<f64>,
         kernel_variance: f64,
         sampler: &str,
         variant: &str,
@@ -153,14 +155,16 @@ impl PyFeatureMap {
                 Ok(FourierConfig {
                     n_components,
                     kernel: Kernel::from_name(kernel)?,
-                    length_scale,
+                    length_scale: 1.0,
                     kernel_variance,
                     sampler: Sampler::from_name(sampler)?,
                     variant: Variant::from_name(variant)?,
                 })
             })(),
         )?;
-        let map = ffi::call(py, || FourierFeatures::fit(&cfg, n_features_in, seed))?;
+        let map = ffi::call(py, || {
+            FourierFeatures::fit_with_length_scales(&cfg, n_features_in, &length_scale, seed)
+        })?;
         Ok(Self { inner: map.into() })
     }
 

@@ -40,7 +40,7 @@ impl PyLmlSums {
         x: PyReadonlyArray2<'_, f64>,
         y: PyReadonlyArray1<'_, f64>,
         features: PyRef<'_, PyFeatureMap>,
-        drawn_length_scale: f64,
+        drawn_length_scale: Vec<f64>,
         values: Vec<f64>,
         chunk_size: usize,
     ) -> PyResult<Self> {
@@ -115,13 +115,14 @@ impl PyLmlSums {
     }
 }
 
-/// The map of `features` drawn at `length_scale`, whose hyperparameters
-/// move with the draw fixed.
-fn hyper_map(py: Python<'_>, features: &PyFeatureMap, length_scale: f64) -> PyResult<HyperMap> {
-    ffi::map_result(
-        py,
-        HyperMap::new(features.inner.clone(), vec![length_scale]),
-    )
+/// The map of `features` drawn at `length_scale` (one value, or one per
+/// input dimension), whose hyperparameters move with the draw fixed.
+fn hyper_map(
+    py: Python<'_>,
+    features: &PyFeatureMap,
+    length_scale: Vec<f64>,
+) -> PyResult<HyperMap> {
+    ffi::map_result(py, HyperMap::new(features.inner.clone(), length_scale))
 }
 
 /// The second reduction of an evaluation with a free length scale (see
@@ -146,7 +147,7 @@ impl PyGradientPass {
         x: PyReadonlyArray2<'_, f64>,
         y: PyReadonlyArray1<'_, f64>,
         features: PyRef<'_, PyFeatureMap>,
-        drawn_length_scale: f64,
+        drawn_length_scale: Vec<f64>,
         chunk_size: usize,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
         let map = hyper_map(py, &features, drawn_length_scale)?;
@@ -197,7 +198,7 @@ fn feature_gp_optimize_blocks<'py>(
     evaluate: Py<PyAny>,
     gradient_pass: Py<PyAny>,
     n_rows: usize,
-    length_scale: f64,
+    length_scale: Vec<f64>,
     noise_variance: f64,
     optimize: Vec<String>,
     n_restarts: usize,

@@ -455,7 +455,8 @@ fn exact_gp_lml<'py>(
 /// feature-space GP of a fitted random Fourier or Maclaurin map by
 /// maximizing its log marginal likelihood (docs/math/gp.rst, feature-space
 /// GP), the random draw fixed. `length_scale` is the one the Fourier map
-/// was drawn at (the Maclaurin map knows its own); `ard` fits one length
+/// was drawn at, one value or one per input dimension (the Maclaurin map
+/// knows its own); `ard` fits one length
 /// scale per input dimension (Fourier maps). Returns `(length_scale,
 /// kernel_variance, noise_variance, feature_map, stats, n_iter)`: the
 /// length scale(s) as an array, the map at the optimum (its random draw
@@ -468,7 +469,7 @@ fn feature_gp_optimize<'py>(
     features: PyRef<'py, PyFeatureMap>,
     x: PyReadonlyArray2<'py, f64>,
     y: PyReadonlyArray1<'py, f64>,
-    length_scale: f64,
+    length_scale: Vec<f64>,
     noise_variance: Option<f64>,
     optimize: Vec<String>,
     n_restarts: usize,
@@ -479,10 +480,7 @@ fn feature_gp_optimize<'py>(
     progress: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Fitted<'py>> {
     let optimize = parse_optimize(py, &optimize)?;
-    let map = ffi::map_result(
-        py,
-        HyperMap::new(features.inner.clone(), vec![length_scale]),
-    )?;
+    let map = ffi::map_result(py, HyperMap::new(features.inner.clone(), length_scale))?;
     let cfg = lml_config(
         noise_variance,
         ard,
@@ -556,7 +554,7 @@ fn feature_gp_lml<'py>(
     features: PyRef<'py, PyFeatureMap>,
     x: PyReadonlyArray2<'py, f64>,
     y: PyReadonlyArray1<'py, f64>,
-    drawn_length_scale: f64,
+    drawn_length_scale: Vec<f64>,
     length_scale: Vec<f64>,
     kernel_variance: f64,
     noise_variance: f64,
@@ -565,7 +563,7 @@ fn feature_gp_lml<'py>(
 ) -> PyResult<(f64, Arr1<'py>)> {
     let map = ffi::map_result(
         py,
-        HyperMap::new(features.inner.clone(), vec![drawn_length_scale]),
+        HyperMap::new(features.inner.clone(), drawn_length_scale),
     )?;
     let (xv, yv) = (x.as_array(), y.as_array());
     let e = ffi::call_monitored(py, None, |monitor| {
