@@ -412,11 +412,27 @@ impl StationaryKernel {
         b: ArrayView2<'_, f64>,
         par: Parallelism,
     ) -> Array2<f64> {
+        let mut k = Array2::<f64>::zeros((a.nrows(), b.nrows()));
+        self.cross_into(a, b, k.view_mut(), par);
+        k
+    }
+
+    /// [`Self::cross`] written into `k` (`|A| × |B|`).
+    ///
+    /// # Panics
+    /// As [`Self::cross`], and when `k` has another shape.
+    pub fn cross_into(
+        &self,
+        a: ArrayView2<'_, f64>,
+        b: ArrayView2<'_, f64>,
+        mut k: ArrayViewMut2<'_, f64>,
+        par: Parallelism,
+    ) {
         assert_eq!(a.ncols(), b.ncols(), "the two inputs differ in width");
+        assert_eq!(k.dim(), (a.nrows(), b.nrows()), "the output's shape");
         let ua = self.scale(a);
         let ub = self.scale(b);
         let (kernel, variance) = (self.kernel, self.variance);
-        let mut k = Array2::<f64>::zeros((ua.nrows(), ub.nrows()));
         let fill = |(i, (mut row, ui)): (usize, (ArrayViewMut1<'_, f64>, ArrayView1<'_, f64>))| {
             for (j, (kj, vj)) in row.iter_mut().zip(ub.rows()).enumerate() {
                 let mut rho = match (ui.as_slice(), vj.as_slice()) {
@@ -441,7 +457,6 @@ impl StationaryKernel {
                 .enumerate()
                 .for_each(fill);
         }
-        k
     }
 }
 

@@ -75,8 +75,39 @@ LS = np.array([0.8, 1.6, 0.5])
 
 
 def _ard_kernel(kernel, x, y, ls):
-    """The kernel of per-dimension length scales: the unit kernel of x / l."""
-    return rf.kernel_matrix(x / ls, y / ls, kernel=kernel, length_scale=1.0)
+    """The kernel of per-dimension length scales (checked against NumPy below)."""
+    return rf.kernel_matrix(x, y, kernel=kernel, length_scale=ls)
+
+
+def _profile(kernel, r):
+    """The normalized kernel of the scaled distance r (docs/math/fourier.rst)."""
+    if kernel == "gaussian":
+        return np.exp(-(r**2) / 2)
+    if kernel in ("laplacian", "matern12"):
+        return np.exp(-r)
+    if kernel == "matern32":
+        return (1 + np.sqrt(3) * r) * np.exp(-np.sqrt(3) * r)
+    return (1 + np.sqrt(5) * r + 5 * r**2 / 3) * np.exp(-np.sqrt(5) * r)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_kernel_matrix_takes_one_length_scale_per_dimension(kernel):
+    rng = np.random.default_rng(4)
+    x, y = rng.standard_normal((7, 3)), rng.standard_normal((5, 3))
+    delta = (x[:, None, :] - y[None, :, :]) / LS
+    r = np.abs(delta).sum(-1) if kernel == "laplacian" else np.sqrt((delta**2).sum(-1))
+    got = rf.kernel_matrix(x, y, kernel=kernel, length_scale=LS)
+    np.testing.assert_allclose(got, _profile(kernel, r), rtol=1e-13, atol=0)
+    # Equal values are the one length scale.
+    np.testing.assert_allclose(
+        rf.kernel_matrix(x, y, kernel=kernel, length_scale=[0.9] * 3),
+        rf.kernel_matrix(x, y, kernel=kernel, length_scale=0.9),
+        rtol=1e-13,
+        atol=0,
+    )
+    for bad, match in [([1.0, 2.0], r"one per input dimension \(3\), got 2"), ([1, 0, 1], "> 0")]:
+        with pytest.raises(rf.InvalidInputError, match=f"length_scale.*{match}"):
+            rf.kernel_matrix(x, y, kernel=kernel, length_scale=bad)
 
 
 @pytest.mark.parametrize(

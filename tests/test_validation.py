@@ -108,16 +108,28 @@ def test_ragged_is_refused_by_name(f: Callable[..., Any], kw: dict[str, Any], na
         f(**_spoiled(kw, name, [[1.0, 2.0], [3.0]]))
 
 
-@pytest.mark.parametrize("value", ["abc", None, 1j, True, [1.0]])
+@pytest.mark.parametrize("value", ["abc", None, 1j, True, [1.0, "a"]])
 def test_kernel_matrix_length_scale_must_be_a_real_number(value: Any) -> None:
-    with pytest.raises(InvalidDtypeError, match="`length_scale` must be a real number"):
+    with pytest.raises(InvalidDtypeError, match="`length_scale` must hold real numbers"):
         rf.kernel_matrix(M, length_scale=value)
 
 
-@pytest.mark.parametrize("value", [0.0, -1.0, np.inf, np.nan])
+@pytest.mark.parametrize("value", [0.0, -1.0, np.inf, np.nan, [1.0, 2.0, np.nan]])
 def test_kernel_matrix_length_scale_range(value: float) -> None:
-    with pytest.raises(InvalidInputError, match="`length_scale` must be a finite number > 0"):
+    with pytest.raises(InvalidInputError, match="`length_scale`: must be finite and > 0"):
         rf.kernel_matrix(M, length_scale=value)
+
+
+def test_kernel_matrix_length_scale_is_one_value_or_one_per_column() -> None:
+    assert M.shape[1] == 3
+    np.testing.assert_array_equal(
+        rf.kernel_matrix(M, length_scale=[1.5]), rf.kernel_matrix(M, length_scale=1.5)
+    )
+    assert rf.kernel_matrix(M, length_scale=[1.5, 2.0, 0.5]).shape == (M.shape[0],) * 2
+    with pytest.raises(InvalidInputError, match=r"`length_scale`.*one per input dimension"):
+        rf.kernel_matrix(M, length_scale=[1.0, 2.0])
+    with pytest.raises(InvalidInputError, match="`length_scale` must be 0-D or 1-D"):
+        rf.kernel_matrix(M, length_scale=[[1.0, 2.0]])
 
 
 def test_integer_data_is_accepted_as_real() -> None:

@@ -17,7 +17,6 @@ from ._validation import (
     Count,
     length_scale_values,
     real_array,
-    real_scalar,
     user_stacklevel,
 )
 from .exceptions import InvalidInputError
@@ -332,7 +331,7 @@ class NystroemFeatures(DenseFeaturesBase):
 
 
 def kernel_matrix(
-    X: Any, Y: Optional[Any] = None, *, kernel: str = "gaussian", length_scale: float = 1.0
+    X: Any, Y: Optional[Any] = None, *, kernel: str = "gaussian", length_scale: Any = 1.0
 ) -> np.ndarray:
     """The exact kernel matrix ``K[i, j] = k(x_i, y_j)`` (float64).
 
@@ -344,8 +343,10 @@ def kernel_matrix(
         Defaults to ``X``.
     kernel : str, default="gaussian"
         One of the kernels of :class:`RandomFourierFeatures`.
-    length_scale : float, default=1.0
-        Length scale ``l > 0``.
+    length_scale : float or array-like of shape (d,), default=1.0
+        Length scale ``l > 0``, or one per input dimension (the kernel of
+        the rescaled inputs ``x_a / l_a``, as in
+        :class:`RandomFourierFeatures`).
 
     Returns
     -------
@@ -359,12 +360,11 @@ def kernel_matrix(
         number (a :class:`TypeError` naming the argument).
     InvalidInputError
         If ``X`` or ``Y`` is ragged or not 2-D, their widths differ, a value
-        is not finite, ``length_scale`` is not finite and > 0 or the kernel
-        is unknown (a :class:`ValueError`).
+        is not finite, a length scale is not finite and > 0, their number is
+        neither 1 nor ``d``, or the kernel is unknown (a
+        :class:`ValueError`).
     """
-    ls = real_scalar(length_scale, "length_scale")
-    if not (np.isfinite(ls) and ls > 0):
-        raise InvalidInputError(f"`length_scale` must be a finite number > 0, got {length_scale}")
+    ls = length_scale_values(length_scale)
     if not isinstance(kernel, str):
         raise InvalidInputError(f"unknown kernel {kernel!r}; expected one of {list(KERNELS)}")
     x = real_array(X, "X", (2,))

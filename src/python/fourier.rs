@@ -8,21 +8,29 @@ use pyo3::prelude::*;
 
 use super::ffi::{self, with_float_view, FloatArray2};
 use crate::error::check_finite;
-use crate::kernels::Kernel;
+use crate::kernels::{Kernel, StationaryKernel};
+use crate::threads::Parallelism;
 
 /// The exact kernel matrix `K[i, j] = k(x_i, y_j)` (float64), for tests and
-/// comparisons. Errors: widths that differ, a non-finite value in `x` or
-/// `y`, an output larger than the memory available (naming `X`).
+/// comparisons, at one length scale or one per input dimension. Errors:
+/// widths that differ, a non-finite value in `x` or `y`, length scales of
+/// another count or not finite and `> 0`, an output larger than the memory
+/// available (naming `X`).
 #[pyfunction]
 fn kernel_matrix<'py>(
     py: Python<'py>,
     x: PyReadonlyArray2<'py, f64>,
     y: PyReadonlyArray2<'py, f64>,
     kernel: &str,
-    length_scale: f64,
+    length_scale: Vec<f64>,
 ) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let kernel = ffi::map_result(py, Kernel::from_name(kernel))?;
     let (xa, ya) = (x.as_array(), y.as_array());
+    let stationary = StationaryKernel {
+        kernel,
+        length_scale,
+        variance: 1.0,
+    };
     ffi::call(py, || {
         if xa.ncols() != ya.ncols() {
             return Err(crate::Error::ShapeMismatch {
@@ -31,11 +39,15 @@ fn kernel_matrix<'py>(
                 got: ya.ncols(),
             });
         }
+        stationary.validate(xa.ncols())?;
         check_finite("X", xa.iter())?;
         check_finite("Y", ya.iter())
     })?;
     ffi::call_with_output(py, "X", xa.nrows(), ya.nrows(), |k| {
-        crate::kernels::kernel_block(xa, ya, kernel, length_scale, k);
+        match stationary.length_scale.as_slice() {
+            [l] => crate::kernels::kernel_block(xa, ya, kernel, *l, k),
+            _ => stationary.cross_into(xa, ya, k, Parallelism::Rayon),
+        }
         Ok(())
     })
 }
