@@ -128,6 +128,33 @@ pub fn try_zeros2<T: bytemuck::Zeroable>(
         .map_err(|e| Error::Internal(format!("{what}: {e}")))
 }
 
+/// Grows the scratch buffer `buf` to at least `dims` elements (`Π dims`;
+/// it never shrinks), fallibly: a count that overflows, a size that does
+/// not fit, or a growth the system refuses is [`too_large`] naming `param`
+/// instead of an abort. Returns the count.
+pub fn try_grow<T: bytemuck::Zeroable + Copy>(
+    buf: &mut Vec<T>,
+    param: &'static str,
+    what: &str,
+    dims: &[usize],
+) -> Result<usize> {
+    let n = checked_count(param, what, dims)?;
+    if buf.len() < n {
+        let elem = std::mem::size_of::<T>();
+        check_alloc(param, what, &[n], elem)?;
+        buf.try_reserve_exact(n - buf.len()).map_err(|_| {
+            too_large(
+                param,
+                what,
+                bytes_of(&[n], elem),
+                crate::system::available_memory_bytes(),
+            )
+        })?;
+        buf.resize(n, T::zeroed());
+    }
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +164,21 @@ mod tests {
         assert_eq!(check_alloc("n", "x", &[1024, 1024], 8), Ok(8 << 20));
         let e = check_alloc("n", "x", &[1 << 40, 1 << 20], 8).unwrap_err();
         assert!(e.to_string().contains("lower n"), "{e}");
+    }
+
+    #[test]
+    fn scratch_grows_and_refuses_what_cannot_fit() {
+        let mut buf = vec![1.0f64; 4];
+        assert_eq!(try_grow(&mut buf, "chunk_size", "x", &[2, 3]), Ok(6));
+        assert_eq!(buf, [1.0, 1.0, 1.0, 1.0, 0.0, 0.0]);
+        // Never shrinks.
+        assert_eq!(try_grow(&mut buf, "chunk_size", "x", &[2]), Ok(2));
+        assert_eq!(buf.len(), 6);
+        for dims in [&[1usize << 40, 1 << 20][..], &[usize::MAX, 3]] {
+            let e = try_grow(&mut buf, "chunk_size", "x", dims).unwrap_err();
+            assert!(e.to_string().contains("lower chunk_size"), "{e}");
+            assert_eq!(buf.len(), 6);
+        }
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub trait Real:
     + Display
     + Send
     + Sync
+    + bytemuck::Zeroable
     + 'static
 {
     /// The type's name as NumPy spells it ("float32" or "float64").

@@ -109,6 +109,20 @@ def test_one_cluster_is_the_vanilla_maclaurin_gp():
         np.testing.assert_allclose(s, sv, rtol=1e-8, atol=1e-10)
 
 
+def test_many_test_points_of_one_centroid_are_predicted_in_blocks_alike():
+    # 9,000 test points near the one centroid: predicted in blocks of 4,096
+    # rows (their features are never held at once), as the vanilla GP
+    # predicts them in one piece.
+    X, y = _data(seed=3)
+    Xt, _ = _data(n=9000, seed=5)
+    vanilla = RandomFeatureGPR(_features(11), noise_variance=0.05).fit(X, y)
+    gp = LocalizedMaclaurinGPR(24, random_state=11, **SETTINGS).fit(X, y)
+    m, s = gp.predict(Xt, return_std=True)
+    mv, sv = vanilla.predict(Xt, return_std=True)
+    np.testing.assert_allclose(m, mv, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(s, sv, rtol=1e-8, atol=1e-10)
+
+
 def test_far_from_the_data():
     X, y = _data(seed=5)
     far = np.array([[40.0, -35.0, 50.0]])

@@ -43,7 +43,7 @@ mod polynomial;
 #[cfg(test)]
 mod tests;
 
-use ndarray::{s, Array2, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{s, ArrayView1, ArrayView2, ArrayViewMut2, Axis};
 
 use crate::error::{Error, Result};
 use crate::fourier::FourierFeatures;
@@ -436,7 +436,12 @@ impl Chunks<'_> {
         // Before the buffer is sized by the map's width.
         map.validate()?;
         let n = x.nrows();
-        let mut phi = Array2::<T>::zeros((rows.min(n), map.n_components()));
+        let mut phi = crate::alloc::try_zeros2::<T>(
+            "chunk_size",
+            "a chunk of features",
+            rows.min(n),
+            map.n_components(),
+        )?;
         self.monitor.stage(stage, n as u64);
         for (k, xc) in x.axis_chunks_iter(Axis(0), rows).enumerate() {
             self.monitor.check()?;
@@ -471,7 +476,7 @@ fn accumulate_gpu<M: FeatureMap, T: Real>(
     }
     // The shift and target sums as `FeatureStats::accumulate` forms them.
     let shift = y.sum() / n as f64;
-    let mut targets = Array2::<f64>::ones((n, 2));
+    let mut targets = ndarray::Array2::<f64>::ones((n, 2));
     targets
         .column_mut(0)
         .zip_mut_with(&y, |t, &v| *t = v - shift);

@@ -4,7 +4,7 @@
 //! functions of each map (with the zero columns of odd widths), and the
 //! device resolution names why a device is unavailable.
 
-use ndarray::{Array1, Array2};
+use ndarray::{Array1, Array2, ShapeBuilder};
 use rand::Rng as _;
 
 use super::*;
@@ -101,6 +101,31 @@ fn dispatched<M: FeatureMap, T: Real>(m: &M, x: ArrayView2<'_, T>, device: Devic
     let mut out = Array2::zeros((x.nrows(), m.n_components()));
     transform_into(m, x, out.view_mut(), device, Parallelism::Rayon).unwrap();
     out
+}
+
+#[test]
+fn a_chunk_of_features_too_large_for_memory_is_refused_before_any_transform() {
+    // 2^40 copies of one row (a view of stride 0, no memory) in one chunk:
+    // its features would take 2^40 · 64 · 8 bytes.
+    let map = fourier(Sampler::Mc, Variant::CosSin, 64);
+    let row = [0.5; D_IN];
+    let x = ArrayView2::from_shape((1usize << 40, D_IN).strides((0, 1)), &row).unwrap();
+    let monitor = crate::progress::Monitor::default();
+    let chunks = Chunks {
+        device: Device::Cpu,
+        chunk_rows: usize::MAX,
+        par: Parallelism::Rayon,
+        monitor: &monitor,
+    };
+    let mut calls = 0;
+    let e = chunks
+        .for_each(&map, x, "rows", |_, _| {
+            calls += 1;
+            Ok(())
+        })
+        .unwrap_err();
+    assert!(e.to_string().contains("lower chunk_size"), "{e}");
+    assert_eq!(calls, 0);
 }
 
 #[test]

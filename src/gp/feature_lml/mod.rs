@@ -249,10 +249,11 @@ impl MapAt {
             MapAt::Fourier { w, sine, .. } => {
                 let m = w.nrows();
                 // T_ij = Σ over the columns of frequency j of R ⊙ ∂φ/∂u.
-                let mut t = Array2::<f64>::zeros((n, m));
+                let what = "a chunk of the length-scale contraction (float64)";
+                let mut t = crate::alloc::try_zeros2::<f64>("chunk_size", what, n, m)?;
                 match sine {
                     Some(sine) => {
-                        buf_resize(buf, n, m);
+                        buf_resize(buf, n, m)?;
                         sine.transform_into(x, buf.view_mut(), par)?;
                         ndarray::Zip::from(&mut t)
                             .and(&r.slice(s![.., ..m]))
@@ -327,11 +328,13 @@ fn maclaurin_q(map: &MaclaurinMap, x: ArrayView1<'_, f64>) -> f64 {
         .sum()
 }
 
-/// Resizes a scratch matrix to `n × m` (reallocating only to grow).
-fn buf_resize(buf: &mut Array2<f64>, n: usize, m: usize) {
+/// Resizes a scratch matrix to `n × m` (reallocating only to grow),
+/// fallibly ([`crate::alloc::try_zeros2`], naming `chunk_size`).
+fn buf_resize(buf: &mut Array2<f64>, n: usize, m: usize) -> Result<()> {
     if buf.dim() != (n, m) {
-        *buf = Array2::zeros((n, m));
+        *buf = crate::alloc::try_zeros2("chunk_size", "a chunk of sines (float64)", n, m)?;
     }
+    Ok(())
 }
 
 /// The second pass of the length-scale gradient (see the module docs):
@@ -370,8 +373,9 @@ impl SecondPass<'_> {
         let rows = chunk_rows.min(x.nrows());
         let dim = self.beta.len();
         let (w, nv) = (self.beta, self.noise_variance);
-        let mut phi = Array2::<f64>::zeros((rows, dim));
-        let mut r = Array2::<f64>::zeros((rows, dim));
+        let what = "a chunk of features (float64)";
+        let mut phi = crate::alloc::try_zeros2::<f64>("chunk_size", what, rows, dim)?;
+        let mut r = crate::alloc::try_zeros2::<f64>("chunk_size", what, rows, dim)?;
         let mut buf = Array2::<f64>::zeros((0, 0));
         let fpar = faer_par(par);
         for (xc, yc) in x
@@ -482,7 +486,12 @@ impl<'a> FeatureLml<'a> {
         let dim = self.map.n_components();
         let rows = self.chunk_rows.min(self.x.nrows());
         let mut stats = FeatureStats::new(dim);
-        let mut phi = Array2::<f64>::zeros((rows, dim));
+        let mut phi = crate::alloc::try_zeros2::<f64>(
+            "chunk_size",
+            "a chunk of features (float64)",
+            rows,
+            dim,
+        )?;
         for (xc, yc) in self.chunks() {
             monitor.check()?;
             let mut p = phi.slice_mut(s![..xc.nrows(), ..]);

@@ -109,14 +109,13 @@ impl LmlSums {
         let dim = map.n_components();
         let mut sums = Self::new(values.to_vec(), dim)?;
         let rows = chunk_rows.min(x.nrows());
-        crate::alloc::check_alloc(
+        let mut phi = crate::alloc::try_zeros2::<f64>(
             "chunk_size",
             "a chunk of features (float64)",
-            &[rows, dim],
-            8,
+            rows,
+            dim,
         )?;
         let at = MapAt::new(map.at(&values[..k], values[k])?)?;
-        let mut phi = Array2::<f64>::zeros((rows, dim));
         for (xc, yc) in x
             .axis_chunks_iter(Axis(0), chunk_rows)
             .zip(y.axis_chunks_iter(Axis(0), chunk_rows))

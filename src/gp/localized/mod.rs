@@ -30,7 +30,7 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2, Axis};
+use ndarray::{s, Array1, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
 use super::cluster::{farthest_point, nearest};
@@ -58,6 +58,11 @@ pub use auto::{
     DEFAULT_THRESHOLDS,
 };
 use centroid_stats::{group_size, project_rows_t, CentroidScratch};
+
+/// Test points per block of one centroid's predictions: a block's features
+/// take `PREDICT_ROWS × width` values, whatever the number of test points
+/// near the centroid.
+const PREDICT_ROWS: usize = 4096;
 pub use norm_bound::NormBound;
 
 /// Settings of [`LocalizedMaclaurinGp`] (`docs/math/localized.rst`,
@@ -498,17 +503,32 @@ impl LocalizedMaclaurinGp {
             let gp = self.predictors[c]
                 .get()
                 .ok_or_else(|| Error::Internal("centroid GP not built".into()))?;
-            let rows = x.select(Axis(0), &groups[c]);
             let center = self.centroids.row(c).to_vec();
-            let mut phi = Array2::<T>::zeros((rows.nrows(), self.map.width()));
-            self.map.transform_centered_into(
-                rows.view(),
-                &center,
-                phi.view_mut(),
-                Parallelism::Sequential,
+            let group = &groups[c];
+            let mut phi = crate::alloc::try_zeros2::<T>(
+                "n_components",
+                "a block of the test points' features",
+                group.len().min(PREDICT_ROWS),
+                self.map.width(),
             )?;
-            let (m, v) = gp.predict(phi.view(), want_var, Parallelism::Sequential)?;
-            Ok((c, m, v))
+            let mut mean = Vec::with_capacity(group.len());
+            let mut var = want_var.then(|| Vec::with_capacity(group.len()));
+            for block in group.chunks(PREDICT_ROWS) {
+                monitor.check()?;
+                let mut p = phi.slice_mut(s![..block.len(), ..]);
+                self.map.transform_centered_into(
+                    x.select(Axis(0), block).view(),
+                    &center,
+                    p.view_mut(),
+                    Parallelism::Sequential,
+                )?;
+                let (m, v) = gp.predict(p.view(), want_var, Parallelism::Sequential)?;
+                mean.extend(m);
+                if let (Some(all), Some(v)) = (var.as_mut(), v) {
+                    all.extend(v);
+                }
+            }
+            Ok((c, Array1::from(mean), var.map(Array1::from)))
         };
         let parts: Vec<_> = if par.is_parallel() {
             used.par_iter().map(work).collect::<Result<_>>()?

@@ -146,7 +146,12 @@ pub fn accumulate_gradient(
     } else {
         2 + usize::from(!from_block) + usize::from(whitened)
     };
-    scratch.resize((bufs * m * n).max(scratch.len()), 0.0);
+    crate::alloc::try_grow(
+        scratch,
+        "chunk_size",
+        "the gradient pass's chunk buffers (n_inducing x chunk rows, float64)",
+        &[bufs, m, n],
+    )?;
     let (kb, rest) = scratch.split_at_mut(m * n);
     let (sl, rest) = rest.split_at_mut(if from_block { 0 } else { m * n });
     let (wb, rest) = rest.split_at_mut(m * n);

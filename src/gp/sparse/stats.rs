@@ -216,6 +216,12 @@ impl SparseStats {
         if n == 0 {
             return Ok(());
         }
+        let mn = crate::alloc::try_grow(
+            scratch,
+            "chunk_size",
+            "a chunk of kernel columns (n_inducing x chunk rows, float64)",
+            &[m, n],
+        )?;
         let whiten = self.whitens(prior);
         if self.n == 0 {
             self.y_shift = y.sum() / n as f64;
@@ -223,8 +229,7 @@ impl SparseStats {
         }
         let yc: Vec<f64> = y.iter().map(|v| v - self.y_shift).collect();
         let ut = scaled_t(&prior.params, x);
-        scratch.resize((m * n).max(scratch.len()), 0.0);
-        let kb = &mut scratch[..m * n];
+        let kb = &mut scratch[..mn];
         cross_block(&prior.params, prior.w.view(), ut.view(), kb, None, par);
         if whiten {
             // L^{−1} K_uf: its Gram is C (VFE: C σ_n²) without the rounding

@@ -3,7 +3,7 @@
 //! of the VFE bound and the FITC likelihood, central differences of every
 //! gradient, streaming and merging, and bad input.
 
-use ndarray::{array, s, Array1, Array2, ArrayView1, ArrayView2};
+use ndarray::{array, s, Array1, Array2, ArrayView1, ArrayView2, ShapeBuilder};
 use rand::Rng as _;
 
 use super::*;
@@ -691,6 +691,43 @@ fn bad_input_is_a_clear_error() {
     };
     assert_eq!(ev(&xn, &y).unwrap_err(), Error::NonFinite { name: "X" });
     assert_eq!(ev(&x, &yn).unwrap_err(), Error::NonFinite { name: "y" });
+}
+
+#[test]
+fn a_chunk_too_large_for_memory_is_refused_before_anything_changes() {
+    // 2^40 copies of one row (a view of stride 0, no memory): the chunk's
+    // kernel columns would take M · 2^40 · 8 bytes.
+    let x = random(10, 2, 13);
+    let pr = prior(
+        &params(Kernel::Gaussian, &[1.0], 1.0),
+        0.1,
+        x.slice(s![..3, ..]),
+    );
+    let (row, target) = ([0.5, -0.5], [0.25]);
+    let rows = 1usize << 40;
+    let huge = ArrayView2::from_shape((rows, 2).strides((0, 1)), &row).unwrap();
+    let ys = ArrayView1::from_shape((rows,).strides((0,)), &target).unwrap();
+    let mut stats = SparseStats::new(Method::Vfe, 3);
+    stats
+        .add_checked(
+            &pr,
+            x.view(),
+            targets(&x).view(),
+            &mut Vec::new(),
+            Parallelism::Rayon,
+        )
+        .unwrap();
+    let before = stats.clone();
+    let mut scratch = Vec::new();
+    let e = stats
+        .add_checked(&pr, huge, ys, &mut scratch, Parallelism::Rayon)
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("`chunk_size`") && e.to_string().contains("lower chunk_size"),
+        "{e}"
+    );
+    assert_eq!(stats, before);
+    assert!(scratch.is_empty());
 }
 
 #[test]
