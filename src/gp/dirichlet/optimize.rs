@@ -388,12 +388,7 @@ impl<'a> DirichletLml<'a> {
         let at = At::new(self.map, values[0], values[1])?;
         let d = self.map.n_components();
         let rows = self.chunk_rows.min(self.x.nrows());
-        let mut phi = crate::alloc::try_zeros2::<f64>(
-            "chunk_size",
-            "a chunk of features (float64)",
-            rows,
-            d,
-        )?;
+        let mut phi = crate::gp::feature_lml::chunk_buffer(rows, d)?;
         let mut stats = ClassStats::new(self.n_classes, d);
         for (i, xc) in self
             .x

@@ -328,6 +328,13 @@ fn maclaurin_q(map: &MaclaurinMap, x: ArrayView1<'_, f64>) -> f64 {
         .sum()
 }
 
+/// A buffer for `rows` rows of `dim` features (float64), reused from chunk
+/// to chunk: allocated fallibly ([`crate::alloc::try_zeros2`]), a size that
+/// does not fit is an error naming `chunk_size`.
+pub(crate) fn chunk_buffer(rows: usize, dim: usize) -> Result<Array2<f64>> {
+    crate::alloc::try_zeros2("chunk_size", "a chunk of features (float64)", rows, dim)
+}
+
 /// Resizes a scratch matrix to `n × m` (reallocating only to grow),
 /// fallibly ([`crate::alloc::try_zeros2`], naming `chunk_size`).
 fn buf_resize(buf: &mut Array2<f64>, n: usize, m: usize) -> Result<()> {
@@ -373,9 +380,8 @@ impl SecondPass<'_> {
         let rows = chunk_rows.min(x.nrows());
         let dim = self.beta.len();
         let (w, nv) = (self.beta, self.noise_variance);
-        let what = "a chunk of features (float64)";
-        let mut phi = crate::alloc::try_zeros2::<f64>("chunk_size", what, rows, dim)?;
-        let mut r = crate::alloc::try_zeros2::<f64>("chunk_size", what, rows, dim)?;
+        let mut phi = chunk_buffer(rows, dim)?;
+        let mut r = chunk_buffer(rows, dim)?;
         let mut buf = Array2::<f64>::zeros((0, 0));
         let fpar = faer_par(par);
         for (xc, yc) in x
@@ -486,12 +492,7 @@ impl<'a> FeatureLml<'a> {
         let dim = self.map.n_components();
         let rows = self.chunk_rows.min(self.x.nrows());
         let mut stats = FeatureStats::new(dim);
-        let mut phi = crate::alloc::try_zeros2::<f64>(
-            "chunk_size",
-            "a chunk of features (float64)",
-            rows,
-            dim,
-        )?;
+        let mut phi = chunk_buffer(rows, dim)?;
         for (xc, yc) in self.chunks() {
             monitor.check()?;
             let mut p = phi.slice_mut(s![..xc.nrows(), ..]);

@@ -109,12 +109,7 @@ impl LmlSums {
         let dim = map.n_components();
         let mut sums = Self::new(values.to_vec(), dim)?;
         let rows = chunk_rows.min(x.nrows());
-        let mut phi = crate::alloc::try_zeros2::<f64>(
-            "chunk_size",
-            "a chunk of features (float64)",
-            rows,
-            dim,
-        )?;
+        let mut phi = super::chunk_buffer(rows, dim)?;
         let at = MapAt::new(map.at(&values[..k], values[k])?)?;
         for (xc, yc) in x
             .axis_chunks_iter(Axis(0), chunk_rows)
