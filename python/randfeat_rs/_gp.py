@@ -427,7 +427,8 @@ class ExactGPR(
         theta : array-like, default=None
             Log hyperparameters ``(ln l_1, ..., ln l_k, ln kernel_variance,
             ln noise_variance)`` (``k`` = 1, or ``n_features_in_`` with
-            ``ard=True``); ``None``: the fitted ones.
+            ``ard=True`` or fixed per-feature length scales); ``None``: the
+            fitted ones.
         eval_gradient : bool, default=False
             Also return the gradient with respect to ``theta``.
 
