@@ -120,6 +120,42 @@ pub(crate) fn cast_view_mut<T: 'static, U: 'static, D: Dimension>(
 /// Elements per parallel task of [`all_finite`].
 const FINITE_TASK: usize = 1 << 16;
 
+/// The largest `|v|` of `x` in `f64` (0 for no entries), or `None` when an
+/// entry is not finite: the scan of [`all_finite`] with the maximum taken
+/// along, in the same parallel blocks.
+pub fn finite_max_abs<T: Real>(
+    x: ndarray::ArrayView2<'_, T>,
+    par: crate::threads::Parallelism,
+) -> Option<f64> {
+    use rayon::prelude::*;
+    // Runs of 256 without a dependency chain between the comparisons, as
+    // in `finite_slice_body`.
+    let slice = |s: &[T]| -> Option<f64> {
+        let max = T::max_value();
+        s.chunks(256).try_fold(0.0f64, |m, c| {
+            let (ok, cm) = c.iter().fold((true, T::zero()), |(ok, cm), &v| {
+                let a = v.abs();
+                (ok & (a <= max), if a > cm { a } else { cm })
+            });
+            ok.then(|| m.max(cm.to_f64_exact()))
+        })
+    };
+    match x.as_slice_memory_order() {
+        Some(s) if par.is_parallel() && s.len() > FINITE_TASK => s
+            .par_chunks(FINITE_TASK)
+            .map(slice)
+            .try_reduce(|| 0.0, |a, b| Some(a.max(b))),
+        Some(s) => slice(s),
+        None => x.rows().into_iter().try_fold(0.0f64, |m, r| {
+            let v = match r.as_slice() {
+                Some(s) => slice(s)?,
+                None => slice(&r.to_vec())?,
+            };
+            Some(m.max(v))
+        }),
+    }
+}
+
 /// Whether every entry of `x` is finite: [`all_finite_scaled`] with scale 1.
 /// Contiguous arrays are scanned in parallel blocks with
 /// [`Parallelism::Rayon`](crate::threads::Parallelism), others row by row.

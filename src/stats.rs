@@ -17,7 +17,7 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 
 use crate::error::{check_finite, Error, Result};
 use crate::linalg::{accumulate_gram, mirror_lower};
-use crate::real::{all_finite, Real};
+use crate::real::{finite_max_abs, Real};
 use crate::threads::Parallelism;
 
 /// Sufficient statistics of a feature-space GP fit (see the module docs).
@@ -144,9 +144,11 @@ impl FeatureStats {
     /// # Errors
     /// [`Error::ShapeMismatch`] for a chunk of another width or length, or
     /// statistics whose fields disagree in shape; [`Error::NonFinite`] for
-    /// non-finite features or targets; [`Error::InvalidParameter`] naming `y` (the target sums)
-    /// or `X` (the others) when a sum overflows the float64 range (the
-    /// statistics are then not usable).
+    /// non-finite features or targets; [`Error::InvalidParameter`] naming
+    /// `y` (the target sums) or `X` (the others) when a sum would overflow
+    /// the float64 range (judged before anything is added, from the largest
+    /// `|φ_ij|` and, near the range, the chunk's column sums). Nothing is
+    /// changed by a refused chunk.
     pub fn accumulate<T: Real>(
         &mut self,
         phi: ArrayView2<'_, T>,
@@ -155,43 +157,109 @@ impl FeatureStats {
     ) -> Result<()> {
         self.check_accumulate(phi.ncols())?;
         check_finite("y", y.iter())?;
-        if !all_finite(phi, par) {
-            return Err(Error::NonFinite { name: "features" });
-        }
-        self.add_checked(phi, y, par)
+        let max_abs = finite_max_abs(phi, par).ok_or(Error::NonFinite { name: "features" })?;
+        let chunk = self.check_chunk(phi, y, max_abs)?;
+        self.add_chunk(phi, &chunk, par)
     }
 
-    /// [`Self::accumulate`] without its refusals, for callers that have made
-    /// them for a larger chunk this one is part of (the class statistics
-    /// scan a chunk once for all its classes): `phi` and `y` finite and
-    /// [`Self::check_accumulate`] passed.
+    /// The refusals of a chunk (`phi`, `y`) made before anything is added:
+    /// `y` of another length than `phi`, and sums that would overflow the
+    /// float64 range. Returns the centered targets the chunk is added with
+    /// ([`Self::add_chunk`]). `max_abs` is the largest `|φ_ij|` (or any
+    /// larger bound): with `n` rows each new diagonal entry of `ΦᵀΦ` is at
+    /// most its old one plus `n·max_abs²`, and every other entry, and every
+    /// partial sum of it, at most the geometric mean of two diagonal ones
+    /// (Cauchy–Schwarz), so diagonal sums kept below the float range by
+    /// more than their rounding keep every sum finite; likewise `Φᵀy` and
+    /// `Φᵀ1`. Where that bound does not hold (values near the float range)
+    /// the chunk's column sums decide.
     ///
     /// # Errors
-    /// [`Error::ShapeMismatch`] for `y` of another length than `phi`.
-    pub(crate) fn add_checked<T: Real>(
-        &mut self,
+    /// [`Error::ShapeMismatch`] for `y` of another length than `phi`;
+    /// [`Error::InvalidParameter`] naming `y` for target sums, `X` for the
+    /// others, that would overflow.
+    pub(crate) fn check_chunk<T: Real>(
+        &self,
         phi: ArrayView2<'_, T>,
         y: ArrayView1<'_, f64>,
+        max_abs: f64,
+    ) -> Result<CheckedChunk> {
+        if y.len() != phi.nrows() {
+            return Err(Error::ShapeMismatch {
+                name: "length of y (the number of rows of the features)",
+                expected: phi.nrows(),
+                got: y.len(),
+            });
+        }
+        let shift = if self.n == 0 && !y.is_empty() {
+            y.sum() / y.len() as f64
+        } else {
+            self.y_shift
+        };
+        let yc = y.mapv(|v| v - shift);
+        let (t, q) = (yc.sum(), yc.iter().map(|v| v * v).sum::<f64>());
+        if ![shift, t, q, self.y_sum + t, self.y_sq_sum + q]
+            .iter()
+            .all(|v| v.is_finite())
+        {
+            return Err(y_overflow());
+        }
+        // Below MAX by more than the relative rounding of any sum of up to
+        // 2^30 terms.
+        const LIMIT: f64 = f64::MAX * (1.0 - 1.0 / (1u64 << 20) as f64);
+        let amax = |a: ArrayView1<'_, f64>| a.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let n = phi.nrows() as f64;
+        let within = |old: f64, add: f64| add.is_finite() && old.abs() + add <= LIMIT;
+        let bounded = within(amax(self.gram.diag()), n * max_abs * max_abs)
+            && within(amax(self.phi_y.view()), n * max_abs * amax(yc.view()))
+            && within(amax(self.phi_sum.view()), n * max_abs);
+        if !bounded {
+            let d = phi.ncols();
+            let (mut sq, mut py, mut ps) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
+            for (row, &yi) in phi.rows().into_iter().zip(&yc) {
+                for (j, v) in row.iter().enumerate() {
+                    let v = v.to_f64_exact();
+                    sq[j] += v * v;
+                    py[j] += v * yi;
+                    ps[j] += v;
+                }
+            }
+            let fits = (0..d).all(|j| {
+                within(self.gram[(j, j)], sq[j])
+                    && within(0.0, (self.phi_y[j] + py[j]).abs())
+                    && within(0.0, (self.phi_sum[j] + ps[j]).abs())
+            });
+            if !fits {
+                return Err(x_overflow());
+            }
+        }
+        Ok(CheckedChunk { shift, yc })
+    }
+
+    /// Adds a chunk that passed [`Self::check_chunk`] with these statistics.
+    pub(crate) fn add_chunk<T: Real>(
+        &mut self,
+        phi: ArrayView2<'_, T>,
+        chunk: &CheckedChunk,
         par: Parallelism,
     ) -> Result<()> {
-        if y.is_empty() && phi.nrows() == 0 {
+        if phi.nrows() == 0 {
             return Ok(());
         }
-        if self.n == 0 && !y.is_empty() {
-            self.y_shift = y.sum() / y.len() as f64;
-        }
-        let yc = y.mapv(|v| v - self.y_shift);
         accumulate_gram(
             phi,
-            yc.view(),
+            chunk.yc.view(),
             self.gram.view_mut(),
             self.phi_y.view_mut(),
             self.phi_sum.view_mut(),
             par,
         )?;
-        self.n += y.len() as u64;
-        self.y_sum += yc.sum();
-        self.y_sq_sum += yc.iter().map(|v| v * v).sum::<f64>();
+        self.y_shift = chunk.shift;
+        self.n += phi.nrows() as u64;
+        self.y_sum += chunk.yc.sum();
+        self.y_sq_sum += chunk.yc.iter().map(|v| v * v).sum::<f64>();
+        // Cannot fail after `check_chunk` (its bounds keep every sum below
+        // the float range); a guard against statistics edited in between.
         self.check_sums()
     }
 
@@ -200,14 +268,16 @@ impl FeatureStats {
     ///
     /// # Errors
     /// [`Error::ShapeMismatch`] for statistics of another `D`, or either
-    /// one's fields disagreeing in shape; nothing is changed then.
-    /// [`Error::InvalidParameter`] naming `y` (the target sums)
-    /// or `X` (the others) when a sum overflows the float64 range (the
-    /// statistics are then not usable).
+    /// one's fields disagreeing in shape; [`Error::InvalidParameter`] naming
+    /// `y` (the target sums) or `X` (the others) when a sum overflows the
+    /// float64 range. Nothing is changed then.
     pub fn merge(&mut self, other: &FeatureStats) -> Result<()> {
         self.check_merge(other)?;
-        self.merge_shifted(other);
-        self.check_sums()
+        let mut merged = self.clone();
+        merged.merge_shifted(other);
+        merged.check_sums()?;
+        *self = merged;
+        Ok(())
     }
 
     /// The refusals of [`Self::merge`]: either one's fields disagree in
@@ -334,6 +404,31 @@ pub(crate) trait ShiftedSums: Clone {
     }
 }
 
+/// A chunk accepted by [`FeatureStats::check_chunk`]: the shift it is added
+/// with and its targets centered by it.
+pub(crate) struct CheckedChunk {
+    shift: f64,
+    yc: Array1<f64>,
+}
+
+/// The refusal of target sums beyond the float64 range.
+fn y_overflow() -> Error {
+    Error::invalid(
+        "y",
+        "the sums of the targets or of their squares overflow the float64 range: rescale y \
+         (e.g. divide it by its standard deviation)",
+    )
+}
+
+/// The refusal of feature sums beyond the float64 range.
+fn x_overflow() -> Error {
+    Error::invalid(
+        "X",
+        "the sums of the features' products with each other or with the targets overflow the \
+         float64 range: scale X, y or the kernel variance down",
+    )
+}
+
 /// The refusal of [`ShiftedSums::check_sums`] for statistics whose target
 /// sums `y_sums` or other sums `sums` are not all finite.
 pub(crate) fn check_overflow<'a>(
@@ -341,18 +436,10 @@ pub(crate) fn check_overflow<'a>(
     sums: impl IntoIterator<Item = &'a f64>,
 ) -> Result<()> {
     if !y_sums.iter().all(|v| v.is_finite()) {
-        return Err(Error::invalid(
-            "y",
-            "the sums of the targets or of their squares overflow the float64 range: rescale \
-             y (e.g. divide it by its standard deviation)",
-        ));
+        return Err(y_overflow());
     }
     if !sums.into_iter().all(|v| v.is_finite()) {
-        return Err(Error::invalid(
-            "X",
-            "the sums of the features' products with each other or with the targets overflow \
-             the float64 range: scale X, y or the kernel variance down",
-        ));
+        return Err(x_overflow());
     }
     Ok(())
 }
@@ -417,5 +504,79 @@ mod tests {
                 .iter()
                 .all(|v| v.abs() < 1e-13 * scale * n as f64));
         }
+    }
+
+    /// Every field, bit for bit.
+    fn same(a: &FeatureStats, b: &FeatureStats) -> bool {
+        let bits = |s: &FeatureStats| -> Vec<u64> {
+            s.gram
+                .iter()
+                .chain(&s.phi_y)
+                .chain(&s.phi_sum)
+                .chain(&[s.y_shift, s.y_sum, s.y_sq_sum])
+                .map(|v| v.to_bits())
+                .collect()
+        };
+        a.n == b.n && bits(a) == bits(b)
+    }
+
+    #[test]
+    fn a_chunk_whose_sums_would_overflow_is_refused_and_changes_nothing() {
+        let par = Parallelism::Rayon;
+        let (phi, y) = (random_phi(20, 3, 1), Array1::linspace(-1.0, 1.0, 20));
+        let (more, y_more) = (random_phi(10, 3, 2), Array1::linspace(0.0, 2.0, 10));
+        let mut stats = FeatureStats::new(3);
+        stats.accumulate(phi.view(), y.view(), par).unwrap();
+        let before = stats.clone();
+        let huge = Array2::from_elem((2, 3), 1e200);
+        let e = stats.accumulate(huge.view(), y_more.slice(ndarray::s![..2]), par);
+        assert!(e.unwrap_err().to_string().contains("`X`"));
+        let big_y = Array1::from_elem(10, 1e200);
+        let e = stats.accumulate(more.view(), big_y.view(), par);
+        assert!(e.unwrap_err().to_string().contains("`y`"));
+        assert!(same(&stats, &before));
+        // Later chunks add as if the refused ones had not been offered.
+        stats.accumulate(more.view(), y_more.view(), par).unwrap();
+        let mut want = before.clone();
+        want.accumulate(more.view(), y_more.view(), par).unwrap();
+        assert!(same(&stats, &want));
+        // Merged statistics whose sums overflow: refused, nothing changed.
+        let mut big = FeatureStats::new(3);
+        let row = Array2::from_elem((1, 3), 8e153);
+        big.accumulate(row.view(), y_more.slice(ndarray::s![..1]), par)
+            .unwrap();
+        let mut twice = big.clone();
+        twice.merge(&big).unwrap();
+        let before = twice.clone();
+        assert!(twice.merge(&big).unwrap_err().to_string().contains("`X`"));
+        assert!(same(&twice, &before));
+    }
+
+    #[test]
+    fn chunks_near_the_float_range_are_judged_by_their_column_sums() {
+        // Two rows of 1.2e154 in separate columns: the bound n max² (2.9e308)
+        // passes the float range, the column sums (1.44e308) do not, so the
+        // chunk is added, with a finite Gram matrix.
+        let v = 1.2e154;
+        let phi = ndarray::array![[v, 0.0], [0.0, v]];
+        let mut stats = FeatureStats::new(2);
+        stats
+            .accumulate(
+                phi.view(),
+                ndarray::array![0.0, 0.0].view(),
+                Parallelism::Rayon,
+            )
+            .unwrap();
+        assert_eq!(stats.gram[(0, 0)], v * v);
+        assert_eq!(stats.gram[(1, 0)], 0.0);
+        // A third such row in the first column passes the range there: refused.
+        let before = stats.clone();
+        let e = stats.accumulate(
+            ndarray::array![[v, 0.0]].view(),
+            ndarray::array![0.0].view(),
+            Parallelism::Rayon,
+        );
+        assert!(e.unwrap_err().to_string().contains("`X`"));
+        assert!(same(&stats, &before));
     }
 }

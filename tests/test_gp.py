@@ -1058,6 +1058,29 @@ def test_a_failed_fit_keeps_the_previous_model(make):
     assert not [k for k in vars(fresh) if k.endswith("_") and not k.startswith("__")]
 
 
+def test_a_refused_partial_fit_chunk_leaves_the_statistics_as_they_were():
+    # Targets whose sums overflow, then features whose sums do: each chunk
+    # is refused and the next chunks add as if it had not been offered.
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(60, 2))
+    y = np.sin(X[:, 0])
+    gp = RandomFeatureGPR(deterministic_features(2, 8), noise_variance=0.1)
+    gp.partial_fit(X[:30], y[:30])
+    with pytest.raises(InvalidInputError, match="`y`"):
+        gp.partial_fit(X[30:35], np.full(5, 1e200))
+    # One row of features 3e153 has sums of 9e306, thirty more 2.8e308.
+    huge = SufficientStatistics(8).accumulate(np.full((1, 8), 3e153), [1.0])
+    gram = huge.gram
+    with pytest.raises(InvalidInputError, match="`X`"):
+        huge.accumulate(np.full((30, 8), 3e153), np.ones(30))
+    assert huge.n_samples == 1
+    np.testing.assert_array_equal(huge.gram, gram)
+    gp.partial_fit(X[30:], y[30:])
+    one = RandomFeatureGPR(deterministic_features(2, 8), noise_variance=0.1).fit(X, y)
+    assert gp.stats_.n_samples == 60
+    np.testing.assert_allclose(gp.predict(X[:5]), one.predict(X[:5]), rtol=1e-10, atol=1e-12)
+
+
 def test_a_failed_first_partial_fit_leaves_the_model_unfitted():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 2))

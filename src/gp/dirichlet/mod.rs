@@ -57,7 +57,7 @@ use crate::feature_map::{self, FeatureMap};
 use crate::gpu::Device;
 use crate::linalg::{as_faer, Cholesky};
 use crate::progress::Monitor;
-use crate::real::{all_finite, Real};
+use crate::real::{finite_max_abs, Real};
 use crate::stats::FeatureStats;
 use crate::threads::Parallelism;
 
@@ -194,9 +194,10 @@ impl ClassStats {
     /// [`Error::ShapeMismatch`] for `labels` of the wrong length, `phi`
     /// of the wrong width or statistics whose fields disagree in shape;
     /// [`Error::InvalidParameter`] (`y`) for a label out of range;
-    /// [`Error::NonFinite`] for non-finite features. Nothing is changed
-    /// then, except where a class's sums overflow the float64 range
-    /// (features beyond about `1e154`; see `FeatureStats::accumulate`).
+    /// [`Error::NonFinite`] for non-finite features; [`Error::InvalidParameter`]
+    /// (`X`) where a class's sums would overflow the float64 range (features
+    /// beyond about `1e154`; see `FeatureStats::accumulate`). Nothing is
+    /// changed then.
     pub fn accumulate<T: Real>(
         &mut self,
         phi: ArrayView2<'_, T>,
@@ -216,22 +217,27 @@ impl ClassStats {
         for stats in &self.classes {
             stats.check_accumulate(phi.ncols())?;
         }
-        if !all_finite(phi, par) {
-            return Err(Error::NonFinite { name: "features" });
-        }
+        let max_abs = finite_max_abs(phi, par).ok_or(Error::NonFinite { name: "features" })?;
         let rows = rows_by_class(labels, self.n_classes());
-        for (stats, idx) in self.classes.iter_mut().zip(&rows) {
-            if idx.is_empty() {
-                continue;
-            }
-            // Checked above, for the whole chunk.
-            let zeros = Array1::<f64>::zeros(idx.len());
-            if idx.len() == phi.nrows() {
-                stats.add_checked(phi, zeros.view(), par)?;
-            } else {
-                let part = phi.select(Axis(0), idx);
-                stats.add_checked(part.view(), zeros.view(), par)?;
-            }
+        // The class parts (the whole chunk when one class has every row),
+        // each checked against its class's sums before any is added.
+        let parts: Vec<Option<Array2<T>>> = rows
+            .iter()
+            .map(|idx| (idx.len() < phi.nrows()).then(|| phi.select(Axis(0), idx)))
+            .collect();
+        let part_of = |k: usize| parts[k].as_ref().map_or(phi.view(), |p| p.view());
+        let checked = self
+            .classes
+            .iter()
+            .enumerate()
+            .filter(|&(k, _)| !rows[k].is_empty())
+            .map(|(k, stats)| {
+                let zeros = Array1::<f64>::zeros(rows[k].len());
+                Ok((k, stats.check_chunk(part_of(k), zeros.view(), max_abs)?))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for (k, chunk) in checked {
+            self.classes[k].add_chunk(part_of(k), &chunk, par)?;
         }
         Ok(())
     }

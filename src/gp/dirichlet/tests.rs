@@ -378,6 +378,27 @@ fn bad_inputs_are_refused() {
     assert!(expected_softmax(m.view(), Array2::from_elem((2, 3), f64::NAN).view(), PAR).is_err());
 }
 
+#[test]
+fn a_chunk_is_added_to_every_class_or_to_none() {
+    // Class 1's rows would overflow its sums, class 0's would not: the
+    // chunk is refused and class 0 keeps its statistics too.
+    let x = random(6, 2, 7);
+    let labels = [0, 1, 0, 1, 0, 1];
+    let mut stats = ClassStats::new(2, 2);
+    stats.accumulate(x.view(), &labels, PAR).unwrap();
+    let before: Vec<Array2<f64>> = stats.classes.iter().map(|c| c.gram.clone()).collect();
+    let mut bad = random(4, 2, 8);
+    bad.row_mut(1).fill(1e200);
+    let e = stats
+        .accumulate(bad.view(), &[0, 1, 0, 0], PAR)
+        .unwrap_err();
+    assert!(e.to_string().contains("`X`"), "{e}");
+    assert_eq!(stats.n(), 6);
+    for (c, g) in stats.classes.iter().zip(&before) {
+        assert_eq!(&c.gram, g);
+    }
+}
+
 #[cfg(feature = "serde")]
 #[test]
 fn fitted_classifiers_round_trip_through_serde() {
