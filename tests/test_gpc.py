@@ -20,6 +20,7 @@ from functools import partial
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.kernel_approximation import RBFSampler
 from sklearn.preprocessing import StandardScaler
@@ -244,6 +245,29 @@ def test_optimize_fits_length_scale_and_kernel_variance(features):
     assert ex.length_scale_.shape == (2,)
 
 
+def test_optimize_fits_one_length_scale_per_dimension_of_a_per_dimension_transformer():
+    # Classes by the first input alone: the second's length scale grows.
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-3, 3, (120, 2))
+    y = np.digitize(X[:, 0], [-1.0, 1.0])
+    features = RandomFourierFeatures(128, length_scale=[1.5, 1.5], random_state=0)
+    start = RandomFeatureGPC(features).fit(X, y)
+    opt = RandomFeatureGPC(
+        features, optimize=("length_scale", "kernel_variance"), n_restarts=0
+    ).fit(X, y)
+    assert opt.length_scale_.shape == (2,)
+    assert opt.length_scale_[1] > 3 * opt.length_scale_[0]
+    assert opt.log_marginal_likelihood_ > start.log_marginal_likelihood_
+    np.testing.assert_array_equal(opt.features_.length_scale, opt.length_scale_)
+    # The kept model is the fit on the moved transformer, which a clone
+    # refitted draws again.
+    again = RandomFeatureGPC(clone(opt.features_)).fit(X, y)
+    np.testing.assert_allclose(
+        again.log_marginal_likelihood_, opt.log_marginal_likelihood_, rtol=1e-9
+    )
+    np.testing.assert_allclose(again.predict_proba(X), opt.predict_proba(X), atol=1e-9)
+
+
 @pytest.mark.parametrize(
     "make",
     [
@@ -343,12 +367,10 @@ def test_optimize_refuses_what_it_cannot_fit():
         RandomFeatureGPC(nys, optimize=("kernel_variance",)).fit(X, y)
     with pytest.raises(InvalidInputError, match="length_scale"):
         ExactGPC(length_scale=[1.0, 1.0, 1.0]).fit(X, y)
-    # One fitted length scale: a transformer with one per dimension is
-    # refused with optimize, and used as it is without.
+    # A transformer with one length scale per dimension is used as it is
+    # without optimize.
     assert X.shape[1] == 2
     per_dim = RandomFourierFeatures(16, length_scale=[1.0, 2.0], random_state=0)
-    with pytest.raises(InvalidInputError, match="one per input dimension"):
-        RandomFeatureGPC(per_dim, optimize=("kernel_variance",)).fit(X, y)
     np.testing.assert_array_equal(RandomFeatureGPC(per_dim).fit(X, y).length_scale_, [1.0, 2.0])
     with pytest.raises(ValueError, match="alpha_epsilon"):
         ExactGPC(alpha_epsilon="sometimes").fit(X, y)

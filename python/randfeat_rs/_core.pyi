@@ -330,14 +330,14 @@ class DirichletGPC:
         y: NDArray[np.int64],
         *,
         n_classes: int,
-        length_scale: float,
+        length_scale: list[float],
         alpha_epsilon: float,
         optimize: list[str],
         n_restarts: int,
         seed: int,
         chunk_size: int,
         progress: _Progress | None = None,
-    ) -> tuple[DirichletGPC, float, float, FeatureMap, int]: ...
+    ) -> tuple[DirichletGPC, list[float], float, FeatureMap, int]: ...
     @property
     def length_scale(self) -> Optional[NDArray[np.float64]]: ...
     @property

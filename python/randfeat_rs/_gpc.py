@@ -309,9 +309,10 @@ class RandomFeatureGPC(_DirichletClassifier):
         on the coarsest subsample (a transformer's default length scale 1
         suits inputs of unit scale only). Needs :class:`RandomFourierFeatures`,
         :class:`MaclaurinFeatures` or :class:`NystroemFeatures` (its
-        landmarks fixed; length scale only), with one length scale (a
-        transformer with one per input dimension raises
-        :class:`~randfeat_rs.InvalidInputError`). A :class:`MaclaurinFeatures`
+        landmarks fixed; length scale only). A :class:`RandomFourierFeatures`
+        transformer with one length scale per input dimension has each
+        fitted (automatic relevance determination), from its own values.
+        A :class:`MaclaurinFeatures`
         map whose fitted length scale ends more than 10x from its own is
         refitted there and the fit runs again (at most twice; the higher
         LML is kept), as in :class:`RandomFeatureGPR`. The rows are held in
@@ -351,8 +352,8 @@ class RandomFeatureGPC(_DirichletClassifier):
     kernel_variance_ : float or None
         The kernel variance of ``features_`` (fitted with ``optimize``);
         None when the transformer does not say.
-    length_scale_ : float or None
-        The length scale of ``features_`` (fitted with ``optimize``); None
+    length_scale_ : float, ndarray of shape (n_features,) or None
+        The length scale(s) of ``features_`` (fitted with ``optimize``); None
         when the transformer does not say.
     log_marginal_likelihood_ : float
         The summed log marginal likelihood of the class regressions.
@@ -491,11 +492,6 @@ class RandomFeatureGPC(_DirichletClassifier):
                 "draw fixed: randfeat_rs.RandomFourierFeatures, MaclaurinFeatures or "
                 f"NystroemFeatures, got {type(features).__name__}"
             )
-        if np.size(getattr(features, "length_scale", 1.0)) > 1:
-            raise InvalidInputError(
-                "`optimize` fits one length scale; the transformer has one per input "
-                "dimension (fit with optimize=() to keep them)"
-            )
         x64 = np.ascontiguousarray(X, dtype=np.float64)
 
         def fit_at(f: Any) -> tuple:
@@ -504,7 +500,7 @@ class RandomFeatureGPC(_DirichletClassifier):
                 x64,
                 codes,
                 n_classes=self.classes_.shape[0],
-                length_scale=float(f.length_scale),
+                length_scale=length_scale_values(f.length_scale),
                 alpha_epsilon=alpha_epsilon,
                 optimize=names,
                 n_restarts=int(self.n_restarts),
@@ -520,19 +516,21 @@ class RandomFeatureGPC(_DirichletClassifier):
             fit_at,
             lambda f, length_scale: clone(f).set_params(length_scale=length_scale).fit(X),
             progress,
-            length_scale=lambda fitted: float(fitted[1]),
+            length_scale=lambda fitted: float(fitted[1][0]),
             lml=lambda fitted: float(sum(fitted[0].class_lml)),
             n_iter=lambda fitted: int(fitted[4]),
         )
         moved = copy.copy(features)
-        moved.length_scale = float(ls)
+        # One fitted length scale per dimension for a transformer drawn with them.
+        length_scale = float(ls[0]) if len(ls) == 1 else np.array(ls)
+        moved.length_scale = length_scale
         if hasattr(moved, "kernel_variance"):
             moved.kernel_variance = float(kv)
         moved._set_map(fmap)
         return {
             "_model": model,
             "features_": moved,
-            "length_scale_": float(ls),
+            "length_scale_": length_scale,
             "kernel_variance_": float(kv),
             "n_iter_": int(n_iter),
         }

@@ -213,11 +213,12 @@ impl PyDirichletGpc {
     /// fitted random Fourier, Maclaurin or Nyström map) with its length
     /// scale (and kernel variance) named in `optimize` fitted by the summed
     /// class log marginal likelihood, the random draw (or the landmarks)
-    /// fixed; `length_scale` is the one a Fourier map was drawn at. Inputs
-    /// `x` (float64, `N x d`), class codes `y` in `0..n_classes`,
+    /// fixed; `length_scale` is the one a Fourier map was drawn at (one
+    /// value, or one per input dimension, then fitted per dimension).
+    /// Inputs `x` (float64, `N x d`), class codes `y` in `0..n_classes`,
     /// `chunk_size` rows transformed at a time. `progress` as in
     /// `fit_exact`; Ctrl-C interrupts. Returns the classifier, the fitted
-    /// length scale and kernel variance, the map at the optimum and the
+    /// length scale(s) and kernel variance, the map at the optimum and the
     /// L-BFGS iterations spent.
     #[staticmethod]
     #[pyo3(signature = (features, x, y, *, n_classes, length_scale, alpha_epsilon, optimize,
@@ -229,14 +230,14 @@ impl PyDirichletGpc {
         x: PyReadonlyArray2<'_, f64>,
         y: PyReadonlyArray1<'_, i64>,
         n_classes: usize,
-        length_scale: f64,
+        length_scale: Vec<f64>,
         alpha_epsilon: f64,
         optimize: Vec<String>,
         n_restarts: usize,
         seed: u64,
         chunk_size: usize,
         progress: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<(Self, f64, f64, PyFeatureMap, u64)> {
+    ) -> PyResult<(Self, Vec<f64>, f64, PyFeatureMap, u64)> {
         let codes = labels(py, &y)?;
         let cfg = optimize_config(py, alpha_epsilon, &optimize, n_restarts, seed, chunk_size)?;
         let map = ffi::map_result(py, GpcMap::new(features.inner.clone(), length_scale))?;

@@ -144,11 +144,13 @@ pub enum GpcMap {
 
 impl GpcMap {
     /// Wraps a fitted map; `length_scale` is the one a Fourier map was drawn
-    /// at.
+    /// at: one value, or one per input dimension (then fitted per
+    /// dimension).
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] (`features`) for a polynomial sketch.
-    pub fn new(map: AnyFeatureMap, length_scale: f64) -> Result<Self> {
+    /// [`Error::InvalidParameter`] (`features`) for a polynomial sketch;
+    /// the errors of [`HyperMap::new`].
+    pub fn new(map: AnyFeatureMap, length_scale: Vec<f64>) -> Result<Self> {
         match map {
             AnyFeatureMap::Nystroem(m) => Ok(GpcMap::Nystroem(m)),
             AnyFeatureMap::Polynomial(_) => Err(Error::invalid(
@@ -157,7 +159,7 @@ impl GpcMap {
                  draw fixed: RandomFourierFeatures, MaclaurinFeatures or NystroemFeatures; got \
                  a polynomial sketch",
             )),
-            other => Ok(GpcMap::Movable(HyperMap::new(other, vec![length_scale])?)),
+            other => Ok(GpcMap::Movable(HyperMap::new(other, length_scale)?)),
         }
     }
 
@@ -177,26 +179,31 @@ impl GpcMap {
         }
     }
 
-    /// The length scale and kernel variance the map was fitted at.
-    pub fn hyperparameters(&self) -> (f64, f64) {
+    /// The length scale(s) and kernel variance the map was fitted at.
+    pub fn hyperparameters(&self) -> (Vec<f64>, f64) {
         match self {
-            GpcMap::Movable(m) => {
-                let (l, kv) = m.hyperparameters();
-                (l[0], kv)
-            }
-            GpcMap::Nystroem(m) => (m.length_scale, 1.0),
+            GpcMap::Movable(m) => m.hyperparameters(),
+            GpcMap::Nystroem(m) => (vec![m.length_scale], 1.0),
         }
     }
 
-    /// The map at `length_scale` and `kernel_variance`.
+    /// The map at `length_scale` (one value, or one per input dimension for
+    /// random Fourier features) and `kernel_variance`.
     ///
     /// # Errors
-    /// Invalid hyperparameters; a kernel variance other than 1 for Nyström
+    /// Invalid hyperparameters; per-dimension length scales for the
+    /// Maclaurin or Nyström map; a kernel variance other than 1 for Nyström
     /// features.
-    pub fn at(&self, length_scale: f64, kernel_variance: f64) -> Result<AnyFeatureMap> {
+    pub fn at(&self, length_scale: &[f64], kernel_variance: f64) -> Result<AnyFeatureMap> {
         Ok(match self {
-            GpcMap::Movable(m) => m.at(&[length_scale], kernel_variance)?,
+            GpcMap::Movable(m) => m.at(length_scale, kernel_variance)?,
             GpcMap::Nystroem(m) => {
+                let &[length_scale] = length_scale else {
+                    return Err(Error::invalid(
+                        "length_scale",
+                        "Nystroem features have one length scale",
+                    ));
+                };
                 if kernel_variance != 1.0 {
                     return Err(no_nystroem_variance());
                 }
@@ -267,7 +274,7 @@ enum At {
 }
 
 impl At {
-    fn new(map: &GpcMap, length_scale: f64, kernel_variance: f64) -> Result<Self> {
+    fn new(map: &GpcMap, length_scale: &[f64], kernel_variance: f64) -> Result<Self> {
         Ok(match (map, map.at(length_scale, kernel_variance)?) {
             (GpcMap::Nystroem(_), AnyFeatureMap::Nystroem(m)) => At::Nystroem(m),
             (_, any) => At::Movable(Box::new(MapAt::new(any)?)),
@@ -360,7 +367,7 @@ impl<'a> DirichletLml<'a> {
         if chunk_rows == 0 {
             return Err(Error::invalid("chunk_size", "must be >= 1, got 0"));
         }
-        if matches!(map, GpcMap::Nystroem(_)) && params.free.contains(&1) {
+        if matches!(map, GpcMap::Nystroem(_)) && params.free.contains(&params.n_length_scales()) {
             return Err(no_nystroem_variance());
         }
         Ok(Self {
@@ -375,8 +382,8 @@ impl<'a> DirichletLml<'a> {
         })
     }
 
-    /// The classifier and, with `want_grad`, the gradient over `(ln l,
-    /// ln σ²)` at `values` (zeros without it: the second pass over the
+    /// The classifier and, with `want_grad`, the gradient over `(ln l..,
+    /// ln σ², ln 1)` at `values` (zeros without it: the second pass over the
     /// rows is skipped).
     fn lml(
         &self,
@@ -385,7 +392,8 @@ impl<'a> DirichletLml<'a> {
         monitor: &Monitor,
     ) -> Result<(Vec<f64>, DirichletGpc)> {
         let par = self.par;
-        let at = At::new(self.map, values[0], values[1])?;
+        let k = self.params.n_length_scales();
+        let at = At::new(self.map, &values[..k], values[k])?;
         let d = self.map.n_components();
         let rows = self.chunk_rows.min(self.x.nrows());
         let mut phi = crate::gp::feature_lml::chunk_buffer(rows, d)?;
@@ -402,20 +410,20 @@ impl<'a> DirichletLml<'a> {
             stats.accumulate(p.view(), &self.labels[start..start + c], par)?;
         }
         let gpc = DirichletGpc::fit_monitored(&stats, self.alpha_epsilon, par, monitor)?;
-        let mut grad = vec![0.0; 3];
+        let mut grad = vec![0.0; k + 2];
         if !want_grad || self.params.free.is_empty() {
             return Ok((grad, gpc));
         }
         monitor.check()?;
         let a_inv: Vec<Array2<f64>> = gpc.classes.iter().map(|c| c.chol.inverse(par)).collect();
-        grad[1] = 0.5
+        grad[k] = 0.5
             * gpc
                 .classes
                 .iter()
                 .zip(&a_inv)
                 .map(|(c, ai)| c.coef.dot(&c.coef) - d as f64 + ai.diag().sum())
                 .sum::<f64>();
-        if !self.params.free.contains(&0) {
+        if !self.params.free.iter().any(|&i| i < k) {
             return Ok((grad, gpc));
         }
         let t = gpc.transform;
@@ -466,7 +474,7 @@ impl<'a> DirichletLml<'a> {
                     r.row_mut(i).scaled_add(-shift, &row);
                 }
             }
-            at.contract(xc, p, r.view(), &mut buf, &mut grad[..1], par)?;
+            at.contract(xc, p, r.view(), &mut buf, &mut grad[..k], par)?;
         }
         grad[0] += at.finish(&g);
         Ok((grad, gpc))
@@ -534,8 +542,9 @@ pub struct GpcOptimizeConfig {
 pub struct FittedDirichletGpc {
     /// The map at the fitted hyperparameters.
     pub map: AnyFeatureMap,
-    /// The fitted length scale.
-    pub length_scale: f64,
+    /// The fitted length scale(s): one, or one per input dimension for a
+    /// map drawn with them.
+    pub length_scale: Vec<f64>,
     /// The fitted kernel variance.
     pub kernel_variance: f64,
     /// The classifier on that map (its [`DirichletGpc::lml`] is the value
@@ -565,7 +574,8 @@ pub fn fit_dirichlet_gpc(
     monitor: &Monitor,
 ) -> Result<FittedDirichletGpc> {
     let (l0, kv0) = map.hyperparameters();
-    let params = cfg.free.params(vec![l0], kv0)?;
+    let params = cfg.free.params(l0, kv0)?;
+    let k = params.n_length_scales();
     let obj = DirichletLml::new(
         map,
         x.view(),
@@ -576,10 +586,15 @@ pub fn fit_dirichlet_gpc(
         cfg.chunk_rows,
         par,
     )?;
+    let data = if k == 1 {
+        vec![median_pairwise_distance(x)]
+    } else {
+        data_length_scales(x, true)
+    };
     let start = optimize::better_start(
         &obj,
         &params,
-        &optimize::with_length_scales(&params, &[median_pairwise_distance(x)]),
+        &optimize::with_length_scales(&params, &data),
         &cfg.optimizer,
         monitor,
     )?;
@@ -587,9 +602,9 @@ pub fn fit_dirichlet_gpc(
         maximize_or_evaluate(&obj, &params, &start, &cfg.optimizer, monitor)?;
     let v = params.at(&theta)?;
     Ok(FittedDirichletGpc {
-        map: map.at(v[0], v[1])?,
-        length_scale: v[0],
-        kernel_variance: v[1],
+        map: map.at(&v[..k], v[k])?,
+        length_scale: v[..k].to_vec(),
+        kernel_variance: v[k],
         model,
         n_iter,
     })

@@ -87,7 +87,7 @@ fn feature_gradients_match_central_differences() {
             variant,
         };
         let map = FourierFeatures::fit(&cfg, 3, 5).unwrap();
-        GpcMap::new(map.into(), 1.2).unwrap()
+        GpcMap::new(map.into(), vec![1.2]).unwrap()
     };
     let mut mc = MaclaurinConfig::new(MaclaurinKernel::Gaussian, 20);
     mc.length_scale = 1.4;
@@ -95,7 +95,7 @@ fn feature_gradients_match_central_differences() {
     let maps = [
         ("rff cos_sin", fourier(Variant::CosSin)),
         ("rff cos_bias", fourier(Variant::CosBias)),
-        ("maclaurin", GpcMap::new(mac.into(), 1.4).unwrap()),
+        ("maclaurin", GpcMap::new(mac.into(), vec![1.4]).unwrap()),
     ];
     for (name, map) in &maps {
         let obj = DirichletLml::new(
@@ -112,8 +112,33 @@ fn feature_gradients_match_central_differences() {
         // Away from the drawn hyperparameters, chunked (16 rows).
         check_gradient(&obj, &[0.9_f64.ln(), 1.3_f64.ln()], name);
     }
+    // One length scale per dimension: a Fourier map drawn with them.
+    let cfg = FourierConfig {
+        n_components: 24,
+        kernel: Kernel::Matern52,
+        length_scale: 1.0,
+        kernel_variance: 0.9,
+        sampler: Sampler::Orthogonal,
+        variant: Variant::CosSin,
+    };
+    let drawn = vec![0.8, 1.5, 1.1];
+    let ard = FourierFeatures::fit_with_length_scales(&cfg, 3, &drawn, 5).unwrap();
+    let map = GpcMap::new(ard.into(), drawn).unwrap();
+    let obj = DirichletLml::new(
+        &map,
+        x.view(),
+        &y,
+        3,
+        0.05,
+        all_free(vec![1.0; 3], 1.0),
+        16,
+        PAR,
+    )
+    .unwrap();
+    let theta = [0.9_f64.ln(), 1.7_f64.ln(), 0.6_f64.ln(), 1.3_f64.ln()];
+    check_gradient(&obj, &theta, "rff matern52, three length scales");
     let (nys, _) = NystroemFeatures::fit(x.view(), 30, Kernel::Matern52, 0.9, 2).unwrap();
-    let map = GpcMap::new(nys.into(), 0.9).unwrap();
+    let map = GpcMap::new(nys.into(), vec![0.9]).unwrap();
     let mut params = all_free(vec![0.9], 1.0);
     params.free = vec![0];
     let obj = DirichletLml::new(&map, x.view(), &y, 3, 0.05, params, 16, PAR).unwrap();
@@ -160,7 +185,7 @@ fn nystroem_of_every_point_reaches_the_exact_optimum() {
     let x = random(45, 2, 3);
     let y = labels(&x);
     let (nys, _) = NystroemFeatures::fit(x.view(), 45, Kernel::Gaussian, 1.0, 0).unwrap();
-    let map = GpcMap::new(nys.into(), 1.0).unwrap();
+    let map = GpcMap::new(nys.into(), vec![1.0]).unwrap();
     let cfg = GpcOptimizeConfig {
         alpha_epsilon: 0.05,
         free: FreeHypers {
@@ -189,8 +214,8 @@ fn nystroem_of_every_point_reaches_the_exact_optimum() {
     .unwrap();
     let le = exact.model.kernel.length_scale[0];
     assert!(
-        (feat.length_scale / le - 1.0).abs() < 1e-4,
-        "{} vs {le}",
+        (feat.length_scale[0] / le - 1.0).abs() < 1e-4,
+        "{:?} vs {le}",
         feat.length_scale
     );
     assert!(
@@ -220,7 +245,7 @@ fn bad_hyperparameter_requests_are_refused() {
         "{err}"
     );
     let (nys, _) = NystroemFeatures::fit(x.view(), 10, Kernel::Gaussian, 1.0, 0).unwrap();
-    let map = GpcMap::new(nys.into(), 1.0).unwrap();
+    let map = GpcMap::new(nys.into(), vec![1.0]).unwrap();
     let err = DirichletLml::new(
         &map,
         x.view(),
