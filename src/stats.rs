@@ -233,7 +233,12 @@ impl FeatureStats {
                 return Err(x_overflow());
             }
         }
-        Ok(CheckedChunk { shift, yc })
+        Ok(CheckedChunk {
+            shift,
+            yc,
+            y_sum: t,
+            y_sq_sum: q,
+        })
     }
 
     /// Adds a chunk that passed [`Self::check_chunk`] with these statistics.
@@ -256,8 +261,8 @@ impl FeatureStats {
         )?;
         self.y_shift = chunk.shift;
         self.n += phi.nrows() as u64;
-        self.y_sum += chunk.yc.sum();
-        self.y_sq_sum += chunk.yc.iter().map(|v| v * v).sum::<f64>();
+        self.y_sum += chunk.y_sum;
+        self.y_sq_sum += chunk.y_sq_sum;
         // Cannot fail after `check_chunk` (its bounds keep every sum below
         // the float range); a guard against statistics edited in between.
         self.check_sums()
@@ -405,10 +410,12 @@ pub(crate) trait ShiftedSums: Clone {
 }
 
 /// A chunk accepted by [`FeatureStats::check_chunk`]: the shift it is added
-/// with and its targets centered by it.
+/// with, its targets centered by it and their sum and sum of squares.
 pub(crate) struct CheckedChunk {
     shift: f64,
     yc: Array1<f64>,
+    y_sum: f64,
+    y_sq_sum: f64,
 }
 
 /// The refusal of target sums beyond the float64 range.
