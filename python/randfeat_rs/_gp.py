@@ -26,7 +26,14 @@ from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin, keep_state_
 from ._fourier import KERNELS, RandomFourierFeatures
 from ._maclaurin import MaclaurinFeatures
 from ._progress import ProgressPrinter, progress_printer
-from ._validation import MAX_COUNT, Count, float_array, length_scale_values, real_array
+from ._validation import (
+    MAX_COUNT,
+    Count,
+    fitted_length_scale,
+    float_array,
+    length_scale_values,
+    real_array,
+)
 from .exceptions import InvalidInputError
 
 __all__ = ["ExactGPR", "RandomFeatureGPR", "SufficientStatistics"]
@@ -137,8 +144,7 @@ class KernelHyperparametersMixin(GpHandleMixin):
     def length_scale_(self) -> Any:
         """Fitted length scale (an array of one per feature with ``ard=True``
         or fixed per-feature values)."""
-        ls = self._fitted_gp().length_scale
-        return ls if self.ard or ls.size > 1 else float(ls[0])
+        return fitted_length_scale(self._fitted_gp().length_scale, self.ard)
 
     @property
     def kernel_variance_(self) -> float:
@@ -1177,7 +1183,7 @@ class RandomFeatureGPR(
         transformer at the optimum, the statistics there, the noise
         variance and the iterations."""
         ls, kv, nv, fmap, stats, n_iter = fitted
-        length_scale = np.array(ls) if self.ard or len(ls) > 1 else float(ls[0])
+        length_scale = fitted_length_scale(ls, self.ard)
         self.features_ = _at_hyperparameters(f, length_scale, float(kv), fmap)
         self.stats_ = SufficientStatistics._wrap(stats)
         self.noise_variance_ = float(nv)

@@ -42,7 +42,13 @@ from ._gp import _features_chunk, _kernel_from_features, maclaurin_refits, seede
 from ._maclaurin import MaclaurinFeatures
 from ._progress import progress_printer
 from ._sparse_gp import INDUCING
-from ._validation import MAX_COUNT, Count, inducing_inputs, length_scale_values
+from ._validation import (
+    MAX_COUNT,
+    Count,
+    fitted_length_scale,
+    inducing_inputs,
+    length_scale_values,
+)
 from .exceptions import InvalidInputError
 
 __all__ = ["ALPHA_EPSILON_GRID", "ExactGPC", "RandomFeatureGPC", "SparseGPC"]
@@ -522,7 +528,7 @@ class RandomFeatureGPC(_DirichletClassifier):
         )
         moved = copy.copy(features)
         # One fitted length scale per dimension for a transformer drawn with them.
-        length_scale = float(ls[0]) if len(ls) == 1 else np.array(ls)
+        length_scale = fitted_length_scale(ls)
         moved.length_scale = length_scale
         if hasattr(moved, "kernel_variance"):
             moved.kernel_variance = float(kv)
@@ -716,10 +722,11 @@ class ExactGPC(_DirichletClassifier):
             seed=self.seed_,
             progress=progress,
         )
-        ls = np.asarray(model.length_scale)
         return {
             "_model": model,
-            "length_scale_": float(ls[0]) if np.ndim(self.length_scale) == 0 else ls,
+            "length_scale_": fitted_length_scale(
+                model.length_scale, np.ndim(self.length_scale) > 0
+            ),
             "kernel_variance_": float(model.kernel_variance),
             "n_iter_": int(n_iter),
         }
@@ -939,10 +946,11 @@ default="greedy_variance"
             n_restarts=int(self.n_restarts),
             progress=progress,
         )
-        ls = np.asarray(model.length_scale)
         return {
             "_model": model,
-            "length_scale_": float(ls[0]) if np.ndim(self.length_scale) == 0 else ls,
+            "length_scale_": fitted_length_scale(
+                model.length_scale, np.ndim(self.length_scale) > 0
+            ),
             "kernel_variance_": float(model.kernel_variance),
             "n_iter_": int(n_iter),
         }

@@ -100,6 +100,14 @@ def length_scale_values(length_scale: Any) -> list[float]:
     return real_array(length_scale, "length_scale", (0, 1)).reshape(-1).tolist()
 
 
+def fitted_length_scale(values: Any, per_dimension: bool = False) -> Any:
+    """Length scale(s) as the estimators report them: a float for one value,
+    else (or always, with ``per_dimension``, e.g. ``ard=True``) a float64
+    array of one per input dimension."""
+    ls = np.asarray(values, dtype=np.float64).reshape(-1)
+    return ls if per_dimension or ls.size > 1 else float(ls[0])
+
+
 def inducing_inputs(inducing: Any) -> Any:
     """An ``inducing`` parameter: a selection name as it is, given inputs as
     a C-contiguous float64 array of shape (M, n_features).
