@@ -166,13 +166,9 @@ impl FeatureStats {
     /// `y` of another length than `phi`, and sums that would overflow the
     /// float64 range. Returns the centered targets the chunk is added with
     /// ([`Self::add_chunk`]). `max_abs` is the largest `|φ_ij|` (or any
-    /// larger bound): with `n` rows each new diagonal entry of `ΦᵀΦ` is at
-    /// most its old one plus `n·max_abs²`, and every other entry, and every
-    /// partial sum of it, at most the geometric mean of two diagonal ones
-    /// (Cauchy–Schwarz), so diagonal sums kept below the float range by
-    /// more than their rounding keep every sum finite; likewise `Φᵀy` and
-    /// `Φᵀ1`. Where that bound does not hold (values near the float range)
-    /// the chunk's column sums decide.
+    /// larger bound), from which [`gram_update_fits`] bounds the new sums
+    /// of `ΦᵀΦ`, `Φᵀy` and `Φᵀ1`; near the float range the chunk's column
+    /// sums decide.
     ///
     /// # Errors
     /// [`Error::ShapeMismatch`] for `y` of another length than `phi`;
@@ -204,34 +200,29 @@ impl FeatureStats {
         {
             return Err(y_overflow());
         }
-        // Below MAX by more than the relative rounding of any sum of up to
-        // 2^30 terms.
-        const LIMIT: f64 = f64::MAX * (1.0 - 1.0 / (1u64 << 20) as f64);
-        let amax = |a: ArrayView1<'_, f64>| a.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let n = phi.nrows() as f64;
-        let within = |old: f64, add: f64| add.is_finite() && old.abs() + add <= LIMIT;
-        let bounded = within(amax(self.gram.diag()), n * max_abs * max_abs)
-            && within(amax(self.phi_y.view()), n * max_abs * amax(yc.view()))
-            && within(amax(self.phi_sum.view()), n * max_abs);
-        if !bounded {
-            let d = phi.ncols();
-            let (mut sq, mut py, mut ps) = (vec![0.0; d], vec![0.0; d], vec![0.0; d]);
-            for (row, &yi) in phi.rows().into_iter().zip(&yc) {
-                for (j, v) in row.iter().enumerate() {
-                    let v = v.to_f64_exact();
-                    sq[j] += v * v;
-                    py[j] += v * yi;
-                    ps[j] += v;
+        let fits = gram_update_fits(
+            GramSums {
+                diag: self.gram.diag(),
+                with_y: self.phi_y.view(),
+                with_ones: self.phi_sum.view(),
+            },
+            phi.nrows(),
+            max_abs,
+            yc.iter().fold(0.0f64, |m, v| m.max(v.abs())),
+            1.0,
+            || {
+                let d = phi.ncols();
+                let mut sums = ColumnSums::zeros(d);
+                for (i, row) in phi.rows().into_iter().enumerate() {
+                    for (j, v) in row.iter().enumerate() {
+                        sums.add(j, v.to_f64_exact(), yc[i], 1.0);
+                    }
                 }
-            }
-            let fits = (0..d).all(|j| {
-                within(self.gram[(j, j)], sq[j])
-                    && within(0.0, (self.phi_y[j] + py[j]).abs())
-                    && within(0.0, (self.phi_sum[j] + ps[j]).abs())
-            });
-            if !fits {
-                return Err(x_overflow());
-            }
+                sums
+            },
+        );
+        if !fits {
+            return Err(x_overflow());
         }
         Ok(CheckedChunk {
             shift,
@@ -418,6 +409,83 @@ pub(crate) struct CheckedChunk {
     y_sq_sum: f64,
 }
 
+/// The sums a chunk of columns `c_i` with two extra rows `(e_i, u_i)` adds
+/// to: the diagonal of `Σ c cᵀ`, `Σ c e` and `Σ c u` (for the feature
+/// statistics `e = y − s` and `u = 1`; the sparse GP's statistics weigh
+/// both by `√w`).
+pub(crate) struct GramSums<'a> {
+    /// The diagonal of the Gram sums.
+    pub diag: ArrayView1<'a, f64>,
+    /// `Σ c e`.
+    pub with_y: ArrayView1<'a, f64>,
+    /// `Σ c u`.
+    pub with_ones: ArrayView1<'a, f64>,
+}
+
+/// A chunk's exact per-column sums `Σ c²`, `Σ c e`, `Σ c u` (see
+/// [`GramSums`]), formed only when the a-priori bound of
+/// [`gram_update_fits`] does not decide.
+pub(crate) struct ColumnSums {
+    sq: Vec<f64>,
+    with_y: Vec<f64>,
+    with_ones: Vec<f64>,
+}
+
+impl ColumnSums {
+    /// Zero sums for `d` columns.
+    pub(crate) fn zeros(d: usize) -> Self {
+        Self {
+            sq: vec![0.0; d],
+            with_y: vec![0.0; d],
+            with_ones: vec![0.0; d],
+        }
+    }
+
+    /// Adds the entry `c` of column `j` in a row with extras `(e, u)`.
+    #[inline]
+    pub(crate) fn add(&mut self, j: usize, c: f64, e: f64, u: f64) {
+        self.sq[j] += c * c;
+        self.with_y[j] += c * e;
+        self.with_ones[j] += c * u;
+    }
+}
+
+/// Whether adding a chunk of `n` columns keeps every Gram sum finite, judged
+/// before anything is added. With `|c| ≤ max_abs`, `|e| ≤ e_max` and
+/// `|u| ≤ u_max`, each diagonal entry grows by at most `n·max_abs²` and
+/// every other entry, and every partial sum of it, stays at most the
+/// geometric mean of two diagonal ones (Cauchy–Schwarz), so diagonal sums
+/// kept below the float range by more than their rounding keep every sum
+/// finite; likewise the two vectors. Where that bound does not hold (values
+/// near the float range) the chunk's exact column sums (`exact`) decide.
+pub(crate) fn gram_update_fits(
+    old: GramSums<'_>,
+    n: usize,
+    max_abs: f64,
+    e_max: f64,
+    u_max: f64,
+    exact: impl FnOnce() -> ColumnSums,
+) -> bool {
+    // Below MAX by more than the relative rounding of any sum of up to
+    // 2^30 terms.
+    const LIMIT: f64 = f64::MAX * (1.0 - 1.0 / (1u64 << 20) as f64);
+    let amax = |a: &ArrayView1<'_, f64>| a.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let within = |old: f64, add: f64| add.is_finite() && old.abs() + add <= LIMIT;
+    let n = n as f64;
+    if within(amax(&old.diag), n * max_abs * max_abs)
+        && within(amax(&old.with_y), n * max_abs * e_max)
+        && within(amax(&old.with_ones), n * max_abs * u_max)
+    {
+        return true;
+    }
+    let add = exact();
+    (0..old.diag.len()).all(|j| {
+        within(old.diag[j], add.sq[j])
+            && within(0.0, (old.with_y[j] + add.with_y[j]).abs())
+            && within(0.0, (old.with_ones[j] + add.with_ones[j]).abs())
+    })
+}
+
 /// The refusal of target sums beyond the float64 range.
 fn y_overflow() -> Error {
     Error::invalid(
@@ -428,7 +496,7 @@ fn y_overflow() -> Error {
 }
 
 /// The refusal of feature sums beyond the float64 range.
-fn x_overflow() -> Error {
+pub(crate) fn x_overflow() -> Error {
     Error::invalid(
         "X",
         "the sums of the features' products with each other or with the targets overflow the \

@@ -132,9 +132,13 @@ impl SparseClassStats {
         for (a, b) in self.classes.iter().zip(&other.classes) {
             a.check_merge(b)?;
         }
-        for (a, b) in self.classes.iter_mut().zip(&other.classes) {
+        // On a copy: a class whose sums would overflow leaves every class
+        // as it was.
+        let mut merged = self.clone();
+        for (a, b) in merged.classes.iter_mut().zip(&other.classes) {
             a.merge(b)?;
         }
+        *self = merged;
         Ok(())
     }
 

@@ -399,6 +399,30 @@ fn a_chunk_is_added_to_every_class_or_to_none() {
     }
 }
 
+#[test]
+fn a_merge_changes_every_class_or_none() {
+    // Class 1's merged sums would overflow, class 0's would not: the merge
+    // is refused and class 0 keeps its statistics too.
+    let x = random(4, 2, 7);
+    let mut big = x.clone();
+    big.row_mut(1).fill(5e153);
+    let labels = [0, 1, 0, 0];
+    let mut stats = ClassStats::new(2, 2);
+    stats.accumulate(big.view(), &labels, PAR).unwrap();
+    for _ in 0..2 {
+        let copy = stats.clone();
+        stats.merge(&copy).unwrap();
+    }
+    let before: Vec<Array2<f64>> = stats.classes.iter().map(|c| c.gram.clone()).collect();
+    let copy = stats.clone();
+    let e = stats.merge(&copy).unwrap_err();
+    assert!(e.to_string().contains("`X`"), "{e}");
+    assert_eq!(stats.n(), 16);
+    for (c, g) in stats.classes.iter().zip(&before) {
+        assert_eq!(&c.gram, g);
+    }
+}
+
 #[cfg(feature = "serde")]
 #[test]
 fn fitted_classifiers_round_trip_through_serde() {

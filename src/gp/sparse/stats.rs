@@ -21,7 +21,9 @@ use super::kernel_blocks::{cross_block, diag_sum, scaled_t};
 use super::prior::InducingPrior;
 use crate::error::{check_finite, Error, Result};
 use crate::linalg::{mirror_lower, syrk};
-use crate::stats::{check_overflow, reshift_sums, ShiftedSums};
+use crate::stats::{
+    check_overflow, gram_update_fits, reshift_sums, x_overflow, ColumnSums, GramSums, ShiftedSums,
+};
 use crate::threads::Parallelism;
 
 /// The sparse-GP approximation.
@@ -179,9 +181,11 @@ impl SparseStats {
     /// # Errors
     /// [`Error::ShapeMismatch`] for a chunk of the wrong width or length, or
     /// statistics of another `M` or whose fields disagree in shape;
-    /// [`Error::NonFinite`] for NaN in the chunk; [`Error::InvalidParameter`] naming `y` (the target sums)
-    /// or `X` (the others) when a sum overflows the float64 range (the
-    /// statistics are then not usable).
+    /// [`Error::NonFinite`] for NaN in the chunk; [`Error::InvalidParameter`]
+    /// naming `y` (the target sums) or `X` (the others) when a sum would
+    /// overflow the float64 range (judged before anything is added, by
+    /// [`crate::stats::gram_update_fits`] from the largest kernel column
+    /// entry). Nothing is changed by a refused chunk.
     pub fn accumulate(
         &mut self,
         prior: &InducingPrior,
@@ -223,11 +227,12 @@ impl SparseStats {
             &[m, n],
         )?;
         let whiten = self.whitens(prior);
-        if self.n == 0 {
-            self.y_shift = y.sum() / n as f64;
-            self.whitened = whiten;
-        }
-        let yc: Vec<f64> = y.iter().map(|v| v - self.y_shift).collect();
+        let shift = if self.n == 0 {
+            y.sum() / n as f64
+        } else {
+            self.y_shift
+        };
+        let yc: Vec<f64> = y.iter().map(|v| v - shift).collect();
         let ut = scaled_t(&prior.params, x);
         let kb = &mut scratch[..mn];
         cross_block(&prior.params, prior.w.view(), ut.view(), kb, None, par);
@@ -242,20 +247,22 @@ impl SparseStats {
         let mut extra = Vec::with_capacity(2 * n);
         extra.extend_from_slice(&yc);
         extra.resize(2 * n, 1.0);
+        // The chunk's scalar sums: Σ w, Σ w (y − s), Σ w (y − s)², Σ ln Λ.
+        let (mut w_sum, mut wy_sum, mut wyy_sum, mut log_lambda_sum) = (0.0, 0.0, 0.0, 0.0);
         match self.method {
             Method::Vfe => {
-                self.w_sum += n as f64;
-                self.wy_sum += yc.iter().sum::<f64>();
-                self.wyy_sum += yc.iter().map(|t| t * t).sum::<f64>();
+                w_sum = n as f64;
+                wy_sum = yc.iter().sum::<f64>();
+                wyy_sum = yc.iter().map(|t| t * t).sum::<f64>();
             }
             Method::Fitc => {
                 let lam = fitc_lambda(prior, kb, n);
                 for (i, &l) in lam.iter().enumerate() {
                     let (w, r) = (1.0 / l, l.sqrt().recip());
-                    self.w_sum += w;
-                    self.wy_sum += w * yc[i];
-                    self.wyy_sum += w * yc[i] * yc[i];
-                    self.log_lambda_sum += l.ln();
+                    w_sum += w;
+                    wy_sum += w * yc[i];
+                    wyy_sum += w * yc[i] * yc[i];
+                    log_lambda_sum += l.ln();
                     extra[i] *= r;
                     extra[n + i] = r;
                 }
@@ -265,6 +272,45 @@ impl SparseStats {
                     }
                 }
             }
+        }
+        // Every sum is judged before the statistics change, so a refused
+        // chunk leaves them as they were.
+        let y_sum = self.y_sum + yc.iter().sum::<f64>();
+        let (w_sum, wy_sum, wyy_sum) = (
+            self.w_sum + w_sum,
+            self.wy_sum + wy_sum,
+            self.wyy_sum + wyy_sum,
+        );
+        let kff_sum = self.kff_sum + diag_sum(&prior.params, n);
+        let log_lambda_sum = self.log_lambda_sum + log_lambda_sum;
+        check_overflow(
+            &[shift, y_sum, wy_sum, wyy_sum],
+            &[w_sum, kff_sum, log_lambda_sum],
+        )?;
+        let amax = |v: &[f64]| v.iter().fold(0.0f64, |a, t| a.max(t.abs()));
+        let (e, u) = extra.split_at(n);
+        let fits = gram_update_fits(
+            GramSums {
+                diag: self.gram.diag(),
+                with_y: self.k_y.view(),
+                with_ones: self.k_sum.view(),
+            },
+            n,
+            amax(kb),
+            amax(e),
+            amax(u),
+            || {
+                let mut sums = ColumnSums::zeros(m);
+                for (j, row) in kb.chunks_exact(n).enumerate() {
+                    for (i, &k) in row.iter().enumerate() {
+                        sums.add(j, k, e[i], u[i]);
+                    }
+                }
+                sums
+            },
+        );
+        if !fits {
+            return Err(x_overflow());
         }
         let mut ext = vec![0.0; 2 * m];
         let g = self
@@ -287,9 +333,19 @@ impl SparseStats {
             self.k_y[j] += e[0];
             self.k_sum[j] += e[1];
         }
+        if self.n == 0 {
+            self.y_shift = shift;
+            self.whitened = whiten;
+        }
         self.n += n as u64;
-        self.y_sum += yc.iter().sum::<f64>();
-        self.kff_sum += diag_sum(&prior.params, n);
+        self.y_sum = y_sum;
+        self.w_sum = w_sum;
+        self.wy_sum = wy_sum;
+        self.wyy_sum = wyy_sum;
+        self.kff_sum = kff_sum;
+        self.log_lambda_sum = log_lambda_sum;
+        // Cannot fail after the bounds above; a guard against statistics
+        // edited in between.
         self.check_sums()
     }
 
@@ -348,14 +404,16 @@ impl SparseStats {
     ///
     /// # Errors
     /// [`Error::ShapeMismatch`] for another `M` or either one's fields
-    /// disagreeing in shape, [`Error::InvalidParameter`] for another method;
-    /// nothing is changed then. [`Error::InvalidParameter`] naming `y` (the target sums)
-    /// or `X` (the others) when a sum overflows the float64 range (the
-    /// statistics are then not usable).
+    /// disagreeing in shape, [`Error::InvalidParameter`] for another method,
+    /// or naming `y` (the target sums) or `X` (the others) when a sum
+    /// overflows the float64 range. Nothing is changed then.
     pub fn merge(&mut self, other: &SparseStats) -> Result<()> {
         self.check_merge(other)?;
-        self.merge_shifted(other);
-        self.check_sums()
+        let mut merged = self.clone();
+        merged.merge_shifted(other);
+        merged.check_sums()?;
+        *self = merged;
+        Ok(())
     }
 
     /// The refusals of [`Self::merge`]: either one's fields disagree in

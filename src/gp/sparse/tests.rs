@@ -731,6 +731,78 @@ fn a_chunk_too_large_for_memory_is_refused_before_anything_changes() {
 }
 
 #[test]
+fn a_chunk_or_merge_whose_sums_would_overflow_changes_nothing() {
+    let x = random(12, 2, 21);
+    let y = targets(&x);
+    let par = Parallelism::Rayon;
+    for method in [Method::Vfe, Method::Fitc] {
+        let pr = prior(
+            &params(Kernel::Gaussian, &[0.7], 1.5),
+            0.1,
+            x.slice(s![..4, ..]),
+        );
+        let mut stats = SparseStats::new(method, 4);
+        let mut scratch = Vec::new();
+        stats
+            .accumulate(
+                &pr,
+                x.slice(s![..6, ..]),
+                y.slice(s![..6]),
+                &mut scratch,
+                par,
+            )
+            .unwrap();
+        let before = stats.clone();
+        // Targets whose squares overflow: refused, nothing changed.
+        let huge = Array1::from_elem(3, 1e200);
+        let e = stats
+            .accumulate(&pr, x.slice(s![6..9, ..]), huge.view(), &mut scratch, par)
+            .unwrap_err();
+        assert!(e.to_string().contains("`y`"), "{e}");
+        assert_eq!(stats, before);
+        // Later chunks add as if the refused one had not been offered.
+        stats
+            .accumulate(
+                &pr,
+                x.slice(s![6.., ..]),
+                y.slice(s![6..]),
+                &mut scratch,
+                par,
+            )
+            .unwrap();
+        let mut want = before.clone();
+        want.accumulate(
+            &pr,
+            x.slice(s![6.., ..]),
+            y.slice(s![6..]),
+            &mut scratch,
+            par,
+        )
+        .unwrap();
+        assert_eq!(stats, want);
+        // Statistics whose merged target sums overflow: refused, nothing
+        // changed.
+        let mut big = SparseStats::new(method, 4);
+        let big_y = Array1::from_shape_fn(6, |i| if i % 2 == 0 { 1e152 } else { -1e152 });
+        big.accumulate(&pr, x.slice(s![..6, ..]), big_y.view(), &mut scratch, par)
+            .unwrap();
+        let mut acc = big.clone();
+        let mut merges = 0;
+        let e = loop {
+            let before = acc.clone();
+            match acc.merge(&big) {
+                Ok(()) => merges += 1,
+                Err(e) => {
+                    assert_eq!(acc, before);
+                    break e;
+                }
+            }
+        };
+        assert!(merges >= 1 && e.to_string().contains("`y`"), "{merges} {e}");
+    }
+}
+
+#[test]
 fn coinciding_inducing_inputs_get_a_recorded_jitter() {
     let x = random(20, 1, 14);
     let y = targets(&x);
