@@ -611,6 +611,37 @@ fn kmeans_and_random_selections() {
             "{want} not among {z}"
         );
     }
+    // Rows whose squared distances overflow float64: clustered scaled by a
+    // power of two, so the centers are the unscaled ones times 2^500,
+    // bit for bit.
+    let big = 2f64.powi(500);
+    let zb = select_inducing(
+        (&x * big).view(),
+        3,
+        &InducingInit::KMeans,
+        &p,
+        1,
+        Parallelism::Rayon,
+        &Monitor::default(),
+    )
+    .unwrap();
+    assert_eq!(zb, &z * big);
+    // One such outlier among ordinary rows: finite centers, one of them
+    // the outlier.
+    let mut xo = x.clone();
+    xo.row_mut(7).fill(1e160);
+    let zo = select_inducing(
+        xo.view(),
+        3,
+        &InducingInit::KMeans,
+        &p,
+        1,
+        Parallelism::Rayon,
+        &Monitor::default(),
+    )
+    .unwrap();
+    assert!(zo.iter().all(|v| v.is_finite()));
+    assert!(zo.rows().into_iter().any(|r| r.iter().all(|&v| v == 1e160)));
     let r = select_inducing(
         x.view(),
         10,
