@@ -1081,6 +1081,26 @@ def test_a_refused_partial_fit_chunk_leaves_the_statistics_as_they_were():
     np.testing.assert_allclose(gp.predict(X[:5]), one.predict(X[:5]), rtol=1e-10, atol=1e-12)
 
 
+def test_a_partial_fit_batch_refused_part_way_adds_none_of_its_rows():
+    # The batch's third chunk of 5 rows has targets whose sums overflow:
+    # its first two chunks are not kept either.
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(45, 2))
+    y = np.sin(X[:, 0])
+    make = partial(RandomFeatureGPR, deterministic_features(2, 8), noise_variance=0.1, chunk_size=5)
+    gp = make().partial_fit(X[:20], y[:20])
+    bad = y[20:35].copy()
+    bad[-1] = 1e200
+    with pytest.raises(InvalidInputError, match="`y`"):
+        gp.partial_fit(X[20:35], bad)
+    assert gp.stats_.n_samples == 20
+    gp.partial_fit(X[35:], y[35:])
+    want = make().partial_fit(X[:20], y[:20]).partial_fit(X[35:], y[35:])
+    assert gp.stats_.n_samples == want.stats_.n_samples == 30
+    np.testing.assert_array_equal(gp.stats_.gram, want.stats_.gram)
+    np.testing.assert_array_equal(gp.predict(X[:5]), want.predict(X[:5]))
+
+
 def test_a_failed_first_partial_fit_leaves_the_model_unfitted():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 2))

@@ -54,9 +54,8 @@ def keep_state_on_failure(fit: _Fit) -> _Fit:
     model whole and a failed first fit leaves the estimator unfitted
     (``NotFittedError``). It restores the attribute dictionary: attributes
     that the call set or replaced go back, but an object it mutated in place
-    is not copied beforehand (the statistics that
-    ``RandomFeatureGPR.partial_fit`` adds rows to; ``fit`` itself replaces
-    every fitted attribute).
+    is not copied beforehand, so a method that adds to a fitted object
+    works on a copy of it (``RandomFeatureGPR.partial_fit``).
 
     Parameters
     ----------

@@ -1231,7 +1231,8 @@ class RandomFeatureGPR(
         transformer fitted on the first batch, and, when ``noise_variance``
         is None, the noise initialized from the first batch). ``optimize``
         does not apply here: the rows are added at the hyperparameters of
-        ``features_`` (those fitted by a previous :meth:`fit`, if any).
+        ``features_`` (those fitted by a previous :meth:`fit`, if any). A
+        batch that is refused or interrupted adds none of its rows.
 
         Parameters
         ----------
@@ -1248,6 +1249,11 @@ class RandomFeatureGPR(
         X, y = self._validate_xy(X, y, reset=first)
         if first:
             self._start(X, y)
+        elif self.stats_ is not None:
+            # Rows go into a copy, so that a batch refused (or interrupted)
+            # part-way adds none of its rows: the state restored on failure
+            # holds the statistics as they were.
+            self.stats_ = self.stats_.copy()
         self._accumulate(X, y)
         self._solve()
         return self
