@@ -260,7 +260,7 @@ mod tests {
         let grids = BinningGrids::draw(&Laplacian::new(1.0).unwrap(), HUGE, 16, 0);
         names(grids.err().unwrap(), "n_grids");
         names(
-            crate::stats::FeatureStats::check_size(10_000_000, 1).unwrap_err(),
+            crate::stats::FeatureStats::check_size("n_components", 10_000_000, 1).unwrap_err(),
             "n_components",
         );
     }

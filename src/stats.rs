@@ -50,10 +50,11 @@ impl FeatureStats {
     /// Refuses `count` sets of statistics for `D = n_features` features, and
     /// the `D × D` factor a solve makes of each, when they cannot be held:
     /// `2 · count · D²` float64 (see [`crate::alloc::check_alloc`]); the
-    /// error names `n_components`, the width of the feature map.
-    pub fn check_size(n_features: usize, count: usize) -> crate::Result<()> {
+    /// error names `param`, the caller's name for `D` (`n_components`, the
+    /// width of a feature map, or `n_features` of statistics made directly).
+    pub fn check_size(param: &'static str, n_features: usize, count: usize) -> crate::Result<()> {
         crate::alloc::check_alloc(
-            "n_components",
+            param,
             &format!(
                 "{count} feature-space GP(s) with D = {n_features} features \
                  (2 x {count} x {n_features} x {n_features} float64: the Gram matrix and its factor)"

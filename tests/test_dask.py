@@ -759,6 +759,20 @@ def test_bad_inputs_of_fit() -> None:
         rdask.fit(gp, X, _dask(y, (40,)))
     with pytest.raises(TypeError, match="`estimator` must be"):
         rdask.fit(rf.ExactGPR(), _dask(x, (40,)), _dask(y, (40,)))
+    # Non-real data is refused as the in-memory estimators refuse it, not
+    # cast: complex inputs or targets, and regression targets that are
+    # strings.
+    with pytest.raises(rf.InvalidDtypeError, match="`X` must hold real numbers"):
+        rdask.fit(gp, _dask(x + 1j, (40,)), _dask(y, (40,)))
+    with pytest.raises(rf.InvalidDtypeError, match="`y` must hold real numbers or labels"):
+        rdask.fit(gp, _dask(x, (40,)), _dask(y + 1j, (40,)))
+    for est in (gp, rf.SparseGPR(inducing=x[:4], optimize=())):
+        with pytest.raises(rf.InvalidDtypeError, match="`y` must hold numbers"):
+            rdask.fit(est, _dask(x, (40,)), _dask(y.astype(str), (40,)))
+    with pytest.raises(rf.InvalidDtypeError, match="`y` must hold numbers"):
+        rdask.sparse_objective(
+            rf.SparseGPR(inducing=x[:4]), _dask(x, (40,)), _dask(y.astype(str), (40,))
+        )
     # The marginal-likelihood fit's refusals are those of the in-memory fit.
     for est in (
         rf.RandomFeatureGPR(rf.PolynomialSketch(8, random_state=0), optimize=("noise_variance",)),

@@ -117,7 +117,7 @@ SIZE_CASES = {
         lambda: SparseGPR(n_inducing=HUGE, optimize=()).fit(X_TALL, Y_TALL),
         "n_inducing",
     ),
-    "stats": (lambda: rf.SufficientStatistics(10**7), "n_components"),
+    "stats": (lambda: rf.SufficientStatistics(10**7), "n_features"),
 }
 
 

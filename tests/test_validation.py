@@ -138,3 +138,122 @@ def test_integer_data_is_accepted_as_real() -> None:
     np.testing.assert_array_equal(rf.kernel_matrix(xi), rf.kernel_matrix(xi.astype(float)))
     assert rf.rmse(np.array([0, 0]), np.array([3, 4])) == pytest.approx(np.sqrt(12.5))
     assert rf.kernel_matrix(M, length_scale=np.float32(2.0)).shape == (4, 4)
+
+
+# ------------------------------------------- methods that take data outside fit
+
+
+def _stats_accumulate(y: Any) -> Any:
+    return rf.SufficientStatistics(3).accumulate(M, y)
+
+
+def _stats_from_features(y: Any) -> Any:
+    rff = rf.RandomFourierFeatures(8, random_state=0).fit(M)
+    return rf.SufficientStatistics.from_features(rff, M, y)
+
+
+def _exact_gp() -> rf.ExactGPR:
+    return rf.ExactGPR(optimize=(), length_scale=1.0, kernel_variance=1.0, noise_variance=0.1).fit(
+        M, V
+    )
+
+
+METHOD_CALLS: list[tuple[Callable[[Any], Any], Any, str]] = [
+    (_stats_accumulate, V, "y"),
+    (_stats_from_features, V, "y"),
+    (lambda theta: _exact_gp().log_marginal_likelihood(theta), np.log([1.0, 1.0, 0.1]), "theta"),
+    (lambda L: setattr(_exact_gp(), "L_", L), None, "L_"),
+]
+
+
+@pytest.mark.parametrize(("f", "valid", "name"), METHOD_CALLS, ids=[c[2] for c in METHOD_CALLS])
+@pytest.mark.parametrize(
+    "spoil",
+    [lambda a: a + 1j, lambda a: a > 0, lambda a: a.astype(object), lambda a: a.astype(str)],
+    ids=["complex", "bool", "object", "str"],
+)
+def test_methods_refuse_non_real_data_by_name(
+    f: Callable[[Any], Any], valid: Any, name: str, spoil: Callable[[Any], Any]
+) -> None:
+    """The defect that was: ``accumulate(phi, y + 5j)`` and
+    ``log_marginal_likelihood(theta + 3j)`` dropped the imaginary part."""
+    if valid is None:
+        valid = _exact_gp().L_
+    f(valid)
+    with pytest.raises(InvalidDtypeError, match=f"`{name}`"):
+        f(spoil(np.asarray(valid)))
+
+
+def test_a_factor_of_the_wrong_shape_is_refused_by_name() -> None:
+    with pytest.raises(InvalidInputError, match="`L_` must be 2-D, got 1-D"):
+        _exact_gp().L_ = np.ones(4)
+
+
+@pytest.mark.parametrize("chunk_size", [0, -1, True, 2.5])
+def test_from_features_checks_chunk_size(chunk_size: Any) -> None:
+    rff = rf.RandomFourierFeatures(8, random_state=0).fit(M)
+    with pytest.raises(InvalidInputError, match="`chunk_size` must be an integer >= 1"):
+        rf.SufficientStatistics.from_features(rff, M, V, chunk_size=chunk_size)
+
+
+def test_statistics_too_large_for_memory_name_n_features() -> None:
+    with pytest.raises(InvalidInputError, match="`n_features`"):
+        rf.SufficientStatistics(2**40)
+
+
+REGRESSORS = [
+    lambda: rf.ExactGPR(optimize=()),
+    lambda: rf.RandomFeatureGPR(random_state=0),
+    lambda: rf.SparseGPR(3, optimize=(), random_state=0),
+    lambda: rf.LocalizedMaclaurinGPR(8, random_state=0),
+]
+
+
+@pytest.mark.parametrize("make", REGRESSORS, ids=["exact", "features", "sparse", "localized"])
+def test_regressors_refuse_targets_that_are_not_numbers(make: Callable[[], Any]) -> None:
+    """String targets were parsed (``"0.5"`` taken as 0.5); scikit-learn's
+    conventions stand for the rest: bool targets are 0 and 1."""
+    X = RNG.standard_normal((12, 2))
+    y = np.sin(X[:, 0])
+    with pytest.raises(InvalidDtypeError, match="`y` must hold numbers"):
+        make().fit(X, y.astype(str))
+    with pytest.raises(ValueError, match=r"[Cc]omplex"):
+        make().fit(X, y + 1j)
+    np.testing.assert_array_equal(
+        make().fit(X, y > 0).predict(X), make().fit(X, (y > 0).astype(float)).predict(X)
+    )
+
+
+HYPERPARAMETER_EXTREMES = [
+    (
+        lambda X, y: rf.MaclaurinFeatures(8, length_scale=1e-320, random_state=0).fit(X),
+        "`length_scale`: X / length_scale overflows",
+    ),
+    (
+        lambda X, y: rf.RandomFeatureGPR(noise_variance=1e-320, random_state=0).fit(X, y),
+        "`hyperparameters`: the matrix to factor",
+    ),
+    (
+        lambda X, y: rf.ExactGPR(length_scale=1e-320, optimize=()).fit(X, y),
+        "`hyperparameters`: the matrix to factor",
+    ),
+    (
+        lambda X, y: (
+            rf.LocalizedMaclaurinGPR(8, kernel_variance=1.7e308, random_state=0)
+            .fit(X, y)
+            .predict(X)
+        ),
+        "`X`: the sums of the features' products",
+    ),
+]
+
+
+@pytest.mark.parametrize(("f", "message"), HYPERPARAMETER_EXTREMES)
+def test_hyperparameters_beyond_float64_at_these_inputs_say_so(
+    f: Callable[[Any, Any], Any], message: str
+) -> None:
+    """These used to name an internal array (`matrix`, `gram`) or blame a
+    finite `X` for containing NaN."""
+    X = RNG.standard_normal((40, 3))
+    with pytest.raises(InvalidInputError, match=message):
+        f(X, np.sin(X[:, 0]))

@@ -33,6 +33,7 @@ from ._validation import (
     float_array,
     length_scale_values,
     real_array,
+    regression_targets,
 )
 from .exceptions import InvalidInputError
 
@@ -129,7 +130,7 @@ class FittedGpMixin(GpHandleMixin):
 
     @L_.setter
     def L_(self, value: Any) -> None:
-        self._gp = self._fitted_gp().with_factor(np.asarray(value, dtype=np.float64))
+        self._gp = self._fitted_gp().with_factor(real_array(value, "L_", ndims=(2,)))
 
 
 class KernelHyperparametersMixin(GpHandleMixin):
@@ -385,7 +386,7 @@ class ExactGPR(
         """
         self._resolve_device(unsupported=EXACT_GP_CPU_ONLY)
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
-        y = np.ascontiguousarray(y, dtype=np.float64)
+        y = regression_targets(y)
         ls = None if self.length_scale is None else length_scale_values(self.length_scale)
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
             self._gp = _core.ExactGp.fit(
@@ -446,7 +447,7 @@ class ExactGPR(
         """
         check_is_fitted(self)
         if theta is not None:
-            theta = np.asarray(theta, dtype=np.float64).ravel().tolist()
+            theta = real_array(theta, "theta", ndims=(0, 1)).ravel().tolist()
         lml, grad = self._gp.log_marginal_likelihood(theta, bool(eval_gradient))
         return (lml, grad) if eval_gradient else lml
 
@@ -510,13 +511,15 @@ class SufficientStatistics:
         -------
         SufficientStatistics
         """
+        if not Count(1, MAX_COUNT).is_satisfied_by(chunk_size):
+            raise InvalidInputError(f"`chunk_size` must be an integer >= 1, got {chunk_size!r}")
         X = np.asarray(X)
         y = _as_targets(y, X.shape[0])
         stats: Optional[SufficientStatistics] = None
         for lo in range(0, X.shape[0], chunk_size):
             phi = _features_chunk(features, X[lo : lo + chunk_size])
             if stats is None:
-                stats = cls(phi.shape[1])
+                stats = cls._for_map(phi.shape[1])
             stats.accumulate(phi, y[lo : lo + chunk_size])
         if stats is None:
             raise InvalidInputError("`X` needs at least one row")
@@ -544,6 +547,12 @@ class SufficientStatistics:
             other = other.copy()
         self._stats.merge(other._stats)
         return self
+
+    @classmethod
+    def _for_map(cls, n_components: int) -> SufficientStatistics:
+        """Empty statistics for a feature map's ``n_components`` features (a
+        width too large for memory is refused naming ``n_components``)."""
+        return cls._wrap(_core.FeatureStats.for_map(int(n_components)))
 
     @classmethod
     def _wrap(cls, stats: Any) -> SufficientStatistics:
@@ -605,7 +614,7 @@ class SufficientStatistics:
 
 
 def _as_targets(y: Any, n: int) -> np.ndarray:
-    y = np.asarray(y, dtype=np.float64)
+    y = real_array(y, "y")
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if y.ndim != 1:
@@ -1032,7 +1041,7 @@ class RandomFeatureGPR(
         X, y = validate_data(
             self, X, y, reset=reset, dtype=[np.float64, np.float32], order="C", y_numeric=True
         )
-        return X, np.ascontiguousarray(y, dtype=np.float64)
+        return X, regression_targets(y)
 
     def _resolve_features_device(self) -> None:
         """``device_`` from the fitted transformer's map (which knows its GPU
@@ -1075,7 +1084,7 @@ class RandomFeatureGPR(
         if self.device_ == "gpu" and X.shape[0] > 0:
             # Phi^T [y - s, 1] on the device (Phi stays there), merged in Rust.
             if self.stats_ is None:
-                self.stats_ = SufficientStatistics(fmap.n_components)
+                self.stats_ = SufficientStatistics._for_map(fmap.n_components)
             fmap.accumulate(self.stats_._stats, X, y, "gpu", int(self.chunk_size))
             if self.verbose:
                 ProgressPrinter(type(self).__name__).message(
@@ -1087,12 +1096,12 @@ class RandomFeatureGPR(
         if self.stats_ is None and fmap is not None:
             # Refuses a width whose D x D statistics cannot be held before
             # any chunk is transformed.
-            self.stats_ = SufficientStatistics(fmap.n_components)
+            self.stats_ = SufficientStatistics._for_map(fmap.n_components)
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
             for lo in range(0, n, step):
                 phi = _features_chunk(self.features_, X[lo : lo + step])
                 if self.stats_ is None:
-                    self.stats_ = SufficientStatistics(phi.shape[1])
+                    self.stats_ = SufficientStatistics._for_map(phi.shape[1])
                 self.stats_.accumulate(phi, y[lo : lo + step])
                 if progress is not None:
                     progress("rows accumulated", min(lo + step, n), n, [])

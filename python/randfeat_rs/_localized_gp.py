@@ -24,7 +24,7 @@ from . import _core
 from ._base import DeviceMixin, RandomStateMixin, keep_state_on_failure
 from ._gp import GaussianPredictionMixin
 from ._progress import progress_printer
-from ._validation import MAX_COUNT, MAX_DEGREE_COUNT, Count
+from ._validation import MAX_COUNT, MAX_DEGREE_COUNT, Count, regression_targets
 
 __all__ = ["LocalizedMaclaurinGPR"]
 
@@ -267,7 +267,7 @@ class LocalizedMaclaurinGPR(
             The fitted estimator.
         """
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C", y_numeric=True)
-        y = np.ascontiguousarray(y, dtype=np.float64)
+        y = regression_targets(y)
         test = self.centers == "test"
         self._resolve_device(unsupported=TEST_CENTERS_CPU_ONLY if test else None)
         if isinstance(self.length_scale, str):

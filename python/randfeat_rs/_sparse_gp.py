@@ -23,7 +23,14 @@ from ._base import DeviceMixin, RandomStateMixin, keep_state_on_failure
 from ._fourier import KERNELS
 from ._gp import GaussianPredictionMixin, KernelHyperparametersMixin
 from ._progress import progress_printer
-from ._validation import MAX_COUNT, Count, inducing_inputs, length_scale_values, user_stacklevel
+from ._validation import (
+    MAX_COUNT,
+    Count,
+    inducing_inputs,
+    length_scale_values,
+    regression_targets,
+    user_stacklevel,
+)
 
 __all__ = ["SparseGPR"]
 
@@ -299,7 +306,7 @@ default="greedy_variance"
             The fitted estimator.
         """
         X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C", y_numeric=True)
-        y = np.ascontiguousarray(y, dtype=np.float64)
+        y = regression_targets(y)
         self._resolve_device(unsupported=FITC_CPU_ONLY if self.method == "fitc" else None)
         inducing = inducing_inputs(self.inducing)
         ls = None if self.length_scale is None else length_scale_values(self.length_scale)

@@ -87,6 +87,25 @@ def real_array(x: Any, name: str, ndims: tuple[int, ...] = (1, 2)) -> np.ndarray
     return np.ascontiguousarray(arr, dtype=np.float64)
 
 
+def regression_targets(y: np.ndarray) -> np.ndarray:
+    """A regressor's ``y``, as ``validate_data(..., y_numeric=True)`` returns
+    it, as a C-contiguous float64 array; targets that are not numbers
+    (strings) are refused instead of parsed.
+
+    ``validate_data`` has already refused complex targets and converted an
+    object array of numbers; bool targets are taken as 0 and 1, as
+    scikit-learn's regressors take them.
+
+    Raises
+    ------
+    InvalidDtypeError
+        If ``y`` holds strings, bytes or another dtype without numbers.
+    """
+    if y.dtype.kind not in _REAL_KINDS + "b":
+        raise InvalidDtypeError(f"`y` must hold numbers, got dtype {y.dtype}")
+    return np.ascontiguousarray(y, dtype=np.float64)
+
+
 def length_scale_values(length_scale: Any) -> list[float]:
     """A ``length_scale`` parameter, one number or one per input column, as a list.
 

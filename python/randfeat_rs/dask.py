@@ -64,7 +64,7 @@ from ._gpc import GPC_CPU_ONLY, RandomFeatureGPC
 from ._progress import progress_printer
 from ._sparse_gp import SparseGPR
 from ._validation import inducing_inputs, length_scale_values, user_stacklevel
-from .exceptions import InvalidInputError
+from .exceptions import InvalidDtypeError, InvalidInputError
 
 __all__ = [
     "fit",
@@ -102,6 +102,10 @@ def _rows(X: Any, name: str = "X", *, known_rows: bool = True) -> da.Array:
         )
     if X.ndim != 2:
         raise ValueError(f"`{name}` must be 2-D (n_samples, n_features), got {X.ndim}-D")
+    if X.dtype.kind not in "fiub":
+        # As the estimators' own validation: numbers (bool as 0 and 1);
+        # complex data is refused, not cast to its real part.
+        raise InvalidDtypeError(f"`{name}` must hold real numbers, got dtype {X.dtype}")
     if known_rows and any(np.isnan(c) for c in X.chunks[0]):
         raise ValueError(
             f"`{name}` has unknown row-chunk sizes; call {name}.compute_chunk_sizes() first"
@@ -129,6 +133,8 @@ def _targets(y: Any, X: da.Array) -> da.Array:
         y = y[:, 0]
     if y.ndim != 1:
         raise ValueError(f"`y` must be 1-D (n_samples,), got shape {y.shape}")
+    if y.dtype.kind == "c":
+        raise InvalidDtypeError(f"`y` must hold real numbers or labels, got dtype {y.dtype}")
     if any(np.isnan(c) for c in y.chunks[0]):
         raise ValueError("`y` has unknown chunk sizes; call y.compute_chunk_sizes() first")
     if y.shape[0] != X.shape[0]:
@@ -136,6 +142,13 @@ def _targets(y: Any, X: da.Array) -> da.Array:
     if y.chunks[0] != X.chunks[0]:
         y = y.rechunk({0: X.chunks[0]})
     return y
+
+
+def _check_regression_targets(y: da.Array) -> None:
+    """Refuses regression targets that are not numbers (strings), as the
+    in-memory regressors do."""
+    if y.dtype.kind not in "fiub":
+        raise InvalidDtypeError(f"`y` must hold numbers, got dtype {y.dtype}")
 
 
 def _float_dtype(dtype: np.dtype) -> np.dtype:
@@ -608,8 +621,9 @@ def fit(estimator: Any, X: Any, y: Any, *, persist: bool = True) -> Any:
     Raises
     ------
     TypeError
-        For a non-dask ``X`` or ``y``, or an estimator this function does
-        not fit.
+        For a non-dask ``X`` or ``y``, an ``X`` without real numbers,
+        regression targets that are not numbers, or an estimator this
+        function does not fit.
     ValueError
         For arrays of mismatched lengths or unknown chunk sizes.
     InvalidInputError
@@ -617,6 +631,8 @@ def fit(estimator: Any, X: Any, y: Any, *, persist: bool = True) -> Any:
     """
     X = _rows(X)
     y = _targets(y, X)
+    if isinstance(estimator, (SparseGPR, RandomFeatureGPR)):
+        _check_regression_targets(y)
     if isinstance(estimator, SparseGPR):
         return _fit_sparse(estimator, X, y, persist)
     if isinstance(estimator, RandomFeatureGPR):
@@ -975,6 +991,7 @@ def sparse_objective(estimator: SparseGPR, X: Any, y: Any) -> tuple[float, np.nd
     """
     X = _rows(X)
     y = _targets(y, X)
+    _check_regression_targets(y)
     if not isinstance(estimator, SparseGPR):
         raise TypeError(f"`estimator` must be a SparseGPR, got {type(estimator).__name__}")
     estimator._validate_params()

@@ -49,7 +49,7 @@ impl FeatureGp {
     /// available.
     pub fn prior(width: usize, noise_variance: f64) -> Result<Self> {
         check_positive("noise_variance", noise_variance)?;
-        FeatureStats::check_size(width, 1)?;
+        FeatureStats::check_size("n_components", width, 1)?;
         let eye = Array2::<f64>::eye(width);
         Ok(FeatureGp {
             chol: Cholesky::new(as_faer(eye.view()), Parallelism::Sequential)?,
@@ -137,7 +137,7 @@ impl FeatureGp {
         par: Parallelism,
         monitor: &Monitor,
     ) -> Result<Self> {
-        FeatureStats::check_size(map.n_components(), 1)?;
+        FeatureStats::check_size("n_components", map.n_components(), 1)?;
         let mut stats = FeatureStats::new(map.n_components());
         feature_map::accumulate(map, x, y, &mut stats, device, chunk_rows, par, monitor)?;
         Self::fit(&stats, noise_variance, center, par)

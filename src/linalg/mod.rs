@@ -149,13 +149,26 @@ fn factor_in_place(mut a: MatMut<'_, f64>, par: Par) -> std::result::Result<(), 
     }
 }
 
+/// The refusal of a system to factor that holds NaN or infinite values. The
+/// inputs are checked finite before any system is formed, so its entries
+/// left the float64 range through the hyperparameters (e.g. `X / l` or
+/// `1 / σ_n²` overflowing), which the error names.
+fn non_finite_system() -> Error {
+    Error::invalid(
+        "hyperparameters",
+        "the matrix to factor (kernel or feature system) holds NaN or infinite values: a length \
+         scale, variance or noise variance is too small or too large for float64 at these \
+         inputs; rescale X or y, or choose hyperparameters nearer their scale",
+    )
+}
+
 impl Cholesky {
     /// Factors the symmetric matrix `a` (its lower triangle is read) with the
     /// jitter ladder of `docs/math/gp.rst`, "Exact GP": a plain attempt, then
     /// `ε · mean(diag a)` added for each `ε` of [`JITTER_LADDER`].
     ///
     /// Errors: [`Error::ShapeMismatch`] if `a` is not square,
-    /// [`Error::NonFinite`] for NaN/inf entries, and
+    /// [`Error::InvalidParameter`] (`hyperparameters`) for NaN/inf entries, and
     /// [`Error::NotPositiveDefinite`] when the last rung still fails.
     pub fn new(a: MatRef<'_, f64>, par: Parallelism) -> Result<Self> {
         Self::shifted(a, 0.0, par)
@@ -183,7 +196,7 @@ impl Cholesky {
                 for (i, v) in col.iter_mut().enumerate().skip(j) {
                     *v = a[(i, j)];
                     if !v.is_finite() {
-                        return Err(Error::NonFinite { name: "matrix" });
+                        return Err(non_finite_system());
                     }
                 }
                 col[j] += shift + jitter;
@@ -559,10 +572,8 @@ mod tests {
         assert_eq!(err, Error::NotPositiveDefinite { index: 1 });
         assert!(err.to_string().contains("not positive definite"));
         let nan = array![[f64::NAN, 0.0], [0.0, 1.0]];
-        assert!(matches!(
-            Cholesky::new(as_faer(nan.view()), Parallelism::Sequential),
-            Err(Error::NonFinite { .. })
-        ));
+        let err = Cholesky::new(as_faer(nan.view()), Parallelism::Sequential).unwrap_err();
+        assert!(err.to_string().contains("`hyperparameters`"), "{err}");
         let rect = Array2::<f64>::zeros((2, 3));
         assert!(matches!(
             Cholesky::new(as_faer(rect.view()), Parallelism::Sequential),

@@ -355,6 +355,16 @@ impl MaclaurinMap {
                         *o = (v.to_f64_exact() - c) / config.length_scale;
                     }
                 }
+                if z.iter().any(|v| !v.is_finite()) {
+                    return Err(Error::invalid(
+                        "length_scale",
+                        format!(
+                            "X / length_scale overflows float64 at length_scale = {:e}: \
+                             choose a larger length scale or rescale X",
+                            config.length_scale
+                        ),
+                    ));
+                }
                 let srht = config.sketch == SketchKind::TensorSrht;
                 let d_pad = padded_dim(dim)?;
                 let spec = StatsSpec {

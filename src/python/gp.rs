@@ -593,19 +593,36 @@ pub(super) struct PyFeatureStats {
     pub(super) inner: FeatureStats,
 }
 
+impl PyFeatureStats {
+    /// Empty statistics for `d >= 1` features, refusals naming `param`.
+    fn empty(py: Python<'_>, param: &'static str, d: usize) -> PyResult<Self> {
+        if d == 0 {
+            return Err(ffi::to_pyerr(
+                py,
+                Error::invalid(param, "must be >= 1, got 0"),
+            ));
+        }
+        ffi::map_result(py, FeatureStats::check_size(param, d, 1))?;
+        Ok(Self {
+            inner: FeatureStats::new(d),
+        })
+    }
+}
+
 #[pymethods]
 impl PyFeatureStats {
     /// Empty statistics for `n_features >= 1` features.
     #[new]
     fn new(py: Python<'_>, n_features: usize) -> PyResult<Self> {
-        if n_features == 0 {
-            let e = Error::invalid("n_features", "must be >= 1, got 0");
-            return Err(ffi::to_pyerr(py, e));
-        }
-        ffi::map_result(py, FeatureStats::check_size(n_features, 1))?;
-        Ok(Self {
-            inner: FeatureStats::new(n_features),
-        })
+        Self::empty(py, "n_features", n_features)
+    }
+
+    /// Empty statistics for the `n_components` features of a feature map:
+    /// [`Self::new`] with its refusals naming `n_components`, the map's
+    /// parameter.
+    #[staticmethod]
+    fn for_map(py: Python<'_>, n_components: usize) -> PyResult<Self> {
+        Self::empty(py, "n_components", n_components)
     }
 
     /// Adds a chunk: features `phi` (float32/float64, `n x D`), targets `y`.

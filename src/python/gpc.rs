@@ -49,7 +49,7 @@ impl PyClassStats {
     fn new(py: Python<'_>, n_classes: usize, n_features: usize) -> PyResult<Self> {
         ffi::map_result(
             py,
-            crate::stats::FeatureStats::check_size(n_features, n_classes),
+            crate::stats::FeatureStats::check_size("n_components", n_features, n_classes),
         )?;
         Ok(Self {
             inner: ClassStats::new(n_classes, n_features),

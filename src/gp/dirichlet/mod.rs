@@ -449,7 +449,7 @@ impl DirichletGpc {
     ) -> Result<Self> {
         LabelTransform::new(alpha_epsilon)?;
         check_labels(labels, n_classes)?;
-        FeatureStats::check_size(map.n_components(), n_classes)?;
+        FeatureStats::check_size("n_components", map.n_components(), n_classes)?;
         let mut stats = ClassStats::new(n_classes, map.n_components());
         accumulate_classes(map, x, labels, &mut stats, device, chunk_rows, par, monitor)?;
         Self::fit(&stats, alpha_epsilon, par)

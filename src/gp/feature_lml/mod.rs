@@ -450,7 +450,7 @@ impl<'a> FeatureLml<'a> {
         }
         // The statistics and their gradients (D × D each) and a chunk of
         // features.
-        FeatureStats::check_size(map.n_components(), 2)?;
+        FeatureStats::check_size("n_components", map.n_components(), 2)?;
         crate::alloc::check_alloc(
             "chunk_size",
             "a chunk of features (float64)",

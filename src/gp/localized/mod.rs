@@ -41,7 +41,7 @@ use crate::gpu::Device;
 use crate::maclaurin::{MaclaurinConfig, MaclaurinKernel, MaclaurinMap};
 use crate::progress::Monitor;
 use crate::real::{all_finite, all_finite_scaled, Real};
-use crate::stats::FeatureStats;
+use crate::stats::{FeatureStats, ShiftedSums as _};
 use crate::threads::Parallelism;
 
 mod auto;
@@ -254,7 +254,7 @@ impl LocalizedMaclaurinGp {
             &[x.nrows(), width],
             8,
         )?;
-        crate::stats::FeatureStats::check_size(width, 1)?;
+        crate::stats::FeatureStats::check_size("n_components", width, 1)?;
         let center = training_mean(x);
         let l = config.map.length_scale;
         let allocate = || {
@@ -379,6 +379,10 @@ impl LocalizedMaclaurinGp {
         if used == 0 {
             return FeatureGp::prior(self.map.width(), noise);
         }
+        // The statistics are summed here, not through the checked
+        // `FeatureStats::accumulate` alone: sums beyond the float range (a
+        // kernel variance near it) are refused as overflow, naming the cure.
+        stats.check_sums()?;
         FeatureGp::fit(stats, noise, false, Parallelism::Sequential)
     }
 
