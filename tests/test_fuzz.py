@@ -352,6 +352,40 @@ def test_fuzz_localized_predict(
     np.testing.assert_array_equal(noisy_mean, mean)
 
 
+@FUZZ
+@given(data=st.data(), k=st.integers(0, 6), normalized=st.booleans(), near_max=st.booleans())
+def test_fuzz_fwht(data, k, normalized, near_max):
+    """The transform passes NaN and infinities through (it is not a model);
+    a finite input's normalized transform, which keeps the norm, is finite
+    wherever the exact result is below the dtype's maximum, and equals it
+    to the rounding of ``log2 n`` stages."""
+    n = 2**k
+    x = data.draw(arrays(n_cols=n))
+    if near_max:
+        # Entries near the float range, where the unnormalized sums overflow.
+        big = np.finfo(x.dtype).max / data.draw(st.sampled_from([1.5, 3.0, 64.0]))
+        x = np.where(np.abs(x) > 1.0, np.sign(x) * big, x).astype(x.dtype)
+    with quiet():
+        try:
+            out = rf.fwht(x, normalized=normalized)
+        except DOCUMENTED as e:
+            event(f"documented {type(e).__name__}")
+            return
+    assert out.shape == x.shape and out.dtype == x.dtype
+    if not (normalized and np.isfinite(x).all()):
+        return
+    event("result checked")
+    h = np.array([[(-1) ** bin(i & j).count("1") for j in range(n)] for i in range(n)])
+    exact = (x.astype(np.longdouble) @ h.T.astype(np.longdouble)) / np.sqrt(np.longdouble(n))
+    fmax = np.longdouble(np.finfo(x.dtype).max)
+    representable = np.abs(exact) < fmax * (1 - 1e-5)
+    assert np.isfinite(out[representable]).all(), (x, out)
+    scale = np.sqrt((x.astype(np.longdouble) ** 2).sum(axis=1, keepdims=True))
+    err = np.abs(out.astype(np.longdouble) - exact) / np.maximum(scale, np.finfo(x.dtype).tiny)
+    eps = np.finfo(x.dtype).eps
+    assert (err[representable & np.isfinite(out)] <= 4 * (k + 1) * eps).all(), (x, out)
+
+
 def test_fuzzing_regressions():
     """The exact inputs fuzzing found, each once (the Rust unit tests cover more)."""
     # ln(var_q / var_p) overflowed: 0.5 * [ln(1e300 / 1e-12) - 1], var_p floored.

@@ -64,10 +64,8 @@ pub fn check_power_of_two(len: usize) -> Result<()> {
 /// vectors of at least [`PARALLEL_LEN`] elements are split over threads.
 pub fn fwht<T: Real>(x: &mut [T], normalized: bool, par: Parallelism) -> Result<()> {
     check_power_of_two(x.len())?;
-    transform(x, par);
-    if normalized {
-        scale(x, norm_factor::<T>(x.len()));
-    }
+    let factor = normalized.then(|| norm_factor::<T>(x.len()));
+    transform_slice(x, factor, par);
     Ok(())
 }
 
@@ -149,6 +147,36 @@ fn scale<T: Real>(x: &mut [T], factor: T) {
     x.iter_mut().for_each(|v| *v *= factor);
 }
 
+/// Whether the unnormalized transform of `x` could overflow where the
+/// normalized one does not: each of its intermediate values is a signed sum
+/// of at most `n` entries, so none can once every `|x_i| ≤ MAX / n`.
+fn may_overflow<T: Real>(x: &[T]) -> bool {
+    let limit = T::max_value() / T::from_f64_lossy(x.len() as f64);
+    x.iter().any(|v| v.is_nan() || v.abs() > limit)
+}
+
+/// `x <- H x`, then times `factor` when given (the normalized transform).
+/// Entries large enough to overflow the sums of the unnormalized transform
+/// (see [`may_overflow`]) are first scaled by `1/n` (a power of two: exact)
+/// and the result by `n · factor = sqrt(n)` instead, so that a normalized
+/// transform, which keeps the norm, returns finite values wherever the
+/// exact ones are (below `MAX` in magnitude).
+fn transform_slice<T: Real>(x: &mut [T], factor: Option<T>, par: Parallelism) {
+    match factor {
+        Some(f) if may_overflow(x) => {
+            let n = T::from_f64_lossy(x.len() as f64);
+            scale(x, n.recip());
+            transform(x, par);
+            scale(x, n * f);
+        }
+        Some(f) => {
+            transform(x, par);
+            scale(x, f);
+        }
+        None => transform(x, par),
+    }
+}
+
 /// `dst <- H src` for one row: from `src` straight into `dst` when both are
 /// contiguous, else through a copy into `dst` and the in-place transform.
 fn transform_row_into<T: Real>(
@@ -157,7 +185,9 @@ fn transform_row_into<T: Real>(
     factor: Option<T>,
     par: Parallelism,
 ) {
-    if let (Some(s), Some(d)) = (src.as_slice(), dst.as_slice_mut()) {
+    if let (Some(s), Some(d)) = (src.as_slice(), dst.as_slice_mut())
+        && (factor.is_none() || !may_overflow(s))
+    {
         transform_from(Some(s), d, par);
         if let Some(f) = factor {
             scale(d, f);
@@ -170,18 +200,10 @@ fn transform_row_into<T: Real>(
 
 fn transform_row<T: Real>(mut row: ArrayViewMut1<T>, factor: Option<T>, par: Parallelism) {
     match row.as_slice_mut() {
-        Some(s) => {
-            transform(s, par);
-            if let Some(f) = factor {
-                scale(s, f);
-            }
-        }
+        Some(s) => transform_slice(s, factor, par),
         None => {
             let mut buf = row.to_vec();
-            transform(&mut buf, par);
-            if let Some(f) = factor {
-                scale(&mut buf, f);
-            }
+            transform_slice(&mut buf, factor, par);
             row.iter_mut().zip(buf).for_each(|(r, b)| *r = b);
         }
     }

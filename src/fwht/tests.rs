@@ -219,6 +219,80 @@ fn rows_strided_and_out_of_place_agree() {
     fwht_rows(empty.view_mut(), false, Parallelism::Rayon).unwrap();
 }
 
+/// The normalized transform keeps the norm, so finite inputs near the float
+/// range give finite results wherever the exact ones are below `MAX`: the
+/// same bits as the transform of the inputs scaled down by a power of two,
+/// scaled back, through every entry point (in place, rows in place and
+/// strided, rows out of place from contiguous and strided sources), for
+/// f64 and f32. Small inputs keep the bits of the direct transform.
+#[test]
+fn normalized_transforms_of_huge_inputs_stay_finite() {
+    fn check<T: Real>(huge: f64) {
+        let par = Parallelism::Rayon;
+        for n in [2usize, 4, 64, 1 << 17] {
+            // Two entries near the range: every output is (M ± M + 1 ± 1) / √n,
+            // below MAX, while the unnormalized sums pass it.
+            let mut x = vec![T::zero(); n];
+            x[0] = T::from_f64_lossy(huge);
+            x[n - 1] = T::from_f64_lossy(huge);
+            if n > 2 {
+                x[n / 2] = T::one();
+            }
+            // The oracle: a power of two down, the transform, the same up.
+            let down = T::from_f64_lossy((n as f64).recip());
+            let mut want: Vec<T> = x.iter().map(|&v| v * down).collect();
+            transform(&mut want, par);
+            let up = T::from_f64_lossy(n as f64) * norm_factor::<T>(n);
+            want.iter_mut().for_each(|v| *v *= up);
+            let exact = 2.0 * huge / (n as f64).sqrt();
+            for (k, v) in want.iter().enumerate() {
+                // Output k adds x[n - 1] with the sign (-1)^popcount(k & (n - 1)).
+                let plus = (k & (n - 1)).count_ones() % 2 == 0;
+                let e = if plus { exact } else { 0.0 };
+                assert!((v.to_f64_exact() - e).abs() <= 1e-6 * exact, "{n} {k} {v}");
+            }
+            assert!(want.iter().all(|v| v.is_finite()));
+            let mut v = x.clone();
+            fwht(&mut v, true, par).unwrap();
+            assert_eq!(v, want, "fwht n = {n}");
+            let rows = Array2::from_shape_fn((2, 2 * n), |(_, j)| x[j / 2]);
+            let strided = rows.slice(ndarray::s![.., ..;2]);
+            let mut out = Array2::zeros((2, n));
+            fwht_rows_into(strided, out.view_mut(), true, par).unwrap();
+            let contiguous = strided.to_owned();
+            let mut out2 = Array2::zeros((2, n));
+            fwht_rows_into(contiguous.view(), out2.view_mut(), true, par).unwrap();
+            let mut inplace = contiguous.clone();
+            fwht_rows(inplace.view_mut(), true, par).unwrap();
+            let mut wide = rows.clone();
+            fwht_rows(wide.slice_mut(ndarray::s![.., ..;2]), true, par).unwrap();
+            for r in 0..2 {
+                for got in [out.row(r), out2.row(r), inplace.row(r)] {
+                    assert_eq!(got.to_vec(), want, "rows n = {n}");
+                }
+                assert_eq!(wide.slice(ndarray::s![r, ..;2]).to_vec(), want);
+            }
+        }
+        // The worked case: (M, M, 0, 0) / 2 per pair of outputs.
+        let m = T::from_f64_lossy(huge * 1.2);
+        let mut v = vec![m, m, T::zero(), T::zero()];
+        fwht(&mut v, true, par).unwrap();
+        assert_eq!(v, [m, T::zero(), m, T::zero()]);
+        // Below the threshold, the direct transform's bits.
+        let small: Vec<T> = (0..64)
+            .map(|i| T::from_f64_lossy(i as f64 - 20.0))
+            .collect();
+        let mut a = small.clone();
+        fwht(&mut a, true, par).unwrap();
+        let mut b = small;
+        transform(&mut b, par);
+        scale(&mut b, norm_factor::<T>(64));
+        assert_eq!(a, b);
+    }
+    check::<f64>(1.0e308);
+    check::<f32>(2.0e38);
+}
+
 /// Out of place (the first pass reads the source) gives the bits of a copy
 /// transformed in place: f32 and f64, lengths below one register, inside
 /// one L1 block, across L1 blocks and across L2 blocks, sequential and
