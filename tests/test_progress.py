@@ -263,6 +263,26 @@ def test_not_verbose_prints_nothing(capfd):
     assert captured.out == ""
 
 
+def test_verbose_fits_work_without_a_stderr(monkeypatch, capfd):
+    """Under ``pythonw`` and some embedding hosts ``sys.stderr`` is None:
+    verbose fits used to raise AttributeError on its ``flush``; the output
+    is dropped instead and the fits equal the quiet ones."""
+    X, y = _wide(120, 3, seed=4)
+    monkeypatch.setattr("sys.stderr", None)
+    loud = ExactGPR(n_restarts=1, verbose=True, random_state=0).fit(X, y)
+    quiet = ExactGPR(n_restarts=1, random_state=0).fit(X, y)
+    assert loud.log_marginal_likelihood_ == quiet.log_marginal_likelihood_
+    mf = MaclaurinFeatures(32, verbose=True, random_state=0).fit(X)
+    np.testing.assert_array_equal(
+        mf.transform(X), MaclaurinFeatures(32, random_state=0).fit(X).transform(X)
+    )
+    RandomFeatureGPR(
+        RBFSampler(n_components=20), noise_variance=0.1, chunk_size=50, verbose=True
+    ).fit(X, y)
+    monkeypatch.undo()
+    assert capfd.readouterr().err == ""
+
+
 # ---------------------------------------------------- the printer
 
 

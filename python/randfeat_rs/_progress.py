@@ -27,6 +27,20 @@ _BAR_WIDTH = 24
 _PLAIN_INTERVAL = 2.0
 
 
+class _Discard:
+    """A stream that drops what is written: where ``sys.stderr`` is None
+    (``pythonw``, some embedding hosts), progress has nowhere to go."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
 class ProgressPrinter:
     """Prints the progress of one long call to ``sys.stderr``.
 
@@ -48,7 +62,7 @@ class ProgressPrinter:
         stage at all.
     stream : file-like or None, default=None
         Where to write; ``None`` means ``sys.stderr`` at the time of each
-        write.
+        write (nowhere when that is None).
     """
 
     def __init__(self, prefix: str, *, delay: float = 0.0, stream: Optional[TextIO] = None) -> None:
@@ -63,8 +77,10 @@ class ProgressPrinter:
 
     @property
     def stream(self) -> TextIO:
-        """The stream written to."""
-        return sys.stderr if self._stream is None else self._stream
+        """The stream written to (one that drops the output when
+        ``sys.stderr`` is None)."""
+        stream = sys.stderr if self._stream is None else self._stream
+        return stream if stream is not None else _Discard()  # type: ignore[return-value]
 
     def _is_terminal(self) -> bool:
         isatty = getattr(self.stream, "isatty", None)
