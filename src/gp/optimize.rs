@@ -383,19 +383,29 @@ fn power_of_two_above(m: f64) -> f64 {
 
 /// The median pairwise Euclidean distance of (a strided subsample of at
 /// most 500 rows of) `x`; 1 when all those rows coincide. The rows are
-/// divided by the power of two above their largest magnitude first (and
-/// the distance multiplied back), so inputs beyond `1e154`, whose squared
-/// distances overflow float64, get their distance too; other inputs get
-/// the same bits as without.
+/// divided by the power of two above the columns' largest half-range
+/// `(max − min)/2` first (and the distance multiplied back), so inputs
+/// whose squared distances overflow float64 get their distance too, and a
+/// column far from the origin (a constant `1e200`) does not push the
+/// others' differences below the float range; the power is kept within
+/// `2^1000` of the largest magnitude, so that no quotient overflows.
+/// Dividing by a power of two is exact, so other inputs get the same bits
+/// as without.
 pub fn median_pairwise_distance(x: ArrayView2<'_, f64>) -> f64 {
     let n = x.nrows();
     let step = n.div_ceil(MEDIAN_ROWS).max(1);
     let rows: Vec<_> = (0..n).step_by(step).map(|i| x.row(i)).collect();
-    let scale = power_of_two_above(
-        rows.iter()
-            .flat_map(|r| r.iter())
-            .fold(0.0, |m: f64, v| m.max(v.abs())),
-    );
+    let (mut half_range, mut largest) = (0.0f64, 0.0f64);
+    for a in 0..x.ncols() {
+        let (lo, hi) = rows
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| {
+                (lo.min(r[a]), hi.max(r[a]))
+            });
+        half_range = half_range.max(hi / 2.0 - lo / 2.0);
+        largest = largest.max(lo.abs()).max(hi.abs());
+    }
+    let scale = power_of_two_above(half_range).max(power_of_two_above(largest) * 2f64.powi(-1000));
     let mut d = Vec::with_capacity(rows.len() * rows.len().saturating_sub(1) / 2);
     for i in 0..rows.len() {
         for j in 0..i {
@@ -2124,6 +2134,23 @@ mod tests {
             let got = per_dimension_length_scales(two.mapv(|v| v * c).view());
             let want = per_dimension_length_scales(two.view());
             assert_eq!(got, want.iter().map(|l| l * c).collect::<Vec<_>>());
+        }
+        // A constant column far from the origin changes no distance: the
+        // same bits as without it (it used to push the others' squared
+        // differences below the float range, and the start fell back to 1).
+        let two = ndarray::array![[0.0, 1.0], [1.0, 5.0], [3.0, 2.0]];
+        for c in [1e200, -1e300, f64::MAX] {
+            let with = ndarray::concatenate![
+                ndarray::Axis(1),
+                two.view(),
+                ndarray::Array2::from_elem((3, 1), c)
+            ];
+            assert_eq!(
+                median_pairwise_distance(with.view()),
+                median_pairwise_distance(two.view())
+            );
+            let starts = per_dimension_length_scales(with.view());
+            assert_eq!(&starts[..2], &per_dimension_length_scales(two.view())[..]);
         }
     }
 
