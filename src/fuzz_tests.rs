@@ -267,7 +267,7 @@ proptest! {
         seed in any::<u64>(),
     ) {
         if let Ok((map, landmarks)) =
-            NystroemFeatures::fit(x.view(), n_components, kernel, length_scale, seed)
+            NystroemFeatures::fit(x.view(), n_components, kernel, &[length_scale], seed)
         {
             let m = landmarks.len();
             prop_assert!(m >= 1 && m <= n_components.min(x.nrows()));

@@ -430,7 +430,7 @@ fn fourier_features_derive_again_for_a_replaced_projection() {
 fn nystroem_features_refuse_fields_that_disagree() {
     use Refusal::{Invalid, Shape};
     let x = inputs(60, 3, 21);
-    let (map, _) = NystroemFeatures::fit(x.view(), 9, Kernel::Matern52, 0.8, 4).unwrap();
+    let (map, _) = NystroemFeatures::fit(x.view(), 9, Kernel::Matern52, &[0.8], 4).unwrap();
     // Untouched: the same features as the map rebuilt from its fields.
     let phi = {
         let mut out = Array2::zeros((60, 9));
@@ -441,7 +441,7 @@ fn nystroem_features_refuse_fields_that_disagree() {
         map.landmarks.clone(),
         map.normalization.clone(),
         map.kernel,
-        map.length_scale,
+        map.length_scale.clone(),
     )
     .unwrap();
     let mut out = Array2::zeros((60, 9));
@@ -476,17 +476,17 @@ fn nystroem_features_refuse_fields_that_disagree() {
         // Silently transformed, before.
         (
             "length_scale -1",
-            edit(&|m| m.length_scale = -1.0),
+            edit(&|m| m.length_scale = vec![-1.0]),
             Invalid("length_scale", "> 0"),
         ),
         (
             "length_scale 0",
-            edit(&|m| m.length_scale = 0.0),
+            edit(&|m| m.length_scale = vec![0.0]),
             Invalid("length_scale", "> 0"),
         ),
         (
             "length_scale infinite",
-            edit(&|m| m.length_scale = f64::INFINITY),
+            edit(&|m| m.length_scale = vec![f64::INFINITY]),
             Invalid("length_scale", "> 0"),
         ),
     ];
@@ -505,7 +505,7 @@ fn nystroem_features_refuse_fields_that_disagree() {
             m.landmarks.clone(),
             m.normalization.clone(),
             m.kernel,
-            m.length_scale,
+            m.length_scale.clone(),
         )
         .unwrap_err();
         assert_refused(&e, *want, &format!("{case} (from_parts)"));
@@ -518,7 +518,7 @@ fn nystroem_features_refuse_fields_that_disagree() {
         landmarks,
         map.normalization.clone(),
         map.kernel,
-        map.length_scale,
+        map.length_scale.clone(),
     )
     .unwrap_err();
     assert_refused(&e, Invalid("landmarks", "finite"), "a NaN landmark");
@@ -528,7 +528,7 @@ fn nystroem_features_refuse_fields_that_disagree() {
         map.landmarks.clone(),
         normalization,
         map.kernel,
-        map.length_scale,
+        map.length_scale.clone(),
     )
     .unwrap_err();
     assert_refused(

@@ -65,7 +65,7 @@ fn feature_maps_and_statistics_round_trip() {
         )
         .unwrap()
         .into(),
-        NystroemFeatures::fit(x.view(), 9, Kernel::Laplacian, 0.9, 5)
+        NystroemFeatures::fit(x.view(), 9, Kernel::Laplacian, &[0.9], 5)
             .unwrap()
             .0
             .into(),
@@ -685,7 +685,7 @@ fn fourier_and_nystroem_maps_check_their_parts_on_loading() {
         *cbor_field(s, "length_scale") = Value::Float(0.0);
     });
 
-    let (nys, _) = NystroemFeatures::fit(x.view(), 7, Kernel::Gaussian, 0.7, 44).unwrap();
+    let (nys, _) = NystroemFeatures::fit(x.view(), 7, Kernel::Gaussian, &[0.7], 44).unwrap();
     assert_eq!(&round_trip(&nys), &nys);
     assert_corrupt_refused(&nys, "normalization", &|v| {
         let n = cbor_field(v, "normalization");
@@ -702,5 +702,26 @@ fn fourier_and_nystroem_maps_check_their_parts_on_loading() {
     });
     assert_corrupt_refused(&nys, "length_scale", &|v| {
         *cbor_field(v, "length_scale") = Value::Float(-0.7);
+    });
+    // Maps stored with one length scale as a number (the layout before
+    // per-dimension length scales) load as that one value.
+    let mut stored: Value = {
+        let mut bytes = Vec::new();
+        ciborium::into_writer(&nys, &mut bytes).unwrap();
+        ciborium::from_reader(bytes.as_slice()).unwrap()
+    };
+    *cbor_field(&mut stored, "length_scale") = Value::Float(0.7);
+    let mut bytes = Vec::new();
+    ciborium::into_writer(&stored, &mut bytes).unwrap();
+    let old: NystroemFeatures = ciborium::from_reader(bytes.as_slice()).unwrap();
+    assert_eq!(old, nys);
+    // Per-dimension length scales round-trip; a list of another length is
+    // refused.
+    let (ard, _) =
+        NystroemFeatures::fit(x.view(), 7, Kernel::Gaussian, &[0.7, 1.3, 0.4], 44).unwrap();
+    assert_eq!(x.ncols(), 3);
+    assert_eq!(&round_trip(&ard), &ard);
+    assert_corrupt_refused(&ard, "length_scale", &|v| {
+        cbor_array(cbor_field(v, "length_scale")).push(Value::Float(1.0));
     });
 }

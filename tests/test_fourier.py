@@ -9,12 +9,14 @@ they are checked through the Python API on fewer replicates.
 
 from __future__ import annotations
 
+import pickle
 import warnings
 
 import numpy as np
 import pytest
 import scipy.special
 from scipy.stats import qmc
+from sklearn.base import clone
 from sklearn.kernel_approximation import Nystroem
 from sklearn.linear_model import Ridge
 from sklearn.pipeline import make_pipeline
@@ -418,6 +420,36 @@ def test_nystroem_all_points_is_exact(kernel):
     phi = ny.transform(x)
     k = rf.kernel_matrix(x, kernel=kernel, length_scale=1.5)
     np.testing.assert_allclose(phi @ phi.T, k, atol=1e-8)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_nystroem_per_dimension_length_scales(kernel):
+    """One length scale per dimension: the map of the rescaled inputs at
+    length scale 1 (the same bits), exact with every row a landmark against
+    the anisotropic kernel matrix; float32 inputs as float64 ones."""
+    x = np.random.default_rng(4).standard_normal((40, 3))
+    ls = np.array([0.5, 2.0, 1.3])
+    ny = NystroemFeatures(15, kernel=kernel, length_scale=ls, random_state=0).fit(x)
+    unit = NystroemFeatures(15, kernel=kernel, length_scale=1.0, random_state=0).fit(x / ls)
+    np.testing.assert_array_equal(ny.component_indices_, unit.component_indices_)
+    np.testing.assert_array_equal(ny.transform(x), unit.transform(x / ls))
+    np.testing.assert_array_equal(ny.components_, x[ny.component_indices_])
+    full = NystroemFeatures(40, kernel=kernel, length_scale=ls, random_state=0).fit(x)
+    phi = full.transform(x)
+    k = rf.kernel_matrix(x, kernel=kernel, length_scale=ls)
+    np.testing.assert_allclose(phi @ phi.T, k, atol=1e-8)
+    f32 = ny.transform(x.astype(np.float32))
+    assert f32.dtype == np.float32
+    np.testing.assert_allclose(
+        f32, ny.transform(x.astype(np.float32).astype(np.float64)), rtol=1e-6, atol=1e-6
+    )
+    refit = clone(ny).fit(x)
+    np.testing.assert_array_equal(refit.transform(x), ny.transform(x))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(ny)).transform(x), ny.transform(x))
+    with pytest.raises(ValueError, match=r"`length_scale`.*one per input dimension \(3\), got 2"):
+        NystroemFeatures(5, length_scale=[1.0, 2.0]).fit(x)
+    with pytest.raises(ValueError, match="length_scale"):
+        NystroemFeatures(5, length_scale=[1.0, 0.0, 2.0]).fit(x)
 
 
 def test_nystroem_agrees_with_sklearn_gram():

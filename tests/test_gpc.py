@@ -191,6 +191,22 @@ def test_exact_handle_refuses_float32_and_foreign_state():
         type(model)._from_state(state)
 
 
+def test_nystroem_with_per_dimension_length_scales():
+    # Fixed per-dimension length scales: every landmark row makes it the
+    # exact classifier of the anisotropic kernel. Fitting them is refused by
+    # name (the classifier fits one length scale for Nystroem features).
+    X, y = three_classes(n=15)
+    ls = np.array([0.8, 3.0])
+    assert X.shape[1] == 2
+    kw = {"alpha_epsilon": 0.05, "optimize": ()}
+    nys = NystroemFeatures(n_components=X.shape[0], length_scale=ls, random_state=0)
+    feat = RandomFeatureGPC(nys, **kw).fit(X, y)
+    exact = ExactGPC(length_scale=ls, **kw).fit(X, y)
+    np.testing.assert_allclose(feat.predict_proba(X), exact.predict_proba(X), atol=1e-6)
+    with pytest.raises(InvalidInputError, match="one length scale for NystroemFeatures"):
+        RandomFeatureGPC(nys, alpha_epsilon=0.05, optimize=("length_scale",)).fit(X, y)
+
+
 def test_nystroem_of_every_point_reaches_the_exact_optimum():
     # With every training row a landmark the feature-space objective is the
     # exact one at every length scale, so both optimizers find one optimum.

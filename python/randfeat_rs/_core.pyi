@@ -732,7 +732,7 @@ class FeatureMap:
         *,
         n_components: int,
         kernel: str,
-        length_scale: float,
+        length_scale: list[float],
         seed: int,
     ) -> tuple[FeatureMap, NDArray[np.int64]]: ...
     @property

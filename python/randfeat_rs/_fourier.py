@@ -236,8 +236,10 @@ class NystroemFeatures(DenseFeaturesBase):
         Number of landmarks ``m`` (>= 1; capped at ``n_samples``).
     kernel : {"gaussian", "laplacian", "matern12", "matern32", "matern52"}, default="gaussian"
         The kernel, as in :class:`RandomFourierFeatures` (normalized, ``k(0) = 1``).
-    length_scale : float, default=1.0
-        Length scale ``l > 0``.
+    length_scale : float or array-like of shape (n_features,), default=1.0
+        Length scale ``l > 0``, or one per input dimension: the kernel of
+        the rescaled inputs ``x_a / l_a``, as in
+        :class:`RandomFourierFeatures`.
     random_state : int, RandomState instance or None, default=None
         Seeds the choice of landmarks.
     device : {"cpu", "gpu", "auto"}, default="cpu"
@@ -277,7 +279,7 @@ class NystroemFeatures(DenseFeaturesBase):
     _parameter_constraints: dict = {  # noqa: RUF012
         "n_components": [Count(1, MAX_COUNT)],
         "kernel": [StrOptions(set(KERNELS))],
-        "length_scale": [Interval(Real, 0, None, closed="neither")],
+        "length_scale": [Interval(Real, 0, None, closed="neither"), "array-like"],
         "random_state": ["random_state"],
         "device": DenseFeaturesBase._device_constraint,
     }
@@ -290,7 +292,7 @@ class NystroemFeatures(DenseFeaturesBase):
         n_components: int = 100,
         *,
         kernel: str = "gaussian",
-        length_scale: float = 1.0,
+        length_scale: Any = 1.0,
         random_state: Any = None,
         device: str = "cpu",
     ) -> None:
@@ -321,7 +323,7 @@ class NystroemFeatures(DenseFeaturesBase):
             X,
             n_components=int(self.n_components),
             kernel=self.kernel,
-            length_scale=float(self.length_scale),
+            length_scale=length_scale_values(self.length_scale),
             seed=self._fit_seed(),
         )
         self.component_indices_ = idx

@@ -60,7 +60,7 @@ fn maclaurin(x: &Array2<f64>, sketch: SketchKind) -> MaclaurinMap {
 }
 
 fn nystroem(x: &Array2<f64>) -> NystroemFeatures {
-    NystroemFeatures::fit(x.view(), 12, Kernel::Matern52, 1.1, 6)
+    NystroemFeatures::fit(x.view(), 12, Kernel::Matern52, &[1.1], 6)
         .unwrap()
         .0
 }

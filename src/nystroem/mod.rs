@@ -11,9 +11,12 @@
 //! from rounding) are clipped: their directions are dropped (pseudo-inverse
 //! square root) instead of being amplified by `1/√λ`. With `m = n`
 //! landmarks the map reproduces the exact Gram matrix, `Φ Φᵀ = K K^+ K = K`.
-//! Kernel blocks and the product are computed in `f64`.
+//! Kernel blocks and the product are computed in `f64`. One length scale
+//! per input dimension gives the kernel of the inputs `x_a / l_a` (the
+//! inputs and landmarks divided column by column, the kernel at unit length
+//! scale).
 
-use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis};
+use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis, CowArray};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
@@ -33,8 +36,8 @@ const CHUNK_ROWS: usize = 512;
 ///
 /// The fields are public and must agree with each other (see
 /// [`NystroemFeatures::validate`], which every transform calls first): the
-/// normalization is `m × m` for `m` landmarks, the length scale finite and
-/// `> 0`. Their values are checked where the map is built and loaded
+/// normalization is `m × m` for `m` landmarks, one length scale or one per
+/// input dimension, each finite and `> 0`. Their values are checked where the map is built and loaded
 /// (feature `serde`): finite landmarks and normalization.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(
@@ -49,8 +52,8 @@ pub struct NystroemFeatures {
     pub normalization: Array2<f64>,
     /// The kernel.
     pub kernel: Kernel,
-    /// Length scale `l > 0`.
-    pub length_scale: f64,
+    /// The length scale `l > 0`: one value, or one per input dimension.
+    pub length_scale: Vec<f64>,
 }
 
 /// The stored form of [`NystroemFeatures`] (its fields), checked on loading
@@ -61,7 +64,17 @@ struct NystroemParts {
     landmarks: Array2<f64>,
     normalization: Array2<f64>,
     kernel: Kernel,
-    length_scale: f64,
+    length_scale: StoredLengthScale,
+}
+
+/// A stored length scale: one number (the form of maps saved with one
+/// length scale only) or a list.
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum StoredLengthScale {
+    One(f64),
+    Several(Vec<f64>),
 }
 
 #[cfg(feature = "serde")]
@@ -69,7 +82,11 @@ impl TryFrom<NystroemParts> for NystroemFeatures {
     type Error = Error;
 
     fn try_from(p: NystroemParts) -> Result<Self> {
-        NystroemFeatures::from_parts(p.landmarks, p.normalization, p.kernel, p.length_scale)
+        let length_scale = match p.length_scale {
+            StoredLengthScale::One(l) => vec![l],
+            StoredLengthScale::Several(ls) => ls,
+        };
+        NystroemFeatures::from_parts(p.landmarks, p.normalization, p.kernel, length_scale)
     }
 }
 
@@ -78,20 +95,16 @@ const NYSTROEM_MATRICES: usize = 6;
 
 impl NystroemFeatures {
     /// Picks `min(n_components, n)` landmarks of `x` from `seed` and forms
-    /// `K_mm^{-1/2}`. Returns the map and the landmarks' row indices in `x`.
+    /// `K_mm^{-1/2}` at `length_scale` (one value, or one per column of
+    /// `x`). Returns the map and the landmarks' row indices in `x`.
     pub fn fit<T: Real>(
         x: ArrayView2<T>,
         n_components: usize,
         kernel: Kernel,
-        length_scale: f64,
+        length_scale: &[f64],
         seed: u64,
     ) -> Result<(Self, Vec<usize>)> {
-        if !(length_scale.is_finite() && length_scale > 0.0) {
-            return Err(Error::invalid(
-                "length_scale",
-                format!("must be a finite number > 0, got {length_scale}"),
-            ));
-        }
+        check_length_scales(length_scale, x.ncols())?;
         if n_components == 0 {
             return Err(Error::invalid("n_components", "must be >= 1, got 0"));
         }
@@ -114,7 +127,13 @@ impl NystroemFeatures {
         let idx = rand::seq::index::sample(&mut rng, n, m).into_vec();
         let landmarks =
             Array2::from_shape_fn((m, x.ncols()), |(i, j)| x[(idx[i], j)].to_f64_exact());
-        let kmm = kernel_matrix(landmarks.view(), landmarks.view(), kernel, length_scale);
+        let kmm = match length_scale {
+            &[l] => kernel_matrix(landmarks.view(), landmarks.view(), kernel, l),
+            ls => {
+                let z = divided(landmarks.view(), ls);
+                kernel_matrix(z.view(), z.view(), kernel, 1.0)
+            }
+        };
         let a = faer::Mat::from_fn(m, m, |i, j| kmm[(i, j)]);
         let evd = a
             .self_adjoint_eigen(faer::Side::Lower)
@@ -141,7 +160,7 @@ impl NystroemFeatures {
                 landmarks,
                 normalization,
                 kernel,
-                length_scale,
+                length_scale: length_scale.to_vec(),
             },
             idx,
         ))
@@ -157,7 +176,7 @@ impl NystroemFeatures {
         landmarks: Array2<f64>,
         normalization: Array2<f64>,
         kernel: Kernel,
-        length_scale: f64,
+        length_scale: Vec<f64>,
     ) -> Result<Self> {
         let map = NystroemFeatures {
             landmarks,
@@ -181,8 +200,9 @@ impl NystroemFeatures {
     /// Checks that the fields agree with each other as the transform
     /// assumes (the fields are public, so a map edited after [`Self::fit`]
     /// or [`Self::from_parts`] may not), in `O(1)`: `normalization` is
-    /// `m × m` for the `m` rows of `landmarks`, and `length_scale` is
-    /// finite and `> 0`.
+    /// `m × m` for the `m` rows of `landmarks`, and `length_scale` holds
+    /// one value or one per column of `landmarks`, each finite and `> 0`
+    /// (`O(d)`).
     ///
     /// # Errors
     /// [`Error::ShapeMismatch`] naming `normalization` for another shape;
@@ -204,13 +224,7 @@ impl NystroemFeatures {
                 got: cols,
             });
         }
-        if !(self.length_scale.is_finite() && self.length_scale > 0.0) {
-            return Err(Error::invalid(
-                "length_scale",
-                format!("must be a finite number > 0, got {:?}", self.length_scale),
-            ));
-        }
-        Ok(())
+        check_length_scales(&self.length_scale, self.landmarks.ncols())
     }
 
     /// Writes `φ(x_i) = K_mm^{-1/2} k_m(x_i)` into the rows of `out` (`n × m`).
@@ -233,16 +247,19 @@ impl NystroemFeatures {
         if !all_finite(x, par) {
             return Err(Error::NonFinite { name: "X" });
         }
+        // With one length scale per dimension, the landmarks divided by
+        // them once, each chunk's rows as they are converted.
+        let (landmarks, l) = match self.length_scale.as_slice() {
+            &[l] => (CowArray::from(self.landmarks.view()), l),
+            ls => (CowArray::from(divided(self.landmarks.view(), ls)), 1.0),
+        };
         let work = |(xc, mut oc): (ArrayView2<T>, ArrayViewMut2<T>)| {
-            let xf = xc.mapv(|v| v.to_f64_exact());
+            let mut xf = xc.mapv(|v| v.to_f64_exact());
+            if let ls @ [_, _, ..] = self.length_scale.as_slice() {
+                xf = divided(xf.view(), ls);
+            }
             let mut kb = Array2::zeros((xc.nrows(), m));
-            kernel_block(
-                xf.view(),
-                self.landmarks.view(),
-                self.kernel,
-                self.length_scale,
-                kb.view_mut(),
-            );
+            kernel_block(xf.view(), landmarks.view(), self.kernel, l, kb.view_mut());
             let mut phi = Array2::zeros((xc.nrows(), m));
             gemm(kb.view(), self.normalization.view(), phi.view_mut());
             oc.zip_mut_with(&phi, |o, p| *o = T::from_f64_lossy(*p));
@@ -256,6 +273,37 @@ impl NystroemFeatures {
         }
         Ok(())
     }
+}
+
+/// Refuses length scales that are not one value or one per input
+/// dimension (`d`), or not finite and `> 0`.
+fn check_length_scales(length_scale: &[f64], d: usize) -> Result<()> {
+    if length_scale.len() != 1 && length_scale.len() != d {
+        return Err(Error::invalid(
+            "length_scale",
+            format!(
+                "needs one value or one per input dimension ({d}), got {}",
+                length_scale.len()
+            ),
+        ));
+    }
+    if let Some(l) = length_scale.iter().find(|l| !(l.is_finite() && **l > 0.0)) {
+        return Err(Error::invalid(
+            "length_scale",
+            format!("must be a finite number > 0, got {l:?}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `x` with column `a` divided by `ls[a]`: the inputs of the unit kernel
+/// that per-dimension length scales define.
+fn divided(x: ArrayView2<'_, f64>, ls: &[f64]) -> Array2<f64> {
+    let mut u = x.to_owned();
+    for mut row in u.rows_mut() {
+        row.iter_mut().zip(ls).for_each(|(v, l)| *v /= l);
+    }
+    u
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ fn nystroem_with_all_points_reproduces_the_gram() {
         Kernel::Matern12,
         Kernel::Matern52,
     ] {
-        let (map, idx) = NystroemFeatures::fit(x.view(), 100, kernel, 0.9, 1).unwrap();
+        let (map, idx) = NystroemFeatures::fit(x.view(), 100, kernel, &[0.9], 1).unwrap();
         assert_eq!(idx.len(), 40);
         let phi = map.transform_into_new(x.view());
         let exact = kernel_matrix(x.view(), x.view(), kernel, 0.9);
@@ -25,7 +25,7 @@ fn nystroem_with_all_points_reproduces_the_gram() {
         assert!(err < 1e-8, "{kernel:?}: {err}");
     }
     // Fewer landmarks: a low-rank approximation, exact on the landmarks.
-    let (map, idx) = NystroemFeatures::fit(x.view(), 10, Kernel::Gaussian, 0.9, 2).unwrap();
+    let (map, idx) = NystroemFeatures::fit(x.view(), 10, Kernel::Gaussian, &[0.9], 2).unwrap();
     let phi = map.transform_into_new(x.view());
     let exact = kernel_matrix(x.view(), x.view(), Kernel::Gaussian, 0.9);
     let approx = phi.dot(&phi.t());
@@ -34,7 +34,55 @@ fn nystroem_with_all_points_reproduces_the_gram() {
             assert!((approx[(i, j)] - exact[(i, j)]).abs() < 1e-8);
         }
     }
-    assert!(NystroemFeatures::fit(x.view(), 10, Kernel::Gaussian, 0.0, 2).is_err());
+    assert!(NystroemFeatures::fit(x.view(), 10, Kernel::Gaussian, &[0.0], 2).is_err());
+}
+
+#[test]
+fn per_dimension_length_scales_are_the_unit_kernel_of_the_rescaled_inputs() {
+    let x = Array2::from_shape_fn((30, 3), |(i, j)| ((i * 7 + 3 * j) as f64 * 0.37).cos());
+    let ls = [0.5, 2.0, 1.3];
+    let scaled = divided(x.view(), &ls);
+    for kernel in [Kernel::Gaussian, Kernel::Laplacian, Kernel::Matern32] {
+        // Bit for bit the map of x / l at length scale 1.
+        let (map, idx) = NystroemFeatures::fit(x.view(), 12, kernel, &ls, 3).unwrap();
+        let (unit, unit_idx) = NystroemFeatures::fit(scaled.view(), 12, kernel, &[1.0], 3).unwrap();
+        assert_eq!(idx, unit_idx);
+        assert_eq!(map.normalization, unit.normalization);
+        assert_eq!(map.landmarks, x.select(ndarray::Axis(0), &idx));
+        assert_eq!(
+            map.transform_into_new(x.view()),
+            unit.transform_into_new(scaled.view())
+        );
+        // With every row a landmark, the Gram matrix of the ARD kernel.
+        let (all, _) = NystroemFeatures::fit(x.view(), 30, kernel, &ls, 3).unwrap();
+        let phi = all.transform_into_new(x.view());
+        let exact = Array2::from_shape_fn((30, 30), |(i, j)| {
+            let (a, b) = (scaled.row(i).to_vec(), scaled.row(j).to_vec());
+            kernel.eval(&a, &b, 1.0)
+        });
+        let err = (phi.dot(&phi.t()) - &exact)
+            .iter()
+            .fold(0.0_f64, |m, v| m.max(v.abs()));
+        assert!(err < 1e-8, "{kernel:?}: {err}");
+    }
+    // One value per dimension, all equal: the one-length-scale map.
+    let (same, _) = NystroemFeatures::fit(x.view(), 12, Kernel::Gaussian, &[0.9; 3], 3).unwrap();
+    let (one, _) = NystroemFeatures::fit(x.view(), 12, Kernel::Gaussian, &[0.9], 3).unwrap();
+    let d = same.transform_into_new(x.view()) - one.transform_into_new(x.view());
+    assert!(d.iter().all(|v| v.abs() < 1e-12));
+    // Another count, or a value that is not finite and > 0: refused.
+    for bad in [
+        &[1.0, 2.0][..],
+        &[1.0, 2.0, 3.0, 4.0],
+        &[1.0, -1.0, 1.0],
+        &[1.0, f64::NAN, 1.0],
+    ] {
+        let e = NystroemFeatures::fit(x.view(), 12, Kernel::Gaussian, bad, 3).unwrap_err();
+        assert!(e.to_string().contains("`length_scale`"), "{e}");
+    }
+    let mut edited = one.clone();
+    edited.length_scale = vec![1.0, 2.0];
+    assert!(edited.validate().is_err());
 }
 
 impl NystroemFeatures {

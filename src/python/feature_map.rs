@@ -254,7 +254,8 @@ impl PyFeatureMap {
     }
 
     /// Nyström features on `min(n_components, n)` landmark rows of `x`
-    /// drawn from `seed`: returns the map and the landmarks' row indices.
+    /// drawn from `seed`, at `length_scale` (one value or one per column):
+    /// returns the map and the landmarks' row indices.
     #[staticmethod]
     #[pyo3(signature = (x, *, n_components, kernel, length_scale, seed))]
     fn nystroem<'py>(
@@ -262,12 +263,12 @@ impl PyFeatureMap {
         x: FloatArray2<'_>,
         n_components: usize,
         kernel: &str,
-        length_scale: f64,
+        length_scale: Vec<f64>,
         seed: u64,
     ) -> PyResult<(Self, Bound<'py, numpy::PyArray1<i64>>)> {
         let kernel = ffi::map_result(py, Kernel::from_name(kernel))?;
         let (map, idx) = with_float_view!(x, |v| ffi::call(py, || {
-            NystroemFeatures::fit(v, n_components, kernel, length_scale, seed)
+            NystroemFeatures::fit(v, n_components, kernel, &length_scale, seed)
         }))?;
         let idx: Vec<i64> = idx.into_iter().map(|i| i as i64).collect();
         Ok((Self { inner: map.into() }, idx.into_pyarray(py)))

@@ -183,7 +183,7 @@ impl GpcMap {
     pub fn hyperparameters(&self) -> (Vec<f64>, f64) {
         match self {
             GpcMap::Movable(m) => m.hyperparameters(),
-            GpcMap::Nystroem(m) => (vec![m.length_scale], 1.0),
+            GpcMap::Nystroem(m) => (m.length_scale.clone(), 1.0),
         }
     }
 
@@ -198,19 +198,27 @@ impl GpcMap {
         Ok(match self {
             GpcMap::Movable(m) => m.at(length_scale, kernel_variance)?,
             GpcMap::Nystroem(m) => {
-                let &[length_scale] = length_scale else {
-                    return Err(Error::invalid(
-                        "length_scale",
-                        "Nystroem features have one length scale",
-                    ));
-                };
                 if kernel_variance != 1.0 {
                     return Err(no_nystroem_variance());
                 }
+                if length_scale == m.length_scale.as_slice() {
+                    return Ok(m.clone().into());
+                }
+                let &[length_scale] = length_scale else {
+                    return Err(nystroem_one_length_scale());
+                };
                 nystroem_at(m, length_scale)?.into()
             }
         })
     }
+}
+
+fn nystroem_one_length_scale() -> Error {
+    Error::invalid(
+        "optimize",
+        "the classifier fits one length scale for NystroemFeatures: give the transformer one \
+         length scale, or leave \"length_scale\" out of optimize",
+    )
 }
 
 fn no_nystroem_variance() -> Error {
@@ -225,7 +233,8 @@ fn no_nystroem_variance() -> Error {
 /// length scale (`K_ZZ^{−1/2}` formed again).
 fn nystroem_at(map: &NystroemFeatures, length_scale: f64) -> Result<NystroemFeatures> {
     let m = map.landmarks.nrows();
-    let (fit, idx) = NystroemFeatures::fit(map.landmarks.view(), m, map.kernel, length_scale, 0)?;
+    let (fit, idx) =
+        NystroemFeatures::fit(map.landmarks.view(), m, map.kernel, &[length_scale], 0)?;
     // `fit` permuted the landmarks (row a of its map is landmark idx[a]).
     let mut norm = Array2::zeros((m, m));
     for (a, &ia) in idx.iter().enumerate() {
@@ -233,7 +242,7 @@ fn nystroem_at(map: &NystroemFeatures, length_scale: f64) -> Result<NystroemFeat
             norm[(ia, ib)] = fit.normalization[(a, b)];
         }
     }
-    NystroemFeatures::from_parts(map.landmarks.clone(), norm, map.kernel, length_scale)
+    NystroemFeatures::from_parts(map.landmarks.clone(), norm, map.kernel, vec![length_scale])
 }
 
 /// `∂k(u, v)/∂ln l` of a normalized kernel with one length scale at the
@@ -245,13 +254,14 @@ fn kernel_dlog_l(kernel: Kernel, rho: f64) -> f64 {
     factor * rho * kernel.profile_slope(rho)
 }
 
-/// `Σ_ij a_ij ∂k(x_i, z_j)/∂ln l` for a Nyström map.
+/// `Σ_ij a_ij ∂k(x_i, z_j)/∂ln l` for a Nyström map of one length scale
+/// (the fit refuses a free length scale of a map with several).
 fn nystroem_contract(
     map: &NystroemFeatures,
     x: ArrayView2<'_, f64>,
     a: ArrayView2<'_, f64>,
 ) -> f64 {
-    let inv_l = 1.0 / map.length_scale;
+    let inv_l = 1.0 / map.length_scale[0];
     let z = map.landmarks.mapv(|v| v * inv_l);
     let mut total = 0.0;
     let mut u = vec![0.0; x.ncols()];
@@ -367,8 +377,14 @@ impl<'a> DirichletLml<'a> {
         if chunk_rows == 0 {
             return Err(Error::invalid("chunk_size", "must be >= 1, got 0"));
         }
-        if matches!(map, GpcMap::Nystroem(_)) && params.free.contains(&params.n_length_scales()) {
-            return Err(no_nystroem_variance());
+        if let GpcMap::Nystroem(m) = &map {
+            if params.free.contains(&params.n_length_scales()) {
+                return Err(no_nystroem_variance());
+            }
+            if m.length_scale.len() > 1 && params.free.iter().any(|&i| i < params.n_length_scales())
+            {
+                return Err(nystroem_one_length_scale());
+            }
         }
         Ok(Self {
             map,

@@ -137,7 +137,7 @@ fn feature_gradients_match_central_differences() {
     .unwrap();
     let theta = [0.9_f64.ln(), 1.7_f64.ln(), 0.6_f64.ln(), 1.3_f64.ln()];
     check_gradient(&obj, &theta, "rff matern52, three length scales");
-    let (nys, _) = NystroemFeatures::fit(x.view(), 30, Kernel::Matern52, 0.9, 2).unwrap();
+    let (nys, _) = NystroemFeatures::fit(x.view(), 30, Kernel::Matern52, &[0.9], 2).unwrap();
     let map = GpcMap::new(nys.into(), vec![0.9]).unwrap();
     let mut params = all_free(vec![0.9], 1.0);
     params.free = vec![0];
@@ -184,7 +184,7 @@ fn exact_objective_equals_the_per_class_factors() {
 fn nystroem_of_every_point_reaches_the_exact_optimum() {
     let x = random(45, 2, 3);
     let y = labels(&x);
-    let (nys, _) = NystroemFeatures::fit(x.view(), 45, Kernel::Gaussian, 1.0, 0).unwrap();
+    let (nys, _) = NystroemFeatures::fit(x.view(), 45, Kernel::Gaussian, &[1.0], 0).unwrap();
     let map = GpcMap::new(nys.into(), vec![1.0]).unwrap();
     let cfg = GpcOptimizeConfig {
         alpha_epsilon: 0.05,
@@ -244,7 +244,7 @@ fn bad_hyperparameter_requests_are_refused() {
         err.contains("optimize") && err.contains("noise_variance"),
         "{err}"
     );
-    let (nys, _) = NystroemFeatures::fit(x.view(), 10, Kernel::Gaussian, 1.0, 0).unwrap();
+    let (nys, _) = NystroemFeatures::fit(x.view(), 10, Kernel::Gaussian, &[1.0], 0).unwrap();
     let map = GpcMap::new(nys.into(), vec![1.0]).unwrap();
     let err = DirichletLml::new(
         &map,

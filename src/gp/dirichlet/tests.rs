@@ -192,7 +192,8 @@ fn nystroem_features_of_every_point_reproduce_the_exact_classifier() {
     // the exact one on all of them (only there).
     let l = 0.8;
     let all = ndarray::concatenate(Axis(0), &[x.view(), xs.view()]).unwrap();
-    let (map, _) = NystroemFeatures::fit(all.view(), all.nrows(), Kernel::Gaussian, l, 0).unwrap();
+    let (map, _) =
+        NystroemFeatures::fit(all.view(), all.nrows(), Kernel::Gaussian, &[l], 0).unwrap();
     let kernel = StationaryKernel {
         kernel: crate::kernels::Kernel::Gaussian,
         length_scale: vec![l],

@@ -464,7 +464,7 @@ fn fixed_hyperparameters_stay_and_no_optimization_is_the_plain_fit() {
 fn unsupported_maps_and_bad_input_are_clear_errors() {
     let x = random(30, 3, 12);
     let y = targets(&x);
-    let nys = NystroemFeatures::fit(x.view(), 10, Kernel::Gaussian, 1.0, 0)
+    let nys = NystroemFeatures::fit(x.view(), 10, Kernel::Gaussian, &[1.0], 0)
         .unwrap()
         .0;
     let sk = PolySketch::draw(
