@@ -366,6 +366,10 @@ impl StationaryKernel {
 
     /// The input divided by the length scale(s): `u = x / l` (a product
     /// with `1/l`, or the division where `1/l` overflows).
+    ///
+    /// # Panics
+    /// As [`Self::length_scale_of`]: per-dimension length scales fewer
+    /// than the columns of `x` ([`Self::validate`] checks their number).
     pub fn scale(&self, x: ArrayView2<'_, f64>) -> Array2<f64> {
         let ls: Vec<f64> = (0..x.ncols()).map(|a| self.length_scale_of(a)).collect();
         let mut u = x.to_owned();

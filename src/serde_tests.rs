@@ -224,6 +224,20 @@ fn the_localized_gp_round_trips_without_a_refit() {
     ciborium::into_writer(&value, &mut broken).unwrap();
     let err = ciborium::from_reader::<LocalizedMaclaurinGp, _>(broken.as_slice()).unwrap_err();
     assert!(err.to_string().contains("centroid GPs"), "{err}");
+    // Values the predictions use directly: a target mean that is not
+    // finite, a cutoff that is no squared distance, a configuration whose
+    // length scale is not the map's (each was loaded, and predicted
+    // NaN, the prior everywhere or other values).
+    assert_corrupt_refused(&gp, "y", &|v| {
+        *cbor_field(v, "y_mean") = ciborium::Value::Float(f64::NAN);
+    });
+    assert_corrupt_refused(&gp, "cutoff_sq", &|v| {
+        *cbor_field(v, "cutoff_sq") = ciborium::Value::Float(-1.0);
+    });
+    assert_corrupt_refused(&gp, "config", &|v| {
+        let map = cbor_field(cbor_field(v, "config"), "map");
+        *cbor_field(map, "length_scale") = ciborium::Value::Float(7.5);
+    });
 }
 
 #[test]

@@ -188,6 +188,7 @@ impl FeatureStats {
                 got: y.len(),
             });
         }
+        rows_after(self.n, phi.nrows() as u64)?;
         let shift = if self.n == 0 && !y.is_empty() {
             y.sum() / y.len() as f64
         } else {
@@ -289,7 +290,7 @@ impl FeatureStats {
                 got: other.n_features(),
             });
         }
-        Ok(())
+        rows_after(self.n, other.n).map(|_| ())
     }
 
     /// The statistics of the features times `s` (`ΦᵀΦ` times `s²`, `Φᵀy`
@@ -487,6 +488,17 @@ pub(crate) fn gram_update_fits(
     })
 }
 
+/// The row count after adding `more` rows to `n`, refused where it would
+/// wrap around `u64` (statistics edited or loaded with such a count).
+pub(crate) fn rows_after(n: u64, more: u64) -> Result<u64> {
+    n.checked_add(more).ok_or_else(|| {
+        Error::invalid(
+            "X",
+            format!("{n} + {more} rows overflow the row count of the statistics (u64)"),
+        )
+    })
+}
+
 /// The refusal of target sums beyond the float64 range.
 fn y_overflow() -> Error {
     Error::invalid(
@@ -626,6 +638,28 @@ mod tests {
         let before = twice.clone();
         assert!(twice.merge(&big).unwrap_err().to_string().contains("`X`"));
         assert!(same(&twice, &before));
+    }
+
+    #[test]
+    fn row_counts_that_would_wrap_are_refused() {
+        let par = Parallelism::Rayon;
+        let mut a = FeatureStats::new(1);
+        a.n = u64::MAX;
+        let mut b = FeatureStats::new(1);
+        b.n = 1;
+        let before = a.clone();
+        let e = a.merge(&b).unwrap_err();
+        assert!(e.to_string().contains("row count"), "{e}");
+        assert!(same(&a, &before));
+        let e = a
+            .accumulate(
+                ndarray::array![[1.0]].view(),
+                ndarray::array![0.5].view(),
+                par,
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("row count"), "{e}");
+        assert!(same(&a, &before));
     }
 
     #[test]

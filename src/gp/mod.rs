@@ -86,7 +86,11 @@ pub fn target_variance_scale(y: ArrayView1<'_, f64>) -> Result<f64> {
 pub fn variance_scale(var: Option<f64>) -> Result<f64> {
     match var {
         None => Ok(1.0),
-        Some(var) if var.is_finite() && (0.1 * var).is_normal() => Ok(var),
+        Some(var) if var > 0.0 && var.is_finite() && (0.1 * var).is_normal() => Ok(var),
+        Some(var) if var.is_nan() || var < 0.0 => Err(Error::invalid(
+            "y",
+            format!("the targets' variance must be >= 0, got {var:?}"),
+        )),
         Some(var) => Err(Error::invalid(
             "y",
             format!(
@@ -275,6 +279,13 @@ mod tests {
             assert!(initial_noise_variance(y.view()).is_err(), "{y}");
         }
         assert!(target_variance_scale(array![0.0, 1e-150].view()).is_ok());
+        // Moments reduced elsewhere: a negative or NaN variance is refused
+        // (it passed as a normal float and gave negative defaults).
+        for var in [-1.0, -4.0, f64::NAN] {
+            let e = variance_scale(Some(var)).unwrap_err();
+            assert!(e.to_string().contains(">= 0"), "{var}: {e}");
+            assert!(initial_noise_variance_of(Some(var)).is_err());
+        }
     }
 
     #[test]

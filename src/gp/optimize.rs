@@ -505,6 +505,30 @@ pub struct OptimizerConfig {
     pub tol_grad: f64,
 }
 
+impl OptimizerConfig {
+    /// Checks the settings a caller may have set: a run count that fits
+    /// (`n_restarts + 1`) and a gradient tolerance that is a number `>= 0`.
+    /// Every optimizer run ([`maximize`] and the fits) checks it first.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `n_restarts` or `tol_grad`.
+    pub fn validate(&self) -> Result<()> {
+        if self.n_restarts == usize::MAX {
+            return Err(Error::invalid(
+                "n_restarts",
+                format!("must be below {}, got {}", usize::MAX, self.n_restarts),
+            ));
+        }
+        if self.tol_grad.is_nan() || self.tol_grad < 0.0 {
+            return Err(Error::invalid(
+                "tol_grad",
+                format!("must be a number >= 0, got {:?}", self.tol_grad),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for OptimizerConfig {
     fn default() -> Self {
         Self {
@@ -1435,6 +1459,7 @@ pub(crate) fn best_of_runs<R>(
     monitor: &Monitor,
     mut run: impl FnMut(Vec<f64>) -> Result<RunOutcome<R>>,
 ) -> Result<(R, u64)> {
+    cfg.validate()?;
     let mut rng = crate::rng::seeded(cfg.seed);
     let mut best: Option<RunOutcome<R>> = None;
     let mut first_err = None;
@@ -1828,6 +1853,47 @@ mod tests {
         let opt = maximize(&obj, &[0.0, 0.0], &cfg, &Monitor::new()).unwrap();
         assert!((opt.theta[0] - 1.5).abs() < 1e-6, "{:?}", opt.theta);
         assert!((opt.theta[1] + 1.0).abs() < 1e-6, "{:?}", opt.theta);
+    }
+
+    #[test]
+    fn optimizer_settings_from_a_caller_are_checked() {
+        // A run count that wraps (no run at all) and gradient tolerances
+        // that are not numbers >= 0 are the caller's, refused by name
+        // (they were internal errors, or NaN was taken).
+        let bad = [
+            (
+                OptimizerConfig {
+                    n_restarts: usize::MAX,
+                    ..Default::default()
+                },
+                "n_restarts",
+            ),
+            (
+                OptimizerConfig {
+                    tol_grad: -1.0,
+                    ..Default::default()
+                },
+                "tol_grad",
+            ),
+            (
+                OptimizerConfig {
+                    tol_grad: f64::NAN,
+                    ..Default::default()
+                },
+                "tol_grad",
+            ),
+        ];
+        for (cfg, name) in bad {
+            let e = best_of_runs(
+                &[0.0],
+                &cfg,
+                &Monitor::new(),
+                |_| -> Result<RunOutcome<()>> { unreachable!("no run starts") },
+            )
+            .unwrap_err();
+            assert!(e.to_string().contains(&format!("`{name}`")), "{e}");
+        }
+        assert!(OptimizerConfig::default().validate().is_ok());
     }
 
     #[test]

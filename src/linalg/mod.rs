@@ -399,11 +399,15 @@ pub fn check_factor(l: ArrayView2<'_, f64>) -> Result<()> {
 }
 
 /// Copies the strict lower triangle of a square matrix onto its upper one.
+///
+/// # Panics
+/// When `a` is not square.
 pub fn mirror_lower(mut a: ArrayViewMut2<'_, f64>) {
     // In 64 × 64 blocks, so the transposed writes stay in cache (a plain
     // column-by-column loop misses on every write of a large matrix).
     const B: usize = 64;
     let n = a.nrows();
+    assert_eq!(a.ncols(), n, "mirror_lower: a square matrix");
     let Some(s) = a.as_slice_mut() else {
         for i in 0..n {
             for j in 0..i {

@@ -82,16 +82,21 @@ pub fn gram_lower<T: Real>(
         return;
     }
     let r = extra.len() / k;
+    // `rows` rows of `len` entries `ld` apart fit in `have` entries; checked
+    // arithmetic, so that no leading dimension wraps the bound around.
+    let fits = |have: usize, rows: usize, ld: usize, len: usize| {
+        ld >= len
+            && (rows - 1)
+                .checked_mul(ld)
+                .and_then(|v| v.checked_add(len))
+                .is_some_and(|need| have >= need)
+    };
     match layout {
-        Layout::FeatureMajor { ld } => {
-            assert!(ld >= k && a.len() >= (d - 1) * ld + k, "gram_lower: A")
-        }
-        Layout::SampleMajor { ld } => {
-            assert!(ld >= d && a.len() >= (k - 1) * ld + d, "gram_lower: A")
-        }
+        Layout::FeatureMajor { ld } => assert!(fits(a.len(), d, ld, k), "gram_lower: A"),
+        Layout::SampleMajor { ld } => assert!(fits(a.len(), k, ld, d), "gram_lower: A"),
     }
     assert!(extra.len() == r * k, "gram_lower: extra rows");
-    assert!(ldc >= d && c.len() >= (d - 1) * ldc + d, "gram_lower: C");
+    assert!(fits(c.len(), d, ldc, d), "gram_lower: C");
     assert!(ext.len() >= d * r, "gram_lower: ext");
     assert!(isa.is_available(), "gram_lower: {isa:?}");
     let panels = (d + r).div_ceil(W);
@@ -791,6 +796,46 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Leading dimensions whose bound `(rows − 1)·ld + len` wraps around
+    /// `usize` used to pass the checks, and the kernel then wrote outside
+    /// `c` (or read outside `a`): each is refused by a panic before any
+    /// access.
+    #[test]
+    fn wrapping_leading_dimensions_are_refused() {
+        let a = [1.0f64; 4];
+        let cases: [(Layout, usize); 3] = [
+            (Layout::SampleMajor { ld: 2 }, usize::MAX),
+            (Layout::FeatureMajor { ld: usize::MAX }, 2),
+            (Layout::SampleMajor { ld: usize::MAX }, 2),
+        ];
+        for (layout, ldc) in cases {
+            let mut buf = [0.0f64; 8];
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let (_, c) = buf.split_at_mut(4);
+                gram_lower(
+                    Isa::Portable,
+                    &a,
+                    layout,
+                    2,
+                    2,
+                    &[],
+                    c,
+                    ldc,
+                    &mut [],
+                    Parallelism::Sequential,
+                );
+            }));
+            let message = run.expect_err("refused");
+            let text = message
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| message.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            assert!(text.starts_with("gram_lower:"), "{layout:?} {ldc}: {text}");
+            assert_eq!(buf, [0.0; 8], "{layout:?} {ldc}");
         }
     }
 

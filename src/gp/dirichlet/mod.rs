@@ -183,7 +183,9 @@ impl ClassStats {
 
     /// The number of rows `N` over all classes.
     pub fn n(&self) -> u64 {
-        self.classes.iter().map(|s| s.n).sum()
+        // Saturating: counts near u64::MAX (edited or loaded statistics)
+        // stay nonzero instead of wrapping to 0.
+        self.classes.iter().fold(0u64, |t, s| t.saturating_add(s.n))
     }
 
     /// Adds a row chunk: features `phi` (`n × D`) and class labels
@@ -376,14 +378,18 @@ impl DirichletGpc {
         let transform = LabelTransform::new(alpha_epsilon)?;
         let n_classes = stats.n_classes();
         check_labels(&[], n_classes)?;
+        let d = stats.n_features();
         for s in &stats.classes {
             s.validate()?;
+            Error::check_sizes(
+                d,
+                [("number of features of a class's statistics", s.n_features())],
+            )?;
         }
         let n = stats.n();
         if n == 0 {
             return Err(Error::invalid("X", "needs at least one training row"));
         }
-        let d = stats.n_features();
         let mut gram = Array2::<f64>::zeros((d, d));
         let mut sum = Array1::<f64>::zeros(d);
         for s in &stats.classes {

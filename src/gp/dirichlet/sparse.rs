@@ -61,7 +61,8 @@ impl SparseClassStats {
 
     /// The number of rows `N` over all classes.
     pub fn n(&self) -> u64 {
-        self.classes.iter().map(|s| s.n).sum()
+        // Saturating, as `ClassStats::n`.
+        self.classes.iter().fold(0u64, |t, s| t.saturating_add(s.n))
     }
 
     /// Adds a row chunk `x` (`n × d`) with class labels (`n`, each `< C`):
@@ -374,12 +375,14 @@ impl SparseGpc {
         self.classes.iter().map(|c| c.bound).sum()
     }
 
-    /// Checks a model built from outside (e.g. deserialized): the kernel
-    /// against `Z`'s width and the orders of the factors and weights
-    /// against `M`.
+    /// Checks a model built from outside (e.g. deserialized or edited), in
+    /// `O(C + d)`: the kernel against `Z`'s width, the orders of the
+    /// factors and weights against `M` and the class means.
+    /// [`Self::predict_latent`] calls it.
     ///
     /// # Errors
-    /// [`Error::ShapeMismatch`] or [`Error::InvalidParameter`].
+    /// [`Error::ShapeMismatch`], [`Error::InvalidParameter`] or
+    /// [`Error::NonFinite`] (the class means).
     pub fn validate(&self) -> Result<()> {
         let (m, d) = self.inducing.dim();
         self.params.validate(d)?;
@@ -390,7 +393,7 @@ impl SparseGpc {
             orders.push(("length of a class's weights", c.weights.len()));
         }
         Error::check_all_sizes(m, orders)?;
-        Ok(())
+        crate::error::check_finite("class means", self.classes.iter().map(|c| &c.mean))
     }
 
     /// Latent means `μ*` (`m × C`) and, with `want_var`, variances `v*`
@@ -400,13 +403,15 @@ impl SparseGpc {
     ///
     /// # Errors
     /// [`Error::ShapeMismatch`] for `xs` of the wrong width,
-    /// [`Error::NonFinite`] for NaN in it.
+    /// [`Error::NonFinite`] for NaN in it; the errors of [`Self::validate`]
+    /// for a model whose fields disagree.
     pub fn predict_latent(
         &self,
         xs: ArrayView2<'_, f64>,
         want_var: bool,
         par: Parallelism,
     ) -> Result<(Array2<f64>, Option<Array2<f64>>)> {
+        self.validate()?;
         let (rows, n_classes) = (xs.nrows(), self.n_classes());
         let mut mean = Array2::<f64>::zeros((rows, n_classes));
         let mut var = want_var.then(|| Array2::<f64>::zeros((rows, n_classes)));

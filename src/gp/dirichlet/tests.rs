@@ -401,6 +401,30 @@ fn a_chunk_is_added_to_every_class_or_to_none() {
 }
 
 #[test]
+fn classes_of_other_widths_are_refused() {
+    // Each class is valid alone; together they disagree in width (the
+    // class sums panicked on the broadcast).
+    let (mut a, mut b) = (FeatureStats::new(2), FeatureStats::new(3));
+    a.n = 1;
+    b.n = 1;
+    let stats = ClassStats {
+        classes: vec![a, b],
+    };
+    let e = DirichletGpc::fit(&stats, 0.01, PAR).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::ShapeMismatch {
+                expected: 2,
+                got: 3,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_merge_changes_every_class_or_none() {
     // Class 1's merged sums would overflow, class 0's would not: the merge
     // is refused and class 0 keeps its statistics too.

@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::centroid_stats::project_rows_t;
 use super::{FitTimings, LocalizedConfig, LocalizedMaclaurinGp};
-use crate::error::{Error, Result};
+use crate::error::{check_finite, Error, Result};
 use crate::gp::FeatureGp;
 use crate::maclaurin::map::MaclaurinMap;
 use crate::progress::Monitor;
@@ -95,6 +95,28 @@ fn from_state(s: State) -> Result<LocalizedMaclaurinGp> {
                 got,
             });
         }
+    }
+    // The values the predictions use directly: finite data and target mean,
+    // a cutoff that is a squared distance, and the map's hyperparameters
+    // (its own configuration is checked on loading; the model's copy, which
+    // the projections use, must agree).
+    check_finite("X", s.x.iter())?;
+    check_finite("y", s.y.iter().chain([&s.y_mean]))?;
+    if s.cutoff_sq.is_nan() || s.cutoff_sq < 0.0 {
+        return Err(Error::invalid(
+            "cutoff_sq",
+            format!("must be a squared distance >= 0, got {:?}", s.cutoff_sq),
+        ));
+    }
+    let own = s.map.config();
+    if (s.config.map.length_scale, s.config.map.kernel_variance)
+        != (own.length_scale, own.kernel_variance)
+    {
+        return Err(Error::invalid(
+            "config",
+            "the stored configuration's length scale or kernel variance differs from the \
+             stored map's own",
+        ));
     }
     let inv_l = 1.0 / s.config.map.length_scale;
     let projections = project_rows_t(

@@ -82,7 +82,8 @@ const GREEDY_TOL: f64 = 1e-10;
 /// # Errors
 /// [`Error::InvalidParameter`] for `n_inducing = 0`, no rows, or a given
 /// array with no rows; [`Error::ShapeMismatch`] for a given array of the
-/// wrong width; [`Error::NonFinite`] for NaN in a given array.
+/// wrong width; [`Error::NonFinite`] for NaN or infinities in a given array
+/// or in `x`.
 pub fn select_inducing(
     x: ArrayView2<'_, f64>,
     n_inducing: usize,
@@ -112,6 +113,11 @@ pub fn select_inducing(
     }
     if n == 0 {
         return Err(Error::invalid("X", "needs at least one training row"));
+    }
+    // The selections compute with the rows (distances, kernel values); the
+    // fits have checked them already, a direct caller may not have.
+    if !crate::real::all_finite(x, par) {
+        return Err(Error::NonFinite { name: "X" });
     }
     let m = n_inducing.min(n);
     let mut rng = substream(seed, 0);

@@ -78,15 +78,18 @@ impl SparseGp {
         self.chol_uu.jitter()
     }
 
-    /// Checks a model built from outside (e.g. deserialized): shapes of the
-    /// factors and weights against `M`, and the hyperparameters.
+    /// Checks a model built from outside (e.g. deserialized or edited), in
+    /// `O(M + d)`: shapes of the factors and weights against `M`, the
+    /// hyperparameters and the target mean. [`Self::predict`] calls it.
     ///
     /// # Errors
-    /// [`Error::ShapeMismatch`] or [`Error::InvalidParameter`].
+    /// [`Error::ShapeMismatch`], [`Error::InvalidParameter`] or
+    /// [`Error::NonFinite`] (`y_mean`).
     pub fn validate(&self) -> Result<()> {
         let (m, d) = self.inducing.dim();
         self.params.validate(d)?;
         crate::gp::check_positive("noise_variance", self.noise_variance)?;
+        crate::error::check_finite("y_mean", [self.y_mean].iter())?;
         Error::check_sizes(
             m,
             [
@@ -104,13 +107,15 @@ impl SparseGp {
     ///
     /// # Errors
     /// [`Error::ShapeMismatch`] for `xs` of the wrong width,
-    /// [`Error::NonFinite`] for NaN in it.
+    /// [`Error::NonFinite`] for NaN in it; the errors of [`Self::validate`]
+    /// for a model whose fields disagree.
     pub fn predict(
         &self,
         xs: ArrayView2<'_, f64>,
         want_var: bool,
         par: Parallelism,
     ) -> Result<MeanAndVariance> {
+        self.validate()?;
         let rows = xs.nrows();
         let mut mean = Array1::<f64>::zeros(rows);
         let mut var = want_var.then(|| Array1::<f64>::zeros(rows));

@@ -22,7 +22,8 @@ use super::prior::InducingPrior;
 use crate::error::{check_finite, Error, Result};
 use crate::linalg::{mirror_lower, syrk};
 use crate::stats::{
-    check_overflow, gram_update_fits, reshift_sums, x_overflow, ColumnSums, GramSums, ShiftedSums,
+    check_overflow, gram_update_fits, reshift_sums, rows_after, x_overflow, ColumnSums, GramSums,
+    ShiftedSums,
 };
 use crate::threads::Parallelism;
 
@@ -183,9 +184,9 @@ impl SparseStats {
     /// statistics of another `M` or whose fields disagree in shape;
     /// [`Error::NonFinite`] for NaN in the chunk; [`Error::InvalidParameter`]
     /// naming `y` (the target sums) or `X` (the others) when a sum would
-    /// overflow the float64 range (judged before anything is added, by
-    /// [`crate::stats::gram_update_fits`] from the largest kernel column
-    /// entry). Nothing is changed by a refused chunk.
+    /// overflow the float64 range (judged before anything is added, from
+    /// the largest kernel column entry, as the feature statistics judge
+    /// theirs). Nothing is changed by a refused chunk.
     pub fn accumulate(
         &mut self,
         prior: &InducingPrior,
@@ -226,6 +227,7 @@ impl SparseStats {
             "a chunk of kernel columns (n_inducing x chunk rows, float64)",
             &[m, n],
         )?;
+        rows_after(self.n, n as u64)?;
         let whiten = self.whitens(prior);
         let shift = if self.n == 0 {
             y.sum() / n as f64
@@ -445,7 +447,7 @@ impl SparseStats {
                 "cannot merge whitened statistics with statistics of the kernel columns",
             ));
         }
-        Ok(())
+        rows_after(self.n, other.n).map(|_| ())
     }
 
     /// The training-target mean `ȳ` (0 when empty).

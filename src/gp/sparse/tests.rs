@@ -642,6 +642,28 @@ fn kmeans_and_random_selections() {
     .unwrap();
     assert!(zo.iter().all(|v| v.is_finite()));
     assert!(zo.rows().into_iter().any(|r| r.iter().all(|&v| v == 1e160)));
+    // Rows that are not finite are refused by every selection (k-means
+    // panicked on them; the others chose from them).
+    for bad in [f64::NAN, f64::INFINITY] {
+        let mut xb = x.clone();
+        xb[(5, 1)] = bad;
+        for init in [
+            InducingInit::KMeans,
+            InducingInit::Random,
+            InducingInit::GreedyVariance,
+        ] {
+            let e = select_inducing(
+                xb.view(),
+                3,
+                &init,
+                &p,
+                1,
+                Parallelism::Rayon,
+                &Monitor::default(),
+            );
+            assert_eq!(e.unwrap_err(), Error::NonFinite { name: "X" });
+        }
+    }
     let r = select_inducing(
         x.view(),
         10,
@@ -861,6 +883,22 @@ fn coinciding_inducing_inputs_get_a_recorded_jitter() {
     assert!(e.bound.value.is_finite());
     let gp = SparseGp::from_bound(Method::Vfe, pr.clone(), e.bound, 0);
     assert_eq!(gp.jitter(), pr.jitter());
+    // A model whose fields disagree (edited, or loaded from a tampered
+    // file) is refused by predict, not a panic or a silent garbage result.
+    let xs = x.slice(s![..3, ..]);
+    assert!(gp.predict(xs, true, Parallelism::Rayon).is_ok());
+    type Edit = fn(&mut SparseGp);
+    let edits: [(&str, Edit); 4] = [
+        ("weights", |g| g.weights = Array1::zeros(1)),
+        ("length scales", |g| g.params.length_scale = vec![]),
+        ("zero length scale", |g| g.params.length_scale = vec![0.0]),
+        ("y_mean", |g| g.y_mean = f64::NAN),
+    ];
+    for (what, edit) in edits {
+        let mut bad = gp.clone();
+        edit(&mut bad);
+        assert!(bad.predict(xs, true, Parallelism::Rayon).is_err(), "{what}");
+    }
 }
 
 /// The data fit `yᵀ(Q_ff + Λ)^{−1} y = yᵀΛ^{−1}y − cᵀc` cannot be negative;
