@@ -585,16 +585,10 @@ fn kmeans_and_random_selections() {
         centers[(i % 3, j)] + rng.random_range(-0.1..0.1)
     });
     let p = params(Kernel::Gaussian, &[1.0], 1.0);
-    let z = select_inducing(
-        x.view(),
-        3,
-        &InducingInit::KMeans,
-        &p,
-        1,
-        Parallelism::Rayon,
-        &Monitor::default(),
-    )
-    .unwrap();
+    let sel = |x: ArrayView2<'_, f64>, m: usize, init: &InducingInit| {
+        select_inducing(x, m, init, &p, 1, Parallelism::Rayon, &Monitor::default())
+    };
+    let z = sel(x.view(), 3, &InducingInit::KMeans).unwrap();
     for c in centers.rows() {
         let want: Array1<f64> = x
             .rows()
@@ -615,31 +609,13 @@ fn kmeans_and_random_selections() {
     // power of two, so the centers are the unscaled ones times 2^500,
     // bit for bit.
     let big = 2f64.powi(500);
-    let zb = select_inducing(
-        (&x * big).view(),
-        3,
-        &InducingInit::KMeans,
-        &p,
-        1,
-        Parallelism::Rayon,
-        &Monitor::default(),
-    )
-    .unwrap();
+    let zb = sel((&x * big).view(), 3, &InducingInit::KMeans).unwrap();
     assert_eq!(zb, &z * big);
     // One such outlier among ordinary rows: finite centers, one of them
     // the outlier.
     let mut xo = x.clone();
     xo.row_mut(7).fill(1e160);
-    let zo = select_inducing(
-        xo.view(),
-        3,
-        &InducingInit::KMeans,
-        &p,
-        1,
-        Parallelism::Rayon,
-        &Monitor::default(),
-    )
-    .unwrap();
+    let zo = sel(xo.view(), 3, &InducingInit::KMeans).unwrap();
     assert!(zo.iter().all(|v| v.is_finite()));
     assert!(zo.rows().into_iter().any(|r| r.iter().all(|&v| v == 1e160)));
     // Rows that are not finite are refused by every selection (k-means
@@ -652,28 +628,11 @@ fn kmeans_and_random_selections() {
             InducingInit::Random,
             InducingInit::GreedyVariance,
         ] {
-            let e = select_inducing(
-                xb.view(),
-                3,
-                &init,
-                &p,
-                1,
-                Parallelism::Rayon,
-                &Monitor::default(),
-            );
-            assert_eq!(e.unwrap_err(), Error::NonFinite { name: "X" });
+            let e = sel(xb.view(), 3, &init).unwrap_err();
+            assert_eq!(e, Error::NonFinite { name: "X" });
         }
     }
-    let r = select_inducing(
-        x.view(),
-        10,
-        &InducingInit::Random,
-        &p,
-        1,
-        Parallelism::Rayon,
-        &Monitor::default(),
-    )
-    .unwrap();
+    let r = sel(x.view(), 10, &InducingInit::Random).unwrap();
     assert_eq!(r.nrows(), 10);
     for row in r.rows() {
         assert!(x.rows().into_iter().any(|xr| xr == row));
