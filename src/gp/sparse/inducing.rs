@@ -235,10 +235,14 @@ fn update_row(r: &mut [f64], rows: &[Vec<f64>], coef: &[f64], inv: f64, par: Par
 /// range.
 const KMEANS_LOG2_MAX_ABS: i32 = 400;
 
-/// k-means with `m` centers on the rows of `x` ([`kmeans_in_range`]).
-/// Squared distances between rows beyond `2^400` could overflow (and the
-/// seeding's total with them): such rows are clustered scaled by a power of
-/// two, which is exact, and the centers scaled back.
+/// k-means with `m` centers on the rows of `x`: k-means++ seeding (first
+/// center uniform, each next drawn with probability proportional to the
+/// squared distance to the nearest chosen one), then Lloyd iterations
+/// (assign to the nearest center, move each center to its rows' mean; a
+/// center without rows stays) until no assignment changes. Squared
+/// distances between rows beyond `2^400` could overflow (and the seeding's
+/// total with them): such rows are clustered scaled by a power of two,
+/// which is exact, and the centers scaled back.
 fn kmeans(
     x: ArrayView2<'_, f64>,
     m: usize,
@@ -247,27 +251,16 @@ fn kmeans(
     monitor: &Monitor,
 ) -> Result<Array2<f64>> {
     let max = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    if max < 2f64.powi(KMEANS_LOG2_MAX_ABS) {
-        return kmeans_in_range(x, m, rng, par, monitor);
-    }
-    let scale = 2f64.powi(max.log2().floor() as i32 + 1 - KMEANS_LOG2_MAX_ABS);
-    let scaled = x.mapv(|v| v / scale);
-    Ok(kmeans_in_range(scaled.view(), m, rng, par, monitor)? * scale)
-}
-
-/// k-means with `m` centers on the rows of `x`, all below `2^400` in
-/// magnitude: k-means++ seeding (first
-/// center uniform, each next drawn with probability proportional to the
-/// squared distance to the nearest chosen one), then Lloyd iterations
-/// (assign to the nearest center, move each center to its rows' mean; a
-/// center without rows stays) until no assignment changes.
-fn kmeans_in_range(
-    x: ArrayView2<'_, f64>,
-    m: usize,
-    rng: &mut crate::rng::Rng,
-    par: Parallelism,
-    monitor: &Monitor,
-) -> Result<Array2<f64>> {
+    let scale = if max < 2f64.powi(KMEANS_LOG2_MAX_ABS) {
+        1.0
+    } else {
+        2f64.powi(max.log2().floor() as i32 + 1 - KMEANS_LOG2_MAX_ABS)
+    };
+    let scaled = (scale != 1.0).then(|| x.mapv(|v| v / scale));
+    let x = match &scaled {
+        Some(s) => s.view(),
+        None => x.view(),
+    };
     let (n, d) = x.dim();
     monitor.stage("k-means iterations", KMEANS_MAX_ITER as u64);
     let xt = x.t().as_standard_layout().into_owned();
@@ -323,5 +316,5 @@ fn kmeans_in_range(
         }
         monitor.advance(1);
     }
-    Ok(centers)
+    Ok(centers * scale)
 }

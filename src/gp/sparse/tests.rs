@@ -773,24 +773,13 @@ fn a_chunk_or_merge_whose_sums_would_overflow_changes_nothing() {
         assert!(e.to_string().contains("`y`"), "{e}");
         assert_eq!(stats, before);
         // Later chunks add as if the refused one had not been offered.
-        stats
-            .accumulate(
-                &pr,
-                x.slice(s![6.., ..]),
-                y.slice(s![6..]),
-                &mut scratch,
-                par,
-            )
-            .unwrap();
+        let add_rest = |s: &mut SparseStats, scratch: &mut Vec<f64>| {
+            s.accumulate(&pr, x.slice(s![6.., ..]), y.slice(s![6..]), scratch, par)
+                .unwrap()
+        };
+        add_rest(&mut stats, &mut scratch);
         let mut want = before.clone();
-        want.accumulate(
-            &pr,
-            x.slice(s![6.., ..]),
-            y.slice(s![6..]),
-            &mut scratch,
-            par,
-        )
-        .unwrap();
+        add_rest(&mut want, &mut scratch);
         assert_eq!(stats, want);
         // Statistics whose merged target sums overflow: refused, nothing
         // changed.
