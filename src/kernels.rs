@@ -47,6 +47,37 @@ pub(crate) fn divide_by(x: f64, l: f64) -> f64 {
     }
 }
 
+/// The midpoint of each column's range over the rows of all `parts`,
+/// `c_a = min_a/2 + max_a/2` (halved first, so that no sum overflows): the
+/// center that the kernels subtract before dividing by the length scales.
+/// The kernels are shift invariant, and `(x − c)/l` keeps the digits of
+/// `x − y` that `x/l − y/l` loses for inputs far from the origin (a
+/// rounding of `ε |x − c| / l` instead of `ε |x| / l`); every row in the
+/// range has `|x_a − c_a| ≤ (max_a − min_a)/2`, so no centered value
+/// overflows. Zeros where there are no rows (NaN is skipped: callers check
+/// their inputs finite).
+///
+/// # Panics
+/// When the parts differ in their number of columns.
+pub fn midrange(parts: &[ArrayView2<'_, f64>]) -> Vec<f64> {
+    let d = parts.first().map_or(0, |p| p.ncols());
+    let mut lo = vec![f64::INFINITY; d];
+    let mut hi = vec![f64::NEG_INFINITY; d];
+    for part in parts {
+        assert_eq!(part.ncols(), d, "the parts differ in width");
+        for row in part.rows() {
+            for ((l, h), &v) in lo.iter_mut().zip(hi.iter_mut()).zip(row) {
+                *l = l.min(v);
+                *h = h.max(v);
+            }
+        }
+    }
+    lo.iter()
+        .zip(&hi)
+        .map(|(&l, &h)| if l <= h { l / 2.0 + h / 2.0 } else { 0.0 })
+        .collect()
+}
+
 /// The distance `ρ` beyond which every profile is 0 in `f64` (`exp(−√ρ)`
 /// underflows for `ρ > 745²`): [`Kernel::profile`] clamps `ρ` there, so an
 /// infinite distance gives 0 instead of the Matérn `(1 + ∞) · 0 = NaN`.
@@ -364,18 +395,21 @@ impl StationaryKernel {
         self.length_scale[if self.length_scale.len() == 1 { 0 } else { a }]
     }
 
-    /// The input divided by the length scale(s): `u = x / l` (a product
-    /// with `1/l`, or the division where `1/l` overflows).
+    /// The input centered and divided by the length scale(s):
+    /// `u = (x − c) / l` (a product with `1/l`, or the division where `1/l`
+    /// overflows), with `c` a point near the inputs (see [`midrange`]).
     ///
     /// # Panics
-    /// As [`Self::length_scale_of`]: per-dimension length scales fewer
-    /// than the columns of `x` ([`Self::validate`] checks their number).
-    pub fn scale(&self, x: ArrayView2<'_, f64>) -> Array2<f64> {
+    /// When `center` does not have one value per column of `x`, and as
+    /// [`Self::length_scale_of`]: per-dimension length scales fewer than
+    /// the columns of `x` ([`Self::validate`] checks their number).
+    pub fn scale(&self, x: ArrayView2<'_, f64>, center: &[f64]) -> Array2<f64> {
+        assert_eq!(center.len(), x.ncols(), "one center value per column");
         let ls: Vec<f64> = (0..x.ncols()).map(|a| self.length_scale_of(a)).collect();
         let mut u = x.to_owned();
         for mut row in u.rows_mut() {
-            for (v, &l) in row.iter_mut().zip(&ls) {
-                *v = divide_by(*v, l);
+            for ((v, &l), &c) in row.iter_mut().zip(&ls).zip(center) {
+                *v = divide_by(*v - c, l);
             }
         }
         u
@@ -401,8 +435,10 @@ impl StationaryKernel {
     }
 
     /// The cross-covariance `k(A, B)` (`|A| × |B|`, row-major), computed
-    /// pairwise from the scaled inputs (no `‖a‖² + ‖b‖² − 2aᵀb`
-    /// cancellation: identical rows give exactly `σ²`), rows in parallel.
+    /// pairwise from the inputs centered on the [`midrange`] of `B` and
+    /// scaled (no `‖a‖² + ‖b‖² − 2aᵀb` cancellation: identical rows give
+    /// exactly `σ²`), rows in parallel. The center depends on `B` alone,
+    /// so a row of `A` gets the same values whatever rows come with it.
     /// Where the scaled inputs overflow (`|x|/l` beyond the float range) the
     /// distance is recomputed from the scaled differences.
     ///
@@ -434,8 +470,9 @@ impl StationaryKernel {
     ) {
         assert_eq!(a.ncols(), b.ncols(), "the two inputs differ in width");
         assert_eq!(k.dim(), (a.nrows(), b.nrows()), "the output's shape");
-        let ua = self.scale(a);
-        let ub = self.scale(b);
+        let center = midrange(&[b]);
+        let ua = self.scale(a, &center);
+        let ub = self.scale(b, &center);
         let (kernel, variance) = (self.kernel, self.variance);
         let fill = |(i, (mut row, ui)): (usize, (ArrayViewMut1<'_, f64>, ArrayView1<'_, f64>))| {
             for (j, (kj, vj)) in row.iter_mut().zip(ub.rows()).enumerate() {
@@ -511,8 +548,9 @@ pub fn kernel_matrix(
 
 /// [`kernel_matrix`] written into `k` (`|x| × |y|`).
 ///
-/// The Gaussian kernel goes through a GEMM: with `c` the mean of the rows of
-/// `y` (the kernel is translation invariant) and the scaled inputs
+/// The Gaussian kernel goes through a GEMM: with `c` the [`midrange`] of
+/// the rows of `y` (the kernel is translation invariant; a row of `x` gets
+/// the same values whatever rows come with it) and the scaled inputs
 /// `u = (x − c)/l`, `w = (y − c)/l`, `ρ = ‖u‖² + ‖w‖² − 2uᵀw`. That form
 /// cancels when `ρ` is small against `‖u‖² + ‖w‖²` (rounding error about
 /// `d ε (‖u‖² + ‖w‖²)`), so every pair with `ρ ≤ 2⁻¹⁰ (‖u‖² + ‖w‖²)` (or a
@@ -541,9 +579,7 @@ pub(crate) fn kernel_block(
         }
         return;
     }
-    let center = y
-        .mean_axis(Axis(0))
-        .unwrap_or_else(|| Array1::zeros(y.ncols()));
+    let center = Array1::from(midrange(&[y]));
     let scaled = |a: ArrayView2<'_, f64>| {
         let mut u = a.to_owned();
         for mut r in u.rows_mut() {
@@ -573,8 +609,60 @@ pub(crate) fn kernel_block(
 const CANCELLATION_GUARD: f64 = 1.0 / 1024.0;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// `n × d` inputs on the grid `2⁻¹⁰ ℤ` in `[−2, 2)`, and the same
+    /// inputs shifted by `2³⁰` (41 significant bits: exact in `f64`). The
+    /// kernels are shift invariant, and centering on the [`midrange`]
+    /// (exact on this grid) gives both the same centered inputs, so every
+    /// kernel value, and everything computed from them, has the same bits.
+    /// Divided by a length scale before being centered, the shifted inputs
+    /// lose about 30 bits of their differences.
+    pub(crate) fn shifted_grid(n: usize, d: usize, seed: u64) -> (Array2<f64>, Array2<f64>) {
+        let mut rng = crate::rng::seeded(seed);
+        let x = Array2::from_shape_fn((n, d), |_| {
+            f64::from(rng.random_range(-2048..2048)) / 1024.0
+        });
+        let shifted = &x + 2f64.powi(30);
+        (x, shifted)
+    }
+
+    #[test]
+    fn midrange_is_exact_and_never_overflows() {
+        let a = ndarray::array![[1.0, -f64::MAX, 3.0], [2.0, f64::MAX, 3.0]];
+        let b = ndarray::array![[-4.0, 0.0, 5.0]];
+        assert_eq!(midrange(&[a.view()]), vec![1.5, 0.0, 3.0]);
+        assert_eq!(midrange(&[a.view(), b.view()]), vec![-1.0, 0.0, 4.0]);
+        let tall = ndarray::array![[f64::MAX], [f64::MAX]];
+        assert_eq!(midrange(&[tall.view()]), vec![f64::MAX]);
+        let none = Array2::<f64>::zeros((0, 2));
+        assert_eq!(midrange(&[none.view()]), vec![0.0, 0.0]);
+        assert!(midrange(&[]).is_empty());
+    }
+
+    #[test]
+    fn kernels_of_shifted_inputs_have_the_same_bits() {
+        let (a, a_far) = shifted_grid(9, 3, 1);
+        let (b, b_far) = shifted_grid(6, 3, 2);
+        // Test points partly outside the range of the data.
+        let (b, b_far) = (&b + 1.0, &b_far + 1.0);
+        for kernel in ALL {
+            for ls in [vec![0.7], vec![0.7, 1.3, 2.1]] {
+                let sk = StationaryKernel {
+                    kernel,
+                    length_scale: ls,
+                    variance: 1.3,
+                };
+                let par = Parallelism::Sequential;
+                let near = sk.cross(a.view(), b.view(), par);
+                assert_eq!(sk.cross(a_far.view(), b_far.view(), par), near);
+                assert!(near.iter().any(|&v| v > 0.1 && v < 1.0));
+            }
+            let near = kernel_matrix(a.view(), a.view(), kernel, 0.7);
+            assert_eq!(kernel_matrix(a_far.view(), a_far.view(), kernel, 0.7), near);
+        }
+    }
 
     const ALL: [Kernel; 5] = [
         Kernel::Gaussian,

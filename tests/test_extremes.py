@@ -35,6 +35,7 @@ from randfeat_rs import (
     RandomFeatureGPC,
     RandomFeatureGPR,
     RandomFourierFeatures,
+    SparseGPC,
     SparseGPR,
 )
 
@@ -239,6 +240,56 @@ def test_models_are_scale_equivariant(model, scale):
     want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
     for w, g in zip(want, got):
         np.testing.assert_allclose(g, w, rtol=1e-8, atol=1e-10)
+
+
+# Inputs on the grid 2^-10 Z and the same inputs shifted by 2^30 (41 bits:
+# exact in float64), with the fits and outputs that must not tell them apart.
+GRID = np.random.default_rng(4).integers(-2048, 2048, (60, 3)) / 1024.0
+GRID_Y = np.sin(GRID[:, 0]) + 0.3 * GRID[:, 1] + 0.1 * np.random.default_rng(5).standard_normal(60)
+GRID_LABELS = (GRID[:, 0] + 0.2 * GRID[:, 2] > 0).astype(int)
+SHIFTED = {
+    "kernel-matrix": lambda x: rf.kernel_matrix(
+        x[:20], x[30:], kernel="matern32", length_scale=[0.7, 1.1, 1.9]
+    ),
+    "exact-gpr": lambda x: ExactGPR(kernel="matern52", random_state=0).fit(x, GRID_Y),
+    "exact-gpr-ard": lambda x: ExactGPR(ard=True, random_state=0).fit(x, GRID_Y),
+    "sparse-gpr": lambda x: SparseGPR(n_inducing=15, random_state=0).fit(x, GRID_Y),
+    "sparse-gpr-fitc": lambda x: SparseGPR(
+        n_inducing=15, method="fitc", kernel="laplacian", random_state=0
+    ).fit(x, GRID_Y),
+    "exact-gpc": lambda x: ExactGPC(
+        length_scale=0.7, optimize=("length_scale", "kernel_variance"), random_state=0
+    ).fit(x, GRID_LABELS),
+    "sparse-gpc": lambda x: SparseGPC(
+        n_inducing=15,
+        length_scale=0.7,
+        optimize=("length_scale", "kernel_variance"),
+        random_state=0,
+    ).fit(x, GRID_LABELS),
+}
+
+
+@pytest.mark.parametrize("make", SHIFTED, ids=list(SHIFTED))
+def test_inputs_far_from_the_origin_keep_their_digits(make):
+    # Timestamps and coordinates sit far from the origin. Every kernel is
+    # shift invariant and is computed from inputs centered before they are
+    # divided by the length scales, so the shifted data gives the same
+    # kernel values, fits and predictions. Divided first, the shifted inputs
+    # lost about 30 bits of their differences: relative errors near 1e-7.
+    shift = 2.0**30
+    near, far = SHIFTED[make](GRID), SHIFTED[make](GRID + shift)
+    if isinstance(near, np.ndarray):
+        np.testing.assert_allclose(far, near, rtol=1e-13, atol=0)
+        return
+    np.testing.assert_allclose(
+        far.log_marginal_likelihood_, near.log_marginal_likelihood_, rtol=1e-13
+    )
+    test = GRID[:10] + 0.5
+    if hasattr(near, "predict_proba"):
+        got, want = far.predict_proba(test + shift), near.predict_proba(test)
+    else:
+        got, want = far.predict(test + shift, return_std=True), near.predict(test, return_std=True)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
 
 
 @pytest.mark.parametrize(

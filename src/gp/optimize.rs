@@ -36,6 +36,7 @@ use rand::Rng as _;
 
 use super::check_positive;
 use crate::error::{Error, Result};
+use crate::kernels::midrange;
 use crate::progress::Monitor;
 
 /// A hyperparameter of the stationary-kernel GP models.
@@ -454,12 +455,18 @@ pub fn per_dimension_length_scales(x: ArrayView2<'_, f64>) -> Vec<f64> {
     let spread: Vec<f64> = x
         .columns()
         .into_iter()
-        .map(|c| {
-            // In units of the power of two above the column's magnitude,
-            // as median_pairwise_distance.
-            let scale = power_of_two_above(c.fold(0.0, |m: f64, v| m.max(v.abs())));
-            let mean = c.iter().map(|v| v / scale).sum::<f64>() / n;
-            let var = c.iter().map(|v| (v / scale - mean).powi(2)).sum::<f64>() / n;
+        .zip(midrange(&[x]))
+        .map(|(c, mid)| {
+            // About the column's midrange (no digits lost to an offset), in
+            // units of the power of two above the centered magnitude, as
+            // median_pairwise_distance.
+            let scale = power_of_two_above(c.fold(0.0, |m: f64, v| m.max((v - mid).abs())));
+            let mean = c.iter().map(|v| (v - mid) / scale).sum::<f64>() / n;
+            let var = c
+                .iter()
+                .map(|v| ((v - mid) / scale - mean).powi(2))
+                .sum::<f64>()
+                / n;
             var.sqrt() * scale
         })
         .collect();
@@ -478,7 +485,12 @@ pub fn spread_length_scales(rows: ArrayView2<'_, f64>, spread: &[f64]) -> Vec<f6
         .iter()
         .map(|&sd| if sd.is_finite() && sd > 0.0 { sd } else { 1.0 })
         .collect();
-    let scaled = Array2::from_shape_fn(rows.raw_dim(), |(i, a)| rows[(i, a)] / spread[a]);
+    // Centered first, so that columns far from the origin keep the digits
+    // of their differences.
+    let center = midrange(&[rows]);
+    let scaled = Array2::from_shape_fn(rows.raw_dim(), |(i, a)| {
+        (rows[(i, a)] - center[a]) / spread[a]
+    });
     let m = median_pairwise_distance(scaled.view());
     spread.iter().map(|s| m * s).collect()
 }

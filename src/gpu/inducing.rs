@@ -4,24 +4,24 @@
 //! a device buffer and accumulated there by the Gram kernel of
 //! [`super::gram`].
 
-use ndarray::{ArrayView2, Axis};
+use ndarray::ArrayView2;
 
 use super::context::{self, Context};
 use super::gram::{check_y_rows, map_gram, Gram};
 use super::map::DeviceMap;
 use crate::error::{check_finite, Error, Result};
-use crate::kernels::{Kernel, StationaryKernel};
+use crate::kernels::{midrange, Kernel, StationaryKernel};
 use crate::real::Real;
 
 /// `K_uf K_fu` (`M × M`) and, with `y` (`N × t`), `K_uf y` (`M × t`) of
 /// `K_fu[i, m] = k(x_i, z_m)` for the stationary kernel `params`, on the
 /// GPU in f32, reduced in f64 on the host.
 ///
-/// The inputs are divided by the length scales and centered on the mean of
-/// the scaled inducing inputs in f64 (the kernel is shift invariant, and
-/// centering keeps the f32 differences accurate for data far from the
-/// origin, as the shifted target statistics do for `y`), then rounded to
-/// f32. Each kernel value carries the rounding of those inputs, of the
+/// The inputs are centered on the [`midrange`] of the inducing inputs and
+/// divided by the length scales in f64, as on the CPU (the kernel is shift
+/// invariant, and centering keeps the f32 differences accurate for data far
+/// from the origin, as the shifted target statistics do for `y`), then
+/// rounded to f32. Each kernel value carries the rounding of those inputs, of the
 /// f32 distance and of an explicit `exp` (within 2 ulp, see
 /// `kernel.wgsl`); the Gram is the compensated one (`gram_tile_exact` and
 /// `reduce_pairs_exact` of `gram.wgsl` and `reduce.wgsl`), which adds at most
@@ -77,8 +77,8 @@ struct DeviceKernel {
     variance: f32,
     /// The length scale of each input dimension.
     length_scales: Vec<f64>,
-    /// The mean of the scaled inducing inputs, subtracted from every scaled
-    /// row.
+    /// The midrange of the inducing inputs, subtracted from every row
+    /// before it is scaled.
     center: Vec<f64>,
     z: wgpu::Buffer,
 }
@@ -94,11 +94,7 @@ impl DeviceKernel {
             )));
         }
         let length_scales: Vec<f64> = (0..d).map(|a| params.length_scale_of(a)).collect();
-        let w = params.scale(z);
-        let center = w
-            .mean_axis(Axis(0))
-            .map(|c| c.to_vec())
-            .unwrap_or_else(|| vec![0.0; d]);
+        let center = midrange(&[z]);
         let dev = Self {
             d,
             m,
@@ -120,7 +116,7 @@ impl DeviceKernel {
         let fits = x.rows().into_iter().all(|row| {
             row.iter()
                 .zip(self.length_scales.iter().zip(&self.center))
-                .all(|(&v, (&l, &c))| (v / l - c).abs() < limit)
+                .all(|(&v, (&l, &c))| ((v - c) / l).abs() < limit)
         });
         if !fits || !self.variance.is_finite() || self.variance == 0.0 {
             return Err(Error::invalid(
@@ -146,14 +142,14 @@ impl DeviceMap for DeviceKernel {
         0
     }
 
-    /// `x_a / l_a − c_a` in f64, rounded to f32.
+    /// `(x_a − c_a) / l_a` in f64, rounded to f32.
     fn stage<T: Real>(&self, x: ArrayView2<T>) -> Vec<f32> {
         let mut v = Vec::with_capacity(x.len());
         for row in x.rows() {
             v.extend(
                 row.iter()
                     .zip(self.length_scales.iter().zip(&self.center))
-                    .map(|(a, (&l, &c))| (a.to_f64_exact() / l - c) as f32),
+                    .map(|(a, (&l, &c))| ((a.to_f64_exact() - c) / l) as f32),
             );
         }
         v
@@ -311,9 +307,8 @@ mod tests {
             };
             let g = inducing_gram(&params, z.view(), x.view(), Some(y.view())).unwrap();
             let k = kernel_matrix(&params, x.view(), z.view(), Parallelism::Rayon);
-            let (u, w) = (params.scale(x.view()), params.scale(z.view()));
-            let c = w.mean_axis(Axis(0)).unwrap();
-            let (u, w) = (&u - &c, &w - &c);
+            let c = midrange(&[z.view()]);
+            let (u, w) = (params.scale(x.view(), &c), params.scale(z.view(), &c));
             let eps = Array2::from_shape_fn((n, m), |(i, j)| {
                 value_bound(
                     kernel,
@@ -340,6 +335,29 @@ mod tests {
             // The bound is not vacuous: within 1e-4 of the entries.
             assert!(bg.iter().zip(&exact).all(|(b, e)| *b <= 1e-4 * e + 1e-30));
         }
+    }
+
+    #[test]
+    fn inputs_far_from_the_origin_keep_their_digits() {
+        // The same rows shifted by 2^30 (see kernels::tests::shifted_grid):
+        // centered before being scaled and rounded to f32, they give the
+        // device the same values, so the statistics have the same bits.
+        ctx();
+        let (x, x_far) = crate::kernels::tests::shifted_grid(97, 3, 4);
+        let (z, z_far) = (
+            x.slice(ndarray::s![..9, ..]),
+            x_far.slice(ndarray::s![..9, ..]),
+        );
+        let y = random(97, 1, 1.0f64, 5);
+        let params = StationaryKernel {
+            kernel: Kernel::Matern52,
+            length_scale: vec![0.7, 1.1, 1.9],
+            variance: 1.3,
+        };
+        let near = inducing_gram(&params, z, x.view(), Some(y.view())).unwrap();
+        let far = inducing_gram(&params, z_far, x_far.view(), Some(y.view())).unwrap();
+        assert_eq!(near.phi_t_phi, far.phi_t_phi);
+        assert_eq!(near.phi_t_y, far.phi_t_y);
     }
 
     #[test]

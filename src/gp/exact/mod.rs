@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use super::{check_finite, check_positive, MeanAndVariance};
 use crate::error::{Error, Result};
-use crate::kernels::{Kernel, StationaryKernel};
+use crate::kernels::{midrange, Kernel, StationaryKernel};
 use crate::linalg::{faer_par, Cholesky};
 use crate::progress::Monitor;
 use crate::threads::Parallelism;
@@ -95,10 +95,12 @@ struct Factored {
     alpha: Vec<f64>,
 }
 
-/// `u = x / l`, transposed to `d × N` so the pair loops below run over
-/// contiguous memory.
+/// `u = (x − c) / l` with `c` the [`midrange`] of the rows (the kernel is
+/// shift invariant; centering keeps the digits of the differences of
+/// inputs far from the origin), transposed to `d × N` so the pair loops
+/// below run over contiguous memory.
 fn scaled_transposed(x: ArrayView2<'_, f64>, kernel: &StationaryKernel) -> Array2<f64> {
-    let u = kernel.scale(x);
+    let u = kernel.scale(x, &midrange(&[x]));
     u.t().as_standard_layout().into_owned()
 }
 
@@ -759,8 +761,10 @@ pub fn predict_exact_all(
     while start < m {
         let stop = (start + PREDICT_BLOCK).min(m);
         let block = xs.slice(ndarray::s![start..stop, ..]);
-        // k* for the block: N × b (row-major: row i is training point i).
-        let ks = kernel.cross(x_train, block, par);
+        // k* for the block: N × b (row i is training point i), computed as
+        // k(block, X) so that the kernel is centered on the training rows
+        // and a test row's prediction does not depend on its block.
+        let ks = kernel.cross(block, x_train, par).reversed_axes();
         for (f, (mean, var)) in fits.iter().zip(out.iter_mut()) {
             let mu = ks.t().dot(&f.alpha);
             for (o, v) in mean
@@ -840,6 +844,43 @@ mod tests {
             assert!((g - w).abs() < 1e-9, "{g} vs {w}");
         }
         assert_eq!(e.jitter, 0.0);
+    }
+
+    #[test]
+    fn inputs_far_from_the_origin_keep_their_digits() {
+        // The same data shifted by 2^30: the kernels are centered before
+        // being scaled, so the LML, its gradient and the predictions have
+        // the same bits (see kernels::tests::shifted_grid).
+        let (x, x_far) = crate::kernels::tests::shifted_grid(40, 2, 5);
+        let (xs, xs_far) = crate::kernels::tests::shifted_grid(7, 2, 6);
+        let y = x.column(0).mapv(f64::sin) + x.column(1).mapv(|v| 0.3 * v);
+        for (kernel, ls) in [
+            (Kernel::Gaussian, vec![0.9]),
+            (Kernel::Matern32, vec![0.6, 1.7]),
+        ] {
+            let k = StationaryKernel {
+                kernel,
+                length_scale: ls,
+                variance: 1.4,
+            };
+            let par = Parallelism::Rayon;
+            let lml = |x: &Array2<f64>| {
+                log_marginal_likelihood(x.view(), y.view(), &k, 0.01, true, par).unwrap()
+            };
+            let (near, far) = (lml(&x), lml(&x_far));
+            assert_eq!((near.lml, &near.grad), (far.lml, &far.grad));
+            let predict = |x: &Array2<f64>, xs: ArrayView2<'_, f64>| {
+                let gp = ExactGp::fit(x.view(), y.view(), k.clone(), 0.01, true, par).unwrap();
+                gp.predict(xs, true, par).unwrap()
+            };
+            let far = predict(&x_far, xs_far.view());
+            assert_eq!(predict(&x, xs.view()), far);
+            // The center is the training rows': a test row alone gets the
+            // kernel values, and so the mean, it gets among others (the
+            // variance's triangular solve is blocked over the test rows).
+            let alone = predict(&x_far, xs_far.slice(ndarray::s![2..3, ..]));
+            assert_eq!(alone.0[0], far.0[2]);
+        }
     }
 
     #[test]

@@ -155,7 +155,7 @@ pub fn accumulate_gradient(
     let (kb, rest) = scratch.split_at_mut(m * n);
     let (sl, rest) = rest.split_at_mut(if from_block { 0 } else { m * n });
     let (wb, rest) = rest.split_at_mut(m * n);
-    let ut = scaled_t(&prior.params, x);
+    let ut = scaled_t(&prior.params, x, &prior.center);
     let slope_out = (!from_block).then_some(&mut *sl);
     cross_block(&prior.params, prior.w.view(), ut.view(), kb, slope_out, par);
     let yc: Vec<f64> = y.iter().map(|v| v - y_offset).collect();

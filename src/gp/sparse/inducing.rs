@@ -16,7 +16,7 @@ use rand::Rng as _;
 use super::kernel_blocks::{cross_block, scaled_t};
 use crate::error::{check_finite, Error, Result};
 use crate::gp::cluster::{nearest, sq_dists_t};
-use crate::kernels::StationaryKernel;
+use crate::kernels::{midrange, StationaryKernel};
 use crate::progress::Monitor;
 use crate::rng::substream;
 use crate::threads::Parallelism;
@@ -162,8 +162,9 @@ fn greedy_variance(
 ) -> Result<Array2<f64>> {
     let n = x.nrows();
     monitor.stage("inducing inputs", m as u64);
-    let ut = scaled_t(params, x);
-    let w = params.scale(x);
+    let center = midrange(&[x]);
+    let ut = scaled_t(params, x, &center);
+    let w = params.scale(x, &center);
     let v = params.variance;
     let mut resid = vec![v; n];
     let mut rows: Vec<Vec<f64>> = Vec::with_capacity(m);

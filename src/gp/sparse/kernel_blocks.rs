@@ -4,7 +4,9 @@
 //! contract (see docs/math/sparse_gp.rst, section Gradients).
 //!
 //! Distances are summed pairwise per dimension over the scaled inputs
-//! (`u = x/l`, one length scale or one per dimension): identical points are
+//! (`u = (x − c)/l`, one length scale or one per dimension, `c` a center
+//! near the inputs that keeps the digits of their differences, see
+//! [`crate::kernels::midrange`]): identical points are
 //! at distance exactly 0 (no `‖u‖² + ‖w‖² − 2uᵀw` cancellation), which the
 //! `Z = X` oracles and the non-smooth kernels at 0 need.
 
@@ -12,23 +14,23 @@ use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 
 use crate::gp::cluster::sq_dists_t;
-use crate::kernels::{Kernel, StationaryKernel};
+use crate::kernels::{divide_by, midrange, Kernel, StationaryKernel};
 use crate::threads::Parallelism;
 
-/// `(x / l)ᵀ`, `d × n` row-major: dimension `a` of every row contiguous,
-/// the layout [`cross_block`] reads.
-pub(crate) fn scaled_t(params: &StationaryKernel, x: ArrayView2<'_, f64>) -> Array2<f64> {
+/// `((x − c) / l)ᵀ`, `d × n` row-major: dimension `a` of every row
+/// contiguous, the layout [`cross_block`] reads. `c` is the same for every
+/// chunk of a pass (the sparse GP's: the [`midrange`] of the inducing
+/// inputs).
+pub(crate) fn scaled_t(
+    params: &StationaryKernel,
+    x: ArrayView2<'_, f64>,
+    center: &[f64],
+) -> Array2<f64> {
     let (n, d) = x.dim();
     let mut ut = Array2::<f64>::zeros((d, n));
-    for (a, mut row) in ut.rows_mut().into_iter().enumerate() {
+    for (a, (mut row, &c)) in ut.rows_mut().into_iter().zip(center).enumerate() {
         let l = params.length_scale_of(a);
-        let inv = 1.0 / l;
-        if inv.is_finite() {
-            row.zip_mut_with(&x.column(a), |o, &v| *o = v * inv);
-        } else {
-            // 1/l overflows for subnormal l (0 · ∞ = NaN): divide instead.
-            row.zip_mut_with(&x.column(a), |o, &v| *o = v / l);
-        }
+        row.zip_mut_with(&x.column(a), |o, &v| *o = divide_by(v - c, l));
     }
     ut
 }
@@ -395,15 +397,17 @@ pub(crate) fn fold_length_scales(params: &StationaryKernel, by_ls: &[f64]) -> Ve
     }
 }
 
-/// `k(a, b)` (`|a| × |b|`) of unscaled inputs.
+/// `k(a, b)` (`|a| × |b|`) of unscaled inputs, centered on the
+/// [`midrange`] of `b`.
 pub fn kernel_matrix(
     params: &StationaryKernel,
     a: ArrayView2<'_, f64>,
     b: ArrayView2<'_, f64>,
     par: Parallelism,
 ) -> Array2<f64> {
-    let wa = params.scale(a);
-    let ubt = scaled_t(params, b);
+    let center = midrange(&[b]);
+    let wa = params.scale(a, &center);
+    let ubt = scaled_t(params, b, &center);
     let mut out = vec![0.0; a.nrows() * b.nrows()];
     cross_block(params, wa.view(), ubt.view(), &mut out, None, par);
     Array2::from_shape_vec((a.nrows(), b.nrows()), out).unwrap_or_default()

@@ -15,7 +15,7 @@ use super::prior::InducingPrior;
 use super::stats::Method;
 use crate::error::{check_finite, Error, Result};
 use crate::gp::MeanAndVariance;
-use crate::kernels::StationaryKernel;
+use crate::kernels::{midrange, StationaryKernel};
 use crate::linalg::Cholesky;
 use crate::threads::Parallelism;
 
@@ -174,14 +174,16 @@ impl TestBlocks<'_> {
         let (m, d) = self.inducing.dim();
         Error::check_n_features(d, xs.ncols())?;
         check_finite("X", xs.iter())?;
-        let w = self.params.scale(self.inducing);
+        // The center of the fit's passes (see InducingPrior).
+        let center = midrange(&[self.inducing]);
+        let w = self.params.scale(self.inducing, &center);
         let rows = xs.nrows();
         let mut kb = Vec::new();
         let mut t = Vec::new();
         for start in (0..rows).step_by(PREDICT_BLOCK) {
             let stop = (start + PREDICT_BLOCK).min(rows);
             let b = stop - start;
-            let ut = scaled_t(self.params, xs.slice(s![start..stop, ..]));
+            let ut = scaled_t(self.params, xs.slice(s![start..stop, ..]), &center);
             kb.resize(m * b, 0.0);
             cross_block(self.params, w.view(), ut.view(), &mut kb, None, par);
             let kv =

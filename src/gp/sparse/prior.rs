@@ -7,13 +7,14 @@ use ndarray::{Array2, ArrayView2};
 use super::kernel_blocks::kernel_matrix;
 use crate::error::{check_finite, Error, Result};
 use crate::gp::check_positive;
-use crate::kernels::StationaryKernel;
+use crate::kernels::{midrange, StationaryKernel};
 use crate::linalg::{as_faer, Cholesky, JITTER_LADDER};
 use crate::threads::Parallelism;
 
 /// The hyperparameters and inducing inputs of one sparse-GP evaluation,
-/// with what every pass over the data needs: the scaled inducing inputs
-/// `W = Z/l` and the factor `L` of `K_uu + ε I`. The jitter `ε` is the
+/// with what every pass over the data needs: the center `c` (the
+/// [`midrange`] of `Z`), the scaled inducing inputs `W = (Z − c)/l` and the
+/// factor `L` of `K_uu + ε I`. The jitter `ε` is the
 /// first rung of the ladder (0, then `(1e−10, …, 1e−4) · σ²`) at which the
 /// factorization succeeds and leaves `K_uu + ε I` numerically regular (see
 /// `factor_kuu`); it is proportional to `σ²`, so `K_uu + ε I` scales with
@@ -26,7 +27,9 @@ pub struct InducingPrior {
     pub noise_variance: f64,
     /// The inducing inputs `Z` (`M × d`).
     pub z: Array2<f64>,
-    /// `Z / l` (`M × d`).
+    /// The center `c` that every scaled input is taken from.
+    pub(crate) center: Vec<f64>,
+    /// `(Z − c) / l` (`M × d`).
     pub(crate) w: Array2<f64>,
     /// The factor `L` of `K_uu + ε I`.
     pub(crate) chol: Cholesky,
@@ -60,7 +63,8 @@ impl InducingPrior {
         check_variance_scale(params.variance)?;
         check_positive("noise_variance", noise_variance)?;
         check_finite("inducing", z.iter())?;
-        let w = params.scale(z);
+        let center = midrange(&[z]);
+        let w = params.scale(z, &center);
         let kuu = kernel_matrix(&params, z, z, par);
         let (chol, kappa) = factor_kuu(&kuu, params.variance, noise_variance, par)?;
         let whiten = needs_whitening(kappa, params.variance, noise_variance);
@@ -68,6 +72,7 @@ impl InducingPrior {
             params,
             noise_variance,
             z: z.to_owned(),
+            center,
             w,
             chol,
             whiten,

@@ -235,7 +235,7 @@ impl SparseStats {
             self.y_shift
         };
         let yc: Vec<f64> = y.iter().map(|v| v - shift).collect();
-        let ut = scaled_t(&prior.params, x);
+        let ut = scaled_t(&prior.params, x, &prior.center);
         let kb = &mut scratch[..mn];
         cross_block(&prior.params, prior.w.view(), ut.view(), kb, None, par);
         if whiten {

@@ -519,6 +519,42 @@ fn results_do_not_depend_on_the_thread_count() {
 }
 
 #[test]
+fn inputs_far_from_the_origin_keep_their_digits() {
+    // The same data and inducing inputs shifted by 2^30: every block is
+    // centered on the inducing inputs before being scaled, so the bound,
+    // its gradient (inducing inputs included) and the greedy selection
+    // have the same bits (see kernels::tests::shifted_grid).
+    let (x, x_far) = crate::kernels::tests::shifted_grid(200, 3, 7);
+    let y = targets(&x);
+    for kernel in KERNELS {
+        let p = params(kernel, &[0.8, 1.1, 1.3], 1.2);
+        let pick = |x: &Array2<f64>| {
+            select_inducing(
+                x.view(),
+                25,
+                &InducingInit::GreedyVariance,
+                &p,
+                0,
+                Parallelism::Rayon,
+                &Monitor::default(),
+            )
+            .unwrap()
+        };
+        let (z, z_far) = (pick(&x), pick(&x_far));
+        assert_eq!(&z + 2f64.powi(30), z_far);
+        for method in [Method::Vfe, Method::Fitc] {
+            let run = |x: &Array2<f64>, z: &Array2<f64>| {
+                let pr = prior(&p, 0.05, z.view());
+                centered_in_chunks(&pr, method, x.view(), y.view(), 64).unwrap()
+            };
+            let (near, far) = (run(&x, &z), run(&x_far, &z_far));
+            assert_eq!(near.bound.value, far.bound.value);
+            assert_eq!(near.gradient, far.gradient);
+        }
+    }
+}
+
+#[test]
 fn greedy_selection_picks_the_largest_conditional_variance() {
     // Each chosen row has the largest conditional variance given the rows
     // chosen before it, computed directly from K_uu^{−1}.
