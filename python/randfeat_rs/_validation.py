@@ -101,9 +101,21 @@ def regression_targets(y: np.ndarray) -> np.ndarray:
     InvalidDtypeError
         If ``y`` holds strings, bytes or another dtype without numbers.
     """
-    if y.dtype.kind not in _REAL_KINDS + "b":
-        raise InvalidDtypeError(f"`y` must hold numbers, got dtype {y.dtype}")
+    check_regression_dtype(y.dtype)
     return np.ascontiguousarray(y, dtype=np.float64)
+
+
+def check_regression_dtype(dtype: np.dtype) -> None:
+    """Refuses a regressor's targets of a dtype without numbers (strings,
+    bytes, objects left unconverted); real numbers and bool pass.
+
+    Raises
+    ------
+    InvalidDtypeError
+        If ``dtype`` is not a real-number or bool dtype.
+    """
+    if dtype.kind not in _REAL_KINDS + "b":
+        raise InvalidDtypeError(f"`y` must hold numbers, got dtype {dtype}")
 
 
 def length_scale_values(length_scale: Any) -> list[float]:

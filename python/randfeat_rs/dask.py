@@ -63,7 +63,12 @@ from ._gp import (
 from ._gpc import GPC_CPU_ONLY, RandomFeatureGPC
 from ._progress import progress_printer
 from ._sparse_gp import SparseGPR
-from ._validation import inducing_inputs, length_scale_values, user_stacklevel
+from ._validation import (
+    check_regression_dtype,
+    inducing_inputs,
+    length_scale_values,
+    user_stacklevel,
+)
 from .exceptions import InvalidDtypeError, InvalidInputError
 
 __all__ = [
@@ -142,13 +147,6 @@ def _targets(y: Any, X: da.Array) -> da.Array:
     if y.chunks[0] != X.chunks[0]:
         y = y.rechunk({0: X.chunks[0]})
     return y
-
-
-def _check_regression_targets(y: da.Array) -> None:
-    """Refuses regression targets that are not numbers (strings), as the
-    in-memory regressors do."""
-    if y.dtype.kind not in "fiub":
-        raise InvalidDtypeError(f"`y` must hold numbers, got dtype {y.dtype}")
 
 
 def _float_dtype(dtype: np.dtype) -> np.dtype:
@@ -632,7 +630,7 @@ def fit(estimator: Any, X: Any, y: Any, *, persist: bool = True) -> Any:
     X = _rows(X)
     y = _targets(y, X)
     if isinstance(estimator, (SparseGPR, RandomFeatureGPR)):
-        _check_regression_targets(y)
+        check_regression_dtype(y.dtype)
     if isinstance(estimator, SparseGPR):
         return _fit_sparse(estimator, X, y, persist)
     if isinstance(estimator, RandomFeatureGPR):
@@ -991,7 +989,7 @@ def sparse_objective(estimator: SparseGPR, X: Any, y: Any) -> tuple[float, np.nd
     """
     X = _rows(X)
     y = _targets(y, X)
-    _check_regression_targets(y)
+    check_regression_dtype(y.dtype)
     if not isinstance(estimator, SparseGPR):
         raise TypeError(f"`estimator` must be a SparseGPR, got {type(estimator).__name__}")
     estimator._validate_params()
