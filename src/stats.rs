@@ -66,6 +66,11 @@ impl FeatureStats {
     }
 
     /// Empty statistics for `D` features.
+    ///
+    /// # Panics
+    /// When `D²` overflows `usize` (the allocation of the `D × D` Gram);
+    /// [`Self::check_size`] checks a `D` from a user against the memory
+    /// first.
     pub fn new(n_features: usize) -> Self {
         Self {
             gram: Array2::zeros((n_features, n_features)),

@@ -65,6 +65,11 @@ pub struct CsrMatrix<T> {
 
 impl<T: Real> CsrMatrix<T> {
     /// The dense `n_rows × n_cols` matrix (for tests and small problems).
+    ///
+    /// # Panics
+    /// When the fields are inconsistent (a row pointer past the stored
+    /// values, a column index `≥ n_cols`: the transforms never build such a
+    /// matrix), or `n_rows × n_cols` overflows.
     pub fn to_dense(&self) -> ndarray::Array2<T> {
         let mut out = ndarray::Array2::zeros((self.n_rows, self.n_cols as usize));
         for i in 0..self.n_rows {

@@ -112,7 +112,8 @@ impl MaclaurinKernel {
         }
     }
 
-    /// `a_0, …, a_p`.
+    /// `a_0, …, a_p` (`p + 1` values: the maps bound `p` by their
+    /// `max_degree` check before calling this).
     pub fn coefficients(&self, p: u32) -> Vec<f64> {
         (0..=p).map(|n| self.coefficient(n)).collect()
     }

@@ -40,9 +40,16 @@ pub fn degree_probabilities(coefs: &[f64], h01: bool, base: f64) -> Result<Vec<f
 /// the count per degree (index = degree).
 ///
 /// # Errors
-/// [`Error::InvalidParameter`] when `budget > 0` and no degree has a
-/// positive probability (see [`degree_probabilities`]).
+/// [`Error::InvalidParameter`] naming `probs` when a probability is not a
+/// finite number `≥ 0`, or when `budget > 0` and none is positive (see
+/// [`degree_probabilities`]).
 pub fn draw_counts(probs: &[f64], budget: usize, rng: &mut Rng) -> Result<Vec<usize>> {
+    if let Some(p) = probs.iter().find(|p| !(p.is_finite() && **p >= 0.0)) {
+        return Err(Error::invalid(
+            "probs",
+            format!("every probability must be a finite number >= 0, got {p}"),
+        ));
+    }
     let mut counts = vec![0usize; probs.len()];
     if budget == 0 {
         return Ok(counts);

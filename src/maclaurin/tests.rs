@@ -405,6 +405,15 @@ fn kar_karnick_closed_form_oracle() {
 /// estimates match the closed forms within 4 standard errors (the standard
 /// error of the variance from the sample's fourth central moment).
 #[test]
+fn degree_draws_refuse_probabilities_that_are_not_numbers_at_least_zero() {
+    let mut rng = crate::rng::seeded(5);
+    for bad in [f64::NAN, -0.5, f64::INFINITY] {
+        let err = random::draw_counts(&[0.5, bad, 0.5], 3, &mut rng).unwrap_err();
+        assert!(err.to_string().contains("probs"), "{err}");
+    }
+}
+
+#[test]
 fn kar_karnick_statistical_oracle() {
     let coefs = MaclaurinKernel::Exponential.coefficients(6);
     let probs = random::degree_probabilities(&coefs, false, 2.0).unwrap();

@@ -488,6 +488,11 @@ impl PolySketch {
     /// `s` those of `c`, `t` a scale applied to every factor; writes
     /// `Π_j t (v_j − s_j) / √D` (complex products when complex) into `out`
     /// (length [`Self::width`]).
+    ///
+    /// # Panics
+    /// When `v` or `s` is shorter than `degree ×` [`Self::width`] or `out`
+    /// shorter than [`Self::width`] (as [`Self::factor_projections_into`]
+    /// sizes them).
     pub fn combine_factors(&self, v: &[f64], s: &[f64], t: f64, out: &mut [f64]) {
         let w = self.width();
         let nf = self.n_features;

@@ -481,6 +481,24 @@ fn chunks_of_any_size_give_the_one_chunk_objective() {
             .unwrap();
             sums.merge(&part).unwrap();
         }
+        // Sums of another shape are refused by name, and change nothing.
+        let before = sums.clone();
+        let other_width = GradientSums::new(method, 8, 3);
+        let err = sums.merge(&other_width).unwrap_err().to_string();
+        assert!(err.contains("input dimension"), "{err}");
+        let mut edited = GradientSums::new(method, 8, 2);
+        edited.by_length_scale.pop();
+        let err = sums.merge(&edited).unwrap_err().to_string();
+        assert!(err.contains("number of length scales"), "{err}");
+        let other_method = match method {
+            Method::Vfe => Method::Fitc,
+            Method::Fitc => Method::Vfe,
+        };
+        let err = sums
+            .merge(&GradientSums::new(other_method, 8, 2))
+            .unwrap_err();
+        assert!(err.to_string().contains("FITC row sums"), "{err}");
+        assert_eq!(sums, before);
         let g = finish(&adj, &pr, &sums, Parallelism::Rayon);
         let g1 = one.gradient.unwrap();
         for (a, b) in g.hyper.iter().zip(&g1.hyper) {
