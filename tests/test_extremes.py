@@ -251,6 +251,9 @@ SHIFTED = {
     "kernel-matrix": lambda x: rf.kernel_matrix(
         x[:20], x[30:], kernel="matern32", length_scale=[0.7, 1.1, 1.9]
     ),
+    "nystroem-ard": lambda x: (
+        NystroemFeatures(15, length_scale=[0.7, 1.1, 1.9], random_state=0).fit(x).transform(x)
+    ),
     "exact-gpr": lambda x: ExactGPR(kernel="matern52", random_state=0).fit(x, GRID_Y),
     "exact-gpr-ard": lambda x: ExactGPR(ard=True, random_state=0).fit(x, GRID_Y),
     "sparse-gpr": lambda x: SparseGPR(n_inducing=15, random_state=0).fit(x, GRID_Y),

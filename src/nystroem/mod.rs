@@ -12,15 +12,16 @@
 //! square root) instead of being amplified by `1/√λ`. With `m = n`
 //! landmarks the map reproduces the exact Gram matrix, `Φ Φᵀ = K K^+ K = K`.
 //! Kernel blocks and the product are computed in `f64`. One length scale
-//! per input dimension gives the kernel of the inputs `x_a / l_a` (the
-//! inputs and landmarks divided column by column, the kernel at unit length
-//! scale).
+//! per input dimension gives the kernel of the inputs `(x_a − c_a) / l_a`
+//! (the inputs and landmarks centered on the landmarks' midrange and
+//! divided column by column, the kernel at unit length scale; the kernels
+//! are shift invariant).
 
 use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis, CowArray};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::kernels::{kernel_block, kernel_matrix, Kernel};
+use crate::kernels::{kernel_block, kernel_matrix, midrange, Kernel};
 use crate::linalg::gemm;
 use crate::real::{all_finite, Real};
 use crate::rng::substream;
@@ -130,7 +131,7 @@ impl NystroemFeatures {
         let kmm = match length_scale {
             &[l] => kernel_matrix(landmarks.view(), landmarks.view(), kernel, l),
             ls => {
-                let z = divided(landmarks.view(), ls);
+                let z = divided(landmarks.view(), ls, &midrange(&[landmarks.view()]));
                 kernel_matrix(z.view(), z.view(), kernel, 1.0)
             }
         };
@@ -247,16 +248,20 @@ impl NystroemFeatures {
         if !all_finite(x, par) {
             return Err(Error::NonFinite { name: "X" });
         }
-        // With one length scale per dimension, the landmarks divided by
-        // them once, each chunk's rows as they are converted.
+        // With one length scale per dimension, the landmarks centered and
+        // divided by them once, each chunk's rows as they are converted.
+        let center = midrange(&[self.landmarks.view()]);
         let (landmarks, l) = match self.length_scale.as_slice() {
             &[l] => (CowArray::from(self.landmarks.view()), l),
-            ls => (CowArray::from(divided(self.landmarks.view(), ls)), 1.0),
+            ls => (
+                CowArray::from(divided(self.landmarks.view(), ls, &center)),
+                1.0,
+            ),
         };
         let work = |(xc, mut oc): (ArrayView2<T>, ArrayViewMut2<T>)| {
             let mut xf = xc.mapv(|v| v.to_f64_exact());
             if let ls @ [_, _, ..] = self.length_scale.as_slice() {
-                xf = divided(xf.view(), ls);
+                xf = divided(xf.view(), ls, &center);
             }
             let mut kb = Array2::zeros((xc.nrows(), m));
             kernel_block(xf.view(), landmarks.view(), self.kernel, l, kb.view_mut());
@@ -296,12 +301,16 @@ fn check_length_scales(length_scale: &[f64], d: usize) -> Result<()> {
     Ok(())
 }
 
-/// `x` with column `a` divided by `ls[a]`: the inputs of the unit kernel
-/// that per-dimension length scales define.
-fn divided(x: ArrayView2<'_, f64>, ls: &[f64]) -> Array2<f64> {
+/// `(x_a − c_a) / l_a` column by column: the inputs of the unit kernel
+/// that per-dimension length scales define, centered first (`c` the
+/// [`midrange`] of the landmarks) so that inputs far from the origin keep
+/// the digits of their differences.
+fn divided(x: ArrayView2<'_, f64>, ls: &[f64], center: &[f64]) -> Array2<f64> {
     let mut u = x.to_owned();
     for mut row in u.rows_mut() {
-        row.iter_mut().zip(ls).for_each(|(v, l)| *v /= l);
+        for ((v, l), c) in row.iter_mut().zip(ls).zip(center) {
+            *v = (*v - c) / l;
+        }
     }
     u
 }

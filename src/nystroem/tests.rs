@@ -41,10 +41,12 @@ fn nystroem_with_all_points_reproduces_the_gram() {
 fn per_dimension_length_scales_are_the_unit_kernel_of_the_rescaled_inputs() {
     let x = Array2::from_shape_fn((30, 3), |(i, j)| ((i * 7 + 3 * j) as f64 * 0.37).cos());
     let ls = [0.5, 2.0, 1.3];
-    let scaled = divided(x.view(), &ls);
     for kernel in [Kernel::Gaussian, Kernel::Laplacian, Kernel::Matern32] {
-        // Bit for bit the map of x / l at length scale 1.
+        // Bit for bit the map of (x − c) / l at length scale 1, c the
+        // landmarks' midrange.
         let (map, idx) = NystroemFeatures::fit(x.view(), 12, kernel, &ls, 3).unwrap();
+        let center = midrange(&[map.landmarks.view()]);
+        let scaled = divided(x.view(), &ls, &center);
         let (unit, unit_idx) = NystroemFeatures::fit(scaled.view(), 12, kernel, &[1.0], 3).unwrap();
         assert_eq!(idx, unit_idx);
         assert_eq!(map.normalization, unit.normalization);
@@ -56,10 +58,12 @@ fn per_dimension_length_scales_are_the_unit_kernel_of_the_rescaled_inputs() {
         // With every row a landmark, the Gram matrix of the ARD kernel.
         let (all, _) = NystroemFeatures::fit(x.view(), 30, kernel, &ls, 3).unwrap();
         let phi = all.transform_into_new(x.view());
-        let exact = Array2::from_shape_fn((30, 30), |(i, j)| {
-            let (a, b) = (scaled.row(i).to_vec(), scaled.row(j).to_vec());
-            kernel.eval(&a, &b, 1.0)
-        });
+        let ard = crate::kernels::StationaryKernel {
+            kernel,
+            length_scale: ls.to_vec(),
+            variance: 1.0,
+        };
+        let exact = ard.cross(x.view(), x.view(), Parallelism::Sequential);
         let err = (phi.dot(&phi.t()) - &exact)
             .iter()
             .fold(0.0_f64, |m, v| m.max(v.abs()));
@@ -83,6 +87,25 @@ fn per_dimension_length_scales_are_the_unit_kernel_of_the_rescaled_inputs() {
     let mut edited = one.clone();
     edited.length_scale = vec![1.0, 2.0];
     assert!(edited.validate().is_err());
+}
+
+#[test]
+fn inputs_far_from_the_origin_keep_their_digits() {
+    // The same rows shifted by 2^30 (see kernels::tests::shifted_grid):
+    // the kernels are centered on the landmarks before being scaled, so
+    // the maps and the features have the same bits.
+    let (x, x_far) = crate::kernels::tests::shifted_grid(40, 3, 8);
+    for ls in [&[0.7][..], &[0.7, 1.1, 1.9]] {
+        for kernel in [Kernel::Gaussian, Kernel::Matern52] {
+            let (near, _) = NystroemFeatures::fit(x.view(), 15, kernel, ls, 3).unwrap();
+            let (far, _) = NystroemFeatures::fit(x_far.view(), 15, kernel, ls, 3).unwrap();
+            assert_eq!(near.normalization, far.normalization);
+            assert_eq!(
+                near.transform_into_new(x.view()),
+                far.transform_into_new(x_far.view())
+            );
+        }
+    }
 }
 
 impl NystroemFeatures {
