@@ -455,7 +455,7 @@ pub fn per_dimension_length_scales(x: ArrayView2<'_, f64>) -> Vec<f64> {
     let spread: Vec<f64> = x
         .columns()
         .into_iter()
-        .zip(midrange(&[x]))
+        .zip(midrange(x))
         .map(|(c, mid)| {
             // About the column's midrange (no digits lost to an offset), in
             // units of the power of two above the centered magnitude, as
@@ -487,7 +487,7 @@ pub fn spread_length_scales(rows: ArrayView2<'_, f64>, spread: &[f64]) -> Vec<f6
         .collect();
     // Centered first, so that columns far from the origin keep the digits
     // of their differences.
-    let center = midrange(&[rows]);
+    let center = midrange(rows);
     let scaled = Array2::from_shape_fn(rows.raw_dim(), |(i, a)| {
         (rows[(i, a)] - center[a]) / spread[a]
     });

@@ -94,7 +94,7 @@ impl DeviceKernel {
             )));
         }
         let length_scales: Vec<f64> = (0..d).map(|a| params.length_scale_of(a)).collect();
-        let center = midrange(&[z]);
+        let center = midrange(z);
         let dev = Self {
             d,
             m,
@@ -307,7 +307,7 @@ mod tests {
             };
             let g = inducing_gram(&params, z.view(), x.view(), Some(y.view())).unwrap();
             let k = kernel_matrix(&params, x.view(), z.view(), Parallelism::Rayon);
-            let c = midrange(&[z.view()]);
+            let c = midrange(z.view());
             let (u, w) = (params.scale(x.view(), &c), params.scale(z.view(), &c));
             let eps = Array2::from_shape_fn((n, m), |(i, j)| {
                 value_bound(

@@ -131,7 +131,7 @@ impl NystroemFeatures {
         let kmm = match length_scale {
             &[l] => kernel_matrix(landmarks.view(), landmarks.view(), kernel, l),
             ls => {
-                let z = divided(landmarks.view(), ls, &midrange(&[landmarks.view()]));
+                let z = divided(landmarks.view(), ls, &midrange(landmarks.view()));
                 kernel_matrix(z.view(), z.view(), kernel, 1.0)
             }
         };
@@ -250,7 +250,7 @@ impl NystroemFeatures {
         }
         // With one length scale per dimension, the landmarks centered and
         // divided by them once, each chunk's rows as they are converted.
-        let center = midrange(&[self.landmarks.view()]);
+        let center = midrange(self.landmarks.view());
         let (landmarks, l) = match self.length_scale.as_slice() {
             &[l] => (CowArray::from(self.landmarks.view()), l),
             ls => (

@@ -45,7 +45,7 @@ fn per_dimension_length_scales_are_the_unit_kernel_of_the_rescaled_inputs() {
         // Bit for bit the map of (x − c) / l at length scale 1, c the
         // landmarks' midrange.
         let (map, idx) = NystroemFeatures::fit(x.view(), 12, kernel, &ls, 3).unwrap();
-        let center = midrange(&[map.landmarks.view()]);
+        let center = midrange(map.landmarks.view());
         let scaled = divided(x.view(), &ls, &center);
         let (unit, unit_idx) = NystroemFeatures::fit(scaled.view(), 12, kernel, &[1.0], 3).unwrap();
         assert_eq!(idx, unit_idx);

@@ -100,7 +100,7 @@ struct Factored {
 /// inputs far from the origin), transposed to `d × N` so the pair loops
 /// below run over contiguous memory.
 fn scaled_transposed(x: ArrayView2<'_, f64>, kernel: &StationaryKernel) -> Array2<f64> {
-    let u = kernel.scale(x, &midrange(&[x]));
+    let u = kernel.scale(x, &midrange(x));
     u.t().as_standard_layout().into_owned()
 }
 

@@ -162,7 +162,7 @@ fn greedy_variance(
 ) -> Result<Array2<f64>> {
     let n = x.nrows();
     monitor.stage("inducing inputs", m as u64);
-    let center = midrange(&[x]);
+    let center = midrange(x);
     let ut = scaled_t(params, x, &center);
     let w = params.scale(x, &center);
     let v = params.variance;

@@ -405,7 +405,7 @@ pub fn kernel_matrix(
     b: ArrayView2<'_, f64>,
     par: Parallelism,
 ) -> Array2<f64> {
-    let center = midrange(&[b]);
+    let center = midrange(b);
     let wa = params.scale(a, &center);
     let ubt = scaled_t(params, b, &center);
     let mut out = vec![0.0; a.nrows() * b.nrows()];

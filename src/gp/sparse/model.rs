@@ -175,7 +175,7 @@ impl TestBlocks<'_> {
         Error::check_n_features(d, xs.ncols())?;
         check_finite("X", xs.iter())?;
         // The center of the fit's passes (see InducingPrior).
-        let center = midrange(&[self.inducing]);
+        let center = midrange(self.inducing);
         let w = self.params.scale(self.inducing, &center);
         let rows = xs.nrows();
         let mut kb = Vec::new();

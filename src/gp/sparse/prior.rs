@@ -63,7 +63,7 @@ impl InducingPrior {
         check_variance_scale(params.variance)?;
         check_positive("noise_variance", noise_variance)?;
         check_finite("inducing", z.iter())?;
-        let center = midrange(&[z]);
+        let center = midrange(z);
         let w = params.scale(z, &center);
         let kuu = kernel_matrix(&params, z, z, par);
         let (chol, kappa) = factor_kuu(&kuu, params.variance, noise_variance, par)?;
