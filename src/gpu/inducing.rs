@@ -21,8 +21,8 @@ use crate::real::Real;
 /// divided by the length scales in f64, as on the CPU (the kernel is shift
 /// invariant, and centering keeps the f32 differences accurate for data far
 /// from the origin, as the shifted target statistics do for `y`), then
-/// rounded to f32. Each kernel value carries the rounding of those inputs, of the
-/// f32 distance and of an explicit `exp` (within 2 ulp, see
+/// rounded to f32. Each kernel value carries the rounding of those inputs,
+/// of the f32 distance and of an explicit `exp` (within 2 ulp, see
 /// `kernel.wgsl`); the Gram is the compensated one (`gram_tile_exact` and
 /// `reduce_pairs_exact` of `gram.wgsl` and `reduce.wgsl`), which adds at most
 /// `(u + 3 n u²) Σ_i |k_im k_im'|` for chunks of `n` rows (all the kernels
