@@ -15,18 +15,6 @@ pub const VARIANCE_FLOOR: f64 = 1e-12;
 /// `ln 2π`.
 const LN_2PI: f64 = 1.837_877_066_409_345_5;
 
-fn same_len(name: &'static str, expected: usize, got: usize) -> Result<()> {
-    if expected == got {
-        Ok(())
-    } else {
-        Err(Error::ShapeMismatch {
-            name,
-            expected,
-            got,
-        })
-    }
-}
-
 fn non_empty(n: usize) -> Result<()> {
     if n == 0 {
         Err(Error::invalid("y_true", "needs at least one value"))
@@ -55,9 +43,14 @@ pub fn kl_divergence(
 ) -> Result<f64> {
     let n = mu_p.len();
     non_empty(n).map_err(|_| Error::invalid("mean_p", "needs at least one value"))?;
-    same_len("length of var_p", n, var_p.len())?;
-    same_len("length of mean_q", n, mu_q.len())?;
-    same_len("length of var_q", n, var_q.len())?;
+    Error::check_sizes(
+        n,
+        [
+            ("length of var_p", var_p.len()),
+            ("length of mean_q", mu_q.len()),
+            ("length of var_q", var_q.len()),
+        ],
+    )?;
     check_finite("mean_p", mu_p.iter())?;
     check_finite("mean_q", mu_q.iter())?;
     check_variances("var_p", var_p)?;
@@ -95,7 +88,7 @@ pub fn kl_term(mu_p: f64, var_p: f64, mu_q: f64, var_q: f64) -> f64 {
 /// `√(mean_i (y_i − μ_i)²)`.
 pub fn rmse(y_true: ArrayView1<'_, f64>, y_pred: ArrayView1<'_, f64>) -> Result<f64> {
     non_empty(y_true.len())?;
-    same_len("length of y_pred", y_true.len(), y_pred.len())?;
+    Error::check_sizes(y_true.len(), [("length of y_pred", y_pred.len())])?;
     check_finite("y_true", y_true.iter())?;
     check_finite("y_pred", y_pred.iter())?;
     // Halves of the differences, scaled by a power of two (exact): the
@@ -154,8 +147,10 @@ pub fn nll_terms(
 ) -> Result<Vec<f64>> {
     let n = y_true.len();
     non_empty(n)?;
-    same_len("length of mean", n, mean.len())?;
-    same_len("length of var", n, var.len())?;
+    Error::check_sizes(
+        n,
+        [("length of mean", mean.len()), ("length of var", var.len())],
+    )?;
     check_finite("y_true", y_true.iter())?;
     check_finite("mean", mean.iter())?;
     check_variances("var", var)?;

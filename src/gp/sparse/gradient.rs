@@ -71,37 +71,31 @@ impl GradientSums {
     /// # Errors
     /// [`Error::ShapeMismatch`] for sums of another shape.
     pub fn merge(&mut self, other: &GradientSums) -> Result<()> {
-        let check = |name: &'static str, expected: usize, got: usize| {
-            if expected == got {
-                Ok(())
-            } else {
-                Err(Error::ShapeMismatch {
-                    name,
-                    expected,
-                    got,
-                })
-            }
-        };
-        check(
-            "number of inducing inputs of the gradient sums to merge",
-            self.by_inducing.nrows(),
-            other.by_inducing.nrows(),
-        )?;
-        check(
-            "input dimension of the gradient sums to merge",
-            self.by_inducing.ncols(),
-            other.by_inducing.ncols(),
-        )?;
-        check(
-            "number of length scales of the gradient sums to merge",
-            self.by_length_scale.len(),
-            other.by_length_scale.len(),
-        )?;
-        check(
-            "size of the FITC row sums of the gradient sums to merge",
-            self.row_kuu.len(),
-            other.row_kuu.len(),
-        )?;
+        let (mine, theirs) = (self.by_inducing.dim(), other.by_inducing.dim());
+        for (name, expected, got) in [
+            (
+                "number of inducing inputs of the gradient sums to merge",
+                mine.0,
+                theirs.0,
+            ),
+            (
+                "input dimension of the gradient sums to merge",
+                mine.1,
+                theirs.1,
+            ),
+            (
+                "number of length scales of the gradient sums to merge",
+                self.by_length_scale.len(),
+                other.by_length_scale.len(),
+            ),
+            (
+                "size of the FITC row sums of the gradient sums to merge",
+                self.row_kuu.len(),
+                other.row_kuu.len(),
+            ),
+        ] {
+            Error::check_sizes(expected, [(name, got)])?;
+        }
         for (a, b) in self.by_length_scale.iter_mut().zip(&other.by_length_scale) {
             *a += b;
         }
