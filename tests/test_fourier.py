@@ -425,17 +425,19 @@ def test_nystroem_all_points_is_exact(kernel):
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_nystroem_per_dimension_length_scales(kernel):
     """One length scale per dimension: the map of the rescaled inputs
-    ``(x - c) / l`` at length scale 1 (the same bits; ``c`` the midrange of
-    the landmarks), exact with every row a landmark against the anisotropic
-    kernel matrix; float32 inputs as float64 ones."""
+    ``(x - c) / l`` at length scale 1 (the same bits, with the division
+    computed as the kernels compute it, a product with ``1 / l``; ``c`` the
+    midrange of the landmarks), exact with every row a landmark against the
+    anisotropic kernel matrix; float32 inputs as float64 ones."""
     x = np.random.default_rng(4).standard_normal((40, 3))
     ls = np.array([0.5, 2.0, 1.3])
     ny = NystroemFeatures(15, kernel=kernel, length_scale=ls, random_state=0).fit(x)
     z = ny.components_
     c = z.min(axis=0) / 2 + z.max(axis=0) / 2
-    unit = NystroemFeatures(15, kernel=kernel, length_scale=1.0, random_state=0).fit((x - c) / ls)
+    scaled = (x - c) * (1 / ls)
+    unit = NystroemFeatures(15, kernel=kernel, length_scale=1.0, random_state=0).fit(scaled)
     np.testing.assert_array_equal(ny.component_indices_, unit.component_indices_)
-    np.testing.assert_array_equal(ny.transform(x), unit.transform((x - c) / ls))
+    np.testing.assert_array_equal(ny.transform(x), unit.transform(scaled))
     np.testing.assert_array_equal(ny.components_, x[ny.component_indices_])
     full = NystroemFeatures(40, kernel=kernel, length_scale=ls, random_state=0).fit(x)
     phi = full.transform(x)

@@ -209,16 +209,14 @@ pub fn orthogonal<R: Rng + ?Sized>(
     for b0 in (0..m).step_by(d) {
         let g_vals: Vec<f64> = (0..d * d).map(|_| StandardNormal.sample(rng)).collect();
         let g = Mat::from_fn(d, d, |i, j| g_vals[i * d + j]);
-        let qr = g.qr();
-        let q = qr.compute_Q();
-        let r = qr.R();
+        let (q, r_diag) = crate::linalg::orthogonal_factor(g);
         let rows = d.min(m - b0);
         for i in 0..rows {
             kernel.sample_frequency(rng, l, &mut radius_buf);
             let radius = radius_buf.iter().map(|v| v * v).sum::<f64>().sqrt();
             for j in 0..d {
                 // Column j of Q times sign(R_jj) (sign(0) := 1).
-                let sign = if r[(j, j)] < 0.0 { -1.0 } else { 1.0 };
+                let sign = if r_diag[j] < 0.0 { -1.0 } else { 1.0 };
                 w[(b0 + i, j)] = radius * q[(i, j)] * sign;
             }
         }

@@ -524,3 +524,25 @@ fn bad_inputs_are_errors() {
         Err(crate::Error::NonFinite { .. })
     ));
 }
+
+/// The orthogonal sampler's QR runs on one thread: the frequencies are the
+/// same bits in pools of any size (faer's default `qr`, split by the pool's
+/// threads, changed the last bits of these frequencies).
+#[test]
+fn orthogonal_frequencies_do_not_depend_on_the_thread_count() {
+    let cfg = FourierConfig {
+        sampler: Sampler::Orthogonal,
+        ..FourierConfig::new(600)
+    };
+    let draw = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| FourierFeatures::fit(&cfg, 300, 5).unwrap().projection)
+    };
+    let one = draw(1);
+    for threads in [2, 4] {
+        assert!(draw(threads) == one, "{threads} threads");
+    }
+}

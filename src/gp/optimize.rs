@@ -1127,15 +1127,13 @@ fn hessian_inverse_root<O: Objective>(
         }
     }
     let h = faer::Mat::<f64>::from_fn(k, k, |i, j| 0.5 * (h[(i, j)] + h[(j, i)]));
-    let Ok(evd) = h.self_adjoint_eigen(faer::Side::Lower) else {
+    let Ok((u, lam)) = crate::linalg::symmetric_eigen(h.as_ref()) else {
         return Ok(None);
     };
-    let lam = evd.S().column_vector();
     let top = (0..k).map(|i| lam[i]).fold(f64::NEG_INFINITY, f64::max);
     if !(top.is_finite() && top > 0.0) {
         return Ok(None);
     }
-    let u = evd.U();
     Ok(Some(Array2::from_shape_fn((k, k), |(i, j)| {
         u[(i, j)] / lam[j].abs().max(HESSIAN_FLOOR * top).sqrt()
     })))

@@ -70,6 +70,79 @@ where
     );
 }
 
+/// The eigendecomposition `A = U diag(λ) Uᵀ` of the symmetric `a` (its
+/// lower triangle read), eigenvalues ascending, on one thread. faer's
+/// `self_adjoint_eigen` takes its thread count from a global setting and
+/// splits its blocked steps by it, so its rounding would change with the
+/// number of threads; the maps built from an eigendecomposition (Nyström)
+/// are bit-identical for any thread count.
+///
+/// # Errors
+/// faer's `EvdError` when the iteration does not converge.
+pub(crate) fn symmetric_eigen(
+    a: MatRef<'_, f64>,
+) -> std::result::Result<(Mat<f64>, Vec<f64>), faer::linalg::evd::EvdError> {
+    use faer::linalg::evd::{self_adjoint_evd, self_adjoint_evd_scratch, ComputeEigenvectors};
+    let n = a.nrows();
+    let mut u = Mat::zeros(n, n);
+    let mut lam = faer::diag::Diag::zeros(n);
+    let scratch =
+        self_adjoint_evd_scratch::<f64>(n, ComputeEigenvectors::Yes, Par::Seq, Default::default());
+    self_adjoint_evd(
+        a,
+        lam.as_mut(),
+        Some(u.as_mut()),
+        Par::Seq,
+        MemStack::new(&mut MemBuffer::new(scratch)),
+        Default::default(),
+    )?;
+    let lam = lam.column_vector().iter().copied().collect();
+    Ok((u, lam))
+}
+
+/// The QR decomposition `A = QR` of the `m × n` matrix `a` (`m ≥ n`) on one
+/// thread, as `Q` (`m × m`, orthogonal) and the diagonal of `R`: what the
+/// orthogonal frequency sampler needs, bit-identical for any thread count
+/// (see [`symmetric_eigen`] for why faer's `qr` is not).
+pub(crate) fn orthogonal_factor(mut a: Mat<f64>) -> (Mat<f64>, Vec<f64>) {
+    use faer::linalg::householder::{
+        apply_block_householder_sequence_on_the_left_in_place_scratch as apply_scratch,
+        apply_block_householder_sequence_on_the_left_in_place_with_conj as apply,
+    };
+    use faer::linalg::qr::no_pivoting::factor::{
+        qr_in_place, qr_in_place_scratch, recommended_block_size,
+    };
+    let (m, n) = a.shape();
+    let size = m.min(n);
+    let block = recommended_block_size::<f64>(m, n);
+    let mut coeff = Mat::zeros(block, size);
+    let scratch = qr_in_place_scratch::<f64>(m, n, block, Par::Seq, Default::default());
+    qr_in_place(
+        a.as_mut(),
+        coeff.as_mut(),
+        Par::Seq,
+        MemStack::new(&mut MemBuffer::new(scratch)),
+        Default::default(),
+    );
+    let r_diag = (0..size).map(|j| a[(j, j)]).collect();
+    // The Householder basis: the strict lower part, with a unit diagonal.
+    let basis = Mat::from_fn(m, size, |i, j| match i.cmp(&j) {
+        std::cmp::Ordering::Greater => a[(i, j)],
+        std::cmp::Ordering::Equal => 1.0,
+        std::cmp::Ordering::Less => 0.0,
+    });
+    let mut q = Mat::identity(m, m);
+    apply(
+        basis.as_ref(),
+        coeff.as_ref(),
+        faer::Conj::No,
+        q.as_mut(),
+        Par::Seq,
+        MemStack::new(&mut MemBuffer::new(apply_scratch::<f64>(m, block, m))),
+    );
+    (q, r_diag)
+}
+
 /// The relative jitters `ε` of the ladder of `docs/math/gp.rst`, "Exact GP":
 /// after a failed plain factorization, `ε · mean(diag A)` is added to the
 /// diagonal for `ε = 1e−10, 1e−9, …, 1e−4` in turn.
@@ -509,6 +582,34 @@ mod tests {
             a[(i, i)] += 0.5;
         }
         a
+    }
+
+    /// The one-thread eigendecomposition and QR: `A = U diag(λ) Uᵀ` with
+    /// orthonormal `U` and ascending `λ`; `A = QR` with orthogonal `Q` and
+    /// upper triangular `R = QᵀA` whose diagonal is the one returned.
+    #[test]
+    fn symmetric_eigen_and_orthogonal_factor_reconstruct() {
+        let n = 40;
+        let a = spd(n);
+        let (u, lam) = symmetric_eigen(as_faer(a.view())).unwrap();
+        let u = Array2::from_shape_fn((n, n), |(i, j)| u[(i, j)]);
+        assert!(lam.windows(2).all(|w| w[0] <= w[1]));
+        let back = u.dot(&Array2::from_diag(&Array1::from(lam))).dot(&u.t());
+        assert!((&back - &a).iter().all(|v| v.abs() < 1e-12));
+        assert!((u.t().dot(&u) - Array2::<f64>::eye(n))
+            .iter()
+            .all(|v| v.abs() < 1e-13));
+        let g = Array2::from_shape_fn((n, n), |(i, j)| ((i * 13 + j * 5) % 17) as f64 - 8.0);
+        let (q, r_diag) = orthogonal_factor(Mat::from_fn(n, n, |i, j| g[(i, j)]));
+        let q = Array2::from_shape_fn((n, n), |(i, j)| q[(i, j)]);
+        assert!((q.t().dot(&q) - Array2::<f64>::eye(n))
+            .iter()
+            .all(|v| v.abs() < 1e-13));
+        let r = q.t().dot(&g);
+        for i in 0..n {
+            assert!((r[(i, i)] - r_diag[i]).abs() < 1e-11 * (1.0 + r_diag[i].abs()));
+            assert!((0..i).all(|j| r[(i, j)].abs() < 1e-11), "row {i}");
+        }
     }
 
     #[test]

@@ -21,8 +21,8 @@ use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis, CowArray};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::kernels::{kernel_block, kernel_matrix, midrange, Kernel};
-use crate::linalg::gemm;
+use crate::kernels::{kernel_block, kernel_matrix, midrange, Kernel, StationaryKernel};
+use crate::linalg::{gemm, symmetric_eigen};
 use crate::real::{all_finite, Real};
 use crate::rng::substream;
 use crate::threads::Parallelism;
@@ -105,7 +105,8 @@ impl NystroemFeatures {
         length_scale: &[f64],
         seed: u64,
     ) -> Result<(Self, Vec<usize>)> {
-        check_length_scales(length_scale, x.ncols())?;
+        let scaled = unit_variance(kernel, length_scale);
+        scaled.validate(x.ncols())?;
         if n_components == 0 {
             return Err(Error::invalid("n_components", "must be >= 1, got 0"));
         }
@@ -130,16 +131,14 @@ impl NystroemFeatures {
             Array2::from_shape_fn((m, x.ncols()), |(i, j)| x[(idx[i], j)].to_f64_exact());
         let kmm = match length_scale {
             &[l] => kernel_matrix(landmarks.view(), landmarks.view(), kernel, l),
-            ls => {
-                let z = divided(landmarks.view(), ls, &midrange(landmarks.view()));
+            _ => {
+                let z = scaled.scale(landmarks.view(), &midrange(landmarks.view()));
                 kernel_matrix(z.view(), z.view(), kernel, 1.0)
             }
         };
         let a = faer::Mat::from_fn(m, m, |i, j| kmm[(i, j)]);
-        let evd = a
-            .self_adjoint_eigen(faer::Side::Lower)
-            .map_err(|_| Error::NotPositiveDefinite { index: 0 })?;
-        let (u, lam) = (evd.U(), evd.S().column_vector());
+        let (u, lam) =
+            symmetric_eigen(a.as_ref()).map_err(|_| Error::NotPositiveDefinite { index: 0 })?;
         let lmax = (0..m).map(|i| lam[i]).fold(0.0_f64, f64::max);
         let tol = lmax * m as f64 * f64::EPSILON;
         let inv_sqrt: Vec<f64> = (0..m)
@@ -225,7 +224,7 @@ impl NystroemFeatures {
                 got: cols,
             });
         }
-        check_length_scales(&self.length_scale, self.landmarks.ncols())
+        unit_variance(self.kernel, &self.length_scale).validate(self.landmarks.ncols())
     }
 
     /// Writes `φ(x_i) = K_mm^{-1/2} k_m(x_i)` into the rows of `out` (`n × m`).
@@ -251,17 +250,18 @@ impl NystroemFeatures {
         // With one length scale per dimension, the landmarks centered and
         // divided by them once, each chunk's rows as they are converted.
         let center = midrange(self.landmarks.view());
+        let scaled = unit_variance(self.kernel, &self.length_scale);
         let (landmarks, l) = match self.length_scale.as_slice() {
             &[l] => (CowArray::from(self.landmarks.view()), l),
-            ls => (
-                CowArray::from(divided(self.landmarks.view(), ls, &center)),
+            _ => (
+                CowArray::from(scaled.scale(self.landmarks.view(), &center)),
                 1.0,
             ),
         };
         let work = |(xc, mut oc): (ArrayView2<T>, ArrayViewMut2<T>)| {
             let mut xf = xc.mapv(|v| v.to_f64_exact());
-            if let ls @ [_, _, ..] = self.length_scale.as_slice() {
-                xf = divided(xf.view(), ls, &center);
+            if self.length_scale.len() > 1 {
+                xf = scaled.scale(xf.view(), &center);
             }
             let mut kb = Array2::zeros((xc.nrows(), m));
             kernel_block(xf.view(), landmarks.view(), self.kernel, l, kb.view_mut());
@@ -280,39 +280,18 @@ impl NystroemFeatures {
     }
 }
 
-/// Refuses length scales that are not one value or one per input
-/// dimension (`d`), or not finite and `> 0`.
-fn check_length_scales(length_scale: &[f64], d: usize) -> Result<()> {
-    if length_scale.len() != 1 && length_scale.len() != d {
-        return Err(Error::invalid(
-            "length_scale",
-            format!(
-                "needs one value or one per input dimension ({d}), got {}",
-                length_scale.len()
-            ),
-        ));
+/// The unit-variance kernel that `length_scale` (one value, or one per
+/// input dimension) defines: its [`StationaryKernel::validate`] is the
+/// map's check of the length scales, and its [`StationaryKernel::scale`]
+/// the inputs `(x − c)/l` of the unit kernel that per-dimension length
+/// scales define (`c` the [`midrange`] of the landmarks, so that inputs far
+/// from the origin keep the digits of their differences).
+fn unit_variance(kernel: Kernel, length_scale: &[f64]) -> StationaryKernel {
+    StationaryKernel {
+        kernel,
+        length_scale: length_scale.to_vec(),
+        variance: 1.0,
     }
-    if let Some(l) = length_scale.iter().find(|l| !(l.is_finite() && **l > 0.0)) {
-        return Err(Error::invalid(
-            "length_scale",
-            format!("must be a finite number > 0, got {l:?}"),
-        ));
-    }
-    Ok(())
-}
-
-/// `(x_a − c_a) / l_a` column by column: the inputs of the unit kernel
-/// that per-dimension length scales define, centered first (`c` the
-/// [`midrange`] of the landmarks) so that inputs far from the origin keep
-/// the digits of their differences.
-fn divided(x: ArrayView2<'_, f64>, ls: &[f64], center: &[f64]) -> Array2<f64> {
-    let mut u = x.to_owned();
-    for mut row in u.rows_mut() {
-        for ((v, l), c) in row.iter_mut().zip(ls).zip(center) {
-            *v = (*v - c) / l;
-        }
-    }
-    u
 }
 
 #[cfg(test)]

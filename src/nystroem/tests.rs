@@ -46,7 +46,7 @@ fn per_dimension_length_scales_are_the_unit_kernel_of_the_rescaled_inputs() {
         // landmarks' midrange.
         let (map, idx) = NystroemFeatures::fit(x.view(), 12, kernel, &ls, 3).unwrap();
         let center = midrange(map.landmarks.view());
-        let scaled = divided(x.view(), &ls, &center);
+        let scaled = unit_variance(kernel, &ls).scale(x.view(), &center);
         let (unit, unit_idx) = NystroemFeatures::fit(scaled.view(), 12, kernel, &[1.0], 3).unwrap();
         assert_eq!(idx, unit_idx);
         assert_eq!(map.normalization, unit.normalization);
@@ -58,12 +58,7 @@ fn per_dimension_length_scales_are_the_unit_kernel_of_the_rescaled_inputs() {
         // With every row a landmark, the Gram matrix of the ARD kernel.
         let (all, _) = NystroemFeatures::fit(x.view(), 30, kernel, &ls, 3).unwrap();
         let phi = all.transform_into_new(x.view());
-        let ard = crate::kernels::StationaryKernel {
-            kernel,
-            length_scale: ls.to_vec(),
-            variance: 1.0,
-        };
-        let exact = ard.cross(x.view(), x.view(), Parallelism::Sequential);
+        let exact = unit_variance(kernel, &ls).cross(x.view(), x.view(), Parallelism::Sequential);
         let err = (phi.dot(&phi.t()) - &exact)
             .iter()
             .fold(0.0_f64, |m, v| m.max(v.abs()));
@@ -114,5 +109,29 @@ impl NystroemFeatures {
         self.transform_into(x, out.view_mut(), Parallelism::Rayon)
             .unwrap();
         out
+    }
+}
+
+/// The eigendecomposition runs on one thread: the map is the same bits in
+/// pools of any size (faer's default eigendecomposition, split by the
+/// pool's threads, changed the last bits of this map).
+#[test]
+fn the_fit_does_not_depend_on_the_thread_count() {
+    let mut rng = crate::rng::seeded(4);
+    let x = Array2::from_shape_fn((600, 20), |_| {
+        rand_distr::Distribution::<f64>::sample(&rand_distr::StandardNormal, &mut rng)
+    });
+    let fit = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| NystroemFeatures::fit(x.view(), 100, Kernel::Gaussian, &[3.2], 1).unwrap())
+    };
+    let (one, idx) = fit(1);
+    for threads in [2, 4] {
+        let (map, map_idx) = fit(threads);
+        assert_eq!(map_idx, idx);
+        assert_eq!(map.normalization, one.normalization, "{threads} threads");
     }
 }

@@ -80,16 +80,13 @@ fn hermite_rule() -> &'static (Vec<f64>, Vec<f64>) {
                 0.0
             }
         });
-        let (nodes, weights) = match jacobi.self_adjoint_eigen(faer::Side::Lower) {
-            Ok(evd) => {
-                let (u, t) = (evd.U(), evd.S().column_vector());
-                (
-                    (0..NODES)
-                        .map(|q| std::f64::consts::SQRT_2 * t[q])
-                        .collect(),
-                    (0..NODES).map(|q| u[(0, q)] * u[(0, q)]).collect(),
-                )
-            }
+        let (nodes, weights) = match crate::linalg::symmetric_eigen(jacobi.as_ref()) {
+            Ok((u, t)) => (
+                (0..NODES)
+                    .map(|q| std::f64::consts::SQRT_2 * t[q])
+                    .collect(),
+                (0..NODES).map(|q| u[(0, q)] * u[(0, q)]).collect(),
+            ),
             // A symmetric tridiagonal eigenproblem of fixed size converges.
             Err(_) => (vec![0.0], vec![1.0]),
         };
