@@ -31,7 +31,12 @@ class MaclaurinFeatures(DenseFeaturesBase):
     on a subsample of the training rows. Output columns:
     ``[constant | h01 linear (d) | degree blocks ascending | (zero column)]``,
     complex blocks as ``[Re | Im]``. With one input feature the explicit map
-    ``(g(x) sqrt(a_n) x~^n)_{n < n_components}`` is used (nothing random).
+    ``(g(x) sqrt(a_n) x~^n)`` is used (nothing random), one column for each
+    of the first ``n_components`` degrees ``n`` with ``a_n != 0``: degrees
+    ``0 .. n_components - 1`` for the Gaussian and exponential kernels; for
+    the polynomial kernel those up to ``degree`` (only ``degree`` itself
+    without ``bias``), the exact kernel once ``n_components`` covers them,
+    with zero columns after the last.
 
     Parameters
     ----------
@@ -62,7 +67,9 @@ class MaclaurinFeatures(DenseFeaturesBase):
         1 the ``d`` linear columns in h01 mode); its width must equal
         ``n_components``.
     max_degree : int, default=10
-        Largest truncation degree searched (the random support's maximum).
+        Largest truncation degree searched (the random support's maximum);
+        the explicit map of one input feature takes its degrees from
+        ``n_components`` instead.
     min_degree : int, default=2
         Smallest truncation degree searched.
     n_subsample : int, default=2000
@@ -92,8 +99,8 @@ class MaclaurinFeatures(DenseFeaturesBase):
         Features per degree, index = degree: entry 0 is the constant column
         (1 if the kernel has a constant term), entry 1 in h01 mode the ``d``
         exact linear columns, other entries sketch features (complex
-        features with complex weights). For one input feature: one column
-        per degree.
+        features with complex weights). For one input feature: 1 for each
+        degree of the explicit map, 0 for the degrees between them.
     truncation_degree_ : int
         Truncation degree ``p`` of the series (not the polynomial kernel's
         ``degree``).

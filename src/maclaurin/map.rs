@@ -438,16 +438,18 @@ impl MaclaurinMap {
         Ok(())
     }
 
-    /// The explicit `d = 1` map with `p = D − 1` (`docs/math/maclaurin.rst`,
-    /// "The truncated random map" and "Assembly"): nothing random.
+    /// The explicit `d = 1` map (`docs/math/maclaurin.rst`, "The truncated
+    /// random map" and "Assembly"): one column for each of
+    /// [`explicit_degrees`], nothing random.
     fn explicit_1d(config: &MaclaurinConfig, center: Option<Vec<f64>>, seed: u64) -> Self {
-        let p = (config.n_components - 1) as u32;
+        let counts = explicit_counts(config);
+        let p = (counts.len() - 1) as u32;
         let map = Self {
             config: config.clone(),
             dim: 1,
             seed,
             center,
-            counts: vec![1; p as usize + 1],
+            counts,
             coefs: config.kernel.coefficients(p),
             degree: p,
             explicit_1d: true,
@@ -475,11 +477,8 @@ impl MaclaurinMap {
         config.validate()?;
         Self::check_size(config, dim)?;
         if dim == 1 && config.allocation == AllocationStrategy::Optimized {
-            if counts.len() != config.n_components {
-                return Err(Error::invalid(
-                    "allocation",
-                    "the explicit d = 1 map has one column per degree 0..=n_components-1",
-                ));
+            if counts != explicit_counts(config) {
+                return Err(Error::invalid("allocation", EXPLICIT_COUNTS));
             }
             return Ok(Self::explicit_1d(config, center, seed));
         }
@@ -704,25 +703,21 @@ impl MaclaurinMap {
                     got: dim,
                 });
             }
-            if self.counts.len() != width || self.counts.iter().any(|&c| c != 1) {
-                return Err(Error::invalid(
-                    "counts",
-                    format!(
-                        "the explicit d = 1 map counts 1 column for each of its {width} degrees"
-                    ),
-                ));
+            let counts = explicit_counts(&self.config);
+            if self.counts != counts {
+                return Err(Error::invalid("counts", EXPLICIT_COUNTS));
             }
-            if degree + 1 != width {
+            if degree + 1 != counts.len() {
                 return Err(Error::ShapeMismatch {
-                    name: "degree (n_components - 1 for the explicit map)",
-                    expected: width - 1,
+                    name: "degree (the explicit map's last degree)",
+                    expected: counts.len() - 1,
                     got: degree,
                 });
             }
-            if self.coefs.len() != width {
+            if self.coefs.len() != counts.len() {
                 return Err(Error::ShapeMismatch {
                     name: "length of coefs (one per degree)",
-                    expected: width,
+                    expected: counts.len(),
                     got: self.coefs.len(),
                 });
             }
@@ -860,7 +855,9 @@ impl MaclaurinMap {
     pub fn column_degrees(&self) -> Vec<u32> {
         let width = self.width();
         if self.explicit_1d {
-            return (0..width as u32).collect();
+            let mut deg = explicit_degrees(&self.config);
+            deg.resize(width, 0);
+            return deg;
         }
         let mut deg = Vec::with_capacity(width);
         if self.counts[0] == 1 {
@@ -913,7 +910,8 @@ impl MaclaurinMap {
     /// Features per degree, index = degree: entry 0 the constant column,
     /// entry 1 the `d` linear columns in h01 mode, else sketch features
     /// (complex features for complex sketches). For the explicit `d = 1`
-    /// map, one column per degree.
+    /// map, 1 for each of [`explicit_degrees`] and 0 for the degrees between
+    /// them.
     pub fn allocation(&self) -> &[usize] {
         &self.counts
     }
@@ -990,12 +988,12 @@ impl MaclaurinMap {
             })
             .collect();
         if self.explicit_1d {
+            let degrees = explicit_degrees(&self.config);
             for ((mut o, r), &lg) in out.rows_mut().into_iter().zip(xt.rows()).zip(&ln_g) {
                 let t = r[0].to_f64_exact();
-                for (k, o) in o.iter_mut().enumerate() {
-                    *o = T::from_f64_lossy(
-                        sigma * explicit_entry(t, k as u32, lg, &self.config.kernel),
-                    );
+                o.fill(T::zero());
+                for (o, &n) in o.iter_mut().zip(&degrees) {
+                    *o = T::from_f64_lossy(sigma * explicit_entry(t, n, lg, &self.config.kernel));
                 }
             }
             return crate::sketch::refuse_overflow(all_finite(out.view(), par));
@@ -1110,6 +1108,39 @@ impl MaclaurinMap {
         Ok(out)
     }
 }
+
+/// The degrees of the explicit `d = 1` map's columns, ascending: the first
+/// `D` degrees whose Maclaurin coefficient is not zero. Those are `0..D` for
+/// the Gaussian and exponential kernels; for the polynomial kernel the
+/// degrees up to `q` (only `q` without bias), so its map is exact when `D`
+/// covers them, and the columns after the last degree are zero.
+pub fn explicit_degrees(config: &MaclaurinConfig) -> Vec<u32> {
+    let width = config.n_components;
+    match config.kernel.max_degree() {
+        Some(q) => (0..=q)
+            .filter(|&n| config.kernel.coefficient(n) != 0.0)
+            .take(width)
+            .collect(),
+        // Every coefficient is positive (those past n = 170 underflow in
+        // f64: the entries take them in log space).
+        None => (0..width as u32).collect(),
+    }
+}
+
+/// The allocation of the explicit `d = 1` map: 1 for each of
+/// [`explicit_degrees`], 0 for the degrees between them.
+fn explicit_counts(config: &MaclaurinConfig) -> Vec<usize> {
+    let degrees = explicit_degrees(config);
+    let mut counts = vec![0; degrees.last().map_or(0, |&p| p as usize) + 1];
+    for n in degrees {
+        counts[n as usize] = 1;
+    }
+    counts
+}
+
+/// The refusal of an allocation that is not the explicit `d = 1` map's.
+const EXPLICIT_COUNTS: &str = "the explicit d = 1 map counts 1 column for each of the first \
+                               n_components degrees with a nonzero coefficient";
 
 /// Entry `n` of the explicit `d = 1` map without `σ`
 /// (`docs/math/maclaurin.rst`, "The truncated random map"):

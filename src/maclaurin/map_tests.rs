@@ -69,6 +69,90 @@ fn explicit_one_dimensional_oracles() {
     assert!(far.iter().all(|v| v.is_finite()));
 }
 
+/// The explicit `d = 1` map of the polynomial kernel has a column for each
+/// degree with a nonzero coefficient, so it is the exact kernel
+/// `(xy/l² + c)^q` once `D` covers them, zero columns after them. It took
+/// the degrees `0..D` whatever their coefficients: without bias and
+/// `D <= q` every column was zero.
+#[test]
+fn explicit_one_dimensional_polynomial_map_takes_the_nonzero_degrees() {
+    let x = array![[0.5], [-1.2], [2.0]];
+    let exact = |bias: f64, q: i32| {
+        Array2::from_shape_fn((3, 3), |(i, j)| {
+            (x[(i, 0)] * x[(j, 0)] / 2.25 + bias).powi(q)
+        })
+    };
+    // (bias, q, D, allocation, degree)
+    for (bias, q, width, counts, degree) in [
+        (0.0, 3, 1, vec![0, 0, 0, 1], 3),
+        (0.0, 3, 3, vec![0, 0, 0, 1], 3),
+        (1.0, 2, 3, vec![1, 1, 1], 2),
+        (1.0, 2, 8, vec![1, 1, 1], 2),
+        (0.5, 4, 5, vec![1, 1, 1, 1, 1], 4),
+    ] {
+        let mut cfg = config(
+            MaclaurinKernel::Polynomial {
+                degree: q as u32,
+                bias,
+            },
+            width,
+        );
+        cfg.length_scale = 1.5;
+        cfg.max_degree = 2;
+        let map = MaclaurinMap::fit(
+            x.view(),
+            &cfg,
+            0,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap();
+        assert!(map.is_explicit_1d());
+        assert_eq!(map.allocation(), counts.as_slice(), "{bias} {q} {width}");
+        assert_eq!(map.degree(), degree);
+        let phi = map.transform(x.view(), Parallelism::Sequential).unwrap();
+        let used = counts.iter().sum::<usize>();
+        assert!(phi.slice(ndarray::s![.., used..]).iter().all(|&v| v == 0.0));
+        let k = phi.dot(&phi.t());
+        let want = exact(bias, q);
+        for (a, b) in k.iter().zip(want.iter()) {
+            assert_relative_eq!(*a, *b, max_relative = 1e-12);
+        }
+        let rebuilt = MaclaurinMap::rebuild(&cfg, 1, counts.clone(), None, 0).unwrap();
+        assert_eq!(
+            rebuilt
+                .transform(x.view(), Parallelism::Sequential)
+                .unwrap(),
+            phi
+        );
+        let mut degrees = map.column_degrees();
+        degrees.truncate(used);
+        let want: Vec<u32> = (0..=degree).filter(|&n| counts[n as usize] == 1).collect();
+        assert_eq!(degrees, want);
+        // The allocation the map had before: one count per column.
+        if counts != vec![1; width] {
+            assert!(MaclaurinMap::rebuild(&cfg, 1, vec![1; width], None, 0).is_err());
+        }
+    }
+    // Fewer columns than degrees: the lowest ones (the truncated series).
+    let cfg = config(
+        MaclaurinKernel::Polynomial {
+            degree: 3,
+            bias: 1.0,
+        },
+        2,
+    );
+    let map = MaclaurinMap::fit(
+        x.view(),
+        &cfg,
+        0,
+        Parallelism::Sequential,
+        &Monitor::default(),
+    )
+    .unwrap();
+    assert_eq!(map.allocation(), &[1, 1]);
+}
+
 #[test]
 fn exact_at_the_center() {
     // Φ(0) = σ e_0 for the Gaussian kernel, whatever the draw
