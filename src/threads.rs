@@ -52,16 +52,39 @@ fn default_threads() -> usize {
 }
 
 fn read_default_threads() -> usize {
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    match std::env::var(NUM_THREADS_ENV) {
-        Ok(v) => match v.trim().parse::<usize>() {
-            Ok(n) if (1..=max_num_threads()).contains(&n) => n,
-            _ => cores,
-        },
-        Err(_) => cores,
-    }
+    std::env::var(NUM_THREADS_ENV)
+        .ok()
+        .and_then(|v| parse_threads(&v))
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+}
+
+/// A thread count as [`NUM_THREADS_ENV`] gives it: an integer from 1 to
+/// [`max_num_threads`], blanks around it allowed.
+fn parse_threads(v: &str) -> Option<usize> {
+    v.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=max_num_threads()).contains(n))
+}
+
+/// Why the default pool size ignores [`NUM_THREADS_ENV`], when it is set
+/// to something other than a thread count (the pool then uses all cores):
+/// the Python package warns with this message at import.
+pub fn ignored_env_threads() -> Option<String> {
+    let value = match std::env::var(NUM_THREADS_ENV) {
+        Ok(v) if parse_threads(&v).is_none() => v,
+        Err(std::env::VarError::NotUnicode(v)) => v.to_string_lossy().into_owned(),
+        _ => return None,
+    };
+    Some(format!(
+        "{NUM_THREADS_ENV}={value:?} is not a number of threads (an integer from 1 to {}); \
+         using all cores",
+        max_num_threads()
+    ))
 }
 
 fn wanted_threads() -> usize {
@@ -165,5 +188,18 @@ mod tests {
         let e = set_num_threads(max_num_threads() + 1).unwrap_err();
         assert!(e.to_string().contains("between 1 and"), "{e}");
         assert_eq!(get_num_threads(), 2);
+    }
+
+    #[test]
+    fn the_environment_gives_a_count_from_1_to_the_limit() {
+        assert_eq!(parse_threads(" 3\n"), Some(3));
+        assert_eq!(
+            parse_threads(&max_num_threads().to_string()),
+            Some(max_num_threads())
+        );
+        for bad in ["", "0", "-1", "1.5", "abc", "2 threads"] {
+            assert_eq!(parse_threads(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_threads(&(max_num_threads() + 1).to_string()), None);
     }
 }

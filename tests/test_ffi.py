@@ -60,9 +60,30 @@ def test_env_var_sets_threads():
     code = "import randfeat_rs as rf; print(rf.get_num_threads())"
     env = dict(os.environ, RANDFEAT_NUM_THREADS="3")
     out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-W", "error", "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert out.stdout.strip() == "3"
+
+
+@pytest.mark.parametrize("value", ["0", "abc", "1.5", "70000"])
+def test_an_unusable_env_var_warns_at_import(value):
+    """It was ignored in silence (the pool took all cores)."""
+    code = (
+        "import warnings; warnings.simplefilter('error')\n"
+        "try:\n    import randfeat_rs\nexcept RuntimeWarning as w:\n    print(w)"
+    )
+    env = dict(os.environ, RANDFEAT_NUM_THREADS=value)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == (
+        f"RANDFEAT_NUM_THREADS={value!r} is not a number of threads "
+        "(an integer from 1 to 65535); using all cores"
+    ).replace("'", '"')
 
 
 def _child(q):

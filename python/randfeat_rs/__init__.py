@@ -7,6 +7,8 @@ for the mathematics.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from . import _core, gpu
@@ -67,6 +69,11 @@ __all__ = [
 
 
 gpu_info = gpu.info
+
+# An unusable RANDFEAT_NUM_THREADS leaves the pool at all cores; say so.
+_ignored = _core.ignored_env_threads()
+if _ignored is not None:
+    warnings.warn(_ignored, RuntimeWarning, stacklevel=2)
 
 
 def set_num_threads(n: int) -> None:

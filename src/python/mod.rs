@@ -53,6 +53,13 @@ fn get_num_threads() -> usize {
     crate::threads::get_num_threads()
 }
 
+/// Why `RANDFEAT_NUM_THREADS` is ignored (set, but not a thread count), or
+/// `None`.
+#[pyfunction]
+fn ignored_env_threads() -> Option<String> {
+    crate::threads::ignored_env_threads()
+}
+
 /// The SIMD instruction set the kernels selected on this CPU.
 #[pyfunction]
 fn simd_level() -> &'static str {
@@ -96,6 +103,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
     m.add_function(wrap_pyfunction!(get_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(ignored_env_threads, m)?)?;
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_panic, m)?)?;
     m.add_function(wrap_pyfunction!(_debug_wait, m)?)?;
