@@ -63,6 +63,7 @@ from randfeat_rs import (
     SparseGPR,
     SufficientStatistics,
 )
+from randfeat_rs._validation import RealNumber
 
 
 class Case(NamedTuple):
@@ -737,3 +738,36 @@ def test_counts_beyond_the_core_or_given_as_bools_are_refused(make, param, value
     # True passed as 1.
     with pytest.raises(ValueError, match=f"'{param}' parameter"):
         _fit(make(value), np.ones((4, 3)), np.arange(4.0))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: RandomFourierFeatures(8),
+        lambda: NystroemFeatures(4),
+        lambda: MaclaurinFeatures(8),
+        lambda: PolynomialSketch(8),
+        lambda: RandomBinningFeatures(4),
+        lambda: LocalizedMaclaurinGPR(16),
+        lambda: ExactGPR(),
+        lambda: SparseGPR(4),
+        lambda: RandomFeatureGPR(RandomFourierFeatures(8)),
+        lambda: ExactGPC(),
+        lambda: SparseGPC(4),
+        lambda: RandomFeatureGPC(RandomFourierFeatures(8)),
+    ],
+    ids=lambda make: type(make()).__name__,
+)
+def test_real_parameters_given_as_bools_are_refused(make):
+    """scikit-learn's ``Interval(Real, ...)`` took ``kernel_variance=True``
+    as 1.0, where ``length_scale=True`` was refused."""
+    est = make()
+    names = [
+        name
+        for name, constraints in type(est)._parameter_constraints.items()
+        if any(isinstance(c, RealNumber) for c in constraints)
+    ]
+    assert names
+    for name in names:
+        with pytest.raises(ValueError, match=f"'{name}' parameter"):
+            _fit(clone(est).set_params(**{name: True}), np.ones((4, 3)), np.arange(4.0))

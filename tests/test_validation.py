@@ -257,3 +257,53 @@ def test_hyperparameters_beyond_float64_at_these_inputs_say_so(
     X = RNG.standard_normal((40, 3))
     with pytest.raises(InvalidInputError, match=message):
         f(X, np.sin(X[:, 0]))
+
+
+ESTIMATORS = [
+    lambda: rf.RandomFourierFeatures(8, random_state=0),
+    lambda: rf.NystroemFeatures(4, random_state=0),
+    lambda: rf.MaclaurinFeatures(8, random_state=0),
+    lambda: rf.PolynomialSketch(8, random_state=0),
+    lambda: rf.RandomBinningFeatures(4, random_state=0),
+    lambda: rf.LocalizedMaclaurinGPR(8, random_state=0),
+    lambda: rf.ExactGPR(optimize=()),
+    lambda: rf.SparseGPR(3, optimize=(), random_state=0),
+    lambda: rf.RandomFeatureGPR(random_state=0),
+    lambda: rf.ExactGPC(optimize=()),
+    lambda: rf.SparseGPC(3, optimize=(), random_state=0),
+    lambda: rf.RandomFeatureGPC(rf.RandomFourierFeatures(8, random_state=0)),
+]
+
+
+@pytest.mark.parametrize("make", ESTIMATORS, ids=lambda make: type(make()).__name__)
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda a: a.astype(str),
+        lambda a: a.astype(bytes),
+        lambda a: a.astype(str).astype(object),
+        lambda a: a.astype(str).tolist(),
+    ],
+    ids=["str", "bytes", "object-str", "list-str"],
+)
+def test_estimators_refuse_inputs_of_strings(make: Callable[[], Any], spoil: Any) -> None:
+    """Numeric strings in ``X`` were parsed (``"0.5"`` taken as 0.5) by
+    scikit-learn's validation, asked for a float dtype."""
+    X = RNG.standard_normal((12, 2))
+    y = (X[:, 0] > 0).astype(float)
+    est = make()
+    fit = (lambda X: est.fit(X, y)) if hasattr(est, "predict") else est.fit
+    with pytest.raises(InvalidDtypeError, match="`X` must hold numbers, got strings or bytes"):
+        fit(spoil(X))
+    fit(X.astype(object))  # object arrays of numbers pass, as in scikit-learn
+    apply = est.predict if hasattr(est, "predict") else est.transform
+    with pytest.raises(InvalidDtypeError, match="`X`"):
+        apply(spoil(X))
+
+
+def test_regressors_refuse_object_targets_of_strings() -> None:
+    X = RNG.standard_normal((12, 2))
+    y = np.sin(X[:, 0]).astype(str).astype(object)
+    for make in REGRESSORS:
+        with pytest.raises(InvalidDtypeError, match="`y` must hold numbers"):
+            make().fit(X, y)

@@ -29,10 +29,10 @@ from typing import Any, Callable, ClassVar, Optional, TypeVar
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from . import gpu
-from ._validation import seed_from_random_state
+from ._validation import seed_from_random_state, validate_numeric_data
 from .exceptions import InvalidInputError
 
 #: The values of every ``device`` parameter.
@@ -161,7 +161,7 @@ class RandomFeaturesBase(
         With ``reset=True`` (in ``fit``) records ``n_features_in_``; with
         ``reset=False`` (in ``transform``) checks the feature count against it.
         """
-        return validate_data(
+        return validate_numeric_data(
             self,
             X,
             reset=reset,

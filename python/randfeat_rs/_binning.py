@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import warnings
-from numbers import Real
 from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from . import _core
 from ._base import RandomFeaturesBase, keep_state_on_failure
-from ._validation import MAX_COUNT, Count, user_stacklevel
+from ._validation import MAX_COUNT, Count, RealNumber, user_stacklevel
 
 __all__ = ["RandomBinningFeatures"]
 
@@ -101,7 +100,7 @@ class RandomBinningFeatures(RandomFeaturesBase):
     _parameter_constraints: ClassVar[dict] = {
         "n_grids": [Count(1, MAX_COUNT)],
         "kernel": [StrOptions({"laplacian"})],
-        "length_scale": [Interval(Real, 0, None, closed="neither")],
+        "length_scale": [RealNumber(0, None, closed="neither")],
         "hashing": [None, Count(1, MAX_COUNT)],
         "random_state": ["random_state"],
     }

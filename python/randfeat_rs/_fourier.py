@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import warnings
-from numbers import Real
 from typing import Any, Optional
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from . import _core
 from ._base import DenseFeaturesBase, keep_state_on_failure, map_param
 from ._validation import (
     MAX_COUNT,
     Count,
+    RealNumber,
     length_scale_values,
     real_array,
     user_stacklevel,
@@ -137,8 +137,8 @@ default="mc"
     _parameter_constraints: dict = {  # noqa: RUF012
         "n_components": [Count(1, MAX_COUNT)],
         "kernel": [StrOptions(set(KERNELS))],
-        "length_scale": [Interval(Real, 0, None, closed="neither"), "array-like"],
-        "kernel_variance": [Interval(Real, 0, None, closed="neither")],
+        "length_scale": [RealNumber(0, None, closed="neither"), "array-like"],
+        "kernel_variance": [RealNumber(0, None, closed="neither")],
         "sampler": [StrOptions(set(SAMPLERS))],
         "variant": [StrOptions(set(VARIANTS))],
         "random_state": ["random_state"],
@@ -279,7 +279,7 @@ class NystroemFeatures(DenseFeaturesBase):
     _parameter_constraints: dict = {  # noqa: RUF012
         "n_components": [Count(1, MAX_COUNT)],
         "kernel": [StrOptions(set(KERNELS))],
-        "length_scale": [Interval(Real, 0, None, closed="neither"), "array-like"],
+        "length_scale": [RealNumber(0, None, closed="neither"), "array-like"],
         "random_state": ["random_state"],
         "device": DenseFeaturesBase._device_constraint,
     }

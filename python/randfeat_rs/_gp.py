@@ -18,8 +18,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils._param_validation import HasMethods, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin, keep_state_on_failure
@@ -29,11 +29,13 @@ from ._progress import ProgressPrinter, progress_printer
 from ._validation import (
     MAX_COUNT,
     Count,
+    RealNumber,
     fitted_length_scale,
     float_array,
     length_scale_values,
     real_array,
     regression_targets,
+    validate_numeric_data,
 )
 from .exceptions import InvalidInputError
 
@@ -245,7 +247,10 @@ class ExactGPR(
         :class:`~randfeat_rs.InvalidInputError` for targets that are
         constant after centering (all equal; all zero with
         ``center_y=False``), whose likelihood has no maximum, and for
-        targets of variance outside ``1e-40..1e40`` (rescale them).
+        targets of variance outside ``1e-40..1e40`` (rescale them). Rows
+        repeated with equal targets have no maximum either (the LML grows
+        without bound as the length scale and the noise variance shrink):
+        remove or average exact duplicates, or fix ``noise_variance``.
     n_restarts : int, default=2
         Additional L-BFGS runs from starts drawn uniformly (in log space)
         within a factor 10 of the initialization.
@@ -324,9 +329,9 @@ class ExactGPR(
 
     _parameter_constraints: dict = {  # noqa: RUF012
         "kernel": [StrOptions(set(KERNELS))],
-        "length_scale": [None, Interval(Real, 0, None, closed="neither"), "array-like"],
-        "kernel_variance": [None, Interval(Real, 0, None, closed="neither")],
-        "noise_variance": [None, Interval(Real, 0, None, closed="neither")],
+        "length_scale": [None, RealNumber(0, None, closed="neither"), "array-like"],
+        "kernel_variance": [None, RealNumber(0, None, closed="neither")],
+        "noise_variance": [None, RealNumber(0, None, closed="neither")],
         "ard": ["boolean"],
         "optimize": [tuple, list],
         "n_restarts": [Count(0, MAX_COUNT)],
@@ -359,7 +364,6 @@ class ExactGPR(
         self.noise_variance = noise_variance
         self.ard = ard
         self.optimize = optimize
-        self.ard = ard
         self.n_restarts = n_restarts
         self.max_iter = max_iter
         self.random_state = random_state
@@ -385,7 +389,7 @@ class ExactGPR(
             The fitted estimator.
         """
         self._resolve_device(unsupported=EXACT_GP_CPU_ONLY)
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
+        X, y = validate_numeric_data(self, X, y, dtype=np.float64, order="C", y_numeric=True)
         y = regression_targets(y)
         ls = None if self.length_scale is None else length_scale_values(self.length_scale)
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
@@ -423,7 +427,7 @@ class ExactGPR(
 
     def _predict(self, X: Any, std: Optional[str]) -> tuple[np.ndarray, Any]:
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+        X = validate_numeric_data(self, X, reset=False, dtype=np.float64, order="C")
         return self._gp.predict(X, std=std)
 
     def log_marginal_likelihood(self, theta: Any = None, eval_gradient: bool = False) -> Any:
@@ -995,7 +999,7 @@ class RandomFeatureGPR(
 
     _parameter_constraints: dict = {  # noqa: RUF012
         "features": [None, HasMethods(["fit", "transform"])],
-        "noise_variance": [None, Interval(Real, 0, None, closed="neither")],
+        "noise_variance": [None, RealNumber(0, None, closed="neither")],
         "chunk_size": [Count(1, MAX_COUNT)],
         "center_y": ["boolean"],
         "optimize": [None, tuple, list],
@@ -1038,7 +1042,7 @@ class RandomFeatureGPR(
         return f._feature_map() if isinstance(f, DenseFeaturesBase) else None
 
     def _validate_xy(self, X: Any, y: Any, reset: bool) -> tuple[np.ndarray, np.ndarray]:
-        X, y = validate_data(
+        X, y = validate_numeric_data(
             self, X, y, reset=reset, dtype=[np.float64, np.float32], order="C", y_numeric=True
         )
         return X, regression_targets(y)
@@ -1330,7 +1334,7 @@ class RandomFeatureGPR(
 
     def _predict(self, X: Any, std: Optional[str]) -> tuple[np.ndarray, Any]:
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
+        X = validate_numeric_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
         step = int(self.chunk_size)
         parts = [
             self._gp.predict(_features_chunk(self.features_, X[lo : lo + step]), std=std)

@@ -25,15 +25,14 @@ pass over the rows gives every class (``O(N M^2)`` in total), memory
 from __future__ import annotations
 
 import copy
-from numbers import Real
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context, clone
 from sklearn.preprocessing import LabelEncoder
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import DenseFeaturesBase, DeviceMixin, RandomStateMixin, keep_state_on_failure
@@ -45,9 +44,11 @@ from ._sparse_gp import INDUCING
 from ._validation import (
     MAX_COUNT,
     Count,
+    RealNumber,
     fitted_length_scale,
     inducing_inputs,
     length_scale_values,
+    validate_numeric_data,
 )
 from .exceptions import InvalidInputError
 
@@ -63,7 +64,7 @@ _HELD_OUT_SHARE = 0.2
 _CLASSIFIER_HYPERPARAMETERS = ("length_scale", "kernel_variance")
 
 _COMMON_CONSTRAINTS: dict = {
-    "alpha_epsilon": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+    "alpha_epsilon": [RealNumber(0, None, closed="neither"), StrOptions({"auto"})],
     "optimize": [None, tuple, list],
     "n_restarts": [Count(0, MAX_COUNT)],
     "random_state": ["random_state"],
@@ -439,7 +440,7 @@ class RandomFeatureGPC(_DirichletClassifier):
             The fitted estimator.
         """
         self._resolve_device(unsupported=GPC_CPU_ONLY)
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C")
+        X, y = validate_numeric_data(self, X, y, dtype=[np.float64, np.float32], order="C")
         codes = self._encode_labels(y)
         self._optimize_names()
         self._fit_all(X, codes)
@@ -573,7 +574,7 @@ class RandomFeatureGPC(_DirichletClassifier):
         return np.vstack([m for m, _ in parts]), np.vstack([v for _, v in parts])
 
     def _latent(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
+        X = validate_numeric_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
         return self._latent_of(self._model, self.features_, X)
 
 
@@ -657,8 +658,8 @@ class ExactGPC(_DirichletClassifier):
     """
 
     _parameter_constraints: dict = {  # noqa: RUF012
-        "length_scale": [Interval(Real, 0, None, closed="neither"), "array-like"],
-        "kernel_variance": [Interval(Real, 0, None, closed="neither")],
+        "length_scale": [RealNumber(0, None, closed="neither"), "array-like"],
+        "kernel_variance": [RealNumber(0, None, closed="neither")],
         **_COMMON_CONSTRAINTS,
     }
 
@@ -701,7 +702,7 @@ class ExactGPC(_DirichletClassifier):
             The fitted estimator.
         """
         self._resolve_device(unsupported=GPC_CPU_ONLY)
-        X, y = validate_data(self, X, y, dtype=np.float64, order="C")
+        X, y = validate_numeric_data(self, X, y, dtype=np.float64, order="C")
         codes = self._encode_labels(y)
         self._optimize_names()
         self._fit_all(X, codes)
@@ -736,7 +737,7 @@ class ExactGPC(_DirichletClassifier):
         return _core.expected_softmax(mean, var)
 
     def _latent(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
-        X = validate_data(self, X, reset=False, dtype=np.float64, order="C")
+        X = validate_numeric_data(self, X, reset=False, dtype=np.float64, order="C")
         return self._model.predict_latent(X)
 
 
@@ -863,8 +864,8 @@ default="greedy_variance"
         "n_inducing": [Count(1, MAX_COUNT)],
         "inducing": [StrOptions(set(INDUCING)), "array-like"],
         "kernel": [StrOptions(set(KERNELS))],
-        "length_scale": [Interval(Real, 0, None, closed="neither"), "array-like"],
-        "kernel_variance": [Interval(Real, 0, None, closed="neither")],
+        "length_scale": [RealNumber(0, None, closed="neither"), "array-like"],
+        "kernel_variance": [RealNumber(0, None, closed="neither")],
         "chunk_size": [None, Count(1, MAX_COUNT)],
         **_COMMON_CONSTRAINTS,
     }
@@ -921,7 +922,7 @@ default="greedy_variance"
             The fitted estimator.
         """
         self._resolve_device(unsupported=GPC_CPU_ONLY)
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C")
+        X, y = validate_numeric_data(self, X, y, dtype=[np.float64, np.float32], order="C")
         codes = self._encode_labels(y)
         self._optimize_names()
         self._fit_all(X, codes)
@@ -960,7 +961,7 @@ default="greedy_variance"
         return _core.expected_softmax(mean, var)
 
     def _latent(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
+        X = validate_numeric_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
         return self._model.predict_latent(X)
 
     @property

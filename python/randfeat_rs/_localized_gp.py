@@ -12,19 +12,25 @@ centered at the test point itself). The work is in Rust
 from __future__ import annotations
 
 import math
-from numbers import Real
 from typing import Any, Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import DeviceMixin, RandomStateMixin, keep_state_on_failure
 from ._gp import GaussianPredictionMixin
 from ._progress import progress_printer
-from ._validation import MAX_COUNT, MAX_DEGREE_COUNT, Count, regression_targets
+from ._validation import (
+    MAX_COUNT,
+    MAX_DEGREE_COUNT,
+    Count,
+    RealNumber,
+    regression_targets,
+    validate_numeric_data,
+)
 
 __all__ = ["LocalizedMaclaurinGPR"]
 
@@ -195,17 +201,17 @@ class LocalizedMaclaurinGPR(
 
     _parameter_constraints: dict = {  # noqa: RUF012
         "n_components": [Count(1, MAX_COUNT)],
-        "length_scale": [Interval(Real, 0, None, closed="neither"), StrOptions({"scale"})],
-        "kernel_variance": [Interval(Real, 0, None, closed="neither")],
-        "noise_variance": [None, Interval(Real, 0, None, closed="neither")],
-        "threshold": [None, StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "length_scale": [RealNumber(0, None, closed="neither"), StrOptions({"scale"})],
+        "kernel_variance": [RealNumber(0, None, closed="neither")],
+        "noise_variance": [None, RealNumber(0, None, closed="neither")],
+        "threshold": [None, StrOptions({"auto"}), RealNumber(0, None, closed="neither")],
         "n_clusters": [None, Count(1, MAX_COUNT)],
         "centers": [StrOptions({"clusters", "test"})],
         "sketch": [StrOptions({"tensor_srht", "gaussian", "rademacher"})],
         "complex_weights": ["boolean"],
         "max_degree": [Count(1, MAX_DEGREE_COUNT)],
         "n_subsample": [Count(2, MAX_COUNT)],
-        "tol": [Interval(Real, 0, None, closed="left")],
+        "tol": [RealNumber(0, None, closed="left")],
         "center_y": ["boolean"],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -266,7 +272,9 @@ class LocalizedMaclaurinGPR(
         self : LocalizedMaclaurinGPR
             The fitted estimator.
         """
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C", y_numeric=True)
+        X, y = validate_numeric_data(
+            self, X, y, dtype=[np.float64, np.float32], order="C", y_numeric=True
+        )
         y = regression_targets(y)
         test = self.centers == "test"
         self._resolve_device(unsupported=TEST_CENTERS_CPU_ONLY if test else None)
@@ -377,7 +385,7 @@ class LocalizedMaclaurinGPR(
     def _predict_raw(self, X: Any, std: Optional[str]) -> tuple[Any, ...]:
         """The core's ``(mean, std, n_built, build_s, predict_s)``."""
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
+        X = validate_numeric_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
         with progress_printer(type(self).__name__, bool(self.verbose)) as progress:
             return self._gp.predict(
                 X, std=std, at_test_points=self._at_test_points, progress=progress

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import warnings
-from numbers import Real
 from typing import Any, ClassVar, Optional
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from . import _core
 from ._base import DenseFeaturesBase, keep_state_on_failure, map_param
 from ._progress import progress_printer
-from ._validation import MAX_COUNT, MAX_DEGREE_COUNT, Count, real_array, user_stacklevel
+from ._validation import MAX_COUNT, MAX_DEGREE_COUNT, Count, RealNumber, real_array, user_stacklevel
 
 __all__ = ["MaclaurinFeatures"]
 
@@ -132,9 +131,9 @@ class MaclaurinFeatures(DenseFeaturesBase):
     _parameter_constraints: ClassVar[dict] = {
         "n_components": [Count(1, MAX_COUNT)],
         "kernel": [StrOptions({"gaussian", "exponential", "polynomial"})],
-        "length_scale": [Interval(Real, 0, None, closed="neither")],
-        "kernel_variance": [Interval(Real, 0, None, closed="neither")],
-        "bias": [Interval(Real, 0, None, closed="left")],
+        "length_scale": [RealNumber(0, None, closed="neither")],
+        "kernel_variance": [RealNumber(0, None, closed="neither")],
+        "bias": [RealNumber(0, None, closed="left")],
         "degree": [Count(1, MAX_DEGREE_COUNT), None],
         "sketch": [StrOptions({"tensor_srht", "rademacher", "gaussian", "tensor_sketch"})],
         "complex_weights": ["boolean"],

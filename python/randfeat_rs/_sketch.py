@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from numbers import Real
 from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
 from . import _core
 from ._base import DenseFeaturesBase, keep_state_on_failure, map_param
-from ._validation import MAX_COUNT, Count, real_array, real_scalar
+from ._validation import MAX_COUNT, Count, RealNumber, real_array, real_scalar
 from .exceptions import InvalidDtypeError, InvalidInputError
 
 SKETCHES = ("gaussian", "rademacher", "tensor_srht", "tensor_sketch")
@@ -94,8 +93,8 @@ class PolynomialSketch(DenseFeaturesBase):
     _parameter_constraints: ClassVar[dict] = {
         "n_components": [Count(1, MAX_COUNT)],
         "degree": [Count(1, _core.MAX_POLYNOMIAL_DEGREE)],
-        "bias": [Interval(Real, 0, None, closed="left")],
-        "length_scale": [Interval(Real, 0, None, closed="neither")],
+        "bias": [RealNumber(0, None, closed="left")],
+        "length_scale": [RealNumber(0, None, closed="neither")],
         "sketch": [StrOptions(set(SKETCHES))],
         "complex_weights": ["boolean"],
         "random_state": ["random_state"],

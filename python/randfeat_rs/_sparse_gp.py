@@ -10,13 +10,12 @@ time and ``O(M^2 + chunk M)`` memory whatever ``N``.
 from __future__ import annotations
 
 import warnings
-from numbers import Real
 from typing import Any, Optional
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from . import _core
 from ._base import DeviceMixin, RandomStateMixin, keep_state_on_failure
@@ -26,10 +25,12 @@ from ._progress import progress_printer
 from ._validation import (
     MAX_COUNT,
     Count,
+    RealNumber,
     inducing_inputs,
     length_scale_values,
     regression_targets,
     user_stacklevel,
+    validate_numeric_data,
 )
 
 __all__ = ["SparseGPR"]
@@ -233,10 +234,10 @@ default="greedy_variance"
         "inducing": [StrOptions(set(INDUCING)), "array-like"],
         "method": [StrOptions(set(METHODS))],
         "kernel": [StrOptions(set(KERNELS))],
-        "length_scale": [None, Interval(Real, 0, None, closed="neither"), "array-like"],
+        "length_scale": [None, RealNumber(0, None, closed="neither"), "array-like"],
         "ard": ["boolean"],
-        "kernel_variance": [None, Interval(Real, 0, None, closed="neither")],
-        "noise_variance": [None, Interval(Real, 0, None, closed="neither")],
+        "kernel_variance": [None, RealNumber(0, None, closed="neither")],
+        "noise_variance": [None, RealNumber(0, None, closed="neither")],
         "optimize": [tuple, list],
         "optimize_inducing": ["boolean"],
         "n_restarts": [Count(0, MAX_COUNT)],
@@ -305,7 +306,9 @@ default="greedy_variance"
         self : SparseGPR
             The fitted estimator.
         """
-        X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], order="C", y_numeric=True)
+        X, y = validate_numeric_data(
+            self, X, y, dtype=[np.float64, np.float32], order="C", y_numeric=True
+        )
         y = regression_targets(y)
         self._resolve_device(unsupported=FITC_CPU_ONLY if self.method == "fitc" else None)
         inducing = inducing_inputs(self.inducing)
@@ -357,5 +360,5 @@ default="greedy_variance"
 
     def _predict(self, X: Any, std: Optional[str]) -> tuple[np.ndarray, Any]:
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
+        X = validate_numeric_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
         return self._gp.predict(X, std=std)

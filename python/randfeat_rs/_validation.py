@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse
 import sklearn
 from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import validate_data
 
 from .exceptions import InvalidDtypeError, InvalidInputError
 
@@ -116,6 +117,61 @@ def check_regression_dtype(dtype: np.dtype) -> None:
     """
     if dtype.kind not in _REAL_KINDS + "b":
         raise InvalidDtypeError(f"`y` must hold numbers, got dtype {dtype}")
+
+
+def _holds_text(a: np.ndarray) -> bool:
+    """Whether ``a`` holds strings or bytes: by its dtype, or, for an object
+    array, by its entries."""
+    if a.dtype.kind in "SU":
+        return True
+    return a.dtype.kind == "O" and any(isinstance(v, (str, bytes)) for v in a.ravel())
+
+
+def refuse_text(x: Any, name: str) -> None:
+    """Refuses strings and bytes in an estimator's ``X`` (or a regressor's
+    ``y``), which scikit-learn's validation would parse (``"0.5"`` taken as
+    0.5) when asked for a float dtype.
+
+    An ndarray is checked by its dtype (its entries too when it is an object
+    array), a data frame by its columns of object or extension dtypes, any
+    other sequence as ``np.asarray`` makes it; sparse matrices pass (their
+    dtypes are numbers, and the estimators refuse them by name).
+
+    Raises
+    ------
+    InvalidDtypeError
+        If ``x`` holds strings or bytes (a :class:`TypeError` naming ``name``).
+    """
+    if scipy.sparse.issparse(x):
+        return
+    dtypes = getattr(x, "dtypes", None)
+    if dtypes is not None and not isinstance(x, np.ndarray):
+        text = any(
+            not isinstance(dt, np.dtype) or dt.kind in "OSU" for dt in dtypes
+        ) and _holds_text(np.asarray(x, dtype=object))
+    else:
+        try:
+            text = _holds_text(np.asarray(x))
+        except (ValueError, TypeError):
+            return  # ragged: left to the validation that follows, which names it
+    if text:
+        raise InvalidDtypeError(f"`{name}` must hold numbers, got strings or bytes")
+
+
+def validate_numeric_data(estimator: Any, X: Any, y: Any = "no_validation", **kwargs: Any) -> Any:
+    """scikit-learn's ``validate_data`` for an estimator's numeric ``X``,
+    after :func:`refuse_text` has refused strings in ``X`` (and in ``y``
+    with ``y_numeric=True``, a regressor's targets).
+
+    Raises
+    ------
+    InvalidDtypeError
+        If ``X`` (or numeric ``y``) holds strings or bytes.
+    """
+    refuse_text(X, "X")
+    if kwargs.get("y_numeric"):
+        refuse_text(y, "y")
+    return validate_data(estimator, X, y, **kwargs)
 
 
 def length_scale_values(length_scale: Any) -> list[float]:
@@ -225,6 +281,22 @@ MAX_COUNT = int(np.iinfo(np.intp).max)
 
 #: The largest degree the compiled core takes (an unsigned 32-bit integer).
 MAX_DEGREE_COUNT = 2**32 - 1
+
+
+class RealNumber(Interval):
+    """A real interval constraint that refuses bools.
+
+    scikit-learn's ``Interval(Real, ...)`` accepts ``True`` as 1.0; a length
+    scale or variance given as a bool is a mistake, refused like any other
+    non-number (as :func:`real_scalar` refuses it).
+    """
+
+    def __init__(self, left: float, right: float | None, *, closed: str) -> None:
+        super().__init__(Real, left, right, closed=closed)
+
+    def is_satisfied_by(self, val: Any) -> bool:
+        """Whether ``val`` is a real number (not a bool) in the interval."""
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
 
 
 class Count(Interval):
