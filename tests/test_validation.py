@@ -307,3 +307,29 @@ def test_regressors_refuse_object_targets_of_strings() -> None:
     for make in REGRESSORS:
         with pytest.raises(InvalidDtypeError, match="`y` must hold numbers"):
             make().fit(X, y)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS, ids=lambda make: type(make()).__name__)
+def test_estimators_take_data_frames_and_refuse_their_string_columns(
+    make: Callable[[], Any],
+) -> None:
+    """A data frame's numeric columns (and a Series of targets) fit as the
+    array does; a column of strings, object or pandas' string dtype, is
+    refused by name."""
+    pd = pytest.importorskip("pandas")
+    X = RNG.standard_normal((12, 2))
+    y = (X[:, 0] > 0).astype(float)
+    frame = pd.DataFrame(X, columns=["a", "b"])
+    est = make()
+    supervised = hasattr(est, "predict")
+    fitted = est.fit(frame, pd.Series(y)) if supervised else est.fit(frame)
+    out = fitted.predict(frame) if supervised else fitted.transform(frame)
+    again = make().fit(X, y) if supervised else make().fit(X)
+    want = again.predict(X) if supervised else again.transform(X)
+    if scipy.sparse.issparse(out):  # RandomBinningFeatures
+        out, want = out.toarray(), want.toarray()
+    np.testing.assert_array_equal(out, want)
+    for column in (X[:, 1].astype(str).astype(object), pd.array(X[:, 1].astype(str), "string")):
+        spoiled = frame.assign(b=column)
+        with pytest.raises(InvalidDtypeError, match="`X` must hold numbers"):
+            make().fit(spoiled, y) if supervised else make().fit(spoiled)

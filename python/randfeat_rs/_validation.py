@@ -144,10 +144,9 @@ def refuse_text(x: Any, name: str) -> None:
     """
     if scipy.sparse.issparse(x):
         return
-    dtypes = getattr(x, "dtypes", None)
-    if dtypes is not None and not isinstance(x, np.ndarray):
+    if hasattr(x, "columns") and hasattr(x, "dtypes"):  # a data frame
         text = any(
-            not isinstance(dt, np.dtype) or dt.kind in "OSU" for dt in dtypes
+            not isinstance(dt, np.dtype) or dt.kind in "OSU" for dt in x.dtypes
         ) and _holds_text(np.asarray(x, dtype=object))
     else:
         try:
