@@ -235,9 +235,9 @@ class _DirichletClassifier(RandomStateMixin, DeviceMixin, ClassifierMixin, BaseE
         ``p_c = E[exp(f_c) / sum_j exp(f_j)]`` with independent
         ``f_j ~ N(mean_j, var_j)``, computed by a fixed quadrature (no random
         draws; for two classes within 2e-8 of the exact one-dimensional
-        integral at latent variances from 0.3 to 1e6, and against 10^6-sample
-        Monte Carlo below 1e-3 on average), so the same input always gives
-        the same probabilities.
+        integral at latent variances from 0 to 1e6, equal or not, and
+        against 10^6-sample Monte Carlo below 1e-3 on average), so the same
+        input always gives the same probabilities.
 
         Parameters
         ----------

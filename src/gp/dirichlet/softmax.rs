@@ -28,9 +28,10 @@
 //! error grows with the latent standard deviations (the softmax varies on
 //! the scale `1/√v_j` in `z`): against the same scheme with 64 nodes and
 //! step 0.25 the largest difference is about `3e−5` at `v ≤ 16` and `1e−4`
-//! at `v = 30`. Rows whose latents all have `v_j ≥ 1` are therefore
-//! integrated over the Gumbel variable instead (`wide_row`), which is
-//! within about `1e−8` at any variance; against 10⁶-sample Monte Carlo
+//! at `v = 30`. The latents with `v_j ≥ 1` of a row are therefore
+//! integrated over the Gumbel variable instead (`wide_row`, the others
+//! keeping the Gauss–Hermite rule on the same grid), which is within about
+//! `1e−8` at any variances; against 10⁶-sample Monte Carlo
 //! the results agree to its sampling error. The probabilities are finally divided by their sum
 //! (which the quadrature gets to about `1e−8`), so each row sums to 1 to
 //! rounding. The range is at most `C · NODES` windows of length 34, so a
@@ -191,39 +192,43 @@ fn gumbel_rule() -> &'static (Vec<f64>, Vec<f64>) {
     })
 }
 
-/// Latent standard deviations from which a row is integrated over the
-/// Gumbel variable instead of the Gaussian one ([`wide_row`]).
+/// Latent standard deviations from which a latent's expectations are taken
+/// over the Gumbel variable instead of the Gaussian one ([`wide_row`]).
 const WIDE_SD: f64 = 1.0;
 /// The most points [`wide_row`] takes (its step follows the smallest
-/// standard deviation, its range the largest); rows that need more are
-/// left to the Gauss–Hermite scheme.
+/// scale, its range the largest standard deviation); rows that need more
+/// are left to the Gauss–Hermite scheme.
 const MAX_WIDE_POINTS: f64 = 16_384.0;
 
-/// `p` for a row whose latent standard deviations are all at least
+/// `p` for a row with at least one latent standard deviation of at least
 /// [`WIDE_SD`], or `false` (nothing written) when it would take more than
 /// [`MAX_WIDE_POINTS`] points. The Gauss–Hermite rule resolves the Gumbel
 /// function `F(x − μ − √v z)` only where it varies slowly in `z`, on the
 /// scale `1/√v`; for wide latents the expectations are taken over the
 /// Gumbel variable instead: `Q_j(x) = E_g[Φ((x − μ_j − g)/√v_j)]` and
 /// `q_j(x) = E_g[φ((x − μ_j − g)/√v_j)]/√v_j`, whose integrands vary in
-/// `g` on the scale `√v_j ≥ 1` ([`gumbel_rule`]). The outer trapezoid rule
-/// over `x` takes the step `WIDE_STEP · min_j √v_j` (every `Q_j`, `q_j` varies
-/// on that scale or more) on the whole range of the module docs.
+/// `g` on the scale `√v_j ≥ 1` ([`gumbel_rule`]). The narrow latents keep
+/// the Gauss–Hermite expectations, which vary in `x` on the Gumbel scale 1
+/// or more. The outer trapezoid rule over `x` takes the step `WIDE_STEP`
+/// times the smallest of those scales (`√v_j` for a wide latent, 1 for a
+/// narrow one: every `Q_j`, `q_j` varies on that scale or more) on the
+/// whole range of the module docs.
 fn wide_row(mu: &[f64], var: &[f64], p: &mut [f64], s: &mut Scratch) -> bool {
     let (g, w) = gumbel_rule();
+    let (z, wz) = hermite_rule();
     let c = mu.len();
     let top = mu.iter().fold(f64::NEG_INFINITY, |a, &m| a.max(m));
-    let (mut lo, mut hi, mut min_sd) = (f64::NEG_INFINITY, f64::NEG_INFINITY, f64::INFINITY);
+    let (mut lo, mut hi, mut min_scale) = (f64::NEG_INFINITY, f64::NEG_INFINITY, f64::INFINITY);
     s.local.clear();
     for (&m, &v) in mu.iter().zip(var) {
         let (m, sd) = (m - top, v.sqrt());
         lo = lo.max(m - SPREAD * sd);
         hi = hi.max(m + SPREAD * sd);
-        min_sd = min_sd.min(sd);
+        min_scale = min_scale.min(if sd >= WIDE_SD { sd } else { 1.0 });
         s.local.push(m);
     }
     let (lo, hi) = (lo - LEFT, hi + RIGHT);
-    let h = WIDE_STEP * min_sd;
+    let h = WIDE_STEP * min_scale;
     let points = ((hi - lo) / h).ceil() + 1.0;
     if points.is_nan() || points > MAX_WIDE_POINTS {
         return false;
@@ -238,13 +243,24 @@ fn wide_row(mu: &[f64], var: &[f64], p: &mut [f64], s: &mut Scratch) -> bool {
         for (((m, v), q), d) in s.local.iter().zip(var).zip(&mut s.cdf).zip(&mut s.pdf) {
             let sd = v.sqrt();
             let (mut cdf, mut pdf) = (0.0, 0.0);
-            for (gk, wk) in g.iter().zip(w) {
-                let t = (x - m - gk) / sd;
-                cdf += wk * 0.5 * libm::erfc(-t * std::f64::consts::FRAC_1_SQRT_2);
-                pdf += wk * (-0.5 * t * t).exp();
+            if sd >= WIDE_SD {
+                for (gk, wk) in g.iter().zip(w) {
+                    let t = (x - m - gk) / sd;
+                    cdf += wk * 0.5 * libm::erfc(-t * std::f64::consts::FRAC_1_SQRT_2);
+                    pdf += wk * (-0.5 * t * t).exp();
+                }
+                *q = cdf;
+                *d = pdf * inv_sqrt_2pi / sd;
+            } else {
+                for (zq, wq) in z.iter().zip(wz) {
+                    let e = (m + sd * zq - x).min(EXP_CAP).exp();
+                    let f = (-e).exp();
+                    cdf += wq * f;
+                    pdf += wq * e * f;
+                }
+                *q = cdf;
+                *d = pdf;
             }
-            *q = cdf;
-            *d = pdf * inv_sqrt_2pi / sd;
         }
         accumulate_point(&s.cdf, &s.pdf, &mut s.suffix, p);
     }
@@ -269,12 +285,12 @@ fn accumulate_point(cdf: &[f64], pdf: &[f64], suffix: &mut [f64], p: &mut [f64])
 }
 
 /// `p` (length `C`) for the means `mu` and variances `var` of one row:
-/// [`wide_row`] when every latent standard deviation is at least
-/// [`WIDE_SD`] and its range allows, else the trapezoid rule of step
+/// [`wide_row`] when a latent standard deviation is at least [`WIDE_SD`]
+/// and the row's range allows, else the trapezoid rule of step
 /// [`STEP`] on each span of [`spans`], in coordinates relative to the
 /// span's anchor, over the Gauss–Hermite expectations.
 fn row(mu: &[f64], var: &[f64], p: &mut [f64], s: &mut Scratch) {
-    if var.iter().all(|&v| v >= WIDE_SD * WIDE_SD) && wide_row(mu, var, p, s) {
+    if var.iter().any(|&v| v >= WIDE_SD * WIDE_SD) && wide_row(mu, var, p, s) {
         return;
     }
     let (_, w) = hermite_rule();
