@@ -220,3 +220,23 @@ def test_transform_centered_refuses_a_bad_center(center, error, match):
     np.testing.assert_array_equal(
         mf.transform_centered(x, [0, 0, 0]), mf.transform_centered(x, np.zeros(3))
     )
+
+
+@pytest.mark.parametrize(
+    ("bias", "degree", "n_components", "allocation"),
+    [(0.0, 3, 3, [0, 0, 0, 1]), (1.0, 2, 8, [1, 1, 1]), (0.5, 4, 5, [1, 1, 1, 1, 1])],
+)
+def test_one_input_polynomial_map_is_the_exact_kernel(bias, degree, n_components, allocation):
+    """With one input feature the map has a column for each degree with a
+    nonzero coefficient: the exact polynomial kernel, zero columns after.
+    Without bias and ``n_components <= degree`` every column was zero."""
+    x = np.array([[0.5], [-1.2], [2.0]])
+    mf = MaclaurinFeatures(
+        n_components, kernel="polynomial", degree=degree, bias=bias, length_scale=1.5
+    ).fit(x)
+    np.testing.assert_array_equal(mf.allocation_, allocation)
+    assert mf.truncation_degree_ == len(allocation) - 1
+    phi = mf.transform(x)
+    used = sum(allocation)
+    assert not phi[:, used:].any()
+    np.testing.assert_allclose(phi @ phi.T, (x @ x.T / 2.25 + bias) ** degree, rtol=1e-12)
