@@ -223,6 +223,83 @@ def test_lazy_outputs_take_rows_of_unknown_chunk_sizes(client) -> None:
         np.testing.assert_array_equal(got, ref)
 
 
+def test_lazy_outputs_take_blocks_that_a_mask_empties(client) -> None:
+    """The predictors refuse zero rows, so a block emptied by a mask failed
+    at compute; it gives an empty block, as the transform does."""
+    x, y = _data()
+    keep = np.ones(N, dtype=bool)
+    keep[CHUNKS[0] : CHUNKS[0] + CHUNKS[1]] = False  # the second block
+    keep[::11] = False
+    X = _dask(x)[_dask(keep)]
+    rff = rf.RandomFourierFeatures(32, random_state=0).fit(x)
+    gp = rf.RandomFeatureGPR(rff, noise_variance=0.1).fit(x, y)
+    np.testing.assert_array_equal(rdask.predict(gp, X).compute(), gp.predict(x[keep]))
+    for got, want in [
+        (rdask.predict(gp, X, return_std=True), gp.predict(x[keep], return_std=True)),
+        (rdask.predict_noisy(gp, X), gp.predict_noisy(x[keep])),
+    ]:
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a.compute(), b)
+    gpc = rf.RandomFeatureGPC(rff).fit(x, y > 0)
+    np.testing.assert_array_equal(rdask.predict(gpc, X).compute(), gpc.predict(x[keep]))
+    np.testing.assert_array_equal(rdask.predict_proba(gpc, X).compute(), gpc.predict_proba(x[keep]))
+    for a, b in zip(rdask.predict_latent(gpc, X), gpc.predict_latent(x[keep])):
+        np.testing.assert_array_equal(a.compute(), b)
+
+
+def test_lazy_pairs_check_their_input_when_built() -> None:
+    """A wrong feature count (or a keyword the estimator does not take)
+    failed only inside the workers at compute."""
+    x, y = _data()
+    gp = rf.RandomFeatureGPR(rf.RandomFourierFeatures(16, random_state=0), noise_variance=0.1)
+    gp.fit(x, y)
+    with pytest.raises(ValueError, match="features"):
+        rdask.predict_noisy(gp, _dask(x[:, :2]))
+    gpc = rf.RandomFeatureGPC(rf.RandomFourierFeatures(16, random_state=0)).fit(x, y > 0)
+    with pytest.raises(TypeError, match="return_std"):
+        rdask.predict(gpc, _dask(x), return_std=True)
+    with pytest.raises(ValueError, match="features"):
+        rdask.predict_latent(gpc, _dask(x[:, :2]))
+
+
+@pytest.mark.parametrize("optimize", [None, ("noise_variance",)])
+def test_feature_gpr_fit_draws_the_transformer_as_in_process(client, optimize) -> None:
+    """The default map (features=None) failed on dask arrays, and an
+    unseeded transformer was not seeded from random_state, so the fit
+    differed from the in-memory one and from run to run."""
+    x, y = _data()
+    for features in (None, rf.RandomFourierFeatures(24)):
+        est = rf.RandomFeatureGPR(features, optimize=optimize, random_state=3)
+        ref = clone(est).fit(x, y)
+        got = rdask.fit(est, _dask(x), _dask(y))
+        assert got.seed_ == ref.seed_
+        assert got.features_.random_state == ref.features_.random_state == ref.seed_ % 2**32
+        assert got.features_.length_scale == pytest.approx(ref.features_.length_scale, rel=1e-12)
+        xt, _ = _data(50, seed=1)
+        assert _rel(rdask.predict(got, _dask(xt, (20, 30))).compute(), ref.predict(xt)) < 1e-8
+
+
+def test_fits_refuse_targets_with_nan_or_infinity_as_in_memory(client) -> None:
+    x, y = _data()
+    fits = [
+        rf.RandomFeatureGPR(rf.RandomFourierFeatures(16, random_state=0)),
+        rf.RandomFeatureGPR(
+            rf.RandomFourierFeatures(16, random_state=0), optimize=("noise_variance",)
+        ),
+        rf.SparseGPR(inducing=x[::50], optimize=()),
+        rf.SparseGPR(inducing=x[::50], random_state=0),
+    ]
+    for bad in (np.nan, np.inf):
+        yb = y.copy()
+        yb[5] = bad
+        for est in fits:
+            with pytest.raises(ValueError) as in_memory:
+                clone(est).fit(x, yb)
+            with pytest.raises(ValueError) as on_dask:
+                rdask.fit(est, _dask(x), _dask(yb))
+            assert str(on_dask.value) == str(in_memory.value)
+
+
 def test_a_column_vector_y_is_raveled_with_the_in_memory_warning(client) -> None:
     x, y = _data()
     gp = rf.RandomFeatureGPR(rf.RandomFourierFeatures(16, random_state=0), noise_variance=0.1)

@@ -1063,7 +1063,7 @@ class RandomFeatureGPR(
         """Fit the transformer clone on ``X``, resolve the device, start empty
         statistics and set the noise variance (from ``y`` when None)."""
         self.__dict__.pop("seed_", None)
-        self.features_ = self._unfitted_features(X).fit(X)
+        self.features_ = self._unfitted_features(lambda: _core.scale_length_scale(X)).fit(X)
         self._resolve_features_device()
         self.stats_ = None
         self.n_iter_ = 0
@@ -1072,13 +1072,14 @@ class RandomFeatureGPR(
         else:
             self.noise_variance_ = float(self.noise_variance)
 
-    def _unfitted_features(self, X: np.ndarray) -> Any:
-        """The default map for ``X``, or a clone of ``features``; either gets
-        ``seed_ % 2**32`` (drawn here) as its ``random_state`` when it has none
-        and ``random_state`` is not None (always for the default map)."""
+    def _unfitted_features(self, default_length_scale: Callable[[], float]) -> Any:
+        """The default map (at ``default_length_scale()``, the data's), or a
+        clone of ``features``; either gets ``seed_ % 2**32`` (drawn here) as
+        its ``random_state`` when it has none and ``random_state`` is not
+        None (always for the default map)."""
         if self.features is None:
             return RandomFourierFeatures(
-                length_scale=float(_core.scale_length_scale(X)),
+                length_scale=float(default_length_scale()),
                 random_state=self._fit_seed() % (1 << 32),
             )
         return seeded_clone(self.features, self.random_state, self._fit_seed)

@@ -40,6 +40,7 @@ process by default, or a cluster once a ``distributed.Client`` exists.
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 from typing import Any, Callable, Optional
 
@@ -162,23 +163,29 @@ def _block_rows(x: np.ndarray) -> np.ndarray:
 # --- transforms and predictions --------------------------------------------------------------
 
 
-def _template(estimator: Any, method: str, d: int, dtype: np.dtype) -> Any:
+def _template(estimator: Any, method: str, d: int, dtype: np.dtype, **kwargs: Any) -> Any:
     """The output of ``estimator.<method>`` on zero rows (one row if the
     estimator refuses none), sliced to zero rows: the ``meta`` of the
-    lazy result, with its dtype, type and width."""
+    lazy result, with its dtype, type and width. Called when the graph is
+    built, it also checks the feature count and ``kwargs`` up front."""
     fn = getattr(estimator, method)
     try:
-        out = fn(np.zeros((0, d), dtype=dtype))
+        out = fn(np.zeros((0, d), dtype=dtype), **kwargs)
     except ValueError:
-        out = fn(np.zeros((1, d), dtype=dtype))
+        out = fn(np.zeros((1, d), dtype=dtype), **kwargs)
     if isinstance(out, tuple):
         return tuple(o[:0] for o in out)
     return out[:0]
 
 
-def _apply(x: np.ndarray, estimator: Any, method: str) -> Any:
-    """``estimator.<method>(x)`` on one row block (a worker task)."""
-    return getattr(estimator, method)(_block_rows(x))
+def _apply(x: np.ndarray, estimator: Any, method: str, **kwargs: Any) -> Any:
+    """``estimator.<method>(x)`` on one row block (a worker task); a block
+    of no rows (a boolean mask can empty one) gives the empty output that
+    the predictors, which refuse zero rows, do not."""
+    x = _block_rows(x)
+    if x.shape[0] == 0:
+        return _template(estimator, method, x.shape[1], x.dtype, **kwargs)
+    return getattr(estimator, method)(x, **kwargs)
 
 
 def transform(estimator: Any, X: Any) -> da.Array:
@@ -247,8 +254,8 @@ def _for_prediction(estimator: Any) -> Any:
 
 def _apply_pair(x: np.ndarray, estimator: Any, method: str, **kwargs: Any) -> np.ndarray:
     """The two outputs of ``estimator.<method>`` on a row block, as the
-    columns of one ``(n, 2)`` block."""
-    a, b = getattr(estimator, method)(_block_rows(x), **kwargs)
+    columns of one ``(n, 2)`` block (see :func:`_apply`)."""
+    a, b = _apply(x, estimator, method, **kwargs)
     return np.column_stack([a, b])
 
 
@@ -256,13 +263,15 @@ def _pair(estimator: Any, method: str, X: Any, **kwargs: Any) -> tuple[da.Array,
     """The two 1-D outputs of ``estimator.<method>`` of every row block."""
     estimator = _for_prediction(estimator)
     X = _rows(X, known_rows=False)
+    a, b = _template(estimator, method, X.shape[1], _float_dtype(X.dtype), **kwargs)
+    meta = np.column_stack([a, b])
     both = X.map_blocks(
         _apply_pair,
         estimator,
         method,
         chunks=(X.chunks[0], (2,)),
-        dtype=np.float64,
-        meta=np.zeros((0, 2)),
+        dtype=meta.dtype,
+        meta=meta,
         **kwargs,
     )
     return both[:, 0], both[:, 1]
@@ -323,20 +332,23 @@ def predict_latent(estimator: Any, X: Any) -> tuple[da.Array, da.Array]:
     """
     estimator = _for_prediction(estimator)
     X = _rows(X, known_rows=False)
-    c = len(estimator.classes_)
+    mean, var = _template(estimator, "predict_latent", X.shape[1], _float_dtype(X.dtype))
+    meta = np.hstack([mean, var])
+    c = mean.shape[1]
     both = X.map_blocks(
         _apply_latent,
         estimator,
         chunks=(X.chunks[0], (2 * c,)),
-        dtype=np.float64,
-        meta=np.zeros((0, 2 * c)),
+        dtype=meta.dtype,
+        meta=meta,
     )
     return both[:, :c], both[:, c:]
 
 
 def _apply_latent(x: np.ndarray, estimator: Any) -> np.ndarray:
-    """Latent means and variances of a row block, side by side."""
-    mean, var = estimator.predict_latent(_block_rows(x))
+    """Latent means and variances of a row block, side by side (see
+    :func:`_apply`)."""
+    mean, var = _apply(x, estimator, "predict_latent")
     return np.hstack([mean, var])
 
 
@@ -521,7 +533,19 @@ def _target_moments(y: da.Array) -> dict:
     if int(y.shape[0]) == 0:
         return {"mean": 0.0, "var": 0.0, "constant": True}
     y64 = y.astype(np.float64)
-    mean, var, lo, hi = dask.compute(da.mean(y64), da.var(y64), da.min(y64), da.max(y64))
+    mean, var, lo, hi, nan, inf = dask.compute(
+        da.mean(y64),
+        da.var(y64),
+        da.min(y64),
+        da.max(y64),
+        da.isnan(y64).any(),
+        da.isinf(y64).any(),
+    )
+    # The in-memory fits' refusals (scikit-learn's), before any moment.
+    if nan:
+        raise ValueError("Input y contains NaN.")
+    if inf:
+        raise ValueError("Input y contains infinity or a value too large for dtype('float64').")
     return {"mean": float(mean), "var": float(var), "constant": bool(lo == hi)}
 
 
@@ -666,17 +690,32 @@ def _fitted_features(features: Any, X: da.Array) -> Any:
     return copy.deepcopy(features)
 
 
+def _scale_length_scale(X: da.Array) -> float:
+    """The default map's length scale over all rows of ``X`` (one pass), as
+    ``_core.scale_length_scale`` gives it in memory: ``sqrt(d var / 2)``
+    with ``var`` the population variance of every entry, 1 when that is not
+    finite and positive."""
+    var = float(da.var(X.astype(np.float64)).compute())
+    length_scale = math.sqrt(X.shape[1] * var / 2)
+    return length_scale if math.isfinite(length_scale) and length_scale > 0 else 1.0
+
+
 def _fit_feature_gpr(
     estimator: RandomFeatureGPR, X: da.Array, y: da.Array, persist: bool
 ) -> RandomFeatureGPR:
     model = clone(estimator)
     model._validate_params()
     model._check_ard()
-    # The estimator's own transformer: clone() unfits the model's copy.
-    model.features_ = _fitted_features(estimator.features, X)
+    model.__dict__.pop("seed_", None)
+    # The estimator's own transformer (clone() unfits the model's copy): a
+    # fitted one as it is; the default map, or an unfitted one's clone,
+    # seeded from seed_ as the in-memory fit seeds it.
+    features = estimator.features
+    if features is None or not _is_fitted(features):
+        features = model._unfitted_features(lambda: _scale_length_scale(X))
+    model.features_ = _fitted_features(features, X)
     model._resolve_features_device()
     model.n_features_in_ = int(X.shape[1])
-    model.__dict__.pop("seed_", None)
     model.n_iter_ = 0
     if model._fits_hyperparameters():
         _optimize_feature_gpr(model, X, y, persist)
