@@ -363,3 +363,99 @@ fn statistics_whose_sums_overflow_are_refused() {
         assert!(is_invalid(&e, "y"), "{method:?}: {e}");
     }
 }
+
+/// Maps of edited or stored parts that the transforms could not take: a
+/// projection of no input (a division by zero in the fused plan), SORF
+/// sizes whose row count overflows, polynomial features wider than memory
+/// (an unchecked allocation), polynomial kernels whose coefficients
+/// overflow or whose degree exceeds the sketches' (a debug assertion, and
+/// an infinite coefficient in release builds).
+#[test]
+fn parts_that_no_transform_can_take_are_refused() {
+    use crate::fourier::features::{Projection, Variant};
+
+    let empty = FourierFeatures::from_parts(
+        Projection::Dense(Array2::zeros((4, 0))),
+        None,
+        Variant::CosSin,
+        8,
+        1.0,
+    )
+    .unwrap_err();
+    assert!(is_invalid(&empty, "projection"), "{empty}");
+
+    let mut cfg = FourierConfig::new(8);
+    cfg.sampler = Sampler::Structured;
+    let mut map = FourierFeatures::fit(&cfg, 1, 0).unwrap();
+    if let Projection::Structured { n_frequencies, .. } = &mut map.projection {
+        *n_frequencies = usize::MAX / 2;
+    }
+    map.n_components = usize::MAX - 1;
+    assert!(matches!(map.validate(), Err(Error::ShapeMismatch { .. })));
+
+    let sketch = PolySketch::draw(
+        SketchKind::TensorSrht,
+        false,
+        2,
+        3,
+        8,
+        &mut crate::rng::seeded(0),
+    )
+    .unwrap();
+    let wide = PolynomialFeatures::new(sketch, 0.0, 1.0, usize::MAX / 4).unwrap();
+    let e = wide
+        .transform(Array2::<f64>::zeros((1, 3)).view(), PAR)
+        .unwrap_err();
+    assert!(is_invalid(&e, "n_components"), "{e}");
+
+    let x = Array2::from_shape_fn((20, 3), |(i, j)| ((i * 3 + j) as f64 * 0.1).sin());
+    for (kernel, name) in [
+        (
+            MaclaurinKernel::Polynomial {
+                degree: 2,
+                bias: 1e200,
+            },
+            "bias",
+        ),
+        (
+            MaclaurinKernel::Polynomial {
+                degree: 33,
+                bias: 1.0,
+            },
+            "degree",
+        ),
+    ] {
+        for dim in [1, 3] {
+            let cfg = MaclaurinConfig::new(kernel, 8);
+            let xs = x.slice(ndarray::s![.., ..dim]);
+            let e = MaclaurinMap::fit(xs, &cfg, 0, PAR, &Monitor::default()).unwrap_err();
+            assert!(is_invalid(&e, name), "{e}");
+        }
+    }
+}
+
+/// A non-finite input was reported as features that overflow.
+#[test]
+fn a_sketch_names_non_finite_input_as_such() {
+    let sketch = PolySketch::draw(
+        SketchKind::Rademacher,
+        false,
+        2,
+        3,
+        8,
+        &mut crate::rng::seeded(0),
+    )
+    .unwrap();
+    let mut x = Array2::<f64>::ones((4, 3));
+    let mut out = Array2::<f64>::zeros((4, sketch.width()));
+    x[(2, 1)] = f64::NAN;
+    let e = sketch
+        .transform_into(x.view(), out.view_mut(), PAR)
+        .unwrap_err();
+    assert_eq!(e, Error::NonFinite { name: "X" });
+    x[(2, 1)] = 1e200;
+    let e = sketch
+        .transform_into(x.view(), out.view_mut(), PAR)
+        .unwrap_err();
+    assert!(is_invalid(&e, "X"), "{e}");
+}

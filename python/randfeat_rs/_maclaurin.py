@@ -51,8 +51,9 @@ class MaclaurinFeatures(DenseFeaturesBase):
     bias : float, default=0.0
         ``c >= 0`` of the polynomial kernel (polynomial kernel only).
     degree : int, default=None
-        Degree ``q >= 1`` of the polynomial kernel (required for it, not
-        allowed for the others).
+        Degree ``1 <= q <= 32`` of the polynomial kernel (required for it,
+        not allowed for the others), as for :class:`PolynomialSketch`; the
+        kernel's coefficients ``C(q, n) bias^(q - n)`` must be finite.
     sketch : {"tensor_srht", "rademacher", "gaussian", "tensor_sketch"}, default="tensor_srht"
         The polynomial sketch of every degree ("tensor_sketch" only with
         ``allocation="random"`` or an explicit allocation).

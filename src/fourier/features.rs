@@ -562,7 +562,8 @@ impl FourierFeatures {
     ///   finite and `> 0`; `n_components` when it leaves no frequency (0, or
     ///   1 with `cos_sin`); `length_scale` (structured) unless finite and
     ///   `> 0`; `n_features` (structured) without a power of two; `phases`
-    ///   for the phases of a `cos_sin` map or non-finite phases.
+    ///   for the phases of a `cos_sin` map or non-finite phases;
+    ///   `projection` for a map of no input feature.
     /// - [`Error::ShapeMismatch`] naming `projection` when its number of
     ///   frequencies is not the `m` of `n_components` and the variant (`D`
     ///   for `cos_bias`, `⌊D/2⌋` for `cos_sin`) or its SORF signs are not
@@ -580,7 +581,13 @@ impl FourierFeatures {
                 ),
             ));
         }
-        let (pm, _) = self.projection.shape();
+        let (pm, d) = self.projection.shape();
+        if d == 0 {
+            return Err(Error::invalid(
+                "projection",
+                "needs at least one input feature, got 0 columns",
+            ));
+        }
         if pm != m {
             return Err(Error::ShapeMismatch {
                 name: "frequencies of projection (n_components for cos_bias, n_components / 2 \
@@ -614,10 +621,12 @@ impl FourierFeatures {
                     got: signs.ncols(),
                 });
             }
-            if signs.nrows() != 3 * m.div_ceil(dp) {
+            // m ≥ 1 and dp ≥ 1 here; 3 · blocks overflows only for edited fields.
+            let rows = m.div_ceil(dp).checked_mul(3);
+            if rows != Some(signs.nrows()) {
                 return Err(Error::ShapeMismatch {
                     name: "rows of the SORF signs of projection (3 per block of frequencies)",
-                    expected: 3 * m.div_ceil(dp),
+                    expected: rows.unwrap_or(usize::MAX),
                     got: signs.nrows(),
                 });
             }

@@ -77,19 +77,27 @@ impl MaclaurinKernel {
         }
     }
 
-    /// Checks the polynomial parameters (`q >= 1`, finite `c >= 0`).
+    /// Checks the polynomial parameters: `1 <= q <=`
+    /// [`crate::sketch::MAX_DEGREE`] (as the polynomial sketches), finite
+    /// `c >= 0`, and coefficients `C(q, n) c^{q−n}` that are finite (a bias
+    /// of `1e200` at `q = 2` is not).
     pub fn validate(&self) -> Result<()> {
         if let Self::Polynomial { degree, bias } = *self {
-            if degree == 0 {
-                return Err(Error::invalid(
-                    "degree",
-                    "the polynomial kernel degree must be >= 1",
-                ));
-            }
+            crate::sketch::check_degree(degree)?;
             if !bias.is_finite() || bias < 0.0 {
                 return Err(Error::invalid(
                     "bias",
                     format!("must be a finite number >= 0, got {bias}"),
+                ));
+            }
+            if let Some(n) = (0..=degree).find(|&n| !self.coefficient(n).is_finite()) {
+                return Err(Error::invalid(
+                    "bias",
+                    format!(
+                        "the kernel's coefficient C({degree}, {n}) bias^{} overflows float64 at \
+                         bias = {bias:e}: lower the bias or the degree",
+                        degree - n
+                    ),
                 ));
             }
         }

@@ -112,11 +112,13 @@ impl MaclaurinConfig {
                 ));
             }
         }
-        if self.min_degree == 0 || self.max_degree == 0 {
-            return Err(Error::invalid(
-                "min_degree",
-                "min_degree and max_degree must be >= 1",
-            ));
+        for (name, v) in [
+            ("min_degree", self.min_degree),
+            ("max_degree", self.max_degree),
+        ] {
+            if v == 0 {
+                return Err(Error::invalid(name, "must be >= 1, got 0"));
+            }
         }
         if self.max_degree > crate::sketch::MAX_DEGREE {
             return Err(Error::invalid(

@@ -417,7 +417,9 @@ impl PolySketch {
     /// into `out` (n x width). `out` may be a column block of a wider array:
     /// its rows are contiguous but its row stride may exceed `width`. Parallel
     /// over rows with `par`; deterministic. Errors: shape mismatches, `out`
-    /// rows not contiguous.
+    /// rows not contiguous, [`Error::NonFinite`] naming `X` for non-finite
+    /// input, and [`Error::InvalidParameter`] naming `X` for features that
+    /// overflow the float range.
     pub fn transform_into<T: Real>(
         &self,
         x: ArrayView2<T>,
@@ -436,6 +438,11 @@ impl PolySketch {
             Params::Srht(p) => p.transform(self, x, out, par),
             Params::Count(p) => p.transform(self.n_features, x, out, par),
         };
+        // Non-finite features come from non-finite input or from overflow:
+        // the input is read again only to tell which.
+        if !finite && !crate::real::all_finite(x, par) {
+            return Err(Error::NonFinite { name: "X" });
+        }
         refuse_overflow(finite)
     }
 }

@@ -232,9 +232,18 @@ impl PolynomialFeatures {
         Ok(())
     }
 
-    /// Allocating form of [`Self::transform_into`].
+    /// Allocating form of [`Self::transform_into`]; the output's size is
+    /// checked first ([`crate::alloc::check_alloc`]): `n_components` is
+    /// bounded only below by the sketch's width.
     pub fn transform<T: Real>(&self, x: ArrayView2<T>, par: Parallelism) -> Result<Array2<T>> {
-        let mut out = Array2::zeros((x.nrows(), self.n_components));
+        let (n, d) = (x.nrows(), self.n_components);
+        crate::alloc::check_alloc(
+            "n_components",
+            &format!("the polynomial features ({n} x {d})"),
+            &[n, d],
+            std::mem::size_of::<T>(),
+        )?;
+        let mut out = Array2::zeros((n, d));
         self.transform_into(x, out.view_mut(), par)?;
         Ok(out)
     }
