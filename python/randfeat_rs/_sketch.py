@@ -27,7 +27,7 @@ class PolynomialSketch(DenseFeaturesBase):
 
     Parameters
     ----------
-    n_components : int
+    n_components : int, default=100
         Number of output columns D (>= 1; >= 2 with complex weights).
     degree : int, default=2
         Kernel degree ``1 <= n <= 32`` (``_core.MAX_POLYNOMIAL_DEGREE``).
@@ -45,7 +45,8 @@ class PolynomialSketch(DenseFeaturesBase):
         Length scale l > 0.
     sketch : {"tensor_srht", "rademacher", "gaussian", "tensor_sketch"}, default="tensor_srht"
         The construction: structured TensorSRHT (random signs, FWHT and
-        permutations; lowest variance, O(n D log d) per row), dense
+        permutations; for odd degrees a variance at most the Rademacher
+        sketch's, O(n D log d) per row), dense
         Rademacher or Gaussian weights (O(n D d)), or TensorSketch
         (CountSketch + FFT).
     complex_weights : bool, default=False
