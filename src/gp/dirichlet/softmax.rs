@@ -252,14 +252,7 @@ fn wide_row(mu: &[f64], var: &[f64], p: &mut [f64], s: &mut Scratch) -> bool {
                 *q = cdf;
                 *d = pdf * inv_sqrt_2pi / sd;
             } else {
-                for (zq, wq) in z.iter().zip(wz) {
-                    let e = (m + sd * zq - x).min(EXP_CAP).exp();
-                    let f = (-e).exp();
-                    cdf += wq * f;
-                    pdf += wq * e * f;
-                }
-                *q = cdf;
-                *d = pdf;
+                (*q, *d) = hermite_expectations(z.iter().map(|zq| m + sd * zq - x), wz);
             }
         }
         accumulate_point(&s.cdf, &s.pdf, &mut s.suffix, p);
@@ -267,6 +260,21 @@ fn wide_row(mu: &[f64], var: &[f64], p: &mut [f64], s: &mut Scratch) -> bool {
     let total: f64 = p.iter().sum();
     p.iter_mut().for_each(|v| *v /= total);
     true
+}
+
+/// The Gauss–Hermite expectations `(Q_j(x), q_j(x))` of one latent at one
+/// point, from the offsets `μ_j + √v_j z_q − x` of its nodes and the rule's
+/// weights: `Σ_q w_q F(−a_q)` and `Σ_q w_q F'(−a_q)`, with `e^{a_q}` capped
+/// at `e^{EXP_CAP}` (where `F` is already 0).
+fn hermite_expectations(offsets: impl Iterator<Item = f64>, w: &[f64]) -> (f64, f64) {
+    let (mut cdf, mut pdf) = (0.0, 0.0);
+    for (a, wq) in offsets.zip(w) {
+        let e = a.min(EXP_CAP).exp();
+        let f = (-e).exp();
+        cdf += wq * f;
+        pdf += wq * e * f;
+    }
+    (cdf, pdf)
 }
 
 /// `p_c += q_c Π_{j<c} Q_j Π_{j>c} Q_j` at one point (prefix and suffix
@@ -309,15 +317,8 @@ fn row(mu: &[f64], var: &[f64], p: &mut [f64], s: &mut Scratch) {
         for i in 0..points {
             let t = span.start + i as f64 * STEP;
             for j in 0..c {
-                let (mut cdf, mut pdf) = (0.0, 0.0);
-                for (a, wq) in s.local[j * NODES..(j + 1) * NODES].iter().zip(w) {
-                    let e = (a - t).min(EXP_CAP).exp();
-                    let f = (-e).exp();
-                    cdf += wq * f;
-                    pdf += wq * e * f;
-                }
-                s.cdf[j] = cdf;
-                s.pdf[j] = pdf;
+                let nodes = s.local[j * NODES..(j + 1) * NODES].iter().map(|a| a - t);
+                (s.cdf[j], s.pdf[j]) = hermite_expectations(nodes, w);
             }
             accumulate_point(&s.cdf, &s.pdf, &mut s.suffix, p);
         }
