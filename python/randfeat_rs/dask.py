@@ -20,7 +20,8 @@ process by default, or a cluster once a ``distributed.Client`` exists.
   model is solved on the driver from the merged ``D x D`` (or ``M x M``)
   statistics. The statistics merge exactly, so the model equals the fit of
   one process on the same rows up to the rounding of the summation order
-  (about ``1e-15`` relative). A merge never modifies its inputs, so tasks
+  (about ``1e-15`` relative in the statistics, times the condition number
+  of the system solved from them in the model). A merge never modifies its inputs, so tasks
   that Dask recomputes after losing a worker cannot count rows twice.
 - ``fit(RandomFeatureGPR(optimize=...), X, y)`` and ``fit(SparseGPR(optimize=...),
   X, y)`` fit the hyperparameters with the optimizer of the in-memory fit
