@@ -146,6 +146,7 @@ def test_pickled_state_is_checked_before_it_is_read():
         (b"junk", "not a pickled randfeat_rs object"),
         (state[:5], "truncated"),
         (state[:-5], "cannot be read as a FeatureMap"),
+        (state + b"\x00", "goes on for 1 byte after the FeatureMap it holds"),
     ]:
         with pytest.raises(rf.InvalidInputError, match=message):
             _core.FeatureMap._from_state(bad)

@@ -235,8 +235,18 @@ pub(crate) fn from_state<C: PyTypeInfo, T: DeserializeOwned + Send>(
                 C::NAME
             )));
         }
-        ciborium::from_reader(body)
-            .map_err(|e| bad(format!("cannot be read as a {}: {e}", C::NAME)))
+        let mut rest = body;
+        let value = ciborium::from_reader(&mut rest)
+            .map_err(|e| bad(format!("cannot be read as a {}: {e}", C::NAME)))?;
+        // A payload is one value: bytes after it are damage, not data.
+        match rest.len() {
+            0 => Ok(value),
+            n => Err(bad(format!(
+                "goes on for {n} byte{} after the {} it holds (damaged)",
+                if n == 1 { "" } else { "s" },
+                C::NAME
+            ))),
+        }
     })?;
     Ok(parsed)
 }
