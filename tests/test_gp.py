@@ -607,6 +607,44 @@ def test_jitter_rescues_duplicate_points_with_tiny_noise():
     assert np.all(np.isfinite(gp.predict(X)))
 
 
+def _exact_lml_longdouble(X, y, length_scale, kernel_variance, noise_variance):
+    """The Gaussian-kernel LML of the centered targets in 80-bit extended precision
+    (NumPy's longdouble: 11 more bits than float64), by an unblocked Cholesky."""
+    ld = np.longdouble
+    x = X.astype(ld) / ld(length_scale)
+    yc = y.astype(ld) - y.astype(ld).mean()
+    d2 = ((x[:, None, :] - x[None, :, :]) ** 2).sum(-1)
+    K = ld(kernel_variance) * np.exp(-d2 / 2) + ld(noise_variance) * np.eye(len(y), dtype=ld)
+    n = len(y)
+    L = np.zeros_like(K)
+    for j in range(n):
+        v = K[j:, j] - L[j:, :j] @ L[j, :j]
+        L[j, j] = np.sqrt(v[0])
+        L[j + 1 :, j] = v[1:] / L[j, j]
+    z = np.zeros(n, dtype=ld)
+    for i in range(n):
+        z[i] = (yc[i] - L[i, :i] @ z[:i]) / L[i, i]
+    return -0.5 * (z @ z) - np.log(np.diag(L)).sum() - 0.5 * n * np.log(2 * np.pi, dtype=ld)
+
+
+@pytest.mark.parametrize("n", [15, 20, 30])
+def test_a_fit_on_targets_without_noise_reports_an_lml_float64_holds(n):
+    # Without noise the LML grows as the noise variance shrinks, until K_y is
+    # too ill-conditioned for float64 and its rounding makes a spurious
+    # maximum (1 to 1.6 nats above the true LML at noise_variance ~ 1e-16
+    # kernel_variance). The fit stops where the estimated rounding reaches
+    # 1e-6 nats per row, so the reported LML is the true one to that.
+    X = np.linspace(0, 5, n)[:, None]
+    y = np.sin(X[:, 0])
+    gp = ExactGPR(random_state=0).fit(X, y)
+    exact = _exact_lml_longdouble(X, y, gp.length_scale_, gp.kernel_variance_, gp.noise_variance_)
+    assert abs(gp.log_marginal_likelihood_ - float(exact)) <= 1e-6 * n
+    # A fixed noise variance whose K_y float64 cannot factor for any length
+    # scale the fit tries is refused by name, not fitted to rounding.
+    with pytest.raises(InvalidInputError, match="noise_variance.*has no float64 value"):
+        ExactGPR(length_scale=2.0, noise_variance=1e-20, optimize=("kernel_variance",)).fit(X, y)
+
+
 # ------------------------------------- marginal-likelihood fit of the feature-space GP
 
 ALL_HYPER = ("length_scale", "kernel_variance", "noise_variance")

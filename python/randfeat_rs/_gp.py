@@ -251,6 +251,13 @@ class ExactGPR(
         repeated with equal targets have no maximum either (the LML grows
         without bound as the length scale and the noise variance shrink):
         remove or average exact duplicates, or fix ``noise_variance``.
+        The fit evaluates the LML only where float64 holds it to about
+        ``1e-6`` nats per row: targets without noise, whose LML grows as
+        the noise variance shrinks, end the fit where ``K_y`` becomes too
+        ill-conditioned for that (a noise variance near ``1e-10`` times
+        the kernel variance), and a fixed ``noise_variance`` below about
+        ``1e-9`` times the kernel variance may leave no such point (an
+        :class:`~randfeat_rs.InvalidInputError` naming it).
     n_restarts : int, default=2
         Additional L-BFGS runs from starts drawn uniformly (in log space)
         within a factor 10 of the initialization.

@@ -7,8 +7,11 @@ use std::sync::Mutex;
 
 use ndarray::{Array1, ArrayView1, ArrayView2, Axis, CowArray, Ix1, Ix2};
 
-use super::{check_exact_size, check_training_data, lml_and_factor, ExactGp, LmlEval, Workspace};
-use crate::error::Result;
+use super::{
+    check_exact_size, check_training_data, lml_and_factor, lml_rounding, ExactGp, LmlEval,
+    Workspace,
+};
+use crate::error::{Error, Result};
 use crate::gp::optimize::{self, Evaluation, HyperInit, LogParams, Objective, OptimizerConfig};
 use crate::kernels::{Kernel, StationaryKernel};
 use crate::linalg::Cholesky;
@@ -96,18 +99,72 @@ impl ExactLml<'_> {
             length_scale: v[..k].to_vec(),
             variance: v[k],
         };
+        let noise = v[k + 1];
         let mut ws = self.workspace.lock().unwrap_or_else(|e| e.into_inner());
-        lml_and_factor(
+        let (e, chol, alpha) = lml_and_factor(
             self.x.view(),
             self.y.view(),
             &kernel,
-            v[k + 1],
+            noise,
             want_grad,
             self.par,
             monitor,
             &mut ws,
-        )
+        )?;
+        drop(ws);
+        // The value alone has no inverse at hand: its diagonal (a third of
+        // the inverse's work) gives the trace.
+        let trace_inv = match e.trace_inv {
+            Some(t) => t,
+            None => chol.inverse_diagonal(self.par).iter().sum(),
+        };
+        check_accuracy(&kernel, noise, &e, trace_inv, self.x.nrows())?;
+        Ok((e, chol, alpha))
     }
+}
+
+/// The most estimated rounding of the LML, in nats per row
+/// ([`lml_rounding`]), at which the fit evaluates it; the sparse GP's
+/// statistics keep the same accuracy (docs/math/sparse_gp.rst, Accuracy).
+const MAX_ROUNDING_PER_ROW: f64 = 1e-6;
+
+/// Refuses an evaluation whose LML float64 cannot give: one the factor
+/// needed a jitter for (its value is another model's), or whose estimated
+/// rounding exceeds [`MAX_ROUNDING_PER_ROW`]. Noise variances far below
+/// the kernel variance (targets without noise, rows repeated with equal
+/// targets) make `K_y` so ill-conditioned that the LML's rounding, not the
+/// data, makes its maximum; the optimizer passes over such points as over
+/// a failed factorization (docs/math/gp.rst, "Exact GP").
+fn check_accuracy(
+    kernel: &StationaryKernel,
+    noise: f64,
+    e: &LmlEval,
+    trace_inv: f64,
+    n: usize,
+) -> Result<()> {
+    let rounding = lml_rounding(kernel.variance + noise, trace_inv) / n as f64;
+    if e.jitter == 0.0 && rounding <= MAX_ROUNDING_PER_ROW {
+        return Ok(());
+    }
+    let why = if e.jitter > 0.0 {
+        "K_y = K + noise_variance I is not positive definite in float64".to_string()
+    } else {
+        format!(
+            "K_y = K + noise_variance I is too ill-conditioned: its rounding is about \
+             {rounding:.1e} nats per row, above {MAX_ROUNDING_PER_ROW:e}"
+        )
+    };
+    Err(Error::invalid(
+        "noise_variance",
+        format!(
+            "the log marginal likelihood at length_scale {:?}, kernel_variance {:e}, \
+             noise_variance {noise:e} has no float64 value: {why}; a noise_variance far below \
+             the kernel_variance does this (targets without noise, or repeated rows with equal \
+             targets): start from a larger noise_variance, or fix it at 1e-9 times the \
+             kernel_variance or more",
+            kernel.length_scale, kernel.variance
+        ),
+    ))
 }
 
 impl Objective for ExactLml<'_> {
@@ -126,8 +183,9 @@ impl Objective for ExactLml<'_> {
         })
     }
 
-    /// The LML from the factor alone (no inverse: a third of an
-    /// evaluation's `O(N³)` work).
+    /// The LML from the factor and the diagonal of its inverse (the
+    /// accuracy check's trace), without the full inverse: two thirds of an
+    /// evaluation's `O(N³)` work.
     fn value(&self, theta: &[f64], monitor: &Monitor) -> Result<f64> {
         Ok(self.lml(theta, false, monitor)?.0.lml)
     }
