@@ -184,6 +184,35 @@ def test_rff_empty_and_errors():
 
 
 @pytest.mark.usefixtures("gpu_adapter")
+def test_rff_large_projections_stay_within_the_scale():
+    """Arguments up to float32's largest: the features stay in [-scale, scale]
+    and within scale * (gamma_1 |t| + 2^-23 |t| + 1e-6) (the documented bound for
+    d = 1 without phases) of the float64 cos/sin of the float32 argument."""
+    t = np.array([1e3, 5.1e4, 1e6, 5e7, 1e9, 1e10, 1e20, 3e38, np.finfo(np.float32).max])
+    t = np.concatenate([t, -t, np.geomspace(1, 3e38, 200)]).astype(np.float32)
+    scale = 0.5
+    got = rgpu.rff_features(t[:, None], np.ones((1, 1), np.float32), variant="cos_sin", scale=scale)
+    t64 = np.abs(t.astype(np.float64))[:, None]
+    assert np.abs(got).max() <= scale
+    want = scale * np.hstack(
+        [np.cos(t.astype(np.float64))[:, None], np.sin(t.astype(np.float64))[:, None]]
+    )
+    tol = scale * (gamma(1) * t64 + 2 * U32 * t64 + 1e-6)
+    assert np.all(np.abs(got - want) <= tol)
+
+
+@pytest.mark.usefixtures("gpu_adapter")
+def test_rff_refuses_non_finite_x_and_float32_overflow():
+    w = np.ones((1, 1))
+    for bad in (np.nan, np.inf):
+        with pytest.raises(InvalidInputError, match="`x`"):
+            rgpu.rff_features(np.array([[bad]]), w, variant="cos_sin")
+    # Finite in float64, beyond float32's range on the device.
+    with pytest.raises(InvalidInputError, match=r"`x`.*float32"):
+        rgpu.rff_features(np.array([[1e39]]), w, variant="cos_sin")
+
+
+@pytest.mark.usefixtures("gpu_adapter")
 def test_streaming_in_small_chunks(set_gpu_chunk_bytes):
     """A 4 KiB chunk cap forces many chunks; results keep their bounds."""
     rng = np.random.default_rng(7)

@@ -518,3 +518,24 @@ def test_gpu_features_that_overflow_are_refused(make):
     with pytest.raises(ValueError, match=r"`X`.*overflow"):
         est.transform(far)
     assert np.isfinite(est.transform(X)).all()
+
+
+@pytest.mark.usefixtures("gpu_adapter")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fourier_gpu_far_rows(dtype):
+    # Rows far beyond the length scale: the GPU's features stay within the
+    # scale (the cosines' range reduction holds for every float32 argument).
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 4)).astype(dtype)
+    est = RandomFourierFeatures(64, random_state=0, device="gpu").fit(X)
+    far = X.copy()
+    far[3, 0], far[7, 1], far[11, 2] = 1e9, -1e10, 1e30
+    # (|cos| <= 1 times the float32 scale, at most scale_ (1 + u)).
+    assert np.abs(est.transform(far)).max() <= est.scale_ * (1 + U32)
+    # Beyond float32's range on the GPU: refused naming X and float32, not
+    # with the polynomial sketches' message about `degree`.
+    if dtype == np.float64:
+        far[3, 0] = 1e39
+        with pytest.raises(InvalidInputError, match=r"`X`.*float32") as err:
+            est.transform(far)
+        assert "degree" not in str(err.value)

@@ -167,7 +167,10 @@ def rff_features(
     ``cos_sin``: ``scale * [cos(x @ w.T) | sin(x @ w.T)]``, ``2 m`` columns.
     The projection is tiled in float32 on the device; sin/cos use an explicit
     range reduction, so features are within about ``1e-4 * |scale|`` of the
-    exact values for projections of moderate size.
+    exact values for projections of moderate size. For a large argument ``t``
+    (a projection plus its phase) the error grows as ``2**-23 * |t|``, the
+    order of ``t``'s own float32 rounding; every feature stays within
+    ``[-|scale|, |scale|]``.
 
     Parameters
     ----------
@@ -190,8 +193,9 @@ def rff_features(
     GpuError
         If no adapter is usable or the device fails.
     InvalidInputError
-        If the shapes disagree, the phases do not match the variant, or
-        ``scale`` is not finite.
+        If the shapes disagree, the phases do not match the variant,
+        ``scale`` is not finite, ``x`` holds NaN or infinite values, or the
+        projections ``x @ w.T`` overflow float32's range on the device.
     """
     _require()
     xa = float_array(x, "x", (2,))

@@ -9,6 +9,8 @@ use ndarray::s;
 use ndarray::{ArrayView2, ArrayViewMut2};
 
 use super::FeatureMap;
+#[cfg(feature = "gpu")]
+use crate::error::Error;
 use crate::error::Result;
 use crate::fourier::FourierFeatures;
 #[cfg(feature = "gpu")]
@@ -56,7 +58,7 @@ impl FeatureMap for FourierFeatures {
         x: ArrayView2<'_, T>,
         mut out: ArrayViewMut2<'_, T>,
     ) -> Result<()> {
-        self.check_fields()?;
+        check_gpu_input(x, self.check_fields()?)?;
         super::check_amplitude::<T>(self.scale())?;
         let cols = self.variant.n_columns(self.n_frequencies());
         let w = self.frequencies().mapv(T::from_f64_lossy);
@@ -79,10 +81,37 @@ impl FeatureMap for FourierFeatures {
         x: ArrayView2<'_, T>,
         y: Option<ArrayView2<'_, f64>>,
     ) -> Result<gpu::Gram> {
-        self.check_fields()?;
+        check_gpu_input(x, self.check_fields()?)?;
         let w = self.frequencies();
         let phases = self.phases.as_ref().map(|b| b.view());
         let g = gpu::rff_gram(x, w.view(), phases, self.variant, self.scale(), y)?;
         Ok(g.padded(self.n_components))
     }
+}
+
+/// Refuses input the GPU cannot project: non-finite `X`, or `X` whose
+/// projections may overflow the f32 range the GPU computes in, by the
+/// CPU's test with the bound `bound` on `‖w_j‖₁` (see
+/// [`FourierFeatures::transform_into`]) against half of f32's range (room
+/// for the rounding of the f32 dot products and the phases).
+///
+/// # Errors
+/// [`Error::NonFinite`] or [`Error::InvalidParameter`] naming `X`.
+#[cfg(feature = "gpu")]
+fn check_gpu_input<T: Real>(x: ArrayView2<'_, T>, bound: f64) -> Result<()> {
+    if !crate::real::all_finite(x, Parallelism::Rayon) {
+        return Err(Error::NonFinite { name: "X" });
+    }
+    let limit = f64::from(f32::MAX) / 2.0;
+    if x.iter().any(|v| v.to_f64_exact().abs() * bound > limit) {
+        return Err(Error::invalid(
+            "X",
+            format!(
+                "its projections on the frequencies may overflow the float32 range the GPU \
+                 computes in (max |x| times the largest frequency norm {bound:e} must stay \
+                 below {limit:e}): scale X down, or transform on the CPU (device=\"cpu\")"
+            ),
+        ));
+    }
+    Ok(())
 }

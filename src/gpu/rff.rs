@@ -9,7 +9,8 @@ use super::gram::{check_y_rows, map_gram, Gram};
 use super::map::{self, DeviceMap};
 use crate::error::{Error, Result};
 use crate::fourier::Variant;
-use crate::real::Real;
+use crate::real::{all_finite, Real};
+use crate::threads::Parallelism;
 
 /// Output tile edge of `rff.wgsl`.
 const TILE: usize = 64;
@@ -18,15 +19,21 @@ const TILE: usize = 64;
 /// `w` (`m x d`, one per row), on the GPU in f32: see [`Variant`] for
 /// the formulas (the scale is the caller's). Returns `N x m` (`CosBias`) or `N x 2m` (`CosSin`, block
 /// layout `[cos | sin]`). Accuracy: the projection carries the rounding of a
-/// length-`d` f32 dot product, `sin`/`cos` about `1e-7` absolute after an
-/// explicit range reduction, so each feature is within
-/// `|scale| (γ_d Σ_a |x_a w_ja| + 2^-24 |b_j| + 1e-6)` of the exact value.
+/// length-`d` f32 dot product, the argument `t_j = x·w_j + b_j` its f32
+/// rounding, and `sin`/`cos` about `1e-7` absolute after an explicit range
+/// reduction, exact for `|t| < 2^15 π/2` and off by at most about
+/// `2^-24 |t|` beyond, so each feature is within
+/// `|scale| (γ_d Σ_a |x_a w_ja| + 2^-24 |b_j| + 2^-23 |t_j| + 1e-6)` of the
+/// exact value, and within `[-|scale|, |scale|]` for every finite `t_j`.
 ///
 /// # Errors
 /// [`Error::Gpu`] when no adapter is usable or the device fails;
 /// [`Error::ShapeMismatch`] when `w` and `x` disagree on `d`, or the phases
 /// are not `m` long; [`Error::InvalidParameter`] when `CosBias` has no
-/// phases, `CosSin` has phases, or `scale` is not finite.
+/// phases, `CosSin` has phases, or `scale` is not finite;
+/// [`Error::NonFinite`] naming `x` for non-finite input, and
+/// [`Error::InvalidParameter`] naming `x` when the projections overflow
+/// f32's range (input beyond it included).
 pub fn rff_features<T: Real>(
     x: ArrayView2<T>,
     w: ArrayView2<T>,
@@ -52,17 +59,37 @@ pub fn rff_features_into<T: Real>(
     out: ArrayViewMut2<T>,
 ) -> Result<()> {
     let ctx = context::get()?;
-    let (n, d) = x.dim();
+    let n = x.nrows();
     let m = w.nrows();
     let ncols = variant.n_columns(m);
-    check_args(d, w, phases, variant, scale)?;
+    check_args(x, w, phases, variant, scale)?;
     Error::check_out_shape((n, ncols), out.dim())?;
     if n == 0 || m == 0 {
         return Ok(());
     }
     let _session = ctx.session()?;
     let map = DeviceRff::new(ctx, w, phases, variant, scale)?;
-    map::run(ctx, &map, x, out)
+    let mut out = out;
+    map::run(ctx, &map, x, out.view_mut())?;
+    // `sin`/`cos` of a finite argument are finite: a non-finite feature
+    // comes from a projection beyond f32's range.
+    if !all_finite(out.view(), Parallelism::Rayon) {
+        return Err(projection_overflow());
+    }
+    Ok(())
+}
+
+/// The refusal of features whose projections `x·w_j` overflow f32's range
+/// (input beyond it included): their `sin`/`cos` are NaN.
+fn projection_overflow() -> Error {
+    Error::invalid(
+        "x",
+        format!(
+            "its projections x·w_j overflow the float32 range (|v| <= {:e}) the GPU computes \
+             in: scale x down, or compute the features on the CPU",
+            f32::MAX
+        ),
+    )
 }
 
 /// `Φᵀ Φ` and `Φᵀ y` of the random Fourier features `Φ` of the rows of `x`
@@ -84,20 +111,27 @@ pub fn rff_gram<T: Real, W: Real>(
 ) -> Result<Gram> {
     let ctx = context::get()?;
     check_y_rows(x.nrows(), y.as_ref().map(|y| y.nrows()))?;
-    check_args(x.ncols(), w, phases, variant, scale)?;
+    check_args(x, w, phases, variant, scale)?;
     let _session = ctx.session()?;
     let dev = DeviceRff::new(ctx, w, phases, variant, scale)?;
-    map_gram(ctx, &dev, x, y, false)
+    let g = map_gram(ctx, &dev, x, y, false)?;
+    // Features of finite projections are within `[-|scale|, |scale|]`, so
+    // their sums are finite: NaN comes from projections beyond f32's range.
+    if !g.phi_t_phi.iter().all(|v| v.is_finite()) {
+        return Err(projection_overflow());
+    }
+    Ok(g)
 }
 
-/// Checks the arguments of [`rff_features`] for inputs with `d` columns.
-fn check_args<T: Real>(
-    d: usize,
-    w: ArrayView2<T>,
-    phases: Option<ArrayView1<T>>,
+/// Checks the arguments of [`rff_features`] for the input `x`.
+fn check_args<T: Real, W: Real>(
+    x: ArrayView2<T>,
+    w: ArrayView2<W>,
+    phases: Option<ArrayView1<W>>,
     variant: Variant,
-    scale: T,
+    scale: W,
 ) -> Result<()> {
+    let d = x.ncols();
     let m = w.nrows();
     if w.ncols() != d {
         return Err(Error::ShapeMismatch {
@@ -127,6 +161,9 @@ fn check_args<T: Real>(
             "scale",
             format!("must be finite, got {scale}"),
         ));
+    }
+    if !all_finite(x, Parallelism::Rayon) {
+        return Err(Error::NonFinite { name: "x" });
     }
     Ok(())
 }
@@ -258,6 +295,71 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Arguments `t` from 1 to f32's largest, where the first reduction
+    /// step is exact no more: every feature stays in `[-|scale|, |scale|]`
+    /// and within the documented bound of the f64 `cos`/`sin` of the f32
+    /// argument (here `x·w = t` exactly, `d = 1`, no phase).
+    #[test]
+    fn rff_large_arguments_stay_in_range() {
+        context::tests::ctx();
+        let mut t: Vec<f32> = (0..=2 * 128)
+            .map(|k| (1.41f64.powi(k) as f32).min(f32::MAX))
+            .chain([51471.85, 51472.0, 5e7, 1e9, 1e10, 3e38, f32::MAX])
+            .collect();
+        t.extend(t.clone().iter().map(|v| -v));
+        let x = Array2::from_shape_vec((t.len(), 1), t.clone()).unwrap();
+        let w = Array2::<f32>::ones((1, 1));
+        let scale = 0.5f32;
+        let u = f64::from(f32::EPSILON) / 2.0;
+        let f = rff_features(x.view(), w.view(), None, Variant::CosSin, scale).unwrap();
+        for (i, &ti) in t.iter().enumerate() {
+            let t64 = f64::from(ti);
+            // γ_1 |t| + 2^-23 |t| + 1e-6 (in units of |scale|).
+            let tol = f64::from(scale) * (u / (1.0 - u) * t64.abs() + 2.0 * u * t64.abs() + 1e-6);
+            let (sn, cn) = t64.sin_cos();
+            for (got, want) in [(f[(i, 0)], cn), (f[(i, 1)], sn)] {
+                assert!(
+                    got.abs() <= scale,
+                    "t = {ti}: feature {got} beyond the scale"
+                );
+                let err = (f64::from(got) - f64::from(scale) * want).abs();
+                assert!(err <= tol, "t = {ti}: {got} vs {want} (bound {tol})");
+            }
+        }
+    }
+
+    /// Non-finite input is refused, and so are projections (or input)
+    /// beyond f32's range, instead of NaN features.
+    #[test]
+    fn rff_refuses_non_finite_and_overflowing_projections() {
+        context::tests::ctx();
+        let w = Array2::<f32>::from_elem((2, 1), 2.0);
+        for bad in [f32::NAN, f32::INFINITY] {
+            let x = Array2::from_elem((3, 1), bad);
+            assert!(matches!(
+                rff_features(x.view(), w.view(), None, Variant::CosSin, 1.0),
+                Err(Error::NonFinite { name: "x" })
+            ));
+            assert!(matches!(
+                rff_gram(x.view(), w.view(), None, Variant::CosSin, 1.0, None),
+                Err(Error::NonFinite { name: "x" })
+            ));
+        }
+        let big = Array2::from_elem((3, 1), f32::MAX);
+        let beyond = Array2::from_elem((3, 1), 1e39f64);
+        let overflow = |r: Result<()>| matches!(r, Err(Error::InvalidParameter { name: "x", reason }) if reason.contains("float32"));
+        assert!(overflow(
+            rff_features(big.view(), w.view(), None, Variant::CosSin, 1.0).map(|_| ())
+        ));
+        assert!(overflow(
+            rff_gram(big.view(), w.view(), None, Variant::CosSin, 1.0, None).map(|_| ())
+        ));
+        let w64 = w.mapv(f64::from);
+        assert!(overflow(
+            rff_features(beyond.view(), w64.view(), None, Variant::CosSin, 1.0).map(|_| ())
+        ));
     }
 
     #[test]
