@@ -183,6 +183,37 @@ def test_rff_empty_and_errors():
         rgpu.rff_features(np.ones((2, 4)), w, variant="cos_sin", scale=np.inf)
 
 
+def max_binding_floats(info: dict) -> int:
+    """The most float32 one binding holds on the adapter."""
+    lim = info["limits"]
+    return min(lim["max_storage_buffer_binding_size"], lim["max_buffer_size"]) // 4
+
+
+def test_gram_beyond_a_binding_is_refused_before_allocating(gpu_adapter):
+    # D^2 = 4e10 floats: refused before D x D float64 (320 GB) is allocated.
+    with pytest.raises(GpuError, match="largest binding"):
+        rgpu.gram(np.ones((1, 200_000), np.float32))
+    # Phi^T Phi fits, with Phi^T y of this many targets it does not.
+    d = 4096
+    t = max_binding_floats(gpu_adapter) // d - d + 1
+    with pytest.raises(GpuError, match="largest binding"):
+        rgpu.gram(np.ones((1, d), np.float32), np.ones((1, t), np.float32))
+
+
+@pytest.mark.usefixtures("gpu_adapter")
+def test_gram_refuses_float32_overflow_and_non_finite_input():
+    # Finite in float64, but the products (1e40) overflow float32 on the device.
+    phi = np.array([[1e20, 1.0], [2.0, 3.0]])
+    with pytest.raises(InvalidInputError, match=r"`phi`.*float32"):
+        rgpu.gram(phi, np.ones(2))
+    with pytest.raises(InvalidInputError, match=r"`phi`.*float32"):
+        rgpu.gram(np.array([[1e10], [1.0]]), np.array([1e30, 1.0]))
+    with pytest.raises(InvalidInputError, match="`phi`"):
+        rgpu.gram(np.array([[np.nan, 1.0]]))
+    with pytest.raises(InvalidInputError, match="`y`"):
+        rgpu.gram(np.ones((2, 2)), np.array([1.0, np.inf]))
+
+
 @pytest.mark.usefixtures("gpu_adapter")
 def test_rff_large_projections_stay_within_the_scale():
     """Arguments up to float32's largest: the features stay in [-scale, scale]

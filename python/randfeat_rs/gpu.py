@@ -119,7 +119,8 @@ def gram(phi: Any, y: Any = None) -> tuple[np.ndarray, Optional[np.ndarray]]:
     chunks. Each entry is a blocked sum on the device (splits of 4096 rows
     combined pairwise) and the chunks are added in float64 on the host, so
     ``|G - Phi.T Phi| <= gamma_64 * (|Phi|.T |Phi|)`` entrywise with
-    ``gamma_k = k u / (1 - k u)``, ``u = 2**-24``.
+    ``gamma_k = k u / (1 - k u)``, ``u = 2**-24``, while the products and
+    sums stay within float32's range (sums beyond it are refused).
 
     Parameters
     ----------
@@ -138,9 +139,13 @@ def gram(phi: Any, y: Any = None) -> tuple[np.ndarray, Optional[np.ndarray]]:
     Raises
     ------
     GpuError
-        If no adapter is usable or the device fails.
+        If no adapter is usable, the device fails, or the ``n_features**2``
+        sums (with ``n_features * n_targets`` for ``y``) exceed the device's
+        largest binding.
     InvalidInputError
-        If ``y`` does not have ``n_samples`` rows.
+        If ``y`` does not have ``n_samples`` rows, ``phi`` or ``y`` holds
+        NaN or infinite values, or an entry of the products overflows
+        float32's range (about 3.4e38) on the device.
     """
     _require()
     p = float_array(phi, "phi", (2,))

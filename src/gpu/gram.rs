@@ -7,8 +7,10 @@ use ndarray::{s, Array2, ArrayView2};
 
 use super::context::{self, Context, WORKGROUP};
 use super::map::DeviceMap;
+use crate::alloc::try_zeros2;
 use crate::error::{Error, Result};
-use crate::real::Real;
+use crate::real::{all_finite, Real};
+use crate::threads::Parallelism;
 
 /// Rows per split: each workgroup sums at most this many rows of one output
 /// tile (16 x 16 x 16 of the blocked summation in `gram.wgsl`).
@@ -64,18 +66,32 @@ impl Gram {
 /// `|G̃_ij - G_ij| <= γ_64 Σ_n |φ_ni φ_nj|`: the level of a pairwise sum,
 /// not the `γ_N` of a running sum.
 ///
+/// The products and sums are those of f32 on the device: the bound holds
+/// while they stay within f32's range, and sums beyond it are refused
+/// (not returned as infinities).
+///
 /// # Errors
-/// [`Error::Gpu`] when no adapter is usable, `D x D` floats exceed the
-/// device's largest binding, or the device fails; [`Error::ShapeMismatch`]
-/// when `y` does not have `N` rows.
+/// [`Error::Gpu`] when no adapter is usable, the `D x D` sums (with the
+/// `D x t` of `Φᵀ y`) exceed the device's largest binding, or the device
+/// fails; [`Error::ShapeMismatch`] when `y` does not have `N` rows;
+/// [`Error::NonFinite`] naming `phi` or `y` for non-finite input;
+/// [`Error::InvalidParameter`] naming `phi` when an entry of the sums
+/// overflows f32's range.
 pub fn gram<T: Real>(phi: ArrayView2<T>, y: Option<ArrayView2<T>>) -> Result<Gram> {
     let ctx = context::get()?;
     let (n, d) = phi.dim();
     check_y_rows(n, y.as_ref().map(|y| y.nrows()))?;
+    if !all_finite(phi, Parallelism::Rayon) {
+        return Err(Error::NonFinite { name: "phi" });
+    }
+    if y.is_some_and(|y| !all_finite(y, Parallelism::Rayon)) {
+        return Err(Error::NonFinite { name: "y" });
+    }
     let t = y.as_ref().map_or(0, |y| y.ncols());
     let _session = ctx.session()?;
-    accumulate(
+    let g = accumulate(
         ctx,
+        "phi",
         n,
         d,
         y.as_ref().map(|_| t),
@@ -88,13 +104,30 @@ pub fn gram<T: Real>(phi: ArrayView2<T>, y: Option<ArrayView2<T>>) -> Result<Gra
             }
             Ok(())
         },
-    )
+    )?;
+    // An f32 product or partial sum beyond f32's range (or input beyond it,
+    // which the conversion to f32 makes infinite) leaves an infinity or NaN;
+    // the f64 sums of finite chunks cannot overflow.
+    let finite = |a: &Array2<f64>| a.iter().all(|v| v.is_finite());
+    if !finite(&g.phi_t_phi) || g.phi_t_y.as_ref().is_some_and(|b| !finite(b)) {
+        return Err(Error::invalid(
+            "phi",
+            format!(
+                "the products of Φᵀ Φ or Φᵀ y overflow the float32 range (|v| <= {:e}) the \
+                 GPU computes in: scale phi (or y) down, or form the products on the CPU",
+                f32::MAX
+            ),
+        ));
+    }
+    Ok(g)
 }
 
 /// `Φᵀ Φ`, `Φᵀ y` of `map`'s features of `x` (the caller holds the session),
-/// with the compensated sums of [`accumulate`] when `exact`.
+/// with the compensated sums of [`accumulate`] when `exact`; `param` names
+/// the argument that sets the map's width.
 pub(super) fn map_gram<T: Real, M: DeviceMap>(
     ctx: &Context,
+    param: &'static str,
     map: &M,
     x: ArrayView2<T>,
     y: Option<ArrayView2<f64>>,
@@ -108,6 +141,7 @@ pub(super) fn map_gram<T: Real, M: DeviceMap>(
     let t = y.as_ref().map(|y| y.ncols());
     accumulate(
         ctx,
+        param,
         n,
         map.width(),
         t,
@@ -159,9 +193,14 @@ pub(super) fn check_y_rows(n: usize, y_rows: Option<usize>) -> Result<()> {
 /// is at most about `(u + 3 n u²) Σ |φ_ni φ_nj|` for a chunk of `n` rows
 /// (the `u` where the FMA is not fused) instead of [`gram`]'s
 /// `γ_64 Σ |φ_ni φ_nj|`.
+///
+/// The sums must fit the device's largest binding ([`Error::Gpu`]) and the
+/// host's memory (an [`Error::InvalidParameter`] naming `param`, the
+/// argument that sets `d`): both checked before anything is allocated.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn accumulate(
     ctx: &Context,
+    param: &'static str,
     n: usize,
     d: usize,
     t: Option<usize>,
@@ -176,22 +215,41 @@ pub(super) fn accumulate(
         &wgpu::Buffer,
     ) -> Result<()>,
 ) -> Result<Gram> {
-    let mut g = Array2::<f64>::zeros((d, d));
-    let mut gy = t.map(|t| Array2::<f64>::zeros((d, t)));
-    let t = t.unwrap_or(0);
+    // Floats per entry of a split's sums: hi and lo when exact.
+    let parts = if exact { 2 } else { 1 };
+    let t_cols = t.unwrap_or(0);
+    let width = d.max(t_cols);
+    // One split's sums, `parts (D² + D t)` floats (`ΦᵀΦ` and `Φᵀy`, read
+    // back together), must fit one binding, and then so do the partials
+    // (`parts D max(D, t)` floats a split): checked, without overflow, before
+    // anything is allocated.
+    let sums = d
+        .checked_mul(d)
+        .zip(d.checked_mul(t_cols))
+        .and_then(|(dd, dt)| dd.checked_add(dt))
+        .and_then(|v| v.checked_mul(parts));
+    let max = ctx.max_binding_floats();
+    if n > 0 && d > 0 && sums.is_none_or(|v| v > max) {
+        let what = if t_cols > 0 {
+            format!("Φᵀ Φ and Φᵀ y with D = {d} and {t_cols} targets")
+        } else {
+            format!("Φᵀ Φ with D = {d}")
+        };
+        let floats = sums.map_or("more than 2^64".to_string(), |v| v.to_string());
+        return Err(Error::Gpu(format!(
+            "{what} ({floats} floats) exceed the device's largest binding ({max} floats)"
+        )));
+    }
+    let mut g = try_zeros2::<f64>(param, "Φᵀ Φ (float64)", d, d)?;
+    let mut gy = t
+        .map(|t| try_zeros2::<f64>(param, "Φᵀ y (float64)", d, t))
+        .transpose()?;
+    let t = t_cols;
     if n > 0 && d > 0 {
         let cap = (ctx.chunk_bytes() / 4) as usize;
-        let width = d.max(t);
-        if d * d > ctx.max_binding_floats() {
-            return Err(Error::Gpu(format!(
-                "Φᵀ Φ with D = {d} ({} floats) exceeds the device's largest binding",
-                d * d
-            )));
-        }
-        // Floats per entry of a split's sums: hi and lo when exact.
-        let parts = if exact { 2 } else { 1 };
         // Rows per chunk: the input chunk and the partials must fit.
-        let splits_cap = (cap.max(parts * d * d) / (parts * d * d)).clamp(1, MAX_SPLITS);
+        let per_split = parts * d * width;
+        let splits_cap = (cap.max(per_split) / per_split).clamp(1, MAX_SPLITS);
         let rows_per = (cap / width)
             .max(1)
             .min(splits_cap * SPAN)
@@ -444,11 +502,20 @@ mod tests {
             // Positive values (like kernel values): sums without cancellation.
             let phi = random(n, d, 1.0f32, (n * d) as u64).mapv(f32::abs);
             let y = random(n, t, 1.0f32, 7);
-            let r = accumulate(ctx, n, d, Some(t), max_rows, true, |rows, _, _, _, a, b| {
-                ctx.upload(a, &to_f32(phi.slice(s![rows.clone(), ..])));
-                ctx.upload(b, &to_f32(y.slice(s![rows, ..])));
-                Ok(())
-            })
+            let r = accumulate(
+                ctx,
+                "phi",
+                n,
+                d,
+                Some(t),
+                max_rows,
+                true,
+                |rows, _, _, _, a, b| {
+                    ctx.upload(a, &to_f32(phi.slice(s![rows.clone(), ..])));
+                    ctx.upload(b, &to_f32(y.slice(s![rows, ..])));
+                    Ok(())
+                },
+            )
             .unwrap();
             let u = f64::from(f32::EPSILON) / 2.0;
             let u64_ = f64::EPSILON / 2.0;
@@ -537,6 +604,61 @@ mod tests {
             ndarray::array![[1.0, 2.0, 0.0], [2.0, 5.0, 0.0], [0.0, 0.0, 0.0]]
         );
         assert_eq!(p.phi_t_y, Some(ndarray::array![[3.0], [4.0], [0.0]]));
+    }
+
+    /// Sums that no binding can hold are refused before anything is
+    /// allocated (`D²` float64 on the host would be 320 GB here).
+    #[test]
+    fn gram_refuses_sums_beyond_a_binding_first() {
+        let max = context::tests::ctx().max_binding_floats();
+        let too_wide = Array2::<f32>::ones((1, 200_000));
+        assert!(200_000 * 200_000 > max);
+        let msg = |r: Result<Gram>| match r {
+            Err(Error::Gpu(m)) => m,
+            other => panic!("expected a GPU error, got {other:?}"),
+        };
+        assert!(msg(gram(too_wide.view(), None)).contains("largest binding"));
+        // Φᵀ Φ fits, with Φᵀ y of many targets it does not: D (D + t) floats.
+        let d = 4096;
+        let t = max / d - d + 1;
+        let phi = Array2::<f32>::ones((1, d));
+        let y = Array2::<f32>::ones((1, t));
+        let m = msg(gram(phi.view(), Some(y.view())));
+        assert!(
+            m.contains("largest binding") && m.contains("targets"),
+            "{m}"
+        );
+    }
+
+    /// Non-finite input, and products beyond f32's range (finite in f64),
+    /// are refused rather than returned as infinities.
+    #[test]
+    fn gram_refuses_non_finite_input_and_f32_overflow() {
+        context::tests::ctx();
+        let phi = ndarray::array![[1e20, 1.0], [2.0, 3.0]];
+        assert!(matches!(
+            gram(phi.view(), None),
+            Err(Error::InvalidParameter { name: "phi", reason }) if reason.contains("float32")
+        ));
+        // Only Φᵀ y overflows: 1e10 · 1e30.
+        let (small, y) = (
+            ndarray::array![[1e10], [1.0]],
+            ndarray::array![[1e30], [1.0]],
+        );
+        assert!(matches!(
+            gram(small.view(), Some(y.view())),
+            Err(Error::InvalidParameter { name: "phi", .. })
+        ));
+        let nan = ndarray::array![[f64::NAN, 1.0]];
+        assert!(matches!(
+            gram(nan.view(), None),
+            Err(Error::NonFinite { name: "phi" })
+        ));
+        let one = ndarray::array![[1.0, 1.0]];
+        assert!(matches!(
+            gram(one.view(), Some(nan.slice(s![.., ..1]))),
+            Err(Error::NonFinite { name: "y" })
+        ));
     }
 
     #[test]

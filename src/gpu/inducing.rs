@@ -54,7 +54,7 @@ pub fn inducing_gram(
     let _session = ctx.session()?;
     let dev = DeviceKernel::new(ctx, params, z)?;
     dev.check_range(x)?;
-    map_gram(ctx, &dev, x, y, true)
+    map_gram(ctx, "inducing", &dev, x, y, true)
 }
 
 /// The shader's code of a kernel (see `kernel.wgsl`).

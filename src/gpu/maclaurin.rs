@@ -79,7 +79,7 @@ pub fn maclaurin_gram<T: Real>(
     let ctx = context::get()?;
     let _session = ctx.session()?;
     let dev = DeviceMaclaurin::new(ctx, map, center)?;
-    map_gram(ctx, &dev, x, y, false)
+    map_gram(ctx, "n_components", &dev, x, y, false)
 }
 
 fn center_of(map: &MaclaurinMap, center: Option<&[f64]>) -> Vec<f64> {

@@ -114,7 +114,7 @@ pub fn rff_gram<T: Real, W: Real>(
     check_args(x, w, phases, variant, scale)?;
     let _session = ctx.session()?;
     let dev = DeviceRff::new(ctx, w, phases, variant, scale)?;
-    let g = map_gram(ctx, &dev, x, y, false)?;
+    let g = map_gram(ctx, "n_components", &dev, x, y, false)?;
     // Features of finite projections are within `[-|scale|, |scale|]`, so
     // their sums are finite: NaN comes from projections beyond f32's range.
     if !g.phi_t_phi.iter().all(|v| v.is_finite()) {

@@ -84,7 +84,7 @@ pub fn sketch_gram<T: Real>(
     check(sketch, x.dim(), bias, length_scale)?;
     let _session = ctx.session()?;
     let dev = DeviceSketch::new(ctx, sketch, bias, length_scale)?;
-    map_gram(ctx, &dev, x, y, false)
+    map_gram(ctx, "n_components", &dev, x, y, false)
 }
 
 /// Checks the sketch kind (a GPU kernel exists), the kernel parameters and
