@@ -7,6 +7,7 @@ failure, not a skip. Sizes are small because a software rasterizer is slow.
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import subprocess
 import sys
@@ -241,6 +242,34 @@ def test_rff_refuses_non_finite_x_and_float32_overflow():
     # Finite in float64, beyond float32's range on the device.
     with pytest.raises(InvalidInputError, match=r"`x`.*float32"):
         rgpu.rff_features(np.array([[1e39]]), w, variant="cos_sin")
+
+
+def _gpu_in_child(q) -> None:
+    try:
+        rgpu.rff_features(np.ones((2, 1)), np.ones((1, 1)), variant="cos_sin")
+        q.put("no error")
+    except GpuError as e:
+        q.put(str(e))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX-only")
+@pytest.mark.filterwarnings("ignore:.*fork.*:DeprecationWarning")
+@pytest.mark.usefixtures("gpu_adapter")
+def test_forked_child_gets_a_gpu_error_instead_of_hanging():
+    # The parent's context exists (the fixture made it); the child inherits it.
+    rgpu.rff_features(np.ones((2, 1)), np.ones((1, 1)), variant="cos_sin")
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_gpu_in_child, args=(q,))
+    p.start()
+    p.join(timeout=60)
+    alive = p.is_alive()
+    if alive:
+        p.kill()
+        p.join()
+    assert not alive, "the forked child hung on the GPU"
+    msg = q.get(timeout=5)
+    assert "forked" in msg and "spawn" in msg, msg
 
 
 @pytest.mark.usefixtures("gpu_adapter")

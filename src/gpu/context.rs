@@ -23,7 +23,10 @@ static DISPATCHES: AtomicU64 = AtomicU64::new(0);
 /// The user's cap on the bytes of one chunk ([`set_chunk_bytes`]).
 static CHUNK_BYTES: AtomicU64 = AtomicU64::new(DEFAULT_CHUNK_BYTES);
 
-static CONTEXT: OnceLock<std::result::Result<Context, String>> = OnceLock::new();
+/// The context (or why there is none) and the id of the process that
+/// created it: a fork child inherits both but not the device's driver
+/// threads, so it must not use the context (see [`get`]).
+static CONTEXT: OnceLock<(u32, std::result::Result<Context, String>)> = OnceLock::new();
 
 /// Number of compute dispatches randfeat_rs has recorded on the GPU in this
 /// process. A call that ran on the GPU increases it; a CPU fallback does not
@@ -102,17 +105,26 @@ pub(super) struct Context {
 }
 
 /// The process-wide context (created on first use); an [`Error::Gpu`] when
-/// no adapter is usable or `RANDFEAT_GPU=off`.
+/// no adapter is usable or `RANDFEAT_GPU=off`, or in a process forked after
+/// the context was created (the device's driver state does not survive
+/// fork: work submitted there would wait forever).
 pub(super) fn get() -> Result<&'static Context> {
     if env_policy() == EnvPolicy::Off {
         return Err(Error::Gpu(format!(
             "no GPU adapter is available (hidden by {GPU_ENV}=off)"
         )));
     }
-    CONTEXT
-        .get_or_init(Context::create)
-        .as_ref()
-        .map_err(|e| Error::Gpu(e.clone()))
+    let (pid, ctx) = CONTEXT.get_or_init(|| (std::process::id(), Context::create()));
+    match ctx {
+        Ok(_) if *pid != std::process::id() => Err(Error::Gpu(format!(
+            "the GPU context was created by the parent process (pid {pid}) before this \
+             process was forked from it, and a GPU device cannot be used across fork: start \
+             processes that use the GPU with the 'spawn' or 'forkserver' start method of \
+             multiprocessing, or use device=\"cpu\" in the forked process"
+        ))),
+        Ok(c) => Ok(c),
+        Err(e) => Err(Error::Gpu(e.clone())),
+    }
 }
 
 fn rank(t: wgpu::DeviceType) -> u8 {
