@@ -244,6 +244,30 @@ def test_rff_refuses_non_finite_x_and_float32_overflow():
         rgpu.rff_features(np.array([[1e39]]), w, variant="cos_sin")
 
 
+@pytest.mark.usefixtures("gpu_adapter")
+def test_rff_output_too_large_names_x():
+    # 1e6 x 2e6 float32 (8 TB): refused naming an argument of this function.
+    big = np.ones((1_000_000, 1), np.float32)
+    with pytest.raises(InvalidInputError, match="`x`") as err:
+        rgpu.rff_features(big, big, variant="cos_sin")
+    assert "n_components" not in str(err.value)
+
+
+@pytest.mark.usefixtures("gpu_adapter")
+def test_fwht_rows_longer_than_the_chunk_cap(set_gpu_chunk_bytes):
+    # A row of 4096 floats under a 4096-byte cap runs as one-row chunks.
+    x = np.random.default_rng(9).standard_normal((3, 4096))
+    whole = rf.fwht(x, device="gpu")
+    set_gpu_chunk_bytes(4096)
+    np.testing.assert_array_equal(rf.fwht(x, device="gpu"), whole)
+
+
+def test_set_chunk_bytes_refuses_values_out_of_range():
+    for bad in (-1, 100, 2**64, 2**70):
+        with pytest.raises(InvalidInputError, match=f"got {bad}"):
+            rgpu.set_chunk_bytes(bad)
+
+
 def _gpu_in_child(q) -> None:
     try:
         rgpu.rff_features(np.ones((2, 1)), np.ones((1, 1)), variant="cos_sin")

@@ -40,6 +40,8 @@ __all__ = [
 
 _BUILT = hasattr(_core, "gpu_info")
 _NOT_BUILT = "randfeat_rs was built without GPU support (the `gpu` cargo feature)"
+# The largest chunk cap (an unsigned 64-bit count of bytes).
+_MAX_CHUNK_BYTES = 2**64 - 1
 
 
 def info() -> Optional[dict[str, Any]]:
@@ -72,13 +74,25 @@ def dispatch_count() -> int:
 
 
 def set_chunk_bytes(nbytes: int) -> None:
-    """Cap the bytes of one streamed chunk (default 128 MiB, at least 4096).
+    """Cap the bytes of one streamed chunk (default 128 MiB, from 4096 to 2**64 - 1).
 
-    The device's own binding limit caps it too. Smaller chunks use less device
-    memory and make more transfers.
+    The device's own binding limit caps it too; a row longer than the cap goes
+    through alone. Smaller chunks use less device memory and make more
+    transfers.
+
+    Raises
+    ------
+    InvalidInputError
+        If ``nbytes`` is not an integer from 4096 to 2**64 - 1.
     """
-    if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)):
-        raise InvalidInputError(f"`nbytes` must be an integer >= 4096, got {nbytes!r}")
+    if (
+        isinstance(nbytes, bool)
+        or not isinstance(nbytes, (int, np.integer))
+        or not 4096 <= nbytes <= _MAX_CHUNK_BYTES
+    ):
+        raise InvalidInputError(
+            f"`nbytes` must be an integer from 4096 to 2**64 - 1, got {nbytes!r}"
+        )
     if not _BUILT:
         raise GpuError(_NOT_BUILT)
     _core.gpu_set_chunk_bytes(int(nbytes))

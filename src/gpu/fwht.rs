@@ -85,13 +85,16 @@ fn for_chunks(
     if nrows == 0 {
         return Ok(());
     }
-    let max_elems = (ctx.chunk_bytes() / 4) as usize;
-    if n > max_elems {
+    // As the other kernels: chunks of rows within the chunk size, and one
+    // row a chunk when a row is longer (the chunk size is a preference, the
+    // binding limit is the device's).
+    let max_binding = ctx.max_binding_floats();
+    if n > max_binding {
         return Err(Error::Gpu(format!(
-            "a row of {n} floats exceeds the device's largest buffer ({max_elems} floats)"
+            "a row of {n} floats exceeds the device's largest binding ({max_binding} floats)"
         )));
     }
-    let rows_per = (max_elems / n).min(nrows);
+    let rows_per = ((ctx.chunk_bytes() / 4) as usize / n).clamp(1, nrows);
     let _session = ctx.session()?;
     let buffer = ctx.storage(rows_per * n);
     let scale = if normalized {

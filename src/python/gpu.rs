@@ -41,10 +41,11 @@ fn gpu_dispatch_count() -> u64 {
     gpu::dispatch_count()
 }
 
-/// Caps the bytes of one streamed chunk (>= 4096).
+/// Caps the bytes of one streamed chunk (>= 4096; the Python wrapper
+/// checks the range first).
 #[pyfunction]
-fn gpu_set_chunk_bytes(py: Python<'_>, nbytes: i64) -> PyResult<()> {
-    ffi::map_result(py, gpu::set_chunk_bytes(u64::try_from(nbytes).unwrap_or(0)))
+fn gpu_set_chunk_bytes(py: Python<'_>, nbytes: u64) -> PyResult<()> {
+    ffi::map_result(py, gpu::set_chunk_bytes(nbytes))
 }
 
 /// Resolves "cpu" | "gpu" | "auto" to the device that runs ("cpu" or "gpu").
@@ -148,7 +149,8 @@ fn rff_typed<'py, T: Real + numpy::Element>(
     let b: Option<PyReadonlyArray1<'py, T>> = phases.map(|b| b.extract()).transpose()?;
     let (wv, bv) = (w.as_array(), b.as_ref().map(|b| b.as_array()));
     let cols = variant.n_columns(wv.nrows());
-    let out = ffi::call_with_output(py, "n_components", xv.nrows(), cols, |dst| {
+    // An output too large names `x`: its rows are what to split.
+    let out = ffi::call_with_output(py, "x", xv.nrows(), cols, |dst| {
         gpu::rff_features_into(xv, wv, bv, variant, T::from_f64_lossy(scale), dst)
     })?;
     Ok(out.into_any())
