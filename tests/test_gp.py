@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import pickle
+from fractions import Fraction
 from functools import partial
 
 import numpy as np
@@ -506,6 +508,29 @@ def test_metric_oracles():
     assert rf.rmse([0.0, 0.0], [3.0, 4.0]) == pytest.approx(np.sqrt(12.5), rel=1e-15)
     K = np.eye(2)
     assert rf.relative_frobenius_error(K + 0.1 * (1 - K), K) == pytest.approx(0.1, rel=1e-14)
+
+
+def test_metrics_keep_the_digits_of_subnormal_differences():
+    # Differences of subnormal values are exact in float64; formed of halves
+    # (0.5 * a - 0.5 * b), 5e-324 / 2 rounded to 0 and the metrics lost them.
+    # The oracle is exact rational arithmetic (numpy's norms underflow here).
+    def exact_frobenius(a, b):
+        num = sum((Fraction(p) - Fraction(q)) ** 2 for p, q in zip(a.flat, b.flat))
+        return math.sqrt(num / sum(Fraction(q) ** 2 for q in b.flat))
+
+    eps = np.finfo(float).eps
+    for a, b in [(5e-324, 0.0), (1.5e-323, 0.0), (3e-310, 1e-310)]:
+        # One difference: the RMSE is |a - b|, here a float64 (its square
+        # underflows, so the oracle takes no square root).
+        assert rf.rmse([a], [b]) == float(abs(Fraction(a) - Fraction(b)))
+    assert rf.relative_frobenius_error([[5e-324]], [[1e-323]]) == 0.5
+    # Differences of one unit 2^-1074 each: ||d||^2 / ||K||^2 = 3 / 20. The
+    # squares and sums of the scaled entries are exact, then one rounding
+    # each for the ratio and the square root, here and in the oracle.
+    k = np.array([[1e-323, 0.0], [0.0, 2e-323]])
+    kh = np.array([[5e-324, 5e-324], [0.0, 1.5e-323]])
+    got = rf.relative_frobenius_error(kh, k)
+    assert got == pytest.approx(exact_frobenius(kh, k), rel=2 * eps)
 
 
 def test_metric_bad_input():

@@ -91,15 +91,12 @@ pub fn rmse(y_true: ArrayView1<'_, f64>, y_pred: ArrayView1<'_, f64>) -> Result<
     Error::check_sizes(y_true.len(), [("length of y_pred", y_pred.len())])?;
     check_finite("y_true", y_true.iter())?;
     check_finite("y_pred", y_pred.iter())?;
-    // Halves of the differences, scaled by a power of two (exact): the
-    // squares of 1e300 errors would overflow a plain sum.
-    let (e, s) = scaled_sum_of_squares(|| {
-        y_true
-            .iter()
-            .zip(y_pred.iter())
-            .map(|(a, b)| 0.5 * a - 0.5 * b)
-    });
-    let r = times_pow2((s / y_true.len() as f64).sqrt() * 2.0, e);
+    // The differences times h (see `difference_factor`), scaled by a power
+    // of two (exact): the squares of 1e300 errors would overflow a plain sum.
+    let pairs = || y_true.iter().zip(y_pred.iter());
+    let h = difference_factor(pairs());
+    let (e, s) = scaled_sum_of_squares(|| pairs().map(|(a, b)| h * a - h * b));
+    let r = times_pow2((s / y_true.len() as f64).sqrt() / h, e);
     if !r.is_finite() {
         return Err(Error::invalid(
             "y_pred",
@@ -186,21 +183,17 @@ pub fn relative_frobenius_error(
     check_finite("K_exact", k_exact.iter())?;
     // Both norms are taken of entries scaled by a power of two near their
     // largest magnitude (exact, so ordinary inputs give the unscaled result
-    // bit for bit): squares of entries near 1e300 would overflow, and the
-    // difference is formed of halves, which cannot.
-    let diff = || {
-        k_approx
-            .iter()
-            .zip(k_exact.iter())
-            .map(|(a, b)| 0.5 * a - 0.5 * b)
-    };
-    let (num_scale, num) = scaled_sum_of_squares(diff);
+    // bit for bit): squares of entries near 1e300 would overflow. The
+    // differences are taken times h (see `difference_factor`).
+    let pairs = || k_approx.iter().zip(k_exact.iter());
+    let h = difference_factor(pairs());
+    let (num_scale, num) = scaled_sum_of_squares(|| pairs().map(|(a, b)| h * a - h * b));
     let (den_scale, den) = scaled_sum_of_squares(|| k_exact.iter().copied());
     if den == 0.0 {
         return Err(Error::invalid("K_exact", "has zero Frobenius norm"));
     }
-    // ‖K̂ − K‖ = 2·num_scale·√num and ‖K‖ = den_scale·√den.
-    let ratio = times_pow2((num / den).sqrt() * 2.0, num_scale - den_scale);
+    // ‖K̂ − K‖ = 2^num_scale·√num/h and ‖K‖ = 2^den_scale·√den.
+    let ratio = times_pow2((num / den).sqrt() / h, num_scale - den_scale);
     if !ratio.is_finite() {
         return Err(Error::invalid(
             "K_approx",
@@ -208,6 +201,19 @@ pub fn relative_frobenius_error(
         ));
     }
     Ok(ratio)
+}
+
+/// The factor `h` of the differences `h·a_i − h·b_i` of finite values that
+/// the metrics sum: 1 (the differences themselves, each correctly rounded
+/// and exact for subnormal values) unless one of them overflows (opposite
+/// values near 1e308), then ½ (halving loses the last bit of subnormal
+/// values, which only matters where no difference is that large).
+fn difference_factor<'a>(mut pairs: impl Iterator<Item = (&'a f64, &'a f64)>) -> f64 {
+    if pairs.any(|(a, b)| !(a - b).is_finite()) {
+        0.5
+    } else {
+        1.0
+    }
 }
 
 /// `(e, Σ (v / 2^e)²)` with `2^e` the power of two at or below the largest
@@ -327,6 +333,14 @@ mod tests {
         assert!((e / 1e300 - 1.0).abs() < 1e-12, "{e}");
         let e = relative_frobenius_error(array![[5e-324]].view(), array![[5e-324]].view()).unwrap();
         assert_eq!(e, 0.0);
+        // Subnormal differences are exact (halves lost them: 5e-324 / 2
+        // rounds to 0, giving 1 and 0 here).
+        let e = relative_frobenius_error(array![[5e-324]].view(), array![[1e-323]].view()).unwrap();
+        assert_eq!(e, 0.5);
+        assert_eq!(
+            rmse(array![5e-324].view(), array![0.0].view()).unwrap(),
+            5e-324
+        );
         // rmse and mean_nll of 1e300 errors (fuzzing: rmse gave inf).
         let r = rmse(array![0.0, 0.0].view(), array![0.0, 1e300].view()).unwrap();
         assert!((r / (1e300 / 2f64.sqrt()) - 1.0).abs() < 1e-15, "{r}");
