@@ -339,6 +339,28 @@ def test_float32_features_beyond_float32_name_the_kernel_variance(make):
     assert np.isfinite(make(1e70).fit(Xs).transform(Xs)).all()
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda v: RandomFourierFeatures(8, kernel_variance=v, random_state=0),
+        lambda v: MaclaurinFeatures(8, kernel_variance=v, random_state=0),
+    ],
+    ids=["fourier", "maclaurin"],
+)
+def test_float32_features_below_float32_name_the_kernel_variance(make):
+    # At kernel_variance 1e-90 the factor sqrt(kernel_variance) is 1e-45,
+    # below float32's smallest normal number (1.2e-38): the features would be
+    # subnormal or zero whatever X, so the refusal names the kernel variance.
+    # float64 holds the features, and float32 holds 1e-70.
+    Xs = X.astype(np.float32)
+    est = make(1e-90).fit(Xs)
+    with pytest.raises(ValueError, match=r"`kernel_variance`.*smallest normal.*float32"):
+        est.transform(Xs)
+    assert np.abs(est.transform(X)).max() > 0
+    Z = make(1e-70).fit(Xs).transform(Xs)
+    assert np.abs(Z).max() >= np.finfo(np.float32).tiny
+
+
 ALL_HYPER = ("length_scale", "kernel_variance", "noise_variance")
 FITS = {
     "exact-gpr": lambda: ExactGPR(random_state=0),

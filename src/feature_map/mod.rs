@@ -207,21 +207,28 @@ fn reason(check: Result<()>) -> std::result::Result<(), String> {
 
 /// Refuses features in `T` whose amplitude, a factor every feature carries
 /// (`σ` of the kernel variance, times the map's normalization), lies beyond
-/// `T`'s range: float32 features of `kernel_variance > ~1e77` would be
-/// infinite for every input.
+/// `T`'s range or below its smallest normal number: float32 features of
+/// `kernel_variance > ~1e77` would be infinite for every input, those of
+/// `kernel_variance < ~1e-75` subnormal (fewer digits) or zero.
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] naming `kernel_variance`.
 pub(crate) fn check_amplitude<T: Real>(amplitude: f64) -> Result<()> {
-    if T::from_f64_lossy(amplitude).is_finite() {
+    let a = T::from_f64_lossy(amplitude);
+    let position = if !a.is_finite() {
+        "beyond the range of"
+    } else if a < T::min_positive_value() {
+        "below the smallest normal number of"
+    } else {
         return Ok(());
-    }
+    };
+    let change = if a.is_finite() { "raise" } else { "lower" };
     Err(Error::invalid(
         "kernel_variance",
         format!(
             "every feature carries the factor sqrt(kernel_variance) (times the map's \
-             normalization), here {amplitude:e}, beyond the range of {}: transform float64 \
-             input, or lower kernel_variance",
+             normalization), here {amplitude:e}, {position} {}: transform float64 \
+             input, or {change} kernel_variance",
             T::DTYPE
         ),
     ))
