@@ -361,6 +361,30 @@ def test_float32_features_below_float32_name_the_kernel_variance(make):
     assert np.abs(Z).max() >= np.finfo(np.float32).tiny
 
 
+@pytest.mark.parametrize("kernel", ["gaussian", "matern32"])
+@pytest.mark.parametrize("scale", [1e-200, 1e-160, 1e160, 1e200])
+def test_orthogonal_features_follow_extreme_length_scales(kernel, scale):
+    # The orthogonal sampler took the norm of frequencies already divided by
+    # the length scale, whose squares under- or overflow beyond 1e+-154:
+    # every frequency was 0 at l = 1e200 (all features equal) and infinite
+    # at l = 1e-160 (refused at transform). The features of (X s, l s) are
+    # those of (X, l): each term of w.x moves by at most 5 roundings of
+    # itself (1/l, w/l, X s and the products), the sums by d - 1 roundings of
+    # sum |w_a x_a| each way, and the cosines and the scale add 2 eps.
+    def make(ls):
+        return RandomFourierFeatures(
+            64, sampler="orthogonal", kernel=kernel, length_scale=ls, random_state=0
+        )
+
+    unit = make(1.0).fit(X)
+    want = unit.transform(X)
+    got = make(scale).fit(X * scale).transform(X * scale)
+    reach = (np.abs(X) @ np.abs(unit.frequencies_).T).max()
+    d, eps = X.shape[1], np.finfo(float).eps
+    tol = np.sqrt(1 / 32) * ((d + 2) * reach + 4) * eps
+    np.testing.assert_allclose(got, want, rtol=0, atol=tol)
+
+
 ALL_HYPER = ("length_scale", "kernel_variance", "noise_variance")
 FITS = {
     "exact-gpr": lambda: ExactGPR(random_state=0),

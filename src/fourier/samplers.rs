@@ -21,7 +21,7 @@ use rand_distr::{Distribution, StandardNormal};
 
 use super::qmc::{inverse_normal_cdf, sobol_points, to_unit};
 use crate::error::{Error, Result};
-use crate::kernels::Kernel;
+use crate::kernels::{divide_by, Kernel};
 
 /// How the frequencies are drawn (`docs/math/fourier.rst`, "Frequency
 /// samplers").
@@ -196,7 +196,10 @@ pub fn antithetic<R: Rng + ?Sized>(
 /// `d` degrees of freedom over `l` for the Gaussian). First `m` rows of the
 /// stacked blocks. Each row has the spectral law only for a radially
 /// symmetric density (Gaussian, Matérn): [`Sampler::check`] refuses the
-/// Laplacian. Errors: a matrix the system cannot allocate.
+/// Laplacian. The norm is that of the sample at length scale 1, and each
+/// entry is divided by `l` last: the squares of a sample already divided by
+/// `l` overflow or underflow for `l` beyond about `1e±154`. Errors: a
+/// matrix the system cannot allocate.
 pub fn orthogonal<R: Rng + ?Sized>(
     kernel: Kernel,
     m: usize,
@@ -212,12 +215,12 @@ pub fn orthogonal<R: Rng + ?Sized>(
         let (q, r_diag) = crate::linalg::orthogonal_factor(g);
         let rows = d.min(m - b0);
         for i in 0..rows {
-            kernel.sample_frequency(rng, l, &mut radius_buf);
+            kernel.sample_frequency(rng, 1.0, &mut radius_buf);
             let radius = radius_buf.iter().map(|v| v * v).sum::<f64>().sqrt();
             for j in 0..d {
                 // Column j of Q times sign(R_jj) (sign(0) := 1).
                 let sign = if r_diag[j] < 0.0 { -1.0 } else { 1.0 };
-                w[(b0 + i, j)] = radius * q[(i, j)] * sign;
+                w[(b0 + i, j)] = divide_by(radius * q[(i, j)] * sign, l);
             }
         }
     }

@@ -546,3 +546,44 @@ fn orthogonal_frequencies_do_not_depend_on_the_thread_count() {
         assert!(draw(threads) == one, "{threads} threads");
     }
 }
+
+/// The orthogonal sampler at length scales beyond `1e±154`, where the
+/// squares of frequencies already divided by `l` under- or overflowed (every
+/// frequency 0 at `l = 1e200`, infinite at `l = 1e-160`): the features of
+/// `(x l, l)` are those of `(x, 1)` to rounding. `w_j(l)` is the unit
+/// frequency times `1/l` (2 roundings) and `x l` one more, so each term of
+/// `w_jᵀx` moves by at most `5u` of itself (with the product's own rounding
+/// on either side) and the sum, with `d − 1` additions each way, by
+/// `(2d + 3) u Σ_a |w_ja x_a| ≤ (d + 2) ε Σ_a |w_ja x_a|` (`u = ε/2`); the
+/// cosines are 1-Lipschitz, and their evaluation and scaling add at most
+/// `2ε` each way.
+#[test]
+fn orthogonal_frequencies_at_extreme_length_scales() {
+    let x = array![[0.3, -0.2, 0.5], [-0.1, 0.4, 0.2], [1.5, 0.7, -2.0]];
+    let d = x.ncols() as f64;
+    for kernel in [Kernel::Gaussian, Kernel::Matern32] {
+        let unit = FourierConfig {
+            length_scale: 1.0,
+            ..config(64, kernel, Sampler::Orthogonal, Variant::CosSin)
+        };
+        let map = FourierFeatures::fit(&unit, 3, 7).unwrap();
+        let want = map.transform(x.view(), Parallelism::Sequential).unwrap();
+        // max_{i,j} Σ_a |w_ja x_ia|.
+        let reach = x
+            .mapv(f64::abs)
+            .dot(&map.frequencies().mapv(f64::abs).t())
+            .fold(0.0_f64, |m, &v| m.max(v));
+        let tol = map.scale() * ((d + 2.0) * reach + 4.0) * f64::EPSILON;
+        for l in [1e-200, 1e-160, 1e160, 1e200] {
+            let cfg = FourierConfig {
+                length_scale: l,
+                ..unit.clone()
+            };
+            let got = FourierFeatures::fit(&cfg, 3, 7)
+                .and_then(|m| m.transform((&x * l).view(), Parallelism::Sequential))
+                .unwrap_or_else(|e| panic!("{kernel:?} l = {l:e}: {e}"));
+            let err = (&got - &want).iter().fold(0.0_f64, |m, v| m.max(v.abs()));
+            assert!(err <= tol, "{kernel:?} l = {l:e}: {err:e} > {tol:e}");
+        }
+    }
+}
