@@ -385,6 +385,28 @@ def test_orthogonal_features_follow_extreme_length_scales(kernel, scale):
     np.testing.assert_allclose(got, want, rtol=0, atol=tol)
 
 
+def test_length_scales_beyond_the_maps_range_are_refused_by_name():
+    # Frequencies z / l that overflow are refused at fit, naming the length
+    # scale (the transform refused them, naming a `projection` argument that
+    # does not exist).
+    with pytest.raises(ValueError, match=r"`length_scale`.*frequencies.*overflow"):
+        RandomFourierFeatures(8, length_scale=5e-324, random_state=0).fit(X)
+    # The sketches form x / l by division where 1/l overflows: an x / l
+    # beyond the float range is the features' overflow (X was called NaN or
+    # infinite), and one within it gives the features.
+    sk = PolynomialSketch(8, length_scale=1e-310, random_state=0).fit(X)
+    with pytest.raises(ValueError, match=r"`X`.*features overflow"):
+        sk.transform(X)
+    # float32: 1/l = 2^130 overflows float32, x / l = X 2^20 does not (powers
+    # of two: exactly the features of X 2^20 at length scale 1).
+    Xs = X.astype(np.float32)
+    sk = PolynomialSketch(8, length_scale=2.0**-130, random_state=0).fit(Xs)
+    want = PolynomialSketch(8, random_state=0).fit(Xs).transform(Xs * np.float32(2.0**20))
+    np.testing.assert_array_equal(sk.transform(Xs * np.float32(2.0**-110)), want)
+    with pytest.raises(ValueError, match=r"`X`.*features overflow"):
+        PolynomialSketch(8, length_scale=1e-39, random_state=0).fit(Xs).transform(Xs)
+
+
 ALL_HYPER = ("length_scale", "kernel_variance", "noise_variance")
 FITS = {
     "exact-gpr": lambda: ExactGPR(random_state=0),

@@ -161,6 +161,39 @@ impl FourierConfig {
     }
 }
 
+/// Refuses a projection drawn at length scale(s) `length_scale` whose
+/// frequencies, spectral samples divided by the length scale, are not
+/// finite (a length scale near the smallest floats: `z / 5e-324` is
+/// infinite), instead of a map that every transform refuses. The SORF
+/// blocks apply the factor `1/(d' l)`, which must be finite.
+///
+/// # Errors
+/// [`Error::InvalidParameter`] naming `length_scale`.
+fn check_frequencies_finite(projection: &Projection, length_scale: &[f64]) -> Result<()> {
+    let finite = match projection {
+        Projection::Dense(w) => w.iter().all(|v| v.is_finite()),
+        Projection::Structured {
+            n_features,
+            length_scale,
+            ..
+        } => (1.0 / (n_features.next_power_of_two() as f64 * length_scale)).is_finite(),
+    };
+    if finite {
+        return Ok(());
+    }
+    let shown = match length_scale {
+        [l] => format!("{l:e}"),
+        ls => format!("{ls:?}"),
+    };
+    Err(Error::invalid(
+        "length_scale",
+        format!(
+            "the frequencies, spectral samples divided by length_scale, overflow the float \
+             range at length_scale {shown}: scale X up and length_scale with it"
+        ),
+    ))
+}
+
 fn check_positive(name: &'static str, v: f64) -> Result<()> {
     if v.is_finite() && v > 0.0 {
         Ok(())
@@ -438,6 +471,12 @@ impl FourierFeatures {
 
     /// Draws the random parameters for inputs with `n_features` columns from
     /// `seed` (sub-stream 0: frequencies, 1: phases, 2: SORF signs).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for hyperparameters that
+    /// [`FourierConfig::validate`] refuses, sizes the system cannot
+    /// allocate, or a length scale so small that the frequencies overflow
+    /// (naming `length_scale`).
     pub fn fit(config: &FourierConfig, n_features: usize, seed: u64) -> Result<Self> {
         config.validate(n_features)?;
         // Moment matching holds the draws, their centered copy, the whitened
@@ -495,6 +534,7 @@ impl FourierFeatures {
                 }
             }
         };
+        check_frequencies_finite(&projection, &[l])?;
         let phases = if !with_phase {
             None
         } else if let Some(b) = qmc_phases {
@@ -823,7 +863,8 @@ impl FourierFeatures {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for a length-scale count other than 1 or
-    /// `d`, non-positive or non-finite values, or a structured map whose
+    /// `d`, non-positive or non-finite values, length scales `to` at which
+    /// the frequencies overflow, or a structured map whose
     /// length scale is not `from`; the errors of [`Self::validate`] for a
     /// map whose fields disagree.
     pub fn with_length_scales(
@@ -849,6 +890,13 @@ impl FourierFeatures {
             }
         }
         let at = |ls: &[f64], a: usize| ls[if ls.len() == 1 { 0 } else { a }];
+        // Parameters that were not valid before (edited fields) are refused
+        // on use, naming `projection`; only valid ones can be overflowed by
+        // the length scales.
+        let valid = match &self.projection {
+            Projection::Dense(w) => w.iter().all(|v| v.is_finite()),
+            Projection::Structured { signs, .. } => signs.iter().all(|&v| v == 1.0 || v == -1.0),
+        };
         let projection = match &self.projection {
             Projection::Structured {
                 signs,
@@ -882,6 +930,9 @@ impl FourierFeatures {
                 Projection::Dense(w)
             }
         };
+        if valid {
+            check_frequencies_finite(&projection, to)?;
+        }
         Self::from_parts(
             projection,
             self.phases.clone(),

@@ -587,3 +587,51 @@ fn orthogonal_frequencies_at_extreme_length_scales() {
         }
     }
 }
+
+/// A length scale so small that the frequencies (spectral samples over `l`)
+/// overflow is refused at fit, naming `length_scale`, for every sampler and
+/// for per-dimension length scales (not at transform, naming a
+/// `projection` that is no argument).
+#[test]
+fn length_scales_whose_frequencies_overflow_are_refused_at_fit() {
+    let named = |r: crate::Result<FourierFeatures>| match r {
+        Err(crate::Error::InvalidParameter { name, reason }) => {
+            assert!(reason.contains("overflow"), "{reason}");
+            name
+        }
+        other => panic!("expected an error, got {other:?}"),
+    };
+    for sampler in [
+        Sampler::Mc,
+        Sampler::Antithetic,
+        Sampler::Orthogonal,
+        Sampler::Structured,
+        Sampler::MomentMatching,
+        Sampler::Qmc,
+    ] {
+        let cfg = FourierConfig {
+            length_scale: 5e-324,
+            ..config(16, Kernel::Gaussian, sampler, Variant::CosSin)
+        };
+        assert_eq!(
+            named(FourierFeatures::fit(&cfg, 3, 0)),
+            "length_scale",
+            "{sampler:?}"
+        );
+    }
+    let cfg = config(16, Kernel::Gaussian, Sampler::Mc, Variant::CosSin);
+    assert_eq!(
+        named(FourierFeatures::fit_with_length_scales(
+            &cfg,
+            3,
+            &[1.0, 5e-324, 1.0],
+            0
+        )),
+        "length_scale"
+    );
+    let map = FourierFeatures::fit(&cfg, 3, 0).unwrap();
+    assert_eq!(
+        named(map.with_length_scales(&[L], &[5e-324], 1.0)),
+        "length_scale"
+    );
+}

@@ -972,13 +972,15 @@ impl MaclaurinMap {
         self.check_centered(x, center)?;
         Error::check_out_shape((n, self.width()), out.dim())?;
         crate::feature_map::check_amplitude::<T>(self.config.kernel_variance.sqrt())?;
-        let inv_l = 1.0 / self.config.length_scale;
+        let l = self.config.length_scale;
         let mut xt = Array2::<T>::zeros((n, d));
         Zip::from(xt.rows_mut()).and(x.rows()).for_each(|mut o, r| {
             for ((o, &v), &c) in o.iter_mut().zip(r).zip(center) {
-                *o = T::from_f64_lossy((v.to_f64_exact() - c) * inv_l);
+                *o = T::from_f64_lossy(crate::kernels::divide_by(v.to_f64_exact() - c, l));
             }
         });
+        // x̃ beyond T's range makes features beyond it.
+        crate::sketch::refuse_overflow(all_finite(xt.view(), par))?;
         let sigma = self.config.kernel_variance.sqrt();
         // Per-row factor σ·g(x̃), from the scaled rows.
         let ln_g: Vec<f64> = xt

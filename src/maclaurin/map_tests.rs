@@ -490,3 +490,45 @@ fn objective_predicts_the_measured_error() {
         );
     }
 }
+
+/// A subnormal length scale, whose reciprocal overflows: `x̃ = (x − c)/l`
+/// is formed by division, exactly for a power of two (`(x − c) · (1/l)`
+/// gave `0 · ∞ = NaN` and was refused as non-finite `X`), so the features
+/// are those of the unscaled data; an `x̃` beyond the float range is the
+/// features' overflow, naming `X`.
+#[test]
+fn subnormal_length_scales_divide() {
+    // Multiples of 1/4 in 16 rows: they and their mean (the center) are
+    // exact at every power-of-two scale down to 2^-1068.
+    let units = Array2::from_shape_fn((16, 3), |(i, j)| ((7 * i + 3 * j) % 11) as f64 / 4.0 - 1.25);
+    let l = crate::real::times_pow2(1.0, -1040);
+    let fit = |x: &Array2<f64>, l: f64| {
+        let mut cfg = config(MaclaurinKernel::Gaussian, 16);
+        cfg.length_scale = l;
+        MaclaurinMap::fit(
+            x.view(),
+            &cfg,
+            3,
+            Parallelism::Sequential,
+            &Monitor::default(),
+        )
+        .unwrap()
+    };
+    let want = fit(&units, 1.0)
+        .transform(units.view(), Parallelism::Sequential)
+        .unwrap();
+    let tiny = units.mapv(|v| v * l);
+    let map = fit(&tiny, l);
+    assert_eq!(
+        map.transform(tiny.view(), Parallelism::Sequential).unwrap(),
+        want
+    );
+    let e = map
+        .transform(units.view(), Parallelism::Sequential)
+        .unwrap_err();
+    assert!(
+        matches!(e, crate::Error::InvalidParameter { name: "X", .. })
+            && e.to_string().contains("overflow"),
+        "{e}"
+    );
+}

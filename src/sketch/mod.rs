@@ -630,7 +630,8 @@ const AUGMENT_ROWS: usize = 1024;
 /// # Errors
 /// [`Error::NonFinite`] for NaN or infinite inputs; [`Error::InvalidParameter`]
 /// naming `X` when the features overflow the float range (`|x|/l` too large
-/// for the degree: each feature is a product of `n` projections); the
+/// for the degree, or beyond `T`'s range itself: each feature is a product
+/// of `n` projections); the
 /// errors of [`check_kernel_params`] and of the shapes.
 pub fn polynomial_features_into<T: Real>(
     sketch: &PolySketch,
@@ -662,7 +663,17 @@ pub fn polynomial_features_into<T: Real>(
         sketch.width(),
     )?;
     let off = usize::from(bias > 0.0);
+    // x/l as x · (1/l) where 1/l is a normal number of T; else (1/l
+    // overflows T, or underflows with the digits of x/l) as the division in
+    // f64, rounded once to T.
     let inv_l = T::from_f64_lossy(1.0 / length_scale);
+    let scaled = |v: T| {
+        if inv_l.is_normal() {
+            v * inv_l
+        } else {
+            T::from_f64_lossy(v.to_f64_exact() / length_scale)
+        }
+    };
     let root_c = T::from_f64_lossy(bias.sqrt());
     let mut aug = Array2::<T>::zeros((AUGMENT_ROWS.min(x.nrows()), sketch.dim()));
     for (i, xc) in x.axis_chunks_iter(Axis(0), AUGMENT_ROWS).enumerate() {
@@ -672,7 +683,9 @@ pub fn polynomial_features_into<T: Real>(
             a.column_mut(0).fill(root_c);
         }
         a.slice_mut(s![.., off..])
-            .zip_mut_with(&xc, |dst, &src| *dst = src * inv_l);
+            .zip_mut_with(&xc, |dst, &src| *dst = scaled(src));
+        // x/l beyond T's range makes features beyond it.
+        refuse_overflow(all_finite(a.view(), Parallelism::Sequential))?;
         let o = out.slice_mut(s![i * AUGMENT_ROWS..i * AUGMENT_ROWS + rows, ..]);
         sketch.transform_into(a.view(), o, par)?;
     }

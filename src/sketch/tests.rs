@@ -340,6 +340,57 @@ fn kernel_wrapper_augments() {
     assert_eq!(got, want);
 }
 
+/// Features of `x` at length scales whose reciprocal leaves the normal
+/// range of the input's type: `x/l` is formed by division, exactly for
+/// power-of-two scales, and an `x/l` beyond the type's range is refused as
+/// overflowing features, not as non-finite `X`.
+#[test]
+fn length_scales_whose_reciprocal_is_not_normal() {
+    let sk = PolySketch::draw(SketchKind::Gaussian, false, 2, 3, 8, &mut rng::seeded(2)).unwrap();
+    let units = array![[1.0, -3.0, 0.0], [5.0, 2.0, -7.0]];
+    let map = |x: &Array2<f64>, l: f64| -> Result<Array2<f64>> {
+        let mut out = Array2::zeros((x.nrows(), 8));
+        polynomial_features_into(&sk, x.view(), 0.0, l, out.view_mut(), Parallelism::Rayon)
+            .map(|()| out)
+    };
+    let map32 = |x: &Array2<f32>, l: f64| -> Result<Array2<f32>> {
+        let mut out = Array2::zeros((x.nrows(), 8));
+        polynomial_features_into(&sk, x.view(), 0.0, l, out.view_mut(), Parallelism::Rayon)
+            .map(|()| out)
+    };
+    // f64: 1/l = 2^1040 overflows; x = k 2^-1060 (subnormal, exact) over
+    // l = 2^-1040 is k 2^-20 exactly. 1/l = 2^-1023 is subnormal for
+    // l = 2^1023, and x = k 2^1000 over it is k 2^-23.
+    let p = |e: i32| crate::real::times_pow2(1.0, e);
+    let want = map(&units.mapv(|k| k * p(-20)), 1.0).unwrap();
+    assert_eq!(map(&units.mapv(|k| k * p(-1060)), p(-1040)).unwrap(), want);
+    let want = map(&units.mapv(|k| k * p(-23)), 1.0).unwrap();
+    assert_eq!(map(&units.mapv(|k| k * p(1000)), p(1023)).unwrap(), want);
+    // f32: 1/l = 2^130 overflows float32; x = k 2^-140 over l = 2^-130 is
+    // k 2^-10. 1/l = 2^-130 is subnormal in float32 for l = 2^130, and
+    // x = k 2^100 over it is k 2^-30.
+    let u32s = units.mapv(|k| k as f32);
+    let want = map32(&u32s.mapv(|k| k * p(-10) as f32), 1.0).unwrap();
+    let got = map32(&u32s.mapv(|k| k * p(-140) as f32), p(-130)).unwrap();
+    assert_eq!(got, want);
+    let want = map32(&u32s.mapv(|k| k * p(-30) as f32), 1.0).unwrap();
+    assert_eq!(
+        map32(&u32s.mapv(|k| k * p(100) as f32), p(130)).unwrap(),
+        want
+    );
+    // x/l beyond the range: the features' overflow, naming X.
+    for e in [
+        map(&units, 1e-310).unwrap_err(),
+        map32(&u32s, 1e-39).unwrap_err(),
+    ] {
+        let msg = e.to_string();
+        assert!(
+            matches!(e, Error::InvalidParameter { name: "X", .. }) && msg.contains("overflow"),
+            "{msg}"
+        );
+    }
+}
+
 #[test]
 fn errors_name_the_argument() {
     let mut g = rng::seeded(0);
