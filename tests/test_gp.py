@@ -666,7 +666,7 @@ def test_a_fit_on_targets_without_noise_reports_an_lml_float64_holds(n):
     assert abs(gp.log_marginal_likelihood_ - float(exact)) <= 1e-6 * n
     # A fixed noise variance whose K_y float64 cannot factor for any length
     # scale the fit tries is refused by name, not fitted to rounding.
-    with pytest.raises(InvalidInputError, match="noise_variance.*has no float64 value"):
+    with pytest.raises(InvalidInputError, match=r"noise_variance.*has no float64 value"):
         ExactGPR(length_scale=2.0, noise_variance=1e-20, optimize=("kernel_variance",)).fit(X, y)
 
 
