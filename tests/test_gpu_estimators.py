@@ -10,6 +10,7 @@ Like tests/test_gpu.py these run for real on Mesa's lavapipe (installed by
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -539,3 +540,16 @@ def test_fourier_gpu_far_rows(dtype):
         with pytest.raises(InvalidInputError, match=r"`X`.*float32") as err:
             est.transform(far)
         assert "degree" not in str(err.value)
+
+
+@pytest.mark.usefixtures("gpu_adapter")
+def test_gpu_statistics_beyond_float32_name_the_gpus_float32():
+    # Targets past float32's range: the CPU sums them in float64, the GPU's
+    # float32 products overflow, and the refusal says so (not float64's range).
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 3))
+    y = np.sin(X[:, 0]) * 1e39
+    make = partial(RandomFeatureGPR, RandomFourierFeatures(16, random_state=0), noise_variance=1e76)
+    assert np.isfinite(make(device="cpu").fit(X, y).predict(X[:2])).all()
+    with pytest.raises(InvalidInputError, match=r"GPU's float32 products.*float32's range"):
+        make(device="gpu").fit(X, y)

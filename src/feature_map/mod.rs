@@ -491,6 +491,17 @@ fn accumulate_gpu<M: FeatureMap, T: Real>(
     let b = g
         .phi_t_y
         .ok_or_else(|| Error::Internal("the GPU Gram came back without Φᵀy".into()))?;
+    // The device forms the products in float32: past its range they come
+    // back infinite, which the float64 checks of `merge` would put down to
+    // float64's range.
+    if !g.phi_t_phi.iter().chain(b.iter()).all(|v| v.is_finite()) {
+        return Err(Error::invalid(
+            "X",
+            "the GPU's float32 products of the features with each other or with the targets \
+             overflow float32's range (about 3.4e38): scale X, y or the kernel variance down, \
+             or fit with device=\"cpu\" (float64 throughout)",
+        ));
+    }
     let yc = targets.column(0);
     let part = FeatureStats {
         gram: g.phi_t_phi,
