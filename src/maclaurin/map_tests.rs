@@ -23,6 +23,18 @@ fn config(kernel: MaclaurinKernel, d: usize) -> MaclaurinConfig {
     MaclaurinConfig::new(kernel, d)
 }
 
+/// The map of `cfg` fitted to `x` with `seed`, on one thread.
+fn fitted(x: &Array2<f64>, cfg: &MaclaurinConfig, seed: u64) -> MaclaurinMap {
+    MaclaurinMap::fit(
+        x.view(),
+        cfg,
+        seed,
+        Parallelism::Sequential,
+        &Monitor::default(),
+    )
+    .unwrap()
+}
+
 fn dot(a: ArrayView1<f64>, b: ArrayView1<f64>) -> f64 {
     a.dot(&b)
 }
@@ -38,14 +50,7 @@ fn explicit_one_dimensional_oracles() {
         (2.0, 3, 0.4334701204),
     ] {
         let cfg = config(MaclaurinKernel::Gaussian, p + 1);
-        let map = MaclaurinMap::fit(
-            x.view(),
-            &cfg,
-            0,
-            Parallelism::Sequential,
-            &Monitor::default(),
-        )
-        .unwrap();
+        let map = fitted(&x, &cfg, 0);
         assert_eq!(map.degree(), p as u32);
         let row = array![[t]];
         let mut out = Array2::zeros((1, p + 1));
@@ -55,14 +60,7 @@ fn explicit_one_dimensional_oracles() {
     }
     // Overflow-safe: a far point under a long expansion stays finite.
     let cfg = config(MaclaurinKernel::Gaussian, 60);
-    let map = MaclaurinMap::fit(
-        x.view(),
-        &cfg,
-        0,
-        Parallelism::Sequential,
-        &Monitor::default(),
-    )
-    .unwrap();
+    let map = fitted(&x, &cfg, 0);
     let far: Array2<f64> = map
         .transform(array![[400.0]].view(), Parallelism::Sequential)
         .unwrap();
@@ -99,14 +97,7 @@ fn explicit_one_dimensional_polynomial_map_takes_the_nonzero_degrees() {
         );
         cfg.length_scale = 1.5;
         cfg.max_degree = 2;
-        let map = MaclaurinMap::fit(
-            x.view(),
-            &cfg,
-            0,
-            Parallelism::Sequential,
-            &Monitor::default(),
-        )
-        .unwrap();
+        let map = fitted(&x, &cfg, 0);
         assert!(map.is_explicit_1d());
         assert_eq!(map.allocation(), counts.as_slice(), "{bias} {q} {width}");
         assert_eq!(map.degree(), degree);
@@ -142,14 +133,7 @@ fn explicit_one_dimensional_polynomial_map_takes_the_nonzero_degrees() {
         },
         2,
     );
-    let map = MaclaurinMap::fit(
-        x.view(),
-        &cfg,
-        0,
-        Parallelism::Sequential,
-        &Monitor::default(),
-    )
-    .unwrap();
+    let map = fitted(&x, &cfg, 0);
     assert_eq!(map.allocation(), &[1, 1]);
 }
 
@@ -338,14 +322,7 @@ fn estimates(
 ) -> Array1<f64> {
     (0..t)
         .map(|seed| {
-            let map = MaclaurinMap::fit(
-                fit_x.view(),
-                cfg,
-                seed,
-                Parallelism::Sequential,
-                &Monitor::default(),
-            )
-            .unwrap();
+            let map = fitted(fit_x, cfg, seed);
             let f = map.transform(pair.view(), Parallelism::Sequential).unwrap();
             dot(f.row(0), f.row(1))
         })
@@ -457,26 +434,10 @@ fn objective_predicts_the_measured_error() {
         let mut cfg = config(MaclaurinKernel::Gaussian, 24);
         cfg.sketch = kind;
         cfg.length_scale = l;
-        let j = MaclaurinMap::fit(
-            x.view(),
-            &cfg,
-            0,
-            Parallelism::Sequential,
-            &Monitor::default(),
-        )
-        .unwrap()
-        .objective()
-        .unwrap();
+        let j = fitted(&x, &cfg, 0).objective().unwrap();
         let errs: Array1<f64> = (0..800)
             .map(|seed| {
-                let m = MaclaurinMap::fit(
-                    x.view(),
-                    &cfg,
-                    seed,
-                    Parallelism::Sequential,
-                    &Monitor::default(),
-                )
-                .unwrap();
+                let m = fitted(&x, &cfg, seed);
                 pair_error(&m, &x, l)
             })
             .collect();
@@ -505,14 +466,7 @@ fn subnormal_length_scales_divide() {
     let fit = |x: &Array2<f64>, l: f64| {
         let mut cfg = config(MaclaurinKernel::Gaussian, 16);
         cfg.length_scale = l;
-        MaclaurinMap::fit(
-            x.view(),
-            &cfg,
-            3,
-            Parallelism::Sequential,
-            &Monitor::default(),
-        )
-        .unwrap()
+        fitted(x, &cfg, 3)
     };
     let want = fit(&units, 1.0)
         .transform(units.view(), Parallelism::Sequential)
