@@ -327,38 +327,28 @@ def test_overflowing_product_features_are_refused(make, dtype):
     ],
     ids=["fourier", "maclaurin"],
 )
-def test_float32_features_beyond_float32_name_the_kernel_variance(make):
-    # Every feature carries sqrt(kernel_variance): at 1e80 that is 1e40,
-    # beyond float32 whatever X, so the refusal names the kernel variance,
-    # not X. float64 holds the features, and float32 holds 1e70.
-    Xs = X.astype(np.float32)
-    est = make(1e80).fit(Xs)
-    with pytest.raises(ValueError, match=r"`kernel_variance`.*float32"):
-        est.transform(Xs)
-    assert np.isfinite(est.transform(X)).all()
-    assert np.isfinite(make(1e70).fit(Xs).transform(Xs)).all()
-
-
 @pytest.mark.parametrize(
-    "make",
+    ("refused", "held", "message"),
     [
-        lambda v: RandomFourierFeatures(8, kernel_variance=v, random_state=0),
-        lambda v: MaclaurinFeatures(8, kernel_variance=v, random_state=0),
+        (1e80, 1e70, r"`kernel_variance`.*float32"),
+        (1e-90, 1e-70, r"`kernel_variance`.*smallest normal.*float32"),
     ],
-    ids=["fourier", "maclaurin"],
+    ids=["above", "below"],
 )
-def test_float32_features_below_float32_name_the_kernel_variance(make):
-    # At kernel_variance 1e-90 the factor sqrt(kernel_variance) is 1e-45,
-    # below float32's smallest normal number (1.2e-38): the features would be
-    # subnormal or zero whatever X, so the refusal names the kernel variance.
-    # float64 holds the features, and float32 holds 1e-70.
+def test_float32_features_beyond_float32_name_the_kernel_variance(make, refused, held, message):
+    # Every feature carries sqrt(kernel_variance): 1e40 at 1e80, beyond
+    # float32 whatever X, and 1e-45 at 1e-90, below float32's smallest normal
+    # number (1.2e-38: the features would be subnormal or zero). The refusal
+    # names the kernel variance, not X. float64 holds those features, and
+    # float32 the ones at 1e70 and 1e-70.
     Xs = X.astype(np.float32)
-    est = make(1e-90).fit(Xs)
-    with pytest.raises(ValueError, match=r"`kernel_variance`.*smallest normal.*float32"):
+    est = make(refused).fit(Xs)
+    with pytest.raises(ValueError, match=message):
         est.transform(Xs)
-    assert np.abs(est.transform(X)).max() > 0
-    Z = make(1e-70).fit(Xs).transform(Xs)
-    assert np.abs(Z).max() >= np.finfo(np.float32).tiny
+    wide = est.transform(X)
+    assert np.isfinite(wide).all() and np.abs(wide).max() > 0
+    Z = make(held).fit(Xs).transform(Xs)
+    assert np.isfinite(Z).all() and np.abs(Z).max() >= np.finfo(np.float32).tiny
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "matern32"])
