@@ -10,12 +10,17 @@
 - ``set_num_threads`` and ``set_gpu_chunk_bytes``: setters of the process-wide
   thread count and GPU chunk size that restore the previous value when the
   test ends (instead of a try/finally block in every test).
+- ``run_forked``: runs a function in a process forked from the test's, and
+  fails the test when the child hangs (for the fork-safety tests).
 - ``yacht`` and ``yacht_subset``: the shipped yacht data, standardized.
 """
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import queue
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -55,6 +60,34 @@ def set_gpu_chunk_bytes() -> Iterator[Callable[[int], None]]:
     """``randfeat_rs.gpu.set_chunk_bytes``, with the default restored afterwards."""
     yield rgpu.set_chunk_bytes
     rgpu.set_chunk_bytes(DEFAULT_GPU_CHUNK_BYTES)
+
+
+# Seconds a forked child may take before ``run_forked`` calls it hung.
+FORK_TIMEOUT_S = 60
+
+
+@pytest.fixture
+def run_forked() -> Callable[[Callable[[Any], None]], tuple[int | None, Any]]:
+    """``run(target)``: ``target(queue)`` in a forked child process; fails the
+    test when the child is still running after ``FORK_TIMEOUT_S`` (it hung, and
+    is killed), else returns the child's exit code and what it put on the queue."""
+
+    def run(target: Callable[[Any], None]) -> tuple[int | None, Any]:
+        ctx = mp.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=target, args=(q,))
+        p.start()
+        p.join(timeout=FORK_TIMEOUT_S)
+        if p.is_alive():
+            p.kill()
+            p.join()
+            pytest.fail(f"the forked child hung (still running after {FORK_TIMEOUT_S} s)")
+        try:
+            return p.exitcode, q.get(timeout=5)
+        except queue.Empty:
+            pytest.fail(f"the forked child exited with code {p.exitcode} and no result")
+
+    return run
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import subprocess
 import sys
@@ -94,20 +93,11 @@ def _child(q):
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX-only")
 @pytest.mark.filterwarnings("ignore:.*fork.*:DeprecationWarning")
-def test_forked_child_does_not_deadlock():
+def test_forked_child_does_not_deadlock(run_forked):
     # Warm the pool in the parent so the child inherits a pool with threads.
     rf.fwht(np.random.default_rng(0).standard_normal((256, 1024)))
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    p = ctx.Process(target=_child, args=(q,))
-    p.start()
-    p.join(timeout=60)
-    alive = p.is_alive()
-    if alive:
-        p.kill()
-    assert not alive, "forked child deadlocked"
-    assert p.exitcode == 0
-    first, batch_first = q.get(timeout=5)
+    exitcode, (first, batch_first) = run_forked(_child)
+    assert exitcode == 0
     n = 1 << 17
     assert first == n * (n - 1) / 2
     assert batch_first == 28.0

@@ -7,7 +7,6 @@ failure, not a skip. Sizes are small because a software rasterizer is slow.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import subprocess
 import sys
@@ -279,20 +278,10 @@ def _gpu_in_child(q) -> None:
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX-only")
 @pytest.mark.filterwarnings("ignore:.*fork.*:DeprecationWarning")
 @pytest.mark.usefixtures("gpu_adapter")
-def test_forked_child_gets_a_gpu_error_instead_of_hanging():
+def test_forked_child_gets_a_gpu_error_instead_of_hanging(run_forked):
     # The parent's context exists (the fixture made it); the child inherits it.
     rgpu.rff_features(np.ones((2, 1)), np.ones((1, 1)), variant="cos_sin")
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    p = ctx.Process(target=_gpu_in_child, args=(q,))
-    p.start()
-    p.join(timeout=60)
-    alive = p.is_alive()
-    if alive:
-        p.kill()
-        p.join()
-    assert not alive, "the forked child hung on the GPU"
-    msg = q.get(timeout=5)
+    _, msg = run_forked(_gpu_in_child)
     assert "forked" in msg and "spawn" in msg, msg
 
 
