@@ -1199,8 +1199,8 @@ pub(crate) fn length_scale_starts(given: &[f64], data: Option<Vec<f64>>) -> Vec<
 
 /// The index of the start a fit runs from: the candidate of `candidates`
 /// (length scales; the given ones first) of the highest `value_at` (a log
-/// marginal likelihood on a coarse subsample of `rows` rows), the first on
-/// ties. A candidate that cannot be evaluated is passed over; the first is
+/// marginal likelihood, or a bound on it, called `value_name` in the
+/// messages, on a coarse subsample of `rows` rows), the first on ties. A candidate that cannot be evaluated is passed over; the first is
 /// kept when none can (its run then reports why).
 ///
 /// Length scales far from the inputs' scale (the default 1 for inputs in
@@ -1213,13 +1213,14 @@ pub(crate) fn length_scale_starts(given: &[f64], data: Option<Vec<f64>>) -> Vec<
 pub(crate) fn best_start(
     candidates: &[Vec<f64>],
     value_at: impl Fn(&Vec<f64>) -> Result<f64>,
+    value_name: &str,
     rows: usize,
     monitor: &Monitor,
 ) -> Result<usize> {
     let names: Vec<String> = candidates.iter().map(|l| length_scale_name(l)).collect();
     best_named_start(
         &names,
-        "LML",
+        value_name,
         |i| Ok((value_at(&candidates[i])?, rows)),
         monitor,
     )
@@ -1588,13 +1589,25 @@ mod tests {
             _ => Ok(-3.0),
         };
         let c = |v: &[f64]| v.iter().map(|&l| vec![l]).collect::<Vec<_>>();
-        assert_eq!(best_start(&c(&[1.0, 2.0]), lml, 10, &monitor).unwrap(), 1);
+        assert_eq!(
+            best_start(&c(&[1.0, 2.0]), lml, "LML", 10, &monitor).unwrap(),
+            1
+        );
         // Ties keep the first (the given one); one that cannot be
         // evaluated is passed over, and the first is kept when none can.
-        assert_eq!(best_start(&c(&[2.0, 4.0]), lml, 10, &monitor).unwrap(), 0);
-        assert_eq!(best_start(&c(&[3.0, 1.0]), lml, 10, &monitor).unwrap(), 1);
-        assert_eq!(best_start(&c(&[3.0]), lml, 10, &monitor).unwrap(), 0);
-        assert_eq!(best_start(&[vec![2.0, 5.0]], lml, 10, &monitor).unwrap(), 0);
+        assert_eq!(
+            best_start(&c(&[2.0, 4.0]), lml, "LML", 10, &monitor).unwrap(),
+            0
+        );
+        assert_eq!(
+            best_start(&c(&[3.0, 1.0]), lml, "LML", 10, &monitor).unwrap(),
+            1
+        );
+        assert_eq!(best_start(&c(&[3.0]), lml, "LML", 10, &monitor).unwrap(), 0);
+        assert_eq!(
+            best_start(&[vec![2.0, 5.0]], lml, "LML", 10, &monitor).unwrap(),
+            0
+        );
         let messages = monitor.take_messages();
         assert!(
             messages.contains(&"start length scale 2.000000e0: LML = -3.000000 on 10 rows".into()),
@@ -1615,7 +1628,7 @@ mod tests {
         );
         let interrupted = |_: &Vec<f64>| Err(Error::Interrupted);
         assert!(matches!(
-            best_start(&c(&[1.0, 2.0]), interrupted, 10, &monitor),
+            best_start(&c(&[1.0, 2.0]), interrupted, "LML", 10, &monitor),
             Err(Error::Interrupted)
         ));
         // The data's scale is a candidate only when it differs from the

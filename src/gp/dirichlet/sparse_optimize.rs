@@ -190,6 +190,9 @@ impl SparseGpcBound<'_> {
         monitor: &Monitor,
     ) -> Result<(InducingPrior, SparseClassStats, SparseGpc)> {
         let prior = self.prior(theta)?;
+        // A monitor that shares only the cancellation: the rows of an
+        // evaluation are not a stage of the fit (whose stage is the
+        // optimizer's runs).
         let stats = accumulate_rows(
             &prior,
             self.x.view(),
@@ -197,7 +200,7 @@ impl SparseGpcBound<'_> {
             self.n_classes,
             self.chunk_rows,
             self.par,
-            monitor,
+            &monitor.linked(),
         )?;
         let gpc =
             SparseGpc::from_stats(&stats, prior.clone(), self.alpha_epsilon, self.par, monitor)?;
@@ -326,6 +329,7 @@ pub fn fit_sparse_gpc(
                     .map_err(|e| Error::invalid("inducing", e.clone()))?;
                 obj.value(&obj.params.start(), monitor)
             },
+            "bound",
             x.nrows(),
             monitor,
         )?

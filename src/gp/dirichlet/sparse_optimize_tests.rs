@@ -275,3 +275,50 @@ fn the_gradient_is_accurate_where_k_uu_is_very_ill_conditioned() {
         );
     }
 }
+
+#[test]
+fn the_fit_reports_its_runs_and_names_its_bound() {
+    // Given length scale 1 and the data's scale: two starts to compare.
+    let (x, labels) = data(300, 5);
+    let cfg = SparseGpcConfig {
+        kernel: StationaryKernel {
+            kernel: Kernel::Gaussian,
+            length_scale: vec![1.0],
+            variance: 1.0,
+        },
+        n_inducing: 10,
+        inducing: InducingInit::KMeans,
+        alpha_epsilon: 0.01,
+        seed: 4,
+        chunk_rows: Some(64),
+    };
+    let optimizer = OptimizerConfig {
+        n_restarts: 1,
+        seed: 3,
+        ..Default::default()
+    };
+    let monitor = Monitor::default();
+    let free = FreeHypers {
+        length_scale: true,
+        kernel_variance: false,
+    };
+    fit_sparse_gpc(x.view(), &labels, 3, &cfg, free, &optimizer, PAR, &monitor).unwrap();
+    // The stage is the optimizer's runs, all done: an evaluation's pass
+    // over the rows is not a stage of its own.
+    assert_eq!(
+        monitor.snapshot(),
+        ("optimizer runs".to_string(), 2, 2),
+        "{:?}",
+        monitor.take_messages()
+    );
+    let messages = monitor.take_messages();
+    let starts: Vec<&String> = messages
+        .iter()
+        .filter(|m| m.starts_with("start "))
+        .collect();
+    assert_eq!(starts.len(), 2, "{messages:?}");
+    assert!(
+        starts.iter().all(|m| m.contains(": bound = ")),
+        "{messages:?}"
+    );
+}

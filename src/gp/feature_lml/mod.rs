@@ -779,6 +779,7 @@ pub fn fit_feature_gp(
                 let stats = coarse.unit_stats(l, monitor)?;
                 profiled::profiled_lml(&params, &stats, cfg.center, par)
             },
+            "LML",
             rows.len(),
             monitor,
         )?;

@@ -647,6 +647,7 @@ pub(crate) fn fit(
         let start = candidates[best_start(
             &candidates,
             |l| eval(l[0], coarsest).map(|b| b.lml),
+            "LML",
             levels[coarsest],
             monitor,
         )?][0];

@@ -539,6 +539,7 @@ where
                 check_complete(&s, &values, levels[coarsest], coarsest, map.n_components())?;
                 super::profiled::profiled_lml(&params, &s.stats, cfg.center, par)
             },
+            "LML",
             levels[coarsest],
             monitor,
         )?;
