@@ -216,6 +216,24 @@ def test_arrays_come_from_rust_without_copy():
     assert Z.indices.dtype == np.int64 and Z.indptr.dtype == np.int64
 
 
+@pytest.mark.parametrize("hashing", [None, 10_000])
+def test_large_inputs_transformed_in_row_ranges_equal_the_parts(hashing):
+    # 200,000 rows in 100 grids of 10 dimensions are more than one piece of
+    # work, so the keys and features are computed in row ranges that
+    # Ctrl-C can stop between; the stacked ranges must equal the features
+    # of the parts computed alone, with the indices' int32 type kept.
+    X = np.random.default_rng(7).standard_normal((200_000, 10))
+    features = RandomBinningFeatures(100, hashing=hashing, random_state=0)
+    Z_fit = features.fit_transform(X)
+    Z = features.transform(X)
+    parts = scipy.sparse.vstack([features.transform(X[:70_001]), features.transform(X[70_001:])])
+    for got in (Z, Z_fit):
+        assert got.indices.dtype == np.int32 and got.indptr.dtype == np.int32
+        np.testing.assert_array_equal(got.indptr, parts.indptr)
+        np.testing.assert_array_equal(got.indices, parts.indices)
+        np.testing.assert_array_equal(got.data, parts.data)
+
+
 def test_input_dtypes_and_layouts():
     X = np.arange(40, dtype=np.int64).reshape(10, 4)
     Z = RandomBinningFeatures(3, random_state=0).fit_transform(X)

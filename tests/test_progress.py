@@ -25,6 +25,7 @@ from randfeat_rs import (
     MaclaurinFeatures,
     NystroemFeatures,
     PolynomialSketch,
+    RandomBinningFeatures,
     RandomFeatureGPR,
     RandomFourierFeatures,
     _core,
@@ -158,10 +159,41 @@ def _nystroem_transform():
     return lambda: features.transform(Xt)
 
 
+def _binning_rows():
+    # 600,000 rows in 100 grids of 10 dimensions: 6e7 bin keys, their
+    # numbering and the sparse output (seconds).
+    return np.random.default_rng(2).standard_normal((600_000, 10))
+
+
+def _binning_transform():
+    X = _binning_rows()
+    features = RandomBinningFeatures(100, random_state=0).fit(X[:1000])
+    return lambda: features.transform(X)
+
+
+def _binning_fit():
+    X = _binning_rows()
+    return lambda: RandomBinningFeatures(100, random_state=0).fit_transform(X)
+
+
 @pytest.mark.parametrize(
     "prepare",
-    [_maclaurin_fit, _exact_fit, _localized_predict, _nystroem_transform],
-    ids=["maclaurin-allocation", "exact-gp-fit", "localized-centroid-gps", "nystroem-transform"],
+    [
+        _maclaurin_fit,
+        _exact_fit,
+        _localized_predict,
+        _nystroem_transform,
+        _binning_transform,
+        _binning_fit,
+    ],
+    ids=[
+        "maclaurin-allocation",
+        "exact-gp-fit",
+        "localized-centroid-gps",
+        "nystroem-transform",
+        "binning-transform",
+        "binning-fit",
+    ],
 )
 def test_ctrl_c_stops_long_work_quickly_and_the_library_still_works(prepare):
     X, y = _wide(200, 3, seed=5)

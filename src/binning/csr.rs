@@ -3,6 +3,8 @@
 
 use rayon::prelude::*;
 
+use crate::error::Result;
+use crate::progress::Monitor;
 use crate::real::Real;
 use crate::threads::Parallelism;
 
@@ -81,6 +83,61 @@ impl<T: Real> CsrMatrix<T> {
     }
 }
 
+impl<T: Real> CsrMatrix<T> {
+    /// The rows of `pieces` (matrices of `n_cols` columns, e.g. the
+    /// features of consecutive row ranges) stacked in order: the matrix of
+    /// all their rows, with `int32` indices where the whole fits them (the
+    /// rule of the transforms). Each piece is freed once copied; one piece
+    /// is returned as it is.
+    pub fn vstack(mut pieces: Vec<CsrMatrix<T>>, n_cols: u64) -> CsrMatrix<T> {
+        if pieces.len() == 1
+            && let Some(one) = pieces.pop()
+        {
+            return one;
+        }
+        let n_rows: usize = pieces.iter().map(|m| m.n_rows).sum();
+        let nnz: usize = pieces.iter().map(|m| m.data.len()).sum();
+        let fits_i32 = [n_rows as u64, n_cols, nnz as u64]
+            .iter()
+            .all(|&v| v <= i32::MAX as u64);
+        let (indptr, indices, data) = if fits_i32 {
+            let (p, i, d) = stacked::<T, i32>(pieces, n_rows, nnz);
+            (CsrIndex::I32(p), CsrIndex::I32(i), d)
+        } else {
+            let (p, i, d) = stacked::<T, i64>(pieces, n_rows, nnz);
+            (CsrIndex::I64(p), CsrIndex::I64(i), d)
+        };
+        CsrMatrix {
+            n_rows,
+            n_cols,
+            indptr,
+            indices,
+            data,
+        }
+    }
+}
+
+/// The row pointers, column indices (in the integer type `I`) and values
+/// of [`CsrMatrix::vstack`]: every piece's row pointers shifted by the
+/// values stored before it.
+fn stacked<T: Real, I: IndexInt>(
+    pieces: Vec<CsrMatrix<T>>,
+    n_rows: usize,
+    nnz: usize,
+) -> (Vec<I>, Vec<I>, Vec<T>) {
+    let mut indptr = Vec::with_capacity(n_rows + 1);
+    let mut indices = Vec::with_capacity(nnz);
+    let mut data = Vec::with_capacity(nnz);
+    indptr.push(I::from_u64(0));
+    for m in pieces {
+        let before = data.len() as u64;
+        indptr.extend((1..=m.n_rows).map(|i| I::from_u64(before + m.indptr.get(i))));
+        indices.extend((0..m.indices.len()).map(|k| I::from_u64(m.indices.get(k))));
+        data.extend_from_slice(&m.data);
+    }
+    (indptr, indices, data)
+}
+
 trait IndexInt: Copy + Default + Send + Sync {
     fn from_u64(v: u64) -> Self;
 }
@@ -100,32 +157,40 @@ impl IndexInt for i64 {
 /// Sorts each row of `slots` (`n_rows × width`, row-major, [`EMPTY`] for no
 /// entry) and merges equal columns: a column that occurs `m` times in a row
 /// stores `m · value`. Returns the CSR matrix.
+///
+/// # Errors
+/// [`Error::Interrupted`] once `monitor` is cancelled (checked per block of
+/// rows).
 pub(crate) fn from_slots<T: Real>(
     slots: &mut [u64],
     width: usize,
     n_cols: u64,
     value: T,
     par: Parallelism,
-) -> CsrMatrix<T> {
+    monitor: &Monitor,
+) -> Result<CsrMatrix<T>> {
     let n_rows = slots.len().checked_div(width).unwrap_or(0);
     let mut counts = vec![0usize; n_rows];
-    let count_block = |(block, cnt): (&mut [u64], &mut [usize])| {
+    let count_block = |(block, cnt): (&mut [u64], &mut [usize])| -> Result<()> {
+        monitor.check()?;
         for (row, c) in block.chunks_mut(width).zip(cnt.iter_mut()) {
             row.sort_unstable();
             *c = distinct_present(row);
         }
+        Ok(())
     };
     if par.is_parallel() {
         slots
             .par_chunks_mut(width * BLOCK_ROWS)
             .zip(counts.par_chunks_mut(BLOCK_ROWS))
-            .for_each(count_block);
+            .try_for_each(count_block)?;
     } else {
         slots
             .chunks_mut(width * BLOCK_ROWS)
             .zip(counts.chunks_mut(BLOCK_ROWS))
-            .for_each(count_block);
+            .try_for_each(count_block)?;
     }
+    monitor.check()?;
     let mut indptr = Vec::with_capacity(n_rows + 1);
     let mut nnz = 0usize;
     indptr.push(0u64);
@@ -139,22 +204,22 @@ pub(crate) fn from_slots<T: Real>(
     let slots = &*slots;
     if fits_i32 {
         let (indices, data) = fill::<T, i32>(slots, width, &indptr, nnz, value, par);
-        CsrMatrix {
+        Ok(CsrMatrix {
             n_rows,
             n_cols,
             indptr: CsrIndex::I32(indptr.iter().map(|&v| v as i32).collect()),
             indices: CsrIndex::I32(indices),
             data,
-        }
+        })
     } else {
         let (indices, data) = fill::<T, i64>(slots, width, &indptr, nnz, value, par);
-        CsrMatrix {
+        Ok(CsrMatrix {
             n_rows,
             n_cols,
             indptr: CsrIndex::I64(indptr.iter().map(|&v| v as i64).collect()),
             indices: CsrIndex::I64(indices),
             data,
-        }
+        })
     }
 }
 
@@ -228,27 +293,127 @@ mod tests {
     #[test]
     fn merges_sorts_and_skips_empty() {
         let mut slots = vec![5, 1, 5, EMPTY, EMPTY, EMPTY, 0, 2, 1];
-        let m = from_slots(&mut slots, 3, 6, 0.5_f64, Parallelism::Sequential);
+        let m = from_slots(
+            &mut slots,
+            3,
+            6,
+            0.5_f64,
+            Parallelism::Sequential,
+            &Monitor::new(),
+        )
+        .unwrap();
         assert_eq!(m.indptr, CsrIndex::I32(vec![0, 2, 2, 5]));
         assert_eq!(m.indices, CsrIndex::I32(vec![1, 5, 0, 1, 2]));
         assert_eq!(m.data, vec![0.5, 1.0, 0.5, 0.5, 0.5]);
         let mut slots = vec![5, 1, 5, EMPTY, EMPTY, EMPTY, 0, 2, 1];
-        assert_eq!(from_slots(&mut slots, 3, 6, 0.5_f64, Parallelism::Rayon), m);
+        assert_eq!(
+            from_slots(
+                &mut slots,
+                3,
+                6,
+                0.5_f64,
+                Parallelism::Rayon,
+                &Monitor::new()
+            )
+            .unwrap(),
+            m
+        );
     }
 
     #[test]
     fn wide_matrices_get_int64_indices() {
         let big = i32::MAX as u64 + 10;
         let mut slots = vec![big - 1, 3];
-        let m = from_slots(&mut slots, 2, big, 1.0_f32, Parallelism::Sequential);
+        let m = from_slots(
+            &mut slots,
+            2,
+            big,
+            1.0_f32,
+            Parallelism::Sequential,
+            &Monitor::new(),
+        )
+        .unwrap();
         assert_eq!(m.indptr, CsrIndex::I64(vec![0, 2]));
         assert_eq!(m.indices, CsrIndex::I64(vec![3, big as i64 - 1]));
     }
 
     #[test]
+    fn stacked_pieces_equal_the_whole() {
+        let rows = vec![5, 1, 5, EMPTY, EMPTY, EMPTY, 0, 2, 1, 4, 4, 3];
+        let whole = from_slots(
+            &mut rows.clone(),
+            3,
+            6,
+            0.5_f64,
+            Parallelism::Sequential,
+            &Monitor::new(),
+        )
+        .unwrap();
+        for cut in [0, 1, 2, 3, 4] {
+            let (a, b) = rows.split_at(3 * cut);
+            let pieces = vec![
+                from_slots(
+                    &mut a.to_vec(),
+                    3,
+                    6,
+                    0.5_f64,
+                    Parallelism::Sequential,
+                    &Monitor::new(),
+                )
+                .unwrap(),
+                from_slots(
+                    &mut b.to_vec(),
+                    3,
+                    6,
+                    0.5_f64,
+                    Parallelism::Sequential,
+                    &Monitor::new(),
+                )
+                .unwrap(),
+            ];
+            assert_eq!(CsrMatrix::vstack(pieces, 6), whole, "cut after {cut} rows");
+        }
+        // Pieces whose columns only the whole cannot index with int32.
+        let big = i32::MAX as u64 + 10;
+        let pieces = vec![
+            from_slots(
+                &mut [3],
+                1,
+                big,
+                1.0_f32,
+                Parallelism::Sequential,
+                &Monitor::new(),
+            )
+            .unwrap(),
+            from_slots(
+                &mut [big - 1],
+                1,
+                big,
+                1.0_f32,
+                Parallelism::Sequential,
+                &Monitor::new(),
+            )
+            .unwrap(),
+        ];
+        let m = CsrMatrix::vstack(pieces, big);
+        assert_eq!(m.indptr, CsrIndex::I64(vec![0, 1, 2]));
+        assert_eq!(m.indices, CsrIndex::I64(vec![3, big as i64 - 1]));
+        let empty = CsrMatrix::<f64>::vstack(Vec::new(), 6);
+        assert_eq!((empty.n_rows, empty.indptr), (0, CsrIndex::I32(vec![0])));
+    }
+
+    #[test]
     fn empty_input() {
         let mut slots: Vec<u64> = vec![];
-        let m = from_slots(&mut slots, 4, 7, 1.0_f64, Parallelism::Rayon);
+        let m = from_slots(
+            &mut slots,
+            4,
+            7,
+            1.0_f64,
+            Parallelism::Rayon,
+            &Monitor::new(),
+        )
+        .unwrap();
         assert_eq!(m.n_rows, 0);
         assert_eq!(m.indptr, CsrIndex::I32(vec![0]));
         assert!(m.indices.is_empty() && m.data.is_empty());

@@ -70,6 +70,15 @@ impl BinningMap {
         }
     }
 
+    /// The map of `grids` with the bins numbered by `vocabulary`.
+    #[cfg(feature = "python")]
+    pub(crate) fn with_vocabulary(grids: BinningGrids, vocabulary: Vocabulary) -> Self {
+        Self {
+            grids,
+            columns: BinColumns::Vocabulary(vocabulary),
+        }
+    }
+
     /// The grids.
     pub fn grids(&self) -> &BinningGrids {
         &self.grids

@@ -76,6 +76,7 @@ pub use kernel::{kernel_by_name, Laplacian, PitchDistribution};
 pub use map::{BinColumns, BinningMap};
 
 use crate::error::{Error, Result};
+use crate::progress::Monitor;
 use crate::real::Real;
 use crate::rng::substream;
 use crate::threads::Parallelism;
@@ -342,12 +343,37 @@ impl BinningGrids {
     /// key of row `i` in grid `p + 1`, see [`bin_key`]). Parallel over rows.
     pub fn keys<T: Real>(&self, x: ArrayView2<'_, T>, par: Parallelism) -> Result<Vec<u64>> {
         self.check_width(x.ncols())?;
+        let mut keys = self.key_buffer(x.nrows())?;
+        self.keys_into(x, &mut keys, par)?;
+        Ok(keys)
+    }
+
+    /// A zeroed buffer for the keys of `rows` rows ([`Self::keys_into`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] naming `n_grids` when it exceeds the
+    /// memory available.
+    pub(crate) fn key_buffer(&self, rows: usize) -> Result<Vec<u64>> {
         let np = self.n_grids();
-        let mut keys: Vec<u64> = crate::alloc::try_zeroed_vec(
+        crate::alloc::try_zeroed_vec(
             "n_grids",
-            &format!("the bin keys of {} rows in {np} grids (uint64)", x.nrows()),
-            x.nrows().saturating_mul(np),
-        )?;
+            &format!("the bin keys of {rows} rows in {np} grids (uint64)"),
+            rows.saturating_mul(np),
+        )
+    }
+
+    /// [`Self::keys`] written into `keys` (`x.nrows() × P`, row-major).
+    ///
+    /// # Errors
+    /// As [`Self::keys`].
+    pub(crate) fn keys_into<T: Real>(
+        &self,
+        x: ArrayView2<'_, T>,
+        keys: &mut [u64],
+        par: Parallelism,
+    ) -> Result<()> {
+        self.check_width(x.ncols())?;
+        let np = self.n_grids();
         let block = |(b, out): (usize, &mut [u64])| -> Result<()> {
             let mut h = vec![0u64; np];
             for (r, out_row) in out.chunks_mut(np).enumerate() {
@@ -359,13 +385,12 @@ impl BinningGrids {
         if par.is_parallel() {
             keys.par_chunks_mut(np * BLOCK_ROWS)
                 .enumerate()
-                .try_for_each(block)?;
+                .try_for_each(block)
         } else {
             keys.chunks_mut(np * BLOCK_ROWS)
                 .enumerate()
-                .try_for_each(block)?;
+                .try_for_each(block)
         }
-        Ok(keys)
     }
 
     /// Keys of one row into `h` (length `P`): the hot kernel. Dimensions in the
@@ -476,14 +501,31 @@ impl Vocabulary {
         x: ArrayView2<'_, T>,
         par: Parallelism,
     ) -> Result<(Self, CsrMatrix<T>)> {
-        let np = grids.n_grids();
-        let n = x.nrows();
-        let mut keys = grids.keys(x, par)?;
-        let number = |p: usize| -> (KeyMap, Vec<u64>, Vec<u64>) {
+        let keys = grids.keys(x, par)?;
+        Self::from_keys(keys, grids.n_grids(), par, &Monitor::new())
+    }
+
+    /// [`Self::fit`] from the bin keys of the training rows
+    /// ([`BinningGrids::keys`] of `P = n_grids` grids).
+    ///
+    /// # Errors
+    /// [`Error::Interrupted`] once `monitor` is cancelled (checked per
+    /// block of rows).
+    pub(crate) fn from_keys<T: Real>(
+        mut keys: Vec<u64>,
+        np: usize,
+        par: Parallelism,
+        monitor: &Monitor,
+    ) -> Result<(Self, CsrMatrix<T>)> {
+        let n = keys.len().checked_div(np).unwrap_or(0);
+        let number = |p: usize| -> Result<(KeyMap, Vec<u64>, Vec<u64>)> {
             let mut table = KeyMap::default();
             let mut order = Vec::new();
             let mut local = Vec::with_capacity(n);
             for i in 0..n {
+                if i % BLOCK_ROWS == 0 {
+                    monitor.check()?;
+                }
                 let key = keys[i * np + p];
                 let next = order.len() as u64;
                 let id = *table.entry(key).or_insert_with(|| {
@@ -492,12 +534,12 @@ impl Vocabulary {
                 });
                 local.push(id);
             }
-            (table, order, local)
+            Ok((table, order, local))
         };
         let per_grid: Vec<_> = if par.is_parallel() {
-            (0..np).into_par_iter().map(number).collect()
+            (0..np).into_par_iter().map(number).collect::<Result<_>>()?
         } else {
-            (0..np).map(number).collect()
+            (0..np).map(number).collect::<Result<_>>()?
         };
         let mut offsets = Vec::with_capacity(np + 1);
         offsets.push(0u64);
@@ -505,24 +547,26 @@ impl Vocabulary {
             offsets.push(offsets[offsets.len() - 1] + order.len() as u64);
         }
         // Overwrite the keys with the global column of each (row, grid).
-        let assign = |(b, out): (usize, &mut [u64])| {
+        let assign = |(b, out): (usize, &mut [u64])| -> Result<()> {
+            monitor.check()?;
             for (r, row) in out.chunks_mut(np).enumerate() {
                 for (p, slot) in row.iter_mut().enumerate() {
                     *slot = offsets[p] + per_grid[p].2[b * BLOCK_ROWS + r];
                 }
             }
+            Ok(())
         };
         if par.is_parallel() {
             keys.par_chunks_mut(np * BLOCK_ROWS)
                 .enumerate()
-                .for_each(assign);
+                .try_for_each(assign)?;
         } else {
             keys.chunks_mut(np * BLOCK_ROWS)
                 .enumerate()
-                .for_each(assign);
+                .try_for_each(assign)?;
         }
         let n_cols = offsets[np];
-        let z = csr::from_slots(&mut keys, np, n_cols, scale::<T>(np), par);
+        let z = csr::from_slots(&mut keys, np, n_cols, scale::<T>(np), par, monitor)?;
         let mut all_keys = Vec::with_capacity(n_cols as usize);
         let mut tables = Vec::with_capacity(np);
         for (table, order, _) in per_grid {
@@ -618,13 +662,14 @@ impl Vocabulary {
         } else {
             keys.chunks_mut(np).for_each(lookup);
         }
-        Ok(csr::from_slots(
+        csr::from_slots(
             &mut keys,
             np,
             self.n_columns(),
             scale::<T>(np),
             par,
-        ))
+            &Monitor::new(),
+        )
     }
 }
 
@@ -647,13 +692,14 @@ pub fn hashed_transform<T: Real>(
     } else {
         keys.iter_mut().for_each(|k| *k %= n_columns);
     }
-    Ok(csr::from_slots(
+    csr::from_slots(
         &mut keys,
         np,
         n_columns,
         scale::<T>(np),
         par,
-    ))
+        &Monitor::new(),
+    )
 }
 
 /// The stored value `1/√P`.

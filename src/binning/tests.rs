@@ -288,3 +288,21 @@ fn bad_input() {
             .is_err()
     );
 }
+
+#[test]
+fn a_cancelled_monitor_stops_the_numbering() {
+    let grids = BinningGrids::draw(&Laplacian::new(0.7).unwrap(), 8, 2, 7).unwrap();
+    let x = Array2::from_shape_fn((5000, 2), |(i, j)| ((i * 7 + j * 3) % 101) as f64 / 17.0);
+    let keys = grids.keys(x.view(), Parallelism::Rayon).unwrap();
+    let monitor = Monitor::new();
+    let (vocabulary, z) =
+        Vocabulary::from_keys::<f64>(keys.clone(), 8, Parallelism::Rayon, &monitor).unwrap();
+    let (fitted, want) = Vocabulary::fit(&grids, x.view(), Parallelism::Rayon).unwrap();
+    assert_eq!(z, want);
+    assert_eq!(vocabulary.keys(), fitted.keys());
+    monitor.cancel();
+    for par in [Parallelism::Rayon, Parallelism::Sequential] {
+        let e = Vocabulary::from_keys::<f64>(keys.clone(), 8, par, &monitor).unwrap_err();
+        assert_eq!(e, Error::Interrupted);
+    }
+}

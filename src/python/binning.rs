@@ -8,7 +8,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyAny, PyTuple, PyType};
 
 use super::ffi::{self, with_float_view, FloatArray2};
-use crate::binning::{kernel_by_name, BinColumns, BinningGrids, BinningMap, CsrIndex, CsrMatrix};
+use crate::binning::{
+    kernel_by_name, BinColumns, BinningGrids, BinningMap, CsrIndex, CsrMatrix, Vocabulary,
+};
 use crate::real::Real;
 use crate::threads::Parallelism;
 
@@ -37,18 +39,45 @@ fn csr_tuple<'py, T: Real + numpy::Element>(
     PyTuple::new(py, [data, indices, indptr, n_cols])
 }
 
-/// `BinningMap::fit` on `x`, as `(handle, training features or None)`.
+/// A rough count of the work per row of the keys of `grids` (a hash step
+/// per grid and dimension, and a sort of the row's `P` keys), in the units
+/// of [`ffi::call_rows`]: hashing and sorting run at about a scalar
+/// operation a cycle, well below the floating-point rate those units
+/// assume, hence the factor.
+fn key_row_flops(grids: &BinningGrids) -> f64 {
+    let (np, d) = (grids.n_grids() as f64, grids.n_features() as f64);
+    64.0 * np * (d + np.log2() + 1.0)
+}
+
+/// `BinningMap::fit` on `x`, as `(handle, training features or None)`. In
+/// vocabulary mode the keys of `x` are computed in row ranges that Ctrl-C
+/// can stop between ([`ffi::call_rows`]), then numbered under a monitor
+/// that Ctrl-C cancels ([`ffi::call_monitored`]).
 fn fit_view<'py, T: Real + numpy::Element>(
     py: Python<'py>,
     grids: BinningGrids,
     x: ndarray::ArrayView2<'_, T>,
     hashing: Option<u64>,
 ) -> PyResult<(PyBinningMap, Option<Bound<'py, PyTuple>>)> {
-    let (inner, z) = ffi::call(py, || {
-        BinningMap::fit(grids, x, hashing, Parallelism::Rayon)
+    if hashing.is_some() {
+        let (inner, _) = ffi::call(py, || {
+            BinningMap::fit(grids, x, hashing, Parallelism::Rayon)
+        })?;
+        return Ok((PyBinningMap { inner }, None));
+    }
+    let np = grids.n_grids();
+    let mut keys = ffi::map_result(py, grids.key_buffer(x.nrows()))?;
+    let slots = &mut keys[..];
+    let g = &grids;
+    ffi::call_rows(py, x.nrows(), key_row_flops(g), None, |r, par| {
+        let out = &mut slots[r.start * np..r.end * np];
+        g.keys_into(x.slice(ndarray::s![r, ..]), out, par)
     })?;
-    let z = z.map(|z| csr_tuple(py, z)).transpose()?;
-    Ok((PyBinningMap { inner }, z))
+    let (vocabulary, z) = ffi::call_monitored(py, None, |monitor| {
+        Vocabulary::from_keys::<T>(keys, np, Parallelism::Rayon, monitor)
+    })?;
+    let inner = BinningMap::with_vocabulary(grids, vocabulary);
+    Ok((PyBinningMap { inner }, Some(csr_tuple(py, z)?)))
 }
 
 /// What the fits return: the handle and, in vocabulary mode, the training
@@ -151,8 +180,13 @@ impl PyBinningMap {
     ) -> PyResult<Bound<'py, PyTuple>> {
         let map = &self.inner;
         with_float_view!(x, |v| {
-            let z = ffi::call(py, || map.transform(v, Parallelism::Rayon))?;
-            csr_tuple(py, z)
+            // Row ranges that Ctrl-C can stop between, stacked.
+            let mut pieces = Vec::new();
+            ffi::call_rows(py, v.nrows(), key_row_flops(map.grids()), None, |r, par| {
+                pieces.push(map.transform(v.slice(ndarray::s![r, ..]), par)?);
+                Ok(())
+            })?;
+            csr_tuple(py, CsrMatrix::vstack(pieces, map.n_columns()))
         })
     }
 
