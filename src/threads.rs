@@ -123,12 +123,17 @@ fn pool() -> Result<Arc<rayon::ThreadPool>> {
     Ok(pool)
 }
 
-/// The most threads a pool can have: rayon's limit
-/// ([`rayon::max_num_threads`], 65535 on 64-bit targets), which it would
-/// otherwise apply silently.
+/// The most threads a pool can have: 1,024, or rayon's limit
+/// ([`rayon::max_num_threads`], 65535 on 64-bit targets) where it is lower.
+/// The work is CPU-bound, so threads beyond the cores only share them, and
+/// pools of tens of thousands of threads take minutes to start, during
+/// which no Ctrl-C is seen.
 pub fn max_num_threads() -> usize {
-    rayon::max_num_threads()
+    rayon::max_num_threads().min(MAX_THREADS)
 }
+
+/// See [`max_num_threads`].
+const MAX_THREADS: usize = 1024;
 
 /// The error of a thread count outside `1..=`[`max_num_threads`], showing
 /// `n` as the caller gave it.

@@ -49,10 +49,19 @@ def test_set_num_threads_roundtrip_and_results_identical(set_num_threads):
     np.testing.assert_array_equal(a, rf.fwht(long))
 
 
-@pytest.mark.parametrize("bad", [0, -1, 2.5, "2", True, 65536, 2**63, 2**64])
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "2", True, 1025, 65536, 2**63, 2**64])
 def test_set_num_threads_rejects(bad):
     with pytest.raises(rf.InvalidInputError):
         rf.set_num_threads(bad)
+
+
+def test_set_num_threads_accepts_up_to_1024():
+    n = rf.get_num_threads()
+    try:
+        rf.set_num_threads(1024)
+        assert rf.get_num_threads() == 1024
+    finally:
+        rf.set_num_threads(n)
 
 
 def test_env_var_sets_threads():
@@ -68,7 +77,7 @@ def test_env_var_sets_threads():
     assert out.stdout.strip() == "3"
 
 
-@pytest.mark.parametrize("value", ["0", "abc", "1.5", "70000"])
+@pytest.mark.parametrize("value", ["0", "abc", "1.5", "1025", "70000"])
 def test_an_unusable_env_var_warns_at_import(value):
     """It was ignored in silence (the pool took all cores)."""
     code = (
@@ -81,7 +90,7 @@ def test_an_unusable_env_var_warns_at_import(value):
     )
     assert out.stdout.strip() == (
         f"RANDFEAT_NUM_THREADS={value!r} is not a number of threads "
-        "(an integer from 1 to 65535); using all cores"
+        "(an integer from 1 to 1024); using all cores"
     ).replace("'", '"')
 
 

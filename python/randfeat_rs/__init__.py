@@ -77,7 +77,7 @@ if _ignored is not None:
 
 
 def set_num_threads(n: int) -> None:
-    """Set the number of threads randfeat_rs uses (``1 <= n <= 65535``).
+    """Set the number of threads randfeat_rs uses (``1 <= n <= 1024``).
 
     The default is the ``RANDFEAT_NUM_THREADS`` environment variable, or all
     cores. Takes effect at the next call.
@@ -86,7 +86,7 @@ def set_num_threads(n: int) -> None:
     ------
     InvalidInputError
         If ``n`` is not an integer, or is below 1 or above the thread pool's
-        limit (65535 threads on 64-bit platforms).
+        limit of 1024 threads (threads beyond the cores only share them).
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise InvalidInputError(f"`n` must be an integer >= 1, got {n!r}")
