@@ -290,49 +290,33 @@ fn fill<T: Real, I: IndexInt>(
 mod tests {
     use super::*;
 
+    /// [`from_slots`] with a monitor that is never cancelled.
+    fn built<T: Real>(
+        slots: &mut [u64],
+        width: usize,
+        n_cols: u64,
+        value: T,
+        par: Parallelism,
+    ) -> CsrMatrix<T> {
+        from_slots(slots, width, n_cols, value, par, &Monitor::new()).unwrap()
+    }
+
     #[test]
     fn merges_sorts_and_skips_empty() {
         let mut slots = vec![5, 1, 5, EMPTY, EMPTY, EMPTY, 0, 2, 1];
-        let m = from_slots(
-            &mut slots,
-            3,
-            6,
-            0.5_f64,
-            Parallelism::Sequential,
-            &Monitor::new(),
-        )
-        .unwrap();
+        let m = built(&mut slots, 3, 6, 0.5_f64, Parallelism::Sequential);
         assert_eq!(m.indptr, CsrIndex::I32(vec![0, 2, 2, 5]));
         assert_eq!(m.indices, CsrIndex::I32(vec![1, 5, 0, 1, 2]));
         assert_eq!(m.data, vec![0.5, 1.0, 0.5, 0.5, 0.5]);
         let mut slots = vec![5, 1, 5, EMPTY, EMPTY, EMPTY, 0, 2, 1];
-        assert_eq!(
-            from_slots(
-                &mut slots,
-                3,
-                6,
-                0.5_f64,
-                Parallelism::Rayon,
-                &Monitor::new()
-            )
-            .unwrap(),
-            m
-        );
+        assert_eq!(built(&mut slots, 3, 6, 0.5_f64, Parallelism::Rayon), m);
     }
 
     #[test]
     fn wide_matrices_get_int64_indices() {
         let big = i32::MAX as u64 + 10;
         let mut slots = vec![big - 1, 3];
-        let m = from_slots(
-            &mut slots,
-            2,
-            big,
-            1.0_f32,
-            Parallelism::Sequential,
-            &Monitor::new(),
-        )
-        .unwrap();
+        let m = built(&mut slots, 2, big, 1.0_f32, Parallelism::Sequential);
         assert_eq!(m.indptr, CsrIndex::I64(vec![0, 2]));
         assert_eq!(m.indices, CsrIndex::I64(vec![3, big as i64 - 1]));
     }
@@ -340,60 +324,20 @@ mod tests {
     #[test]
     fn stacked_pieces_equal_the_whole() {
         let rows = vec![5, 1, 5, EMPTY, EMPTY, EMPTY, 0, 2, 1, 4, 4, 3];
-        let whole = from_slots(
-            &mut rows.clone(),
-            3,
-            6,
-            0.5_f64,
-            Parallelism::Sequential,
-            &Monitor::new(),
-        )
-        .unwrap();
+        let whole = built(&mut rows.clone(), 3, 6, 0.5_f64, Parallelism::Sequential);
         for cut in [0, 1, 2, 3, 4] {
             let (a, b) = rows.split_at(3 * cut);
             let pieces = vec![
-                from_slots(
-                    &mut a.to_vec(),
-                    3,
-                    6,
-                    0.5_f64,
-                    Parallelism::Sequential,
-                    &Monitor::new(),
-                )
-                .unwrap(),
-                from_slots(
-                    &mut b.to_vec(),
-                    3,
-                    6,
-                    0.5_f64,
-                    Parallelism::Sequential,
-                    &Monitor::new(),
-                )
-                .unwrap(),
+                built(&mut a.to_vec(), 3, 6, 0.5_f64, Parallelism::Sequential),
+                built(&mut b.to_vec(), 3, 6, 0.5_f64, Parallelism::Sequential),
             ];
             assert_eq!(CsrMatrix::vstack(pieces, 6), whole, "cut after {cut} rows");
         }
         // Pieces whose columns only the whole cannot index with int32.
         let big = i32::MAX as u64 + 10;
         let pieces = vec![
-            from_slots(
-                &mut [3],
-                1,
-                big,
-                1.0_f32,
-                Parallelism::Sequential,
-                &Monitor::new(),
-            )
-            .unwrap(),
-            from_slots(
-                &mut [big - 1],
-                1,
-                big,
-                1.0_f32,
-                Parallelism::Sequential,
-                &Monitor::new(),
-            )
-            .unwrap(),
+            built(&mut [3], 1, big, 1.0_f32, Parallelism::Sequential),
+            built(&mut [big - 1], 1, big, 1.0_f32, Parallelism::Sequential),
         ];
         let m = CsrMatrix::vstack(pieces, big);
         assert_eq!(m.indptr, CsrIndex::I64(vec![0, 1, 2]));
@@ -405,15 +349,7 @@ mod tests {
     #[test]
     fn empty_input() {
         let mut slots: Vec<u64> = vec![];
-        let m = from_slots(
-            &mut slots,
-            4,
-            7,
-            1.0_f64,
-            Parallelism::Rayon,
-            &Monitor::new(),
-        )
-        .unwrap();
+        let m = built(&mut slots, 4, 7, 1.0_f64, Parallelism::Rayon);
         assert_eq!(m.n_rows, 0);
         assert_eq!(m.indptr, CsrIndex::I32(vec![0]));
         assert!(m.indices.is_empty() && m.data.is_empty());

@@ -88,26 +88,37 @@ fn the_gradient_of_the_summed_bound_matches_central_differences() {
     }
 }
 
-#[test]
-fn the_fit_raises_the_bound_to_a_stationary_point() {
-    let (x, labels) = data(200, 2);
-    let cfg = SparseGpcConfig {
+/// A Gaussian-kernel classifier of length scale `l` and kernel variance 1
+/// on `m` inducing inputs chosen by k-means.
+fn kmeans_config(l: f64, m: usize, chunk_rows: Option<usize>) -> SparseGpcConfig {
+    SparseGpcConfig {
         kernel: StationaryKernel {
             kernel: Kernel::Gaussian,
-            length_scale: vec![3.0],
+            length_scale: vec![l],
             variance: 1.0,
         },
-        n_inducing: 15,
+        n_inducing: m,
         inducing: InducingInit::KMeans,
         alpha_epsilon: 0.01,
         seed: 4,
-        chunk_rows: None,
-    };
-    let optimizer = OptimizerConfig {
+        chunk_rows,
+    }
+}
+
+/// The optimizer with one restart.
+fn one_restart() -> OptimizerConfig {
+    OptimizerConfig {
         n_restarts: 1,
         seed: 3,
         ..Default::default()
-    };
+    }
+}
+
+#[test]
+fn the_fit_raises_the_bound_to_a_stationary_point() {
+    let (x, labels) = data(200, 2);
+    let cfg = kmeans_config(3.0, 15, None);
+    let optimizer = one_restart();
     let run = |free| {
         fit_sparse_gpc(
             x.view(),
@@ -280,23 +291,8 @@ fn the_gradient_is_accurate_where_k_uu_is_very_ill_conditioned() {
 fn the_fit_reports_its_runs_and_names_its_bound() {
     // Given length scale 1 and the data's scale: two starts to compare.
     let (x, labels) = data(300, 5);
-    let cfg = SparseGpcConfig {
-        kernel: StationaryKernel {
-            kernel: Kernel::Gaussian,
-            length_scale: vec![1.0],
-            variance: 1.0,
-        },
-        n_inducing: 10,
-        inducing: InducingInit::KMeans,
-        alpha_epsilon: 0.01,
-        seed: 4,
-        chunk_rows: Some(64),
-    };
-    let optimizer = OptimizerConfig {
-        n_restarts: 1,
-        seed: 3,
-        ..Default::default()
-    };
+    let cfg = kmeans_config(1.0, 10, Some(64));
+    let optimizer = one_restart();
     let monitor = Monitor::default();
     let free = FreeHypers {
         length_scale: true,
