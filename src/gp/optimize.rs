@@ -1200,8 +1200,9 @@ pub(crate) fn length_scale_starts(given: &[f64], data: Option<Vec<f64>>) -> Vec<
 /// The index of the start a fit runs from: the candidate of `candidates`
 /// (length scales; the given ones first) of the highest `value_at` (a log
 /// marginal likelihood, or a bound on it, called `value_name` in the
-/// messages, on a coarse subsample of `rows` rows), the first on ties. A candidate that cannot be evaluated is passed over; the first is
-/// kept when none can (its run then reports why).
+/// messages, on a coarse subsample of `rows` rows), the first on ties. A
+/// candidate that cannot be evaluated is passed over; the first is kept
+/// when none can (its run then reports why).
 ///
 /// Length scales far from the inputs' scale (the default 1 for inputs in
 /// thousands, say) put a fit where the kernel or its features see no
