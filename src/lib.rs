@@ -235,6 +235,9 @@ pub mod system;
 pub mod threads;
 pub(crate) mod vexp;
 
+#[cfg(any(feature = "python", test))]
+pub(crate) mod row_pieces;
+
 #[cfg(feature = "python")]
 mod python;
 

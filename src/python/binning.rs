@@ -69,10 +69,19 @@ fn fit_view<'py, T: Real + numpy::Element>(
     let mut keys = ffi::map_result(py, grids.key_buffer(x.nrows()))?;
     let slots = &mut keys[..];
     let g = &grids;
-    ffi::call_rows(py, x.nrows(), key_row_flops(g), None, |r, par| {
-        let out = &mut slots[r.start * np..r.end * np];
-        g.keys_into(x.slice(ndarray::s![r, ..]), out, par)
-    })?;
+    // The output of a row: its `P` 64-bit keys.
+    let row_bytes = (8 * np) as f64;
+    ffi::call_rows(
+        py,
+        x.nrows(),
+        key_row_flops(g),
+        row_bytes,
+        None,
+        |r, par| {
+            let out = &mut slots[r.start * np..r.end * np];
+            g.keys_into(x.slice(ndarray::s![r, ..]), out, par)
+        },
+    )?;
     let (vocabulary, z) = ffi::call_monitored(py, None, |monitor| {
         Vocabulary::from_keys::<T>(keys, np, Parallelism::Rayon, monitor)
     })?;
@@ -182,7 +191,11 @@ impl PyBinningMap {
         with_float_view!(x, |v| {
             // Row ranges that Ctrl-C can stop between, stacked.
             let mut pieces = Vec::new();
-            ffi::call_rows(py, v.nrows(), key_row_flops(map.grids()), None, |r, par| {
+            // The output of a row: `P` column indices and values (and the
+            // keys they come from), at most 16 bytes each.
+            let row_bytes = (16 * map.grids().n_grids()) as f64;
+            let row_flops = key_row_flops(map.grids());
+            ffi::call_rows(py, v.nrows(), row_flops, row_bytes, None, |r, par| {
                 pieces.push(map.transform(v.slice(ndarray::s![r, ..]), par)?);
                 Ok(())
             })?;

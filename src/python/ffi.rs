@@ -48,6 +48,7 @@ use serde::Serialize;
 use crate::error::Error;
 use crate::gpu::Device;
 use crate::progress::Monitor;
+use crate::row_pieces::{Plan, RowWork};
 use crate::Parallelism;
 
 /// A 2-D float32 or float64 NumPy array (any strides), read in place: the
@@ -452,111 +453,52 @@ impl<'a> Callbacks<'a> {
     }
 }
 
-/// Work of at most this many floating-point operations per pool thread
-/// (roughly 0.05 to 0.5 s at the 10 to 80 Gflop/s a thread that the maps
-/// reach) runs in one piece in [`call_rows`] when no progress is reported:
-/// a Ctrl-C waits for the piece, and every extra piece costs a parallel
-/// dispatch and its uneven tail.
-const ONE_PIECE_FLOPS: f64 = (1u64 << 32) as f64;
-
-/// Work of at most this many floating-point operations (well under a
-/// millisecond on one core) runs in [`call_rows`] on the calling thread,
-/// sequentially: handing it to the pool and back would cost more than the
-/// work, and nothing that short needs a Ctrl-C check.
-const INLINE_FLOPS: f64 = (1u64 << 18) as f64;
-
-/// Floating-point operations per pool thread of the first piece of
-/// [`call_rows`] when the work is split (always when progress is reported,
-/// so that the display moves): per thread, so that a wide pool
-/// starts with a piece that keeps every thread busy, not one thread's share
-/// spread over all of them.
-const FIRST_PIECE_FLOPS: f64 = (1u64 << 28) as f64;
-
-/// The least rows of a piece of [`call_rows`] (when its work allows), per
-/// pool thread: enough that the maps' own parallel row chunks keep every
-/// thread busy.
-const PIECE_ROWS_PER_THREAD: usize = 2048;
-
-/// The duration [`call_rows`] sizes its pieces after the first for.
-const PIECE_SECONDS: f64 = 0.1;
-
-/// [`call_rows`] cuts pieces of at least this many rows per pool thread to
-/// whole multiples of it: a multiple of every map's rows per parallel work
-/// item (16 to 512), so that each thread of a piece gets the same number of
-/// work items instead of one thread finishing a piece's odd item alone.
-const PIECE_ALIGN_ROWS: usize = 512;
-
-/// Runs `f` on consecutive row ranges that cover `0..rows` through
-/// [`call_monitored`], which sees a Ctrl-C between two ranges. `row_flops`
-/// is a rough count of the floating-point operations per row: without
-/// `progress`, work of up to [`ONE_PIECE_FLOPS`] per pool thread is one
-/// range; larger work, and any work with `progress`, starts with a range of
-/// about [`FIRST_PIECE_FLOPS`] per pool thread and sizes the next ones from
-/// the measured time, to [`PIECE_SECONDS`] each, cut to whole multiples of
-/// [`PIECE_ALIGN_ROWS`] per pool thread ([`align_piece`]). For
+/// Runs `f` on consecutive row ranges that cover `0..rows`, cut as
+/// [`crate::row_pieces`] plans for rows of about `row_flops` floating-point
+/// operations and `row_bytes` bytes of output each: tiny work without
+/// `progress` is one range on the calling thread with
+/// [`Parallelism::Sequential`] (see [`call_inline`]); work of one piece
+/// without `progress` is one range in the pool through plain [`call`];
+/// anything else runs in pieces through [`call_monitored`], which sees a
+/// Ctrl-C between two of them, each with [`Parallelism::Rayon`]. For
 /// row-wise maps, whose rows do not depend on each other, the result does
-/// not depend on the ranges. `f` gets the parallelism to run its range
-/// with: work of at most [`INLINE_FLOPS`] without a `progress` callback is
-/// one range on the calling thread, [`Parallelism::Sequential`] (see
-/// [`call_inline`]); otherwise [`Parallelism::Rayon`] in the pool, through
-/// plain [`call`] when it is one range and nothing is reported.
-/// `progress` gets the stage "rows".
+/// not depend on the ranges. `progress` gets the stage "rows".
 pub(crate) fn call_rows<F>(
     py: Python<'_>,
     rows: usize,
     row_flops: f64,
+    row_bytes: f64,
     progress: Option<&Bound<'_, PyAny>>,
     mut f: F,
 ) -> PyResult<()>
 where
     F: FnMut(Range<usize>, Parallelism) -> crate::Result<()> + Send,
 {
-    let row_flops = row_flops.max(1.0);
-    let flops = rows as f64 * row_flops;
-    let threads = crate::threads::get_num_threads();
-    let one_piece = flops <= ONE_PIECE_FLOPS * threads as f64;
-    if progress.is_none() && flops <= INLINE_FLOPS {
-        return call_inline(py, || f(0..rows, Parallelism::Sequential));
-    }
-    if progress.is_none() && one_piece {
-        // One range: nothing to check between ranges or to report, so the
-        // pool runs it without the watching thread's hand-offs.
-        return call(py, || f(0..rows, Parallelism::Rayon));
+    let work = RowWork {
+        rows,
+        row_flops,
+        row_bytes,
+        threads: crate::threads::get_num_threads(),
+    };
+    match work.plan(progress.is_some()) {
+        Plan::Inline => return call_inline(py, || f(0..rows, Parallelism::Sequential)),
+        // Nothing to check between ranges or to report, so the pool runs
+        // it without the watching thread's hand-offs.
+        Plan::OnePiece => return call(py, || f(0..rows, Parallelism::Rayon)),
+        Plan::Split => {}
     }
     call_monitored(py, progress, |monitor| {
         monitor.stage("rows", rows as u64);
-        // Here the work is split: it is larger than one piece, or progress
-        // is reported.
-        let mut len = (FIRST_PIECE_FLOPS * threads as f64 / row_flops) as usize;
-        let least = (PIECE_ROWS_PER_THREAD * threads).min(len.max(1));
-        // At least one call, so that an empty input is checked as before.
-        let mut start = 0;
-        loop {
+        let mut pieces = work.pieces();
+        while let Some(range) = pieces.next_range() {
             monitor.check()?;
-            let piece = align_piece(len.max(least), PIECE_ALIGN_ROWS * threads);
-            let end = start + piece.min(rows - start);
             let t0 = Instant::now();
-            f(start..end, Parallelism::Rayon)?;
-            monitor.advance((end - start) as u64);
-            let scale = PIECE_SECONDS / t0.elapsed().as_secs_f64().max(1e-6);
-            len = ((end - start) as f64 * scale.min(8.0)) as usize;
-            start = end;
-            if start >= rows {
-                return Ok(());
-            }
+            f(range.clone(), Parallelism::Rayon)?;
+            monitor.advance(range.len() as u64);
+            pieces.done(range, t0.elapsed().as_secs_f64());
         }
+        Ok(())
     })
-}
-
-/// `len` rounded to the nearest whole multiple of `unit` when it is at least
-/// `unit` (pieces of fewer rows, whose rows are expensive, keep their
-/// length).
-fn align_piece(len: usize, unit: usize) -> usize {
-    if len < unit {
-        len
-    } else {
-        (len + unit / 2) / unit * unit
-    }
 }
 
 /// Allocates an uninitialized C-order `rows x cols` NumPy array for Rust to
@@ -662,7 +604,8 @@ where
     {
         let mut rw = out.readwrite();
         let mut view = rw.as_array_mut();
-        call_rows(py, rows, row_flops, progress, move |r, par| {
+        let row_bytes = (cols * std::mem::size_of::<T>()) as f64;
+        call_rows(py, rows, row_flops, row_bytes, progress, move |r, par| {
             f(r.clone(), view.slice_mut(ndarray::s![r, ..]), par)
         })?;
     }
