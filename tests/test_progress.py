@@ -204,6 +204,17 @@ def test_ctrl_c_stops_long_work_quickly_and_the_library_still_works(prepare):
     np.testing.assert_array_equal(before, after)
 
 
+def test_ctrl_c_stops_an_exact_factorization_between_its_panels():
+    # One 10,000 x 10,000 Cholesky factorization with fixed hyperparameters
+    # (seconds on two cores): the interrupt, 1.5 s in, lands inside it, after
+    # the kernel matrix is formed; one call of the whole factorization would
+    # hold it for a second or more.
+    X, y = _wide(10_000, 4)
+    gp = ExactGPR(length_scale=1.0, noise_variance=0.1, optimize=())
+    latency = _interrupt_after(1.5, lambda: gp.fit(X, y))
+    assert latency < BOUND + SLACK, latency
+
+
 @pytest.mark.parametrize(
     "features, d",
     [

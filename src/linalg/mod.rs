@@ -5,13 +5,17 @@
 //! symmetric rank-k accumulation `G += ΦᵀΦ`, `b += Φᵀy` of `docs/math/gp.rst`,
 //! "Feature-space GP" over a row chunk through the hand-written packed Gram
 //! kernel ([`syrk`]), which also serves the localized GP's per-centroid blocks.
+mod blocked;
 pub mod syrk;
+
+pub(crate) use blocked::matmul_monitored;
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::{Mat, MatMut, MatRef, Par};
 use ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2, ShapeBuilder};
 
 use crate::error::{Error, Result};
+use crate::progress::Monitor;
 use crate::real::{cast_view, cast_view_mut, Real};
 use crate::threads::Parallelism;
 
@@ -191,37 +195,6 @@ impl TryFrom<CholeskyParts> for Cholesky {
     }
 }
 
-fn factor_in_place(mut a: MatMut<'_, f64>, par: Par) -> std::result::Result<(), usize> {
-    let n = a.nrows();
-    let mut mem = MemBuffer::new(
-        faer::linalg::cholesky::llt::factor::cholesky_in_place_scratch::<f64>(
-            n,
-            par,
-            Default::default(),
-        ),
-    );
-    let stack = MemStack::new(&mut mem);
-    match faer::linalg::cholesky::llt::factor::cholesky_in_place(
-        a.as_mut(),
-        Default::default(),
-        par,
-        stack,
-        Default::default(),
-    ) {
-        Ok(_) => {
-            for j in 1..n {
-                for i in 0..j {
-                    a[(i, j)] = 0.0;
-                }
-            }
-            Ok(())
-        }
-        Err(faer::linalg::cholesky::llt::factor::LltError::NonPositivePivot { index }) => {
-            Err(index)
-        }
-    }
-}
-
 /// The refusal of a system to factor that holds NaN or infinite values. The
 /// inputs are checked finite before any system is formed, so its entries
 /// left the float64 range through the hyperparameters (e.g. `X / l` or
@@ -253,6 +226,19 @@ impl Cholesky {
     /// the kernel matrix: `K_y = K + σ_n² I` is formed in the factor's own
     /// storage.
     pub fn shifted(a: MatRef<'_, f64>, shift: f64, par: Parallelism) -> Result<Self> {
+        Self::shifted_monitored(a, shift, par, &Monitor::default())
+    }
+
+    /// [`Cholesky::shifted`] with a check of `monitor` between column
+    /// panels of the copy and of the factorization (the exact GPs' `N × N`
+    /// systems, which a Ctrl-C stops there): [`Error::Interrupted`] once it
+    /// is cancelled.
+    pub fn shifted_monitored(
+        a: MatRef<'_, f64>,
+        shift: f64,
+        par: Parallelism,
+        monitor: &Monitor,
+    ) -> Result<Self> {
         let n = a.nrows();
         if a.ncols() != n {
             return Err(Error::ShapeMismatch {
@@ -262,17 +248,21 @@ impl Cholesky {
             });
         }
         let mut l = Mat::<f64>::zeros(n, n);
-        // Copies the lower triangle of `a + (shift + jitter) I` into `l`.
+        // Copies the lower triangle of `a + (shift + jitter) I` into `l`, in
+        // column panels with a check of `monitor` before each.
         let load = |l: &mut Mat<f64>, jitter: f64| -> Result<()> {
-            for j in 0..n {
-                let col = l.col_as_slice_mut(j);
-                for (i, v) in col.iter_mut().enumerate().skip(j) {
-                    *v = a[(i, j)];
-                    if !v.is_finite() {
-                        return Err(non_finite_system());
+            for j0 in (0..n).step_by(blocked::PANEL) {
+                monitor.check()?;
+                for j in j0..(j0 + blocked::PANEL).min(n) {
+                    let col = l.col_as_slice_mut(j);
+                    for (i, v) in col.iter_mut().enumerate().skip(j) {
+                        *v = a[(i, j)];
+                        if !v.is_finite() {
+                            return Err(non_finite_system());
+                        }
                     }
+                    col[j] += shift + jitter;
                 }
-                col[j] += shift + jitter;
             }
             Ok(())
         };
@@ -283,7 +273,7 @@ impl Cholesky {
         } else {
             (0..n).map(|i| l[(i, i)]).sum::<f64>() / n as f64
         };
-        let mut index = match factor_in_place(l.as_mut(), fpar) {
+        let mut index = match blocked::factor_lower(l.as_mut(), fpar, monitor)? {
             Ok(()) => return Ok(Self { l, jitter: 0.0 }),
             Err(index) => index,
         };
@@ -291,7 +281,7 @@ impl Cholesky {
             for eps in JITTER_LADDER {
                 let jitter = eps * mean_diag;
                 load(&mut l, jitter)?;
-                match factor_in_place(l.as_mut(), fpar) {
+                match blocked::factor_lower(l.as_mut(), fpar, monitor)? {
                     Ok(()) => return Ok(Self { l, jitter }),
                     Err(i) => index = i,
                 }
@@ -402,41 +392,92 @@ impl Cholesky {
         x
     }
 
-    /// The lower triangle of the inverse `(L Lᵀ)^{−1}` (faer's `L^{−1}`
-    /// followed by the triangular product `L^{−ᵀ} L^{−1}`, `⅔ n³` flops);
+    /// The lower triangle of the inverse `(L Lᵀ)^{−1}` (`L^{−1}`, then the
+    /// triangular product `L^{−ᵀ} L^{−1}`, `⅔ n³` flops, in column panels);
     /// the strict upper triangle is zero.
     pub fn inverse_lower(&self, par: Parallelism) -> Mat<f64> {
-        let n = self.dim();
-        let fpar = faer_par(par);
-        let mut out = Mat::<f64>::zeros(n, n);
-        let mut mem =
-            MemBuffer::new(faer::linalg::cholesky::llt::inverse::inverse_scratch::<f64>(n, fpar));
-        let stack = MemStack::new(&mut mem);
-        faer::linalg::cholesky::llt::inverse::inverse(out.as_mut(), self.l.as_ref(), fpar, stack);
+        let mut out = Mat::<f64>::zeros(self.dim(), self.dim());
+        if self
+            .inverse_lower_into(out.as_mut(), par, &Monitor::default())
+            .is_err()
+        {
+            unreachable!("a fresh monitor is never cancelled");
+        }
+        for j in 1..self.dim() {
+            out.col_as_slice_mut(j)[..j].fill(0.0);
+        }
         out
+    }
+
+    /// The lower triangle of `(L Lᵀ)^{−1}` into `out` (`n × n`; its strict
+    /// upper triangle is left with other values), with a check of `monitor`
+    /// before each column panel (see [`Cholesky::shifted_monitored`]).
+    ///
+    /// # Errors
+    /// [`Error::Interrupted`] once `monitor` is cancelled; `out` then holds
+    /// a partial result.
+    ///
+    /// # Panics
+    /// When `out` is not `n × n`.
+    pub fn inverse_lower_into(
+        &self,
+        out: MatMut<'_, f64>,
+        par: Parallelism,
+        monitor: &Monitor,
+    ) -> Result<()> {
+        blocked::inverse_lower(out, self.l.as_ref(), faer_par(par), monitor)
     }
 
     /// The diagonal of the inverse: `[(L Lᵀ)^{−1}]_ii = ‖L^{−1} e_i‖²`, the
     /// squared norm of column `i` of `L^{−1}` (one triangular inversion,
     /// `⅓ n³` flops, half of [`Cholesky::inverse_lower`]).
     pub fn inverse_diagonal(&self, par: Parallelism) -> Vec<f64> {
+        match self.inverse_diagonal_monitored(par, &Monitor::default()) {
+            Ok(d) => d,
+            Err(_) => unreachable!("a fresh monitor is never cancelled"),
+        }
+    }
+
+    /// [`Cholesky::inverse_diagonal`] with a check of `monitor` before each
+    /// column panel of the inversion (see [`Cholesky::shifted_monitored`]).
+    ///
+    /// # Errors
+    /// [`Error::Interrupted`] once `monitor` is cancelled.
+    pub fn inverse_diagonal_monitored(
+        &self,
+        par: Parallelism,
+        monitor: &Monitor,
+    ) -> Result<Vec<f64>> {
         let n = self.dim();
         let mut linv = Mat::<f64>::zeros(n, n);
-        faer::linalg::triangular_inverse::invert_lower_triangular(
-            linv.as_mut(),
-            self.l.as_ref(),
-            faer_par(par),
-        );
+        blocked::invert_lower(linv.as_mut(), self.l.as_ref(), faer_par(par), monitor)?;
         // Column i of L^{−1} is zero above row i.
-        (0..n)
+        Ok((0..n)
             .map(|i| linv.col(i).iter().skip(i).map(|v| v * v).sum())
-            .collect()
+            .collect())
     }
 
     /// The full symmetric inverse `(L Lᵀ)^{−1}` as a row-major ndarray.
     pub fn inverse(&self, par: Parallelism) -> Array2<f64> {
         let inv = self.inverse_lower(par);
+        Self::symmetric(inv.as_ref())
+    }
+
+    /// [`Cholesky::inverse`] with a check of `monitor` before each column
+    /// panel (see [`Cholesky::shifted_monitored`]).
+    ///
+    /// # Errors
+    /// [`Error::Interrupted`] once `monitor` is cancelled.
+    pub fn inverse_monitored(&self, par: Parallelism, monitor: &Monitor) -> Result<Array2<f64>> {
         let n = self.dim();
+        let mut inv = Mat::<f64>::zeros(n, n);
+        self.inverse_lower_into(inv.as_mut(), par, monitor)?;
+        Ok(Self::symmetric(inv.as_ref()))
+    }
+
+    /// The full symmetric matrix of a lower triangle, row-major.
+    fn symmetric(inv: MatRef<'_, f64>) -> Array2<f64> {
+        let n = inv.nrows();
         Array2::from_shape_fn(
             (n, n),
             |(i, j)| {

@@ -61,7 +61,7 @@ pub(crate) fn fit_classes(
                 k[(i, i)] = diag[i] + noise;
                 r[i] = target - mean;
             }
-            let chol = Cholesky::new(as_faer(k.view()), par)?;
+            let chol = Cholesky::shifted_monitored(as_faer(k.view()), 0.0, par, monitor)?;
             let coef = Array1::from(chol.solve_vec(r.view(), par));
             let lml = -0.5 * (r.dot(&coef) + chol.log_det() + n as f64 * LN_2PI);
             Ok(LatentGp {
@@ -115,8 +115,9 @@ impl ExactGpc {
         check_labels(labels, n_classes)?;
         kernel.validate(x.ncols())?;
         check_memory(n, n_classes.saturating_add(1), memory_bytes)?;
-        let k = crate::gp::exact::kernel_matrix_symmetric(x, &kernel, par);
-        let classes = fit_classes(k, labels, n_classes, &transform, par, &Monitor::default())?;
+        let monitor = Monitor::default();
+        let k = crate::gp::exact::kernel_matrix_symmetric(x, &kernel, par, &monitor)?;
+        let classes = fit_classes(k, labels, n_classes, &transform, par, &monitor)?;
         Ok(Self {
             x_train: x.to_owned(),
             kernel,

@@ -52,7 +52,6 @@
 
 use std::borrow::Cow;
 
-use faer::linalg::matmul::matmul;
 use faer::Accum;
 use ndarray::{s, Array1, Array2, ArrayView2, Axis, CowArray, Ix2};
 use rayon::prelude::*;
@@ -69,7 +68,7 @@ use crate::gp::optimize::{
     OptimizerConfig,
 };
 use crate::kernels::{Kernel, StationaryKernel};
-use crate::linalg::{as_faer, as_faer_mut, faer_par, gemm, Cholesky};
+use crate::linalg::{as_faer, as_faer_mut, faer_par, gemm, matmul_monitored, Cholesky};
 use crate::nystroem::NystroemFeatures;
 use crate::progress::Monitor;
 use crate::threads::Parallelism;
@@ -691,7 +690,7 @@ impl<'a> ExactDirichletLml<'a> {
         let kernel = StationaryKernel::gaussian(values[..k].to_vec(), values[k]);
         let transform = LabelTransform::new(self.alpha_epsilon)?;
         let x = self.x.view();
-        let kmat = kernel_matrix_symmetric(x, &kernel, self.par);
+        let kmat = kernel_matrix_symmetric(x, &kernel, self.par, monitor)?;
         let classes = fit_classes(
             kmat,
             &self.labels,
@@ -718,9 +717,9 @@ impl<'a> ExactDirichletLml<'a> {
         let t = LabelTransform::new(self.alpha_epsilon)?;
         let x = self.x.view();
         let n = x.nrows();
-        let kmat = kernel_matrix_symmetric(x, &kernel, par);
-        let b = Cholesky::shifted(as_faer(kmat.view()), t.noise_out, par)?;
-        let b_inv = b.inverse(par);
+        let kmat = kernel_matrix_symmetric(x, &kernel, par, monitor)?;
+        let b = Cholesky::shifted_monitored(as_faer(kmat.view()), t.noise_out, par, monitor)?;
+        let b_inv = b.inverse_monitored(par, monitor)?;
         // σ²₀ − σ²₁ > 0: a row of the class has the smaller noise.
         let gap = t.noise_out - t.noise_in;
         let want_grad = want_grad && !self.params.free.is_empty();
@@ -751,22 +750,33 @@ impl<'a> ExactDirichletLml<'a> {
                 for i in 0..idx.len() {
                     s_mat[(i, i)] += 1.0 / gap;
                 }
-                let s_chol = Cholesky::new(as_faer(s_mat.view()), par)?;
+                let s_chol = Cholesky::shifted_monitored(as_faer(s_mat.view()), 0.0, par, monitor)?;
                 let beta_c = Array1::from_iter(idx.iter().map(|&i| beta[i]));
                 let z = Array1::from(s_chol.solve_vec(beta_c.view(), par));
                 alpha += &u.dot(&z);
                 log_det += idx.len() as f64 * gap.ln() + s_chol.log_det();
                 if want_grad {
                     // W −= U S⁻¹ Uᵀ (the −B⁻¹ of every class is added below).
-                    let v = u.dot(&s_chol.inverse(par));
-                    matmul(
+                    let s_inv = s_chol.inverse_monitored(par, monitor)?;
+                    let mut v = Array2::<f64>::zeros(u.dim());
+                    matmul_monitored(
+                        as_faer_mut(v.view_mut()),
+                        Accum::Replace,
+                        as_faer(u.view()),
+                        as_faer(s_inv.view()),
+                        1.0,
+                        faer_par(par),
+                        monitor,
+                    )?;
+                    matmul_monitored(
                         as_faer_mut(w.view_mut()),
                         Accum::Add,
                         as_faer(v.view()),
                         as_faer(u.t()),
                         -1.0,
                         faer_par(par),
-                    );
+                        monitor,
+                    )?;
                 }
             }
             value -= 0.5 * (r.dot(&alpha) + log_det + n as f64 * LN_2PI);
@@ -777,14 +787,15 @@ impl<'a> ExactDirichletLml<'a> {
             monitor.check()?;
             // W = Σ_c (α_cα_cᵀ − (K + Σ_c)⁻¹).
             w.scaled_add(-(self.n_classes as f64), &b_inv);
-            matmul(
+            matmul_monitored(
                 as_faer_mut(w.view_mut()),
                 Accum::Add,
                 as_faer(alphas.view()),
                 as_faer(alphas.t()),
                 1.0,
                 faer_par(par),
-            );
+                monitor,
+            )?;
             // M = W ⊙ K (symmetric).
             w *= &kmat;
             grad[k] = 0.5 * w.sum();

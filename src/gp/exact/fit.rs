@@ -116,7 +116,10 @@ impl ExactLml<'_> {
         // the inverse's work) gives the trace.
         let trace_inv = match e.trace_inv {
             Some(t) => t,
-            None => chol.inverse_diagonal(self.par).iter().sum(),
+            None => chol
+                .inverse_diagonal_monitored(self.par, monitor)?
+                .iter()
+                .sum(),
         };
         check_accuracy(&kernel, noise, &e, trace_inv, self.x.nrows())?;
         Ok((e, chol, alpha))
@@ -237,8 +240,7 @@ pub fn fit_exact(
     };
     if params.free.is_empty() {
         let v = &params.values;
-        monitor.check()?;
-        return ExactGp::fit(x, y, kernel(v), v[k + 1], cfg.center, par);
+        return ExactGp::fit_monitored(x, y, kernel(v), v[k + 1], cfg.center, par, monitor);
     }
     let obj = ExactLml::new(x.view(), yc.view(), cfg.kernel, params.clone(), par);
     let data = cfg.hyper.data_scale(x, y, &params)?.values(&params)?;

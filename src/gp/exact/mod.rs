@@ -4,7 +4,6 @@
 //! variances; the hyperparameter fit is in [`fit`]. The only place in the
 //! crate that builds an `N × N` matrix.
 
-use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::{Mat, MatMut, MatRef};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rayon::prelude::*;
@@ -12,7 +11,7 @@ use rayon::prelude::*;
 use super::{check_finite, check_positive, MeanAndVariance};
 use crate::error::{Error, Result};
 use crate::kernels::{midrange, Kernel, StationaryKernel};
-use crate::linalg::{faer_par, Cholesky};
+use crate::linalg::Cholesky;
 use crate::progress::Monitor;
 use crate::threads::Parallelism;
 use crate::vexp;
@@ -196,30 +195,57 @@ widest_simd! {
         kernel_column_body;
 }
 
+/// Columns of the kernel matrix filled between two checks of the monitor
+/// in [`kernel_lower`] above [`KERNEL_WHOLE_MAX`] rows: at `N = 8,000`,
+/// about 0.05 s of kernel values or of first writes to fresh pages.
+const KERNEL_PANEL: usize = 256;
+
+/// The most rows whose kernel matrix [`kernel_lower`] fills in one parallel
+/// pass (tens of milliseconds): the columns' uneven lengths balance best
+/// over the whole triangle.
+const KERNEL_WHOLE_MAX: usize = 2048;
+
 /// The lower triangle of `K = σ² κ(ρ(u_i, u_j))` column by column (columns
-/// in parallel, each by [`kernel_column`]) into `k`, resized to `N²`,
+/// in parallel, each by [`kernel_column`]) into `k`, made `N²` long,
 /// column-major: column `j` is `k[j N + j .. (j + 1) N]` (the strict upper
-/// triangle is left as it was and never read).
+/// triangle is left as it was and never read). `monitor` is checked before
+/// each [`KERNEL_PANEL`] columns (once up to [`KERNEL_WHOLE_MAX`] rows).
+///
+/// # Errors
+/// [`Error::Interrupted`] once `monitor` is cancelled.
 fn kernel_lower(
     ut: &Array2<f64>,
     kernel: Kernel,
     variance: f64,
     par: Parallelism,
+    monitor: &Monitor,
     k: &mut Vec<f64>,
-) {
+) -> Result<()> {
     let n = ut.ncols();
     k.resize(n * n, 0.0);
     if n == 0 {
-        return;
+        return Ok(());
     }
     let u = ut.as_slice().unwrap_or_default();
-    let fill =
-        |(j, col): (usize, &mut [f64])| kernel_column(u, n, j, kernel, variance, &mut col[j..]);
-    if par.is_parallel() {
-        k.par_chunks_mut(n).enumerate().for_each(fill);
+    let columns = if n <= KERNEL_WHOLE_MAX {
+        n
     } else {
-        k.chunks_mut(n).enumerate().for_each(fill);
+        KERNEL_PANEL
+    };
+    for (p, panel) in k.chunks_mut(n * columns).enumerate() {
+        monitor.check()?;
+        let j0 = p * columns;
+        let fill = |(c, col): (usize, &mut [f64])| {
+            let j = j0 + c;
+            kernel_column(u, n, j, kernel, variance, &mut col[j..]);
+        };
+        if par.is_parallel() {
+            panel.par_chunks_mut(n).enumerate().for_each(fill);
+        } else {
+            panel.chunks_mut(n).enumerate().for_each(fill);
+        }
     }
+    Ok(())
 }
 
 /// The full symmetric kernel matrix `K = k(X, X)` (`N × N`, row-major) of
@@ -232,18 +258,23 @@ fn kernel_lower(
 /// scaled values overflow (or a profile that is NaN there) go through
 /// [`StationaryKernel::cross`], which recomputes such distances from the
 /// scaled differences.
+///
+/// # Errors
+/// [`Error::Interrupted`] once `monitor` is cancelled (checked between
+/// panels of columns).
 pub(crate) fn kernel_matrix_symmetric(
     x: ArrayView2<'_, f64>,
     kernel: &StationaryKernel,
     par: Parallelism,
-) -> Array2<f64> {
+    monitor: &Monitor,
+) -> Result<Array2<f64>> {
     let n = x.nrows();
     let ut = scaled_transposed(x, kernel);
     if !ut.iter().all(|v| v.is_finite()) {
-        return kernel.cross(x, x, par);
+        return Ok(kernel.cross(x, x, par));
     }
     let mut k = Vec::new();
-    kernel_lower(&ut, kernel.kernel, kernel.variance, par, &mut k);
+    kernel_lower(&ut, kernel.kernel, kernel.variance, par, monitor, &mut k)?;
     // Read row-major, column j of the lower triangle is row j of the upper
     // one: copy it below the diagonal, in blocks so that the transposed
     // reads stay in cache.
@@ -258,49 +289,44 @@ pub(crate) fn kernel_matrix_symmetric(
         }
     }
     if k.iter().any(|v| v.is_nan()) {
-        return kernel.cross(x, x, par);
+        return Ok(kernel.cross(x, x, par));
     }
-    Array2::from_shape_vec((n, n), k).unwrap_or_else(|_| unreachable!("N² entries"))
+    Ok(Array2::from_shape_vec((n, n), k).unwrap_or_else(|_| unreachable!("N² entries")))
 }
 
 /// Buffers that the successive LML evaluations of one fit reuse: the kernel
-/// matrix, the inverse `K_y^{−1}` and faer's scratch for it. Fresh `N × N`
-/// buffers each evaluation come from the OS as untouched pages (glibc maps
-/// allocations this large), and their page faults cost about a fifth of a
-/// fit's CPU time at N = 2,000 (178,680 minor faults, 0.56 s of system time
-/// out of 2.74 s CPU, BENCHMARKS.md, GP section).
+/// matrix and the inverse `K_y^{−1}`. Fresh `N × N` buffers each evaluation
+/// come from the OS as untouched pages (glibc maps allocations this large),
+/// and their page faults cost about a fifth of a fit's CPU time at N = 2,000
+/// (178,680 minor faults, 0.56 s of system time out of 2.74 s CPU,
+/// BENCHMARKS.md, GP section).
 #[derive(Default)]
 pub(crate) struct Workspace {
     k: Vec<f64>,
     inv: Option<Mat<f64>>,
-    /// faer's scratch of the inverse and the order it was sized for.
-    scratch: Option<(usize, MemBuffer)>,
 }
 
 impl Workspace {
-    /// The lower triangle of `(L Lᵀ)^{−1}` into the reused buffer (faer's
-    /// `L^{−1}` and the triangular product `L^{−ᵀ} L^{−1}`, `⅔ N³` flops, as
-    /// [`Cholesky::inverse_lower`]); its strict upper triangle is stale.
-    fn inverse_lower(&mut self, chol: &Cholesky, par: Parallelism) -> &Mat<f64> {
+    /// The lower triangle of `(L Lᵀ)^{−1}` into the reused buffer
+    /// ([`Cholesky::inverse_lower_into`], `⅔ N³` flops); its strict upper
+    /// triangle is stale.
+    ///
+    /// # Errors
+    /// [`Error::Interrupted`] once `monitor` is cancelled.
+    fn inverse_lower(
+        &mut self,
+        chol: &Cholesky,
+        par: Parallelism,
+        monitor: &Monitor,
+    ) -> Result<&Mat<f64>> {
         let n = chol.dim();
-        let fpar = faer_par(par);
         if self.inv.as_ref().is_none_or(|m| m.nrows() != n) {
-            self.inv = Some(Mat::zeros(n, n));
+            // The old buffer is freed before the new one is allocated.
+            self.inv = None;
         }
-        if self.scratch.as_ref().is_none_or(|(m, _)| *m != n) {
-            let req = faer::linalg::cholesky::llt::inverse::inverse_scratch::<f64>(n, fpar);
-            self.scratch = Some((n, MemBuffer::new(req)));
-        }
-        let (Some(inv), Some((_, mem))) = (self.inv.as_mut(), self.scratch.as_mut()) else {
-            unreachable!("both buffers were set above")
-        };
-        faer::linalg::cholesky::llt::inverse::inverse(
-            inv.as_mut(),
-            chol.l(),
-            fpar,
-            MemStack::new(mem),
-        );
-        inv
+        let inv = self.inv.get_or_insert_with(|| Mat::zeros(n, n));
+        chol.inverse_lower_into(inv.as_mut(), par, monitor)?;
+        Ok(inv)
     }
 }
 
@@ -311,15 +337,17 @@ fn factor(
     kernel: &StationaryKernel,
     noise_variance: f64,
     par: Parallelism,
+    monitor: &Monitor,
     k: &mut Vec<f64>,
 ) -> Result<Factored> {
     let n = x.nrows();
     let ut = scaled_transposed(x, kernel);
-    kernel_lower(&ut, kernel.kernel, kernel.variance, par, k);
-    let chol = Cholesky::shifted(
+    kernel_lower(&ut, kernel.kernel, kernel.variance, par, monitor, k)?;
+    let chol = Cholesky::shifted_monitored(
         MatRef::from_column_major_slice(k, n, n),
         noise_variance,
         par,
+        monitor,
     )?;
     let alpha = chol.solve_vec(y, par);
     Ok(Factored { ut, chol, alpha })
@@ -523,7 +551,7 @@ pub(crate) fn lml_and_factor(
     kernel.validate(x.ncols())?;
     check_positive("noise_variance", noise_variance)?;
     let n = x.nrows();
-    let f = factor(x, y, kernel, noise_variance, par, &mut ws.k)?;
+    let f = factor(x, y, kernel, noise_variance, par, monitor, &mut ws.k)?;
     monitor.check()?;
     let data_fit: f64 = y.iter().zip(&f.alpha).map(|(a, b)| a * b).sum();
     let lml = -0.5 * data_fit - 0.5 * f.chol.log_det() - 0.5 * n as f64 * LN_2PI;
@@ -539,8 +567,7 @@ pub(crate) fn lml_and_factor(
     }
     // The kernel matrix leaves the workspace while the inverse borrows it.
     let k_buf = std::mem::take(&mut ws.k);
-    let inv = ws.inverse_lower(&f.chol, par);
-    monitor.check()?;
+    let inv = ws.inverse_lower(&f.chol, par, monitor)?;
     let kmat = &k_buf;
     let d = x.ncols();
     let alpha = &f.alpha;
@@ -649,13 +676,43 @@ impl ExactGp {
         center: bool,
         par: Parallelism,
     ) -> Result<Self> {
+        Self::fit_monitored(
+            x,
+            y,
+            kernel,
+            noise_variance,
+            center,
+            par,
+            &Monitor::default(),
+        )
+    }
+
+    /// [`ExactGp::fit`] with a check of `monitor` between the column panels
+    /// of the factorization: [`Error::Interrupted`] once it is cancelled.
+    pub(crate) fn fit_monitored(
+        x: ArrayView2<'_, f64>,
+        y: ArrayView1<'_, f64>,
+        kernel: StationaryKernel,
+        noise_variance: f64,
+        center: bool,
+        par: Parallelism,
+        monitor: &Monitor,
+    ) -> Result<Self> {
         check_training_data(x, y)?;
         kernel.validate(x.ncols())?;
         check_positive("noise_variance", noise_variance)?;
         let n = x.nrows();
         let y_mean = if center { y.sum() / n as f64 } else { 0.0 };
         let yc = y.mapv(|v| v - y_mean);
-        let f = factor(x, yc.view(), &kernel, noise_variance, par, &mut Vec::new())?;
+        let f = factor(
+            x,
+            yc.view(),
+            &kernel,
+            noise_variance,
+            par,
+            monitor,
+            &mut Vec::new(),
+        )?;
         let data_fit: f64 = yc.iter().zip(&f.alpha).map(|(a, b)| a * b).sum();
         if !data_fit.is_finite() {
             // Targets beyond about 1e154 (less with a small noise variance):
@@ -1034,8 +1091,10 @@ mod tests {
                     length_scale: ls,
                     variance: 1.7,
                 };
-                let k = kernel_matrix_symmetric(x.view(), &kernel, Parallelism::Rayon);
-                let seq = kernel_matrix_symmetric(x.view(), &kernel, Parallelism::Sequential);
+                let m = Monitor::default();
+                let k = kernel_matrix_symmetric(x.view(), &kernel, Parallelism::Rayon, &m).unwrap();
+                let seq = kernel_matrix_symmetric(x.view(), &kernel, Parallelism::Sequential, &m)
+                    .unwrap();
                 assert_eq!(k, seq, "{kind:?}: independent of the thread count");
                 let n = x.nrows();
                 let scaled = |i: usize| -> Vec<f64> {
@@ -1065,7 +1124,9 @@ mod tests {
         // Scaled inputs beyond the float range: the pairwise fallback.
         let big = Array2::from_shape_fn((4, 2), |(i, j)| (i as f64 - 1.5) * 1e300 + j as f64);
         let kernel = StationaryKernel::gaussian(vec![1e-10], 2.0);
-        let k = kernel_matrix_symmetric(big.view(), &kernel, Parallelism::Rayon);
+        let k =
+            kernel_matrix_symmetric(big.view(), &kernel, Parallelism::Rayon, &Monitor::default())
+                .unwrap();
         assert_eq!(k, kernel.cross(big.view(), big.view(), Parallelism::Rayon));
         for i in 0..4 {
             assert_eq!(k[(i, i)], 2.0);
@@ -1084,7 +1145,8 @@ mod tests {
                 };
                 let ut = scaled_transposed(x.view(), &kernel);
                 let mut k = Vec::new();
-                kernel_lower(&ut, kind, 1.7, Parallelism::Rayon, &mut k);
+                let m = Monitor::default();
+                kernel_lower(&ut, kind, 1.7, Parallelism::Rayon, &m, &mut k).unwrap();
                 let cross = kernel.cross(x.view(), x.view(), Parallelism::Sequential);
                 let n = x.nrows();
                 let scaled = |i: usize| -> Vec<f64> {
