@@ -393,8 +393,8 @@ impl Cholesky {
     }
 
     /// The lower triangle of the inverse `(L Lᵀ)^{−1}` (`L^{−1}`, then the
-    /// triangular product `L^{−ᵀ} L^{−1}`, `⅔ n³` flops, in column panels);
-    /// the strict upper triangle is zero.
+    /// triangular product `L^{−ᵀ} L^{−1}`, `⅔ n³` flops, in column panels
+    /// above order 2,048); the strict upper triangle is zero.
     pub fn inverse_lower(&self, par: Parallelism) -> Mat<f64> {
         let mut out = Mat::<f64>::zeros(self.dim(), self.dim());
         if self

@@ -197,7 +197,7 @@ widest_simd! {
 
 /// Columns of the kernel matrix filled between two checks of the monitor
 /// in [`kernel_lower`] above [`KERNEL_WHOLE_MAX`] rows: at `N = 8,000`,
-/// about 0.05 s of kernel values or of first writes to fresh pages.
+/// about 0.05 s of kernel values.
 const KERNEL_PANEL: usize = 256;
 
 /// The most rows whose kernel matrix [`kernel_lower`] fills in one parallel
