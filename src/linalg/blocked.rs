@@ -33,6 +33,17 @@ pub(crate) const PANEL: usize = 256;
 /// (about 0.05 s for the inverse on two cores): above it, in panels.
 pub(crate) const WHOLE_MAX: usize = 2048;
 
+/// The columns of one panel of an `n × n` computation: the whole up to
+/// [`WHOLE_MAX`], else [`PANEL`] (at least one, so that the panels of an
+/// empty matrix step forward).
+pub(crate) fn panel_width(n: usize) -> usize {
+    if n <= WHOLE_MAX {
+        n.max(1)
+    } else {
+        PANEL
+    }
+}
+
 /// Factors the lower triangle of `a` in place (`L` there; the strict upper
 /// triangle is zeroed). `Ok(Err(index))` when pivot `index` is not positive
 /// (the matrix is not positive definite at that precision).
@@ -46,7 +57,7 @@ pub(crate) fn factor_lower(
     monitor: &Monitor,
 ) -> Result<std::result::Result<(), usize>> {
     let n = a.nrows();
-    let panel = if n <= WHOLE_MAX { n.max(1) } else { PANEL };
+    let panel = panel_width(n);
     for j0 in (0..n).step_by(panel) {
         monitor.check()?;
         let j1 = (j0 + panel).min(n);
@@ -203,11 +214,10 @@ pub(crate) fn invert_lower(
         l.ncols() == n && out.nrows() == n && out.ncols() == n,
         "invert_lower: square matrices of one order"
     );
-    let panel = if n <= WHOLE_MAX { n.max(1) } else { PANEL };
+    let panel = panel_width(n);
     // `L_{>J} X_JJ` of one panel (none when the panel is the whole).
     let mut scratch = Mat::<f64>::zeros(if n > panel { n } else { 0 }, panel);
-    let starts: Vec<usize> = (0..n).step_by(panel).collect();
-    for &j0 in starts.iter().rev() {
+    for j0 in (0..n).step_by(panel).rev() {
         monitor.check()?;
         let j1 = (j0 + panel).min(n);
         let b = j1 - j0;

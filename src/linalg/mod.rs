@@ -8,7 +8,7 @@
 mod blocked;
 pub mod syrk;
 
-pub(crate) use blocked::matmul_monitored;
+pub(crate) use blocked::{matmul_monitored, panel_width};
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::{Mat, MatMut, MatRef, Par};

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use super::{check_finite, check_positive, MeanAndVariance};
 use crate::error::{Error, Result};
 use crate::kernels::{midrange, Kernel, StationaryKernel};
-use crate::linalg::Cholesky;
+use crate::linalg::{panel_width, Cholesky};
 use crate::progress::Monitor;
 use crate::threads::Parallelism;
 use crate::vexp;
@@ -195,21 +195,13 @@ widest_simd! {
         kernel_column_body;
 }
 
-/// Columns of the kernel matrix filled between two checks of the monitor
-/// in [`kernel_lower`] above [`KERNEL_WHOLE_MAX`] rows: at `N = 8,000`,
-/// about 0.05 s of kernel values.
-const KERNEL_PANEL: usize = 256;
-
-/// The most rows whose kernel matrix [`kernel_lower`] fills in one parallel
-/// pass (tens of milliseconds): the columns' uneven lengths balance best
-/// over the whole triangle.
-const KERNEL_WHOLE_MAX: usize = 2048;
-
 /// The lower triangle of `K = σ² κ(ρ(u_i, u_j))` column by column (columns
 /// in parallel, each by [`kernel_column`]) into `k`, made `N²` long,
 /// column-major: column `j` is `k[j N + j .. (j + 1) N]` (the strict upper
 /// triangle is left as it was and never read). `monitor` is checked before
-/// each [`KERNEL_PANEL`] columns (once up to [`KERNEL_WHOLE_MAX`] rows).
+/// each panel of columns ([`panel_width`], the factorization's: the whole
+/// up to 2,048 rows, where one parallel pass balances the columns' uneven
+/// lengths best, else 256 columns, about 0.05 s at `N = 8,000`).
 ///
 /// # Errors
 /// [`Error::Interrupted`] once `monitor` is cancelled.
@@ -227,11 +219,7 @@ fn kernel_lower(
         return Ok(());
     }
     let u = ut.as_slice().unwrap_or_default();
-    let columns = if n <= KERNEL_WHOLE_MAX {
-        n
-    } else {
-        KERNEL_PANEL
-    };
+    let columns = panel_width(n);
     for (p, panel) in k.chunks_mut(n * columns).enumerate() {
         monitor.check()?;
         let j0 = p * columns;
